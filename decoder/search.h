@@ -1,0 +1,72 @@
+/* search.h: beam search over a narrow step interface (model-v1 semantics).
+ *
+ * The search never touches weights: it drives any nmt_step_model, the CPU
+ * reference model (model/cpu_step_model.c) or a scripted fake in the tests.
+ *
+ * Rows: the model holds one decoder state per row. Before the search starts,
+ * row i is sentence i's initial (BOS) state, for i in [0, n_sentences). After
+ * each step the search calls reorder with, for every new row, the index of
+ * the old row it continues; rows of finished sentences are simply dropped. */
+#ifndef NMT_SEARCH_H
+#define NMT_SEARCH_H
+
+#include "nmt.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nmt_step_model {
+    void *self;
+    int32_t vocab_size;
+    /* Scores the n_rows current rows: prev_tokens[r] is row r's last token
+     * (BOS at the first step). Writes log_probs[r * vocab_size + w], the full
+     * log-softmax, and attn_argmax[r], the source position with the largest
+     * attention weight (for UNK replacement). */
+    nmt_status (*step)(void *self, int32_t n_rows, const int32_t *prev_tokens,
+                       float *log_probs, int32_t *attn_argmax, nmt_error *err);
+    /* New row i continues old row parent[i], i in [0, n_rows). */
+    nmt_status (*reorder)(void *self, int32_t n_rows, const int32_t *parent, nmt_error *err);
+} nmt_step_model;
+
+typedef struct nmt_search_config {
+    int32_t beam_size;  /* B >= 1 */
+    int32_t n_best;     /* 1 <= N <= B */
+    float alpha;        /* length penalty exponent */
+    float max_len_a;    /* max target length floor(a * S + b), EOS counted */
+    int32_t max_len_b;
+    int32_t pad_id, bos_id, eos_id;
+} nmt_search_config;
+
+typedef struct nmt_search_hypothesis {
+    int32_t length;       /* tokens, EOS excluded */
+    int32_t *tokens;      /* [length] */
+    int32_t *attn_argmax; /* [length]: source position attended most at each token */
+    float log_prob;       /* sum of log-probabilities, EOS included */
+    float score;          /* log_prob / (length + 1)^alpha */
+} nmt_search_hypothesis;
+
+typedef struct nmt_search_result {
+    int32_t n_hypotheses; /* <= n_best */
+    nmt_search_hypothesis *hypotheses; /* best first */
+} nmt_search_result;
+
+/* Runs the batched beam search for n_sentences sentences whose source token
+ * counts are src_lengths[i] (>= 1). Fills results[i] (release each with
+ * nmt_search_result_clear). Allocation happens up front, not per step. */
+nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
+                           const int32_t *src_lengths, const nmt_search_config *config,
+                           nmt_search_result *results, nmt_error *err);
+
+void nmt_search_result_clear(nmt_search_result *result);
+
+/* floor(a * S + b), at least 1. */
+int32_t nmt_search_max_length(const nmt_search_config *config, int32_t src_length);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NMT_SEARCH_H */

@@ -1,0 +1,34 @@
+/* attention.h: global "general" attention for a batch of hypothesis rows
+ * (Dikbayir et al.: the score reduction over H, the softmax and the context
+ * reduction over source positions in one launch).
+ *
+ * Row r belongs to sentence s = row_sentence[r] with S = src_len[s] positions.
+ * keys and memory are [n_sentences, max_src, hidden]; keys = memory . W_a^T.
+ *   score_j = query[r] . keys[s, j]   (j < S; positions >= S are masked)
+ *   a = softmax(score);  context[r] = sum_j a_j memory[s, j]
+ * weights[r, j] (may be NULL) gets a for j < S and 0 beyond; argmax[r] the
+ * smallest j with the largest a_j. */
+#ifndef NMT_KERNELS_ATTENTION_H
+#define NMT_KERNELS_ATTENTION_H
+
+#include "nmt.h"
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void nmt_cpu_attention(int32_t n_rows, int32_t hidden, int32_t max_src, const int32_t *row_sentence,
+                       const int32_t *src_len, const float *keys, const float *memory,
+                       const float *query, float *context, float *weights, int32_t *argmax);
+
+nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
+                              const int32_t *row_sentence, const int32_t *src_len,
+                              const float *keys, const float *memory, const float *query,
+                              float *context, float *weights, int32_t *argmax, void *stream,
+                              nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

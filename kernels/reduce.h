@@ -1,0 +1,39 @@
+/* reduce.h: multi-mode reduction and broadcast over dense row-major tensors
+ * (Dikbayir et al.: several axes reduced in one launch through virtual
+ * coordinates; broadcast without replicating the smaller operand).
+ *
+ * A tensor of ndim <= NMT_REDUCE_MAX_DIMS dimensions dims[0..ndim).
+ * reduce_sum: out = sum of x over every axis whose bit is set in reduce_mask;
+ *   out has the kept axes in order (an empty shape is one element).
+ * broadcast_add: out = x + y, where y has only the axes whose bit is set in
+ *   y_mask (in order) and is repeated along the others. out may alias x.
+ * Bias add is y_mask = last axis; the beam-score add into candidate scores is
+ * y_mask = first axis. */
+#ifndef NMT_KERNELS_REDUCE_H
+#define NMT_KERNELS_REDUCE_H
+
+#include "nmt.h"
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NMT_REDUCE_MAX_DIMS 6
+
+/* Refuses ndim out of range, a dimension < 1 or a mask naming a missing axis. */
+nmt_status nmt_cpu_reduce_sum(int32_t ndim, const int64_t *dims, uint32_t reduce_mask,
+                              const float *x, float *out, nmt_error *err);
+nmt_status nmt_cpu_broadcast_add(int32_t ndim, const int64_t *dims, const float *x,
+                                 uint32_t y_mask, const float *y, float *out, nmt_error *err);
+
+nmt_status nmt_cuda_reduce_sum(int32_t ndim, const int64_t *dims, uint32_t reduce_mask,
+                               const float *x, float *out, void *stream, nmt_error *err);
+nmt_status nmt_cuda_broadcast_add(int32_t ndim, const int64_t *dims, const float *x,
+                                  uint32_t y_mask, const float *y, float *out, void *stream,
+                                  nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,38 @@
+/* softmax_topk.h: log-softmax and fused online softmax + top-K.
+ *
+ * For each row of logits (ld floats apart) over V words:
+ *   lse = log sum_w exp(z_w);  log p_w = z_w - lse
+ * and the K largest log p_w among the words not in `excluded` (the excluded
+ * words still count in the normalization: model-v1 excludes PAD and BOS after
+ * the log-softmax). Order: larger value first, ties to the lower word id.
+ * When fewer than K words remain (K > V), the tail gets -INFINITY and id -1.
+ * CUDA: Milakov & Gimelshein Alg. 4 with the (m, d) merge of eq. 4, and
+ * Argueta & Chiang's packed 64-bit atomicMax top-N; the launcher picks. */
+#ifndef NMT_KERNELS_SOFTMAX_TOPK_H
+#define NMT_KERNELS_SOFTMAX_TOPK_H
+
+#include "nmt.h"
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* log_probs[r, w] = z[r, w] - lse_r for every word (the full log-softmax). */
+void nmt_cpu_log_softmax(int32_t n_rows, int32_t vocab, const float *logits, int32_t ld,
+                         float *log_probs);
+
+/* top_values/top_ids: [n_rows, k]; lse: [n_rows] (may be NULL). */
+void nmt_cpu_softmax_topk(int32_t n_rows, int32_t vocab, const float *logits, int32_t ld,
+                          int32_t k, const int32_t *excluded, int32_t n_excluded,
+                          float *top_values, int32_t *top_ids, float *lse);
+
+nmt_status nmt_cuda_softmax_topk(int32_t n_rows, int32_t vocab, const float *logits, int32_t ld,
+                                 int32_t k, const int32_t *excluded, int32_t n_excluded,
+                                 float *top_values, int32_t *top_ids, float *lse, void *stream,
+                                 nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
