@@ -1,0 +1,2 @@
+/* placeholder */
+typedef int nmt_translate_options_placeholder;
