@@ -17,6 +17,10 @@ extern "C" {
 #endif
 
 #define NMT_JOINER "\xef\xbf\xad" /* U+FFED, 3 bytes */
+/* A literal U+FFED in the input becomes this token (a symbol token of its
+ * own, never lowercased); nmt_detokenize turns it back into U+FFED. Ordinary
+ * text never tokenizes to it: "<" and "+" are always tokens of their own. */
+#define NMT_JOINER_ESCAPE "<U+FFED>"
 
 typedef enum nmt_case_class {
     NMT_CASE_LOWER = 0,       /* no uppercase letter */
@@ -43,11 +47,14 @@ typedef struct nmt_tokens {
 int nmt_utf8_valid(const char *s, size_t len, size_t *bad_offset);
 
 /* Tokenizes one line. Invalid UTF-8 is refused with NMT_STATUS_ERROR_INPUT
- * and a message giving the byte offset. `out` is cleared first. */
+ * and a message giving the byte offset. `out` is cleared first (with
+ * nmt_tokens_clear: it must be zero-initialized or hold earlier tokens). */
 nmt_status nmt_tokenize(const char *text, size_t len, nmt_tokens *out, nmt_error *err);
 void nmt_tokens_clear(nmt_tokens *tokens);
 
-/* Joins tokens back into text (malloc'd, NUL-terminated, caller frees). */
+/* Joins tokens back into text (malloc'd, NUL-terminated, caller frees):
+ * single spaces between tokens, none before a token starting with the joiner
+ * (which is removed); NMT_JOINER_ESCAPE becomes U+FFED again. */
 nmt_status nmt_detokenize(const char *const *tokens, int32_t n, char **text, nmt_error *err);
 
 #ifdef __cplusplus

@@ -1,2 +1,301 @@
-/* placeholder */
-typedef int nmt_translate_options_placeholder;
+/* options.c: command line and INI parsing for translate. The same keys work
+ * in both places (`--beam 5` or `beam = 5`); values are parsed strictly, and
+ * a bad one is reported with its source (option or file:line). */
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <ini.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void translate_print_help(const char *program)
+{
+    printf(
+        "Usage: %s -m MODEL [options] < input.txt > output.txt\n"
+        "\n"
+        "Translates standard input line by line with beam search. Every input line gives\n"
+        "exactly one output line, in order; an empty line gives an empty line; an invalid\n"
+        "line (bad UTF-8, too long) is reported on stderr with its line number and gives\n"
+        "an empty line, and the rest continue.\n"
+        "\n"
+        "Options (each also an INI key of the same name, without dashes, '-' as '_'):\n"
+        "  -m, --model PATH        model file (required)\n"
+        "  -c, --config PATH       INI file with any of the options below; the command line wins\n"
+        "  -b, --beam N            beam size (default 5)\n"
+        "  -n, --n-best N          hypotheses per line (default 1); N > 1 prints\n"
+        "                          LINE<TAB>RANK<TAB>SCORE<TAB>TEXT rows, N per input line\n"
+        "      --alpha A           length penalty: score / length^A (default 1.0)\n"
+        "      --max-len-a A       maximum target length floor(A * source_tokens + B) (default 2)\n"
+        "      --max-len-b B       (default 10)\n"
+        "      --batch-size N      sentences decoded together (default 32)\n"
+        "      --device D          auto | cpu | cuda (default auto: the GPU when there is one)\n"
+        "      --device-index I    CUDA device ordinal (default 0)\n"
+        "      --no-unk-replace    keep <unk> instead of copying the most attended source word\n"
+        "      --scores            prefix each output line with its score and a tab\n"
+        "      --max-line-bytes N  refuse longer lines (default 4096)\n"
+        "      --max-src-tokens N  refuse lines with more tokens (default 256)\n"
+        "      --progress / --no-progress\n"
+        "                          progress on stderr (default: when stderr is a terminal)\n"
+        "  -h, --help              this text\n"
+        "  -V, --version           the version\n"
+        "\n"
+        "Exit status: 0 all lines translated; 1 some lines were refused (each still has an\n"
+        "output line); 2 bad option or configuration; 3 the model could not be loaded;\n"
+        "4 translation failed (device error, out of memory).\n",
+        program);
+}
+
+enum {
+    OPT_ALPHA = 256, OPT_MAX_LEN_A, OPT_MAX_LEN_B, OPT_BATCH_SIZE, OPT_DEVICE, OPT_DEVICE_INDEX,
+    OPT_NO_UNK_REPLACE, OPT_SCORES, OPT_MAX_LINE_BYTES, OPT_MAX_SRC_TOKENS, OPT_PROGRESS,
+    OPT_NO_PROGRESS
+};
+
+static const struct option long_options[] = {
+    {"model", required_argument, NULL, 'm'},
+    {"config", required_argument, NULL, 'c'},
+    {"beam", required_argument, NULL, 'b'},
+    {"n-best", required_argument, NULL, 'n'},
+    {"alpha", required_argument, NULL, OPT_ALPHA},
+    {"max-len-a", required_argument, NULL, OPT_MAX_LEN_A},
+    {"max-len-b", required_argument, NULL, OPT_MAX_LEN_B},
+    {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"device-index", required_argument, NULL, OPT_DEVICE_INDEX},
+    {"no-unk-replace", no_argument, NULL, OPT_NO_UNK_REPLACE},
+    {"scores", no_argument, NULL, OPT_SCORES},
+    {"max-line-bytes", required_argument, NULL, OPT_MAX_LINE_BYTES},
+    {"max-src-tokens", required_argument, NULL, OPT_MAX_SRC_TOKENS},
+    {"progress", no_argument, NULL, OPT_PROGRESS},
+    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0}};
+
+static int parse_int(const char *text, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi)
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+static int parse_float(const char *text, double lo, double hi, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v) || v < lo || v > hi)
+        return 0;
+    *out = (float)v;
+    return 1;
+}
+
+static int parse_bool(const char *text, int *out)
+{
+    if (!strcasecmp(text, "1") || !strcasecmp(text, "true") || !strcasecmp(text, "yes") ||
+        !strcasecmp(text, "on"))
+        *out = 1;
+    else if (!strcasecmp(text, "0") || !strcasecmp(text, "false") || !strcasecmp(text, "no") ||
+             !strcasecmp(text, "off"))
+        *out = 0;
+    else
+        return 0;
+    return 1;
+}
+
+static int parse_device(const char *text, nmt_device *out)
+{
+    if (!strcmp(text, "auto"))
+        *out = NMT_DEVICE_AUTO;
+    else if (!strcmp(text, "cpu"))
+        *out = NMT_DEVICE_CPU;
+    else if (!strcmp(text, "cuda") || !strcmp(text, "gpu"))
+        *out = NMT_DEVICE_CUDA;
+    else
+        return 0;
+    return 1;
+}
+
+/* Applies one setting by its key (INI name: "beam", "n_best", ...). Returns
+ * 1 on success, 0 for a bad value, -1 for an unknown key. */
+static int apply_setting(translate_args *a, const char *key, const char *value)
+{
+    nmt_options *o = &a->engine;
+    int flag;
+    if (!strcmp(key, "model")) {
+        if (strlen(value) >= sizeof a->model_path)
+            return 0;
+        strcpy(a->model_path, value);
+        return 1;
+    }
+    if (!strcmp(key, "beam"))
+        return parse_int(value, 1, 256, &o->beam_size);
+    if (!strcmp(key, "n_best"))
+        return parse_int(value, 1, 256, &o->n_best);
+    if (!strcmp(key, "alpha"))
+        return parse_float(value, 0.0, 10.0, &o->alpha);
+    if (!strcmp(key, "max_len_a"))
+        return parse_float(value, 0.0, 100.0, &o->max_len_a);
+    if (!strcmp(key, "max_len_b"))
+        return parse_int(value, 0, 10000, &o->max_len_b);
+    if (!strcmp(key, "batch_size"))
+        return parse_int(value, 1, 4096, &o->batch_size);
+    if (!strcmp(key, "device"))
+        return parse_device(value, &o->device);
+    if (!strcmp(key, "device_index"))
+        return parse_int(value, 0, 1024, &o->device_index);
+    if (!strcmp(key, "unk_replace"))
+        return parse_bool(value, &o->unk_replace);
+    if (!strcmp(key, "scores"))
+        return parse_bool(value, &a->scores);
+    if (!strcmp(key, "max_line_bytes"))
+        return parse_int(value, 1, 1 << 30, &o->max_line_bytes);
+    if (!strcmp(key, "max_src_tokens"))
+        return parse_int(value, 1, 4096, &o->max_src_tokens);
+    if (!strcmp(key, "progress")) {
+        if (!parse_bool(value, &flag))
+            return 0;
+        a->progress = flag;
+        return 1;
+    }
+    return -1;
+}
+
+/* Debian's inih passes no line number to the handler; ini_parse returns the
+ * first failing line, so the handler keeps the reason and the caller adds it. */
+typedef struct ini_context {
+    translate_args *args;
+    char reason[256];
+} ini_context;
+
+static int on_ini_setting(void *user, const char *section, const char *name, const char *value)
+{
+    ini_context *ctx = user;
+    if (ctx->reason[0])
+        return 0;
+    if (section[0] && strcmp(section, "translate")) {
+        snprintf(ctx->reason, sizeof ctx->reason, "unknown section [%s] (use [translate])",
+                 section);
+        return 0;
+    }
+    int r = apply_setting(ctx->args, name, value);
+    if (r < 0)
+        snprintf(ctx->reason, sizeof ctx->reason, "unknown key '%s'", name);
+    else if (r == 0)
+        snprintf(ctx->reason, sizeof ctx->reason, "bad value for %s: '%s'", name, value);
+    return r == 1;
+}
+
+static const char *option_key(int code)
+{
+    switch (code) {
+    case 'm': return "model";
+    case 'b': return "beam";
+    case 'n': return "n_best";
+    case OPT_ALPHA: return "alpha";
+    case OPT_MAX_LEN_A: return "max_len_a";
+    case OPT_MAX_LEN_B: return "max_len_b";
+    case OPT_BATCH_SIZE: return "batch_size";
+    case OPT_DEVICE: return "device";
+    case OPT_DEVICE_INDEX: return "device_index";
+    case OPT_MAX_LINE_BYTES: return "max_line_bytes";
+    case OPT_MAX_SRC_TOKENS: return "max_src_tokens";
+    }
+    return NULL;
+}
+
+int translate_args_parse(int argc, char **argv, translate_args *args, char *message,
+                         size_t message_size)
+{
+    const char *short_options = "m:c:b:n:hV";
+    memset(args, 0, sizeof *args);
+    nmt_options_init(&args->engine);
+    args->progress = -1;
+    message[0] = 0;
+
+    /* Pass 1: only the config file, so its settings come before the command line's. */
+    opterr = 0;
+    optind = 0;
+    int code;
+    while ((code = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+        if (code == 'c') {
+            if (strlen(optarg) >= sizeof args->config_path) {
+                snprintf(message, message_size, "--config: path too long");
+                return EXIT_USAGE;
+            }
+            strcpy(args->config_path, optarg);
+        }
+    }
+    if (args->config_path[0]) {
+        ini_context ctx = {args, {0}};
+        int r = ini_parse(args->config_path, on_ini_setting, &ctx);
+        if (r < 0) {
+            snprintf(message, message_size, "%s: cannot open: %s", args->config_path,
+                     strerror(errno));
+            return EXIT_USAGE;
+        }
+        if (r > 0) {
+            snprintf(message, message_size, "%s:%d: %s", args->config_path, r,
+                     ctx.reason[0] ? ctx.reason : "syntax error");
+            return EXIT_USAGE;
+        }
+    }
+
+    /* Pass 2: the command line. */
+    opterr = 0;
+    optind = 0;
+    while ((code = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+        const char *key = option_key(code);
+        if (key) {
+            if (apply_setting(args, key, optarg) != 1) {
+                char flag[32];
+                snprintf(flag, sizeof flag, "%s", key);
+                for (char *p = flag; *p; p++)
+                    *p = *p == '_' ? '-' : *p;
+                snprintf(message, message_size, "bad value for --%s: '%s'", flag, optarg);
+                return EXIT_USAGE;
+            }
+            continue;
+        }
+        switch (code) {
+        case 'c': break;
+        case 'h': args->show_help = 1; break;
+        case 'V': args->show_version = 1; break;
+        case OPT_NO_UNK_REPLACE: args->engine.unk_replace = 0; break;
+        case OPT_SCORES: args->scores = 1; break;
+        case OPT_PROGRESS: args->progress = 1; break;
+        case OPT_NO_PROGRESS: args->progress = 0; break;
+        case ':':
+            snprintf(message, message_size, "option %s needs a value", argv[optind - 1]);
+            return EXIT_USAGE;
+        default:
+            snprintf(message, message_size, "unknown option '%s' (see --help)", argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        snprintf(message, message_size, "unexpected argument '%s' (input comes from stdin)",
+                 argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (args->show_help || args->show_version)
+        return EXIT_OK;
+    if (!args->model_path[0]) {
+        snprintf(message, message_size, "no model: give -m MODEL (or model = ... in the config)");
+        return EXIT_USAGE;
+    }
+    if (args->engine.n_best > args->engine.beam_size) {
+        snprintf(message, message_size, "--n-best %d is larger than --beam %d",
+                 args->engine.n_best, args->engine.beam_size);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}

@@ -1,0 +1,43 @@
+/* backend.h: what the translator needs from a device: decode one batch of
+ * already-featurized source sentences into search results. The CPU backend
+ * (engine/cpu_backend.c) wraps the reference model and decoder/beam_search.c;
+ * the CUDA backend (engine/cuda/) keeps the whole search on the GPU. Both are
+ * sized once for (max_sentences, beam, max_src) at create time. */
+#ifndef NMT_BACKEND_H
+#define NMT_BACKEND_H
+
+#include "cpu_model.h"
+#include "search.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nmt_backend nmt_backend;
+
+typedef struct nmt_backend_vtable {
+    nmt_status (*decode)(nmt_backend *backend, const nmt_source_batch *batch,
+                         const nmt_search_config *config, nmt_search_result *results,
+                         nmt_error *err);
+    void (*free)(nmt_backend *backend);
+} nmt_backend_vtable;
+
+struct nmt_backend {
+    const nmt_backend_vtable *vtable;
+    nmt_device device;
+};
+
+nmt_status nmt_cpu_backend_create(const nmt_model *model, int32_t max_sentences,
+                                  int32_t beam_size, int32_t max_src, nmt_backend **backend,
+                                  nmt_error *err);
+
+/* NMT_STATUS_ERROR_UNSUPPORTED when built without CUDA (engine/nocuda/). */
+nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
+                                   int32_t max_sentences, int32_t beam_size, int32_t max_src,
+                                   nmt_backend **backend, nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NMT_BACKEND_H */

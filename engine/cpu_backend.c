@@ -1,0 +1,52 @@
+/* cpu_backend.c: the CPU reference backend: encode with model/cpu_model.c,
+ * then run decoder/beam_search.c over its step interface. */
+#include "backend.h"
+#include "error.h"
+
+#include <stdlib.h>
+
+typedef struct cpu_backend {
+    nmt_backend base;
+    nmt_cpu_state *state;
+} cpu_backend;
+
+static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
+                                     const nmt_search_config *config,
+                                     nmt_search_result *results, nmt_error *err)
+{
+    cpu_backend *self = (cpu_backend *)backend;
+    nmt_status status = nmt_cpu_encode(self->state, batch, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    nmt_step_model step = nmt_cpu_step_model(self->state);
+    return nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results, err);
+}
+
+static void cpu_backend_free(nmt_backend *backend)
+{
+    cpu_backend *self = (cpu_backend *)backend;
+    if (!self)
+        return;
+    nmt_cpu_state_free(self->state);
+    free(self);
+}
+
+static const nmt_backend_vtable cpu_backend_vtable = {cpu_backend_decode, cpu_backend_free};
+
+nmt_status nmt_cpu_backend_create(const nmt_model *model, int32_t max_sentences,
+                                  int32_t beam_size, int32_t max_src, nmt_backend **backend,
+                                  nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    cpu_backend *self = NULL;
+    *backend = NULL;
+    NMT_ALLOC(self, 1);
+    self->base.vtable = &cpu_backend_vtable;
+    self->base.device = NMT_DEVICE_CPU;
+    NMT_TRY(nmt_cpu_state_create(model, max_sentences, beam_size, max_src, &self->state, err));
+    *backend = &self->base;
+    return NMT_STATUS_OK;
+cleanup:
+    cpu_backend_free(self ? &self->base : NULL);
+    return status;
+}

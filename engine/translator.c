@@ -1,0 +1,312 @@
+/* translator.c: the public translation API. Lines are validated and
+ * tokenized here; bad lines get a per-line error and never stop the others.
+ * Valid lines are sorted by length (longest first, so each batch has little
+ * spread), decoded batch by batch on the chosen backend, and their
+ * hypotheses detokenized with unknown-word replacement (model-v1). */
+#include "backend.h"
+#include "error.h"
+#include "model.h"
+#include "source.h"
+#include "tokenizer.h"
+#include "cuda_ctx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nmt_translator {
+    const nmt_model *model;
+    nmt_options options;
+    nmt_search_config search;
+    nmt_backend *backend;
+    nmt_source_builder source;
+    nmt_search_result *search_results; /* [batch_size] */
+};
+
+void nmt_options_init(nmt_options *options)
+{
+    memset(options, 0, sizeof *options);
+    options->beam_size = 5;
+    options->n_best = 1;
+    options->alpha = 1.0f;
+    options->max_len_a = 2.0f;
+    options->max_len_b = 10;
+    options->batch_size = 32;
+    options->max_line_bytes = 4096;
+    options->max_src_tokens = 256;
+    options->unk_replace = 1;
+    options->device = NMT_DEVICE_AUTO;
+    options->device_index = 0;
+}
+
+int nmt_cuda_available(void)
+{
+    return nmt_cuda_device_count() > 0;
+}
+
+static nmt_status check_options(const nmt_options *o, nmt_error *err)
+{
+#define REQUIRE(cond, ...)                                                    \
+    if (!(cond))                                                              \
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, __VA_ARGS__)
+    REQUIRE(o->beam_size >= 1 && o->beam_size <= 256, "beam_size %d: must be in 1..256",
+            o->beam_size);
+    REQUIRE(o->n_best >= 1 && o->n_best <= o->beam_size,
+            "n_best %d: must be in 1..beam_size (%d)", o->n_best, o->beam_size);
+    REQUIRE(o->alpha >= 0.0f && o->alpha <= 10.0f, "alpha %g: must be in 0..10", o->alpha);
+    REQUIRE(o->max_len_a >= 0.0f && o->max_len_a <= 100.0f, "max_len_a %g: must be in 0..100",
+            o->max_len_a);
+    REQUIRE(o->max_len_b >= 0 && o->max_len_b <= 10000, "max_len_b %d: must be in 0..10000",
+            o->max_len_b);
+    REQUIRE(o->max_len_a > 0.0f || o->max_len_b > 0, "max_len_a and max_len_b are both 0");
+    REQUIRE(o->batch_size >= 1 && o->batch_size <= 4096, "batch_size %d: must be in 1..4096",
+            o->batch_size);
+    REQUIRE(o->max_line_bytes >= 1, "max_line_bytes %d: must be positive", o->max_line_bytes);
+    REQUIRE(o->max_src_tokens >= 1 && o->max_src_tokens <= 4096,
+            "max_src_tokens %d: must be in 1..4096", o->max_src_tokens);
+    REQUIRE(o->device == NMT_DEVICE_AUTO || o->device == NMT_DEVICE_CPU ||
+                o->device == NMT_DEVICE_CUDA,
+            "device %d: unknown", (int)o->device);
+#undef REQUIRE
+    return NMT_STATUS_OK;
+}
+
+void nmt_translator_free(nmt_translator *t)
+{
+    if (!t)
+        return;
+    if (t->backend)
+        t->backend->vtable->free(t->backend);
+    nmt_source_builder_free(&t->source);
+    free(t->search_results);
+    free(t);
+}
+
+nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,
+                                 nmt_translator **translator, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_translator *t = NULL;
+    if (!translator || !model)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translator_create: NULL argument");
+    *translator = NULL;
+    nmt_options defaults;
+    if (!options) {
+        nmt_options_init(&defaults);
+        options = &defaults;
+    }
+    NMT_TRY(check_options(options, err));
+    NMT_ALLOC(t, 1);
+    t->model = model;
+    t->options = *options;
+    t->search.beam_size = options->beam_size;
+    t->search.n_best = options->n_best;
+    t->search.alpha = options->alpha;
+    t->search.max_len_a = options->max_len_a;
+    t->search.max_len_b = options->max_len_b;
+    t->search.pad_id = NMT_PAD_ID;
+    t->search.bos_id = NMT_BOS_ID;
+    t->search.eos_id = NMT_EOS_ID;
+    const int32_t batch = options->batch_size, max_src = options->max_src_tokens;
+
+    nmt_device device = options->device;
+    if (device == NMT_DEVICE_AUTO && nmt_cuda_available()) {
+        /* auto: a CUDA backend that cannot run here is not an error */
+        status = nmt_cuda_backend_create(model, options->device_index, batch,
+                                         options->beam_size, max_src, &t->backend, err);
+        if (status != NMT_STATUS_OK && status != NMT_STATUS_ERROR_UNSUPPORTED)
+            goto cleanup;
+    } else if (device == NMT_DEVICE_CUDA) {
+        NMT_TRY(nmt_cuda_backend_create(model, options->device_index, batch, options->beam_size,
+                                        max_src, &t->backend, err));
+    }
+    if (!t->backend)
+        NMT_TRY(nmt_cpu_backend_create(model, batch, options->beam_size, max_src, &t->backend,
+                                       err));
+    NMT_TRY(nmt_source_builder_init(&t->source, model, batch, max_src, err));
+    NMT_ALLOC(t->search_results, batch);
+    *translator = t;
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_translator_free(t);
+    return status;
+}
+
+nmt_device nmt_translator_device(const nmt_translator *translator)
+{
+    return translator->backend->device;
+}
+
+void nmt_result_clear(nmt_result *result)
+{
+    if (!result)
+        return;
+    for (int i = 0; i < result->n_hypotheses; i++)
+        free(result->hypotheses[i].text);
+    free(result->hypotheses);
+    memset(result, 0, sizeof *result);
+}
+
+static void set_line_error(nmt_result *result, nmt_status status, const char *message)
+{
+    result->status = status;
+    snprintf(result->message, sizeof result->message, "%s", message);
+}
+
+/* Hypothesis token ids -> text, replacing UNK by the most attended source
+ * token's original form. */
+static nmt_status hypothesis_to_text(const nmt_translator *t, const nmt_search_hypothesis *h,
+                                     const nmt_tokens *source, char **text, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const char **pieces = NULL;
+    NMT_ALLOC(pieces, h->length + 1);
+    for (int32_t i = 0; i < h->length; i++) {
+        int32_t id = h->tokens[i];
+        int32_t pos = h->attn_argmax ? h->attn_argmax[i] : -1;
+        if (id == NMT_UNK_ID && t->options.unk_replace && pos >= 0 && pos < source->n)
+            pieces[i] = source->tokens[pos].text;
+        else
+            pieces[i] = nmt_vocab_token(t->model->tgt_vocab, id);
+        if (!pieces[i]) {
+            status = nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
+                                   "decoder produced token id %d outside the target vocabulary",
+                                   id);
+            goto cleanup;
+        }
+    }
+    status = nmt_detokenize(pieces, h->length, text, err);
+cleanup:
+    free(pieces);
+    return status;
+}
+
+static nmt_status fill_result(const nmt_translator *t, const nmt_search_result *found,
+                              const nmt_tokens *source, nmt_result *result, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    NMT_ALLOC(result->hypotheses, found->n_hypotheses);
+    for (int32_t k = 0; k < found->n_hypotheses; k++) {
+        const nmt_search_hypothesis *h = &found->hypotheses[k];
+        nmt_hypothesis *out = &result->hypotheses[k];
+        NMT_TRY(hypothesis_to_text(t, h, source, &out->text, err));
+        out->score = h->score;
+        out->log_prob = h->log_prob;
+        out->n_tokens = h->length;
+        result->n_hypotheses = k + 1;
+    }
+    if (found->n_hypotheses == 0)
+        set_line_error(result, NMT_STATUS_ERROR_INTERNAL, "the search found no hypothesis");
+    return NMT_STATUS_OK;
+cleanup:
+    return status;
+}
+
+static nmt_status empty_line_result(nmt_result *result, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    NMT_ALLOC(result->hypotheses, 1);
+    NMT_ALLOC(result->hypotheses[0].text, 1);
+    result->n_hypotheses = 1;
+cleanup:
+    return status;
+}
+
+/* Longest first, ties in input order. A bottom-up stable merge sort rather
+ * than qsort: C11's qsort takes no context and is not stable. */
+static void sort_by_length(int32_t *order, int32_t *scratch, int32_t n, const nmt_tokens *tokens)
+{
+    for (int32_t width = 1; width < n; width *= 2) {
+        for (int32_t lo = 0; lo < n; lo += 2 * width) {
+            int32_t mid = lo + width < n ? lo + width : n;
+            int32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int32_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                scratch[o++] = tokens[order[b]].n > tokens[order[a]].n ? order[b++] : order[a++];
+            while (a < mid)
+                scratch[o++] = order[a++];
+            while (b < hi)
+                scratch[o++] = order[b++];
+        }
+        memcpy(order, scratch, sizeof *order * (size_t)n);
+    }
+}
+
+nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int n_lines,
+                               nmt_result *results, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_tokens *tokens = NULL;
+    int32_t *order = NULL, *scratch = NULL;
+    if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_batch: bad arguments");
+    memset(results, 0, sizeof *results * (size_t)n_lines);
+    NMT_ALLOC(tokens, n_lines);
+    NMT_ALLOC(order, n_lines);
+    NMT_ALLOC(scratch, n_lines);
+
+    int32_t n_valid = 0;
+    for (int i = 0; i < n_lines; i++) {
+        nmt_error line_err = {0};
+        size_t len = lines[i] ? strlen(lines[i]) : 0;
+        if (!lines[i]) {
+            set_line_error(&results[i], NMT_STATUS_ERROR_ARGUMENT, "line is NULL");
+        } else if (len > (size_t)t->options.max_line_bytes) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "line too long: %zu bytes, the limit is %d", len,
+                     t->options.max_line_bytes);
+            set_line_error(&results[i], NMT_STATUS_ERROR_INPUT, msg);
+        } else if (nmt_tokenize(lines[i], len, &tokens[i], &line_err) != NMT_STATUS_OK) {
+            if (line_err.status == NMT_STATUS_ERROR_MEMORY) {
+                status = nmt_error_set(err, line_err.status, "%s", line_err.message);
+                goto cleanup;
+            }
+            set_line_error(&results[i], line_err.status, line_err.message);
+        } else if (tokens[i].n > t->options.max_src_tokens) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "line has %d tokens, the limit is %d", tokens[i].n,
+                     t->options.max_src_tokens);
+            set_line_error(&results[i], NMT_STATUS_ERROR_INPUT, msg);
+        } else if (tokens[i].n == 0) {
+            NMT_TRY(empty_line_result(&results[i], err));
+        } else {
+            order[n_valid++] = i;
+        }
+    }
+    sort_by_length(order, scratch, n_valid, tokens);
+
+    const int32_t batch = t->options.batch_size;
+    for (int32_t first = 0; first < n_valid; first += batch) {
+        int32_t count = n_valid - first < batch ? n_valid - first : batch;
+        nmt_source_builder_reset(&t->source);
+        for (int32_t k = 0; k < count; k++)
+            NMT_TRY(nmt_source_builder_add(&t->source, &tokens[order[first + k]], err));
+        nmt_source_batch source = nmt_source_builder_batch(&t->source);
+        memset(t->search_results, 0, sizeof *t->search_results * (size_t)count);
+        status = t->backend->vtable->decode(t->backend, &source, &t->search, t->search_results,
+                                            err);
+        for (int32_t k = 0; k < count && status == NMT_STATUS_OK; k++) {
+            int32_t line = order[first + k];
+            status = fill_result(t, &t->search_results[k], &tokens[line], &results[line], err);
+        }
+        for (int32_t k = 0; k < count; k++)
+            nmt_search_result_clear(&t->search_results[k]);
+        if (status != NMT_STATUS_OK)
+            goto cleanup;
+    }
+cleanup:
+    if (status != NMT_STATUS_OK) {
+        /* The whole call failed: no line keeps a partial answer. */
+        for (int i = 0; i < n_lines; i++) {
+            nmt_result_clear(&results[i]);
+            set_line_error(&results[i], status, err ? err->message : nmt_status_string(status));
+        }
+    }
+    if (tokens)
+        for (int i = 0; i < n_lines; i++)
+            nmt_tokens_clear(&tokens[i]);
+    free(tokens);
+    free(order);
+    free(scratch);
+    return status;
+}

@@ -1,0 +1,21 @@
+/* pointwise.h: small element-wise ops the layers need between GEMMs.
+ * tanh_inplace: x[i] = tanh(x[i]) for i < n (the attentional vector
+ * f = tanh(W_c [c; h]) after its two-slice linear). */
+#ifndef NMT_KERNELS_POINTWISE_H
+#define NMT_KERNELS_POINTWISE_H
+
+#include "nmt.h"
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void nmt_cpu_tanh_inplace(int64_t n, float *x);
+
+nmt_status nmt_cuda_tanh_inplace(int64_t n, float *x, void *stream, nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

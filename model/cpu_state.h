@@ -1,0 +1,46 @@
+/* cpu_state.h: the CPU reference engine's state (private to cpu_model.c,
+ * encoder_cpu.c and cpu_step_model.c). Every buffer is allocated once in
+ * nmt_cpu_state_create for (max_sentences, beam_size, max_src); encode, step
+ * and reorder never allocate. Decoder rows are double-buffered so reorder is
+ * a gather from the current copy into the other one followed by a swap. */
+#ifndef NMT_CPU_STATE_H
+#define NMT_CPU_STATE_H
+
+#include "cpu_model.h"
+
+struct nmt_cpu_state {
+    const nmt_model *model;
+    int32_t max_sentences, beam_size, max_src, max_rows;
+    int32_t emb, hidden, half, enc_layers, dec_layers, vocab;
+
+    /* Encoder workspaces, one sentence at a time. */
+    float *src_emb;       /* [max_src, E] */
+    float *layer_out[2];  /* [max_src, H]: [fwd; bwd] of the inner layers, ping-pong */
+    float *enc_gates_x;   /* [max_src, 4 * H/2]: w_ih x + b_ih for every position */
+    float *enc_gates_h;   /* [4 * H/2] */
+    float *enc_c;         /* [H/2] running cell state of one direction */
+    float *zeros;         /* [H]: the zero initial state */
+
+    /* Per sentence of the current batch. */
+    int32_t n_sentences;
+    int32_t *src_len; /* [max_sentences] */
+    float *memory;    /* [max_sentences, max_src, H]: top-layer [fwd; bwd], zero past src_len */
+    float *keys;      /* [max_sentences, max_src, H]: W_a m_j */
+
+    /* Decoder rows, double-buffered: [cur] is live. */
+    int32_t n_rows;
+    int cur;
+    float *dec_h[2][NMT_MAX_LAYERS]; /* [max_rows, H] */
+    float *dec_c[2][NMT_MAX_LAYERS]; /* [max_rows, H] */
+    float *feed[2];                  /* [max_rows, H]: input feed f_{t-1} */
+    int32_t *row_sentence[2];        /* [max_rows] */
+
+    /* Step workspaces. */
+    float *tgt_emb;     /* [max_rows, E] */
+    float *dec_gates;   /* [max_rows, 4H] */
+    float *context;     /* [max_rows, H] */
+    float *attn;        /* [max_rows, max_src] */
+    float *logits;      /* [max_rows, V] */
+};
+
+#endif /* NMT_CPU_STATE_H */

@@ -1,0 +1,210 @@
+/* model_file.h: the model file format v1 (docs/model-format.md): a generic
+ * reader that turns bytes into validated sections (hyper-parameters,
+ * vocabulary token lists, tensor table and tensor data) and a writer.
+ *
+ * The reader treats every byte as hostile: each size is checked against the
+ * file size (or, for compressed data, a bound on deflate's ratio) before
+ * anything is allocated, arithmetic is overflow-checked, and every byte of the
+ * file is covered by a CRC or must be zero padding, so a single flipped byte
+ * anywhere is refused. It knows nothing about which tensors a model needs:
+ * model.c checks names and shapes against the hyper-parameters. */
+#ifndef NMT_MODEL_FILE_H
+#define NMT_MODEL_FILE_H
+
+#include "model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "\x89NMT\r\n\x1a\n": the high byte catches 7-bit channels, CR LF and the
+ * lone LF catch newline translation either way, ^Z stops DOS `type` (the PNG
+ * signature's trick). */
+#define NMT_FILE_MAGIC "\x89NMT\r\n\x1a\n"
+#define NMT_FILE_VERSION 1u
+#define NMT_FILE_FLAG_DEFLATE 1u        /* DATA is one zlib stream */
+#define NMT_FILE_PREAMBLE_SIZE 32u
+#define NMT_FILE_SECTION_ENTRY_SIZE 32u
+#define NMT_FILE_ALIGN 64u              /* sections and tensor offsets */
+#define NMT_FILE_MAX_SECTIONS 64u
+#define NMT_FILE_MAX_TENSORS 4096u
+#define NMT_FILE_MAX_NAME 255u
+#define NMT_FILE_MAX_NDIM 4
+#define NMT_FILE_MAX_DIM 0x7FFFFFFFull   /* shapes are int32 in memory */
+#define NMT_FILE_MAX_UNPACKED (1ull << 34) /* 16 GiB of tensor data */
+#define NMT_FILE_MAX_TEXT (1ull << 28)     /* HPAR, VSRC, VTGT each */
+#define NMT_HPAR_MAX_SIZE (1 << 20)        /* emb, hidden and vocabulary sizes */
+
+typedef enum nmt_dtype { NMT_DTYPE_F32 = 0, NMT_DTYPE_F16 = 1 } nmt_dtype;
+
+/* One entry of the TENS table. `name` points into the reader's storage. */
+typedef struct nmt_file_tensor {
+    const char *name;   /* NUL-terminated, [A-Za-z0-9_.]+ */
+    nmt_dtype dtype;
+    int32_t ndim;       /* 1..4 */
+    uint64_t dims[NMT_FILE_MAX_NDIM];
+    uint64_t offset;    /* into the unpacked DATA, multiple of 64 */
+    uint64_t size;      /* bytes: product(dims) * dtype size */
+} nmt_file_tensor;
+
+/* A read and validated file. `data` is 64-byte aligned and owned by
+ * `data_owner` (either the whole file buffer or the inflated DATA), which a
+ * caller may take over (set data_owner to NULL) to avoid a copy. */
+typedef struct nmt_model_file {
+    const char *path;        /* for messages; not owned */
+    uint32_t flags;
+    nmt_hparams hp;
+    int32_t n_src_tokens, n_tgt_tokens;
+    const char **src_tokens; /* point into `buffer`, not NUL-terminated */
+    size_t *src_lengths;
+    const char **tgt_tokens;
+    size_t *tgt_lengths;
+    int32_t n_tensors;
+    nmt_file_tensor *tensors;
+    char *names;             /* storage of the tensor names */
+    const uint8_t *data;
+    uint64_t data_size;      /* unpacked */
+    void *data_owner;
+    void *buffer;            /* the file's bytes, 64-byte aligned */
+    uint64_t buffer_size;
+} nmt_model_file;
+
+/* Reads and validates a file (NMT_STATUS_ERROR_IO when it cannot be read,
+ * NMT_STATUS_ERROR_FORMAT when malformed; messages start with the path). */
+nmt_status nmt_model_file_read(const char *path, nmt_model_file *file, nmt_error *err);
+
+/* The same from bytes in memory (copied); `name` is used in messages. */
+nmt_status nmt_model_file_read_memory(const void *bytes, size_t size, const char *name,
+                                      nmt_model_file *file, nmt_error *err);
+
+/* Frees everything the reader allocated (accepts a zeroed struct). */
+void nmt_model_file_clear(nmt_model_file *file);
+
+/* Finds a tensor by name, or NULL. */
+const nmt_file_tensor *nmt_model_file_find(const nmt_model_file *file, const char *name);
+
+/* Parses HPAR text into `hp` (used by the reader; exposed for tests). */
+nmt_status nmt_hparams_parse(const char *text, size_t len, const char *where, nmt_hparams *hp,
+                             nmt_error *err);
+
+/* Writes the canonical HPAR text of `hp` into out[cap]; returns its length,
+ * or 0 when it does not fit or `hp` is not valid. */
+size_t nmt_hparams_format(const nmt_hparams *hp, char *out, size_t cap);
+
+/* Fills hp->src_rows and hp->features from the feature kinds given in
+ * `kinds` (the word first); used by writers building an nmt_hparams. */
+nmt_status nmt_hparams_set_features(nmt_hparams *hp, const nmt_feature_kind *kinds, int32_t n,
+                                    nmt_error *err);
+
+/* A tensor to write: fp32 values, row-major. */
+typedef struct nmt_write_tensor {
+    const char *name;
+    int32_t ndim;
+    uint64_t dims[NMT_FILE_MAX_NDIM];
+    const float *values;
+} nmt_write_tensor;
+
+typedef struct nmt_write_options {
+    nmt_dtype dtype;   /* storage type of every tensor */
+    int compress;      /* deflate DATA */
+} nmt_write_options;
+
+/* Writes a file. Hyper-parameters are checked the way the reader checks them;
+ * tensor names and shapes are not (model.c's rules apply when loading). */
+nmt_status nmt_model_file_write(const char *path, const nmt_hparams *hp,
+                                const char *const *src_tokens, int32_t n_src,
+                                const char *const *tgt_tokens, int32_t n_tgt,
+                                const nmt_write_tensor *tensors, int32_t n_tensors,
+                                const nmt_write_options *options, nmt_error *err);
+
+/* Builds a model from a read file, checking tensor names and shapes against
+ * the hyper-parameters. May take over file->data_owner. */
+nmt_status nmt_model_from_file(nmt_model_file *file, nmt_model **model, nmt_error *err);
+
+/* Loads a model from bytes in memory (the fuzz target's entry point);
+ * `name` is used in messages. */
+nmt_status nmt_model_load_memory(const void *bytes, size_t size, const char *name,
+                                 nmt_model **model, nmt_error *err);
+
+/* The tensors of a loaded model by name, in file order (docs/model-format.md,
+ * "Tensors"): the exporter's round-trip test and tools walk them. */
+typedef struct nmt_model_tensor {
+    char name[48];
+    int32_t ndim;    /* 1 or 2 in v1 */
+    int64_t dims[NMT_FILE_MAX_NDIM];
+    const float *data;
+} nmt_model_tensor;
+
+int32_t nmt_model_tensor_count(const nmt_model *model);
+/* Fills `tensor` and returns 1, or returns 0 when index is out of range. */
+int nmt_model_tensor_at(const nmt_model *model, int32_t index, nmt_model_tensor *tensor);
+/* Fills `tensor` and returns 1, or returns 0 when no tensor has that name. */
+int nmt_model_tensor_find(const nmt_model *model, const char *name, nmt_model_tensor *tensor);
+
+/* IEEE 754 binary16 <-> binary32. Widening is exact; narrowing rounds to
+ * nearest even and overflows to infinity. */
+static inline float nmt_file_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1Fu;
+    uint32_t mant = h & 0x3FFu;
+    uint32_t bits;
+    if (exp == 0x1Fu) {
+        bits = sign | 0x7F800000u | (mant << 13);
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112u) << 23) | (mant << 13);
+    } else if (mant == 0) {
+        bits = sign;
+    } else { /* subnormal: normalize */
+        int shift = 0;
+        while (!(mant & 0x400u)) {
+            mant <<= 1;
+            shift++;
+        }
+        bits = sign | ((uint32_t)(113 - shift) << 23) | ((mant & 0x3FFu) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline uint16_t nmt_file_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t abs = x & 0x7FFFFFFFu;
+    if (abs > 0x7F800000u)
+        return (uint16_t)(sign | 0x7E00u); /* NaN */
+    if (abs >= 0x477FF000u)               /* rounds to >= 65536: infinity */
+        return (uint16_t)(sign | 0x7C00u);
+    if (abs < 0x38800000u) {              /* below 2^-14: subnormal or zero */
+        if (abs < 0x33000000u)            /* below half the smallest subnormal */
+            return sign;
+        uint32_t exp = abs >> 23;
+        uint32_t mant = (abs & 0x7FFFFFu) | 0x800000u;
+        uint32_t shift = 126u - exp;      /* 14..24 */
+        uint32_t q = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1u);
+        uint32_t half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (q & 1u)))
+            q++;
+        return (uint16_t)(sign | q);
+    }
+    uint32_t r = abs - 0x38000000u; /* rebias the exponent: 127 -> 15 */
+    uint32_t q = r >> 13;
+    uint32_t rem = r & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u)))
+        q++; /* a carry into the exponent is the right result */
+    return (uint16_t)(sign | q);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NMT_MODEL_FILE_H */

@@ -1,0 +1,655 @@
+/* test_beam_search.c: beam search semantics (model-v1) on a scripted fake model.
+ *
+ * The fake keeps each row's token prefix and moves it through reorder, and
+ * scores a row by its prefix alone, so a search that reorders wrongly sees
+ * wrong scores. Hand-worked cases check the rules one at a time; a randomized
+ * part compares the batched search with a plain full-sort implementation of
+ * the rules, and (with B large enough to prune nothing) with an exhaustive
+ * enumeration of every sequence. */
+#include "error.h"
+#include "search.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PAD = 0, BOS = 1, EOS = 2, UNK = 3 }; /* then words a = 4, b = 5, ... */
+#define MAX_ROWS 256
+#define MAX_LEN 40
+#define MAX_STEPS 48
+#define MAX_SENT 8
+#define MAX_VOCAB 1024
+
+typedef void (*table_fn)(const void *ctx, int32_t sentence, const int32_t *prefix, int32_t len,
+                         int32_t vocab, float *out);
+
+typedef struct fake_model {
+    table_fn table;
+    const void *ctx;
+    int32_t vocab, n_rows, n_steps, fail_at_step;
+    int32_t sentence[MAX_ROWS], len[MAX_ROWS], started[MAX_ROWS], prefix[MAX_ROWS][MAX_LEN];
+    int32_t rows_at[MAX_STEPS][MAX_SENT]; /* rows each sentence had at each step */
+} fake_model;
+
+static int32_t fake_attn(int32_t sentence, const int32_t *prefix, int32_t len)
+{
+    return 1000 * sentence + 100 * len + (len ? prefix[len - 1] % 100 : 99);
+}
+
+static nmt_status fake_step(void *self, int32_t n_rows, const int32_t *prev_tokens,
+                            float *log_probs, int32_t *attn_argmax, nmt_error *err)
+{
+    fake_model *m = self;
+    CHECK(n_rows == m->n_rows, "step with %d rows, fake holds %d", n_rows, m->n_rows);
+    if (m->n_steps == m->fail_at_step)
+        return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL, "fake: injected failure");
+    if (m->n_steps >= MAX_STEPS)
+        return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL, "fake: too many steps");
+    memset(m->rows_at[m->n_steps], 0, sizeof m->rows_at[0]);
+    for (int32_t r = 0; r < n_rows; r++) {
+        int32_t tok = prev_tokens[r];
+        if (!m->started[r]) {
+            CHECK(tok == BOS, "row %d starts with %d", r, tok);
+            m->started[r] = 1;
+        } else {
+            CHECK(tok != PAD && tok != BOS && tok != EOS, "row %d fed token %d", r, tok);
+            if (m->len[r] < MAX_LEN)
+                m->prefix[r][m->len[r]++] = tok;
+        }
+        if (r > 0)
+            CHECK(m->sentence[r] >= m->sentence[r - 1], "rows not grouped by sentence");
+        m->rows_at[m->n_steps][m->sentence[r]]++;
+        m->table(m->ctx, m->sentence[r], m->prefix[r], m->len[r], m->vocab,
+                 log_probs + (size_t)r * (size_t)m->vocab);
+        attn_argmax[r] = fake_attn(m->sentence[r], m->prefix[r], m->len[r]);
+    }
+    m->n_steps++;
+    return NMT_STATUS_OK;
+}
+
+static nmt_status fake_reorder(void *self, int32_t n_rows, const int32_t *parent, nmt_error *err)
+{
+    fake_model *m = self;
+    static fake_model old; /* scratch copy (tests are single-threaded) */
+    memcpy(&old, m, sizeof old);
+    for (int32_t r = 0; r < n_rows; r++) {
+        int32_t p = parent[r];
+        CHECK(p >= 0 && p < old.n_rows, "parent %d of %d rows", p, old.n_rows);
+        if (p < 0 || p >= old.n_rows)
+            return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL, "fake: bad parent");
+        m->sentence[r] = old.sentence[p];
+        m->len[r] = old.len[p];
+        m->started[r] = old.started[p];
+        memcpy(m->prefix[r], old.prefix[p], sizeof m->prefix[r]);
+    }
+    m->n_rows = n_rows;
+    return NMT_STATUS_OK;
+}
+
+/* Row i starts as sentence ids[i] (so one sentence can be searched alone). */
+static nmt_step_model fake_init(fake_model *m, table_fn table, const void *ctx, int32_t vocab,
+                                int32_t n, const int32_t *ids)
+{
+    memset(m, 0, sizeof *m);
+    m->table = table;
+    m->ctx = ctx;
+    m->vocab = vocab;
+    m->n_rows = n;
+    m->fail_at_step = -1;
+    for (int32_t i = 0; i < n; i++)
+        m->sentence[i] = ids ? ids[i] : i;
+    return (nmt_step_model){m, vocab, fake_step, fake_reorder};
+}
+
+/* --- hand tables: rules "prefix" -> "E:-1 a:-0.5" (P B E U a b c d) -------- */
+typedef struct rule {
+    int32_t sentence; /* -1: any */
+    const char *prefix;
+    const char *log_probs;
+} rule;
+
+typedef struct hand_table {
+    const rule *rules;
+    float fallback; /* unlisted words and prefixes */
+} hand_table;
+
+static int32_t letter_id(char c)
+{
+    const char *specials = "PBEU";
+    const char *p = strchr(specials, c);
+    return p ? (int32_t)(p - specials) : 4 + (c - 'a');
+}
+
+static void hand_lookup(const void *ctx, int32_t sentence, const int32_t *prefix, int32_t len,
+                        int32_t vocab, float *out)
+{
+    const hand_table *t = ctx;
+    for (int32_t w = 0; w < vocab; w++)
+        out[w] = t->fallback;
+    for (const rule *r = t->rules; r->prefix; r++) {
+        if ((r->sentence >= 0 && r->sentence != sentence) || (int32_t)strlen(r->prefix) != len)
+            continue;
+        int match = 1;
+        for (int32_t j = 0; j < len; j++)
+            match &= letter_id(r->prefix[j]) == prefix[j];
+        if (!match)
+            continue;
+        for (const char *s = r->log_probs; *s;) {
+            char *end;
+            int32_t w = letter_id(s[0]);
+            float v = strtof(s + 2, &end);
+            if (w < vocab)
+                out[w] = v;
+            s = end + strspn(end, " ");
+        }
+        return;
+    }
+}
+
+static nmt_search_config make_config(int32_t beam, int32_t n_best, float alpha, float a, int32_t b)
+{
+    return (nmt_search_config){beam, n_best, alpha, a, b, PAD, BOS, EOS};
+}
+
+/* Checks what holds for every result: no PAD/BOS/EOS tokens, length within the
+ * max, log_prob and score recomputed from the table along the tokens, the
+ * attention argmax of the row that produced each token, best first. */
+static void check_result(const char *name, const nmt_search_result *res, table_fn table,
+                         const void *ctx, int32_t sentence, int32_t vocab,
+                         const nmt_search_config *cfg, int32_t src_length)
+{
+    static float lp[MAX_VOCAB];
+    int32_t max_len = nmt_search_max_length(cfg, src_length);
+    CHECK(res->n_hypotheses >= 0 && res->n_hypotheses <= cfg->n_best, "%s: %d hyps", name,
+          res->n_hypotheses);
+    for (int32_t h = 0; h < res->n_hypotheses; h++) {
+        const nmt_search_hypothesis *hyp = &res->hypotheses[h];
+        CHECK(hyp->length >= 0 && hyp->length + 1 <= max_len, "%s: hyp %d length %d (max %d)",
+              name, h, hyp->length, max_len);
+        float sum = 0.0f;
+        for (int32_t j = 0; j <= hyp->length && j < MAX_LEN; j++) {
+            table(ctx, sentence, hyp->tokens, j, vocab, lp);
+            int32_t w = j < hyp->length ? hyp->tokens[j] : EOS;
+            CHECK(j == hyp->length || (w != PAD && w != BOS && w != EOS && w < vocab),
+                  "%s: hyp %d token %d is %d", name, h, j, w);
+            if (j < hyp->length)
+                CHECK(hyp->attn_argmax[j] == fake_attn(sentence, hyp->tokens, j),
+                      "%s: hyp %d attn[%d] = %d", name, h, j, hyp->attn_argmax[j]);
+            sum += lp[w];
+        }
+        CHECK(hyp->log_prob == sum, "%s: hyp %d log_prob %g, tokens sum to %g", name, h,
+              hyp->log_prob, sum);
+        CHECK(hyp->score == hyp->log_prob / powf((float)(hyp->length + 1), cfg->alpha),
+              "%s: hyp %d score %g", name, h, hyp->score);
+        if (h > 0)
+            CHECK(hyp->score <= res->hypotheses[h - 1].score, "%s: hyp %d not sorted", name, h);
+    }
+}
+
+/* Expects hypothesis h to be `tokens` (letters) with the given log_prob and score. */
+static void expect_hyp(const char *name, const nmt_search_result *res, int32_t h,
+                       const char *tokens, float log_prob, float score)
+{
+    if (h >= res->n_hypotheses) {
+        CHECK(0, "%s: hyp %d missing (%d hyps)", name, h, res->n_hypotheses);
+        return;
+    }
+    const nmt_search_hypothesis *hyp = &res->hypotheses[h];
+    int ok = hyp->length == (int32_t)strlen(tokens);
+    for (int32_t j = 0; ok && j < hyp->length; j++)
+        ok = hyp->tokens[j] == letter_id(tokens[j]);
+    CHECK(ok, "%s: hyp %d is not \"%s\"", name, h, tokens);
+    CHECK(fabsf(hyp->log_prob - log_prob) < 1e-5f, "%s: hyp %d log_prob %g want %g", name, h,
+          hyp->log_prob, log_prob);
+    CHECK(fabsf(hyp->score - score) < 1e-5f, "%s: hyp %d score %g want %g", name, h, hyp->score,
+          score);
+}
+
+/* Searches one sentence (id 0) of a hand table; the caller clears res. */
+static void hand_search(const char *name, const rule *rules, float fallback, int32_t vocab,
+                        const nmt_search_config *cfg, int32_t src_length, nmt_search_result *res,
+                        fake_model *fake)
+{
+    hand_table t = {rules, fallback};
+    nmt_step_model model = fake_init(fake, hand_lookup, &t, vocab, 1, NULL);
+    nmt_error err = {0};
+    nmt_status st = nmt_beam_search(&model, 1, &src_length, cfg, res, &err);
+    CHECK(st == NMT_STATUS_OK, "%s: status %d: %s", name, st, err.message);
+    check_result(name, res, hand_lookup, &t, 0, vocab, cfg, src_length);
+}
+
+static void test_hand_cases(fake_model *fake)
+{
+    nmt_search_result res;
+    nmt_search_config cfg;
+
+    /* Greedy: a (-0.5) -> ab (-0.75; aE -2.5 is 2nd of 2B, beyond B) -> abE. */
+    const rule greedy[] = {{-1, "", "a:-0.5 b:-1 E:-3"}, {-1, "a", "b:-0.25 E:-2"},
+                           {-1, "ab", "E:-0.5 c:-1"}, {0}};
+    cfg = make_config(1, 1, 1.0f, 0.0f, 10);
+    hand_search("greedy", greedy, -INFINITY, 8, &cfg, 1, &res, fake);
+    CHECK(res.n_hypotheses == 1, "greedy: %d hyps", res.n_hypotheses);
+    expect_hyp("greedy", &res, 0, "ab", -1.25f, -1.25f / 3);
+    CHECK(fake->n_steps == 3, "greedy: %d steps", fake->n_steps);
+    nmt_search_result_clear(&res);
+
+    /* B = 2. Step 1: a -1, b -1.5 alive (E -4 is 4th: beyond B, dropped).
+     * Step 2: aE -2 and bc -2 tie, hypothesis 0 first: aE finishes (score -1),
+     * then bc, aa -3 alive. Step 3: bcE -2.25 finishes (score -0.75): 2 done.
+     * alpha 1 prefers bc, alpha 0 prefers a (-2 > -2.25). */
+    const rule beam2[] = {{-1, "", "a:-1 b:-1.5 c:-2 E:-4"}, {-1, "a", "E:-1 a:-2 b:-3"},
+                          {-1, "b", "E:-3 c:-0.5"}, {-1, "bc", "E:-0.25 a:-1"},
+                          {-1, "aa", "E:-0.5"}, {0}};
+    cfg = make_config(2, 2, 1.0f, 0.0f, 10);
+    hand_search("beam2 alpha1", beam2, -INFINITY, 8, &cfg, 1, &res, fake);
+    CHECK(res.n_hypotheses == 2, "beam2: %d hyps", res.n_hypotheses);
+    expect_hyp("beam2 alpha1", &res, 0, "bc", -2.25f, -0.75f);
+    expect_hyp("beam2 alpha1", &res, 1, "a", -2.0f, -1.0f);
+    CHECK(fake->n_steps == 3, "beam2: %d steps", fake->n_steps);
+    nmt_search_result_clear(&res);
+    cfg.alpha = 0.0f;
+    hand_search("beam2 alpha0", beam2, -INFINITY, 8, &cfg, 1, &res, fake);
+    expect_hyp("beam2 alpha0", &res, 0, "a", -2.0f, -2.0f);
+    expect_hyp("beam2 alpha0", &res, 1, "bc", -2.25f, -2.25f);
+    nmt_search_result_clear(&res);
+
+    /* B = 3: EOS first at step 1 (finishes, empty hypothesis), a and b tie
+     * (word id), c (4th of 2B) still becomes alive. Step 2: ad, bd tie (row),
+     * aE finishes; cE and ca tie (word id: EOS first) so c's EOS is out of the
+     * first B and ca lives. Step 3: adE and bdE finish: 4 > B finished, the 3
+     * best are kept: "" -0.5, ad -2.5/3, a -1. */
+    const rule beam3[] = {{-1, "", "E:-0.5 a:-1 b:-1 c:-3"}, {-1, "a", "E:-1 d:-0.5"},
+                          {-1, "b", "E:-1 d:-0.5"}, {-1, "c", "E:-0.1 a:-0.1"},
+                          {-1, "ad", "E:-1 b:-1"}, {-1, "bd", "E:-2"}, {-1, "ca", "E:-0.5"},
+                          {0}};
+    cfg = make_config(3, 3, 1.0f, 0.0f, 10);
+    hand_search("beam3", beam3, -INFINITY, 8, &cfg, 1, &res, fake);
+    CHECK(res.n_hypotheses == 3, "beam3: %d hyps", res.n_hypotheses);
+    expect_hyp("beam3", &res, 0, "", -0.5f, -0.5f);
+    expect_hyp("beam3", &res, 1, "ad", -2.5f, -2.5f / 3);
+    expect_hyp("beam3", &res, 2, "a", -2.0f, -1.0f);
+    CHECK(fake->n_steps == 3 && fake->rows_at[1][0] == 3 && fake->rows_at[2][0] == 3,
+          "beam3: %d steps", fake->n_steps);
+    nmt_search_result_clear(&res);
+
+    /* Equal normalized scores: earlier finish first, then rank in the step.
+     * Step 1: E, a, b tie at -1 (word order): E finishes. Step 2: aE, bE -2. */
+    const rule ties[] = {{-1, "", "a:-1 E:-1 b:-1"}, {-1, "a", "E:-1"}, {-1, "b", "E:-1"}, {0}};
+    cfg = make_config(2, 2, 1.0f, 0.0f, 10);
+    hand_search("ties", ties, -INFINITY, 8, &cfg, 1, &res, fake);
+    expect_hyp("ties", &res, 0, "", -1.0f, -1.0f);
+    expect_hyp("ties", &res, 1, "a", -2.0f, -1.0f);
+    nmt_search_result_clear(&res);
+    cfg = make_config(2, 1, 1.0f, 0.0f, 10);
+    const rule ties2[] = {{-1, "", "b:-1 a:-1"}, {-1, "a", "E:-1"}, {-1, "b", "E:-1"}, {0}};
+    hand_search("ties2", ties2, -INFINITY, 8, &cfg, 1, &res, fake);
+    expect_hyp("ties2", &res, 0, "a", -2.0f, -1.0f);
+    nmt_search_result_clear(&res);
+
+    /* Max length floor(0.5 * 3 + 1) = 2: step 2 allows only EOS, whose
+     * log-probability counts, even though "a" prefers to go on. */
+    const rule maxlen[] = {{-1, "", "a:-1 b:-2 E:-5"}, {-1, "a", "a:-0.1 E:-3"},
+                           {-1, "b", "a:-0.1 E:-4"}, {0}};
+    cfg = make_config(2, 2, 1.0f, 0.5f, 1);
+    CHECK(nmt_search_max_length(&cfg, 3) == 2, "max length %d", nmt_search_max_length(&cfg, 3));
+    hand_search("maxlen", maxlen, -INFINITY, 8, &cfg, 3, &res, fake);
+    CHECK(res.n_hypotheses == 2, "maxlen: %d hyps", res.n_hypotheses);
+    expect_hyp("maxlen", &res, 0, "a", -4.0f, -2.0f);
+    expect_hyp("maxlen", &res, 1, "b", -6.0f, -3.0f);
+    CHECK(fake->n_steps == 2, "maxlen: %d steps", fake->n_steps);
+    nmt_search_result_clear(&res);
+    /* Max length 1: the first step is the last. */
+    const rule maxlen1[] = {{-1, "", "a:0 E:-7"}, {0}};
+    cfg = make_config(1, 1, 1.0f, 0.0f, 1);
+    hand_search("maxlen1", maxlen1, -INFINITY, 8, &cfg, 5, &res, fake);
+    expect_hyp("maxlen1", &res, 0, "", -7.0f, -7.0f);
+    nmt_search_result_clear(&res);
+
+    /* PAD and BOS are never generated, even as the most likely words. */
+    const rule padbos[] = {{-1, "", "P:0 B:0 a:-1 E:-2"}, {-1, "a", "P:0 B:0 E:-1 a:-3"}, {0}};
+    cfg = make_config(1, 1, 1.0f, 0.0f, 10);
+    hand_search("padbos", padbos, -INFINITY, 8, &cfg, 1, &res, fake);
+    expect_hyp("padbos", &res, 0, "a", -2.0f, -1.0f);
+    nmt_search_result_clear(&res);
+
+    /* V = 4 < 2B: only EOS and UNK can be generated. UE and UU tie at -2
+     * (EOS has the lower id, so it finishes); then UUE at max length 3. */
+    const rule tiny[] = {{-1, "", "U:-1 E:-2"}, {-1, "U", "U:-1 E:-1"}, {-1, "UU", "U:-1 E:-1"}, {0}};
+    cfg = make_config(3, 3, 1.0f, 0.0f, 3);
+    hand_search("tiny vocab", tiny, -INFINITY, 4, &cfg, 1, &res, fake);
+    CHECK(res.n_hypotheses == 3, "tiny vocab: %d hyps", res.n_hypotheses);
+    expect_hyp("tiny vocab", &res, 0, "U", -2.0f, -1.0f);
+    expect_hyp("tiny vocab", &res, 1, "UU", -3.0f, -1.0f);
+    expect_hyp("tiny vocab", &res, 2, "", -2.0f, -2.0f);
+    nmt_search_result_clear(&res);
+
+    /* A degenerate model (everything -inf) gives zero hypotheses, not an error. */
+    const rule none[] = {{0}};
+    cfg = make_config(2, 2, 1.0f, 2.0f, 10);
+    hand_search("no hypotheses", none, -INFINITY, 8, &cfg, 3, &res, fake);
+    CHECK(res.n_hypotheses == 0 && fake->n_steps == 1, "no hypotheses: %d hyps, %d steps",
+          res.n_hypotheses, fake->n_steps);
+    nmt_search_result_clear(&res);
+}
+
+/* --- random tables: log-probs hashed from (seed, sentence, prefix, word) ---- */
+typedef struct random_table {
+    uint64_t seed;
+    int quantized; /* few distinct values: exact ties everywhere */
+} random_table;
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void random_lookup(const void *ctx, int32_t sentence, const int32_t *prefix, int32_t len,
+                          int32_t vocab, float *out)
+{
+    const random_table *t = ctx;
+    uint64_t h = mix64(t->seed ^ (uint64_t)(sentence + 1) * 0x9E3779B97F4A7C15ull);
+    for (int32_t j = 0; j < len; j++)
+        h = mix64(h ^ (uint64_t)(prefix[j] + 7));
+    for (int32_t w = 0; w < vocab; w++) {
+        uint64_t r = mix64(h + (uint64_t)w * 0x632BE59BD9B4E019ull);
+        if (r % 100 < 8)
+            out[w] = -INFINITY;
+        else if (t->quantized)
+            out[w] = -0.5f * (float)((r >> 8) % 6);
+        else
+            out[w] = -6.0f * (float)((r >> 11) * 0x1.0p-53);
+    }
+}
+
+/* --- the reference: the rules as written, one sentence, full sorts ---------- */
+typedef struct ref_hyp {
+    int32_t tokens[MAX_LEN], len;
+    float log_prob, score;
+} ref_hyp;
+
+typedef struct ref_cand {
+    float score;
+    int32_t hyp, word;
+} ref_cand;
+
+static int ref_cand_cmp(const void *pa, const void *pb)
+{
+    const ref_cand *a = pa, *b = pb;
+    if (a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    if (a->hyp != b->hyp)
+        return a->hyp < b->hyp ? -1 : 1;
+    return a->word < b->word ? -1 : a->word > b->word;
+}
+
+/* Returns the number of hypotheses written to out (best first). */
+static int32_t ref_search(table_fn table, const void *ctx, int32_t sentence, int32_t vocab,
+                          const nmt_search_config *cfg, int32_t src_length, ref_hyp *out)
+{
+    static ref_hyp alive[MAX_ROWS], next[MAX_ROWS], finished[2 * MAX_ROWS];
+    static ref_cand cands[MAX_ROWS * MAX_VOCAB];
+    static float lp[MAX_VOCAB];
+    int32_t beam = cfg->beam_size, max_len = nmt_search_max_length(cfg, src_length);
+    int32_t n_alive = 1, n_finished = 0;
+    memset(&alive[0], 0, sizeof alive[0]);
+    for (int32_t t = 1; t <= max_len; t++) {
+        int32_t n = 0, n_next = 0;
+        for (int32_t k = 0; k < n_alive; k++) {
+            table(ctx, sentence, alive[k].tokens, alive[k].len, vocab, lp);
+            for (int32_t w = 0; w < vocab; w++) {
+                float s = alive[k].log_prob + lp[w];
+                if (w != PAD && w != BOS && (t < max_len || w == EOS) && s != -INFINITY)
+                    cands[n++] = (ref_cand){s, k, w};
+            }
+        }
+        qsort(cands, (size_t)n, sizeof cands[0], ref_cand_cmp);
+        for (int32_t c = 0; c < n && c < 2 * beam; c++) {
+            ref_hyp h = alive[cands[c].hyp];
+            h.log_prob = cands[c].score;
+            if (cands[c].word == EOS && c < beam) {
+                h.score = h.log_prob / powf((float)(h.len + 1), cfg->alpha);
+                finished[n_finished++] = h;
+            } else if (cands[c].word != EOS && n_next < beam) {
+                h.tokens[h.len++] = cands[c].word;
+                next[n_next++] = h;
+            }
+        }
+        memcpy(alive, next, sizeof next[0] * (size_t)n_next);
+        n_alive = n_next;
+        if (n_finished >= beam || n_alive == 0)
+            break;
+    }
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n_finished && n_out < cfg->n_best; i++) { /* selection, stable */
+        int32_t best = -1;
+        for (int32_t j = 0; j < n_finished; j++)
+            if (finished[j].len >= 0 && (best < 0 || finished[j].score > finished[best].score))
+                best = j;
+        out[n_out++] = finished[best];
+        finished[best].len = -1; /* taken */
+    }
+    return n_out;
+}
+
+static int same_hyp(const nmt_search_hypothesis *a, const ref_hyp *b)
+{
+    if (a->length != b->len || a->log_prob != b->log_prob || a->score != b->score)
+        return 0;
+    for (int32_t j = 0; j < a->length; j++)
+        if (a->tokens[j] != b->tokens[j])
+            return 0;
+    return 1;
+}
+
+/* Batched search of n sentences, each compared with the reference and with
+ * a search of that sentence alone (same result, same rows at every step). */
+static void check_batch(const char *name, table_fn table, const void *ctx, int32_t vocab,
+                        const nmt_search_config *cfg, int32_t n, const int32_t *src_lengths,
+                        fake_model *fake, fake_model *alone_fake)
+{
+    static ref_hyp ref[MAX_ROWS];
+    nmt_search_result res[MAX_SENT], alone;
+    nmt_error err = {0};
+    nmt_step_model model = fake_init(fake, table, ctx, vocab, n, NULL);
+    nmt_status st = nmt_beam_search(&model, n, src_lengths, cfg, res, &err);
+    CHECK(st == NMT_STATUS_OK, "%s: status %d: %s", name, st, err.message);
+    if (st != NMT_STATUS_OK)
+        return;
+    for (int32_t i = 0; i < n; i++) {
+        check_result(name, &res[i], table, ctx, i, vocab, cfg, src_lengths[i]);
+        int32_t n_ref = ref_search(table, ctx, i, vocab, cfg, src_lengths[i], ref);
+        int ok = res[i].n_hypotheses == n_ref;
+        for (int32_t h = 0; ok && h < n_ref; h++)
+            ok = same_hyp(&res[i].hypotheses[h], &ref[h]);
+        CHECK(ok, "%s: sentence %d (B %d N %d alpha %g V %d) differs from the reference "
+              "(%d vs %d hyps)", name, i, cfg->beam_size, cfg->n_best, cfg->alpha, vocab,
+              res[i].n_hypotheses, n_ref);
+
+        model = fake_init(alone_fake, table, ctx, vocab, 1, &i);
+        st = nmt_beam_search(&model, 1, &src_lengths[i], cfg, &alone, &err);
+        CHECK(st == NMT_STATUS_OK, "%s alone: status %d", name, st);
+        ok = alone.n_hypotheses == res[i].n_hypotheses;
+        for (int32_t h = 0; ok && h < n_ref; h++)
+            ok = same_hyp(&alone.hypotheses[h], &ref[h]);
+        CHECK(ok, "%s: sentence %d searched alone differs from the batch", name, i);
+        /* Once a sentence is done its rows are dropped: the batch gives it
+         * exactly the rows it had alone, step by step, and none after. */
+        CHECK(alone_fake->n_steps <= fake->n_steps, "%s: more steps alone", name);
+        for (int32_t t = 0; t < fake->n_steps; t++) {
+            int32_t want = t < alone_fake->n_steps ? alone_fake->rows_at[t][i] : 0;
+            CHECK(fake->rows_at[t][i] == want, "%s: sentence %d has %d rows at step %d, want %d",
+                  name, i, fake->rows_at[t][i], t + 1, want);
+        }
+        nmt_search_result_clear(&alone);
+        nmt_search_result_clear(&res[i]);
+    }
+}
+
+static void test_batches(fake_model *fake, fake_model *alone_fake)
+{
+    /* Hand tables per sentence, different lengths: sentence 0 is greedy-like,
+     * 1 stops at max length 2, 2 finishes at step 1, 3 needs 3 steps. */
+    const rule rules[] = {{0, "", "a:-1 E:-3"}, {0, "a", "E:-0.5 b:-2"},
+                          {1, "", "a:-1 b:-2 E:-5"}, {1, "a", "a:-0.1 E:-3"},
+                          {1, "b", "a:-0.1 E:-4"},
+                          {2, "", "E:-0.1"},
+                          {3, "", "c:-0.1 d:-0.2 E:-9"}, {3, "c", "c:-0.1 E:-9"}, {3, "cc", "E:-1"},
+                          {0}};
+    hand_table t = {rules, -INFINITY};
+    nmt_search_config cfg = make_config(2, 2, 1.0f, 0.5f, 1);
+    const int32_t src_lengths[] = {9, 3, 4, 20};
+    check_batch("hand batch", hand_lookup, &t, 8, &cfg, 4, src_lengths, fake, alone_fake);
+    CHECK(fake->n_steps == 3 && fake->rows_at[1][2] == 0 && fake->rows_at[2][1] == 0 &&
+          fake->rows_at[2][3] == 1, "hand batch: rows of done sentences not dropped");
+}
+
+/* Every finite sequence, when B is large enough that the beam prunes nothing
+ * (each step has at most B candidates): the search must return all of them. */
+static void test_exhaustive(fake_model *fake, int iterations)
+{
+    for (int it = 0; it < iterations; it++) {
+        random_table t = {test_rand_u64(), 0};
+        int32_t vocab = test_rand_int(4, 7), words = vocab - 3; /* non-EOS words */
+        int32_t max_len = test_rand_int(1, vocab == 6 ? 4 : 5), total = 0;
+        for (int32_t l = 0, p = 1; l < max_len; l++, p *= words)
+            total += p; /* sequences of length l + 1 ending in EOS */
+        nmt_search_config cfg = make_config(total, total, test_rand_uniform(0.0f, 1.5f), 0.0f,
+                                            max_len);
+        int32_t src_length = 1;
+        nmt_search_result res;
+        nmt_error err = {0};
+        nmt_step_model model = fake_init(fake, random_lookup, &t, vocab, 1, NULL);
+        nmt_status st = nmt_beam_search(&model, 1, &src_length, &cfg, &res, &err);
+        CHECK(st == NMT_STATUS_OK, "exhaustive: %s", err.message);
+        check_result("exhaustive", &res, random_lookup, &t, 0, vocab, &cfg, src_length);
+        /* Enumerate: sequence s of length l is its digits in base `words`. */
+        static float want[1024];
+        int32_t n_want = 0;
+        float lp[8];
+        for (int32_t l = 0; l < max_len; l++) {
+            int32_t count = 1;
+            for (int32_t j = 0; j < l; j++)
+                count *= words;
+            for (int32_t s = 0; s < count; s++) {
+                int32_t seq[8], rest = s;
+                float sum = 0.0f;
+                for (int32_t j = 0; j <= l; j++) {
+                    random_lookup(&t, 0, seq, j, vocab, lp);
+                    seq[j] = j < l ? 3 + rest % words : EOS;
+                    rest /= words;
+                    sum += lp[seq[j]];
+                }
+                if (sum != -INFINITY)
+                    want[n_want++] = sum / powf((float)(l + 1), cfg.alpha);
+            }
+        }
+        for (int32_t i = 1; i < n_want; i++) /* descending */
+            for (int32_t j = i; j > 0 && want[j - 1] < want[j]; j--) {
+                float tmp = want[j];
+                want[j] = want[j - 1];
+                want[j - 1] = tmp;
+            }
+        int ok = res.n_hypotheses == n_want;
+        for (int32_t h = 0; ok && h < n_want; h++)
+            ok = res.hypotheses[h].score == want[h];
+        for (int32_t a = 0; ok && a < res.n_hypotheses; a++) /* distinct sequences */
+            for (int32_t b = a + 1; b < res.n_hypotheses; b++) {
+                const nmt_search_hypothesis *x = &res.hypotheses[a], *y = &res.hypotheses[b];
+                if (x->length == y->length &&
+                    (x->length == 0 || !memcmp(x->tokens, y->tokens, sizeof(int32_t) * (size_t)x->length)))
+                    ok = 0;
+            }
+        CHECK(ok, "exhaustive: V %d max_len %d: %d hyps, %d finite sequences", vocab, max_len,
+              res.n_hypotheses, n_want);
+        nmt_search_result_clear(&res);
+    }
+}
+
+static void test_random(fake_model *fake, fake_model *alone_fake, int iterations)
+{
+    for (int it = 0; it < iterations; it++) {
+        random_table t = {test_rand_u64(), (int)(test_rand_u64() % 2)};
+        int large = it % 10 == 9;
+        int32_t vocab = large ? test_rand_int(100, MAX_VOCAB) : test_rand_int(4, 9);
+        int32_t beam = test_rand_int(1, large ? 9 : 6);
+        const float alphas[] = {0.0f, 0.5f, 1.0f, 1.5f};
+        nmt_search_config cfg = make_config(beam, test_rand_int(1, beam + 1),
+                                            alphas[test_rand_int(0, 4)],
+                                            0.5f * (float)test_rand_int(0, 3), test_rand_int(0, 5));
+        int32_t n = test_rand_int(1, 5), src_lengths[MAX_SENT];
+        for (int32_t i = 0; i < n; i++)
+            src_lengths[i] = test_rand_int(1, 6);
+        check_batch("random", random_lookup, &t, vocab, &cfg, n, src_lengths, fake, alone_fake);
+    }
+}
+
+static void test_invalid(fake_model *fake)
+{
+    const rule none[] = {{0}};
+    hand_table t = {none, -1.0f};
+    nmt_step_model model = fake_init(fake, hand_lookup, &t, 8, 1, NULL);
+    int32_t one = 1, zero = 0;
+    nmt_search_result res;
+    nmt_error err;
+    struct {
+        const char *field;
+        nmt_search_config cfg;
+        int32_t vocab;
+        const int32_t *src_length;
+    } cases[] = {
+        {"beam_size", {0, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS}, 8, &one},
+        {"n_best", {2, 0, 1.0f, 2.0f, 10, PAD, BOS, EOS}, 8, &one},
+        {"n_best", {2, 3, 1.0f, 2.0f, 10, PAD, BOS, EOS}, 8, &one},
+        {"vocab_size", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS}, 3, &one},
+        {"src_lengths[0]", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS}, 8, &zero},
+        {"pad_id", {2, 1, 1.0f, 2.0f, 10, -1, BOS, EOS}, 8, &one},
+        {"bos_id", {2, 1, 1.0f, 2.0f, 10, PAD, 8, EOS}, 8, &one},
+        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, 9}, 8, &one},
+        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, PAD}, 8, &one},
+        {"alpha", {2, 1, NAN, 2.0f, 10, PAD, BOS, EOS}, 8, &one},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        model.vocab_size = cases[c].vocab;
+        memset(&err, 0, sizeof err);
+        res.n_hypotheses = 7;
+        nmt_status st = nmt_beam_search(&model, 1, cases[c].src_length, &cases[c].cfg, &res, &err);
+        CHECK(st == NMT_STATUS_ERROR_ARGUMENT && strstr(err.message, cases[c].field) &&
+              res.n_hypotheses == 0, "invalid %s: status %d, message \"%s\"", cases[c].field, st,
+              err.message);
+    }
+    /* A failing step is passed on and leaves the results empty. */
+    nmt_search_config cfg = make_config(2, 1, 1.0f, 2.0f, 10);
+    model = fake_init(fake, hand_lookup, &t, 8, 1, NULL);
+    fake->fail_at_step = 1; /* the second step */
+    nmt_status st = nmt_beam_search(&model, 1, &one, &cfg, &res, &err);
+    CHECK(st == NMT_STATUS_ERROR_INTERNAL && res.n_hypotheses == 0 && res.hypotheses == NULL,
+          "failing step: status %d", st);
+    /* No sentences: nothing to do. */
+    CHECK(nmt_beam_search(&model, 0, NULL, &cfg, NULL, &err) == NMT_STATUS_OK, "0 sentences");
+    /* Max length: floor(a * S + b), at least 1. */
+    cfg = make_config(1, 1, 1.0f, 2.0f, 10);
+    CHECK(nmt_search_max_length(&cfg, 7) == 24, "max length 2*7+10");
+    cfg = make_config(1, 1, 1.0f, 1.5f, -20);
+    CHECK(nmt_search_max_length(&cfg, 3) == 1 && nmt_search_max_length(&cfg, 15) == 2,
+          "max length clamps to 1 and floors");
+}
+
+int main(void)
+{
+    test_seed();
+    fake_model *fake = calloc(1, sizeof *fake), *alone_fake = calloc(1, sizeof *alone_fake);
+    if (!fake || !alone_fake)
+        return 1;
+    test_hand_cases(fake);
+    test_batches(fake, alone_fake);
+    test_invalid(fake);
+    test_exhaustive(fake, 300);
+    test_random(fake, alone_fake, 1000);
+    free(fake);
+    free(alone_fake);
+    return test_finish("beam_search");
+}
