@@ -88,9 +88,8 @@ nmt_status nmt_cpu_encode(nmt_cpu_state *state, const nmt_source_batch *batch, n
     if (n < 1 || n > state->max_sentences)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cpu encode: %d sentences outside [1, %d]", n, state->max_sentences);
-    if (!batch->src_len || !batch->token_offset || !batch->row_ptr ||
-        (batch->row_ptr[batch->token_offset[n]] > batch->row_ptr[batch->token_offset[0]] &&
-         (!batch->cols || !batch->values)))
+    if (!batch->src_len || !batch->token_offset || !batch->row_ptr || !batch->cols ||
+        !batch->values)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu encode: NULL batch array");
     for (int32_t s = 0; s < n; s++) {
         int32_t len = batch->src_len[s];

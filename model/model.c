@@ -292,9 +292,7 @@ int nmt_model_tensor_at(const nmt_model *model, int32_t index, nmt_model_tensor 
     tensor->ndim = s->ndim;
     tensor->dims[0] = s->dims[0];
     tensor->dims[1] = s->ndim == 2 ? s->dims[1] : 0;
-    /* The slot points into `copy`: translate it back to the same field of `model`. */
-    tensor->data = *(float *const *)(const void *)((const char *)model +
-                                                   ((const char *)s->slot - (const char *)&copy));
+    tensor->data = *s->slot; /* `copy` holds the same pointers as `model` */
     return 1;
 }
 

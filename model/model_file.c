@@ -7,6 +7,7 @@
  * compressed. No size read from the file is trusted before it has been
  * compared with the bytes actually there. Vocabulary entries themselves are
  * checked by nmt_vocab_create and tensor names and shapes by model.c. */
+#define _POSIX_C_SOURCE 200809L /* fileno, fstat */
 #include "model_file.h"
 
 #include "error.h"

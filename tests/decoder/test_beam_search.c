@@ -491,7 +491,7 @@ static void check_batch(const char *name, table_fn table, const void *ctx, int32
 
 static void test_batches(fake_model *fake, fake_model *alone_fake)
 {
-    /* Hand tables per sentence, different lengths: sentence 0 is greedy-like,
+    /* Hand tables per sentence, different lengths: sentence 0 has B finished at step 2,
      * 1 stops at max length 2, 2 finishes at step 1, 3 needs 3 steps. */
     const rule rules[] = {{0, "", "a:-1 E:-3"}, {0, "a", "E:-0.5 b:-2"},
                           {1, "", "a:-1 b:-2 E:-5"}, {1, "a", "a:-0.1 E:-3"},

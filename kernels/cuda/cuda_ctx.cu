@@ -1,0 +1,86 @@
+/* cuda_ctx.cu: the CUDA context every launcher is handed instead of globals:
+ * a device ordinal, a non-blocking stream on it and a cuBLAS handle bound to
+ * that stream. nmt_cuda_device_count answers 0, not an error, on a machine
+ * without a driver or a GPU, so callers (and the tests) can skip cleanly. */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdlib.h>
+
+#include "cuda_check.h"
+#include "cuda_ctx.h"
+
+struct nmt_cuda_ctx {
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+};
+
+extern "C" int nmt_cuda_device_count(void)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear the sticky-free error so later calls start clean */
+        return 0;
+    }
+    return count;
+}
+
+extern "C" nmt_status nmt_cuda_ctx_create(int device_index, nmt_cuda_ctx **ctx, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_cuda_ctx *c = NULL;
+    int count;
+
+    if (!ctx)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "nmt_cuda_ctx_create: ctx is NULL");
+    *ctx = NULL;
+    count = nmt_cuda_device_count();
+    if (count == 0)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "no CUDA device (or no driver) is visible");
+    if (device_index < 0 || device_index >= count)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "CUDA device %d requested but only %d visible", device_index, count);
+
+    c = (nmt_cuda_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "out of memory for the CUDA context");
+    c->device = device_index;
+    NMT_CUDA_TRY(cudaSetDevice(device_index));
+    NMT_CUDA_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    NMT_CUBLAS_TRY(cublasCreate(&c->cublas));
+    NMT_CUBLAS_TRY(cublasSetStream(c->cublas, c->stream));
+    /* Plain fp32 (no TF32): the CPU oracle and the golden outputs expect it. */
+    NMT_CUBLAS_TRY(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
+    *ctx = c;
+    return NMT_STATUS_OK;
+
+cleanup:
+    nmt_cuda_ctx_free(c);
+    return status;
+}
+
+extern "C" void nmt_cuda_ctx_free(nmt_cuda_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    (void)cudaSetDevice(ctx->device);
+    if (ctx->cublas)
+        (void)cublasDestroy(ctx->cublas);
+    if (ctx->stream) {
+        (void)cudaStreamSynchronize(ctx->stream);
+        (void)cudaStreamDestroy(ctx->stream);
+    }
+    free(ctx);
+}
+
+extern "C" void *nmt_cuda_ctx_stream(const nmt_cuda_ctx *ctx)
+{
+    return ctx ? (void *)ctx->stream : NULL;
+}
+
+extern "C" void *nmt_cuda_ctx_cublas(const nmt_cuda_ctx *ctx)
+{
+    return ctx ? (void *)ctx->cublas : NULL;
+}

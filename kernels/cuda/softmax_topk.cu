@@ -1,0 +1,633 @@
+/* softmax_topk.cu: fused online softmax + top-K over rows of logits.
+ *
+ * Shapes: logits [n_rows, ld] (V = vocab words used per row), top_values and
+ * top_ids [n_rows, k], lse [n_rows]. log p_w = z_w - lse with
+ * lse = m + log d, (m, d) the running max and normalizer of Milakov &
+ * Gimelshein, "Online normalizer calculation for softmax" (Alg. 3), merged
+ * across threads, warps and blocks by their associative eq. 4:
+ *     (m1, d1) + (m2, d2) = (M, d1 e^(m1-M) + d2 e^(m2-M)),  M = max(m1, m2).
+ * Every candidate is a packed 64-bit key (Argueta & Chiang, "Accelerating
+ * Sparse Matrix Operations in Neural Networks on GPUs", Alg. 4): the logit's
+ * order-preserving bits above, ~id below, so one unsigned compare orders by
+ * value and then by the lower id; 0 is the empty slot (-inf, id -1).
+ *
+ * Variants (the launcher picks by rows, V, K; see pick at the bottom):
+ *  fused  (K <= 64): one block (1..8 warps) per row reads the row once
+ *         (16-byte loads), each warp keeps a sorted top-K spread over its lanes'
+ *         registers (Milakov Alg. 4, lines 8-15, as a warp-wide insertion that
+ *         only runs for the rare element above the warp's K-th key), then the
+ *         warps' lists merge by rank (binary search in the other lists).
+ *  split  (K <= 64, rows << SMs): the same kernel over a slice of a row per
+ *         block writes partial (m, d) and top-K; a small second kernel merges.
+ *  atomic (64 < K <= 512): Argueta Alg. 4: threads push keys through a shared
+ *         top-K with 64-bit atomicMax, pruned by the current K-th key.
+ *  sort   (K > 512): fallback: (m, d) pass writing keys, CUB segmented radix
+ *         sort, copy the first K. Workspace from cudaMallocAsync.
+ * Excluded ids count in lse but are never selected. */
+#include <cub/device/device_segmented_radix_sort.cuh>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_check.h"
+#include "softmax_topk.h"
+
+#define FULL_MASK 0xffffffffu
+
+static constexpr int kWarpSize = 32;
+static constexpr int kMaxWarps = 8;      /* fused block: up to 256 threads */
+static constexpr int kRegisterK = 64;    /* fused variants: K <= this */
+static constexpr int kAtomicK = 512;     /* atomic variant: K <= this */
+static constexpr int kMaxSplits = 16;    /* split variant: blocks per row at most */
+static constexpr int kSplitMinWords = 2048; /* ... and words per block at least */
+static constexpr int kWordsPerWarp = 512;   /* fused: warps per block ~ V / this */
+static constexpr int kAtomicThreads = 256;
+static constexpr int kSortChunkWords = 1 << 25; /* sort fallback: rows per pass * V */
+static_assert(kRegisterK % kWarpSize == 0 && kRegisterK <= 2 * kWarpSize, "two slots a lane");
+static_assert(kMaxWarps * kWarpSize <= 1024, "block size");
+static_assert(kSplitMinWords % 4 == 0, "split slices start 16-byte aligned when ld % 4 == 0");
+
+/* ---- packed keys --------------------------------------------------------- */
+
+static __device__ __forceinline__ uint64_t make_key(float x, int32_t id)
+{
+    x = x + 0.0f; /* -0 -> +0: equal floats must tie and go to the lower id */
+    uint32_t b = __float_as_uint(x);
+    uint32_t ordered = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    return ((uint64_t)ordered << 32) | (uint32_t)~(uint32_t)id;
+}
+
+static __device__ __forceinline__ float key_value(uint64_t key)
+{
+    uint32_t o = (uint32_t)(key >> 32);
+    uint32_t b = (o & 0x80000000u) ? (o & 0x7fffffffu) : ~o;
+    return __uint_as_float(b);
+}
+
+static __device__ __forceinline__ int32_t key_id(uint64_t key)
+{
+    return (int32_t)~(uint32_t)key;
+}
+
+static __device__ __forceinline__ bool is_excluded(int32_t id, const int32_t *excluded,
+                                                   int n_excluded)
+{
+    for (int i = 0; i < n_excluded; i++)
+        if (__ldg(&excluded[i]) == id)
+            return true;
+    return false;
+}
+
+/* Writes output slot i of a row from a key (0: the -inf / -1 tail). */
+static __device__ __forceinline__ void write_slot(uint64_t key, float lse, float *value,
+                                                  int32_t *id)
+{
+    *value = key ? key_value(key) - lse : -INFINITY;
+    *id = key ? key_id(key) : -1;
+}
+
+/* ---- online normalizer (m, d) -------------------------------------------- */
+
+struct OnlineMD {
+    float m, d;
+};
+
+static __device__ __forceinline__ OnlineMD md_merge(OnlineMD a, OnlineMD b)
+{
+    float m = fmaxf(a.m, b.m);
+    if (m == -INFINITY)
+        return OnlineMD{m, 0.0f};
+    /* __expf(-inf) is 0, so an empty side contributes nothing. */
+    return OnlineMD{m, a.d * __expf(a.m - m) + b.d * __expf(b.m - m)};
+}
+
+static __device__ __forceinline__ OnlineMD warp_md(OnlineMD v)
+{
+#pragma unroll
+    for (int off = kWarpSize / 2; off > 0; off /= 2) {
+        OnlineMD o{__shfl_xor_sync(FULL_MASK, v.m, off), __shfl_xor_sync(FULL_MASK, v.d, off)};
+        v = md_merge(v, o);
+    }
+    return v;
+}
+
+/* ---- warp-wide sorted top-K in registers (SLOTS keys a lane) -------------- */
+
+/* Position p of the list lives in lane p % 32, slot p / 32; descending. */
+template <int SLOTS> struct WarpTopK {
+    uint64_t key[SLOTS];
+    uint64_t thr;    /* the key at position k-1, 0 while the list is short */
+    float thr_value; /* its logit; -inf while empty so every word is a candidate */
+
+    __device__ __forceinline__ void init()
+    {
+#pragma unroll
+        for (int s = 0; s < SLOTS; s++)
+            key[s] = 0;
+        thr = 0;
+        thr_value = -INFINITY;
+    }
+
+    /* Warp-uniform: cand > thr. Shift everything below cand's rank down one. */
+    __device__ __forceinline__ void insert(uint64_t cand, int k, int lane)
+    {
+        int pos = 0;
+#pragma unroll
+        for (int s = 0; s < SLOTS; s++)
+            pos += __popc(__ballot_sync(FULL_MASK, key[s] > cand));
+        uint64_t carry = 0; /* what lane 0 of slot s receives: slot s-1 of lane 31 */
+#pragma unroll
+        for (int s = 0; s < SLOTS; s++) {
+            uint64_t up = __shfl_up_sync(FULL_MASK, key[s], 1);
+            uint64_t last = __shfl_sync(FULL_MASK, key[s], kWarpSize - 1);
+            int p = s * kWarpSize + lane;
+            uint64_t from = lane ? up : carry;
+            carry = last;
+            if (p > pos)
+                key[s] = from;
+            else if (p == pos)
+                key[s] = cand;
+        }
+        uint64_t t = key[0];
+        if (SLOTS > 1 && k - 1 >= kWarpSize)
+            t = key[SLOTS - 1];
+        thr = __shfl_sync(FULL_MASK, t, (k - 1) & (kWarpSize - 1));
+        thr_value = thr ? key_value(thr) : -INFINITY;
+    }
+};
+
+/* Number of entries > key in a descending list of n (binary search). */
+static __device__ __forceinline__ int count_greater(const uint64_t *list, int n, uint64_t key)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) >> 1;
+        if (list[mid] > key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Merges L descending lists of k unique keys (stride apart, shared memory)
+ * into out[0..k) by rank: a key's rank is its position in its own list plus
+ * the number of greater keys in the others. Keys below t0 cannot rank < k:
+ * each list has q = ceil(k/L) keys >= its q-th key >= t0, so >= k keys overall.
+ * Block-wide; ends synchronized. */
+static __device__ void merge_sorted_lists(const uint64_t *lists, int n_lists, int stride, int k,
+                                          uint64_t *out)
+{
+    int q = (k + n_lists - 1) / n_lists;
+    uint64_t t0 = ~0ull;
+    for (int l = 0; l < n_lists; l++)
+        t0 = min(t0, lists[l * stride + q - 1]);
+    for (int i = threadIdx.x; i < k; i += blockDim.x)
+        out[i] = 0;
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < n_lists * k; idx += blockDim.x) {
+        int l = idx / k, i = idx - l * k;
+        uint64_t key = lists[l * stride + i];
+        if (key == 0 || key < t0)
+            continue;
+        int rank = i;
+        for (int l2 = 0; l2 < n_lists && rank < k; l2++)
+            if (l2 != l)
+                rank += count_greater(lists + l2 * stride, k, key);
+        if (rank < k)
+            out[rank] = key;
+    }
+    __syncthreads();
+}
+
+/* ---- fused and split kernels ---------------------------------------------- */
+
+/* Four words starting at id0 (the first n_valid real, the rest -inf). */
+template <int SLOTS>
+static __device__ __forceinline__ void scan4(float4 v, int32_t id0, int n_valid, OnlineMD &md,
+                                             WarpTopK<SLOTS> &top, int k, int lane,
+                                             const int32_t *excluded, int n_excluded)
+{
+    float mx = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
+    if (mx > md.m) {
+        md.d *= __expf(md.m - mx);
+        md.m = mx;
+    }
+    if (md.m != -INFINITY)
+        md.d += __expf(v.x - md.m) + __expf(v.y - md.m) + __expf(v.z - md.m) + __expf(v.w - md.m);
+    /* Rarely taken after the first few loads: nothing beats the warp's K-th. */
+    if (!__any_sync(FULL_MASK, n_valid > 0 && mx >= top.thr_value))
+        return;
+    float xs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        bool cand = e < n_valid && xs[e] >= top.thr_value &&
+                    !is_excluded(id0 + e, excluded, n_excluded);
+        uint32_t mask = __ballot_sync(FULL_MASK, cand);
+        uint64_t my_key = cand ? make_key(xs[e], id0 + e) : 0;
+        while (mask) {
+            int src = __ffs(mask) - 1;
+            mask &= mask - 1;
+            uint64_t c = __shfl_sync(FULL_MASK, my_key, src);
+            if (c > top.thr)
+                top.insert(c, k, lane);
+        }
+    }
+}
+
+/* Block b handles row b / splits, words [slice*chunk, +chunk). With one split
+ * it writes the outputs; otherwise partial (m, d) and keys for the merge. */
+template <int SLOTS>
+static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
+    fused_topk_kernel(int32_t vocab, const float *__restrict__ logits, int64_t ld, int k,
+                      int k_out, const int32_t *__restrict__ excluded, int n_excluded,
+                      int splits, int chunk, float *__restrict__ top_values,
+                      int32_t *__restrict__ top_ids, float *__restrict__ lse_out,
+                      float2 *__restrict__ part_md, uint64_t *__restrict__ part_keys)
+{
+    __shared__ uint64_t s_lists[kMaxWarps * kRegisterK];
+    __shared__ uint64_t s_top[kRegisterK];
+    __shared__ OnlineMD s_md[kMaxWarps];
+    __shared__ float s_lse;
+
+    const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
+    const int n_warps = blockDim.x / kWarpSize;
+    const int row = blockIdx.x / splits, slice = blockIdx.x - row * splits;
+    const float *p = logits + (int64_t)row * ld;
+    const int c0 = slice * chunk, c1 = min(vocab, c0 + chunk);
+
+    /* Words before the first 16-byte boundary and after the last go scalar. */
+    int mis = (int)(((uintptr_t)(p + c0) >> 2) & 3);
+    int a0 = min(c1, c0 + ((4 - mis) & 3));
+    int n4 = (c1 - a0) / 4;
+    int a1 = a0 + 4 * n4;
+    const float4 *p4 = reinterpret_cast<const float4 *>(p + a0);
+
+    OnlineMD md{-INFINITY, 0.0f};
+    WarpTopK<SLOTS> top;
+    top.init();
+    const float4 neg4 = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+
+    constexpr int U = 4; /* float4 loads in flight per thread */
+    const int stride = blockDim.x;
+    for (int base = warp * kWarpSize; base < n4; base += U * stride) {
+        float4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int i = base + u * stride + lane;
+            v[u] = i < n4 ? __ldcs(p4 + i) : neg4;
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int i = base + u * stride + lane;
+            scan4<SLOTS>(v[u], a0 + 4 * i, i < n4 ? 4 : 0, md, top, k, lane, excluded,
+                         n_excluded);
+        }
+    }
+    if (warp == 0) { /* at most 3 head and 3 tail words */
+        int n_head = a0 - c0, n_extra = n_head + (c1 - a1);
+        int id = lane < n_head ? c0 + lane : a1 + (lane - n_head);
+        bool ok = lane < n_extra;
+        float4 v = neg4;
+        if (ok)
+            v.x = p[id];
+        scan4<SLOTS>(v, id, ok ? 1 : 0, md, top, k, lane, excluded, n_excluded);
+    }
+
+    md = warp_md(md);
+    if (lane == 0)
+        s_md[warp] = md;
+#pragma unroll
+    for (int s = 0; s < SLOTS; s++) {
+        int pos = s * kWarpSize + lane;
+        if (pos < k)
+            s_lists[warp * kRegisterK + pos] = top.key[s];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        OnlineMD t = s_md[0];
+        for (int w = 1; w < n_warps; w++)
+            t = md_merge(t, s_md[w]);
+        s_md[0] = t;
+        s_lse = t.m + logf(t.d);
+    }
+    merge_sorted_lists(s_lists, n_warps, kRegisterK, k, s_top); /* syncs */
+
+    if (splits == 1) {
+        float lse = s_lse;
+        for (int i = threadIdx.x; i < k_out; i += blockDim.x)
+            write_slot(i < k ? s_top[i] : 0, lse, &top_values[(int64_t)row * k_out + i],
+                       &top_ids[(int64_t)row * k_out + i]);
+        if (lse_out && threadIdx.x == 0)
+            lse_out[row] = lse;
+    } else {
+        for (int i = threadIdx.x; i < k; i += blockDim.x)
+            part_keys[(int64_t)blockIdx.x * k + i] = s_top[i];
+        if (threadIdx.x == 0)
+            part_md[blockIdx.x] = make_float2(s_md[0].m, s_md[0].d);
+    }
+}
+
+/* One block per row: merges the row's `splits` partial (m, d) and top-K lists. */
+static __global__ void __launch_bounds__(256)
+    merge_splits_kernel(int splits, int k, int k_out, const float2 *__restrict__ part_md,
+                        const uint64_t *__restrict__ part_keys, float *__restrict__ top_values,
+                        int32_t *__restrict__ top_ids, float *__restrict__ lse_out)
+{
+    __shared__ uint64_t s_lists[kMaxSplits * kRegisterK];
+    __shared__ uint64_t s_top[kRegisterK];
+    __shared__ float s_lse;
+    const int row = blockIdx.x;
+    for (int i = threadIdx.x; i < splits * k; i += blockDim.x)
+        s_lists[i] = part_keys[(int64_t)row * splits * k + i];
+    if (threadIdx.x == 0) {
+        OnlineMD t{-INFINITY, 0.0f};
+        for (int s = 0; s < splits; s++) {
+            float2 v = part_md[row * splits + s];
+            t = md_merge(t, OnlineMD{v.x, v.y});
+        }
+        s_lse = t.m + logf(t.d);
+    }
+    __syncthreads();
+    merge_sorted_lists(s_lists, splits, k, k, s_top);
+    float lse = s_lse;
+    for (int i = threadIdx.x; i < k_out; i += blockDim.x)
+        write_slot(i < k ? s_top[i] : 0, lse, &top_values[(int64_t)row * k_out + i],
+                   &top_ids[(int64_t)row * k_out + i]);
+    if (lse_out && threadIdx.x == 0)
+        lse_out[row] = lse;
+}
+
+/* ---- atomic variant (Argueta & Chiang Alg. 4) ----------------------------- */
+
+static __device__ OnlineMD block_md(OnlineMD md, OnlineMD *s_md)
+{
+    const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
+    md = warp_md(md);
+    if (lane == 0)
+        s_md[warp] = md;
+    __syncthreads();
+    OnlineMD t = s_md[0];
+    for (int w = 1; w < (int)(blockDim.x / kWarpSize); w++)
+        t = md_merge(t, s_md[w]);
+    return t;
+}
+
+static __device__ __forceinline__ void md_add(OnlineMD &md, float x)
+{
+    if (x > md.m) {
+        md.d = md.d * __expf(md.m - x) + 1.0f;
+        md.m = x;
+    } else if (md.m != -INFINITY) {
+        md.d += __expf(x - md.m);
+    }
+}
+
+/* One block per row; dynamic shared memory holds the k packed keys. */
+static __global__ void __launch_bounds__(kAtomicThreads)
+    atomic_topk_kernel(int32_t vocab, const float *__restrict__ logits, int64_t ld, int k,
+                       int k_out, const int32_t *__restrict__ excluded, int n_excluded,
+                       float *__restrict__ top_values, int32_t *__restrict__ top_ids,
+                       float *__restrict__ lse_out)
+{
+    extern __shared__ unsigned long long s_best[]; /* [k], descending when done */
+    __shared__ OnlineMD s_md[kAtomicThreads / kWarpSize];
+    const int row = blockIdx.x;
+    const float *p = logits + (int64_t)row * ld;
+    volatile unsigned long long *v_best = s_best;
+
+    for (int i = threadIdx.x; i < k; i += blockDim.x)
+        s_best[i] = 0;
+    __syncthreads();
+    OnlineMD md{-INFINITY, 0.0f};
+    for (int w = threadIdx.x; w < vocab; w += blockDim.x) {
+        float x = __ldcs(p + w);
+        md_add(md, x);
+        unsigned long long y = make_key(x, w);
+        if (y <= v_best[k - 1] || is_excluded(w, excluded, n_excluded))
+            continue;
+        /* Carry y down the list: each atomicMax leaves the larger key in
+         * place and hands back the smaller one to carry on (Alg. 4, 11-14).
+         * Slots only grow, so a slot already >= y can be skipped unread. */
+        for (int n = 0; n < k && y; n++) {
+            if (v_best[n] >= y)
+                continue;
+            unsigned long long c = atomicMax(&s_best[n], y);
+            if (c < y)
+                y = c;
+        }
+    }
+    OnlineMD t = block_md(md, s_md); /* syncs: every atomic is done */
+    float lse = t.m + logf(t.d);
+    for (int i = threadIdx.x; i < k_out; i += blockDim.x)
+        write_slot(i < k ? (uint64_t)s_best[i] : 0, lse, &top_values[(int64_t)row * k_out + i],
+                   &top_ids[(int64_t)row * k_out + i]);
+    if (lse_out && threadIdx.x == 0)
+        lse_out[row] = lse;
+}
+
+/* ---- sort fallback (any K) ------------------------------------------------ */
+
+/* One block per row of the chunk: lse, and every word's key (excluded: 0). */
+static __global__ void __launch_bounds__(256)
+    keys_lse_kernel(int32_t vocab, const float *__restrict__ logits, int64_t ld,
+                    const int32_t *__restrict__ excluded, int n_excluded,
+                    uint64_t *__restrict__ keys, float *__restrict__ lse)
+{
+    __shared__ OnlineMD s_md[256 / kWarpSize];
+    const int row = blockIdx.x;
+    const float *p = logits + (int64_t)row * ld;
+    OnlineMD md{-INFINITY, 0.0f};
+    for (int w = threadIdx.x; w < vocab; w += blockDim.x) {
+        float x = p[w];
+        md_add(md, x);
+        keys[(int64_t)row * vocab + w] = is_excluded(w, excluded, n_excluded) ? 0 : make_key(x, w);
+    }
+    OnlineMD t = block_md(md, s_md);
+    if (threadIdx.x == 0)
+        lse[row] = t.m + logf(t.d);
+}
+
+static __global__ void segment_offsets_kernel(int n, int32_t vocab, int *offsets)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n)
+        offsets[i] = i * vocab;
+}
+
+static __global__ void write_sorted_kernel(int n_rows, int32_t vocab, int k_out,
+                                           const uint64_t *__restrict__ sorted,
+                                           const float *__restrict__ lse, float *top_values,
+                                           int32_t *top_ids, float *lse_out)
+{
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)n_rows * k_out)
+        return;
+    int row = (int)(idx / k_out), i = (int)(idx - (int64_t)row * k_out);
+    write_slot(i < vocab ? sorted[(int64_t)row * vocab + i] : 0, lse[row], &top_values[idx],
+               &top_ids[idx]);
+    if (lse_out && i == 0)
+        lse_out[row] = lse[row];
+}
+
+/* ---- launch helpers -------------------------------------------------------- */
+
+static nmt_status launch_sort(int32_t n_rows, int32_t vocab, const float *logits, int32_t ld,
+                              int32_t k, const int32_t *excluded, int32_t n_excluded,
+                              float *top_values, int32_t *top_ids, float *lse,
+                              cudaStream_t stream, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    int chunk_rows = (int)((int64_t)kSortChunkWords / vocab);
+    chunk_rows = chunk_rows < 1 ? 1 : (chunk_rows > n_rows ? n_rows : chunk_rows);
+    size_t n_keys = (size_t)chunk_rows * vocab, temp_bytes = 0;
+    char *ws = NULL;
+    uint64_t *keys_in, *keys_out;
+    float *lse_ws;
+    int *offsets;
+    size_t off_keys_out, off_lse, off_offsets, off_temp, total;
+
+    /* int offsets: a chunk holds at most max(2^25, vocab) words. */
+    NMT_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
+        NULL, temp_bytes, (const uint64_t *)NULL, (uint64_t *)NULL, (int64_t)n_keys, chunk_rows,
+        (const int *)NULL, (const int *)NULL, 0, 64, stream));
+    off_keys_out = n_keys * sizeof(uint64_t);
+    off_lse = off_keys_out + n_keys * sizeof(uint64_t);
+    off_offsets = off_lse + ((n_rows * sizeof(float) + 255) & ~(size_t)255);
+    off_temp = off_offsets + (((size_t)chunk_rows + 1) * sizeof(int) + 255 & ~(size_t)255);
+    total = off_temp + temp_bytes;
+    NMT_CUDA_TRY(cudaMallocAsync((void **)&ws, total, stream));
+    keys_in = (uint64_t *)ws;
+    keys_out = (uint64_t *)(ws + off_keys_out);
+    lse_ws = (float *)(ws + off_lse);
+    offsets = (int *)(ws + off_offsets);
+
+    for (int32_t r0 = 0; r0 < n_rows; r0 += chunk_rows) {
+        int rows = n_rows - r0 < chunk_rows ? n_rows - r0 : chunk_rows;
+        const float *chunk_logits = logits + (int64_t)r0 * ld;
+        keys_lse_kernel<<<rows, 256, 0, stream>>>(vocab, chunk_logits, ld, excluded, n_excluded,
+                                                  keys_in, lse_ws + r0);
+        NMT_LAUNCH_TRY("keys_lse_kernel");
+        segment_offsets_kernel<<<(rows + 1 + 255) / 256, 256, 0, stream>>>(rows, vocab, offsets);
+        NMT_LAUNCH_TRY("segment_offsets_kernel");
+        size_t temp = temp_bytes;
+        NMT_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
+            ws + off_temp, temp, keys_in, keys_out, (int64_t)rows * vocab, rows, offsets,
+            offsets + 1, 0, 64, stream));
+        int64_t n_out = (int64_t)rows * k;
+        if (n_out > 0) {
+            write_sorted_kernel<<<(unsigned)((n_out + 255) / 256), 256, 0, stream>>>(
+                rows, vocab, k, keys_out, lse_ws + r0, top_values + (int64_t)r0 * k,
+                top_ids + (int64_t)r0 * k, lse ? lse + r0 : NULL);
+            NMT_LAUNCH_TRY("write_sorted_kernel");
+        }
+    }
+
+cleanup:
+    if (ws) {
+        cudaError_t e = cudaFreeAsync(ws, stream);
+        if (e != cudaSuccess && status == NMT_STATUS_OK)
+            status = NMT_CUDA_FAIL_(err, "cudaFreeAsync(ws, stream)", e);
+    }
+    return status;
+}
+
+static int multiprocessor_count(void)
+{
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+        return 108;
+    return sms;
+}
+
+template <int SLOTS>
+static void launch_fused(int blocks, int threads, int32_t vocab, const float *logits, int64_t ld,
+                         int k, int k_out, const int32_t *excluded, int n_excluded, int splits,
+                         int chunk, float *top_values, int32_t *top_ids, float *lse,
+                         float2 *part_md, uint64_t *part_keys, cudaStream_t stream)
+{
+    fused_topk_kernel<SLOTS><<<blocks, threads, 0, stream>>>(
+        vocab, logits, ld, k, k_out, excluded, n_excluded, splits, chunk, top_values, top_ids,
+        lse, part_md, part_keys);
+}
+
+/* ---- exported ------------------------------------------------------------- */
+
+extern "C" nmt_status nmt_cuda_softmax_topk(int32_t n_rows, int32_t vocab, const float *logits,
+                                            int32_t ld, int32_t k, const int32_t *excluded,
+                                            int32_t n_excluded, float *top_values,
+                                            int32_t *top_ids, float *lse, void *stream_ptr,
+                                            nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    cudaStream_t stream = (cudaStream_t)stream_ptr;
+    char *ws = NULL;
+
+    NMT_ARG_CHECK(n_rows >= 0 && vocab >= 1 && ld >= vocab && k >= 0 && n_excluded >= 0);
+    NMT_ARG_CHECK(n_rows == 0 || logits);
+    NMT_ARG_CHECK(k == 0 || n_rows == 0 || (top_values && top_ids));
+    NMT_ARG_CHECK(n_excluded == 0 || excluded);
+    NMT_ARG_CHECK((int64_t)n_rows * (k > 1 ? k : 1) <= INT32_MAX);
+    if (n_rows == 0)
+        return NMT_STATUS_OK;
+
+    /* The pick: K words can be found among at most V; the rest is the tail. */
+    const int k_sel = k < vocab ? k : vocab;
+    if (k_sel > kAtomicK)
+        return launch_sort(n_rows, vocab, logits, ld, k, excluded, n_excluded, top_values,
+                           top_ids, lse, stream, err);
+    if (k_sel > kRegisterK) {
+        size_t smem = (size_t)k_sel * sizeof(unsigned long long);
+        atomic_topk_kernel<<<n_rows, kAtomicThreads, smem, stream>>>(
+            vocab, logits, ld, k_sel, k, excluded, n_excluded, top_values, top_ids, lse);
+        NMT_LAUNCH_RETURN("atomic_topk_kernel");
+        return NMT_STATUS_OK;
+    }
+    const int k_run = k_sel > 0 ? k_sel : 1; /* k == 0 still yields lse */
+    int warps = (vocab + kWordsPerWarp - 1) / kWordsPerWarp;
+    warps = warps < 1 ? 1 : (warps > kMaxWarps ? kMaxWarps : warps);
+    const int sms = multiprocessor_count();
+    int splits = 1;
+    if (n_rows < sms) {
+        splits = (2 * sms + n_rows - 1) / n_rows;
+        int by_size = vocab / kSplitMinWords;
+        splits = splits > by_size ? by_size : splits;
+        splits = splits > kMaxSplits ? kMaxSplits : (splits < 1 ? 1 : splits);
+    }
+    /* Slices are multiples of 4 words so each starts aligned when ld % 4 == 0. */
+    int chunk = splits == 1 ? vocab : ((vocab + splits - 1) / splits + 3) & ~3;
+    if (splits > 1)
+        splits = (vocab + chunk - 1) / chunk;
+    float2 *part_md = NULL;
+    uint64_t *part_keys = NULL;
+    if (splits > 1) {
+        size_t n_parts = (size_t)n_rows * splits;
+        NMT_CUDA_TRY(cudaMallocAsync((void **)&ws, n_parts * (sizeof(float2) + k_run * sizeof(uint64_t)),
+                                     stream));
+        part_keys = (uint64_t *)ws;
+        part_md = (float2 *)(ws + n_parts * k_run * sizeof(uint64_t));
+    }
+    if (k_run <= kWarpSize)
+        launch_fused<1>(n_rows * splits, warps * kWarpSize, vocab, logits, ld, k_run, splits > 1 ? 0 : k,
+                        excluded, n_excluded, splits, chunk, top_values, top_ids, lse, part_md,
+                        part_keys, stream);
+    else
+        launch_fused<2>(n_rows * splits, warps * kWarpSize, vocab, logits, ld, k_run, splits > 1 ? 0 : k,
+                        excluded, n_excluded, splits, chunk, top_values, top_ids, lse, part_md,
+                        part_keys, stream);
+    NMT_LAUNCH_TRY("fused_topk_kernel");
+    if (splits > 1) {
+        merge_splits_kernel<<<n_rows, 256, 0, stream>>>(splits, k_run, k, part_md, part_keys,
+                                                       top_values, top_ids, lse);
+        NMT_LAUNCH_TRY("merge_splits_kernel");
+    }
+
+cleanup:
+    if (ws) {
+        cudaError_t e = cudaFreeAsync(ws, stream);
+        if (e != cudaSuccess && status == NMT_STATUS_OK)
+            status = NMT_CUDA_FAIL_(err, "cudaFreeAsync(ws, stream)", e);
+    }
+    return status;
+}

@@ -1,0 +1,268 @@
+/* model_file_write.c: the writer of model file format v1
+ * (docs/model-format.md). It produces the one canonical layout the reader
+ * accepts: sections HPAR, VSRC, VTGT, TENS, DATA in that order, each at the
+ * first 64-byte aligned offset after the previous one, zero padding,
+ * tensors in the given order at 64-byte aligned offsets in DATA. The file is
+ * written next to its destination and renamed, so a reader never sees half a
+ * file. tools/pynmt/modelfile.py writes the same bytes for the same input. */
+#include "model_file.h"
+
+#include "error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+enum { N_SECTIONS = 5 };
+
+static uint64_t round_up64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
+
+static void wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void wr32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static void wr64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t crc_of(const uint8_t *p, uint64_t n)
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (n > 0) {
+        uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        crc = crc32(crc, p, piece);
+        p += piece;
+        n -= piece;
+    }
+    return (uint32_t)crc;
+}
+
+/* Vocabulary text: every token followed by '\n'. */
+static nmt_status vocab_text(const char *const *tokens, int32_t n, const char *what, char **text,
+                             uint64_t *len, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    uint64_t total = 0;
+    for (int32_t i = 0; i < n; i++) {
+        size_t l = tokens[i] ? strlen(tokens[i]) : 0;
+        if (l == 0 || memchr(tokens[i], '\n', l))
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                 "%s: entry %d is empty or contains a newline", what, i);
+        total += l + 1;
+    }
+    NMT_ALLOC(*text, total ? total : 1);
+    uint64_t pos = 0;
+    for (int32_t i = 0; i < n; i++) {
+        size_t l = strlen(tokens[i]);
+        memcpy(*text + pos, tokens[i], l);
+        (*text)[pos + l] = '\n';
+        pos += l + 1;
+    }
+    *len = total;
+cleanup:
+    return status;
+}
+
+static int name_ok(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > NMT_FILE_MAX_NAME)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Builds TENS and the unpacked DATA. */
+static nmt_status build_tensors(const nmt_write_tensor *tensors, int32_t n, nmt_dtype dtype,
+                                uint8_t **tens, uint64_t *tens_len, uint8_t **data,
+                                uint64_t *data_len, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    uint64_t dsize = dtype == NMT_DTYPE_F16 ? 2 : 4;
+    uint64_t tlen = 4, end = 0;
+    if (n < 1 || (uint32_t)n > NMT_FILE_MAX_TENSORS)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "write: %d tensors (1 to %u)", n,
+                             NMT_FILE_MAX_TENSORS);
+    for (int32_t i = 0; i < n; i++) {
+        const nmt_write_tensor *t = &tensors[i];
+        if (!name_ok(t->name) || t->ndim < 1 || t->ndim > NMT_FILE_MAX_NDIM || !t->values)
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                 "write: tensor %d ('%s'): bad name, ndim or values", i,
+                                 t->name ? t->name : "");
+        uint64_t elems = 1;
+        for (int d = 0; d < t->ndim; d++) {
+            if (t->dims[d] < 1 || t->dims[d] > NMT_FILE_MAX_DIM ||
+                elems > NMT_FILE_MAX_UNPACKED / t->dims[d])
+                return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                     "write: tensor '%s': dims[%d] = %llu out of range", t->name, d,
+                                     (unsigned long long)t->dims[d]);
+            elems *= t->dims[d];
+        }
+        tlen += 2 + strlen(t->name) + 2 + 8 * (uint64_t)t->ndim + 16;
+        end = round_up64(end) + elems * dsize;
+        if (end > NMT_FILE_MAX_UNPACKED)
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "write: more than %llu bytes of "
+                                 "tensor data", (unsigned long long)NMT_FILE_MAX_UNPACKED);
+    }
+    NMT_ALLOC(*tens, tlen);
+    NMT_ALLOC(*data, end); /* zeroed: padding between tensors stays zero */
+    uint8_t *p = *tens;
+    wr32(p, (uint32_t)n);
+    p += 4;
+    uint64_t offset = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const nmt_write_tensor *t = &tensors[i];
+        uint64_t elems = 1;
+        size_t nl = strlen(t->name);
+        wr16(p, (uint16_t)nl);
+        memcpy(p + 2, t->name, nl);
+        p += 2 + nl;
+        *p++ = (uint8_t)dtype;
+        *p++ = (uint8_t)t->ndim;
+        for (int d = 0; d < t->ndim; d++) {
+            wr64(p, t->dims[d]);
+            p += 8;
+            elems *= t->dims[d];
+        }
+        offset = round_up64(offset);
+        wr64(p, offset);
+        wr64(p + 8, elems * dsize);
+        p += 16;
+        uint8_t *dst = *data + offset;
+        for (uint64_t k = 0; k < elems; k++) {
+            if (dtype == NMT_DTYPE_F16) {
+                wr16(dst + 2 * k, nmt_file_f32_to_f16(t->values[k]));
+            } else {
+                uint32_t bits;
+                memcpy(&bits, &t->values[k], 4);
+                wr32(dst + 4 * k, bits);
+            }
+        }
+        offset += elems * dsize;
+    }
+    *tens_len = tlen;
+    *data_len = end;
+cleanup:
+    return status;
+}
+
+static nmt_status deflate_data(const uint8_t *in, uint64_t len, uint8_t **out, uint64_t *out_len,
+                               nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    uLongf cap = compressBound((uLong)len);
+    NMT_ALLOC(*out, cap);
+    if (compress2(*out, &cap, in, (uLong)len, Z_BEST_COMPRESSION) != Z_OK)
+        return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "write: compress2 failed");
+    *out_len = cap;
+cleanup:
+    return status;
+}
+
+nmt_status nmt_model_file_write(const char *path, const nmt_hparams *hp,
+                                const char *const *src_tokens, int32_t n_src,
+                                const char *const *tgt_tokens, int32_t n_tgt,
+                                const nmt_write_tensor *tensors, int32_t n_tensors,
+                                const nmt_write_options *options, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    char hpar[1024];
+    char *vsrc = NULL, *vtgt = NULL, *tmp_path = NULL;
+    uint8_t *tens = NULL, *data = NULL, *packed = NULL;
+    uint64_t vsrc_len = 0, vtgt_len = 0, tens_len = 0, data_len = 0, packed_len = 0;
+    FILE *fp = NULL;
+    nmt_dtype dtype = options ? options->dtype : NMT_DTYPE_F32;
+    int compress = options ? options->compress : 0;
+
+    size_t hpar_len = nmt_hparams_format(hp, hpar, sizeof hpar);
+    if (hpar_len == 0)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: invalid hyper-parameters", path);
+    if (n_src != hp->src_words || n_tgt != hp->tgt_vocab)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: %d source and %d target tokens, "
+                             "hyper-parameters say %d and %d", path, n_src, n_tgt, hp->src_words,
+                             hp->tgt_vocab);
+    if (dtype != NMT_DTYPE_F32 && dtype != NMT_DTYPE_F16)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: unknown dtype %d", path, dtype);
+    NMT_TRY(vocab_text(src_tokens, n_src, "write: source vocabulary", &vsrc, &vsrc_len, err));
+    NMT_TRY(vocab_text(tgt_tokens, n_tgt, "write: target vocabulary", &vtgt, &vtgt_len, err));
+    NMT_TRY(build_tensors(tensors, n_tensors, dtype, &tens, &tens_len, &data, &data_len, err));
+    if (compress)
+        NMT_TRY(deflate_data(data, data_len, &packed, &packed_len, err));
+
+    const char *tags[N_SECTIONS] = {"HPAR", "VSRC", "VTGT", "TENS", "DATA"};
+    const uint8_t *bytes[N_SECTIONS] = {(const uint8_t *)hpar, (const uint8_t *)vsrc,
+                                        (const uint8_t *)vtgt, tens, compress ? packed : data};
+    uint64_t stored[N_SECTIONS] = {hpar_len, vsrc_len, vtgt_len, tens_len,
+                                   compress ? packed_len : data_len};
+    uint64_t offsets[N_SECTIONS];
+    uint8_t head[NMT_FILE_PREAMBLE_SIZE + N_SECTIONS * NMT_FILE_SECTION_ENTRY_SIZE + 8];
+    memset(head, 0, sizeof head);
+    uint64_t pos = sizeof head;
+    for (int i = 0; i < N_SECTIONS; i++) {
+        offsets[i] = round_up64(pos);
+        pos = offsets[i] + stored[i];
+        uint8_t *e = head + NMT_FILE_PREAMBLE_SIZE + i * NMT_FILE_SECTION_ENTRY_SIZE;
+        memcpy(e, tags[i], 4);
+        wr32(e + 4, crc_of(bytes[i], stored[i]));
+        wr64(e + 8, offsets[i]);
+        wr64(e + 16, stored[i]);
+        wr64(e + 24, i == N_SECTIONS - 1 ? data_len : stored[i]);
+    }
+    uint8_t *table = head + NMT_FILE_PREAMBLE_SIZE;
+    wr32(table + N_SECTIONS * NMT_FILE_SECTION_ENTRY_SIZE,
+         crc_of(table, N_SECTIONS * NMT_FILE_SECTION_ENTRY_SIZE));
+    memcpy(head, NMT_FILE_MAGIC, 8);
+    wr32(head + 8, NMT_FILE_VERSION);
+    wr32(head + 12, compress ? NMT_FILE_FLAG_DEFLATE : 0);
+    wr64(head + 16, pos);
+    wr32(head + 24, N_SECTIONS);
+    wr32(head + 28, crc_of(head, 28));
+
+    NMT_ALLOC(tmp_path, strlen(path) + 5);
+    snprintf(tmp_path, strlen(path) + 5, "%s.tmp", path);
+    fp = fopen(tmp_path, "wb");
+    if (!fp) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_IO, "%s: cannot create: %s", tmp_path,
+                               strerror(errno));
+        goto cleanup;
+    }
+    static const uint8_t zeros[64];
+    int ok = fwrite(head, 1, sizeof head, fp) == sizeof head;
+    uint64_t at = sizeof head;
+    for (int i = 0; i < N_SECTIONS && ok; i++) {
+        ok = fwrite(zeros, 1, (size_t)(offsets[i] - at), fp) == offsets[i] - at &&
+             fwrite(bytes[i], 1, (size_t)stored[i], fp) == stored[i];
+        at = offsets[i] + stored[i];
+    }
+    if (fclose(fp) != 0)
+        ok = 0;
+    fp = NULL;
+    if (!ok || rename(tmp_path, path) != 0) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_IO, "%s: write failed: %s", path,
+                               strerror(errno));
+        remove(tmp_path);
+    }
+cleanup:
+    if (fp) {
+        fclose(fp);
+        remove(tmp_path);
+    }
+    free(tmp_path);
+    free(vsrc);
+    free(vtgt);
+    free(tens);
+    free(data);
+    free(packed);
+    return status;
+}

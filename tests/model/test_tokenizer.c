@@ -1,0 +1,239 @@
+/* test_tokenizer.c: nmt_tokenize / nmt_detokenize against the vectors in
+ * tests/data/tokenizer_cases.tsv (every column; the format is described in the
+ * file's header), and nmt_utf8_valid / nmt_tokenize on invalid UTF-8
+ * (overlong, surrogate, past U+10FFFF, truncated, 0xFF) with the offset. The
+ * Python tokenizer passes the same vectors (tests/tools/test_tokenizer_py.py). */
+#include "test_util.h"
+#include "tokenizer.h"
+#include "utf8.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_LINE = 4096, MAX_TOKENS = 64 };
+
+/* Decodes the escapes \\ \t \n \r \uXXXX \UXXXXXXXX in place; returns the
+ * new length or -1 on a malformed escape. */
+static long unescape(char *s)
+{
+    char *out = s;
+    for (const char *p = s; *p;) {
+        if (*p != '\\') {
+            *out++ = *p++;
+            continue;
+        }
+        p++;
+        switch (*p) {
+        case '\\': *out++ = '\\'; p++; break;
+        case 't': *out++ = '\t'; p++; break;
+        case 'n': *out++ = '\n'; p++; break;
+        case 'r': *out++ = '\r'; p++; break;
+        case 'u':
+        case 'U': {
+            int digits = *p == 'u' ? 4 : 8;
+            char hex[9] = {0};
+            p++;
+            for (int i = 0; i < digits; i++) {
+                if (!p[i] || !strchr("0123456789abcdefABCDEF", p[i]))
+                    return -1;
+                hex[i] = p[i];
+            }
+            long cp = strtol(hex, NULL, 16);
+            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+                return -1;
+            out += nmt_utf8_encode((int32_t)cp, out);
+            p += digits;
+            break;
+        }
+        default: return -1;
+        }
+    }
+    *out = '\0';
+    return (long)(out - s);
+}
+
+/* Splits a space-separated list in place; an empty string is an empty list. */
+static int split_list(char *s, char **items)
+{
+    int n = 0;
+    if (!*s)
+        return 0;
+    for (char *tok = s;; n++) {
+        if (n == MAX_TOKENS)
+            return -1;
+        items[n] = tok;
+        char *space = strchr(tok, ' ');
+        if (!space)
+            return n + 1;
+        *space = '\0';
+        tok = space + 1;
+    }
+}
+
+static void check_case(int line_no, char **fields)
+{
+    char *expected_texts[MAX_TOKENS], *expected_keys[MAX_TOKENS], *expected_classes[MAX_TOKENS];
+    long input_len = unescape(fields[0]);
+    for (int f = 1; f < 5; f++)
+        CHECK(unescape(fields[f]) >= 0, "line %d: bad escape in field %d", line_no, f);
+    char *detok_expected = fields[4];
+    int n_texts = split_list(fields[1], expected_texts);
+    int n_keys = split_list(fields[2], expected_keys);
+    int n_classes = split_list(fields[3], expected_classes);
+    CHECK(input_len >= 0, "line %d: bad escape in the input", line_no);
+    CHECK(n_texts >= 0 && n_texts == n_keys && n_keys == n_classes,
+          "line %d: %d texts, %d keys, %d classes", line_no, n_texts, n_keys, n_classes);
+    if (input_len < 0 || n_texts < 0 || n_texts != n_keys || n_keys != n_classes)
+        return;
+
+    nmt_tokens toks = {0};
+    nmt_error err = {0};
+    nmt_status st = nmt_tokenize(fields[0], (size_t)input_len, &toks, &err);
+    CHECK(st == NMT_STATUS_OK, "line %d: tokenize: %s", line_no, err.message);
+    if (st != NMT_STATUS_OK)
+        return;
+    CHECK(toks.n == n_texts, "line %d '%s': %d tokens, expected %d", line_no, fields[0], toks.n,
+          n_texts);
+    for (int i = 0; i < toks.n && i < n_texts; i++) {
+        CHECK(strcmp(toks.tokens[i].text, expected_texts[i]) == 0,
+              "line %d token %d: text '%s', expected '%s'", line_no, i, toks.tokens[i].text,
+              expected_texts[i]);
+        CHECK(strcmp(toks.tokens[i].key, expected_keys[i]) == 0,
+              "line %d token %d: key '%s', expected '%s'", line_no, i, toks.tokens[i].key,
+              expected_keys[i]);
+        CHECK((int)toks.tokens[i].case_class == atoi(expected_classes[i]),
+              "line %d token %d '%s': case class %d, expected %s", line_no, i,
+              toks.tokens[i].text, (int)toks.tokens[i].case_class, expected_classes[i]);
+    }
+
+    /* Detokenizing the expected texts gives the expected line, and so does
+     * detokenizing what the tokenizer produced (the round trip). */
+    char *detok = NULL;
+    st = nmt_detokenize((const char *const *)expected_texts, n_texts, &detok, &err);
+    CHECK(st == NMT_STATUS_OK && strcmp(detok, detok_expected) == 0,
+          "line %d: detokenized '%s', expected '%s'", line_no, detok ? detok : "(null)",
+          detok_expected);
+    free(detok);
+    const char *texts[MAX_TOKENS];
+    for (int i = 0; i < toks.n && i < MAX_TOKENS; i++)
+        texts[i] = toks.tokens[i].text;
+    detok = NULL;
+    st = nmt_detokenize(texts, toks.n < MAX_TOKENS ? toks.n : MAX_TOKENS, &detok, &err);
+    CHECK(st == NMT_STATUS_OK && strcmp(detok, detok_expected) == 0,
+          "line %d: round trip '%s', expected '%s'", line_no, detok ? detok : "(null)",
+          detok_expected);
+    free(detok);
+
+    /* Tokenizing into a used nmt_tokens replaces its contents. */
+    st = nmt_tokenize(fields[0], (size_t)input_len, &toks, &err);
+    CHECK(st == NMT_STATUS_OK && toks.n == n_texts, "line %d: second tokenize", line_no);
+    nmt_tokens_clear(&toks);
+}
+
+static int check_tsv(void)
+{
+    const char *path = NMT_SOURCE_DIR "/tests/data/tokenizer_cases.tsv";
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (!f)
+        return 0;
+    static char line[MAX_LINE];
+    int line_no = 0, cases = 0;
+    while (fgets(line, sizeof line, f)) {
+        line_no++;
+        size_t len = strlen(line);
+        CHECK(len > 0 && line[len - 1] == '\n', "line %d: too long or no newline", line_no);
+        if (len > 0 && line[len - 1] == '\n')
+            line[--len] = '\0';
+        if (line[0] == '#')
+            continue;
+        char *fields[5];
+        int n_fields = 0;
+        for (char *p = line; n_fields < 5; n_fields++) {
+            fields[n_fields] = p;
+            char *tab = strchr(p, '\t');
+            if (!tab) {
+                n_fields++;
+                break;
+            }
+            *tab = '\0';
+            p = tab + 1;
+        }
+        CHECK(n_fields == 5, "line %d: %d fields, expected 5", line_no, n_fields);
+        if (n_fields != 5)
+            continue;
+        check_case(line_no, fields);
+        cases++;
+    }
+    fclose(f);
+    CHECK(cases >= 60, "only %d cases", cases);
+    return cases;
+}
+
+static void check_invalid_utf8(void)
+{
+    static const struct {
+        const char *bytes;
+        size_t len;
+        long offset; /* -1: valid */
+        const char *what;
+    } cases[] = {
+        {"", 0, -1, "empty"},
+        {"abc", 3, -1, "ASCII"},
+        {"gr\xC3\xBC\xC3\x9F" "e \xEF\xBF\xAD \xF0\x9F\x98\x80", 16, -1, "multi-byte"},
+        {"\xF4\x8F\xBF\xBF", 4, -1, "U+10FFFF"},
+        {"a\0b", 3, -1, "NUL is valid UTF-8"},
+        {"ab\xC0\xAF", 4, 2, "overlong 2 bytes"},
+        {"\xE0\x80\xAF", 3, 0, "overlong 3 bytes"},
+        {"\xF0\x80\x80\xAF", 4, 0, "overlong 4 bytes"},
+        {"x\xED\xA0\x80", 4, 1, "surrogate U+D800"},
+        {"\xED\xBF\xBF", 3, 0, "surrogate U+DFFF"},
+        {"\xF4\x90\x80\x80", 4, 0, "U+110000"},
+        {"abc\xE2\x82", 5, 3, "truncated at the end"},
+        {"\xE2\x82" "abc", 5, 0, "truncated before ASCII"},
+        {"\xF0\x9F\x98", 3, 0, "truncated 4-byte"},
+        {"\xFF", 1, 0, "0xFF"},
+        {"a\xFE", 2, 1, "0xFE"},
+        {"\x80", 1, 0, "stray continuation"},
+        {"a\xBF" "b", 3, 1, "stray continuation inside"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t bad = 12345;
+        int ok = nmt_utf8_valid(cases[i].bytes, cases[i].len, &bad);
+        if (cases[i].offset < 0) {
+            CHECK(ok == 1, "%s: refused at %zu", cases[i].what, bad);
+            continue;
+        }
+        CHECK(ok == 0 && bad == (size_t)cases[i].offset, "%s: ok %d offset %zu, expected %ld",
+              cases[i].what, ok, bad, cases[i].offset);
+        nmt_tokens toks = {0};
+        nmt_error err = {0};
+        nmt_status st = nmt_tokenize(cases[i].bytes, cases[i].len, &toks, &err);
+        char expected[64];
+        snprintf(expected, sizeof expected, "byte offset %ld", cases[i].offset);
+        CHECK(st == NMT_STATUS_ERROR_INPUT && toks.n == 0 && strstr(err.message, expected),
+              "%s: tokenize status %d, message '%s'", cases[i].what, (int)st, err.message);
+        nmt_tokens_clear(&toks);
+    }
+
+    /* The detokenizer refuses invalid tokens and NULL arguments. */
+    const char *bad_tokens[] = {"ok", "\xC0\xAF"};
+    char *text = NULL;
+    nmt_error err = {0};
+    CHECK(nmt_detokenize(bad_tokens, 2, &text, &err) == NMT_STATUS_ERROR_INPUT && !text &&
+              strstr(err.message, "token 1"),
+          "detokenize invalid UTF-8: %s", err.message);
+    CHECK(nmt_detokenize(NULL, 0, &text, &err) == NMT_STATUS_OK && text && !*text,
+          "detokenize nothing");
+    free(text);
+    nmt_tokens_clear(NULL);
+}
+
+int main(void)
+{
+    int cases = check_tsv();
+    check_invalid_utf8();
+    printf("test_tokenizer: %d cases\n", cases);
+    return test_finish("test_tokenizer");
+}
