@@ -16,8 +16,9 @@ extern "C" {
 typedef struct nmt_vocab nmt_vocab;
 
 /* Builds a vocabulary from n tokens (copied). Refuses empty tokens, invalid
- * UTF-8, tokens containing whitespace and duplicates, naming the entry
- * (`what` is used in messages, e.g. "model.bin: source vocabulary"). */
+ * UTF-8, tokens containing whitespace (Unicode White_Space) or NUL and
+ * duplicates, naming the entry (`what` is used in messages, e.g.
+ * "model.bin: source vocabulary"). `lengths` may be NULL: NUL-terminated. */
 nmt_status nmt_vocab_create(const char *const *tokens, const size_t *lengths, int32_t n,
                             const char *what, nmt_vocab **vocab, nmt_error *err);
 void nmt_vocab_free(nmt_vocab *vocab);

@@ -22,7 +22,15 @@
         }                                                                                  \
     } while (0)
 
-/* After a kernel launch: a bad configuration shows up here. */
-#define NMT_CUDA_LAUNCHED(what) NMT_CUDA_TRY(cudaGetLastError())
+/* After a kernel launch (`what` names it): a bad configuration shows up here. */
+#define NMT_CUDA_LAUNCHED(what)                                                            \
+    do {                                                                                   \
+        cudaError_t nmt_cuda_e_ = cudaGetLastError();                                      \
+        if (nmt_cuda_e_ != cudaSuccess) {                                                  \
+            status = nmt_error_set(err, NMT_STATUS_ERROR_CUDA, "%s:%d: launching %s: %s",  \
+                                   __FILE__, __LINE__, what, cudaGetErrorString(nmt_cuda_e_)); \
+            goto cleanup;                                                                  \
+        }                                                                                  \
+    } while (0)
 
 #endif /* NMT_CUDA_CHECK_H */

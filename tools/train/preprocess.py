@@ -80,8 +80,11 @@ def make_split(src_lines, tgt_lines, src_toks, tgt_toks, src_index, tgt_index,
 
 def prepare(data_dir: str, src_lang: str, tgt_lang: str, train_prefix="train", valid_prefix="val",
             src_min_freq=2, tgt_min_freq=2, src_max_vocab=0, tgt_max_vocab=0,
-            max_src_len=100, max_tgt_len=100, limit=0, log=print) -> Prepared:
-    """Reads {prefix}.{lang}[.gz|.xz] from data_dir and returns vocabularies and id lists."""
+            max_src_len=100, max_tgt_len=100, limit=0, log=print,
+            src_vocab=None, tgt_vocab=None) -> Prepared:
+    """Reads {prefix}.{lang}[.gz|.xz] from data_dir and returns vocabularies and id lists.
+
+    Given vocabularies (a resumed checkpoint's) are used as they are."""
     def find(prefix, lang):
         for ext in (".gz", ".xz", ""):
             path = os.path.join(data_dir, f"{prefix}.{lang}{ext}")
@@ -103,8 +106,8 @@ def prepare(data_dir: str, src_lang: str, tgt_lang: str, train_prefix="train", v
             (not max_tgt_len or len(t) <= max_tgt_len) for s, t in zip(tr_st, tr_tt)]
     src_counts = Counter(tok.key for s, k in zip(tr_st, keep) if k for tok in s)
     tgt_counts = Counter(tok.text for t, k in zip(tr_tt, keep) if k for tok in t)
-    src_vocab = build_vocab(src_counts, SRC_SPECIALS, src_min_freq, src_max_vocab)
-    tgt_vocab = build_vocab(tgt_counts, TGT_SPECIALS, tgt_min_freq, tgt_max_vocab)
+    src_vocab = src_vocab or build_vocab(src_counts, SRC_SPECIALS, src_min_freq, src_max_vocab)
+    tgt_vocab = tgt_vocab or build_vocab(tgt_counts, TGT_SPECIALS, tgt_min_freq, tgt_max_vocab)
     src_index, tgt_index = index_of(src_vocab), index_of(tgt_vocab)
 
     train, dropped = make_split(tr_src, tr_tgt, tr_st, tr_tt, src_index, tgt_index,

@@ -1,0 +1,115 @@
+/* cuda_model.h: the model v1 network on a CUDA device: weights in one device
+ * arena (device_weights.cu), workspaces sized once (cuda_model.cu), the
+ * encoder (encoder.cu) and the batched decoder step (decoder_step.cu).
+ * Plain C: the stream is an opaque pointer; every pointer below is a device
+ * pointer unless it says host.
+ *
+ * Layouts (n sentences of the batch, sorted longest first by the caller):
+ * - encoder time-major: row t * n + i is sentence i's token t (padding rows
+ *   are computed by the input GEMM but never enter a recurrence);
+ * - memory, keys: [n, src_stride, H] sentence-major, src_stride = the longest
+ *   sentence of the batch, rows past a sentence's length are zero;
+ * - decoder rows: row r = p * beam + k is slot k of the sentence at position p
+ *   of the active list (engine/cuda/cuda_backend.c). */
+#ifndef NMT_CUDA_MODEL_H
+#define NMT_CUDA_MODEL_H
+
+#include "cuda_ctx.h"
+#include "model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same fields as nmt_model's tensors, pointing into one device allocation. */
+typedef struct nmt_device_weights {
+    void *arena;
+    size_t arena_bytes;
+    float *src_embedding, *tgt_embedding;
+    nmt_lstm_weights enc_fwd[NMT_MAX_LAYERS], enc_bwd[NMT_MAX_LAYERS], dec[NMT_MAX_LAYERS];
+    float *attn_w_a, *attn_w_c, *out_w, *out_b;
+} nmt_device_weights;
+
+/* Uploads every tensor of `model` (current device) into one arena. */
+nmt_status nmt_device_weights_upload(const nmt_model *model, nmt_device_weights *weights,
+                                     nmt_error *err);
+void nmt_device_weights_free(nmt_device_weights *weights);
+
+typedef struct nmt_cuda_model {
+    const nmt_model *model;
+    nmt_cuda_ctx *ctx; /* not owned */
+    void *stream;      /* cudaStream_t of ctx */
+    nmt_device_weights w;
+    int32_t max_sentences, beam, max_src, max_rows;
+    int32_t emb, hidden, half, enc_layers, dec_layers, vocab;
+    void *arena; /* every workspace below */
+
+    /* Encoder, time-major [max_src * max_sentences, .]. */
+    float *enc_x;           /* [., E]: N-hot source embeddings */
+    float *enc_out[2];      /* [., H]: [fwd; bwd] of a layer, ping-pong */
+    float *enc_gates_x;     /* [., 4 * H/2]: w_ih x + b_ih of one direction */
+    float *enc_gates_h;     /* [max_sentences, 4 * H/2] */
+    float *enc_c[2];        /* [max_sentences, H/2]: running c, forward and backward */
+    int32_t *memory_index;  /* [max_sentences * max_src]: time-major row of each memory row */
+    float *memory, *keys;   /* [max_sentences, src_stride, H] */
+
+    /* Decoder rows [max_rows, .], double-buffered: [cur] is live. */
+    int cur;
+    float *dec_h[2][NMT_MAX_LAYERS], *dec_c[2][NMT_MAX_LAYERS]; /* [., H] */
+    float *feed[2];          /* [., H]: input feed f_{t-1} */
+    float *tgt_emb;          /* [., E] */
+    float *gates;            /* [., 4H] */
+    float *context;          /* [., H] */
+    float *logits;           /* [., V] */
+    float *top_values;       /* [., 2 * beam] */
+    int32_t *top_ids;        /* [., 2 * beam] */
+    float *lse;              /* [.] */
+    int32_t *attn_argmax;    /* [.] */
+    int32_t *row_tokens;     /* [.]: previous token of each row */
+    int32_t *row_sentence;   /* [.]: sentence (sorted index) of each row */
+    int32_t *row_parent;     /* [.]: old row each new row continues (reorder) */
+    int32_t *excluded;       /* [2]: PAD and BOS, never generated */
+} nmt_cuda_model;
+
+/* Uploads the weights and allocates every workspace. ctx must outlive it. */
+nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
+                                 int32_t max_sentences, int32_t beam, int32_t max_src,
+                                 nmt_cuda_model **out, nmt_error *err);
+void nmt_cuda_model_free(nmt_cuda_model *m);
+
+/* One batch for the encoder, sentences sorted longest first. */
+typedef struct nmt_cuda_encoder_input {
+    int32_t n_sentences;
+    int32_t src_stride;     /* longest sentence: time steps and memory stride */
+    const int32_t *active;  /* host [src_stride]: sentences longer than t (a prefix) */
+    const int32_t *src_len; /* device [n_sentences] */
+    const int32_t *row_ptr; /* device time-major CSR [src_stride * n_sentences + 1] */
+    const int32_t *cols;    /* device */
+    const float *values;    /* device */
+    int32_t beam;           /* decoder rows p * beam + k; slot 0 gets the initial state */
+} nmt_cuda_encoder_input;
+
+/* Encodes into memory and keys, and sets the live decoder rows: slot 0 of
+ * sentence i to its initial state (encoder finals or zeros), other slots
+ * and every input feed to zeros. */
+nmt_status nmt_cuda_encode(nmt_cuda_model *m, const nmt_cuda_encoder_input *in, nmt_error *err);
+
+/* One decoder step over n_rows live rows (row_tokens, row_sentence set):
+ * updates h, c and feed in place and leaves logits, lse, the 2 * beam best
+ * words of every row (top_values = log p, top_ids) and attn_argmax.
+ * src_len: device [sentences]; src_stride as given to nmt_cuda_encode. */
+nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
+                                 const int32_t *src_len, int32_t src_stride, nmt_error *err);
+
+/* New row r continues old row row_parent[r], r < n_rows: gathers h, c of
+ * every layer and the feed into the other buffer and makes it live. */
+nmt_status nmt_cuda_decoder_reorder(nmt_cuda_model *m, int32_t n_rows, nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NMT_CUDA_MODEL_H */
