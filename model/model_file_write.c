@@ -5,9 +5,7 @@
  * tensors in the given order at 64-byte aligned offsets in DATA. The file is
  * written next to its destination and renamed, so a reader never sees half a
  * file. tools/pynmt/modelfile.py writes the same bytes for the same input. */
-#include "model_file.h"
-
-#include "error.h"
+#include "model_file_impl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,8 +14,6 @@
 #include <zlib.h>
 
 enum { N_SECTIONS = 5 };
-
-static uint64_t round_up64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
 
 static void wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void wr32(uint8_t *p, uint32_t v)
@@ -29,18 +25,6 @@ static void wr64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t crc_of(const uint8_t *p, uint64_t n)
-{
-    uLong crc = crc32(0L, Z_NULL, 0);
-    while (n > 0) {
-        uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        crc = crc32(crc, p, piece);
-        p += piece;
-        n -= piece;
-    }
-    return (uint32_t)crc;
 }
 
 /* Vocabulary text: every token followed by '\n'. */
@@ -110,7 +94,7 @@ static nmt_status build_tensors(const nmt_write_tensor *tensors, int32_t n, nmt_
             elems *= t->dims[d];
         }
         tlen += 2 + strlen(t->name) + 2 + 8 * (uint64_t)t->ndim + 16;
-        end = round_up64(end) + elems * dsize;
+        end = nmt_round_up64(end) + elems * dsize;
         if (end > NMT_FILE_MAX_UNPACKED)
             return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "write: more than %llu bytes of "
                                  "tensor data", (unsigned long long)NMT_FILE_MAX_UNPACKED);
@@ -135,7 +119,7 @@ static nmt_status build_tensors(const nmt_write_tensor *tensors, int32_t n, nmt_
             p += 8;
             elems *= t->dims[d];
         }
-        offset = round_up64(offset);
+        offset = nmt_round_up64(offset);
         wr64(p, offset);
         wr64(p + 8, elems * dsize);
         p += 16;
@@ -210,24 +194,24 @@ nmt_status nmt_model_file_write(const char *path, const nmt_hparams *hp,
     memset(head, 0, sizeof head);
     uint64_t pos = sizeof head;
     for (int i = 0; i < N_SECTIONS; i++) {
-        offsets[i] = round_up64(pos);
+        offsets[i] = nmt_round_up64(pos);
         pos = offsets[i] + stored[i];
         uint8_t *e = head + NMT_FILE_PREAMBLE_SIZE + i * NMT_FILE_SECTION_ENTRY_SIZE;
         memcpy(e, tags[i], 4);
-        wr32(e + 4, crc_of(bytes[i], stored[i]));
+        wr32(e + 4, nmt_crc32_bytes(bytes[i], stored[i]));
         wr64(e + 8, offsets[i]);
         wr64(e + 16, stored[i]);
         wr64(e + 24, i == N_SECTIONS - 1 ? data_len : stored[i]);
     }
     uint8_t *table = head + NMT_FILE_PREAMBLE_SIZE;
     wr32(table + N_SECTIONS * NMT_FILE_SECTION_ENTRY_SIZE,
-         crc_of(table, N_SECTIONS * NMT_FILE_SECTION_ENTRY_SIZE));
+         nmt_crc32_bytes(table, N_SECTIONS * NMT_FILE_SECTION_ENTRY_SIZE));
     memcpy(head, NMT_FILE_MAGIC, 8);
     wr32(head + 8, NMT_FILE_VERSION);
     wr32(head + 12, compress ? NMT_FILE_FLAG_DEFLATE : 0);
     wr64(head + 16, pos);
     wr32(head + 24, N_SECTIONS);
-    wr32(head + 28, crc_of(head, 28));
+    wr32(head + 28, nmt_crc32_bytes(head, 28));
 
     NMT_ALLOC(tmp_path, strlen(path) + 5);
     snprintf(tmp_path, strlen(path) + 5, "%s.tmp", path);

@@ -20,7 +20,7 @@ extern "C" int nmt_cuda_device_count(void)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
-        (void)cudaGetLastError(); /* clear the sticky-free error so later calls start clean */
+        (void)cudaGetLastError(); /* clear it so the next call does not report it */
         return 0;
     }
     return count;

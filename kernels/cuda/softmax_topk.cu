@@ -494,7 +494,7 @@ static nmt_status launch_sort(int32_t n_rows, int32_t vocab, const float *logits
     off_keys_out = n_keys * sizeof(uint64_t);
     off_lse = off_keys_out + n_keys * sizeof(uint64_t);
     off_offsets = off_lse + ((n_rows * sizeof(float) + 255) & ~(size_t)255);
-    off_temp = off_offsets + (((size_t)chunk_rows + 1) * sizeof(int) + 255 & ~(size_t)255);
+    off_temp = off_offsets + ((((size_t)chunk_rows + 1) * sizeof(int) + 255) & ~(size_t)255);
     total = off_temp + temp_bytes;
     NMT_CUDA_TRY(cudaMallocAsync((void **)&ws, total, stream));
     keys_in = (uint64_t *)ws;

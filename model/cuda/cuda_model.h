@@ -53,7 +53,6 @@ typedef struct nmt_cuda_model {
     float *enc_gates_x;     /* [., 4 * H/2]: w_ih x + b_ih of one direction */
     float *enc_gates_h;     /* [max_sentences, 4 * H/2] */
     float *enc_c[2];        /* [max_sentences, H/2]: running c, forward and backward */
-    int32_t *memory_index;  /* [max_sentences * max_src]: time-major row of each memory row */
     float *memory, *keys;   /* [max_sentences, src_stride, H] */
 
     /* Decoder rows [max_rows, .], double-buffered: [cur] is live. */
@@ -71,7 +70,6 @@ typedef struct nmt_cuda_model {
     int32_t *row_tokens;     /* [.]: previous token of each row */
     int32_t *row_sentence;   /* [.]: sentence (sorted index) of each row */
     int32_t *row_parent;     /* [.]: old row each new row continues (reorder) */
-    int32_t *excluded;       /* [2]: PAD and BOS, never generated */
 } nmt_cuda_model;
 
 /* Uploads the weights and allocates every workspace. ctx must outlive it. */
@@ -100,9 +98,11 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, const nmt_cuda_encoder_input *in, 
 /* One decoder step over n_rows live rows (row_tokens, row_sentence set):
  * updates h, c and feed in place and leaves logits, lse, the 2 * beam best
  * words of every row (top_values = log p, top_ids) and attn_argmax.
- * src_len: device [sentences]; src_stride as given to nmt_cuda_encode. */
+ * src_len: device [sentences]; src_stride as given to nmt_cuda_encode;
+ * excluded: device [n_excluded] words never generated (PAD, BOS). */
 nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
-                                 const int32_t *src_len, int32_t src_stride, nmt_error *err);
+                                 const int32_t *src_len, int32_t src_stride,
+                                 const int32_t *excluded, int32_t n_excluded, nmt_error *err);
 
 /* New row r continues old row row_parent[r], r < n_rows: gathers h, c of
  * every layer and the feed into the other buffer and makes it live. */

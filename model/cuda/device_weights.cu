@@ -5,7 +5,7 @@
  * Done once per backend: plain synchronous copies from pageable memory. */
 #include "cuda_model.h"
 
-#include "cuda_check.h"
+#include "cuda/cuda_check.h"
 
 #include <string.h>
 

@@ -194,5 +194,13 @@ class NMTNetwork(nn.Module):
             self.encoder.flatten_parameters()
 
 
+def load_checkpoint(path: str) -> dict:
+    """torch.load of a train.py checkpoint (plain containers, tensors, RNG state).
+
+    weights_only=False: PyTorch >= 2.6 defaults to True, which refuses the
+    Python RNG state; the file is our own trainer's output."""
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
 def count_parameters(net: nn.Module) -> int:
     return sum(p.numel() for p in net.parameters())

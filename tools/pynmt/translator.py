@@ -59,7 +59,7 @@ class Translator:
     def translate(self, lines: list[str], config: SearchConfig, batch_size: int = 32,
                   unk_replace: bool = True, max_src_tokens: int = 256,
                   warn=lambda msg: print(msg, file=sys.stderr)) -> list[list[Output]]:
-        """n-best Outputs per line, in input order (an empty list for empty/refused lines)."""
+        """n-best Outputs per line, in input order (an empty list for a refused line)."""
         results: list[list[Output]] = [[] for _ in lines]
         chunk = 8 * batch_size
         for first in range(0, len(lines), chunk):
@@ -70,6 +70,8 @@ class Translator:
                     warn(f"line {i + 1}: {len(t)} tokens, over {max_src_tokens}: refused")
                 elif t:
                     toks[i] = t
+                else:  # as the engine: one empty hypothesis with score 0
+                    results[i] = [Output(0.0, "", 0)]
             order = sorted(toks, key=lambda i: -len(toks[i]))  # stable: ties in input order
             for b in range(0, len(order), batch_size):
                 ids = order[b:b + batch_size]

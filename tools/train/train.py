@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import preprocess  # noqa: E402
-from pynmt.network import BOS, EOS, PAD, NMTNetwork, count_parameters  # noqa: E402
+from pynmt.network import BOS, EOS, PAD, NMTNetwork, count_parameters, load_checkpoint  # noqa: E402,E501
 from pynmt.search import SearchConfig  # noqa: E402
 from pynmt.translator import Translator  # noqa: E402
 
@@ -179,7 +179,7 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     if device.type == "cuda":
         # TF32 GEMMs: a free speed-up at these sizes; the exported weights are fp32 anyway.
-        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")
         torch.backends.cudnn.allow_tf32 = True
 
     resume = None
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
         if not os.path.exists(last_path):
             log(f"--resume: {last_path} does not exist")
             return 2
-        resume = torch.load(last_path, map_location="cpu")
+        resume = load_checkpoint(last_path)
         log(f"resuming from {last_path} after epoch {resume['epoch']}")
     log("args: " + json.dumps(vars(args), sort_keys=True))
 

@@ -1,0 +1,291 @@
+/* beam_step.cu: beam search bookkeeping on the device (beam_step.h), the
+ * model-v1 rules of decoder/beam_search.c with one thread block per sentence.
+ *
+ * Selection: each of the sentence's B rows arrives with its 2B best words
+ * sorted best first (nmt_cuda_softmax_topk), so its candidates score_k +
+ * log p are a sorted list too (adding a constant keeps the order), and the
+ * 2B best of the B x 2B candidates are a B-way merge: 2B rounds, each a block
+ * reduction over the B list heads under the order (score desc, slot asc,
+ * word asc), popping the winner. O(B log B) per round, exact ties, no sort
+ * of B x 2B. -inf and NaN candidates are never taken (as on the host).
+ * Split (one thread, at most 2B entries): among the first B, EOS candidates
+ * finish with log_prob / step^alpha; the first B non-EOS of the 2B live on.
+ * The sentence is done with B finished, at its max-length step, or with no
+ * survivor. Backtracking walks the history once, after the last step. */
+#include "beam_step.h"
+
+#include "cuda/cuda_check.h"
+
+#include <math.h>
+
+#define BEAM_THREADS 128
+#define BEAM_MAX 256
+static_assert((BEAM_THREADS & (BEAM_THREADS - 1)) == 0, "BEAM_THREADS: a power of two");
+
+typedef struct beam_candidate {
+    float score;
+    int32_t slot; /* INT32_MAX: no candidate */
+    int32_t word;
+} beam_candidate;
+
+static __device__ beam_candidate no_candidate(void)
+{
+    beam_candidate c;
+    c.score = -INFINITY;
+    c.slot = INT32_MAX;
+    c.word = INT32_MAX;
+    return c;
+}
+
+/* a before b: higher score, then lower slot, then lower word. */
+static __device__ bool candidate_before(const beam_candidate &a, const beam_candidate &b)
+{
+    if (a.score != b.score)
+        return a.score > b.score;
+    if (a.slot != b.slot)
+        return a.slot < b.slot;
+    return a.word < b.word;
+}
+
+static __global__ void beam_init_kernel(nmt_beam_device b, int32_t n, int32_t bos_id)
+{
+    int32_t e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n * b.beam)
+        return;
+    int32_t k = e % b.beam;
+    b.scores[e] = k == 0 ? 0.0f : -INFINITY;
+    b.tokens[e] = bos_id;
+    b.parents[e] = 0;
+    if (k == 0) {
+        b.done[e / b.beam] = 0;
+        b.n_finished[e / b.beam] = 0;
+    }
+}
+
+static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
+                                           const int32_t *act, const int32_t *old_pos,
+                                           int32_t *row_tokens, int32_t *row_sentence,
+                                           int32_t *row_parent)
+{
+    int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= n_active * b.beam)
+        return;
+    int32_t p = r / b.beam, k = r % b.beam, s = act[p];
+    int32_t from = old_pos ? old_pos[p] : p;
+    row_tokens[r] = b.tokens[s * b.beam + k];
+    row_sentence[r] = s;
+    row_parent[r] = from * b.beam + b.parents[s * b.beam + k];
+}
+
+static __global__ void __launch_bounds__(BEAM_THREADS)
+beam_step_kernel(nmt_beam_device b, const int32_t *act, int32_t step, const float *top_values,
+                 const int32_t *top_ids, const float *logits, int32_t ld_logits,
+                 const float *lse, const int32_t *attn_argmax)
+{
+    __shared__ float base[BEAM_MAX];
+    __shared__ int32_t head[BEAM_MAX];
+    __shared__ beam_candidate chosen[2 * BEAM_MAX];
+    __shared__ beam_candidate reduce[BEAM_THREADS];
+    __shared__ int32_t n_chosen;
+
+    const int32_t B = b.beam, K = 2 * B, tid = threadIdx.x;
+    const int32_t p = blockIdx.x, s = act[p];
+    if (b.done[s])
+        return; /* uniform across the block */
+    const int64_t row0 = (int64_t)p * B;
+    const int last_step = step >= b.max_len[s];
+    for (int32_t k = tid; k < B; k += BEAM_THREADS) {
+        base[k] = b.scores[(int64_t)s * B + k];
+        head[k] = 0;
+    }
+    if (tid == 0)
+        n_chosen = 0;
+    __syncthreads();
+
+    for (int32_t round = 0; round < K; round++) {
+        beam_candidate best = no_candidate();
+        for (int32_t k = tid; k < B; k += BEAM_THREADS) {
+            const int64_t row = row0 + k;
+            const int32_t j = head[k];
+            float value = -INFINITY;
+            int32_t word = -1;
+            if (last_step) {
+                if (j == 0) {
+                    value = logits[row * ld_logits + b.eos_id] - lse[row];
+                    word = b.eos_id;
+                }
+            } else if (j < K) {
+                value = top_values[row * K + j];
+                word = top_ids[row * K + j];
+            }
+            beam_candidate c;
+            c.score = base[k] + value;
+            c.slot = k;
+            c.word = word;
+            if (word >= 0 && c.score > -INFINITY && candidate_before(c, best))
+                best = c;
+        }
+        reduce[tid] = best;
+        __syncthreads();
+        for (int32_t half = BEAM_THREADS / 2; half > 0; half /= 2) {
+            if (tid < half && candidate_before(reduce[tid + half], reduce[tid]))
+                reduce[tid] = reduce[tid + half];
+            __syncthreads();
+        }
+        const beam_candidate winner = reduce[0];
+        if (winner.slot == INT32_MAX)
+            break; /* uniform: every thread read the same reduce[0] */
+        if (tid == 0) {
+            chosen[round] = winner;
+            head[winner.slot]++;
+            n_chosen = round + 1;
+        }
+        __syncthreads();
+    }
+    __syncthreads();
+    if (tid != 0)
+        return;
+
+    /* The split, in rank order, exactly as decoder/beam_search.c. */
+    int32_t n_fin = b.n_finished[s], n_alive = 0;
+    const int64_t fin0 = (int64_t)s * K;
+    const int64_t hist0 = ((int64_t)s * b.hist_len + (step - 1)) * B;
+    for (int32_t c = 0; c < n_chosen; c++) {
+        const beam_candidate cand = chosen[c];
+        const int32_t parent_slot = step > 1 ? cand.slot : -1;
+        if (cand.word == b.eos_id) {
+            if (c >= B || n_fin >= K)
+                continue; /* n_fin < K always holds: at most B - 1 + B finish */
+            b.fin_log_prob[fin0 + n_fin] = cand.score;
+            b.fin_score[fin0 + n_fin] = cand.score / powf((float)step, b.alpha);
+            b.fin_length[fin0 + n_fin] = step;
+            b.fin_parent[fin0 + n_fin] = parent_slot;
+            n_fin++;
+        } else if (n_alive < B && step - 1 < b.hist_len) {
+            b.hist_token[hist0 + n_alive] = cand.word;
+            b.hist_attn[hist0 + n_alive] = attn_argmax[row0 + cand.slot];
+            b.hist_parent[hist0 + n_alive] = parent_slot;
+            b.scores[(int64_t)s * B + n_alive] = cand.score;
+            b.tokens[(int64_t)s * B + n_alive] = cand.word;
+            b.parents[(int64_t)s * B + n_alive] = cand.slot;
+            n_alive++;
+        }
+    }
+    for (int32_t k = n_alive; k < B; k++) {
+        b.scores[(int64_t)s * B + k] = -INFINITY;
+        b.tokens[(int64_t)s * B + k] = b.eos_id; /* any valid id: the row is dead */
+        b.parents[(int64_t)s * B + k] = 0;
+    }
+    b.n_finished[s] = n_fin;
+    if (n_fin >= B || last_step || n_alive == 0)
+        b.done[s] = 1;
+}
+
+static __global__ void backtrack_kernel(nmt_beam_device b, nmt_beam_results r)
+{
+    __shared__ int32_t order[2 * BEAM_MAX];
+    __shared__ int32_t n_out;
+    const int32_t s = blockIdx.x, K = 2 * b.beam;
+    const int64_t fin0 = (int64_t)s * K;
+    if (threadIdx.x == 0) {
+        /* Stable insertion sort by normalized score, best first: equal
+         * scores keep finishing order (earlier step, then better rank). */
+        const int32_t n_fin = b.n_finished[s] < K ? b.n_finished[s] : K;
+        for (int32_t i = 0; i < n_fin; i++) {
+            int32_t j = i;
+            while (j > 0 && b.fin_score[fin0 + order[j - 1]] < b.fin_score[fin0 + i]) {
+                order[j] = order[j - 1];
+                j--;
+            }
+            order[j] = i;
+        }
+        n_out = n_fin < r.n_best ? n_fin : r.n_best;
+        r.n_hypotheses[s] = n_out;
+    }
+    __syncthreads();
+    for (int32_t h = threadIdx.x; h < n_out; h += blockDim.x) {
+        const int64_t f = fin0 + order[h], o = (int64_t)s * r.n_best + h;
+        int32_t length = b.fin_length[f] - 1;
+        if (length > r.max_tokens)
+            length = r.max_tokens; /* cannot happen: length < max_len - 1 + 1 */
+        r.length[o] = length;
+        r.score[o] = b.fin_score[f];
+        r.log_prob[o] = b.fin_log_prob[f];
+        int32_t slot = b.fin_parent[f];
+        for (int32_t t = length - 1; t >= 0 && slot >= 0; t--) {
+            const int64_t e = ((int64_t)s * b.hist_len + t) * b.beam + slot;
+            r.tokens[o * r.max_tokens + t] = b.hist_token[e];
+            r.attn[o * r.max_tokens + t] = b.hist_attn[e];
+            slot = b.hist_parent[e];
+        }
+    }
+}
+
+static int blocks_for(int64_t n, int threads)
+{
+    return (int)((n + threads - 1) / threads);
+}
+
+nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int32_t bos_id,
+                              void *stream, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (n_sentences < 1 || b->beam < 1 || b->beam > BEAM_MAX)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "beam init: %d sentences, beam %d (max %d)", n_sentences, b->beam,
+                             BEAM_MAX);
+    beam_init_kernel<<<blocks_for((int64_t)n_sentences * b->beam, 256), 256, 0,
+                       (cudaStream_t)stream>>>(*b, n_sentences, bos_id);
+    NMT_LAUNCH_TRY("beam_init_kernel");
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active,
+                                      const int32_t *act, const int32_t *old_pos,
+                                      int32_t *row_tokens, int32_t *row_sentence,
+                                      int32_t *row_parent, void *stream, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (n_active < 1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "beam prepare rows: %d active",
+                             n_active);
+    prepare_rows_kernel<<<blocks_for((int64_t)n_active * b->beam, 256), 256, 0,
+                          (cudaStream_t)stream>>>(*b, n_active, act, old_pos, row_tokens,
+                                                  row_sentence, row_parent);
+    NMT_LAUNCH_TRY("prepare_rows_kernel");
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const int32_t *act,
+                              int32_t step, const float *top_values, const int32_t *top_ids,
+                              const float *logits, int32_t ld_logits, const float *lse,
+                              const int32_t *attn_argmax, void *stream, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (n_active < 1 || step < 1 || b->beam < 1 || b->beam > BEAM_MAX || b->hist_len < 1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "beam step: %d active, step %d, beam %d (max %d), hist_len %d",
+                             n_active, step, b->beam, BEAM_MAX, b->hist_len);
+    beam_step_kernel<<<n_active, BEAM_THREADS, 0, (cudaStream_t)stream>>>(
+        *b, act, step, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
+    NMT_LAUNCH_TRY("beam_step_kernel");
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_beam_backtrack(const nmt_beam_device *b, int32_t n_sentences,
+                                   const nmt_beam_results *r, void *stream, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (n_sentences < 1 || r->n_best < 1 || r->n_best > b->beam || r->max_tokens < b->hist_len)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "beam backtrack: %d sentences, n_best %d (beam %d), max_tokens %d "
+                             "(need %d)", n_sentences, r->n_best, b->beam, r->max_tokens,
+                             b->hist_len);
+    backtrack_kernel<<<n_sentences, 32, 0, (cudaStream_t)stream>>>(*b, *r);
+    NMT_LAUNCH_TRY("backtrack_kernel");
+cleanup:
+    return status;
+}

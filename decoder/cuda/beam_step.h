@@ -1,0 +1,103 @@
+/* beam_step.h: the bookkeeping of the batched beam search on the device
+ * (decoder/cuda/beam_step.cu), model-v1 semantics exactly as
+ * decoder/beam_search.c implements them on the host.
+ *
+ * Sentences are indexed by s in [0, n_sentences) (the backend's sorted
+ * order); each has B slots. A slot's state (score, last token, parent slot)
+ * is stored by sentence, [s * B + k]. Dead slots (fewer than B alive, or the
+ * B - 1 empty slots at step 1) have score -inf and so never give a candidate.
+ * Model rows follow the active list `act`: row p * B + k is slot k of
+ * sentence act[p]. Plain C; every pointer is a device pointer. */
+#ifndef NMT_BEAM_STEP_H
+#define NMT_BEAM_STEP_H
+
+#include "nmt.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nmt_beam_device {
+    int32_t beam;     /* B, 1..256 */
+    int32_t eos_id;
+    float alpha;      /* length penalty: score = log_prob / length^alpha */
+    int32_t hist_len; /* history steps per sentence: max length - 1 (at least 1) */
+    const int32_t *max_len;          /* [n]: floor(a S + b) of each sentence */
+    float *scores;                   /* [n, B]: accumulated log-probability */
+    int32_t *tokens;                 /* [n, B]: last token */
+    int32_t *parents;                /* [n, B]: slot it continued at the last step */
+    int32_t *done;                   /* [n]: 1 once the sentence takes no more steps */
+    int32_t *n_finished;             /* [n] */
+    float *fin_log_prob, *fin_score; /* [n, 2B]: finished hypotheses, in finishing order */
+    int32_t *fin_length;             /* [n, 2B]: tokens including EOS (= its step) */
+    int32_t *fin_parent;             /* [n, 2B]: history slot of its last token, -1 if none */
+    int32_t *hist_token, *hist_attn, *hist_parent; /* [n, hist_len, B] */
+} nmt_beam_device;
+
+/* Finished results of a batch, carved from one buffer (nmt_beam_results_carve)
+ * so that a single copy brings them all to the host. */
+typedef struct nmt_beam_results {
+    int32_t n_best, max_tokens;
+    int32_t *n_hypotheses;      /* [n] */
+    int32_t *length;            /* [n, n_best]: tokens, EOS excluded */
+    float *score, *log_prob;    /* [n, n_best] */
+    int32_t *tokens, *attn;     /* [n, n_best, max_tokens] */
+} nmt_beam_results;
+
+/* Points `r` into `base` (device or host, 4-byte words) and returns the
+ * bytes used; base NULL only measures. */
+static inline size_t nmt_beam_results_carve(void *base, int32_t n_sentences, int32_t n_best,
+                                            int32_t max_tokens, nmt_beam_results *r)
+{
+    const size_t n = (size_t)n_sentences, hyps = n * (size_t)n_best;
+    const size_t toks = hyps * (size_t)max_tokens;
+    int32_t *words = (int32_t *)base;
+    r->n_best = n_best;
+    r->max_tokens = max_tokens;
+    r->n_hypotheses = words;
+    r->length = words ? words + n : NULL;
+    r->score = words ? (float *)(words + n + hyps) : NULL;
+    r->log_prob = words ? (float *)(words + n + 2 * hyps) : NULL;
+    r->tokens = words ? words + n + 3 * hyps : NULL;
+    r->attn = words ? words + n + 3 * hyps + toks : NULL;
+    return sizeof(int32_t) * (n + 3 * hyps + 2 * toks);
+}
+
+/* Step-1 state: slot 0 alive with score 0 and token bos_id, the others dead;
+ * nothing done or finished. */
+nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int32_t bos_id,
+                              void *stream, nmt_error *err);
+
+/* For the n_active * B rows of the list act: row_tokens (the slot's last
+ * token), row_sentence, and row_parent = old_pos[p] * B + parent slot, the
+ * row of the previous step's layout it continues (old_pos NULL: p itself,
+ * i.e. the active list did not change). */
+nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active,
+                                      const int32_t *act, const int32_t *old_pos,
+                                      int32_t *row_tokens, int32_t *row_sentence,
+                                      int32_t *row_parent, void *stream, nmt_error *err);
+
+/* One search step (1-based `step`) for the sentences of the active list
+ * (one block each; done ones are skipped). Row p * B + k's 2B best words are
+ * top_values (log p) / top_ids [row, 2B], sorted best first; at a sentence's
+ * max-length step only EOS counts, with log p = logits[row, eos] - lse[row].
+ * attn_argmax[row] is recorded for every token that stays alive. */
+nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const int32_t *act,
+                              int32_t step, const float *top_values, const int32_t *top_ids,
+                              const float *logits, int32_t ld_logits, const float *lse,
+                              const int32_t *attn_argmax, void *stream, nmt_error *err);
+
+/* Each sentence's n_best best finished hypotheses (normalized score, ties in
+ * finishing order), rebuilt from the history into r (r.max_tokens >=
+ * hist_len). */
+nmt_status nmt_cuda_beam_backtrack(const nmt_beam_device *b, int32_t n_sentences,
+                                   const nmt_beam_results *r, void *stream, nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NMT_BEAM_STEP_H */

@@ -1,0 +1,58 @@
+/* cuda_backend.h: private to engine/cuda/: the CUDA backend's state, shared
+ * by cuda_backend.c (create, buffers, free) and cuda_decode.c (the search
+ * loop). See cuda_backend.c for the design. */
+#ifndef NMT_CUDA_BACKEND_H
+#define NMT_CUDA_BACKEND_H
+
+#include "backend.h"
+#include "cuda_ctx.h"
+#include "error.h"
+#include "cuda/beam_step.h"
+#include "cuda/cuda_check.h"
+#include "cuda/cuda_model.h"
+
+enum { CHECK_INTERVAL = 4 };
+
+typedef struct cuda_backend {
+    nmt_backend base;
+    const nmt_model *model;
+    int device;
+    nmt_cuda_ctx *ctx;
+    nmt_cuda_model *net;
+    int32_t max_sentences, beam, max_src;
+
+    /* Per batch input: [excluded 2][src_len N][max_len N][row_ptr S*N + 1][cols][values]. */
+    int64_t nnz_cap;
+    void *input_dev, *input_host; /* host: pinned */
+    size_t input_bytes;
+    /* Beam state, fixed size (N, B). */
+    void *state_dev;
+    nmt_beam_device beam_dev; /* pointers into state_dev and hist_dev */
+    int32_t *act_dev;         /* [2N]: active list, then old positions after a compaction */
+    /* History and results: depend on the longest max length. */
+    int32_t hist_cap;         /* history steps held */
+    void *hist_dev, *results_dev, *results_host; /* host: pinned */
+    size_t results_bytes;
+    /* Pinned small transfers and the check event. */
+    int32_t *done_host; /* [N] */
+    int32_t *act_host;  /* [2N] */
+    cudaEvent_t check_event;
+    int event_created;
+    /* Host scratch. */
+    int32_t *order;    /* [N]: sorted position -> batch sentence */
+    int32_t *counts;   /* [max_src + 2] */
+    int32_t *active;   /* [max_src]: sentences longer than t */
+    int32_t *host_act; /* [N]: the active list as the device holds it */
+    int32_t *host_old; /* [N]: old positions of a compaction */
+} cuda_backend;
+
+/* (Re)allocate the per-batch input buffers for nnz features, and the history
+ * and results for hist_len steps: only grow, only between batches. */
+nmt_status nmt_cuda_backend_ensure_input(cuda_backend *self, int64_t nnz, nmt_error *err);
+nmt_status nmt_cuda_backend_ensure_history(cuda_backend *self, int32_t hist_len, nmt_error *err);
+
+nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
+                                   const nmt_search_config *config, nmt_search_result *results,
+                                   nmt_error *err);
+
+#endif /* NMT_CUDA_BACKEND_H */

@@ -1,0 +1,279 @@
+/* cuda_decode.c: one batch through the CUDA backend (engine/cuda/cuda_backend.h):
+ * host-side validation, sorting and packing, then the step loop that only
+ * launches, then one copy of the finished hypotheses. The design (row
+ * layout, done-flag checks, compaction) is described in cuda_backend.c. */
+#include "cuda_backend.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static nmt_status check_batch(const cuda_backend *self, const nmt_source_batch *batch,
+                              const nmt_search_config *config, nmt_error *err)
+{
+    const nmt_status bad = NMT_STATUS_ERROR_ARGUMENT;
+    const int32_t n = batch->n_sentences, V = self->model->hp.tgt_vocab;
+    const int32_t src_rows = self->model->hp.src_rows;
+    if (n < 1 || n > self->max_sentences)
+        return nmt_error_set(err, bad, "cuda decode: %d sentences outside [1, %d]", n,
+                             self->max_sentences);
+    if (config->beam_size < 1 || config->beam_size > self->beam)
+        return nmt_error_set(err, bad, "cuda decode: beam %d outside [1, %d] (the backend's)",
+                             config->beam_size, self->beam);
+    if (config->n_best < 1 || config->n_best > config->beam_size)
+        return nmt_error_set(err, bad, "cuda decode: n_best %d outside [1, beam %d]",
+                             config->n_best, config->beam_size);
+    if (!isfinite(config->alpha) || !isfinite(config->max_len_a))
+        return nmt_error_set(err, bad, "cuda decode: alpha or max_len_a is not finite");
+    const int32_t ids[3] = {config->pad_id, config->bos_id, config->eos_id};
+    for (int i = 0; i < 3; i++)
+        if (ids[i] < 0 || ids[i] >= V)
+            return nmt_error_set(err, bad, "cuda decode: special id %d outside [0, %d)", ids[i],
+                                 V);
+    if (config->eos_id == config->pad_id || config->eos_id == config->bos_id)
+        return nmt_error_set(err, bad, "cuda decode: eos_id equals pad_id or bos_id");
+    if (!batch->src_len || !batch->token_offset || !batch->row_ptr)
+        return nmt_error_set(err, bad, "cuda decode: NULL batch array");
+    for (int32_t s = 0; s < n; s++) {
+        const int32_t len = batch->src_len[s], first = batch->token_offset[s];
+        if (len < 1 || len > self->max_src || first < 0 || batch->token_offset[s + 1] - first != len)
+            return nmt_error_set(err, bad, "cuda decode: sentence %d: %d tokens (max %d) or "
+                                 "token_offset [%d, %d) disagrees", s, len, self->max_src, first,
+                                 batch->token_offset[s + 1]);
+        for (int32_t tok = first; tok < first + len; tok++) {
+            /* The device N-hot lookup trusts the CSR: check it here. */
+            if (batch->row_ptr[tok + 1] < batch->row_ptr[tok])
+                return nmt_error_set(err, bad, "cuda decode: sentence %d: row_ptr decreases", s);
+            for (int32_t e = batch->row_ptr[tok]; e < batch->row_ptr[tok + 1]; e++)
+                if (!batch->cols || !batch->values || batch->cols[e] < 0 ||
+                    batch->cols[e] >= src_rows)
+                    return nmt_error_set(err, bad, "cuda decode: sentence %d: feature row %d "
+                                         "outside [0, %d)", s, batch->cols ? batch->cols[e] : -1,
+                                         src_rows);
+        }
+    }
+    return NMT_STATUS_OK;
+}
+
+/* order: longest first, ties in batch order (a stable counting sort);
+ * active[t]: how many sentences are longer than t. Returns the longest. */
+static int32_t sort_by_length(cuda_backend *self, const nmt_source_batch *batch)
+{
+    const int32_t n = batch->n_sentences;
+    memset(self->counts, 0, sizeof(int32_t) * (size_t)(self->max_src + 2));
+    for (int32_t s = 0; s < n; s++)
+        self->counts[batch->src_len[s]]++;
+    int32_t at = 0;
+    for (int32_t len = self->max_src; len >= 1; len--) {
+        int32_t c = self->counts[len];
+        self->counts[len] = at;
+        at += c;
+    }
+    for (int32_t s = 0; s < n; s++)
+        self->order[self->counts[batch->src_len[s]]++] = s;
+    const int32_t stride = batch->src_len[self->order[0]];
+    int32_t i = n;
+    for (int32_t t = 0; t < stride; t++) {
+        while (i > 0 && batch->src_len[self->order[i - 1]] <= t)
+            i--;
+        self->active[t] = i;
+    }
+    return stride;
+}
+
+/* Offsets of the packed input (same on host and device), in 4-byte words. */
+typedef struct input_layout {
+    int32_t *excluded, *src_len, *max_len, *row_ptr, *cols;
+    float *values;
+    size_t bytes;
+} input_layout;
+
+static input_layout layout_input(void *base, int32_t n, int32_t stride, int64_t nnz)
+{
+    input_layout l;
+    int32_t *w = (int32_t *)base;
+    const size_t rows = (size_t)stride * (size_t)n;
+    l.excluded = w;
+    l.src_len = w + 2;
+    l.max_len = l.src_len + n;
+    l.row_ptr = l.max_len + n;
+    l.cols = l.row_ptr + rows + 1;
+    l.values = (float *)(l.cols + nnz);
+    l.bytes = sizeof(int32_t) * (2 + 2 * (size_t)n + rows + 1 + 2 * (size_t)nnz);
+    return l;
+}
+
+/* Copies the search results of sorted sentence i into results[order[i]]. */
+static nmt_status fill_results(const cuda_backend *self, int32_t n, const nmt_beam_results *r,
+                               nmt_search_result *results, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    for (int32_t i = 0; i < n; i++) {
+        nmt_search_result *out = &results[self->order[i]];
+        const int32_t n_hyps = r->n_hypotheses[i];
+        if (n_hyps < 0 || n_hyps > r->n_best)
+            return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
+                                 "cuda decode: sentence %d has %d hypotheses", i, n_hyps);
+        NMT_ALLOC(out->hypotheses, n_hyps);
+        for (int32_t h = 0; h < n_hyps; h++) {
+            const size_t o = (size_t)i * r->n_best + h;
+            nmt_search_hypothesis *hyp = &out->hypotheses[h];
+            const int32_t length = r->length[o];
+            if (length < 0 || length > r->max_tokens)
+                return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
+                                     "cuda decode: hypothesis of %d tokens", length);
+            NMT_ALLOC(hyp->tokens, length);
+            NMT_ALLOC(hyp->attn_argmax, length);
+            out->n_hypotheses = h + 1; /* from here on, clear frees it */
+            hyp->length = length;
+            hyp->score = r->score[o];
+            hyp->log_prob = r->log_prob[o];
+            if (length > 0) {
+                memcpy(hyp->tokens, r->tokens + o * r->max_tokens, sizeof(int32_t) * length);
+                memcpy(hyp->attn_argmax, r->attn + o * r->max_tokens, sizeof(int32_t) * length);
+            }
+        }
+    }
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
+                                   const nmt_search_config *config, nmt_search_result *results,
+                                   nmt_error *err)
+{
+    cuda_backend *self = (cuda_backend *)backend;
+    nmt_cuda_model *net = self->net;
+    nmt_status status = NMT_STATUS_OK;
+    if (!batch || !config || !results)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda decode: NULL argument");
+    for (int32_t i = 0; i < batch->n_sentences; i++)
+        results[i] = (nmt_search_result){0, NULL};
+    NMT_TRY(check_batch(self, batch, config, err));
+    NMT_CUDA_TRY(cudaSetDevice(self->device));
+    cudaStream_t stream = (cudaStream_t)net->stream;
+    const int32_t n = batch->n_sentences, B = config->beam_size, V = net->vocab;
+    const int32_t stride = sort_by_length(self, batch);
+
+    /* Max lengths and history size; features to pack. */
+    int32_t longest = 1;
+    int64_t nnz = 0;
+    for (int32_t s = 0; s < n; s++) {
+        const int32_t first = batch->token_offset[s], len = batch->src_len[s];
+        int32_t max_len = nmt_search_max_length(config, len);
+        longest = max_len > longest ? max_len : longest;
+        nnz += batch->row_ptr[first + len] - batch->row_ptr[first];
+    }
+    const int32_t hist_len = longest > 1 ? longest - 1 : 1;
+    NMT_TRY(nmt_cuda_backend_ensure_input(self, nnz, err));
+    NMT_TRY(nmt_cuda_backend_ensure_history(self, hist_len, err));
+
+    /* Pack: time-major CSR (row t * n + i, padding rows empty) and the rest. */
+    input_layout host = layout_input(self->input_host, n, stride, nnz);
+    input_layout dev = layout_input(self->input_dev, n, stride, nnz);
+    host.excluded[0] = config->pad_id;
+    host.excluded[1] = config->bos_id;
+    {
+        int32_t e = 0;
+        for (int32_t i = 0; i < n; i++) {
+            host.src_len[i] = batch->src_len[self->order[i]];
+            host.max_len[i] = nmt_search_max_length(config, host.src_len[i]);
+        }
+        for (int32_t t = 0; t < stride; t++) {
+            for (int32_t i = 0; i < n; i++) {
+                const int32_t s = self->order[i];
+                host.row_ptr[(size_t)t * n + i] = e;
+                if (t >= batch->src_len[s])
+                    continue;
+                const int32_t tok = batch->token_offset[s] + t;
+                for (int32_t q = batch->row_ptr[tok]; q < batch->row_ptr[tok + 1]; q++) {
+                    host.cols[e] = batch->cols[q];
+                    host.values[e] = batch->values[q];
+                    e++;
+                }
+            }
+        }
+        host.row_ptr[(size_t)stride * n] = e;
+    }
+    NMT_CUDA_TRY(cudaMemcpyAsync(self->input_dev, self->input_host, host.bytes,
+                                 cudaMemcpyHostToDevice, stream));
+    for (int32_t p = 0; p < n; p++)
+        self->host_act[p] = self->act_host[p] = p;
+    NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host, sizeof(int32_t) * n,
+                                 cudaMemcpyHostToDevice, stream));
+
+    nmt_cuda_encoder_input enc = {n, stride, self->active, dev.src_len, dev.row_ptr, dev.cols,
+                                  dev.values, B};
+    NMT_TRY(nmt_cuda_encode(net, &enc, err));
+
+    nmt_beam_device b = self->beam_dev;
+    b.beam = B;
+    b.eos_id = config->eos_id;
+    b.alpha = config->alpha;
+    b.hist_len = hist_len;
+    b.max_len = dev.max_len;
+    NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, stream, err));
+
+    int32_t n_active = n;
+    const int32_t *old_pos = NULL; /* set for the step after a compaction */
+    int have_snapshot = 0;
+    for (int32_t step = 1; step <= longest; step++) {
+        NMT_TRY(nmt_cuda_beam_prepare_rows(&b, n_active, self->act_dev, old_pos, net->row_tokens,
+                                           net->row_sentence, net->row_parent, stream, err));
+        if (step > 1)
+            NMT_TRY(nmt_cuda_decoder_reorder(net, n_active * B, err));
+        old_pos = NULL;
+        NMT_TRY(nmt_cuda_decoder_step(net, n_active * B, B, dev.src_len, stride, dev.excluded, 2,
+                                      err));
+        NMT_TRY(nmt_cuda_beam_step(&b, n_active, self->act_dev, step, net->top_values,
+                                   net->top_ids, net->logits, V, net->lse, net->attn_argmax,
+                                   stream, err));
+        if (step % CHECK_INTERVAL != 0 || step == longest)
+            continue;
+        if (have_snapshot) {
+            /* The flags copied CHECK_INTERVAL steps ago: long done on the GPU. */
+            NMT_CUDA_TRY(cudaEventSynchronize(self->check_event));
+            int32_t alive = 0;
+            for (int32_t p = 0; p < n_active; p++) {
+                if (self->done_host[self->host_act[p]])
+                    continue;
+                self->host_act[alive] = self->host_act[p];
+                self->host_old[alive] = p;
+                alive++;
+            }
+            if (alive == 0)
+                break;
+            if (alive < n_active) {
+                memcpy(self->act_host, self->host_act, sizeof(int32_t) * alive);
+                memcpy(self->act_host + alive, self->host_old, sizeof(int32_t) * alive);
+                NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host,
+                                             sizeof(int32_t) * 2 * alive,
+                                             cudaMemcpyHostToDevice, stream));
+                old_pos = self->act_dev + alive;
+                n_active = alive;
+            }
+        }
+        NMT_CUDA_TRY(cudaMemcpyAsync(self->done_host, b.done, sizeof(int32_t) * n,
+                                     cudaMemcpyDeviceToHost, stream));
+        NMT_CUDA_TRY(cudaEventRecord(self->check_event, stream));
+        have_snapshot = 1;
+    }
+
+    nmt_beam_results r_dev, r_host;
+    const size_t result_bytes = nmt_beam_results_carve(self->results_dev, n, config->n_best,
+                                                       hist_len, &r_dev);
+    nmt_beam_results_carve(self->results_host, n, config->n_best, hist_len, &r_host);
+    NMT_TRY(nmt_cuda_beam_backtrack(&b, n, &r_dev, stream, err));
+    NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, result_bytes,
+                                 cudaMemcpyDeviceToHost, stream));
+    NMT_CUDA_TRY(cudaStreamSynchronize(stream));
+    NMT_TRY(fill_results(self, n, &r_host, results, err));
+    return NMT_STATUS_OK;
+
+cleanup:
+    /* Leave no work in flight on the pinned buffers the next batch reuses. */
+    cudaStreamSynchronize((cudaStream_t)net->stream);
+    for (int32_t i = 0; i < batch->n_sentences; i++)
+        nmt_search_result_clear(&results[i]);
+    return status;
+}

@@ -1,0 +1,62 @@
+/* linear.cu: y[m, n] = x[m, k] . w[n, k]^T (+ bias[n]) (+ y if accumulate),
+ * row-major with leading dimensions, on cuBLAS sgemm.
+ *
+ * cuBLAS is column-major; a row-major [r, c] matrix with leading dimension ld
+ * is the column-major [c, r] matrix with the same ld, i.e. its transpose. So
+ *     y^T (n x m, ldy) = w (k x n as stored, transposed) . x^T (k x m, ldx)
+ * is one call: sgemm(T, N, n, m, k, w, ldw, x, ldx, y, ldy), beta = 1 to
+ * accumulate. The bias is a broadcast add over rows afterwards (y stays in L2
+ * for the decoder's small m). Plain fp32 math (the context disables TF32). */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "cuda_check.h"
+#include "cuda_ctx.h"
+#include "linear.h"
+
+static constexpr int kBiasThreads = 256;
+
+/* y[i, j] += bias[j] for i < m, j < n; grid.x over column tiles, grid.y rows. */
+static __global__ void __launch_bounds__(kBiasThreads)
+    add_bias_kernel(int32_t m, int32_t n, const float *__restrict__ bias, float *y, int32_t ldy)
+{
+    const int32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n)
+        return;
+    const float b = __ldg(&bias[j]);
+    for (int32_t i = blockIdx.y; i < m; i += gridDim.y)
+        y[(int64_t)i * ldy + j] += b;
+}
+
+extern "C" nmt_status nmt_cuda_linear(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32_t k,
+                                      const float *x, int32_t ldx, const float *w, int32_t ldw,
+                                      const float *bias, int accumulate, float *y, int32_t ldy,
+                                      nmt_error *err)
+{
+    NMT_ARG_CHECK(ctx && m >= 0 && n >= 0 && k >= 0);
+    NMT_ARG_CHECK(ldx >= (k > 1 ? k : 1) && ldw >= (k > 1 ? k : 1) && ldy >= (n > 1 ? n : 1));
+    NMT_ARG_CHECK(m == 0 || n == 0 || (y && (k == 0 || (x && w))));
+    if (m == 0 || n == 0)
+        return NMT_STATUS_OK;
+    cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
+    cublasHandle_t handle = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
+
+    if (k == 0) {
+        /* An empty product: cuBLAS's quick return would leave y untouched. */
+        if (!accumulate)
+            NMT_CUDA_RETURN(cudaMemset2DAsync(y, (size_t)ldy * sizeof(float), 0,
+                                              (size_t)n * sizeof(float), (size_t)m, stream));
+    } else {
+        const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+        NMT_CUBLAS_RETURN(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w, ldw,
+                                      x, ldx, &beta, y, ldy));
+    }
+    if (bias) {
+        unsigned rows = (unsigned)(m < 65535 ? m : 65535);
+        dim3 grid((unsigned)((n + kBiasThreads - 1) / kBiasThreads), rows);
+        add_bias_kernel<<<grid, kBiasThreads, 0, stream>>>(m, n, bias, y, ldy);
+        NMT_LAUNCH_RETURN("add_bias_kernel");
+    }
+    return NMT_STATUS_OK;
+}

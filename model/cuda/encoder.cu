@@ -1,0 +1,162 @@
+/* encoder.cu: the model v1 encoder on the device for a whole batch
+ * (model/cuda/cuda_model.h; the oracle is model/encoder_cpu.c).
+ *
+ * N-hot embedding of every token of the batch in one launch, straight into
+ * the time-major layout (row t * n + i; the host built the CSR in that order,
+ * padding rows empty). Then for each layer and direction: one GEMM over all
+ * time steps for w_ih x + b_ih, and per time step one recurrent GEMM over
+ * the sentences still active at that step followed by the LSTM cell. The
+ * sentences are sorted longest first, so the active ones at step t are the
+ * prefix [0, active[t]).
+ * - Forward: rows past a sentence's end are no longer touched, so its c and
+ *   h (at t = len - 1) stay final; padding never enters.
+ * - Backward: runs t = stride - 1 .. 0; sentence i starts at its own last
+ *   token t = len_i - 1 with zero state: its recurrent gates are zeroed (the
+ *   rows [active[t+1], active[t]) have no predecessor) and its c is still the
+ *   zero it was set to before the direction began.
+ * The top layer is copied to the sentence-major memory bank (zero past each
+ * length), keys = memory W_a^T in one GEMM, and the decoder's slot-0 rows get
+ * [fwd final; bwd final] of every layer. */
+#include "cuda_model.h"
+
+#include "cuda/cuda_check.h"
+#include "linear.h"
+#include "lstm_cell.h"
+#include "nhot.h"
+
+static const int THREADS = 256;
+
+/* memory[i, j, :] = j < len_i ? top[j * n + i, :] : 0 */
+static __global__ void to_sentence_major(int32_t n, int32_t stride, int32_t hidden,
+                                         const int32_t *src_len, const float *top,
+                                         float *memory)
+{
+    int64_t total = (int64_t)n * stride * hidden;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int32_t d = (int32_t)(e % hidden);
+        int64_t row = e / hidden;
+        int32_t j = (int32_t)(row % stride), i = (int32_t)(row / stride);
+        memory[e] = j < src_len[i] ? top[((int64_t)j * n + i) * hidden + d] : 0.0f;
+    }
+}
+
+/* Decoder row i * beam (slot 0) of layer l = [fwd h at len-1; bwd h at 0],
+ * c = [fwd c; bwd c] (the final running c of each direction). */
+static __global__ void encoder_finals(int32_t n, int32_t half, int32_t beam,
+                                      const int32_t *src_len, const float *out,
+                                      const float *c_fwd, const float *c_bwd, float *dec_h,
+                                      float *dec_c)
+{
+    const int32_t hidden = 2 * half;
+    int64_t total = (int64_t)n * hidden;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int32_t i = (int32_t)(e / hidden), d = (int32_t)(e % hidden);
+        int64_t dst = (int64_t)i * beam * hidden + d;
+        if (d < half) {
+            int64_t t = src_len[i] - 1;
+            dec_h[dst] = out[(t * n + i) * hidden + d];
+            dec_c[dst] = c_fwd[(int64_t)i * half + d];
+        } else {
+            dec_h[dst] = out[(int64_t)i * hidden + d];
+            dec_c[dst] = c_bwd[(int64_t)i * half + (d - half)];
+        }
+    }
+}
+
+static int grid_for(int64_t total)
+{
+    int64_t blocks = (total + THREADS - 1) / THREADS;
+    if (blocks < 1)
+        blocks = 1;
+    return blocks > 65535 ? 65535 : (int)blocks;
+}
+
+/* One direction of one layer: writes h into out[t * n + i, col .. col + half)
+ * and leaves the running c of every sentence in c (final once done). */
+static nmt_status run_direction(nmt_cuda_model *m, const nmt_cuda_encoder_input *in,
+                                const nmt_lstm_weights *lstm, const float *x, int32_t in_dim,
+                                int reverse, float *out, float *c, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    cudaStream_t stream = (cudaStream_t)m->stream;
+    const int32_t n = in->n_sentences, stride = in->src_stride, half = m->half, H = m->hidden;
+    const int32_t g = 4 * half, col = reverse ? half : 0;
+    NMT_TRY(nmt_cuda_linear(m->ctx, stride * n, g, in_dim, x, in_dim, lstm->w_ih, in_dim,
+                            lstm->b_ih, 0, m->enc_gates_x, g, err));
+    NMT_CUDA_TRY(cudaMemsetAsync(c, 0, sizeof(float) * (size_t)n * half, stream));
+    for (int32_t step = 0; step < stride; step++) {
+        const int32_t t = reverse ? stride - 1 - step : step;
+        const int32_t t_prev = reverse ? t + 1 : t - 1;
+        const int32_t active = in->active[t];
+        const int32_t prev_active = t_prev >= 0 && t_prev < stride ? in->active[t_prev] : 0;
+        const int32_t n_rec = active < prev_active ? active : prev_active;
+        if (n_rec > 0)
+            NMT_TRY(nmt_cuda_linear(m->ctx, n_rec, g, half,
+                                    out + (int64_t)t_prev * n * H + col, H, lstm->w_hh, half,
+                                    NULL, 0, m->enc_gates_h, g, err));
+        if (n_rec < active)
+            NMT_CUDA_TRY(cudaMemsetAsync(m->enc_gates_h + (int64_t)n_rec * g, 0,
+                                         sizeof(float) * (size_t)(active - n_rec) * g, stream));
+        NMT_TRY(nmt_cuda_lstm_cell(active, half, m->enc_gates_x + (int64_t)t * n * g, g,
+                                   m->enc_gates_h, lstm->b_hh, c, c,
+                                   out + (int64_t)t * n * H + col, H, stream, err));
+    }
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_encode(nmt_cuda_model *m, const nmt_cuda_encoder_input *in, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    cudaStream_t stream = (cudaStream_t)m->stream;
+    const nmt_model *model = m->model;
+    const int32_t n = in->n_sentences, stride = in->src_stride, H = m->hidden;
+    const int32_t E = m->emb, beam = in->beam;
+    const int64_t rows = (int64_t)stride * n, dec_rows = (int64_t)n * beam;
+    const int init = model->hp.dec_init_from_encoder;
+    const float *x = m->enc_x;
+    int32_t in_dim = E;
+    float *top = NULL;
+    if (n < 1 || n > m->max_sentences || stride < 1 || stride > m->max_src || beam < 1 ||
+        beam > m->beam || in->active[0] != n)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda encode: %d sentences, stride %d, beam %d, active[0] %d", n,
+                             stride, beam, in->active[0]);
+
+    NMT_TRY(nmt_cuda_nhot_lookup((int32_t)rows, E, model->hp.src_rows, in->row_ptr, in->cols,
+                                 in->values, m->w.src_embedding, m->enc_x, stream, err));
+    for (int32_t l = 0; l < m->dec_layers; l++) {
+        NMT_CUDA_TRY(cudaMemsetAsync(m->dec_h[m->cur][l], 0, sizeof(float) * dec_rows * H,
+                                     stream));
+        NMT_CUDA_TRY(cudaMemsetAsync(m->dec_c[m->cur][l], 0, sizeof(float) * dec_rows * H,
+                                     stream));
+    }
+    NMT_CUDA_TRY(cudaMemsetAsync(m->feed[m->cur], 0, sizeof(float) * dec_rows * H, stream));
+
+    for (int32_t l = 0; l < m->enc_layers; l++) {
+        float *out = m->enc_out[l % 2];
+        /* Padding rows are never written by a direction: keep them finite. */
+        NMT_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float) * rows * H, stream));
+        NMT_TRY(run_direction(m, in, &m->w.enc_fwd[l], x, in_dim, 0, out, m->enc_c[0], err));
+        NMT_TRY(run_direction(m, in, &m->w.enc_bwd[l], x, in_dim, 1, out, m->enc_c[1], err));
+        if (init) {
+            encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
+                n, m->half, beam, in->src_len, out, m->enc_c[0], m->enc_c[1],
+                m->dec_h[m->cur][l], m->dec_c[m->cur][l]);
+            NMT_LAUNCH_TRY("encoder_finals");
+        }
+        x = out;
+        in_dim = H;
+        top = out;
+    }
+    to_sentence_major<<<grid_for(rows * H), THREADS, 0, stream>>>(n, stride, H, in->src_len, top,
+                                                                  m->memory);
+    NMT_LAUNCH_TRY("to_sentence_major");
+    /* keys[i, j] = W_a m_j; zero rows of memory give zero keys (no bias). */
+    NMT_TRY(nmt_cuda_linear(m->ctx, (int32_t)rows, H, H, m->memory, H, m->w.attn_w_a, H, NULL, 0,
+                            m->keys, H, err));
+cleanup:
+    return status;
+}

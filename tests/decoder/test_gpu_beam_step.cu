@@ -1,0 +1,374 @@
+/* test_gpu_beam_step.cu: the device beam bookkeeping (decoder/cuda/beam_step.cu)
+ * against a plain C twin of the model-v1 rules (the ones decoder/beam_search.c
+ * applies): all B x 2B candidates fully sorted by (score desc, slot asc, word
+ * asc), the 2B best split into finished (EOS among the first B) and alive
+ * (the first B others), history and finished entries appended.
+ *
+ * Random cases: beams 1..17, active lists that are a shuffled subset of the
+ * sentences (so the row -> sentence map is exercised), dead slots (-inf),
+ * done sentences (must stay untouched), max-length steps (EOS only, from
+ * logits - lse), -inf/-1 tails of short top lists, and values on a 0.25 grid
+ * so ties are frequent and every sum is exact. Then prepare_rows and a
+ * backtrack of hand-made history are checked too. Exit 77 without a GPU. */
+#include "cuda/beam_step.h"
+#include "cuda_ctx.h"
+
+extern "C" {
+#include "test_util.h"
+}
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+enum { PAD = 0, UNK = 1, BOS = 2, EOS = 3 };
+
+#define CUDA_OK(call)                                                                     \
+    do {                                                                                  \
+        cudaError_t e_ = (call);                                                          \
+        if (e_ != cudaSuccess) {                                                          \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
+                    cudaGetErrorString(e_));                                              \
+            exit(1);                                                                      \
+        }                                                                                 \
+    } while (0)
+
+/* Host copy of the whole bookkeeping state. */
+struct host_state {
+    int32_t n, B, K, hist_len;
+    std::vector<int32_t> max_len, tokens, parents, done, n_finished, fin_length, fin_parent;
+    std::vector<int32_t> hist_token, hist_attn, hist_parent;
+    std::vector<float> scores, fin_log_prob, fin_score;
+};
+
+struct cand {
+    float score;
+    int32_t slot, word;
+};
+
+static int cand_before(const cand &a, const cand &b)
+{
+    if (a.score != b.score)
+        return a.score > b.score;
+    if (a.slot != b.slot)
+        return a.slot < b.slot;
+    return a.word < b.word;
+}
+
+/* The C twin: one step for the active list, straight from the rules. */
+static void twin_step(host_state &h, const std::vector<int32_t> &act, int32_t step, float alpha,
+                      const std::vector<float> &top_v, const std::vector<int32_t> &top_i,
+                      const std::vector<float> &logits, int32_t V, const std::vector<float> &lse,
+                      const std::vector<int32_t> &attn)
+{
+    const int32_t B = h.B, K = h.K;
+    for (size_t p = 0; p < act.size(); p++) {
+        const int32_t s = act[p];
+        if (h.done[s])
+            continue;
+        const int last = step >= h.max_len[s];
+        std::vector<cand> all;
+        for (int32_t k = 0; k < B; k++) {
+            const size_t row = p * B + k;
+            const float base = h.scores[(size_t)s * B + k];
+            if (last) {
+                float v = logits[row * V + EOS] - lse[row];
+                float sc = base + v;
+                if (sc > -INFINITY)
+                    all.push_back({sc, k, EOS});
+                continue;
+            }
+            for (int32_t j = 0; j < K; j++) {
+                float sc = base + top_v[row * K + j];
+                if (top_i[row * K + j] >= 0 && sc > -INFINITY)
+                    all.push_back({sc, k, top_i[row * K + j]});
+            }
+        }
+        /* Insertion sort: small and obviously right. */
+        for (size_t i = 1; i < all.size(); i++)
+            for (size_t j = i; j > 0 && cand_before(all[j], all[j - 1]); j--)
+                std::swap(all[j], all[j - 1]);
+        const int32_t n_sel = (int32_t)all.size() < K ? (int32_t)all.size() : K;
+        int32_t n_alive = 0;
+        std::vector<float> new_scores(B, -INFINITY);
+        std::vector<int32_t> new_tokens(B, EOS), new_parents(B, 0);
+        for (int32_t c = 0; c < n_sel; c++) {
+            const cand &x = all[c];
+            const int32_t parent_slot = step > 1 ? x.slot : -1;
+            if (x.word == EOS) {
+                if (c >= B)
+                    continue;
+                size_t f = (size_t)s * K + h.n_finished[s]++;
+                h.fin_log_prob[f] = x.score;
+                h.fin_score[f] = x.score / powf((float)step, alpha);
+                h.fin_length[f] = step;
+                h.fin_parent[f] = parent_slot;
+            } else if (n_alive < B) {
+                size_t e = ((size_t)s * h.hist_len + (step - 1)) * B + n_alive;
+                h.hist_token[e] = x.word;
+                h.hist_attn[e] = attn[p * B + x.slot];
+                h.hist_parent[e] = parent_slot;
+                new_scores[n_alive] = x.score;
+                new_tokens[n_alive] = x.word;
+                new_parents[n_alive] = x.slot;
+                n_alive++;
+            }
+        }
+        for (int32_t k = 0; k < B; k++) {
+            h.scores[(size_t)s * B + k] = new_scores[k];
+            h.tokens[(size_t)s * B + k] = new_tokens[k];
+            h.parents[(size_t)s * B + k] = new_parents[k];
+        }
+        if (h.n_finished[s] >= B || last || n_alive == 0)
+            h.done[s] = 1;
+    }
+}
+
+static float grid(float lo, float hi) /* a multiple of 0.25 in [lo, hi] */
+{
+    int32_t steps = (int32_t)((hi - lo) * 4);
+    return lo + 0.25f * (float)test_rand_int(0, steps + 1);
+}
+
+template <typename T> static T *upload(const std::vector<T> &v)
+{
+    T *d = NULL;
+    CUDA_OK(cudaMalloc(&d, sizeof(T) * (v.size() ? v.size() : 1)));
+    if (v.size())
+        CUDA_OK(cudaMemcpy(d, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice));
+    return d;
+}
+
+template <typename T> static std::vector<T> download(const T *d, size_t n)
+{
+    std::vector<T> v(n);
+    if (n)
+        CUDA_OK(cudaMemcpy(v.data(), d, sizeof(T) * n, cudaMemcpyDeviceToHost));
+    return v;
+}
+
+template <typename T>
+static void expect_equal(const char *what, int case_id, const std::vector<T> &got,
+                         const std::vector<T> &want)
+{
+    for (size_t i = 0; i < want.size(); i++) {
+        int same = got[i] == want[i] || (got[i] != got[i] && want[i] != want[i]);
+        if (!same) {
+            CHECK(0, "case %d: %s[%zu] = %g, want %g", case_id, what, i, (double)got[i],
+                  (double)want[i]);
+            return;
+        }
+    }
+}
+
+static void random_case(int case_id)
+{
+    const int32_t B = test_rand_int(1, 18), K = 2 * B, n = test_rand_int(1, 10);
+    const int32_t V = test_rand_int(5, 4 * B + 12), step = test_rand_int(1, 6);
+    const int32_t hist_len = step + test_rand_int(0, 3);
+    const float alphas[3] = {1.0f, 0.6f, 0.0f};
+    const float alpha = alphas[test_rand_int(0, 3)];
+    host_state h;
+    h.n = n, h.B = B, h.K = K, h.hist_len = hist_len;
+    h.max_len.resize(n), h.done.resize(n), h.n_finished.resize(n);
+    h.scores.resize((size_t)n * B), h.tokens.resize((size_t)n * B), h.parents.resize((size_t)n * B);
+    h.fin_log_prob.assign((size_t)n * K, -99.f), h.fin_score.assign((size_t)n * K, -99.f);
+    h.fin_length.assign((size_t)n * K, -7), h.fin_parent.assign((size_t)n * K, -7);
+    const size_t entries = (size_t)n * hist_len * B;
+    h.hist_token.assign(entries, -5), h.hist_attn.assign(entries, -5), h.hist_parent.assign(entries, -5);
+    for (int32_t s = 0; s < n; s++) {
+        h.max_len[s] = test_rand_int(0, 3) == 0 ? step : step + test_rand_int(1, 4);
+        h.done[s] = test_rand_int(0, 6) == 0;
+        h.n_finished[s] = step == 1 ? 0 : test_rand_int(0, B);
+        int32_t n_alive = step == 1 ? 1 : test_rand_int(1, B + 1);
+        for (int32_t k = 0; k < B; k++) {
+            size_t e = (size_t)s * B + k;
+            h.scores[e] = k < n_alive ? (step == 1 ? 0.0f : grid(-6, 0)) : -INFINITY;
+            h.tokens[e] = test_rand_int(4, V);
+            h.parents[e] = test_rand_int(0, B);
+        }
+    }
+    /* Active list: a shuffled subset of the sentences. */
+    std::vector<int32_t> act;
+    for (int32_t s = 0; s < n; s++)
+        if (test_rand_int(0, 4) != 0 || s == 0)
+            act.push_back(s);
+    for (size_t i = act.size(); i > 1; i--)
+        std::swap(act[i - 1], act[(size_t)test_rand_int(0, (int32_t)i)]);
+    const size_t rows = act.size() * B;
+    std::vector<float> top_v(rows * K), logits(rows * V), lse(rows);
+    std::vector<int32_t> top_i(rows * K), attn(rows);
+    for (size_t r = 0; r < rows; r++) {
+        /* Distinct words (PAD and BOS never), sorted by (value desc, id asc). */
+        std::vector<int32_t> words;
+        for (int32_t w = 0; w < V; w++)
+            if (w != PAD && w != BOS && test_rand_int(0, 3) != 0)
+                words.push_back(w);
+        for (size_t i = words.size(); i > 1; i--)
+            std::swap(words[i - 1], words[(size_t)test_rand_int(0, (int32_t)i)]);
+        std::vector<cand> list;
+        for (size_t i = 0; i < words.size() && (int32_t)i < K; i++)
+            list.push_back({grid(-4, 0), 0, words[i]});
+        for (size_t i = 1; i < list.size(); i++)
+            for (size_t j = i; j > 0 && (list[j].score > list[j - 1].score ||
+                                         (list[j].score == list[j - 1].score &&
+                                          list[j].word < list[j - 1].word)); j--)
+                std::swap(list[j], list[j - 1]);
+        for (int32_t j = 0; j < K; j++) {
+            top_v[r * K + j] = j < (int32_t)list.size() ? list[j].score : -INFINITY;
+            top_i[r * K + j] = j < (int32_t)list.size() ? list[j].word : -1;
+        }
+        for (int32_t w = 0; w < V; w++)
+            logits[r * V + w] = grid(-3, 3);
+        lse[r] = grid(2, 5);
+        attn[r] = test_rand_int(0, 50);
+    }
+
+    /* Device copy of the state. */
+    nmt_beam_device b;
+    memset(&b, 0, sizeof b);
+    b.beam = B, b.eos_id = EOS, b.alpha = alpha, b.hist_len = hist_len;
+    b.max_len = upload(h.max_len);
+    b.scores = upload(h.scores), b.tokens = upload(h.tokens), b.parents = upload(h.parents);
+    b.done = upload(h.done), b.n_finished = upload(h.n_finished);
+    b.fin_log_prob = upload(h.fin_log_prob), b.fin_score = upload(h.fin_score);
+    b.fin_length = upload(h.fin_length), b.fin_parent = upload(h.fin_parent);
+    b.hist_token = upload(h.hist_token), b.hist_attn = upload(h.hist_attn);
+    b.hist_parent = upload(h.hist_parent);
+    int32_t *d_act = upload(act), *d_top_i = upload(top_i), *d_attn = upload(attn);
+    float *d_top_v = upload(top_v), *d_logits = upload(logits), *d_lse = upload(lse);
+
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_status st = nmt_cuda_beam_step(&b, (int32_t)act.size(), d_act, step, d_top_v, d_top_i,
+                                       d_logits, V, d_lse, d_attn, NULL, &err);
+    CHECK(st == NMT_STATUS_OK, "case %d: beam step: %s", case_id, err.message);
+    CUDA_OK(cudaDeviceSynchronize());
+    twin_step(h, act, step, alpha, top_v, top_i, logits, V, lse, attn);
+
+    expect_equal("scores", case_id, download(b.scores, h.scores.size()), h.scores);
+    expect_equal("tokens", case_id, download(b.tokens, h.tokens.size()), h.tokens);
+    expect_equal("parents", case_id, download(b.parents, h.parents.size()), h.parents);
+    expect_equal("done", case_id, download(b.done, h.done.size()), h.done);
+    expect_equal("n_finished", case_id, download(b.n_finished, h.n_finished.size()), h.n_finished);
+    expect_equal("fin_log_prob", case_id, download(b.fin_log_prob, h.fin_log_prob.size()),
+                 h.fin_log_prob);
+    expect_equal("fin_length", case_id, download(b.fin_length, h.fin_length.size()), h.fin_length);
+    expect_equal("fin_parent", case_id, download(b.fin_parent, h.fin_parent.size()), h.fin_parent);
+    expect_equal("hist_token", case_id, download(b.hist_token, entries), h.hist_token);
+    expect_equal("hist_attn", case_id, download(b.hist_attn, entries), h.hist_attn);
+    expect_equal("hist_parent", case_id, download(b.hist_parent, entries), h.hist_parent);
+    std::vector<float> fin_score = download(b.fin_score, h.fin_score.size());
+    CHECK(test_close_f32("fin_score", fin_score.data(), h.fin_score.data(), fin_score.size(),
+                         1e-6, 1e-6),
+          "case %d (B %d, step %d, alpha %g)", case_id, B, step, alpha);
+
+    /* prepare_rows after a compaction that reverses the list. */
+    std::vector<int32_t> old_pos(act.size()), new_act(act.size());
+    for (size_t p = 0; p < act.size(); p++) {
+        new_act[p] = act[act.size() - 1 - p];
+        old_pos[p] = (int32_t)(act.size() - 1 - p);
+    }
+    int32_t *d_new_act = upload(new_act), *d_old = upload(old_pos);
+    int32_t *d_rows = NULL;
+    CUDA_OK(cudaMalloc(&d_rows, sizeof(int32_t) * 3 * rows));
+    st = nmt_cuda_beam_prepare_rows(&b, (int32_t)act.size(), d_new_act, d_old, d_rows,
+                                    d_rows + rows, d_rows + 2 * rows, NULL, &err);
+    CHECK(st == NMT_STATUS_OK, "case %d: prepare rows: %s", case_id, err.message);
+    std::vector<int32_t> got = download(d_rows, 3 * rows);
+    for (size_t r = 0; r < rows; r++) {
+        size_t p = r / B, k = r % B;
+        int32_t s = new_act[p];
+        CHECK(got[r] == h.tokens[(size_t)s * B + k], "case %d: row_tokens[%zu]", case_id, r);
+        CHECK(got[rows + r] == s, "case %d: row_sentence[%zu]", case_id, r);
+        CHECK(got[2 * rows + r] == old_pos[p] * B + h.parents[(size_t)s * B + k],
+              "case %d: row_parent[%zu]", case_id, r);
+    }
+
+    void *ptrs[] = {(void *)b.max_len, b.scores, b.tokens, b.parents, b.done, b.n_finished,
+                    b.fin_log_prob, b.fin_score, b.fin_length, b.fin_parent, b.hist_token,
+                    b.hist_attn, b.hist_parent, d_act, d_top_i, d_attn, d_top_v, d_logits,
+                    d_lse, d_new_act, d_old, d_rows};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        CUDA_OK(cudaFree(ptrs[i]));
+}
+
+/* Backtracking of a hand-made history: sentence 0 with three finished
+ * hypotheses (one tie, kept in finishing order), sentence 1 with none. */
+static void backtrack_case(void)
+{
+    const int32_t B = 2, K = 4, n = 2, hist_len = 3;
+    /* hist[t][slot] for sentence 0 (sentence 1 unused). */
+    const int32_t tok[3][2] = {{10, 11}, {12, 13}, {14, 15}};
+    const int32_t att[3][2] = {{0, 1}, {2, 3}, {4, 5}};
+    const int32_t par[3][2] = {{-1, -1}, {1, 0}, {0, 1}};
+    std::vector<int32_t> hist_token((size_t)n * hist_len * B, 0), hist_attn(hist_token.size(), 0),
+        hist_parent(hist_token.size(), 0);
+    for (int32_t t = 0; t < hist_len; t++)
+        for (int32_t k = 0; k < B; k++) {
+            hist_token[(size_t)t * B + k] = tok[t][k];
+            hist_attn[(size_t)t * B + k] = att[t][k];
+            hist_parent[(size_t)t * B + k] = par[t][k];
+        }
+    std::vector<float> fin_log_prob = {-2.0f, -3.0f, -4.0f, 0, 0, 0, 0, 0};
+    std::vector<float> fin_score = {-2.0f, -1.0f, -1.0f, 0, 0, 0, 0, 0};
+    std::vector<int32_t> fin_length = {1, 3, 4, 0, 0, 0, 0, 0};
+    std::vector<int32_t> fin_parent = {-1, 1, 0, 0, 0, 0, 0, 0};
+    std::vector<int32_t> n_finished = {3, 0};
+    nmt_beam_device b;
+    memset(&b, 0, sizeof b);
+    b.beam = B, b.eos_id = EOS, b.alpha = 1.0f, b.hist_len = hist_len;
+    b.n_finished = upload(n_finished);
+    b.fin_log_prob = upload(fin_log_prob), b.fin_score = upload(fin_score);
+    b.fin_length = upload(fin_length), b.fin_parent = upload(fin_parent);
+    b.hist_token = upload(hist_token), b.hist_attn = upload(hist_attn);
+    b.hist_parent = upload(hist_parent);
+    (void)K;
+    nmt_beam_results r_dev, r_host;
+    const size_t bytes = nmt_beam_results_carve(NULL, n, 2, hist_len, &r_dev);
+    void *d_res = NULL;
+    CUDA_OK(cudaMalloc(&d_res, bytes));
+    CUDA_OK(cudaMemset(d_res, 0xff, bytes));
+    nmt_beam_results_carve(d_res, n, 2, hist_len, &r_dev);
+    std::vector<int32_t> host(bytes / sizeof(int32_t));
+    nmt_beam_results_carve(host.data(), n, 2, hist_len, &r_host);
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_status st = nmt_cuda_beam_backtrack(&b, n, &r_dev, NULL, &err);
+    CHECK(st == NMT_STATUS_OK, "backtrack: %s", err.message);
+    CUDA_OK(cudaMemcpy(host.data(), d_res, bytes, cudaMemcpyDeviceToHost));
+    CHECK(r_host.n_hypotheses[0] == 2 && r_host.n_hypotheses[1] == 0, "n_hypotheses %d %d",
+          r_host.n_hypotheses[0], r_host.n_hypotheses[1]);
+    CHECK(r_host.length[0] == 2 && r_host.length[1] == 3, "lengths %d %d", r_host.length[0],
+          r_host.length[1]);
+    CHECK(r_host.score[0] == -1.0f && r_host.log_prob[0] == -3.0f, "first: %g %g",
+          r_host.score[0], r_host.log_prob[0]);
+    CHECK(r_host.log_prob[1] == -4.0f, "second log_prob %g", r_host.log_prob[1]);
+    const int32_t want0[2] = {10, 13}, want0_attn[2] = {0, 3};
+    const int32_t want1[3] = {11, 12, 14}, want1_attn[3] = {1, 2, 4};
+    for (int32_t t = 0; t < 2; t++)
+        CHECK(r_host.tokens[t] == want0[t] && r_host.attn[t] == want0_attn[t],
+              "hyp 0 token %d: %d (attn %d)", t, r_host.tokens[t], r_host.attn[t]);
+    for (int32_t t = 0; t < 3; t++)
+        CHECK(r_host.tokens[hist_len + t] == want1[t] && r_host.attn[hist_len + t] == want1_attn[t],
+              "hyp 1 token %d: %d (attn %d)", t, r_host.tokens[hist_len + t],
+              r_host.attn[hist_len + t]);
+    void *ptrs[] = {b.n_finished, b.fin_log_prob, b.fin_score, b.fin_length, b.fin_parent,
+                    b.hist_token, b.hist_attn, b.hist_parent, d_res};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        CUDA_OK(cudaFree(ptrs[i]));
+}
+
+int main(void)
+{
+    if (nmt_cuda_device_count() == 0) {
+        fprintf(stderr, "skipped: no GPU\n");
+        return NMT_TEST_SKIP;
+    }
+    test_seed();
+    for (int c = 0; c < 400 && test_failures < 20; c++)
+        random_case(c);
+    backtrack_case();
+    return test_finish("test_gpu_beam_step");
+}

@@ -1,0 +1,90 @@
+/* gpu_test_util.h: small helpers shared by the GPU kernel tests (header only,
+ * static): the no-GPU skip, device buffers poisoned before the call with a
+ * guard region after the output that must stay untouched, and copies back. */
+#ifndef NMT_GPU_TEST_UTIL_H
+#define NMT_GPU_TEST_UTIL_H
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_ctx.h"
+/* test_util.c is compiled as C; its header has no extern "C" guards. */
+extern "C" {
+#include "test_util.h"
+}
+
+#define GUARD_BYTES 256
+#define POISON_F32 0xFF /* every float byte 0xFF: a NaN */
+#define POISON_I32 0xA5 /* 0xA5A5A5A5: no id, no -1 */
+
+#define CUDA_OK(call)                                                                      \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
+                    cudaGetErrorString(e_));                                               \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+/* Exits 77 (skipped) when no GPU is visible. */
+static void gpu_test_require_device(const char *name)
+{
+    if (nmt_cuda_device_count() == 0) {
+        fprintf(stderr, "%s: skipped: no GPU\n", name);
+        exit(NMT_TEST_SKIP);
+    }
+    CUDA_OK(cudaSetDevice(0));
+}
+
+/* A device copy of host data. */
+static void *dev_upload(const void *host, size_t bytes)
+{
+    void *d = NULL;
+    CUDA_OK(cudaMalloc(&d, bytes ? bytes : 1));
+    if (bytes)
+        CUDA_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* An output buffer of `bytes` plus a guard, all filled with `poison`. */
+static void *dev_output(size_t bytes, int poison)
+{
+    void *d = NULL;
+    CUDA_OK(cudaMalloc(&d, bytes + GUARD_BYTES));
+    CUDA_OK(cudaMemset(d, poison, bytes + GUARD_BYTES));
+    return d;
+}
+
+/* Copies the output back and checks its guard; returns 1 when the guard is intact. */
+static int dev_download(void *host, const void *d, size_t bytes, int poison, const char *what)
+{
+    unsigned char guard[GUARD_BYTES];
+    CUDA_OK(cudaDeviceSynchronize());
+    if (bytes)
+        CUDA_OK(cudaMemcpy(host, d, bytes, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(guard, (const unsigned char *)d + bytes, GUARD_BYTES,
+                       cudaMemcpyDeviceToHost));
+    for (int i = 0; i < GUARD_BYTES; i++) {
+        if (guard[i] != (unsigned char)poison) {
+            fprintf(stderr, "  %s: guard byte %d after the output was overwritten\n", what, i);
+            test_failures++;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void *host_alloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "out of host memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+#endif

@@ -1,0 +1,285 @@
+/* test_gpu_ops.cu: the smaller CUDA ops against their CPU twins: nhot lookup
+ * (ragged N, N = 0 rows, Argueta's 100 x 10240 x 512 shape), linear (padded
+ * leading dimensions must keep their contents, bias, accumulate, k = 0),
+ * lstm_cell (aliased c, padded ld_x/ld_h, optional gates_h and bias),
+ * attention (ragged and empty sentences; key and memory rows past the length
+ * are NaN so any read of them shows), gather_rows. All on the context's
+ * stream. Outputs are NaN-poisoned with guard regions after them. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "attention.h"
+#include "cuda_ctx.h"
+#include "gather.h"
+#include "gpu_test_util.h"
+#include "linear.h"
+#include "lstm_cell.h"
+#include "nhot.h"
+#include "test_util.h"
+
+static nmt_cuda_ctx *ctx;
+static void *stream;
+
+static void report(int ok, const char *what)
+{
+    CHECK(ok, "%s", what);
+    fprintf(stderr, "%s %s\n", ok ? "ok  " : "FAIL", what);
+}
+
+static void test_nhot(int n_rows, int dim, int table_rows, int n_min, int n_max)
+{
+    int32_t *row_ptr = (int32_t *)host_alloc((n_rows + 1) * sizeof(int32_t));
+    row_ptr[0] = 0;
+    for (int r = 0; r < n_rows; r++)
+        row_ptr[r + 1] = row_ptr[r] + test_rand_int(n_min, n_max + 1);
+    int nnz = row_ptr[n_rows];
+    int32_t *cols = (int32_t *)host_alloc(nnz * sizeof(int32_t));
+    float *values = (float *)host_alloc(nnz * sizeof(float));
+    for (int e = 0; e < nnz; e++) {
+        cols[e] = test_rand_int(0, table_rows);
+        values[e] = test_rand_uniform(-1.0f, 1.0f);
+    }
+    size_t n_table = (size_t)table_rows * dim, n_out = (size_t)n_rows * dim;
+    float *table = (float *)host_alloc(n_table * sizeof(float));
+    test_fill_uniform(table, n_table, -1.0f, 1.0f);
+    float *want = (float *)host_alloc(n_out * sizeof(float));
+    float *got = (float *)host_alloc(n_out * sizeof(float));
+    nmt_error err = {};
+    CHECK(nmt_cpu_nhot_lookup(n_rows, dim, table_rows, row_ptr, cols, values, table, want, &err) ==
+              NMT_STATUS_OK, "cpu: %s", err.message);
+    int32_t *d_rp = (int32_t *)dev_upload(row_ptr, (n_rows + 1) * sizeof(int32_t));
+    int32_t *d_cols = (int32_t *)dev_upload(cols, nnz * sizeof(int32_t));
+    float *d_vals = (float *)dev_upload(values, nnz * sizeof(float));
+    float *d_table = (float *)dev_upload(table, n_table * sizeof(float));
+    float *d_out = (float *)dev_output(n_out * sizeof(float), POISON_F32);
+    nmt_status st = nmt_cuda_nhot_lookup(n_rows, dim, table_rows, d_rp, d_cols, d_vals, d_table,
+                                         d_out, stream, &err);
+    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
+    char what[128];
+    snprintf(what, sizeof what, "nhot rows %d dim %d table %d N %d..%d", n_rows, dim, table_rows,
+             n_min, n_max);
+    dev_download(got, d_out, n_out * sizeof(float), POISON_F32, what);
+    report(test_close_f32(what, got, want, n_out, 1e-5, 1e-5), what);
+    cudaFree(d_rp); cudaFree(d_cols); cudaFree(d_vals); cudaFree(d_table); cudaFree(d_out);
+    free(row_ptr); free(cols); free(values); free(table); free(want); free(got);
+}
+
+static void test_linear(int m, int n, int k, int pad, int with_bias, int accumulate)
+{
+    int ldx = k + pad, ldw = k + pad, ldy = n + pad;
+    size_t nx = (size_t)m * (ldx ? ldx : 1), nw = (size_t)n * (ldw ? ldw : 1), ny = (size_t)m * ldy;
+    float *x = (float *)host_alloc(nx * sizeof(float));
+    float *w = (float *)host_alloc(nw * sizeof(float));
+    float *bias = (float *)host_alloc(n * sizeof(float));
+    float *want = (float *)host_alloc(ny * sizeof(float));
+    float *got = (float *)host_alloc(ny * sizeof(float));
+    test_fill_uniform(x, nx, -1.0f, 1.0f);
+    test_fill_uniform(w, nw, -1.0f, 1.0f);
+    test_fill_uniform(bias, n, -1.0f, 1.0f);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < ldy; j++)
+            want[(size_t)i * ldy + j] = j >= n ? 12345.0f
+                                        : accumulate ? test_rand_uniform(-1.0f, 1.0f) : NAN;
+    float *d_x = (float *)dev_upload(x, nx * sizeof(float));
+    float *d_w = (float *)dev_upload(w, nw * sizeof(float));
+    float *d_b = (float *)dev_upload(bias, n * sizeof(float));
+    float *d_y = (float *)dev_output(ny * sizeof(float), POISON_F32);
+    CUDA_OK(cudaMemcpy(d_y, want, ny * sizeof(float), cudaMemcpyHostToDevice));
+    nmt_cpu_linear(m, n, k, x, ldx, w, ldw, with_bias ? bias : NULL, accumulate, want, ldy);
+    nmt_error err = {};
+    nmt_status st = nmt_cuda_linear(ctx, m, n, k, d_x, ldx > 0 ? ldx : 1, d_w, ldw > 0 ? ldw : 1,
+                                    with_bias ? d_b : NULL, accumulate, d_y, ldy, &err);
+    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
+    char what[128];
+    snprintf(what, sizeof what, "linear m %d n %d k %d pad %d bias %d acc %d", m, n, k, pad,
+             with_bias, accumulate);
+    dev_download(got, d_y, ny * sizeof(float), POISON_F32, what);
+    report(test_close_f32(what, got, want, ny, 1e-5 * sqrt((double)k + 1), 1e-5), what);
+    cudaFree(d_x); cudaFree(d_w); cudaFree(d_b); cudaFree(d_y);
+    free(x); free(w); free(bias); free(want); free(got);
+}
+
+static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, int alias)
+{
+    int ld_x = 4 * hidden + pad, ld_h = hidden + pad;
+    size_t ngx = (size_t)rows * ld_x, ngh = (size_t)rows * 4 * hidden, nc = (size_t)rows * hidden,
+           nh = (size_t)rows * ld_h;
+    float *gx = (float *)host_alloc(ngx * sizeof(float));
+    float *gh = (float *)host_alloc(ngh * sizeof(float));
+    float *b = (float *)host_alloc(4 * hidden * sizeof(float));
+    float *c_prev = (float *)host_alloc(nc * sizeof(float));
+    test_fill_uniform(gx, ngx, -3.0f, 3.0f);
+    test_fill_uniform(gh, ngh, -3.0f, 3.0f);
+    test_fill_uniform(b, 4 * hidden, -1.0f, 1.0f);
+    test_fill_uniform(c_prev, nc, -2.0f, 2.0f);
+    float *want_c = (float *)host_alloc(nc * sizeof(float));
+    float *want_h = (float *)host_alloc(nh * sizeof(float));
+    float *got_c = (float *)host_alloc(nc * sizeof(float));
+    float *got_h = (float *)host_alloc(nh * sizeof(float));
+    for (size_t i = 0; i < nh; i++)
+        want_h[i] = (i % ld_h) >= (size_t)hidden ? 777.0f : NAN; /* padding must survive */
+    float *d_gx = (float *)dev_upload(gx, ngx * sizeof(float));
+    float *d_gh = (float *)dev_upload(gh, ngh * sizeof(float));
+    float *d_b = (float *)dev_upload(b, 4 * hidden * sizeof(float));
+    float *d_c = (float *)dev_output(nc * sizeof(float), POISON_F32);
+    float *d_h = (float *)dev_output(nh * sizeof(float), POISON_F32);
+    CUDA_OK(cudaMemcpy(d_h, want_h, nh * sizeof(float), cudaMemcpyHostToDevice));
+    float *d_cprev = alias ? d_c : (float *)dev_upload(c_prev, nc * sizeof(float));
+    if (alias)
+        CUDA_OK(cudaMemcpy(d_c, c_prev, nc * sizeof(float), cudaMemcpyHostToDevice));
+    nmt_cpu_lstm_cell(rows, hidden, gx, ld_x, with_h ? gh : NULL, with_bias ? b : NULL, c_prev,
+                      want_c, want_h, ld_h);
+    nmt_error err = {};
+    nmt_status st = nmt_cuda_lstm_cell(rows, hidden, d_gx, ld_x, with_h ? d_gh : NULL,
+                                       with_bias ? d_b : NULL, d_cprev, d_c, d_h, ld_h, stream, &err);
+    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
+    char what[128];
+    snprintf(what, sizeof what, "lstm_cell rows %d hidden %d pad %d gates_h %d bias %d alias %d",
+             rows, hidden, pad, with_h, with_bias, alias);
+    dev_download(got_c, d_c, nc * sizeof(float), POISON_F32, what);
+    dev_download(got_h, d_h, nh * sizeof(float), POISON_F32, what);
+    int ok = test_close_f32("c", got_c, want_c, nc, 1e-6, 1e-5);
+    ok &= test_close_f32("h", got_h, want_h, nh, 1e-6, 1e-5);
+    report(ok, what);
+    cudaFree(d_gx); cudaFree(d_gh); cudaFree(d_b); cudaFree(d_c); cudaFree(d_h);
+    if (!alias)
+        cudaFree(d_cprev);
+    free(gx); free(gh); free(b); free(c_prev); free(want_c); free(want_h); free(got_c); free(got_h);
+}
+
+static void test_attention(int n_sent, int rows, int hidden, int max_src, int with_weights)
+{
+    int32_t *sent = (int32_t *)host_alloc(rows * sizeof(int32_t));
+    int32_t *len = (int32_t *)host_alloc(n_sent * sizeof(int32_t));
+    for (int s = 0; s < n_sent; s++)
+        len[s] = test_rand_int(1, max_src + 1);
+    if (n_sent > 2)
+        len[1] = 0; /* an empty sentence */
+    len[0] = max_src;
+    for (int r = 0; r < rows; r++)
+        sent[r] = test_rand_int(0, n_sent);
+    size_t nk = (size_t)n_sent * max_src * hidden, nq = (size_t)rows * hidden,
+           nwt = (size_t)rows * max_src;
+    float *keys = (float *)host_alloc(nk * sizeof(float));
+    float *mem = (float *)host_alloc(nk * sizeof(float));
+    float *query = (float *)host_alloc(nq * sizeof(float));
+    test_fill_uniform(keys, nk, -0.3f, 0.3f);
+    test_fill_uniform(mem, nk, -1.0f, 1.0f);
+    test_fill_uniform(query, nq, -0.3f, 0.3f);
+    for (int s = 0; s < n_sent; s++) /* past the length: NaN, must never be read */
+        for (size_t i = (size_t)len[s] * hidden; i < (size_t)max_src * hidden; i++)
+            keys[(size_t)s * max_src * hidden + i] = mem[(size_t)s * max_src * hidden + i] = NAN;
+    float *want_ctx = (float *)host_alloc(nq * sizeof(float)), *got_ctx = (float *)host_alloc(nq * sizeof(float));
+    float *want_w = (float *)host_alloc(nwt * sizeof(float)), *got_w = (float *)host_alloc(nwt * sizeof(float));
+    int32_t *want_a = (int32_t *)host_alloc(rows * sizeof(int32_t)), *got_a = (int32_t *)host_alloc(rows * sizeof(int32_t));
+    nmt_cpu_attention(rows, hidden, max_src, sent, len, keys, mem, query, want_ctx, want_w, want_a);
+    int32_t *d_sent = (int32_t *)dev_upload(sent, rows * sizeof(int32_t));
+    int32_t *d_len = (int32_t *)dev_upload(len, n_sent * sizeof(int32_t));
+    float *d_keys = (float *)dev_upload(keys, nk * sizeof(float));
+    float *d_mem = (float *)dev_upload(mem, nk * sizeof(float));
+    float *d_query = (float *)dev_upload(query, nq * sizeof(float));
+    float *d_ctx = (float *)dev_output(nq * sizeof(float), POISON_F32);
+    float *d_w = (float *)dev_output(nwt * sizeof(float), POISON_F32);
+    int32_t *d_a = (int32_t *)dev_output(rows * sizeof(int32_t), POISON_I32);
+    nmt_error err = {};
+    nmt_status st = nmt_cuda_attention(rows, hidden, max_src, d_sent, d_len, d_keys, d_mem, d_query,
+                                       d_ctx, with_weights ? d_w : NULL, d_a, stream, &err);
+    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
+    char what[128];
+    snprintf(what, sizeof what, "attention sentences %d rows %d hidden %d max_src %d weights %d",
+             n_sent, rows, hidden, max_src, with_weights);
+    dev_download(got_ctx, d_ctx, nq * sizeof(float), POISON_F32, what);
+    dev_download(got_a, d_a, rows * sizeof(int32_t), POISON_I32, what);
+    int ok = test_close_f32("context", got_ctx, want_ctx, nq, 1e-5, 1e-4);
+    if (with_weights) {
+        dev_download(got_w, d_w, nwt * sizeof(float), POISON_F32, what);
+        ok &= test_close_f32("weights", got_w, want_w, nwt, 1e-6, 1e-4);
+    }
+    for (int r = 0; r < rows; r++) {
+        if (got_a[r] == want_a[r])
+            continue;
+        /* Accept the other index only when the two weights tie within rounding. */
+        int tie = got_a[r] >= 0 && want_a[r] >= 0 &&
+                  fabsf(want_w[(size_t)r * max_src + got_a[r]] - want_w[(size_t)r * max_src + want_a[r]]) < 1e-6f;
+        if (!tie) {
+            fprintf(stderr, "  argmax[%d]: got %d want %d\n", r, got_a[r], want_a[r]);
+            ok = 0;
+        }
+    }
+    report(ok, what);
+    cudaFree(d_sent); cudaFree(d_len); cudaFree(d_keys); cudaFree(d_mem); cudaFree(d_query);
+    cudaFree(d_ctx); cudaFree(d_w); cudaFree(d_a);
+    free(sent); free(len); free(keys); free(mem); free(query);
+    free(want_ctx); free(got_ctx); free(want_w); free(got_w); free(want_a); free(got_a);
+}
+
+static void test_gather(int rows, int dim, int src_rows)
+{
+    size_t ns = (size_t)src_rows * dim, nd = (size_t)rows * dim;
+    float *src = (float *)host_alloc(ns * sizeof(float));
+    int32_t *index = (int32_t *)host_alloc(rows * sizeof(int32_t));
+    test_fill_uniform(src, ns, -1.0f, 1.0f);
+    for (int r = 0; r < rows; r++)
+        index[r] = test_rand_int(0, src_rows);
+    float *want = (float *)host_alloc(nd * sizeof(float)), *got = (float *)host_alloc(nd * sizeof(float));
+    nmt_cpu_gather_rows(rows, dim, src, index, want);
+    float *d_src = (float *)dev_upload(src, ns * sizeof(float));
+    int32_t *d_index = (int32_t *)dev_upload(index, rows * sizeof(int32_t));
+    float *d_dst = (float *)dev_output(nd * sizeof(float), POISON_F32);
+    nmt_error err = {};
+    nmt_status st = nmt_cuda_gather_rows(rows, dim, d_src, d_index, d_dst, stream, &err);
+    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
+    char what[96];
+    snprintf(what, sizeof what, "gather rows %d dim %d src %d", rows, dim, src_rows);
+    dev_download(got, d_dst, nd * sizeof(float), POISON_F32, what);
+    report(test_close_f32(what, got, want, nd, 0.0, 0.0), what);
+    cudaFree(d_src); cudaFree(d_index); cudaFree(d_dst);
+    free(src); free(index); free(want); free(got);
+}
+
+int main(void)
+{
+    gpu_test_require_device("test_gpu_ops");
+    test_seed();
+    nmt_error err = {};
+    if (nmt_cuda_ctx_create(0, &ctx, &err) != NMT_STATUS_OK) {
+        fprintf(stderr, "context: %s\n", err.message);
+        return 1;
+    }
+    stream = nmt_cuda_ctx_stream(ctx);
+
+    test_nhot(1, 1, 1, 1, 1);
+    test_nhot(7, 7, 33, 0, 5);
+    test_nhot(100, 512, 10240, 10, 10);
+    test_nhot(333, 333, 1000, 0, 100);
+    test_nhot(5, 1024, 50, 50, 50);
+    test_nhot(64, 1000, 4000, 0, 3);
+
+    test_linear(1, 1, 1, 0, 0, 0);
+    test_linear(7, 33, 5, 3, 1, 0);
+    test_linear(333, 130, 257, 1, 1, 1);
+    test_linear(5, 2000, 512, 0, 1, 1);
+    test_linear(64, 1024, 1024, 0, 0, 0);
+    test_linear(3, 4, 0, 2, 1, 0);
+
+    test_lstm(1, 1, 0, 1, 1, 0);
+    test_lstm(7, 33, 3, 1, 1, 1);
+    test_lstm(333, 256, 0, 1, 1, 0);
+    test_lstm(5, 1000, 1, 0, 0, 1);
+
+    test_attention(1, 1, 1, 1, 1);
+    test_attention(3, 7, 33, 7, 1);
+    test_attention(4, 20, 256, 50, 1);
+    test_attention(10, 333, 500, 100, 0);
+    test_attention(8, 64, 1024, 333, 1);
+
+    test_gather(1, 1, 1);
+    test_gather(7, 33, 5);
+    test_gather(333, 1024, 400);
+    test_gather(5, 7, 9);
+
+    nmt_cuda_ctx_free(ctx);
+    return test_finish("test_gpu_ops");
+}

@@ -1,0 +1,136 @@
+/* test_gpu_softmax_topk.cu: nmt_cuda_softmax_topk against nmt_cpu_softmax_topk
+ * over a shape table that reaches every variant the launcher can pick: fused
+ * (1..8 warps, one and two slots a lane), split (rows << SMs), atomic
+ * (64 < K <= 512), sort (K > 512); K > V, V = 1, odd and padded ld,
+ * excluded ids, quantized logits (exact ties), k = 0 and lse = NULL.
+ * Ids must match exactly: both sides rank by the float logit, then the lower
+ * id; values (z - lse) and lse to ~1e-5. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpu_test_util.h"
+#include "softmax_topk.h"
+#include "test_util.h"
+
+typedef struct {
+    int rows, vocab, k, pad, ties, n_excluded, with_lse;
+    const char *variant; /* what the launcher should pick, for the log */
+} shape;
+
+static const shape shapes[] = {
+    {1, 1, 1, 0, 0, 0, 1, "fused V=1"},
+    {1, 1, 5, 0, 0, 0, 1, "fused K>V"},
+    {7, 7, 3, 1, 0, 1, 1, "fused"},
+    {3, 333, 10, 3, 0, 2, 1, "fused"},
+    {5, 1000, 64, 0, 0, 3, 1, "fused 2 slots"},
+    {2, 1001, 33, 1, 1, 2, 1, "fused 2 slots ties"},
+    {4, 1000, 0, 0, 0, 0, 1, "k=0 (lse only)"},
+    {1, 50, 200, 0, 0, 2, 1, "fused K>V"},
+    {333, 2049, 7, 2, 1, 2, 0, "fused, lse NULL, ties"},
+    {1000, 777, 8, 0, 0, 2, 1, "fused short rows"},
+    {3000, 96, 4, 0, 0, 2, 1, "fused 1 warp many rows"},
+    {1, 10240, 1, 0, 0, 2, 1, "split"},
+    {12, 50000, 5, 0, 0, 2, 1, "split"},
+    {1, 100003, 10, 1, 0, 2, 1, "split odd V"},
+    {60, 32000, 50, 0, 1, 3, 1, "split 2 slots ties"},
+    {200, 50000, 10, 0, 0, 2, 1, "fused large V"},
+    {4, 5000, 100, 0, 0, 2, 1, "atomic"},
+    {3, 2000, 300, 3, 1, 2, 1, "atomic ties"},
+    {2, 3000, 600, 0, 0, 2, 1, "sort"},
+    {2, 700, 1000, 1, 0, 2, 1, "sort K>V"},
+};
+
+static int run_shape(const shape *s)
+{
+    const int rows = s->rows, vocab = s->vocab, k = s->k, ld = s->vocab + s->pad;
+    size_t n_logits = (size_t)rows * ld, n_top = (size_t)rows * k;
+    float *logits = (float *)host_alloc(n_logits * sizeof(float));
+    for (size_t i = 0; i < n_logits; i++) {
+        float z = test_rand_uniform(-8.0f, 8.0f);
+        logits[i] = s->ties ? floorf(z * 4.0f) / 4.0f : z; /* quantized: many exact ties */
+    }
+    /* Excluded: id 0, the row-0 argmax (a word that would surely be picked), out of range. */
+    int32_t excluded[3] = {0, 0, vocab + 5};
+    for (int w = 1; w < vocab; w++)
+        if (logits[w] > logits[excluded[1]])
+            excluded[1] = w;
+    int n_excluded = s->n_excluded;
+
+    float *want_v = (float *)host_alloc(n_top * sizeof(float));
+    int32_t *want_i = (int32_t *)host_alloc(n_top * sizeof(int32_t));
+    float *want_lse = (float *)host_alloc(rows * sizeof(float));
+    nmt_cpu_softmax_topk(rows, vocab, logits, ld, k, excluded, n_excluded, want_v, want_i,
+                         want_lse);
+
+    float *d_logits = (float *)dev_upload(logits, n_logits * sizeof(float));
+    int32_t *d_excl = (int32_t *)dev_upload(excluded, sizeof excluded);
+    float *d_v = (float *)dev_output(n_top * sizeof(float), POISON_F32);
+    int32_t *d_i = (int32_t *)dev_output(n_top * sizeof(int32_t), POISON_I32);
+    float *d_lse = s->with_lse ? (float *)dev_output(rows * sizeof(float), POISON_F32) : NULL;
+    nmt_error err = {};
+    nmt_status st = nmt_cuda_softmax_topk(rows, vocab, d_logits, ld, k, d_excl, n_excluded,
+                                          k ? d_v : NULL, k ? d_i : NULL, d_lse, NULL, &err);
+    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
+
+    float *got_v = (float *)host_alloc(n_top * sizeof(float));
+    int32_t *got_i = (int32_t *)host_alloc(n_top * sizeof(int32_t));
+    float *got_lse = (float *)host_alloc(rows * sizeof(float));
+    char what[160];
+    snprintf(what, sizeof what, "rows %d V %d K %d ld %d (%s)", rows, vocab, k, ld, s->variant);
+    dev_download(got_v, d_v, n_top * sizeof(float), POISON_F32, what);
+    dev_download(got_i, d_i, n_top * sizeof(int32_t), POISON_I32, what);
+    int ok = 1;
+    if (d_lse) {
+        dev_download(got_lse, d_lse, rows * sizeof(float), POISON_F32, what);
+        ok &= test_close_f32("lse", got_lse, want_lse, rows, 1e-5, 1e-6);
+    }
+    ok &= test_close_f32("top_values", got_v, want_v, n_top, 2e-5, 1e-5);
+    size_t bad_ids = 0;
+    for (size_t i = 0; i < n_top; i++) {
+        if (got_i[i] != want_i[i]) {
+            if (bad_ids < 5)
+                fprintf(stderr, "  top_ids[row %zu, %zu]: got %d want %d (values %.9g / %.9g)\n",
+                        i / k, i % k, got_i[i], want_i[i], got_v[i], want_v[i]);
+            bad_ids++;
+        }
+    }
+    if (bad_ids)
+        fprintf(stderr, "top_ids: %zu of %zu differ\n", bad_ids, n_top);
+    ok &= bad_ids == 0;
+    CHECK(ok, "%s", what);
+    fprintf(stderr, "%s %s\n", ok ? "ok  " : "FAIL", what);
+
+    cudaFree(d_logits);
+    cudaFree(d_excl);
+    cudaFree(d_v);
+    cudaFree(d_i);
+    if (d_lse)
+        cudaFree(d_lse);
+    free(logits);
+    free(want_v);
+    free(want_i);
+    free(want_lse);
+    free(got_v);
+    free(got_i);
+    free(got_lse);
+    return ok;
+}
+
+int main(void)
+{
+    gpu_test_require_device("test_gpu_softmax_topk");
+    test_seed();
+    /* NMT_TEST_SMALL=1 (under compute-sanitizer) keeps the small shapes only. */
+    const char *small = getenv("NMT_TEST_SMALL");
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (!(small && *small == '1' && (size_t)shapes[i].rows * shapes[i].vocab > 300000))
+            run_shape(&shapes[i]);
+
+    /* Bad arguments are refused with a message, not launched. */
+    nmt_error err = {};
+    CHECK(nmt_cuda_softmax_topk(1, 0, NULL, 0, 1, NULL, 0, NULL, NULL, NULL, NULL, &err) ==
+              NMT_STATUS_ERROR_ARGUMENT, "vocab 0 accepted");
+    return test_finish("test_gpu_softmax_topk");
+}

@@ -1,0 +1,117 @@
+/* bench_util.h: shared timing for the CUDA benchmarks (header only, static).
+ * Events around each call after warm-up, the median of NMT_BENCH_REPEATS
+ * (default 20, at least 20 unless set lower on purpose) calls; a
+ * device-to-device copy measured in the same program gives the bandwidth
+ * every kernel is compared with (bytes moved = read + write). Results go to
+ * stdout as JSON lines (one per measurement), tables go to stderr. */
+#ifndef NMT_BENCH_UTIL_H
+#define NMT_BENCH_UTIL_H
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BENCH_CHECK(call)                                                                  \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
+                    cudaGetErrorString(e_));                                               \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+#define BENCH_L2_FLUSH_BYTES (128u << 20) /* rotate inputs over > 2x the 50 MB L2 */
+
+static int bench_env_int(const char *name, int fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : fallback;
+}
+
+static int bench_repeats(void)
+{
+    int r = bench_env_int("NMT_BENCH_REPEATS", 20);
+    return r < 1 ? 1 : r;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Times fn(arg, i) for i = 0, 1, ... (the callee rotates its buffers by i);
+ * returns the median in microseconds. */
+typedef void (*bench_fn)(void *arg, int iteration);
+static double bench_time_us(bench_fn fn, void *arg, cudaStream_t stream)
+{
+    int repeats = bench_repeats(), warmup = 3;
+    float *ms = (float *)malloc(repeats * sizeof(float));
+    cudaEvent_t start, stop;
+    BENCH_CHECK(cudaEventCreate(&start));
+    BENCH_CHECK(cudaEventCreate(&stop));
+    for (int i = 0; i < warmup; i++)
+        fn(arg, i);
+    BENCH_CHECK(cudaStreamSynchronize(stream));
+    for (int i = 0; i < repeats; i++) {
+        BENCH_CHECK(cudaEventRecord(start, stream));
+        fn(arg, warmup + i);
+        BENCH_CHECK(cudaEventRecord(stop, stream));
+        BENCH_CHECK(cudaEventSynchronize(stop));
+        BENCH_CHECK(cudaEventElapsedTime(&ms[i], start, stop));
+    }
+    BENCH_CHECK(cudaGetLastError());
+    qsort(ms, repeats, sizeof(float), cmp_float);
+    double median = repeats % 2 ? ms[repeats / 2] : 0.5 * (ms[repeats / 2 - 1] + ms[repeats / 2]);
+    BENCH_CHECK(cudaEventDestroy(start));
+    BENCH_CHECK(cudaEventDestroy(stop));
+    free(ms);
+    return median * 1000.0;
+}
+
+typedef struct {
+    void *src, *dst;
+    size_t bytes;
+    cudaStream_t stream;
+} copy_arg;
+
+static void copy_once(void *p, int i)
+{
+    copy_arg *a = (copy_arg *)p;
+    (void)i;
+    BENCH_CHECK(cudaMemcpyAsync(a->dst, a->src, a->bytes, cudaMemcpyDeviceToDevice, a->stream));
+}
+
+/* Device-to-device copy bandwidth in GB/s (read + write bytes) on 256 MB. */
+static double bench_copy_bandwidth(cudaStream_t stream)
+{
+    copy_arg a;
+    a.bytes = (size_t)256 << 20;
+    a.stream = stream;
+    BENCH_CHECK(cudaMalloc(&a.src, a.bytes));
+    BENCH_CHECK(cudaMalloc(&a.dst, a.bytes));
+    BENCH_CHECK(cudaMemset(a.src, 1, a.bytes));
+    double us = bench_time_us(copy_once, &a, stream);
+    BENCH_CHECK(cudaFree(a.src));
+    BENCH_CHECK(cudaFree(a.dst));
+    double gbps = 2.0 * a.bytes / (us * 1e3);
+    cudaDeviceProp prop;
+    BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
+    printf("{\"bench\":\"copy\",\"device\":\"%s\",\"bytes\":%zu,\"median_us\":%.3f,"
+           "\"gbps\":%.1f}\n", prop.name, 2 * a.bytes, us, gbps);
+    fprintf(stderr, "device %s: device-to-device copy %.1f GB/s (read + write)\n", prop.name,
+            gbps);
+    fflush(stdout);
+    return gbps;
+}
+
+/* How many copies of an input of `bytes` make the rotation larger than L2. */
+static int bench_copies(size_t bytes)
+{
+    size_t n = (BENCH_L2_FLUSH_BYTES + bytes - 1) / (bytes ? bytes : 1);
+    return n < 1 ? 1 : (n > 64 ? 64 : (int)n);
+}
+
+#endif

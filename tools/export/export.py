@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Exports a training checkpoint (tools/train/train.py) to model.bin.
+
+The checkpoint's weights are mapped to the file's tensor names by
+pynmt.network (the one place that knows the correspondence) and written in
+the canonical order of pynmt.modelfile.expected_tensors, fp32 by default,
+fp16 with --fp16 (the engine widens at load), deflated with --compress.
+After writing, the file is read back and compared, so a bad export fails
+here rather than in the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from pynmt import modelfile  # noqa: E402
+from pynmt.network import NMTNetwork, load_checkpoint  # noqa: E402
+
+
+def network_from_checkpoint(path: str) -> tuple[NMTNetwork, dict]:
+    ckpt = load_checkpoint(path)
+    net = NMTNetwork.from_hparams(ckpt["hparams"])
+    net.load_state_dict(ckpt["model"])
+    return net.eval(), ckpt
+
+
+def export(net: NMTNetwork, src_vocab: list[str], tgt_vocab: list[str], out: str,
+           fp16: bool = False, compress: bool = False) -> dict[str, np.ndarray]:
+    """Writes model.bin; returns the tensors written (fp32, before any narrowing)."""
+    hparams = net.hparams()
+    tensors = net.to_file_tensors()
+    modelfile.check_tensors(hparams, tensors)
+    ordered = {name: tensors[name] for name, _ in modelfile.expected_tensors(hparams)}
+    modelfile.write_model(out, hparams, src_vocab, tgt_vocab, ordered,
+                          dtype="f16" if fp16 else "f32", compress=compress)
+    # Read back: the file must give exactly what was meant (fp16: the rounded values).
+    hp2, sv2, tv2, back = modelfile.read_model(out)
+    if sv2 != list(src_vocab) or tv2 != list(tgt_vocab):
+        raise RuntimeError(f"{out}: vocabularies differ after reading back")
+    for name, a in ordered.items():
+        want = a.astype(np.float16).astype(np.float32) if fp16 else a
+        if not np.array_equal(back[name], want):
+            raise RuntimeError(f"{out}: tensor {name} differs after reading back")
+    return ordered
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("checkpoint", help="best.pt or last.pt from train.py")
+    p.add_argument("-o", "--output", required=True, help="model.bin to write")
+    p.add_argument("--fp16", action="store_true", help="store tensors as IEEE binary16")
+    p.add_argument("--compress", action="store_true", help="deflate the tensor data")
+    a = p.parse_args(argv)
+    net, ckpt = network_from_checkpoint(a.checkpoint)
+    tensors = export(net, ckpt["src_vocab"], ckpt["tgt_vocab"], a.output, a.fp16, a.compress)
+    n = sum(t.size for t in tensors.values())
+    print(f"{a.output}: {os.path.getsize(a.output):,} bytes ({os.path.getsize(a.output) / 1e6:.1f} MB), "
+          f"{len(tensors)} tensors, {n / 1e6:.2f}M parameters, {'fp16' if a.fp16 else 'fp32'}"
+          f"{', deflated' if a.compress else ''}; epoch {ckpt.get('epoch')}, "
+          f"valid BLEU {ckpt.get('best_bleu', float('nan')):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

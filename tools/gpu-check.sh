@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# gpu-check.sh: the GPU gate, meant for one H100 in under ~8 minutes:
+#   1. configure and build for sm_90 into build-gpu
+#   2. ctest -L gpu
+#   3. compute-sanitizer memcheck and racecheck on the GPU test programs
+#      (NMT_TEST_SMALL=1: the small shapes)
+#   4. the benches (JSON lines into ${OUT:-out}/bench/), bench_torch.py,
+#      summarize.py into ${OUT:-out}/bench/summary.md
+#   5. a short summary table, last.
+# Knobs: NMT_BENCH_REPEATS (20), NMT_BENCH_ROWS / _VOCABS / _KS / _NS,
+# NMT_BENCH_REDUCE_LOG2 (26), NMT_GPU_CHECK_SKIP_BENCH=1, NMT_GPU_CHECK_SKIP_SANITIZER=1,
+# NMT_GPU_CHECK_JOBS (build parallelism), NMT_PYTHON (python with torch).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+out="${OUT:-out}"
+bench_dir="$out/bench"
+build=build-gpu
+jobs="${NMT_GPU_CHECK_JOBS:-$(nproc)}"
+python="${NMT_PYTHON:-python3}"
+mkdir -p "$bench_dir"
+start=$(date +%s)
+elapsed() { echo $(( $(date +%s) - start )); }
+
+build_status=ok
+tests_summary="not run"
+memcheck_errors="not run"
+racecheck_errors="not run"
+bench_status="not run"
+
+# --- 1. build ----------------------------------------------------------------
+echo "== build ($build, sm_90)"
+if ! { cmake -S . -B "$build" -DNMT_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+         -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$out/configure.log" 2>&1 &&
+       timeout 300 cmake --build "$build" -j "$jobs" >"$out/build.log" 2>&1; }; then
+    build_status=FAILED
+    tail -40 "$out/build.log" "$out/configure.log" 2>/dev/null || true
+fi
+echo "   build: $build_status ($(elapsed)s)"
+
+if [[ $build_status == ok ]]; then
+    # --- 2. tests ------------------------------------------------------------
+    echo "== ctest -L gpu"
+    ( cd "$build" && timeout 240 ctest -L gpu --output-on-failure --timeout 120 ) \
+        >"$out/ctest-gpu.log" 2>&1 || true
+    tail -25 "$out/ctest-gpu.log"
+    passed=$(grep -cE 'Test +#[0-9]+: .* Passed' "$out/ctest-gpu.log" || true)
+    failed=$(grep -cE '\*\*\*Failed|\*\*\*Timeout|\*\*\*Exception|Failed  ' "$out/ctest-gpu.log" || true)
+    skipped=$(grep -cE 'Skipped' "$out/ctest-gpu.log" || true)
+    tests_summary="passed $passed, failed $failed, skipped $skipped"
+    echo "   tests: $tests_summary ($(elapsed)s)"
+
+    # --- 3. sanitizers -------------------------------------------------------
+    if [[ "${NMT_GPU_CHECK_SKIP_SANITIZER:-0}" != 1 ]] && command -v compute-sanitizer >/dev/null; then
+        memcheck_errors=0
+        racecheck_errors=0
+        for prog in "$build"/test_gpu_*; do
+            [[ -x $prog ]] || continue
+            name=$(basename "$prog")
+            for tool in memcheck racecheck; do
+                log="$out/sanitizer-$tool-$name.log"
+                rc=0
+                NMT_TEST_SMALL=1 timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+                    "$prog" >"$log" 2>&1 || rc=$?
+                n=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | grep -oE '[0-9]+' | tail -1 || true)
+                n=${n:-0}
+                if [[ $rc == 124 ]]; then n="$n+timeout"; fi
+                if [[ $rc != 0 && $rc != 77 && $n == 0 ]]; then n="rc=$rc"; fi
+                echo "   $tool $name: errors $n"
+                if [[ $tool == memcheck ]]; then memcheck_errors="$memcheck_errors+$n"; else racecheck_errors="$racecheck_errors+$n"; fi
+            done
+        done
+        memcheck_errors=$(echo "$memcheck_errors" | sed 's/^0+//')
+        racecheck_errors=$(echo "$racecheck_errors" | sed 's/^0+//')
+        echo "   sanitizers done ($(elapsed)s)"
+    fi
+
+    # --- 4. benches ----------------------------------------------------------
+    if [[ "${NMT_GPU_CHECK_SKIP_BENCH:-0}" != 1 ]]; then
+        bench_status=ok
+        for b in bench_softmax_topk bench_nhot bench_reduce; do
+            [[ -x "$build/$b" ]] || continue
+            echo "== $b"
+            timeout 150 "$build/$b" >"$bench_dir/$b.jsonl" 2>"$bench_dir/$b.txt" || bench_status="$b failed"
+            cat "$bench_dir/$b.txt"
+        done
+        echo "== bench_torch.py"
+        timeout 150 "$python" tools/bench/bench_torch.py >"$bench_dir/bench_torch.jsonl" \
+            2>"$bench_dir/bench_torch.txt" || bench_status="$bench_status; torch failed"
+        tail -3 "$bench_dir/bench_torch.txt" || true
+        "$python" tools/bench/summarize.py "$bench_dir"/*.jsonl >"$bench_dir/summary.md" || true
+        echo "   benches: $bench_status ($(elapsed)s)"
+    fi
+fi
+
+# --- 5. summary --------------------------------------------------------------
+echo
+echo "================ gpu-check summary ($(elapsed)s) ================"
+printf '%-28s %s\n' "build" "$build_status"
+printf '%-28s %s\n' "ctest -L gpu" "$tests_summary"
+printf '%-28s %s\n' "memcheck errors" "$memcheck_errors"
+printf '%-28s %s\n' "racecheck errors" "$racecheck_errors"
+printf '%-28s %s\n' "benches" "$bench_status"
+if [[ -f "$bench_dir/summary.md" ]]; then
+    grep -E '^ *TARGET' "$bench_dir/summary.md" | sed 's/^ *TARGET /target: /' || true
+    echo "(tables: $bench_dir/summary.md)"
+fi
