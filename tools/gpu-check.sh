@@ -46,8 +46,8 @@ if [[ $build_status == ok ]]; then
         >"$out/ctest-gpu.log" 2>&1 || true
     tail -25 "$out/ctest-gpu.log"
     passed=$(grep -cE 'Test +#[0-9]+: .* Passed' "$out/ctest-gpu.log" || true)
-    failed=$(grep -cE '\*\*\*Failed|\*\*\*Timeout|\*\*\*Exception|Failed  ' "$out/ctest-gpu.log" || true)
-    skipped=$(grep -cE 'Skipped' "$out/ctest-gpu.log" || true)
+    failed=$(grep -cE 'Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception)' "$out/ctest-gpu.log" || true)
+    skipped=$(grep -cE 'Test +#[0-9]+: .*Skipped' "$out/ctest-gpu.log" || true)
     tests_summary="passed $passed, failed $failed, skipped $skipped"
     echo "   tests: $tests_summary ($(elapsed)s)"
 

@@ -117,6 +117,8 @@ def beam_search(net: NMTNetwork, words: list[list[int]], cases: list[list[int]],
     hist_tok = torch.zeros((n, 0), dtype=torch.long, device=device)
     hist_att = torch.zeros((n, 0), dtype=torch.long, device=device)
     finished: list[list[tuple[float, float, list[int], list[int]]]] = [[] for _ in range(n)]
+    eos_only = torch.full((V,), float("-inf"), device=device)  # added at the max-length step
+    eos_only[EOS] = 0.0
 
     for t in range(1, max(max_lens) + 1):
         f, state, attn = net.decode_step(net.tgt_embedding(prev), feed, state,
@@ -126,8 +128,6 @@ def beam_search(net: NMTNetwork, words: list[list[int]], cases: list[list[int]],
         logp[:, BOS] = float("-inf")
         at_max = max_len_dev.index_select(0, active) == t           # [n_act]
         row_at_max = at_max.repeat_interleave(K)
-        eos_only = torch.full((V,), float("-inf"), device=device)
-        eos_only[EOS] = 0.0
         logp = torch.where(row_at_max[:, None], logp + eos_only, logp)
         att_arg = attn.argmax(dim=1)                                 # [rows]
 
