@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3

@@ -26,7 +26,7 @@ produced the UNK (the first maximum on ties).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch

@@ -7,8 +7,11 @@ so the per-step Python loop of the input-fed decoder wastes little); after
 every epoch the validation perplexity and the validation BLEU of a greedy
 decode with the same batched search the reference decoder uses (sacreBLEU
 against the raw references, so the number means what the final one means).
-The learning rate is halved when validation BLEU does not improve, training
-stops early after --patience such epochs, and --time-budget makes it stop
+The learning rate is halved when validation perplexity does not improve
+(smooth from the first epoch, unlike BLEU, which sits near 0 early on and
+would decay the rate before anything is learned); the best checkpoint is the
+one of the best validation BLEU, and training stops early after --patience
+epochs without a BLEU gain, and --time-budget makes it stop
 cleanly (validated and saved) before the budget runs out.
 
 Checkpoints (save-dir/last.pt each epoch, save-dir/best.pt at the best
@@ -147,7 +150,7 @@ def parse_args(argv=None):
     g.add_argument("--dropout", type=float, default=0.3)
     g.add_argument("--label-smoothing", type=float, default=0.1)
     g.add_argument("--lr", type=float, default=1e-3)
-    g.add_argument("--lr-decay", type=float, default=0.5, help="factor when valid BLEU stalls")
+    g.add_argument("--lr-decay", type=float, default=0.5, help="factor when valid ppl stalls")
     g.add_argument("--min-lr", type=float, default=1e-5, help="stop when lr falls below")
     g.add_argument("--clip", type=float, default=5.0, help="max gradient norm")
     g.add_argument("--batch-tokens", type=int, default=2000, help="padded target tokens a batch")
@@ -209,13 +212,14 @@ def main(argv=None) -> int:
         f"E={args.emb_size} H={args.hidden_size} layers={args.layers} on {device}"
         + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
 
-    history, epoch, step, best_bleu, stale = [], 0, 0, -1.0, 0
+    history, epoch, step, best_bleu, stale, best_ppl = [], 0, 0, -1.0, 0, float("inf")
     rng = random.Random(args.seed)
     if resume:
         net.load_state_dict(resume["model"])
         optimizer.load_state_dict(resume["optimizer"])
         history, epoch, step = resume["history"], resume["epoch"], resume["step"]
         best_bleu, stale = resume["best_bleu"], resume["stale"]
+        best_ppl = min((r["valid_ppl"] for r in history), default=float("inf"))
         rng.setstate(resume["rng"])
         torch.set_rng_state(resume["torch_rng"])
     translator = Translator(net, data.src_vocab, data.tgt_vocab)
@@ -281,7 +285,9 @@ def main(argv=None) -> int:
             f"{v['valid_ppl']:.2f}, valid BLEU {v['valid_bleu']:.2f} (greedy, "
             f"{v['valid_time']:.1f}s){' *best*' if improved else ''}, lr {lr:.2e}")
         log(f"  sample: {v['sample'][0]!r}")
-        if not improved:
+        if v["valid_ppl"] < best_ppl:
+            best_ppl = v["valid_ppl"]
+        else:
             lr *= args.lr_decay
             for g in optimizer.param_groups:
                 g["lr"] = lr
