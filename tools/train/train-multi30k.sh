@@ -47,7 +47,7 @@ $PYTHON tools/train/train.py --data "$DATA" --src-lang de --tgt-lang en \
     --save-dir "$WORK/ckpt" --device "$DEVICE" --time-budget "$TIME_BUDGET" \
     --emb-size 256 --hidden-size 512 --layers 2 --src-min-freq 2 --tgt-min-freq 3 \
     --dropout 0.3 --label-smoothing 0.1 --lr 1e-3 --batch-tokens 2000 \
-    --max-epochs 30 --patience 5 --seed 1234 ${TRAIN_ARGS:-}
+    --max-epochs 40 --patience 5 --seed 1234 ${TRAIN_ARGS:-}
 train_done=$(date +%s)
 
 echo "=== export ==="
