@@ -12,6 +12,7 @@
 #define NMT_KERNELS_SOFTMAX_TOPK_H
 
 #include "nmt.h"
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -27,9 +28,21 @@ void nmt_cpu_softmax_topk(int32_t n_rows, int32_t vocab, const float *logits, in
                           int32_t k, const int32_t *excluded, int32_t n_excluded,
                           float *top_values, int32_t *top_ids, float *lse);
 
+/* Bytes of device workspace nmt_cuda_softmax_topk needs on the current
+ * device for any call with at most n_rows rows, vocab words and k (the split
+ * variant's partial results and per-row counters; the sort fallback's keys).
+ * Allocate it once (never inside a decode loop) and zero it once
+ * (cudaMemset): every call leaves its counters at zero again. One workspace
+ * must not serve two calls running at the same time (two streams).
+ * SIZE_MAX when CUB cannot size the sort fallback. */
+size_t nmt_cuda_softmax_topk_workspace_size(int32_t n_rows, int32_t vocab, int32_t k);
+
+/* Never allocates: refuses (NMT_STATUS_ERROR_ARGUMENT) a workspace smaller
+ * than the call needs. */
 nmt_status nmt_cuda_softmax_topk(int32_t n_rows, int32_t vocab, const float *logits, int32_t ld,
                                  int32_t k, const int32_t *excluded, int32_t n_excluded,
-                                 float *top_values, int32_t *top_ids, float *lse, void *stream,
+                                 float *top_values, int32_t *top_ids, float *lse,
+                                 void *workspace, size_t workspace_bytes, void *stream,
                                  nmt_error *err);
 
 #ifdef __cplusplus

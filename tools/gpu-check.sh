@@ -4,9 +4,15 @@
 #   2. ctest -L gpu
 #   3. compute-sanitizer memcheck and racecheck on the GPU test programs
 #      (NMT_TEST_SMALL=1: the small shapes)
-#   4. the benches (JSON lines into ${OUT:-out}/bench/), bench_torch.py,
-#      summarize.py into ${OUT:-out}/bench/summary.md
-#   5. a short summary table, last.
+#   4. the benches (JSON lines into bench/), bench_torch.py, summarize.py
+#      into bench/summary.md
+#   5. end-to-end speed (tools/eval/speed, ~150 s at most): the CUDA engine
+#      vs the PyTorch reference decoder, beam 5, batch 1 and 64, on
+#      models/multi30k-de-en.bin over multi30k test_2016_flickr.de
+#   6. a short summary table, last.
+# The device returns at most 8 files from $OUT: every log, JSON and table
+# goes into ONE tarball, ${OUT:-out}/gpu-check.tar.gz (built on exit, even a
+# failed one), plus ${OUT:-out}/summary.md.
 # Knobs: NMT_BENCH_REPEATS (20), NMT_BENCH_ROWS / _VOCABS / _KS / _NS,
 # NMT_BENCH_REDUCE_LOG2 (26), NMT_GPU_CHECK_SKIP_BENCH=1, NMT_GPU_CHECK_SKIP_SANITIZER=1,
 # NMT_GPU_CHECK_JOBS (build parallelism), NMT_PYTHON (python with torch).
@@ -14,8 +20,15 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-out="${OUT:-out}"
+dest="${OUT:-out}"
+mkdir -p "$dest"
+out="$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")" # staged here, packed on exit
 bench_dir="$out/bench"
+pack() {
+    tar -czf "$dest/gpu-check.tar.gz" -C "$out" . 2>/dev/null || echo "gpu-check: packing $out failed"
+    [[ -f "$bench_dir/summary.md" ]] && cp "$bench_dir/summary.md" "$dest/summary.md" || true
+}
+trap pack EXIT
 build=build-gpu
 jobs="${NMT_GPU_CHECK_JOBS:-$(nproc)}"
 python="${NMT_PYTHON:-python3}"
@@ -36,6 +49,7 @@ tests_summary="not run"
 memcheck_errors="not run"
 racecheck_errors="not run"
 bench_status="not run"
+speed_status="not run"
 
 # --- 1. build ----------------------------------------------------------------
 echo "== build ($build, sm_90)"
@@ -97,12 +111,37 @@ if [[ $build_status == ok ]]; then
         timeout 150 "$python" tools/bench/bench_torch.py >"$bench_dir/bench_torch.jsonl" \
             2>"$bench_dir/bench_torch.txt" || bench_status="$bench_status; torch failed"
         tail -3 "$bench_dir/bench_torch.txt" || true
-        "$python" tools/bench/summarize.py "$bench_dir"/*.jsonl >"$bench_dir/summary.md" || true
+        if ! "$python" tools/bench/summarize.py "$bench_dir"/*.jsonl >"$bench_dir/summary.md" \
+                2>"$bench_dir/summarize.err"; then
+            bench_status="$bench_status; TARGET DATA MISSING (see below)"
+        fi
+        cat "$bench_dir/summarize.err"
         echo "   benches: $bench_status ($(elapsed)s)"
+
+        # --- 5. end-to-end speed --------------------------------------------
+        model=models/multi30k-de-en.bin
+        src=.carry/data/multi30k/test_2016_flickr.de.gz
+        if [[ -f $model && -f $src && -x "$build/translate" ]]; then
+            echo "== tools/eval/speed (engine cuda vs PyTorch reference, beam 5, batch 1 and 64)"
+            speed_status=ok
+            timeout 150 "$python" tools/eval/speed -m "$model" --src "$src" --lines 300 \
+                --beams 5 --batch-sizes 1,64 --repeat 2 --latency-lines 0 --device cuda \
+                --translate "$build/translate" --reference --json "$bench_dir/speed.json" \
+                >"$bench_dir/speed.txt" 2>"$bench_dir/speed.err" || speed_status="failed rc=$?"
+            tail -5 "$bench_dir/speed.err"
+        else
+            speed_status="skipped: missing $model, $src or $build/translate"
+        fi
+        echo "   speed: $speed_status ($(elapsed)s)"
     fi
 fi
 
-# --- 5. summary --------------------------------------------------------------
+# --- 6. summary --------------------------------------------------------------
+if [[ -s "$bench_dir/speed.txt" ]]; then
+    echo
+    echo "== end-to-end speed (tools/eval/speed)"
+    cat "$bench_dir/speed.txt"
+fi
 echo
 echo "================ gpu-check summary ($(elapsed)s) ================"
 printf '%-28s %s\n' "build" "$build_status"
@@ -110,7 +149,8 @@ printf '%-28s %s\n' "ctest -L gpu" "$tests_summary"
 printf '%-28s %s\n' "memcheck errors" "$memcheck_errors"
 printf '%-28s %s\n' "racecheck errors" "$racecheck_errors"
 printf '%-28s %s\n' "benches" "$bench_status"
+printf '%-28s %s\n' "end-to-end speed" "$speed_status"
 if [[ -f "$bench_dir/summary.md" ]]; then
     grep -E '^ *TARGET' "$bench_dir/summary.md" | sed 's/^ *TARGET /target: /' || true
-    echo "(tables: $bench_dir/summary.md)"
+    echo "(tables: summary.md; everything: gpu-check.tar.gz)"
 fi

@@ -4,11 +4,15 @@
  * Operations in Neural Networks on GPUs", Alg. 2).
  *
  * As in Alg. 2 every output element is one thread's dot product over the
- * row's few non-zeros: grid.x walks the output rows, threads (and grid.y for
- * wide rows) walk the columns, so each non-zero reads one contiguous table row
- * fully coalesced. With dim % 4 == 0 and 16-byte aligned table and out, a
- * thread owns four columns (float4 loads); otherwise one. The CSR is trusted
- * (validated on the host before upload). */
+ * row's few non-zeros, each non-zero reading one contiguous table row fully
+ * coalesced. The work unit is a warp: (row, segment of 32 column vectors),
+ * so a 512-wide row is four warps and 100 rows fill the GPU. The warp reads
+ * its row's (column, value) pairs once, 32 at a time (one a lane), hands them
+ * round by shuffles and keeps kInFlight table loads in flight a lane: the
+ * dependent chain per call is row_ptr -> cols -> table -> out. With
+ * dim % 4 == 0 and 16-byte aligned table and out a lane owns four columns
+ * (float4 loads); otherwise one. The CSR is trusted (validated on the host
+ * before upload). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <type_traits>
@@ -16,45 +20,67 @@
 #include "cuda_check.h"
 #include "nhot.h"
 
-static constexpr int kMaxThreads = 256;
-static_assert(kMaxThreads % 32 == 0, "whole warps");
+#define FULL_MASK 0xffffffffu
+static constexpr int kThreads = 256; /* 8 warps, each its own (row, segment) */
+static constexpr int kInFlight = 8;  /* table loads a lane issues before it adds */
+static_assert(kThreads % 32 == 0, "whole warps");
+static_assert(32 % kInFlight == 0, "a batch of pairs splits into whole steps");
+
+static __device__ __forceinline__ void set_zero(float &x) { x = 0.0f; }
+static __device__ __forceinline__ void set_zero(float4 &x) { x = make_float4(0.f, 0.f, 0.f, 0.f); }
 
 template <int VEC>
-static __global__ void __launch_bounds__(kMaxThreads)
-    nhot_kernel(int32_t dim_vec, const int32_t *__restrict__ row_ptr,
-                const int32_t *__restrict__ cols, const float *__restrict__ values,
-                const float *__restrict__ table, float *__restrict__ out)
+static __global__ void __launch_bounds__(kThreads)
+    nhot_kernel(int32_t n_rows, int32_t dim_vec, int32_t segments,
+                const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ cols,
+                const float *__restrict__ values, const float *__restrict__ table,
+                float *__restrict__ out)
 {
     typedef typename std::conditional<VEC == 4, float4, float>::type vec_t;
-    const int32_t row = blockIdx.x;
-    const int32_t c = blockIdx.y * blockDim.x + threadIdx.x;
-    if (c >= dim_vec)
+    const int lane = threadIdx.x & 31;
+    const int64_t unit = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / 32;
+    if (unit >= (int64_t)n_rows * segments) /* warp-uniform */
         return;
+    const int32_t row = (int32_t)(unit / segments), seg = (int32_t)(unit - (int64_t)row * segments);
+    const int32_t c = seg * 32 + lane;
+    const bool active = c < dim_vec;
+    const int32_t cc = active ? c : 0; /* inactive lanes load a valid column, never store */
     const int32_t begin = __ldg(&row_ptr[row]), end = __ldg(&row_ptr[row + 1]);
     const vec_t *tab = reinterpret_cast<const vec_t *>(table);
     float acc[VEC] = {};
-    int32_t e = begin;
-    /* Two non-zeros a step so two table loads are in flight per thread. */
-    for (; e + 1 < end; e += 2) {
-        int32_t z0 = __ldg(&cols[e]), z1 = __ldg(&cols[e + 1]);
-        float y0 = __ldg(&values[e]), y1 = __ldg(&values[e + 1]);
-        vec_t b0 = __ldg(&tab[(int64_t)z0 * dim_vec + c]);
-        vec_t b1 = __ldg(&tab[(int64_t)z1 * dim_vec + c]);
-        const float *f0 = reinterpret_cast<const float *>(&b0);
-        const float *f1 = reinterpret_cast<const float *>(&b1);
+    for (int32_t base = begin; base < end; base += 32) {
+        const int n = min(32, end - base);
+        int32_t my_col = 0;
+        float my_val = 0.0f;
+        if (lane < n) {
+            my_col = __ldg(&cols[base + lane]);
+            my_val = __ldg(&values[base + lane]);
+        }
+        for (int j0 = 0; j0 < n; j0 += kInFlight) {
+            vec_t b[kInFlight];
+            float y[kInFlight];
 #pragma unroll
-        for (int v = 0; v < VEC; v++)
-            acc[v] += y0 * f0[v] + y1 * f1[v];
-    }
-    if (e < end) {
-        int32_t z = __ldg(&cols[e]);
-        float y = __ldg(&values[e]);
-        vec_t b = __ldg(&tab[(int64_t)z * dim_vec + c]);
-        const float *f = reinterpret_cast<const float *>(&b);
+            for (int u = 0; u < kInFlight; u++) {
+                /* Steps past n add a zero vector with weight 0. */
+                int32_t z = __shfl_sync(FULL_MASK, my_col, (j0 + u) & 31);
+                float yu = __shfl_sync(FULL_MASK, my_val, (j0 + u) & 31);
+                y[u] = j0 + u < n ? yu : 0.0f;
+                if (j0 + u < n)
+                    b[u] = __ldg(&tab[(int64_t)z * dim_vec + cc]);
+                else
+                    set_zero(b[u]);
+            }
 #pragma unroll
-        for (int v = 0; v < VEC; v++)
-            acc[v] += y * f[v];
+            for (int u = 0; u < kInFlight; u++) {
+                const float *f = reinterpret_cast<const float *>(&b[u]);
+#pragma unroll
+                for (int v = 0; v < VEC; v++)
+                    acc[v] += y[u] * f[v];
+            }
+        }
     }
+    if (!active)
+        return;
     vec_t r;
     float *rf = reinterpret_cast<float *>(&r);
 #pragma unroll
@@ -68,11 +94,14 @@ static nmt_status launch(int32_t n_rows, int32_t dim, const int32_t *row_ptr,
                          const int32_t *cols, const float *values, const float *table,
                          float *out, cudaStream_t stream, nmt_error *err)
 {
-    int32_t dim_vec = dim / VEC;
-    int threads = ((dim_vec + 31) / 32) * 32;
-    threads = threads > kMaxThreads ? kMaxThreads : threads;
-    dim3 grid((unsigned)n_rows, (unsigned)((dim_vec + threads - 1) / threads));
-    nhot_kernel<VEC><<<grid, threads, 0, stream>>>(dim_vec, row_ptr, cols, values, table, out);
+    const int32_t dim_vec = dim / VEC, segments = (dim_vec + 31) / 32;
+    const int64_t warps = (int64_t)n_rows * segments;
+    const int64_t blocks = (warps + kThreads / 32 - 1) / (kThreads / 32);
+    if (blocks > 0x7fffffffLL)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "nhot_lookup: %d rows x %d "
+                             "columns is too many", n_rows, dim);
+    nhot_kernel<VEC><<<(unsigned)blocks, kThreads, 0, stream>>>(n_rows, dim_vec, segments,
+                                                                 row_ptr, cols, values, table, out);
     NMT_LAUNCH_RETURN("nhot_kernel");
     return NMT_STATUS_OK;
 }
@@ -84,7 +113,6 @@ extern "C" nmt_status nmt_cuda_nhot_lookup(int32_t n_rows, int32_t dim, int32_t 
 {
     NMT_ARG_CHECK(n_rows >= 0 && dim >= 0 && table_rows >= 0);
     NMT_ARG_CHECK(n_rows == 0 || dim == 0 || (row_ptr && table && out));
-    NMT_ARG_CHECK((int64_t)(dim + 3) / 4 <= 65535LL * kMaxThreads);
     if (n_rows == 0 || dim == 0)
         return NMT_STATUS_OK;
     cudaStream_t s = (cudaStream_t)stream;

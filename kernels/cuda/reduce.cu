@@ -32,6 +32,10 @@ static constexpr int kThreads = 256;
 static constexpr int kItems = 4;         /* broadcast: float4s per thread */
 static constexpr int kMaxAxes = 3;       /* after canonicalization, per kind */
 static constexpr int kThreadsPerSm = 2048;
+/* Reductions size their grid to one full wave of resident blocks (no tail
+ * wave): the launch bounds make sure that many fit. */
+static constexpr int kBlocksPerSm = kThreadsPerSm / kThreads;
+static constexpr uint32_t kKeptTx = 32; /* kept-inner block: 32 columns x 8 reduced rows */
 static_assert((kThreads & (kThreads - 1)) == 0, "power of two for the tree");
 static_assert(2 * kMaxAxes >= NMT_REDUCE_MAX_DIMS, "alternating kinds");
 
@@ -70,26 +74,29 @@ static __device__ __forceinline__ float4 vplus(float4 a, float b)
 }
 static __device__ __forceinline__ float vplus(float a, float b) { return a + b; }
 
-/* Virtual coordinates of idx over the axes (innermost fastest), dotted with the strides. */
+/* Virtual coordinates of idx over the axes (innermost fastest), dotted with
+ * the strides. idx < the product of the sizes, so the outermost coordinate is
+ * what is left without a division: one axis costs a multiply (a division is
+ * ~20 instructions, more than a memory-bound loop can spend per 16 bytes). */
 template <int MAX>
 static __device__ __forceinline__ int64_t axes_offset(int n, const uint32_t *size,
                                                       const int64_t *stride, uint32_t idx)
 {
     int64_t off = 0;
 #pragma unroll
-    for (int i = MAX - 1; i >= 0; i--) {
+    for (int i = MAX - 1; i >= 1; i--) {
         if (i < n) {
             uint32_t q = idx / size[i];
             off += (int64_t)(idx - q * size[i]) * stride[i];
             idx = q;
         }
     }
-    return off;
+    return n > 0 ? off + (int64_t)idx * stride[0] : off;
 }
 
 /* Innermost axis kept: out[col * VEC ..] for col < n_cols = groups * l_vec. */
 template <int VEC>
-static __global__ void __launch_bounds__(kThreads)
+static __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     reduce_kept_inner_kernel(Axes kept_outer, Axes red, uint32_t n_red, uint32_t n_cols,
                              uint32_t l_vec, uint32_t split_len, int atomic,
                              const float *__restrict__ x, float *__restrict__ out)
@@ -145,7 +152,7 @@ static __global__ void __launch_bounds__(kThreads)
 
 /* Innermost axis reduced: GS lanes per (output, split) over n_red_vec vectors. */
 template <int VEC, int GS>
-static __global__ void __launch_bounds__(kThreads)
+static __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     reduce_red_inner_kernel(Axes kept, Axes red, uint32_t n_out, uint32_t n_red_vec,
                             uint32_t splits, uint32_t split_len, const float *__restrict__ x,
                             float *__restrict__ out)
@@ -293,13 +300,15 @@ static nmt_status launch_kept_inner(const Axes &kept_outer, const Axes &red, uin
                                     uint64_t n_cols, uint32_t l_vec, const float *x, float *out,
                                     cudaStream_t stream, nmt_error *err)
 {
+    /* Rows of 32 x 16 bytes stay coalesced; the 8 rows a block reduces in
+     * shared memory cut the splits (and their atomics) eightfold. */
     uint32_t tx = pow2_ceil(n_cols);
-    tx = tx > (uint32_t)kThreads ? (uint32_t)kThreads : tx;
+    tx = tx > kKeptTx ? kKeptTx : tx;
     uint32_t ty = kThreads / tx;
     uint64_t blocks_x = (n_cols + tx - 1) / tx;
-    uint64_t want = (uint64_t)sm_count() * (kThreadsPerSm / kThreads);
-    uint64_t splits = clamp_u64((want + blocks_x - 1) / blocks_x, 1,
-                                clamp_u64(n_red / (8ull * ty), 1, 65535));
+    uint64_t wave = (uint64_t)sm_count() * kBlocksPerSm;
+    /* Rounded down: at most one wave, so no block waits for a second one. */
+    uint64_t splits = clamp_u64(wave / blocks_x, 1, clamp_u64(n_red / (8ull * ty), 1, 65535));
     uint32_t split_len = (uint32_t)((n_red + splits - 1) / splits);
     splits = (n_red + split_len - 1) / split_len;
     if (splits > 1)
@@ -318,8 +327,8 @@ static nmt_status launch_red_inner(const Axes &kept, const Axes &red, uint64_t n
                                    uint64_t n_red_vec, const float *x, float *out,
                                    cudaStream_t stream, nmt_error *err)
 {
-    uint64_t want = (uint64_t)sm_count() * kThreadsPerSm;
-    uint64_t splits = clamp_u64((want + n_out * GS - 1) / (n_out * GS), 1,
+    uint64_t want = (uint64_t)sm_count() * kThreadsPerSm; /* one wave, rounded down */
+    uint64_t splits = clamp_u64(want / (n_out * GS), 1,
                                 clamp_u64(n_red_vec / (8ull * GS), 1, 1u << 20));
     uint32_t split_len = (uint32_t)((n_red_vec + splits - 1) / splits);
     splits = (n_red_vec + split_len - 1) / split_len;

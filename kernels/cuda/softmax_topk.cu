@@ -17,12 +17,17 @@
  *         registers (Milakov Alg. 4, lines 8-15, as a warp-wide insertion that
  *         only runs for the rare element above the warp's K-th key), then the
  *         warps' lists merge by rank (binary search in the other lists).
- *  split  (K <= 64, rows << SMs): the same kernel over a slice of a row per
- *         block writes partial (m, d) and top-K; a small second kernel merges.
+ *  split  (K <= 64, rows < SMs): the same kernel over a slice of a row per
+ *         block writes partial (m, d) and top-K to the workspace; the last
+ *         block of a row to finish (threadfence + a per-row atomic counter,
+ *         reset by that block) merges them: one launch, no memset per call.
  *  atomic (64 < K <= 512): Argueta Alg. 4: threads push keys through a shared
  *         top-K with 64-bit atomicMax, pruned by the current K-th key.
  *  sort   (K > 512): fallback: (m, d) pass writing keys, CUB segmented radix
- *         sort, copy the first K. Workspace from cudaMallocAsync.
+ *         sort, copy the first K.
+ * Nothing allocates: the caller's workspace (nmt_cuda_softmax_topk_workspace_size)
+ * holds the split counters (first kCounterBytes, at zero between calls), the
+ * split partials and the sort fallback's keys.
  * Excluded ids count in lse but are never selected. */
 #include <cub/device/device_segmented_radix_sort.cuh>
 #include <cuda_runtime.h>
@@ -39,13 +44,19 @@ static constexpr int kMaxWarps = 8;      /* fused block: up to 256 threads */
 static constexpr int kRegisterK = 64;    /* fused variants: K <= this */
 static constexpr int kAtomicK = 512;     /* atomic variant: K <= this */
 static constexpr int kMaxSplits = 16;    /* split variant: blocks per row at most */
-static constexpr int kSplitMinWords = 2048; /* ... and words per block at least */
-static constexpr int kWordsPerWarp = 512;   /* fused: warps per block ~ V / this */
+static constexpr int kSplitMinWords = 1024; /* ... and words per block at least */
+static constexpr int kWordsPerWarp = 512;   /* fused: warps per block ~ words / this */
+/* K > 32 (two slots a lane): insertions, not loads, bound the time, and each
+ * warp's list costs ~K (1 + ln(words / K)) of them: fewer, longer warps. */
+static constexpr int kWordsPerWarpTwoSlots = 1024;
+static constexpr int kCounterSlots = 1024;  /* split rows at most (rows < SMs) */
+static constexpr size_t kCounterBytes = kCounterSlots * sizeof(uint32_t);
 static constexpr int kAtomicThreads = 256;
 static constexpr int kSortChunkWords = 1 << 25; /* sort fallback: rows per pass * V */
 static_assert(kRegisterK % kWarpSize == 0 && kRegisterK <= 2 * kWarpSize, "two slots a lane");
 static_assert(kMaxWarps * kWarpSize <= 1024, "block size");
 static_assert(kSplitMinWords % 4 == 0, "split slices start 16-byte aligned when ld % 4 == 0");
+static_assert(kCounterBytes % 256 == 0, "partials stay aligned after the counters");
 
 /* ---- packed keys --------------------------------------------------------- */
 
@@ -236,16 +247,21 @@ static __device__ __forceinline__ void scan4(float4 v, int32_t id0, int n_valid,
 }
 
 /* Block b handles row b / splits, words [slice*chunk, +chunk). With one split
- * it writes the outputs; otherwise partial (m, d) and keys for the merge. */
+ * it writes the outputs; otherwise it publishes its partial (m, d) and keys,
+ * and the row's last block to finish merges them and writes the outputs.
+ * row_done[row] is zero on entry and left zero on exit. */
 template <int SLOTS>
 static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
     fused_topk_kernel(int32_t vocab, const float *__restrict__ logits, int64_t ld, int k,
                       int k_out, const int32_t *__restrict__ excluded, int n_excluded,
                       int splits, int chunk, float *__restrict__ top_values,
                       int32_t *__restrict__ top_ids, float *__restrict__ lse_out,
-                      float2 *__restrict__ part_md, uint64_t *__restrict__ part_keys)
+                      float2 *__restrict__ part_md, uint64_t *__restrict__ part_keys,
+                      uint32_t *__restrict__ row_done)
 {
-    __shared__ uint64_t s_lists[kMaxWarps * kRegisterK];
+    /* The warps' lists, then (split, last block of a row) the row's slices' lists. */
+    __shared__ uint64_t s_lists[(kMaxWarps > kMaxSplits ? kMaxWarps : kMaxSplits) * kRegisterK];
+    __shared__ int s_last;
     __shared__ uint64_t s_top[kRegisterK];
     __shared__ OnlineMD s_md[kMaxWarps];
     __shared__ float s_lse;
@@ -320,37 +336,41 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
                        &top_ids[(int64_t)row * k_out + i]);
         if (lse_out && threadIdx.x == 0)
             lse_out[row] = lse;
-    } else {
-        for (int i = threadIdx.x; i < k; i += blockDim.x)
-            part_keys[(int64_t)blockIdx.x * k + i] = s_top[i];
-        if (threadIdx.x == 0)
-            part_md[blockIdx.x] = make_float2(s_md[0].m, s_md[0].d);
+        return;
     }
-}
 
-/* One block per row: merges the row's `splits` partial (m, d) and top-K lists. */
-static __global__ void __launch_bounds__(256)
-    merge_splits_kernel(int splits, int k, int k_out, const float2 *__restrict__ part_md,
-                        const uint64_t *__restrict__ part_keys, float *__restrict__ top_values,
-                        int32_t *__restrict__ top_ids, float *__restrict__ lse_out)
-{
-    __shared__ uint64_t s_lists[kMaxSplits * kRegisterK];
-    __shared__ uint64_t s_top[kRegisterK];
-    __shared__ float s_lse;
-    const int row = blockIdx.x;
+    /* Split: publish this slice's (m, d) and top-K, then count the row's
+     * finished slices; the last one merges (threadFenceReduction pattern). */
+    for (int i = threadIdx.x; i < k; i += blockDim.x)
+        part_keys[(int64_t)blockIdx.x * k + i] = s_top[i];
+    if (threadIdx.x == 0)
+        part_md[blockIdx.x] = make_float2(s_md[0].m, s_md[0].d);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint32_t done = atomicAdd(&row_done[row], 1u);
+        s_last = done == (uint32_t)splits - 1;
+        if (s_last)
+            row_done[row] = 0; /* every slice has counted: ready for the next call */
+    }
+    __syncthreads();
+    if (!s_last)
+        return;
+    __threadfence();
+    const int64_t first = (int64_t)row * splits;
     for (int i = threadIdx.x; i < splits * k; i += blockDim.x)
-        s_lists[i] = part_keys[(int64_t)row * splits * k + i];
+        s_lists[i] = __ldcg(&part_keys[first * k + i]);
     if (threadIdx.x == 0) {
         OnlineMD t{-INFINITY, 0.0f};
-        for (int s = 0; s < splits; s++) {
-            float2 v = part_md[row * splits + s];
+        for (int sl = 0; sl < splits; sl++) {
+            float2 v = __ldcg(&part_md[first + sl]);
             t = md_merge(t, OnlineMD{v.x, v.y});
         }
         s_lse = t.m + logf(t.d);
     }
     __syncthreads();
-    merge_sorted_lists(s_lists, splits, k, k, s_top);
-    float lse = s_lse;
+    merge_sorted_lists(s_lists, splits, k, k, s_top); /* syncs */
+    const float lse = s_lse;
     for (int i = threadIdx.x; i < k_out; i += blockDim.x)
         write_slot(i < k ? s_top[i] : 0, lse, &top_values[(int64_t)row * k_out + i],
                    &top_ids[(int64_t)row * k_out + i]);
@@ -472,64 +492,9 @@ static __global__ void write_sorted_kernel(int n_rows, int32_t vocab, int k_out,
 
 /* ---- launch helpers -------------------------------------------------------- */
 
-static nmt_status launch_sort(int32_t n_rows, int32_t vocab, const float *logits, int32_t ld,
-                              int32_t k, const int32_t *excluded, int32_t n_excluded,
-                              float *top_values, int32_t *top_ids, float *lse,
-                              cudaStream_t stream, nmt_error *err)
+static size_t align256(size_t bytes)
 {
-    nmt_status status = NMT_STATUS_OK;
-    int chunk_rows = (int)((int64_t)kSortChunkWords / vocab);
-    chunk_rows = chunk_rows < 1 ? 1 : (chunk_rows > n_rows ? n_rows : chunk_rows);
-    size_t n_keys = (size_t)chunk_rows * vocab, temp_bytes = 0;
-    char *ws = NULL;
-    uint64_t *keys_in, *keys_out;
-    float *lse_ws;
-    int *offsets;
-    size_t off_keys_out, off_lse, off_offsets, off_temp, total;
-
-    /* int offsets: a chunk holds at most max(2^25, vocab) words. */
-    NMT_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
-        NULL, temp_bytes, (const uint64_t *)NULL, (uint64_t *)NULL, (int64_t)n_keys, chunk_rows,
-        (const int *)NULL, (const int *)NULL, 0, 64, stream));
-    off_keys_out = n_keys * sizeof(uint64_t);
-    off_lse = off_keys_out + n_keys * sizeof(uint64_t);
-    off_offsets = off_lse + ((n_rows * sizeof(float) + 255) & ~(size_t)255);
-    off_temp = off_offsets + ((((size_t)chunk_rows + 1) * sizeof(int) + 255) & ~(size_t)255);
-    total = off_temp + temp_bytes;
-    NMT_CUDA_TRY(cudaMallocAsync((void **)&ws, total, stream));
-    keys_in = (uint64_t *)ws;
-    keys_out = (uint64_t *)(ws + off_keys_out);
-    lse_ws = (float *)(ws + off_lse);
-    offsets = (int *)(ws + off_offsets);
-
-    for (int32_t r0 = 0; r0 < n_rows; r0 += chunk_rows) {
-        int rows = n_rows - r0 < chunk_rows ? n_rows - r0 : chunk_rows;
-        const float *chunk_logits = logits + (int64_t)r0 * ld;
-        keys_lse_kernel<<<rows, 256, 0, stream>>>(vocab, chunk_logits, ld, excluded, n_excluded,
-                                                  keys_in, lse_ws + r0);
-        NMT_LAUNCH_TRY("keys_lse_kernel");
-        segment_offsets_kernel<<<(rows + 1 + 255) / 256, 256, 0, stream>>>(rows, vocab, offsets);
-        NMT_LAUNCH_TRY("segment_offsets_kernel");
-        size_t temp = temp_bytes;
-        NMT_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
-            ws + off_temp, temp, keys_in, keys_out, (int64_t)rows * vocab, rows, offsets,
-            offsets + 1, 0, 64, stream));
-        int64_t n_out = (int64_t)rows * k;
-        if (n_out > 0) {
-            write_sorted_kernel<<<(unsigned)((n_out + 255) / 256), 256, 0, stream>>>(
-                rows, vocab, k, keys_out, lse_ws + r0, top_values + (int64_t)r0 * k,
-                top_ids + (int64_t)r0 * k, lse ? lse + r0 : NULL);
-            NMT_LAUNCH_TRY("write_sorted_kernel");
-        }
-    }
-
-cleanup:
-    if (ws) {
-        cudaError_t e = cudaFreeAsync(ws, stream);
-        if (e != cudaSuccess && status == NMT_STATUS_OK)
-            status = NMT_CUDA_FAIL_(err, "cudaFreeAsync(ws, stream)", e);
-    }
-    return status;
+    return (bytes + 255) & ~(size_t)255;
 }
 
 static int multiprocessor_count(void)
@@ -541,34 +506,160 @@ static int multiprocessor_count(void)
     return sms;
 }
 
+/* Sort fallback, workspace after the counters: keys in, keys out, lse,
+ * segment offsets, CUB's temporary storage. */
+struct SortPlan {
+    int chunk_rows;
+    size_t n_keys, temp_bytes, off_keys_in, off_keys_out, off_lse, off_offsets, off_temp, total;
+    cudaError_t error; /* from CUB's size query */
+};
+
+static SortPlan sort_plan(int32_t n_rows, int32_t vocab)
+{
+    SortPlan p = {};
+    int chunk_rows = (int)((int64_t)kSortChunkWords / vocab);
+    p.chunk_rows = chunk_rows < 1 ? 1 : (chunk_rows > n_rows ? n_rows : chunk_rows);
+    p.n_keys = (size_t)p.chunk_rows * vocab;
+    /* int offsets: a chunk holds at most max(2^25, vocab) words. */
+    p.error = cub::DeviceSegmentedRadixSort::SortKeysDescending(
+        NULL, p.temp_bytes, (const uint64_t *)NULL, (uint64_t *)NULL, (int64_t)p.n_keys,
+        p.chunk_rows, (const int *)NULL, (const int *)NULL, 0, 64, (cudaStream_t)0);
+    p.off_keys_in = kCounterBytes;
+    p.off_keys_out = p.off_keys_in + align256(p.n_keys * sizeof(uint64_t));
+    p.off_lse = p.off_keys_out + align256(p.n_keys * sizeof(uint64_t));
+    p.off_offsets = p.off_lse + align256((size_t)n_rows * sizeof(float));
+    p.off_temp = p.off_offsets + align256(((size_t)p.chunk_rows + 1) * sizeof(int));
+    p.total = p.off_temp + p.temp_bytes;
+    return p;
+}
+
+/* Fused and split variants: blocks per row, words per block, warps per block. */
+struct FusedPlan {
+    int splits, chunk, warps;
+};
+
+static FusedPlan fused_plan(int32_t n_rows, int32_t vocab, int k_run, int sms)
+{
+    FusedPlan p = {1, vocab, 1};
+    if (n_rows < sms && n_rows <= kCounterSlots) {
+        int splits = (2 * sms + n_rows - 1) / n_rows;
+        int by_size = vocab / kSplitMinWords;
+        splits = splits > by_size ? by_size : splits;
+        p.splits = splits > kMaxSplits ? kMaxSplits : (splits < 1 ? 1 : splits);
+    }
+    /* Slices are multiples of 4 words so each starts aligned when ld % 4 == 0. */
+    if (p.splits > 1) {
+        p.chunk = ((vocab + p.splits - 1) / p.splits + 3) & ~3;
+        p.splits = (vocab + p.chunk - 1) / p.chunk;
+    }
+    const int per_warp = k_run > kWarpSize ? kWordsPerWarpTwoSlots : kWordsPerWarp;
+    int warps = (p.chunk + per_warp - 1) / per_warp;
+    p.warps = warps < 1 ? 1 : (warps > kMaxWarps ? kMaxWarps : warps);
+    return p;
+}
+
+/* Split workspace: counters, then (m, d) and k_run keys of every slice. */
+static size_t split_bytes(size_t parts, int k_run)
+{
+    return kCounterBytes + align256(parts * sizeof(float2)) + parts * k_run * sizeof(uint64_t);
+}
+
+static nmt_status workspace_too_small(size_t have, size_t need, nmt_error *err)
+{
+    return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                         "nmt_cuda_softmax_topk: workspace of %zu bytes, the call needs %zu "
+                         "(nmt_cuda_softmax_topk_workspace_size)", have, need);
+}
+
+static nmt_status launch_sort(int32_t n_rows, int32_t vocab, const float *logits, int32_t ld,
+                              int32_t k, const int32_t *excluded, int32_t n_excluded,
+                              float *top_values, int32_t *top_ids, float *lse, char *ws,
+                              size_t ws_bytes, cudaStream_t stream, nmt_error *err)
+{
+    const SortPlan plan = sort_plan(n_rows, vocab);
+    NMT_CUDA_RETURN(plan.error);
+    if (!ws || ws_bytes < plan.total)
+        return workspace_too_small(ws_bytes, plan.total, err);
+    uint64_t *keys_in = (uint64_t *)(ws + plan.off_keys_in);
+    uint64_t *keys_out = (uint64_t *)(ws + plan.off_keys_out);
+    float *lse_ws = (float *)(ws + plan.off_lse);
+    int *offsets = (int *)(ws + plan.off_offsets);
+
+    for (int32_t r0 = 0; r0 < n_rows; r0 += plan.chunk_rows) {
+        int rows = n_rows - r0 < plan.chunk_rows ? n_rows - r0 : plan.chunk_rows;
+        const float *chunk_logits = logits + (int64_t)r0 * ld;
+        keys_lse_kernel<<<rows, 256, 0, stream>>>(vocab, chunk_logits, ld, excluded, n_excluded,
+                                                  keys_in, lse_ws + r0);
+        NMT_LAUNCH_RETURN("keys_lse_kernel");
+        segment_offsets_kernel<<<(rows + 1 + 255) / 256, 256, 0, stream>>>(rows, vocab, offsets);
+        NMT_LAUNCH_RETURN("segment_offsets_kernel");
+        size_t temp = plan.temp_bytes;
+        NMT_CUDA_RETURN(cub::DeviceSegmentedRadixSort::SortKeysDescending(
+            ws + plan.off_temp, temp, keys_in, keys_out, (int64_t)rows * vocab, rows, offsets,
+            offsets + 1, 0, 64, stream));
+        int64_t n_out = (int64_t)rows * k;
+        if (n_out > 0) {
+            write_sorted_kernel<<<(unsigned)((n_out + 255) / 256), 256, 0, stream>>>(
+                rows, vocab, k, keys_out, lse_ws + r0, top_values + (int64_t)r0 * k,
+                top_ids + (int64_t)r0 * k, lse ? lse + r0 : NULL);
+            NMT_LAUNCH_RETURN("write_sorted_kernel");
+        }
+    }
+    return NMT_STATUS_OK;
+}
+
 template <int SLOTS>
 static void launch_fused(int blocks, int threads, int32_t vocab, const float *logits, int64_t ld,
                          int k, int k_out, const int32_t *excluded, int n_excluded, int splits,
                          int chunk, float *top_values, int32_t *top_ids, float *lse,
-                         float2 *part_md, uint64_t *part_keys, cudaStream_t stream)
+                         float2 *part_md, uint64_t *part_keys, uint32_t *row_done,
+                         cudaStream_t stream)
 {
     fused_topk_kernel<SLOTS><<<blocks, threads, 0, stream>>>(
         vocab, logits, ld, k, k_out, excluded, n_excluded, splits, chunk, top_values, top_ids,
-        lse, part_md, part_keys);
+        lse, part_md, part_keys, row_done);
 }
 
 /* ---- exported ------------------------------------------------------------- */
 
+extern "C" size_t nmt_cuda_softmax_topk_workspace_size(int32_t n_rows, int32_t vocab, int32_t k)
+{
+    size_t need = kCounterBytes;
+    if (n_rows < 1 || vocab < 1 || k < 0)
+        return need;
+    const int sms = multiprocessor_count();
+    const int k_sel = k < vocab ? k : vocab;
+    /* Any call with fewer rows (more slices a row), a smaller V or K needs no more. */
+    const int k_run = k_sel < 1 ? 1 : (k_sel > kRegisterK ? kRegisterK : k_sel);
+    for (int32_t r = 1; r <= n_rows && r < sms && r <= kCounterSlots; r++) {
+        FusedPlan p = fused_plan(r, vocab, k_run, sms);
+        size_t b = p.splits > 1 ? split_bytes((size_t)r * p.splits, k_run) : 0;
+        need = b > need ? b : need;
+    }
+    if (k_sel > kAtomicK) {
+        SortPlan p = sort_plan(n_rows, vocab);
+        if (p.error != cudaSuccess)
+            return SIZE_MAX;
+        need = p.total > need ? p.total : need;
+    }
+    return need;
+}
+
 extern "C" nmt_status nmt_cuda_softmax_topk(int32_t n_rows, int32_t vocab, const float *logits,
                                             int32_t ld, int32_t k, const int32_t *excluded,
                                             int32_t n_excluded, float *top_values,
-                                            int32_t *top_ids, float *lse, void *stream_ptr,
+                                            int32_t *top_ids, float *lse, void *workspace,
+                                            size_t workspace_bytes, void *stream_ptr,
                                             nmt_error *err)
 {
-    nmt_status status = NMT_STATUS_OK;
     cudaStream_t stream = (cudaStream_t)stream_ptr;
-    char *ws = NULL;
 
     NMT_ARG_CHECK(n_rows >= 0 && vocab >= 1 && ld >= vocab && k >= 0 && n_excluded >= 0);
     NMT_ARG_CHECK(n_rows == 0 || logits);
     NMT_ARG_CHECK(k == 0 || n_rows == 0 || (top_values && top_ids));
     NMT_ARG_CHECK(n_excluded == 0 || excluded);
     NMT_ARG_CHECK((int64_t)n_rows * (k > 1 ? k : 1) <= INT32_MAX);
+    NMT_ARG_CHECK((uintptr_t)workspace % 256 == 0);
     if (n_rows == 0)
         return NMT_STATUS_OK;
 
@@ -576,7 +667,7 @@ extern "C" nmt_status nmt_cuda_softmax_topk(int32_t n_rows, int32_t vocab, const
     const int k_sel = k < vocab ? k : vocab;
     if (k_sel > kAtomicK)
         return launch_sort(n_rows, vocab, logits, ld, k, excluded, n_excluded, top_values,
-                           top_ids, lse, stream, err);
+                           top_ids, lse, (char *)workspace, workspace_bytes, stream, err);
     if (k_sel > kRegisterK) {
         size_t smem = (size_t)k_sel * sizeof(unsigned long long);
         atomic_topk_kernel<<<n_rows, kAtomicThreads, smem, stream>>>(
@@ -585,49 +676,28 @@ extern "C" nmt_status nmt_cuda_softmax_topk(int32_t n_rows, int32_t vocab, const
         return NMT_STATUS_OK;
     }
     const int k_run = k_sel > 0 ? k_sel : 1; /* k == 0 still yields lse */
-    int warps = (vocab + kWordsPerWarp - 1) / kWordsPerWarp;
-    warps = warps < 1 ? 1 : (warps > kMaxWarps ? kMaxWarps : warps);
-    const int sms = multiprocessor_count();
-    int splits = 1;
-    if (n_rows < sms) {
-        splits = (2 * sms + n_rows - 1) / n_rows;
-        int by_size = vocab / kSplitMinWords;
-        splits = splits > by_size ? by_size : splits;
-        splits = splits > kMaxSplits ? kMaxSplits : (splits < 1 ? 1 : splits);
-    }
-    /* Slices are multiples of 4 words so each starts aligned when ld % 4 == 0. */
-    int chunk = splits == 1 ? vocab : ((vocab + splits - 1) / splits + 3) & ~3;
-    if (splits > 1)
-        splits = (vocab + chunk - 1) / chunk;
+    const FusedPlan plan = fused_plan(n_rows, vocab, k_run, multiprocessor_count());
     float2 *part_md = NULL;
     uint64_t *part_keys = NULL;
-    if (splits > 1) {
-        size_t n_parts = (size_t)n_rows * splits;
-        NMT_CUDA_TRY(cudaMallocAsync((void **)&ws, n_parts * (sizeof(float2) + k_run * sizeof(uint64_t)),
-                                     stream));
-        part_keys = (uint64_t *)ws;
-        part_md = (float2 *)(ws + n_parts * k_run * sizeof(uint64_t));
+    uint32_t *row_done = NULL;
+    if (plan.splits > 1) {
+        const size_t parts = (size_t)n_rows * plan.splits, need = split_bytes(parts, k_run);
+        if (!workspace || workspace_bytes < need)
+            return workspace_too_small(workspace_bytes, need, err);
+        char *ws = (char *)workspace;
+        row_done = (uint32_t *)ws;
+        part_md = (float2 *)(ws + kCounterBytes);
+        part_keys = (uint64_t *)(ws + kCounterBytes + align256(parts * sizeof(float2)));
     }
+    const int blocks = n_rows * plan.splits, threads = plan.warps * kWarpSize;
     if (k_run <= kWarpSize)
-        launch_fused<1>(n_rows * splits, warps * kWarpSize, vocab, logits, ld, k_run, splits > 1 ? 0 : k,
-                        excluded, n_excluded, splits, chunk, top_values, top_ids, lse, part_md,
-                        part_keys, stream);
+        launch_fused<1>(blocks, threads, vocab, logits, ld, k_run, k,
+                        excluded, n_excluded, plan.splits, plan.chunk, top_values, top_ids, lse,
+                        part_md, part_keys, row_done, stream);
     else
-        launch_fused<2>(n_rows * splits, warps * kWarpSize, vocab, logits, ld, k_run, splits > 1 ? 0 : k,
-                        excluded, n_excluded, splits, chunk, top_values, top_ids, lse, part_md,
-                        part_keys, stream);
-    NMT_LAUNCH_TRY("fused_topk_kernel");
-    if (splits > 1) {
-        merge_splits_kernel<<<n_rows, 256, 0, stream>>>(splits, k_run, k, part_md, part_keys,
-                                                       top_values, top_ids, lse);
-        NMT_LAUNCH_TRY("merge_splits_kernel");
-    }
-
-cleanup:
-    if (ws) {
-        cudaError_t e = cudaFreeAsync(ws, stream);
-        if (e != cudaSuccess && status == NMT_STATUS_OK)
-            status = NMT_CUDA_FAIL_(err, "cudaFreeAsync(ws, stream)", e);
-    }
-    return status;
+        launch_fused<2>(blocks, threads, vocab, logits, ld, k_run, k,
+                        excluded, n_excluded, plan.splits, plan.chunk, top_values, top_ids, lse,
+                        part_md, part_keys, row_done, stream);
+    NMT_LAUNCH_RETURN("fused_topk_kernel");
+    return NMT_STATUS_OK;
 }

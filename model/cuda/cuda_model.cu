@@ -6,6 +6,7 @@
 #include "cuda_model.h"
 
 #include "cuda/cuda_check.h"
+#include "softmax_topk.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,9 @@ static void carve_all(nmt_cuda_model *m, carver *c)
     m->top_values = (float *)carve(c, R * K * f);
     m->top_ids = (int32_t *)carve(c, R * K * i);
     m->lse = (float *)carve(c, R * f);
+    m->topk_workspace_bytes = nmt_cuda_softmax_topk_workspace_size((int32_t)R, (int32_t)V,
+                                                                   (int32_t)K);
+    m->topk_workspace = carve(c, m->topk_workspace_bytes);
     m->attn_argmax = (int32_t *)carve(c, R * i);
     m->row_tokens = (int32_t *)carve(c, R * i);
     m->row_sentence = (int32_t *)carve(c, R * i);
@@ -117,10 +121,18 @@ nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
     m->vocab = model->hp.tgt_vocab;
     NMT_TRY(nmt_device_weights_upload(model, &m->w, err));
     carve_all(m, &c);
+    if (m->topk_workspace_bytes == SIZE_MAX) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_CUDA, "cuda model: cannot size the top-K "
+                               "workspace (V %d, K %d)", m->vocab, 2 * beam);
+        goto cleanup;
+    }
     NMT_CUDA_TRY(cudaMalloc(&m->arena, c.used));
     c.base = (char *)m->arena;
     c.used = 0;
     carve_all(m, &c);
+    /* Once: every softmax_topk call leaves its counters at zero again. */
+    NMT_CUDA_TRY(cudaMemsetAsync(m->topk_workspace, 0, m->topk_workspace_bytes,
+                                 (cudaStream_t)m->stream));
     *out = m;
     return NMT_STATUS_OK;
 cleanup:

@@ -66,6 +66,8 @@ typedef struct nmt_cuda_model {
     float *top_values;       /* [., 2 * beam] */
     int32_t *top_ids;        /* [., 2 * beam] */
     float *lse;              /* [.] */
+    void *topk_workspace;    /* nmt_cuda_softmax_topk's, zeroed at create */
+    size_t topk_workspace_bytes;
     int32_t *attn_argmax;    /* [.] */
     int32_t *row_tokens;     /* [.]: previous token of each row */
     int32_t *row_sentence;   /* [.]: sentence (sorted index) of each row */

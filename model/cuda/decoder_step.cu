@@ -67,7 +67,8 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, int32_t beam
     NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, V, H, feed, H, w->out_w, H, w->out_b, 0, m->logits, V,
                             err));
     NMT_TRY(nmt_cuda_softmax_topk(n_rows, V, m->logits, V, 2 * beam, excluded, n_excluded,
-                                  m->top_values, m->top_ids, m->lse, stream, err));
+                                  m->top_values, m->top_ids, m->lse, m->topk_workspace,
+                                  m->topk_workspace_bytes, stream, err));
 cleanup:
     return status;
 }

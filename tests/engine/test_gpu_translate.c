@@ -4,7 +4,8 @@
  * are translated with --device cpu and --device cuda at several batch sizes,
  * beams and n-best sizes. Every hypothesis text must be identical on >= 99%
  * of the lines and the scores within 1e-3; differing lines are printed with
- * both scores. Exit 77 without a GPU. */
+ * both scores. Exit 77 without a GPU. NMT_TEST_SMALL=1 (under
+ * compute-sanitizer, which is ~100x slower): 12 lines, two configurations. */
 #include "nmt.h"
 #include "cuda_ctx.h"
 #include "test_util.h"
@@ -15,6 +16,8 @@
 #include <string.h>
 
 #define N_LINES 100
+#define N_LINES_SMALL 12
+static int n_lines = N_LINES;
 
 static const char *const words[] = {
     "der", "die", "das", "und", "ist", "ein", "eine", "Haus", "katze", "Hund", "MANN", "frau",
@@ -53,7 +56,7 @@ static int translate(const nmt_model *model, nmt_device device, int batch, int b
         return 0;
     CHECK(nmt_translator_device(t) == device, "runs on device %d, asked %d",
           (int)nmt_translator_device(t), (int)device);
-    st = nmt_translate_batch(t, lines, N_LINES, results, &err);
+    st = nmt_translate_batch(t, lines, n_lines, results, &err);
     CHECK(st == NMT_STATUS_OK, "translate (device %d, batch %d): %s", (int)device, batch,
           err.message);
     nmt_translator_free(t);
@@ -83,7 +86,7 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best,
              translate(model, NMT_DEVICE_CUDA, batch, beam, n_best, lines, gpu);
     if (ok) {
         int differing = 0;
-        for (int i = 0; i < N_LINES; i++) {
+        for (int i = 0; i < n_lines; i++) {
             if (same_line(&cpu[i], &gpu[i]))
                 continue;
             differing++;
@@ -98,12 +101,13 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best,
                 fprintf(stderr, "\n");
             }
         }
-        CHECK(differing * 100 <= N_LINES, "batch %d beam %d n_best %d: %d of %d lines differ",
-              batch, beam, n_best, differing, N_LINES);
+        /* <= 1% of the lines, and at least one line may differ (near-ties). */
+        CHECK(differing <= (n_lines + 99) / 100, "batch %d beam %d n_best %d: %d of %d lines "
+              "differ", batch, beam, n_best, differing, n_lines);
         fprintf(stderr, "batch %d beam %d n_best %d: %d of %d lines differ\n", batch, beam,
-                n_best, differing, N_LINES);
+                n_best, differing, n_lines);
     }
-    for (int i = 0; i < N_LINES; i++) {
+    for (int i = 0; i < n_lines; i++) {
         nmt_result_clear(&cpu[i]);
         nmt_result_clear(&gpu[i]);
     }
@@ -127,11 +131,18 @@ int main(void)
     make_lines(text);
     for (int i = 0; i < N_LINES; i++)
         lines[i] = text[i];
-    compare(model, 1, 5, 1, lines);
-    compare(model, 7, 3, 2, lines);
-    compare(model, 37, 5, 3, lines);
-    compare(model, 100, 1, 1, lines);
-    compare(model, 37, 12, 12, lines);
+    const char *small = getenv("NMT_TEST_SMALL");
+    if (small && *small == '1') {
+        n_lines = N_LINES_SMALL;
+        compare(model, 1, 5, 1, lines);
+        compare(model, 7, 3, 2, lines);
+    } else {
+        compare(model, 1, 5, 1, lines);
+        compare(model, 7, 3, 2, lines);
+        compare(model, 37, 5, 3, lines);
+        compare(model, 100, 1, 1, lines);
+        compare(model, 37, 12, 12, lines);
+    }
     nmt_model_free(model);
     return test_finish("test_gpu_translate");
 }

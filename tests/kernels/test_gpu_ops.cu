@@ -256,6 +256,7 @@ int main(void)
     test_nhot(333, 333, 1000, 0, 100);
     test_nhot(5, 1024, 50, 50, 50);
     test_nhot(64, 1000, 4000, 0, 3);
+    test_nhot(3, 4100, 70, 30, 40); /* 33 warp segments a row, > 32 pairs */
 
     test_linear(1, 1, 1, 0, 0, 0);
     test_linear(7, 33, 5, 3, 1, 0);

@@ -2,7 +2,10 @@
  * over a shape table that reaches every variant the launcher can pick: fused
  * (1..8 warps, one and two slots a lane), split (rows << SMs), atomic
  * (64 < K <= 512), sort (K > 512); K > V, V = 1, odd and padded ld,
- * excluded ids, quantized logits (exact ties), k = 0 and lse = NULL.
+ * excluded ids, quantized logits (exact ties), k = 0 and lse = NULL. One
+ * workspace, zeroed once, serves every shape in turn, so the split variant's
+ * per-row counters must come back to zero after each call; a workspace too
+ * small is refused.
  * Ids must match exactly: both sides rank by the float logit, then the lower
  * id; values (z - lse) and lse to ~1e-5. */
 #include <math.h>
@@ -32,6 +35,10 @@ static const shape shapes[] = {
     {1000, 777, 8, 0, 0, 2, 1, "fused short rows"},
     {3000, 96, 4, 0, 0, 2, 1, "fused 1 warp many rows"},
     {1, 10240, 1, 0, 0, 2, 1, "split"},
+    {3, 20000, 5, 1, 0, 2, 1, "split 16 slices"},
+    {2, 4096, 40, 0, 1, 2, 1, "split 2 slots ties"},
+    {1, 10240, 1, 0, 0, 2, 1, "split again (counters reset)"},
+    {120, 50000, 10, 0, 0, 2, 1, "split 120 rows"},
     {12, 50000, 5, 0, 0, 2, 1, "split"},
     {1, 100003, 10, 1, 0, 2, 1, "split odd V"},
     {60, 32000, 50, 0, 1, 3, 1, "split 2 slots ties"},
@@ -41,6 +48,9 @@ static const shape shapes[] = {
     {2, 3000, 600, 0, 0, 2, 1, "sort"},
     {2, 700, 1000, 1, 0, 2, 1, "sort K>V"},
 };
+
+static void *g_workspace;
+static size_t g_workspace_bytes;
 
 static int run_shape(const shape *s)
 {
@@ -71,7 +81,8 @@ static int run_shape(const shape *s)
     float *d_lse = s->with_lse ? (float *)dev_output(rows * sizeof(float), POISON_F32) : NULL;
     nmt_error err = {};
     nmt_status st = nmt_cuda_softmax_topk(rows, vocab, d_logits, ld, k, d_excl, n_excluded,
-                                          k ? d_v : NULL, k ? d_i : NULL, d_lse, NULL, &err);
+                                          k ? d_v : NULL, k ? d_i : NULL, d_lse, g_workspace,
+                                          g_workspace_bytes, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
 
     float *got_v = (float *)host_alloc(n_top * sizeof(float));
@@ -124,13 +135,35 @@ int main(void)
     test_seed();
     /* NMT_TEST_SMALL=1 (under compute-sanitizer) keeps the small shapes only. */
     const char *small = getenv("NMT_TEST_SMALL");
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    const size_t n_shapes = sizeof shapes / sizeof shapes[0];
+    for (size_t i = 0; i < n_shapes; i++) {
+        size_t b = nmt_cuda_softmax_topk_workspace_size(shapes[i].rows, shapes[i].vocab,
+                                                        shapes[i].k);
+        CHECK(b != SIZE_MAX, "workspace size for shape %zu", i);
+        g_workspace_bytes = b > g_workspace_bytes ? b : g_workspace_bytes;
+    }
+    CUDA_OK(cudaMalloc(&g_workspace, g_workspace_bytes));
+    CUDA_OK(cudaMemset(g_workspace, 0, g_workspace_bytes));
+    for (size_t i = 0; i < n_shapes; i++)
         if (!(small && *small == '1' && (size_t)shapes[i].rows * shapes[i].vocab > 300000))
             run_shape(&shapes[i]);
 
     /* Bad arguments are refused with a message, not launched. */
     nmt_error err = {};
-    CHECK(nmt_cuda_softmax_topk(1, 0, NULL, 0, 1, NULL, 0, NULL, NULL, NULL, NULL, &err) ==
-              NMT_STATUS_ERROR_ARGUMENT, "vocab 0 accepted");
+    CHECK(nmt_cuda_softmax_topk(1, 0, NULL, 0, 1, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL,
+                                &err) == NMT_STATUS_ERROR_ARGUMENT, "vocab 0 accepted");
+    /* The split variant (1 row of 10240) with no workspace: refused, not launched. */
+    float *d_logits = NULL, *d_v = NULL;
+    int32_t *d_i = NULL;
+    CUDA_OK(cudaMalloc(&d_logits, 10240 * sizeof(float)));
+    CUDA_OK(cudaMalloc(&d_v, sizeof(float)));
+    CUDA_OK(cudaMalloc(&d_i, sizeof(int32_t)));
+    nmt_status st = nmt_cuda_softmax_topk(1, 10240, d_logits, 10240, 1, NULL, 0, d_v, d_i, NULL,
+                                          NULL, 0, NULL, &err);
+    CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "split without a workspace: status %d", (int)st);
+    CUDA_OK(cudaFree(d_logits));
+    CUDA_OK(cudaFree(d_v));
+    CUDA_OK(cudaFree(d_i));
+    CUDA_OK(cudaFree(g_workspace));
     return test_finish("test_gpu_softmax_topk");
 }

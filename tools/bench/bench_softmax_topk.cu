@@ -105,10 +105,13 @@ static __global__ void row_offsets(int rows, int vocab, int *off)
 
 typedef struct {
     int rows, vocab, k, copies;
-    float **logits;
+    float **logits; /* copies, each pointing into logits_block */
+    float *logits_block;
     float *top_v, *lp, *lp_sorted;
     int *top_i, *ids, *ids_sorted, *offsets;
     int32_t *excluded;
+    void *workspace; /* ours: sized once, zeroed once */
+    size_t workspace_bytes;
     void *temp;
     size_t temp_bytes;
     cudaStream_t stream;
@@ -119,7 +122,8 @@ static void run_ours(void *p, int i)
     run_arg *a = (run_arg *)p;
     nmt_error err;
     if (nmt_cuda_softmax_topk(a->rows, a->vocab, a->logits[i % a->copies], a->vocab, a->k,
-                              a->excluded, 2, a->top_v, a->top_i, NULL, a->stream, &err) !=
+                              a->excluded, 2, a->top_v, a->top_i, NULL, a->workspace,
+                              a->workspace_bytes, a->stream, &err) !=
         NMT_STATUS_OK) {
         fprintf(stderr, "nmt_cuda_softmax_topk: %s\n", err.message);
         exit(1);
@@ -181,15 +185,19 @@ int main(void)
             size_t n = (size_t)a.rows * a.vocab, bytes = n * sizeof(float);
             a.copies = bench_copies(bytes);
             a.logits = (float **)malloc(a.copies * sizeof(float *));
-            for (int c = 0; c < a.copies; c++) {
-                BENCH_CHECK(cudaMalloc(&a.logits[c], bytes));
-                fill_logits<<<1024, 256, 0, stream>>>(a.logits[c], n, 1234u + c);
-            }
+            BENCH_CHECK(cudaMalloc(&a.logits_block, bytes * a.copies));
+            fill_logits<<<1024, 256, 0, stream>>>(a.logits_block, n * a.copies, 1234u);
+            BENCH_CHECK(cudaGetLastError());
+            for (int c = 0; c < a.copies; c++)
+                a.logits[c] = a.logits_block + n * c;
             int max_k = 0;
             for (int ki = 0; ki < n_k; ki++)
                 max_k = k_list[ki] > max_k ? k_list[ki] : max_k;
             BENCH_CHECK(cudaMalloc(&a.top_v, (size_t)a.rows * max_k * sizeof(float)));
             BENCH_CHECK(cudaMalloc(&a.top_i, (size_t)a.rows * max_k * sizeof(int)));
+            a.workspace_bytes = nmt_cuda_softmax_topk_workspace_size(a.rows, a.vocab, max_k);
+            BENCH_CHECK(cudaMalloc(&a.workspace, a.workspace_bytes));
+            BENCH_CHECK(cudaMemset(a.workspace, 0, a.workspace_bytes));
             double cub_us = 0.0;
             if (baseline) {
                 BENCH_CHECK(cudaMalloc(&a.lp, bytes));
@@ -217,11 +225,11 @@ int main(void)
                         a.vocab, a.k, us, 100.0 * floor_us / us, cub_us,
                         baseline ? cub_us / us : 0.0);
             }
-            for (int c = 0; c < a.copies; c++)
-                BENCH_CHECK(cudaFree(a.logits[c]));
+            BENCH_CHECK(cudaFree(a.logits_block));
             free(a.logits);
             BENCH_CHECK(cudaFree(a.top_v));
             BENCH_CHECK(cudaFree(a.top_i));
+            BENCH_CHECK(cudaFree(a.workspace));
             if (baseline) {
                 BENCH_CHECK(cudaFree(a.lp));
                 BENCH_CHECK(cudaFree(a.lp_sorted));

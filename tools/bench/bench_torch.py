@@ -3,8 +3,10 @@
 
 softmax_topk: torch.topk(torch.log_softmax(x, -1), K); nhot: embedding_bag
 (mode="sum", per_sample_weights); reduce: torch.sum over the axes and a
-broadcast add. CUDA events after warm-up, median of NMT_BENCH_REPEATS (20),
-inputs rotated over copies bigger than L2. Prints JSON lines (impl "torch")
+broadcast add. Timed exactly like tools/bench/bench_util.h: after warm-up a
+pair of CUDA events brackets NMT_BENCH_BATCH (20) back-to-back calls, the
+time per call is that over the batch, and the result is the median of
+NMT_BENCH_REPEATS (20) such runs; inputs rotate over copies bigger than 2x L2. Prints JSON lines (impl "torch")
 that tools/bench/summarize.py joins with the C benches. Exits 0 with a note
 on stderr when torch or a GPU is missing. Same env knobs as the C benches.
 """
@@ -28,21 +30,26 @@ def main():
         print("bench_torch.py: skipped: no GPU", file=sys.stderr)
         return 0
     repeats = max(1, int(os.environ.get("NMT_BENCH_REPEATS", "20")))
+    batch = max(1, int(os.environ.get("NMT_BENCH_BATCH", "20")))
     dev = torch.device("cuda")
     l2_flush = 128 << 20
 
     def time_us(fn):
-        for i in range(3):
-            fn(i)
+        call = 0
+        for _ in range(3):
+            fn(call)
+            call += 1
         torch.cuda.synchronize()
         times = []
-        for i in range(repeats):
+        for _ in range(repeats):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
-            fn(3 + i)
+            for _ in range(batch):
+                fn(call)
+                call += 1
             e.record()
             e.synchronize()
-            times.append(s.elapsed_time(e) * 1000.0)
+            times.append(s.elapsed_time(e) * 1000.0 / batch)
         times.sort()
         n = len(times)
         return times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
@@ -64,13 +71,14 @@ def main():
         for V in env_list("NMT_BENCH_VOCABS", [10240, 32000, 50000]):
             for rows in env_list("NMT_BENCH_ROWS", [1, 5, 12, 60, 120, 512, 1024, 4000]):
                 nbytes = rows * V * 4
-                copies = max(1, min(64, -(-l2_flush // nbytes)))
-                xs = [torch.randn(rows, V, device=dev) * 3 for _ in range(copies)]
+                copies = max(1, min(65536, -(-l2_flush // nbytes)))
+                block = torch.randn(copies, rows, V, device=dev) * 3  # one allocation
+                xs = [block[c] for c in range(copies)]
                 for K in env_list("NMT_BENCH_KS", [1, 5, 10, 50]):
                     us = time_us(lambda i: torch.topk(torch.log_softmax(xs[i % copies], -1), K, dim=-1))
                     emit(bench="softmax_topk", impl="torch", rows=rows, V=V, K=K, median_us=us,
                          bytes=nbytes, floor_us=nbytes / (copy_gbps * 1e3), copy_gbps=copy_gbps)
-                del xs
+                del xs, block
 
     if "nhot" in which:
         rows, table_rows, dim = 100, 10240, 512

@@ -1,6 +1,10 @@
 /* bench_util.h: shared timing for the CUDA benchmarks (header only, static).
- * Events around each call after warm-up, the median of NMT_BENCH_REPEATS
- * (default 20, at least 20 unless set lower on purpose) calls; a
+ * After warm-up, a pair of events brackets a run of NMT_BENCH_BATCH (default
+ * 20) back-to-back calls, so the events' own microseconds do not land on
+ * tiny kernels; the time per call is the run's time / the batch, and the
+ * result is the median over NMT_BENCH_REPEATS (default 20, at least 15
+ * unless set lower on purpose) runs. Callees rotate their inputs by the call
+ * index over copies bigger than 2x the 50 MB L2 (bench_copies); a
  * device-to-device copy measured in the same program gives the bandwidth
  * every kernel is compared with (bytes moved = read + write). Results go to
  * stdout as JSON lines (one per measurement), tables go to stderr. */
@@ -36,6 +40,12 @@ static int bench_repeats(void)
     return r < 1 ? 1 : r;
 }
 
+static int bench_batch(void)
+{
+    int r = bench_env_int("NMT_BENCH_BATCH", 20);
+    return r < 1 ? 1 : r;
+}
+
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
@@ -43,24 +53,26 @@ static int cmp_float(const void *a, const void *b)
 }
 
 /* Times fn(arg, i) for i = 0, 1, ... (the callee rotates its buffers by i);
- * returns the median in microseconds. */
+ * returns the median time per call in microseconds. */
 typedef void (*bench_fn)(void *arg, int iteration);
 static double bench_time_us(bench_fn fn, void *arg, cudaStream_t stream)
 {
-    int repeats = bench_repeats(), warmup = 3;
+    int repeats = bench_repeats(), batch = bench_batch(), warmup = 3, call = 0;
     float *ms = (float *)malloc(repeats * sizeof(float));
     cudaEvent_t start, stop;
     BENCH_CHECK(cudaEventCreate(&start));
     BENCH_CHECK(cudaEventCreate(&stop));
     for (int i = 0; i < warmup; i++)
-        fn(arg, i);
+        fn(arg, call++);
     BENCH_CHECK(cudaStreamSynchronize(stream));
     for (int i = 0; i < repeats; i++) {
         BENCH_CHECK(cudaEventRecord(start, stream));
-        fn(arg, warmup + i);
+        for (int j = 0; j < batch; j++)
+            fn(arg, call++);
         BENCH_CHECK(cudaEventRecord(stop, stream));
         BENCH_CHECK(cudaEventSynchronize(stop));
         BENCH_CHECK(cudaEventElapsedTime(&ms[i], start, stop));
+        ms[i] /= (float)batch;
     }
     BENCH_CHECK(cudaGetLastError());
     qsort(ms, repeats, sizeof(float), cmp_float);
@@ -107,11 +119,12 @@ static double bench_copy_bandwidth(cudaStream_t stream)
     return gbps;
 }
 
-/* How many copies of an input of `bytes` make the rotation larger than L2. */
+/* How many copies of an input of `bytes` make the rotation larger than 2x
+ * L2 (small inputs: thousands; allocate them as one block). */
 static int bench_copies(size_t bytes)
 {
     size_t n = (BENCH_L2_FLUSH_BYTES + bytes - 1) / (bytes ? bytes : 1);
-    return n < 1 ? 1 : (n > 64 ? 64 : (int)n);
+    return n < 1 ? 1 : (n > 65536 ? 65536 : (int)n);
 }
 
 #endif

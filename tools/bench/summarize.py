@@ -7,7 +7,10 @@ baseline) and marks the targets:
   N-hot:         >= 5x faster than cuBLAS, cuSPARSE and embedding_bag, N <= 10;
   reduce/bcast:  >= 90% of the measured copy bandwidth.
 Usage: summarize.py FILE.jsonl... > summary.md. The last lines ("TARGET ...")
-say per target how many rows met it and the worst figure; exit status 0.
+say per target whether it is met, how many cases met it out of how many, and
+the worst case. A case whose baseline is missing (e.g. no torch JSON) counts
+as not met, is named in the TARGET line and on stderr, and makes the exit
+status 1; so does a target with no data at all.
 """
 import json
 import sys
@@ -43,22 +46,35 @@ def mark(ok):
 
 
 class Target:
-    def __init__(self, name, better):
-        self.name, self.better, self.met, self.total, self.worst = name, better, 0, 0, None
+    def __init__(self, name, unit):
+        self.name, self.unit = name, unit
+        self.met, self.total, self.worst, self.worst_case = 0, 0, None, ""
+        self.missing = []  # cases whose baseline data is absent
 
-    def add(self, ok, figure):
-        if ok is None:
-            return
+    def add(self, ok, figure, case):
         self.total += 1
         self.met += bool(ok)
-        if self.worst is None or (figure < self.worst):
-            self.worst = figure
+        if self.worst is None or figure < self.worst:
+            self.worst, self.worst_case = figure, case
+
+    def lack(self, case, what):
+        self.total += 1
+        self.missing.append(f"{case}: no {what}")
+
+    def ok(self):
+        return self.total > 0 and not self.missing
 
     def line(self):
         if not self.total:
-            return f"TARGET {self.name}: no data"
+            return f"TARGET {self.name}: NO DATA (0 cases)"
         status = "met" if self.met == self.total else "MISSED"
-        return f"TARGET {self.name}: {status} {self.met}/{self.total} (worst {self.worst:.2f}{self.better})"
+        text = f"TARGET {self.name}: {status}, {self.met} of {self.total} cases met"
+        if self.worst is not None:
+            text += f", worst {self.worst:.2f}{self.unit} ({self.worst_case})"
+        if self.missing:
+            text += (f"; BASELINE DATA MISSING for {len(self.missing)} cases "
+                     f"(first: {self.missing[0]})")
+        return text
 
 
 def main(argv):
@@ -94,12 +110,21 @@ def main(argv):
             torch = d.get("torch", {}).get("median_us")
             frac = floor / ours if floor and ours else None
             ok = None
-            if k[1] <= 120 and ours and torch:
-                ok = torch / ours >= 10
-                t_small.add(ok, torch / ours)
-            elif k[1] >= 512 and frac is not None:
-                ok = frac >= 0.5
-                t_large.add(ok, frac)
+            case = f"V={k[0]} rows={k[1]} K={k[2]}"
+            if k[1] <= 120:
+                if not ours:
+                    t_small.lack(case, "ours")
+                elif not torch:
+                    t_small.lack(case, "torch")
+                else:
+                    ok = torch / ours >= 10
+                    t_small.add(ok, torch / ours, case)
+            elif k[1] >= 512:
+                if frac is None:
+                    t_large.lack(case, "ours")
+                else:
+                    ok = frac >= 0.5
+                    t_large.add(ok, frac, case)
             print(f"| {k[0]} | {k[1]} | {k[2]} | {fmt(ours, '.2f')} | {fmt(frac * 100 if frac else None, '.0f')} "
                   f"| {fmt(cub, '.2f')} | {fmt(ratio(cub, ours))}x | {fmt(torch, '.2f')} "
                   f"| {fmt(ratio(torch, ours))}x | {mark(ok)} |")
@@ -124,9 +149,14 @@ def main(argv):
             e = d.get("torch_embedding_bag", {}).get("median_us")
             rs = [x for x in (ratio(b, ours), ratio(s, ours), ratio(e, ours)) if x is not None]
             ok = None
-            if n <= 10 and rs:
-                ok = min(rs) >= 5
-                t.add(ok, min(rs))
+            if n <= 10:
+                names = {"cuBLAS": b, "cuSPARSE": s, "embedding_bag": e}
+                absent = [name for name, v in names.items() if v is None]
+                if not ours or absent:
+                    t.lack(f"N={n}", ", ".join(absent) if ours else "ours")
+                else:
+                    ok = min(rs) >= 5
+                    t.add(ok, min(rs), f"N={n}")
             print(f"| {n} | {fmt(ours, '.2f')} | {fmt(floor, '.2f')} | {fmt(b, '.2f')} | {fmt(ratio(b, ours))}x "
                   f"| {fmt(s, '.2f')} | {fmt(ratio(s, ours))}x | {fmt(e, '.2f')} | {fmt(ratio(e, ours))}x | {mark(ok)} |")
         print()
@@ -149,17 +179,28 @@ def main(argv):
             ok = None
             if frac is not None:
                 ok = frac >= 0.9
-                t.add(ok, frac)
+                t.add(ok, frac, k[1])
+            else:
+                t.lack(k[1], "ours")
             print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {fmt(o.get('median_us'), '.1f')} | {fmt(o.get('gbps'), '.0f')} "
                   f"| {fmt(frac * 100 if frac is not None else None, '.0f')} | {fmt(tt, '.1f')} "
                   f"| {fmt(ratio(tt, o.get('median_us')))}x | {mark(ok)} |")
         print()
         targets.append(t)
 
+    expected = {"softmax_topk": "softmax_topk", "nhot": "nhot", "reduce": "reduce/broadcast"}
+    for bench, label in expected.items():
+        if not by.get(bench):
+            missing = Target(f"{label} (no {bench} JSON lines found)", "")
+            targets.append(missing)
     print("## Targets\n")
+    status = 0
     for t in targets:
         print("    " + t.line())
-    return 0
+        if not t.ok():
+            status = 1
+            print(f"summarize.py: {t.line()}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":
