@@ -125,10 +125,20 @@ if [[ $build_status == ok ]]; then
             echo "== tools/eval/speed (engine cuda vs PyTorch reference, beam 5, batch 1 and 64)"
             speed_status=ok
             timeout 150 "$python" tools/eval/speed -m "$model" --src "$src" --lines 300 \
-                --beams 5 --batch-sizes 1,64 --repeat 2 --latency-lines 0 --device cuda \
+                --beams 5 --batch-sizes 1,64 --repeat 3 --latency-lines 150 --device cuda \
                 --translate "$build/translate" --reference --json "$bench_dir/speed.json" \
                 >"$bench_dir/speed.txt" 2>"$bench_dir/speed.err" || speed_status="failed rc=$?"
             tail -5 "$bench_dir/speed.err"
+            # The whole test set through the CUDA engine at beams 1 and 5 with
+            # scores, for the GPU-vs-CPU agreement (tools/eval/agreement.py) and BLEU.
+            for beam in 1 5; do
+                zcat "$src" | timeout 60 "$build/translate" -m "$model" --device cuda --beam $beam \
+                    --batch-size 64 --scores >"$bench_dir/gpu.test.beam$beam.tsv" 2>>"$bench_dir/speed.err" ||
+                    speed_status="$speed_status; test-set translation beam $beam failed"
+                cut -f2 "$bench_dir/gpu.test.beam$beam.tsv" >"$bench_dir/gpu.test.beam$beam.en"
+                echo "   BLEU CUDA engine beam $beam: $("$python" -m sacrebleu -b \
+                    <(zcat "${src%.de.gz}.en.gz") -i "$bench_dir/gpu.test.beam$beam.en" 2>/dev/null)"
+            done
         else
             speed_status="skipped: missing $model, $src or $build/translate"
         fi
