@@ -7,6 +7,7 @@ set -uo pipefail
 command -v valgrind >/dev/null || { echo "skipped: valgrind not installed"; exit 77; }
 input=$(printf 'ein mann läuft im park.\n\nZwei Hunde spielen!\nbad \xff line\nEIN KIND\n')
 printf '%s\n' "$input" | valgrind -q --error-exitcode=99 --leak-check=full \
+    --suppressions="$(dirname "$0")/valgrind.supp" \
     --errors-for-leak-kinds=definite,indirect "$NMT_TRANSLATE" -m "$NMT_TEST_MODEL" \
     --device cpu --beam 3 --n-best 2 > /dev/null
 code=$?
