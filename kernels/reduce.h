@@ -21,6 +21,11 @@ extern "C" {
 
 #define NMT_REDUCE_MAX_DIMS 6
 
+/* The argument checks both devices share (kernels/cpu/reduce.c): ndim in
+ * [1, NMT_REDUCE_MAX_DIMS], every dimension >= 1, no mask bit past ndim. */
+nmt_status nmt_reduce_check_shape(const char *op, int32_t ndim, const int64_t *dims,
+                                  uint32_t mask, nmt_error *err);
+
 /* Refuses ndim out of range, a dimension < 1 or a mask naming a missing axis. */
 nmt_status nmt_cpu_reduce_sum(int32_t ndim, const int64_t *dims, uint32_t reduce_mask,
                               const float *x, float *out, nmt_error *err);

@@ -6,10 +6,10 @@
 
 #include "error.h"
 
-static nmt_status check_shape(const char *op, int32_t ndim, const int64_t *dims, uint32_t mask,
-                              nmt_error *err)
+nmt_status nmt_reduce_check_shape(const char *op, int32_t ndim, const int64_t *dims,
+                                  uint32_t mask, nmt_error *err)
 {
-    if (ndim < 1 || ndim > NMT_REDUCE_MAX_DIMS)
+    if (ndim < 1 || ndim > NMT_REDUCE_MAX_DIMS || !dims)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: ndim %d outside [1, %d]", op,
                              ndim, NMT_REDUCE_MAX_DIMS);
     for (int32_t a = 0; a < ndim; a++)
@@ -49,7 +49,7 @@ static int next_coords(int32_t ndim, const int64_t *dims, uint32_t mask, int64_t
 nmt_status nmt_cpu_reduce_sum(int32_t ndim, const int64_t *dims, uint32_t reduce_mask,
                               const float *x, float *out, nmt_error *err)
 {
-    nmt_status status = check_shape("reduce_sum", ndim, dims, reduce_mask, err);
+    nmt_status status = nmt_reduce_check_shape("reduce_sum", ndim, dims, reduce_mask, err);
     if (status != NMT_STATUS_OK)
         return status;
     uint32_t all = (1u << ndim) - 1u;
@@ -78,7 +78,7 @@ nmt_status nmt_cpu_reduce_sum(int32_t ndim, const int64_t *dims, uint32_t reduce
 nmt_status nmt_cpu_broadcast_add(int32_t ndim, const int64_t *dims, const float *x,
                                  uint32_t y_mask, const float *y, float *out, nmt_error *err)
 {
-    nmt_status status = check_shape("broadcast_add", ndim, dims, y_mask, err);
+    nmt_status status = nmt_reduce_check_shape("broadcast_add", ndim, dims, y_mask, err);
     if (status != NMT_STATUS_OK)
         return status;
     /* Strides of y: row-major over its own axes, 0 along the repeated ones. */

@@ -257,21 +257,6 @@ static int canonicalize(int32_t ndim, const int64_t *dims, uint32_t mask, int64_
     return n;
 }
 
-static nmt_status check_shape(const char *op, int32_t ndim, const int64_t *dims, uint32_t mask,
-                              nmt_error *err)
-{
-    if (ndim < 1 || ndim > NMT_REDUCE_MAX_DIMS || !dims)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: ndim %d outside [1, %d]", op,
-                             ndim, NMT_REDUCE_MAX_DIMS);
-    for (int32_t a = 0; a < ndim; a++)
-        if (dims[a] < 1)
-            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: dims[%d] = %lld < 1", op,
-                                 a, (long long)dims[a]);
-    if (mask >> ndim)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "%s: mask 0x%x names an axis >= ndim %d", op, (unsigned)mask, ndim);
-    return NMT_STATUS_OK;
-}
 
 static int sm_count(void)
 {
@@ -361,7 +346,7 @@ extern "C" nmt_status nmt_cuda_reduce_sum(int32_t ndim, const int64_t *dims, uin
                                           const float *x, float *out, void *stream_ptr,
                                           nmt_error *err)
 {
-    nmt_status status = check_shape("reduce_sum", ndim, dims, reduce_mask, err);
+    nmt_status status = nmt_reduce_check_shape("reduce_sum", ndim, dims, reduce_mask, err);
     if (status != NMT_STATUS_OK)
         return status;
     NMT_ARG_CHECK(x && out);
@@ -427,7 +412,7 @@ extern "C" nmt_status nmt_cuda_broadcast_add(int32_t ndim, const int64_t *dims, 
                                              uint32_t y_mask, const float *y, float *out,
                                              void *stream_ptr, nmt_error *err)
 {
-    nmt_status status = check_shape("broadcast_add", ndim, dims, y_mask, err);
+    nmt_status status = nmt_reduce_check_shape("broadcast_add", ndim, dims, y_mask, err);
     if (status != NMT_STATUS_OK)
         return status;
     NMT_ARG_CHECK(x && y && out);

@@ -12,6 +12,7 @@
  * backtrack of hand-made history are checked too. Exit 77 without a GPU. */
 #include "cuda/beam_step.h"
 #include "cuda_ctx.h"
+#include "../kernels/gpu_test_util.h"
 
 extern "C" {
 #include "test_util.h"
@@ -26,15 +27,6 @@ extern "C" {
 
 enum { PAD = 0, UNK = 1, BOS = 2, EOS = 3 };
 
-#define CUDA_OK(call)                                                                     \
-    do {                                                                                  \
-        cudaError_t e_ = (call);                                                          \
-        if (e_ != cudaSuccess) {                                                          \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
-                    cudaGetErrorString(e_));                                              \
-            exit(1);                                                                      \
-        }                                                                                 \
-    } while (0)
 
 /* Host copy of the whole bookkeeping state. */
 struct host_state {
