@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 if [ ! -x "$BUILD/translate" ]; then
     cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build "$BUILD" -j"$(nproc)" --target translate make-test-model test_model
+    cmake --build "$BUILD" -j"$(nproc)" --target translate make-test-model test_model >&2
 fi
 MODEL=models/multi30k-de-en.bin
 if [ ! -f "$MODEL" ]; then
