@@ -15,10 +15,19 @@ extern "C" {
 
 typedef struct nmt_backend nmt_backend;
 
+/* What a backend is sized and set up for, once. */
+typedef struct nmt_backend_config {
+    int32_t max_sentences, beam, max_src;
+    const nmt_shrink *shrink; /* NULL: full softmax; else must outlive the backend */
+    int collect_stats;        /* count into nmt_stats (slower) */
+} nmt_backend_config;
+
 typedef struct nmt_backend_vtable {
     nmt_status (*decode)(nmt_backend *backend, const nmt_source_batch *batch,
                          const nmt_search_config *config, nmt_search_result *results,
                          nmt_error *err);
+    /* Adds the backend's counters (steps, output layer time, recall) to stats. */
+    void (*add_stats)(const nmt_backend *backend, nmt_stats *stats);
     void (*free)(nmt_backend *backend);
 } nmt_backend_vtable;
 
@@ -27,14 +36,13 @@ struct nmt_backend {
     nmt_device device;
 };
 
-nmt_status nmt_cpu_backend_create(const nmt_model *model, int32_t max_sentences,
-                                  int32_t beam_size, int32_t max_src, nmt_backend **backend,
-                                  nmt_error *err);
+nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_config *config,
+                                  nmt_backend **backend, nmt_error *err);
 
 /* NMT_STATUS_ERROR_UNSUPPORTED when built without CUDA (engine/nocuda/). */
 nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
-                                   int32_t max_sentences, int32_t beam_size, int32_t max_src,
-                                   nmt_backend **backend, nmt_error *err);
+                                   const nmt_backend_config *config, nmt_backend **backend,
+                                   nmt_error *err);
 
 #ifdef __cplusplus
 }

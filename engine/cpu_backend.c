@@ -1,5 +1,6 @@
 /* cpu_backend.c: the CPU reference backend: encode with model/cpu_model.c,
- * then run decoder/beam_search.c over its step interface. */
+ * then run decoder/beam_search.c over its step interface (with the output
+ * vocabulary shrunk by model/cpu_shrink.c when the config asks). */
 #include "backend.h"
 #include "error.h"
 
@@ -31,11 +32,19 @@ static void cpu_backend_free(nmt_backend *backend)
     free(self);
 }
 
-static const nmt_backend_vtable cpu_backend_vtable = {cpu_backend_decode, cpu_backend_free};
+/* The CPU oracle measures no time and no recall: its counters stay as the
+ * translator keeps them (sentences, decode time). */
+static void cpu_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
+{
+    (void)backend;
+    stats->output_layer_ms = -1.0;
+}
 
-nmt_status nmt_cpu_backend_create(const nmt_model *model, int32_t max_sentences,
-                                  int32_t beam_size, int32_t max_src, nmt_backend **backend,
-                                  nmt_error *err)
+static const nmt_backend_vtable cpu_backend_vtable = {cpu_backend_decode, cpu_backend_add_stats,
+                                                      cpu_backend_free};
+
+nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_config *config,
+                                  nmt_backend **backend, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     cpu_backend *self = NULL;
@@ -43,7 +52,10 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, int32_t max_sentences,
     NMT_ALLOC(self, 1);
     self->base.vtable = &cpu_backend_vtable;
     self->base.device = NMT_DEVICE_CPU;
-    NMT_TRY(nmt_cpu_state_create(model, max_sentences, beam_size, max_src, &self->state, err));
+    NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
+                                 &self->state, err));
+    if (config->shrink)
+        NMT_TRY(nmt_cpu_state_set_shrink(self->state, config->shrink, err));
     *backend = &self->base;
     return NMT_STATUS_OK;
 cleanup:

@@ -46,6 +46,31 @@ typedef enum nmt_device {
     NMT_DEVICE_CUDA = 2
 } nmt_device;
 
+/* Output-vocabulary shrinking (docs/lsh.md): score only a candidate list per
+ * step instead of the whole target vocabulary. The log-softmax then
+ * normalizes over the candidates (model-v1, step 5). */
+typedef enum nmt_shrink_mode {
+    NMT_SHRINK_NONE = 0, /* full softmax (default) */
+    NMT_SHRINK_LSH = 1,  /* LSH (Shi, Xu & Knight): hashed candidates + the T most frequent words */
+    NMT_SHRINK_TOP = 2   /* the TOP baseline: only the T most frequent words */
+} nmt_shrink_mode;
+
+/* Which hypotheses share one candidate list. */
+typedef enum nmt_lsh_share {
+    NMT_LSH_SHARE_BATCH = 0,    /* all hypotheses of the batch (one GEMM) */
+    NMT_LSH_SHARE_SENTENCE = 1, /* the hypotheses of one sentence */
+    NMT_LSH_SHARE_ROW = 2       /* none: each hypothesis its own list (SDDMM) */
+} nmt_lsh_share;
+
+typedef struct nmt_shrink_options {
+    nmt_shrink_mode mode; /* default NMT_SHRINK_NONE */
+    int k, u, w;          /* WTA hashing {K, u, W}, default 8, 3, 500? see nmt_options_init */
+    int top;              /* T: the most frequent target words always scored */
+    int threshold;        /* t: a word is a candidate when >= t bands match */
+    nmt_lsh_share share;  /* default NMT_LSH_SHARE_BATCH */
+    unsigned seed;        /* permutations and hash tables, default 1 */
+} nmt_shrink_options;
+
 /* Translation options. Initialize with nmt_options_init, then override. */
 typedef struct nmt_options {
     int beam_size;       /* B, default 5 */
@@ -59,6 +84,10 @@ typedef struct nmt_options {
     int unk_replace;     /* replace UNK by the most attended source word, default 1 */
     nmt_device device;   /* default NMT_DEVICE_AUTO */
     int device_index;    /* CUDA device ordinal, default 0 */
+    nmt_shrink_options shrink; /* default: off (full softmax) */
+    int collect_stats;   /* fill nmt_stats (slower: CUDA measures the output layer
+                            with events and, with shrinking on, also computes the
+                            full softmax for recall), default 0 */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;
@@ -110,6 +139,23 @@ nmt_status nmt_translate_batch(nmt_translator *translator, const char *const *li
                                nmt_result *results, nmt_error *err);
 
 void nmt_result_clear(nmt_result *result);
+
+/* Counters summed over every nmt_translate_batch call of a translator made
+ * with collect_stats (zeros otherwise). Rows are hypotheses; a row-step is
+ * one live hypothesis scored at one step. */
+typedef struct nmt_stats {
+    int64_t sentences;       /* lines translated */
+    int64_t steps;           /* decoder steps, summed over batches */
+    double decode_seconds;   /* wall time inside nmt_translate_batch */
+    double output_layer_ms;  /* CUDA: GPU time of the output layer (logits, softmax,
+                                top-K, and the LSH work), events; -1 on the CPU */
+    int64_t row_steps;       /* live row-steps (shrinking on; CUDA) */
+    int64_t recall_hits;     /* row-steps whose full-softmax top-B words are all candidates */
+    int64_t candidate_words; /* candidate words scored, summed over row-steps */
+} nmt_stats;
+
+nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,
+                                nmt_error *err);
 
 #ifdef __cplusplus
 }

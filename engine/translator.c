@@ -9,10 +9,12 @@
 #include "source.h"
 #include "tokenizer.h"
 #include "cuda_ctx.h"
+#include "lsh_index.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct nmt_translator {
     const nmt_model *model;
@@ -21,6 +23,9 @@ struct nmt_translator {
     nmt_backend *backend;
     nmt_source_builder source;
     nmt_search_result *search_results; /* [batch_size] */
+    nmt_lsh_index *lsh_index;          /* NMT_SHRINK_LSH only */
+    nmt_shrink shrink;                 /* the backend's view of options.shrink */
+    nmt_stats stats;                   /* collect_stats: the translator's part */
 };
 
 void nmt_options_init(nmt_options *options)
@@ -37,6 +42,15 @@ void nmt_options_init(nmt_options *options)
     options->unk_replace = 1;
     options->device = NMT_DEVICE_AUTO;
     options->device_index = 0;
+    /* LSH defaults: chosen from the evaluation grid (docs/lsh.md). */
+    options->shrink.mode = NMT_SHRINK_NONE;
+    options->shrink.k = 8;
+    options->shrink.u = 3;
+    options->shrink.w = 500;
+    options->shrink.top = 1000;
+    options->shrink.threshold = 2;
+    options->shrink.share = NMT_LSH_SHARE_BATCH;
+    options->shrink.seed = 1;
 }
 
 int nmt_cuda_available(void)
@@ -67,8 +81,43 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->device == NMT_DEVICE_AUTO || o->device == NMT_DEVICE_CPU ||
                 o->device == NMT_DEVICE_CUDA,
             "device %d: unknown", (int)o->device);
+    const nmt_shrink_options *sh = &o->shrink;
+    REQUIRE(sh->mode == NMT_SHRINK_NONE || sh->mode == NMT_SHRINK_LSH || sh->mode == NMT_SHRINK_TOP,
+            "shrink mode %d: unknown", (int)sh->mode);
+    if (sh->mode != NMT_SHRINK_NONE) {
+        /* 2B finite candidates besides PAD and BOS keep every beam full. */
+        REQUIRE(sh->top >= 2 * o->beam_size, "shrink top %d: must be at least 2 * beam_size (%d)",
+                sh->top, 2 * o->beam_size);
+        REQUIRE(sh->share == NMT_LSH_SHARE_BATCH || sh->share == NMT_LSH_SHARE_SENTENCE ||
+                    sh->share == NMT_LSH_SHARE_ROW,
+                "shrink share %d: unknown", (int)sh->share);
+    }
+    if (sh->mode == NMT_SHRINK_LSH)
+        REQUIRE(sh->threshold >= 1 && sh->threshold <= sh->w,
+                "lsh threshold t=%d: must be in 1..W (%d)", sh->threshold, sh->w);
 #undef REQUIRE
     return NMT_STATUS_OK;
+}
+
+/* The index and the backends' view of options->shrink (before the backend). */
+static nmt_status setup_shrink(nmt_translator *t, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const nmt_shrink_options *o = &t->options.shrink;
+    const int32_t V = t->model->hp.tgt_vocab;
+    t->shrink.mode = o->mode;
+    t->shrink.share = o->share;
+    t->shrink.n_always = 4 + o->top < V ? 4 + o->top : V;
+    t->shrink.threshold = o->mode == NMT_SHRINK_LSH ? o->threshold : 1;
+    t->shrink.tables = NULL;
+    if (o->mode == NMT_SHRINK_LSH) {
+        nmt_lsh_index_config config = {o->k, o->u, o->w, o->seed};
+        NMT_TRY(nmt_lsh_index_build(t->model->out_w, V, t->model->hp.hidden_size, &config,
+                                    &t->lsh_index, err));
+        t->shrink.tables = nmt_lsh_index_tables(t->lsh_index);
+    }
+cleanup:
+    return status;
 }
 
 void nmt_translator_free(nmt_translator *t)
@@ -78,6 +127,7 @@ void nmt_translator_free(nmt_translator *t)
     if (t->backend)
         t->backend->vtable->free(t->backend);
     nmt_source_builder_free(&t->source);
+    nmt_lsh_index_free(t->lsh_index);
     free(t->search_results);
     free(t);
 }
@@ -107,22 +157,24 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     t->search.pad_id = NMT_PAD_ID;
     t->search.bos_id = NMT_BOS_ID;
     t->search.eos_id = NMT_EOS_ID;
+    if (options->shrink.mode != NMT_SHRINK_NONE)
+        NMT_TRY(setup_shrink(t, err));
+    const nmt_backend_config config = {
+        options->batch_size, options->beam_size, options->max_src_tokens,
+        options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats};
     const int32_t batch = options->batch_size, max_src = options->max_src_tokens;
 
     nmt_device device = options->device;
     if (device == NMT_DEVICE_AUTO && nmt_cuda_available()) {
         /* auto: a CUDA backend that cannot run here is not an error */
-        status = nmt_cuda_backend_create(model, options->device_index, batch,
-                                         options->beam_size, max_src, &t->backend, err);
+        status = nmt_cuda_backend_create(model, options->device_index, &config, &t->backend, err);
         if (status != NMT_STATUS_OK && status != NMT_STATUS_ERROR_UNSUPPORTED)
             goto cleanup;
     } else if (device == NMT_DEVICE_CUDA) {
-        NMT_TRY(nmt_cuda_backend_create(model, options->device_index, batch, options->beam_size,
-                                        max_src, &t->backend, err));
+        NMT_TRY(nmt_cuda_backend_create(model, options->device_index, &config, &t->backend, err));
     }
     if (!t->backend)
-        NMT_TRY(nmt_cpu_backend_create(model, batch, options->beam_size, max_src, &t->backend,
-                                       err));
+        NMT_TRY(nmt_cpu_backend_create(model, &config, &t->backend, err));
     NMT_TRY(nmt_source_builder_init(&t->source, model, batch, max_src, err));
     NMT_ALLOC(t->search_results, batch);
     *translator = t;
@@ -135,6 +187,24 @@ cleanup:
 nmt_device nmt_translator_device(const nmt_translator *translator)
 {
     return translator->backend->device;
+}
+
+nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,
+                                nmt_error *err)
+{
+    if (!translator || !stats)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translator_stats: NULL argument");
+    *stats = translator->stats;
+    if (translator->options.collect_stats)
+        translator->backend->vtable->add_stats(translator->backend, stats);
+    return NMT_STATUS_OK;
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 void nmt_result_clear(nmt_result *result)
@@ -276,6 +346,7 @@ nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int 
     sort_by_length(order, scratch, n_valid, tokens);
 
     const int32_t batch = t->options.batch_size;
+    const double started = seconds_now();
     for (int32_t first = 0; first < n_valid; first += batch) {
         int32_t count = n_valid - first < batch ? n_valid - first : batch;
         nmt_source_builder_reset(&t->source);
@@ -293,6 +364,10 @@ nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int 
             nmt_search_result_clear(&t->search_results[k]);
         if (status != NMT_STATUS_OK)
             goto cleanup;
+    }
+    if (t->options.collect_stats) {
+        t->stats.sentences += n_lines;
+        t->stats.decode_seconds += seconds_now() - started;
     }
 cleanup:
     if (status != NMT_STATUS_OK) {

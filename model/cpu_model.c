@@ -146,5 +146,10 @@ void nmt_cpu_state_free(nmt_cpu_state *state)
     free(state->context);
     free(state->attn);
     free(state->logits);
+    free(state->lsh_codes);
+    free(state->lsh_hits);
+    free(state->cand);
+    free(state->cand_count);
+    free(state->cand_log_probs);
     free(state);
 }

@@ -8,6 +8,7 @@
 
 #include "model.h"
 #include "search.h"
+#include "shrink.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +33,11 @@ void nmt_cpu_state_free(nmt_cpu_state *state);
 
 /* Encodes the batch and sets row i to sentence i's initial decoder state. */
 nmt_status nmt_cpu_encode(nmt_cpu_state *state, const nmt_source_batch *batch, nmt_error *err);
+
+/* Shrinks the output vocabulary of every later step (model/shrink.h); the
+ * shrink's tables must outlive the state. Allocates the LSH buffers. */
+nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shrink,
+                                    nmt_error *err);
 
 /* The step interface over this state (valid until the state is freed). */
 nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state);

@@ -7,6 +7,7 @@
 #define NMT_CPU_STATE_H
 
 #include "cpu_model.h"
+#include "shrink.h"
 
 struct nmt_cpu_state {
     const nmt_model *model;
@@ -41,6 +42,20 @@ struct nmt_cpu_state {
     float *context;     /* [max_rows, H] */
     float *attn;        /* [max_rows, max_src] */
     float *logits;      /* [max_rows, V] */
+
+    /* Output-layer shrinking (nmt_cpu_state_set_shrink; off while has_shrink is 0). */
+    int has_shrink;
+    nmt_shrink shrink;
+    int32_t *lsh_codes;      /* [max_rows, W] */
+    int32_t *lsh_hits;       /* [max_rows, V]: zero between steps */
+    int32_t *cand;           /* [max_rows, V]: one list per group (at most a group a row) */
+    int32_t *cand_count;     /* [max_rows] */
+    float *cand_log_probs;   /* [V]: one row's log-softmax over its candidates */
 };
+
+/* Step 5 with shrinking: log_probs [n_rows, V] of the rows' input feeds
+ * (model/cpu_shrink.c). */
+nmt_status nmt_cpu_shrink_log_probs(nmt_cpu_state *state, int32_t n_rows, const float *feed,
+                                    float *log_probs, nmt_error *err);
 
 #endif /* NMT_CPU_STATE_H */

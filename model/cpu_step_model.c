@@ -65,7 +65,10 @@ static nmt_status cpu_step(void *self, int32_t n_rows, const int32_t *prev_token
     nmt_cpu_linear(n_rows, H, H, top, H, model->attn_w_c + H, 2 * H, NULL, 1, feed, H);
     nmt_cpu_tanh_inplace((int64_t)n_rows * H, feed);
 
-    /* 5. log_softmax(W_out f_t + b_out) over the whole vocabulary. */
+    /* 5. log_softmax(W_out f_t + b_out) over the whole vocabulary, or over
+     * each row's candidate words (model/cpu_shrink.c). */
+    if (state->has_shrink)
+        return nmt_cpu_shrink_log_probs(state, n_rows, feed, log_probs, err);
     nmt_cpu_linear(n_rows, V, H, feed, H, model->out_w, H, model->out_b, 0, state->logits, V);
     nmt_cpu_log_softmax(n_rows, V, state->logits, V, log_probs);
     return NMT_STATUS_OK;

@@ -14,7 +14,8 @@
 # goes into ONE tarball, ${OUT:-out}/gpu-check.tar.gz (built on exit, even a
 # failed one), plus ${OUT:-out}/summary.md.
 # Knobs: NMT_BENCH_REPEATS (20), NMT_BENCH_ROWS / _VOCABS / _KS / _NS,
-# NMT_BENCH_REDUCE_LOG2 (26), NMT_GPU_CHECK_SKIP_BENCH=1, NMT_GPU_CHECK_SKIP_SANITIZER=1,
+# NMT_BENCH_REDUCE_LOG2 (26), NMT_BENCH_LSH_* (bench_lsh.cu's header; ~60 s),
+# NMT_GPU_CHECK_SKIP_BENCH=1, NMT_GPU_CHECK_SKIP_SANITIZER=1,
 # NMT_GPU_CHECK_JOBS (build parallelism), NMT_PYTHON (python with torch).
 set -euo pipefail
 
@@ -101,7 +102,7 @@ if [[ $build_status == ok ]]; then
     # --- 4. benches ----------------------------------------------------------
     if [[ "${NMT_GPU_CHECK_SKIP_BENCH:-0}" != 1 ]]; then
         bench_status=ok
-        for b in bench_softmax_topk bench_nhot bench_reduce; do
+        for b in bench_softmax_topk bench_nhot bench_reduce bench_lsh; do
             [[ -x "$build/$b" ]] || continue
             echo "== $b"
             timeout 150 "$build/$b" >"$bench_dir/$b.jsonl" 2>"$bench_dir/$b.txt" || bench_status="$b failed"

@@ -65,7 +65,7 @@ static __global__ void beam_init_kernel(nmt_beam_device b, int32_t n, int32_t bo
 static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
                                            const int32_t *act, const int32_t *old_pos,
                                            int32_t *row_tokens, int32_t *row_sentence,
-                                           int32_t *row_parent)
+                                           int32_t *row_parent, int32_t *row_live)
 {
     int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= n_active * b.beam)
@@ -75,6 +75,8 @@ static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
     row_tokens[r] = b.tokens[s * b.beam + k];
     row_sentence[r] = s;
     row_parent[r] = from * b.beam + b.parents[s * b.beam + k];
+    if (row_live)
+        row_live[r] = !b.done[s] && b.scores[s * b.beam + k] > -INFINITY;
 }
 
 static __global__ void __launch_bounds__(BEAM_THREADS)
@@ -244,7 +246,8 @@ cleanup:
 nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active,
                                       const int32_t *act, const int32_t *old_pos,
                                       int32_t *row_tokens, int32_t *row_sentence,
-                                      int32_t *row_parent, void *stream, nmt_error *err)
+                                      int32_t *row_parent, int32_t *row_live, void *stream,
+                                      nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     if (n_active < 1)
@@ -252,7 +255,7 @@ nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active
                              n_active);
     prepare_rows_kernel<<<blocks_for((int64_t)n_active * b->beam, 256), 256, 0,
                           (cudaStream_t)stream>>>(*b, n_active, act, old_pos, row_tokens,
-                                                  row_sentence, row_parent);
+                                                  row_sentence, row_parent, row_live);
     NMT_LAUNCH_TRY("prepare_rows_kernel");
 cleanup:
     return status;

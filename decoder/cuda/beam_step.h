@@ -74,11 +74,14 @@ nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int
 /* For the n_active * B rows of the list act: row_tokens (the slot's last
  * token), row_sentence, and row_parent = old_pos[p] * B + parent slot, the
  * row of the previous step's layout it continues (old_pos NULL: p itself,
- * i.e. the active list did not change). */
+ * i.e. the active list did not change); row_live (may be NULL): 1 when the
+ * slot holds an alive hypothesis of a sentence not done (the rows the host
+ * search would score: LSH candidate lists are built from those only). */
 nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active,
                                       const int32_t *act, const int32_t *old_pos,
                                       int32_t *row_tokens, int32_t *row_sentence,
-                                      int32_t *row_parent, void *stream, nmt_error *err);
+                                      int32_t *row_parent, int32_t *row_live, void *stream,
+                                      nmt_error *err);
 
 /* One search step (1-based `step`) for the sentences of the active list
  * (one block each; done ones are skipped). Row p * B + k's 2B best words are

@@ -80,6 +80,46 @@ cleanup:
     return status;
 }
 
+nmt_status nmt_cuda_backend_ensure_events(cuda_backend *self, int32_t steps, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (steps <= self->events_cap)
+        return NMT_STATUS_OK;
+    cudaEvent_t *grown = (cudaEvent_t *)realloc(self->layer_events,
+                                                sizeof(cudaEvent_t) * 2 * (size_t)steps);
+    if (!grown)
+        return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "cuda backend: out of memory");
+    self->layer_events = grown;
+    for (int32_t i = 2 * self->events_cap; i < 2 * steps; i++) {
+        NMT_CUDA_TRY(cudaEventCreate(&self->layer_events[i]));
+        self->events_cap = (i + 1) / 2; /* whole pairs created so far */
+    }
+cleanup:
+    return status;
+}
+
+static void destroy_events(cuda_backend *self)
+{
+    for (int32_t i = 0; i < 2 * self->events_cap; i++)
+        cudaEventDestroy(self->layer_events[i]);
+    free(self->layer_events);
+}
+
+static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
+{
+    const cuda_backend *self = (const cuda_backend *)backend;
+    stats->steps += self->steps;
+    stats->output_layer_ms += self->output_layer_ms;
+    const nmt_cuda_model *net = self->net;
+    unsigned long long counts[3] = {0, 0, 0};
+    if (net->has_shrink && net->full_logits && cudaSetDevice(self->device) == cudaSuccess &&
+        cudaMemcpy(counts, net->lsh_stats, sizeof counts, cudaMemcpyDeviceToHost) == cudaSuccess) {
+        stats->row_steps += (int64_t)counts[0];
+        stats->recall_hits += (int64_t)counts[1];
+        stats->candidate_words += (int64_t)counts[2];
+    }
+}
+
 static void cuda_backend_free(nmt_backend *backend)
 {
     cuda_backend *self = (cuda_backend *)backend;
@@ -89,6 +129,7 @@ static void cuda_backend_free(nmt_backend *backend)
         cudaSetDevice(self->device);
     if (self->event_created)
         cudaEventDestroy(self->check_event);
+    destroy_events(self);
     nmt_cuda_model_free(self->net);
     cudaFree(self->input_dev);
     cudaFreeHost(self->input_host);
@@ -107,17 +148,19 @@ static void cuda_backend_free(nmt_backend *backend)
     free(self);
 }
 
-static const nmt_backend_vtable cuda_backend_vtable = {nmt_cuda_backend_decode,
-                                                      cuda_backend_free};
+static const nmt_backend_vtable cuda_backend_vtable = {
+    nmt_cuda_backend_decode, cuda_backend_add_stats, cuda_backend_free};
 
 nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
-                                   int32_t max_sentences, int32_t beam_size, int32_t max_src,
-                                   nmt_backend **backend, nmt_error *err)
+                                   const nmt_backend_config *config, nmt_backend **backend,
+                                   nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     cuda_backend *self = NULL;
-    if (!backend || !model)
+    if (!backend || !model || !config)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda backend: NULL argument");
+    const int32_t max_sentences = config->max_sentences, beam_size = config->beam;
+    const int32_t max_src = config->max_src;
     *backend = NULL;
     const int n_devices = nmt_cuda_device_count();
     if (n_devices == 0)
@@ -146,6 +189,9 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_TRY(nmt_cuda_ctx_create(device_index, &self->ctx, err));
     NMT_TRY(nmt_cuda_model_create(model, self->ctx, max_sentences, beam_size, max_src, &self->net,
                                   err));
+    self->collect_stats = config->collect_stats;
+    if (config->shrink)
+        NMT_TRY(nmt_cuda_model_set_shrink(self->net, config->shrink, config->collect_stats, err));
 
     /* Beam state: scores, tokens, parents [N, B]; done, n_finished [N];
      * finished [N, 2B] x 4; active list [2N]. */

@@ -44,12 +44,21 @@ typedef struct cuda_backend {
     int32_t *active;   /* [max_src]: sentences longer than t */
     int32_t *host_act; /* [N]: the active list as the device holds it */
     int32_t *host_old; /* [N]: old positions of a compaction */
+    /* collect_stats: a pair of timing events around each step's output layer
+     * (created between batches, read after a batch's final sync). */
+    int collect_stats;
+    cudaEvent_t *layer_events; /* [2 * events_cap] */
+    int32_t events_cap;
+    int64_t steps;
+    double output_layer_ms;
 } cuda_backend;
 
 /* (Re)allocate the per-batch input buffers for nnz features, and the history
  * and results for hist_len steps: only grow, only between batches. */
 nmt_status nmt_cuda_backend_ensure_input(cuda_backend *self, int64_t nnz, nmt_error *err);
 nmt_status nmt_cuda_backend_ensure_history(cuda_backend *self, int32_t hist_len, nmt_error *err);
+/* collect_stats: timing events for `steps` steps (only grow, between batches). */
+nmt_status nmt_cuda_backend_ensure_events(cuda_backend *self, int32_t steps, nmt_error *err);
 
 nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
                                    const nmt_search_config *config, nmt_search_result *results,

@@ -32,6 +32,10 @@ static nmt_status check_batch(const cuda_backend *self, const nmt_source_batch *
                                  V);
     if (config->eos_id == config->pad_id || config->eos_id == config->bos_id)
         return nmt_error_set(err, bad, "cuda decode: eos_id equals pad_id or bos_id");
+    /* Shrunk lists start with ids 0..3, so EOS's column is its id (beam step). */
+    if (self->net->has_shrink && config->eos_id > 3)
+        return nmt_error_set(err, bad, "cuda decode: shrinking needs eos_id < 4 (got %d)",
+                             config->eos_id);
     if (!batch->src_len || !batch->token_offset || !batch->row_ptr)
         return nmt_error_set(err, bad, "cuda decode: NULL batch array");
     for (int32_t s = 0; s < n; s++) {
@@ -167,6 +171,8 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
     const int32_t hist_len = longest > 1 ? longest - 1 : 1;
     NMT_TRY(nmt_cuda_backend_ensure_input(self, nnz, err));
     NMT_TRY(nmt_cuda_backend_ensure_history(self, hist_len, err));
+    if (self->collect_stats)
+        NMT_TRY(nmt_cuda_backend_ensure_events(self, longest, err));
 
     /* Pack: time-major CSR (row t * n + i, padding rows empty) and the rest. */
     input_layout host = layout_input(self->input_host, n, stride, nnz);
@@ -214,17 +220,27 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
     b.max_len = dev.max_len;
     NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, stream, err));
 
-    int32_t n_active = n;
+    int32_t n_active = n, steps_run = 0;
     const int32_t *old_pos = NULL; /* set for the step after a compaction */
     int have_snapshot = 0;
     for (int32_t step = 1; step <= longest; step++) {
+        const int32_t rows = n_active * B;
         NMT_TRY(nmt_cuda_beam_prepare_rows(&b, n_active, self->act_dev, old_pos, net->row_tokens,
-                                           net->row_sentence, net->row_parent, stream, err));
+                                           net->row_sentence, net->row_parent, net->row_live,
+                                           stream, err));
         if (step > 1)
-            NMT_TRY(nmt_cuda_decoder_reorder(net, n_active * B, err));
+            NMT_TRY(nmt_cuda_decoder_reorder(net, rows, err));
         old_pos = NULL;
-        NMT_TRY(nmt_cuda_decoder_step(net, n_active * B, B, dev.src_len, stride, dev.excluded, 2,
-                                      err));
+        NMT_TRY(nmt_cuda_decoder_step(net, rows, dev.src_len, stride, err));
+        if (self->collect_stats)
+            NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * steps_run], stream));
+        NMT_TRY(nmt_cuda_output_layer(net, rows, B, dev.excluded, 2, err));
+        if (self->collect_stats) {
+            NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * steps_run + 1], stream));
+            if (net->has_shrink)
+                NMT_TRY(nmt_cuda_output_recall(net, rows, B, dev.excluded, 2, err));
+        }
+        steps_run++;
         NMT_TRY(nmt_cuda_beam_step(&b, n_active, self->act_dev, step, net->top_values,
                                    net->top_ids, net->logits, V, net->lse, net->attn_argmax,
                                    stream, err));
@@ -267,6 +283,15 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
     NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, result_bytes,
                                  cudaMemcpyDeviceToHost, stream));
     NMT_CUDA_TRY(cudaStreamSynchronize(stream));
+    if (self->collect_stats) {
+        for (int32_t i = 0; i < steps_run; i++) {
+            float ms = 0.0f;
+            NMT_CUDA_TRY(cudaEventElapsedTime(&ms, self->layer_events[2 * i],
+                                              self->layer_events[2 * i + 1]));
+            self->output_layer_ms += ms;
+        }
+        self->steps += steps_run;
+    }
     NMT_TRY(fill_results(self, n, &r_host, results, err));
     return NMT_STATUS_OK;
 

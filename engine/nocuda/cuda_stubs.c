@@ -10,9 +10,12 @@ int nmt_cuda_device_count(void)
 }
 
 nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
-                                   int32_t max_sentences, int32_t beam_size, int32_t max_src,
-                                   nmt_backend **backend, nmt_error *err)
+                                   const nmt_backend_config *config, nmt_backend **backend,
+                                   nmt_error *err)
 {
+    (void)model;
+    (void)device_index;
+    (void)config;
     *backend = NULL;
     return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                          "this build of nmt has no CUDA support (configure with NMT_WITH_CUDA=ON)");

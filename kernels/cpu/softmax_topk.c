@@ -1,4 +1,5 @@
-/* softmax_topk.c: CPU log-softmax and softmax + top-K (kernels/softmax_topk.h).
+/* softmax_topk.c: CPU log-softmax and softmax + top-K (kernels/softmax_topk.h),
+ * over the whole vocabulary or over each row's LSH candidate list.
  * lse = max + log(sum exp(z - max)) in double. Top-K keeps a sorted list by
  * insertion: candidates are ranked by their logit z (the order of z - lse),
  * larger first, ties to the lower word id (words are visited in increasing
@@ -42,41 +43,65 @@ static int is_excluded(int32_t w, const int32_t *excluded, int32_t n_excluded)
     return 0;
 }
 
+/* Softmax + top-K of one row of n logits z. words: the word of each logit
+ * (NULL: logit j is word j); `excluded` and the output ids are words. Visiting
+ * j in increasing order and ranking by z with strict '>' gives ties to the
+ * lower index, which is the lower word id since candidate lists ascend. */
+static void row_softmax_topk(int32_t n, const float *z, const int32_t *words, int32_t k,
+                             const int32_t *excluded, int32_t n_excluded, float *values,
+                             int32_t *ids, float *lse)
+{
+    double row_lse_value = row_lse(n, z);
+
+    /* ids[0..count) sorted by z descending; values hold z until the end. */
+    int32_t count = 0;
+    for (int32_t j = 0; j < n && k > 0; j++) {
+        if (count == k && !(z[j] > values[k - 1]))
+            continue;
+        int32_t word = words ? words[j] : j;
+        if (is_excluded(word, excluded, n_excluded))
+            continue;
+        int32_t pos = count < k ? count : k - 1;
+        while (pos > 0 && z[j] > values[pos - 1]) {
+            values[pos] = values[pos - 1];
+            ids[pos] = ids[pos - 1];
+            pos--;
+        }
+        values[pos] = z[j];
+        ids[pos] = word;
+        if (count < k)
+            count++;
+    }
+    for (int32_t i = 0; i < count; i++)
+        values[i] = (float)((double)values[i] - row_lse_value);
+    for (int32_t i = count; i < k; i++) {
+        values[i] = -INFINITY;
+        ids[i] = -1;
+    }
+    if (lse)
+        *lse = (float)row_lse_value;
+}
+
 void nmt_cpu_softmax_topk(int32_t n_rows, int32_t vocab, const float *logits, int32_t ld,
                           int32_t k, const int32_t *excluded, int32_t n_excluded,
                           float *top_values, int32_t *top_ids, float *lse)
 {
-    for (int32_t r = 0; r < n_rows; r++) {
-        const float *z = logits + (int64_t)r * ld;
-        float *values = top_values + (int64_t)r * k;
-        int32_t *ids = top_ids + (int64_t)r * k;
-        double row_lse_value = row_lse(vocab, z);
+    for (int32_t r = 0; r < n_rows; r++)
+        row_softmax_topk(vocab, logits + (int64_t)r * ld, NULL, k, excluded, n_excluded,
+                         top_values + (int64_t)r * k, top_ids + (int64_t)r * k,
+                         lse ? lse + r : NULL);
+}
 
-        /* ids[0..count) sorted by z descending; values hold z until the end. */
-        int32_t count = 0;
-        for (int32_t w = 0; w < vocab && k > 0; w++) {
-            if (count == k && !(z[w] > values[k - 1]))
-                continue;
-            if (is_excluded(w, excluded, n_excluded))
-                continue;
-            int32_t pos = count < k ? count : k - 1;
-            while (pos > 0 && z[w] > values[pos - 1]) {
-                values[pos] = values[pos - 1];
-                ids[pos] = ids[pos - 1];
-                pos--;
-            }
-            values[pos] = z[w];
-            ids[pos] = w;
-            if (count < k)
-                count++;
-        }
-        for (int32_t i = 0; i < count; i++)
-            values[i] = (float)((double)values[i] - row_lse_value);
-        for (int32_t i = count; i < k; i++) {
-            values[i] = -INFINITY;
-            ids[i] = -1;
-        }
-        if (lse)
-            lse[r] = (float)row_lse_value;
+void nmt_cpu_softmax_topk_candidates(int32_t n_rows, int32_t rows_per_group, const float *logits,
+                                     int64_t ld, const int32_t *cand, int64_t cand_ld,
+                                     const int32_t *count, int32_t k, const int32_t *excluded,
+                                     int32_t n_excluded, float *top_values, int32_t *top_ids,
+                                     float *lse)
+{
+    for (int32_t r = 0; r < n_rows; r++) {
+        int32_t g = r / rows_per_group;
+        row_softmax_topk(count[g], logits + r * ld, cand + g * cand_ld, k, excluded, n_excluded,
+                         top_values + (int64_t)r * k, top_ids + (int64_t)r * k,
+                         lse ? lse + r : NULL);
     }
 }

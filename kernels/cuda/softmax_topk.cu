@@ -28,7 +28,13 @@
  * Nothing allocates: the caller's workspace (nmt_cuda_softmax_topk_workspace_size)
  * holds the split counters (first kCounterBytes, at zero between calls), the
  * split partials and the sort fallback's keys.
- * Excluded ids count in lse but are never selected. */
+ * Excluded ids count in lse but are never selected.
+ * Candidate lists (LSH, nmt_cuda_softmax_topk_candidates): the fused, split
+ * and atomic kernels take a CandMap (template CAND; CAND = false compiles to
+ * the full-vocabulary kernels): row r reads only count[g] logits of its group
+ * g, read on the device, split slices cut from that count in the kernel; keys
+ * hold the candidate index, mapped to its word only on the rare insertion
+ * test (excluded words) and when the outputs are written. */
 #include <cub/device/device_segmented_radix_sort.cuh>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -95,6 +101,53 @@ static __device__ __forceinline__ void write_slot(uint64_t key, float lse, float
 {
     *value = key ? key_value(key) - lse : -INFINITY;
     *id = key ? key_id(key) : -1;
+}
+
+/* ---- candidate lists (LSH) ------------------------------------------------ */
+
+/* Row r's logit j is word cand[g * cand_ld + j], j < count[g], g = r /
+ * rows_per_group. Lists ascend, so ties to the lower candidate index are ties
+ * to the lower word, as in the full softmax. */
+struct CandMap {
+    const int32_t *count, *cand;
+    int64_t cand_ld;
+    int32_t rows_per_group;
+};
+
+/* The row's number of logits (clamped to vocab = the plan's max_count) and
+ * its candidate words (NULL without candidates). */
+template <bool CAND>
+static __device__ __forceinline__ int32_t row_length(const CandMap &map, int row, int32_t vocab,
+                                                     const int32_t **words)
+{
+    *words = NULL;
+    if (!CAND)
+        return vocab;
+    const int32_t g = row / map.rows_per_group;
+    *words = map.cand + (int64_t)g * map.cand_ld;
+    return max(0, min(__ldg(&map.count[g]), vocab));
+}
+
+/* is_excluded for logit j: with candidates, of its word. */
+template <bool CAND>
+static __device__ __forceinline__ bool is_excluded_at(int32_t j, const int32_t *words,
+                                                      const int32_t *excluded, int n_excluded)
+{
+    if (CAND) {
+        if (n_excluded == 0)
+            return false;
+        j = __ldg(&words[j]);
+    }
+    return is_excluded(j, excluded, n_excluded);
+}
+
+/* write_slot with the key's index mapped to its word. */
+template <bool CAND>
+static __device__ __forceinline__ void write_slot_at(uint64_t key, float lse, float *value,
+                                                     int32_t *id, const int32_t *words)
+{
+    *value = key ? key_value(key) - lse : -INFINITY;
+    *id = key ? (CAND ? __ldg(&words[key_id(key)]) : key_id(key)) : -1;
 }
 
 /* ---- online normalizer (m, d) -------------------------------------------- */
@@ -214,10 +267,11 @@ static __device__ void merge_sorted_lists(const uint64_t *lists, int n_lists, in
 /* ---- fused and split kernels ---------------------------------------------- */
 
 /* Four words starting at id0 (the first n_valid real, the rest -inf). */
-template <int SLOTS>
+template <int SLOTS, bool CAND>
 static __device__ __forceinline__ void scan4(float4 v, int32_t id0, int n_valid, OnlineMD &md,
                                              WarpTopK<SLOTS> &top, int k, int lane,
-                                             const int32_t *excluded, int n_excluded)
+                                             const int32_t *excluded, int n_excluded,
+                                             const int32_t *words)
 {
     float mx = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
     if (mx > md.m) {
@@ -233,7 +287,7 @@ static __device__ __forceinline__ void scan4(float4 v, int32_t id0, int n_valid,
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         bool cand = e < n_valid && xs[e] >= top.thr_value &&
-                    !is_excluded(id0 + e, excluded, n_excluded);
+                    !is_excluded_at<CAND>(id0 + e, words, excluded, n_excluded);
         uint32_t mask = __ballot_sync(FULL_MASK, cand);
         uint64_t my_key = cand ? make_key(xs[e], id0 + e) : 0;
         while (mask) {
@@ -249,15 +303,16 @@ static __device__ __forceinline__ void scan4(float4 v, int32_t id0, int n_valid,
 /* Block b handles row b / splits, words [slice*chunk, +chunk). With one split
  * it writes the outputs; otherwise it publishes its partial (m, d) and keys,
  * and the row's last block to finish merges them and writes the outputs.
- * row_done[row] is zero on entry and left zero on exit. */
-template <int SLOTS>
+ * row_done[row] is zero on entry and left zero on exit. CAND: the row has
+ * its group's count of logits and the slices are cut from that count. */
+template <int SLOTS, bool CAND>
 static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
     fused_topk_kernel(int32_t vocab, const float *__restrict__ logits, int64_t ld, int k,
                       int k_out, const int32_t *__restrict__ excluded, int n_excluded,
                       int splits, int chunk, float *__restrict__ top_values,
                       int32_t *__restrict__ top_ids, float *__restrict__ lse_out,
                       float2 *__restrict__ part_md, uint64_t *__restrict__ part_keys,
-                      uint32_t *__restrict__ row_done)
+                      uint32_t *__restrict__ row_done, CandMap map)
 {
     /* The warps' lists, then (split, last block of a row) the row's slices' lists. */
     __shared__ uint64_t s_lists[(kMaxWarps > kMaxSplits ? kMaxWarps : kMaxSplits) * kRegisterK];
@@ -270,7 +325,12 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
     const int n_warps = blockDim.x / kWarpSize;
     const int row = blockIdx.x / splits, slice = blockIdx.x - row * splits;
     const float *p = logits + (int64_t)row * ld;
-    const int c0 = slice * chunk, c1 = min(vocab, c0 + chunk);
+    const int32_t *words;
+    const int32_t n_words = row_length<CAND>(map, row, vocab, &words);
+    if (CAND) /* as fused_plan: multiples of 4 words; trailing slices may be empty */
+        chunk = ((n_words + splits - 1) / splits + 3) & ~3;
+    const int c0 = CAND ? min(slice * chunk, n_words) : slice * chunk;
+    const int c1 = min(n_words, c0 + chunk);
 
     /* Words before the first 16-byte boundary and after the last go scalar. */
     int mis = (int)(((uintptr_t)(p + c0) >> 2) & 3);
@@ -296,8 +356,8 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
 #pragma unroll
         for (int u = 0; u < U; u++) {
             int i = base + u * stride + lane;
-            scan4<SLOTS>(v[u], a0 + 4 * i, i < n4 ? 4 : 0, md, top, k, lane, excluded,
-                         n_excluded);
+            scan4<SLOTS, CAND>(v[u], a0 + 4 * i, i < n4 ? 4 : 0, md, top, k, lane, excluded,
+                               n_excluded, words);
         }
     }
     if (warp == 0) { /* at most 3 head and 3 tail words */
@@ -307,7 +367,7 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
         float4 v = neg4;
         if (ok)
             v.x = p[id];
-        scan4<SLOTS>(v, id, ok ? 1 : 0, md, top, k, lane, excluded, n_excluded);
+        scan4<SLOTS, CAND>(v, id, ok ? 1 : 0, md, top, k, lane, excluded, n_excluded, words);
     }
 
     md = warp_md(md);
@@ -332,8 +392,8 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
     if (splits == 1) {
         float lse = s_lse;
         for (int i = threadIdx.x; i < k_out; i += blockDim.x)
-            write_slot(i < k ? s_top[i] : 0, lse, &top_values[(int64_t)row * k_out + i],
-                       &top_ids[(int64_t)row * k_out + i]);
+            write_slot_at<CAND>(i < k ? s_top[i] : 0, lse, &top_values[(int64_t)row * k_out + i],
+                                &top_ids[(int64_t)row * k_out + i], words);
         if (lse_out && threadIdx.x == 0)
             lse_out[row] = lse;
         return;
@@ -372,8 +432,8 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
     merge_sorted_lists(s_lists, splits, k, k, s_top); /* syncs */
     const float lse = s_lse;
     for (int i = threadIdx.x; i < k_out; i += blockDim.x)
-        write_slot(i < k ? s_top[i] : 0, lse, &top_values[(int64_t)row * k_out + i],
-                   &top_ids[(int64_t)row * k_out + i]);
+        write_slot_at<CAND>(i < k ? s_top[i] : 0, lse, &top_values[(int64_t)row * k_out + i],
+                            &top_ids[(int64_t)row * k_out + i], words);
     if (lse_out && threadIdx.x == 0)
         lse_out[row] = lse;
 }
@@ -404,27 +464,30 @@ static __device__ __forceinline__ void md_add(OnlineMD &md, float x)
 }
 
 /* One block per row; dynamic shared memory holds the k packed keys. */
+template <bool CAND>
 static __global__ void __launch_bounds__(kAtomicThreads)
     atomic_topk_kernel(int32_t vocab, const float *__restrict__ logits, int64_t ld, int k,
                        int k_out, const int32_t *__restrict__ excluded, int n_excluded,
                        float *__restrict__ top_values, int32_t *__restrict__ top_ids,
-                       float *__restrict__ lse_out)
+                       float *__restrict__ lse_out, CandMap map)
 {
     extern __shared__ unsigned long long s_best[]; /* [k], descending when done */
     __shared__ OnlineMD s_md[kAtomicThreads / kWarpSize];
     const int row = blockIdx.x;
     const float *p = logits + (int64_t)row * ld;
     volatile unsigned long long *v_best = s_best;
+    const int32_t *words;
+    const int32_t n_words = row_length<CAND>(map, row, vocab, &words);
 
     for (int i = threadIdx.x; i < k; i += blockDim.x)
         s_best[i] = 0;
     __syncthreads();
     OnlineMD md{-INFINITY, 0.0f};
-    for (int w = threadIdx.x; w < vocab; w += blockDim.x) {
+    for (int w = threadIdx.x; w < n_words; w += blockDim.x) {
         float x = __ldcs(p + w);
         md_add(md, x);
         unsigned long long y = make_key(x, w);
-        if (y <= v_best[k - 1] || is_excluded(w, excluded, n_excluded))
+        if (y <= v_best[k - 1] || is_excluded_at<CAND>(w, words, excluded, n_excluded))
             continue;
         /* Carry y down the list: each atomicMax leaves the larger key in
          * place and hands back the smaller one to carry on (Alg. 4, 11-14).
@@ -440,8 +503,9 @@ static __global__ void __launch_bounds__(kAtomicThreads)
     OnlineMD t = block_md(md, s_md); /* syncs: every atomic is done */
     float lse = t.m + logf(t.d);
     for (int i = threadIdx.x; i < k_out; i += blockDim.x)
-        write_slot(i < k ? (uint64_t)s_best[i] : 0, lse, &top_values[(int64_t)row * k_out + i],
-                   &top_ids[(int64_t)row * k_out + i]);
+        write_slot_at<CAND>(i < k ? (uint64_t)s_best[i] : 0, lse,
+                            &top_values[(int64_t)row * k_out + i],
+                            &top_ids[(int64_t)row * k_out + i], words);
     if (lse_out && threadIdx.x == 0)
         lse_out[row] = lse;
 }
@@ -608,16 +672,61 @@ static nmt_status launch_sort(int32_t n_rows, int32_t vocab, const float *logits
     return NMT_STATUS_OK;
 }
 
-template <int SLOTS>
+template <int SLOTS, bool CAND>
 static void launch_fused(int blocks, int threads, int32_t vocab, const float *logits, int64_t ld,
                          int k, int k_out, const int32_t *excluded, int n_excluded, int splits,
                          int chunk, float *top_values, int32_t *top_ids, float *lse,
-                         float2 *part_md, uint64_t *part_keys, uint32_t *row_done,
+                         float2 *part_md, uint64_t *part_keys, uint32_t *row_done, CandMap map,
                          cudaStream_t stream)
 {
-    fused_topk_kernel<SLOTS><<<blocks, threads, 0, stream>>>(
+    fused_topk_kernel<SLOTS, CAND><<<blocks, threads, 0, stream>>>(
         vocab, logits, ld, k, k_out, excluded, n_excluded, splits, chunk, top_values, top_ids,
-        lse, part_md, part_keys, row_done);
+        lse, part_md, part_keys, row_done, map);
+}
+
+/* The atomic, fused and split variants (K <= kAtomicK); vocab is the row
+ * length or, with candidates, max_count, which plans the launch. */
+template <bool CAND>
+static nmt_status launch_register_or_atomic(int32_t n_rows, int32_t vocab, const float *logits,
+                                            int64_t ld, int32_t k, const int32_t *excluded,
+                                            int32_t n_excluded, float *top_values,
+                                            int32_t *top_ids, float *lse, CandMap map,
+                                            void *workspace, size_t workspace_bytes,
+                                            cudaStream_t stream, nmt_error *err)
+{
+    const int k_sel = k < vocab ? k : vocab;
+    if (k_sel > kRegisterK) {
+        size_t smem = (size_t)k_sel * sizeof(unsigned long long);
+        atomic_topk_kernel<CAND><<<n_rows, kAtomicThreads, smem, stream>>>(
+            vocab, logits, ld, k_sel, k, excluded, n_excluded, top_values, top_ids, lse, map);
+        NMT_LAUNCH_RETURN("atomic_topk_kernel");
+        return NMT_STATUS_OK;
+    }
+    const int k_run = k_sel > 0 ? k_sel : 1; /* k == 0 still yields lse */
+    const FusedPlan plan = fused_plan(n_rows, vocab, k_run, multiprocessor_count());
+    float2 *part_md = NULL;
+    uint64_t *part_keys = NULL;
+    uint32_t *row_done = NULL;
+    if (plan.splits > 1) {
+        const size_t parts = (size_t)n_rows * plan.splits, need = split_bytes(parts, k_run);
+        if (!workspace || workspace_bytes < need)
+            return workspace_too_small(workspace_bytes, need, err);
+        char *ws = (char *)workspace;
+        row_done = (uint32_t *)ws;
+        part_md = (float2 *)(ws + kCounterBytes);
+        part_keys = (uint64_t *)(ws + kCounterBytes + align256(parts * sizeof(float2)));
+    }
+    const int blocks = n_rows * plan.splits, threads = plan.warps * kWarpSize;
+    if (k_run <= kWarpSize)
+        launch_fused<1, CAND>(blocks, threads, vocab, logits, ld, k_run, k, excluded, n_excluded,
+                              plan.splits, plan.chunk, top_values, top_ids, lse, part_md,
+                              part_keys, row_done, map, stream);
+    else
+        launch_fused<2, CAND>(blocks, threads, vocab, logits, ld, k_run, k, excluded, n_excluded,
+                              plan.splits, plan.chunk, top_values, top_ids, lse, part_md,
+                              part_keys, row_done, map, stream);
+    NMT_LAUNCH_RETURN("fused_topk_kernel");
+    return NMT_STATUS_OK;
 }
 
 /* ---- exported ------------------------------------------------------------- */
@@ -668,36 +777,32 @@ extern "C" nmt_status nmt_cuda_softmax_topk(int32_t n_rows, int32_t vocab, const
     if (k_sel > kAtomicK)
         return launch_sort(n_rows, vocab, logits, ld, k, excluded, n_excluded, top_values,
                            top_ids, lse, (char *)workspace, workspace_bytes, stream, err);
-    if (k_sel > kRegisterK) {
-        size_t smem = (size_t)k_sel * sizeof(unsigned long long);
-        atomic_topk_kernel<<<n_rows, kAtomicThreads, smem, stream>>>(
-            vocab, logits, ld, k_sel, k, excluded, n_excluded, top_values, top_ids, lse);
-        NMT_LAUNCH_RETURN("atomic_topk_kernel");
+    return launch_register_or_atomic<false>(n_rows, vocab, logits, ld, k, excluded, n_excluded,
+                                            top_values, top_ids, lse, CandMap{}, workspace,
+                                            workspace_bytes, stream, err);
+}
+
+extern "C" nmt_status nmt_cuda_softmax_topk_candidates(
+    int32_t n_rows, int32_t rows_per_group, const float *logits, int64_t ld, const int32_t *cand,
+    int64_t cand_ld, const int32_t *count, int32_t max_count, int32_t k, const int32_t *excluded,
+    int32_t n_excluded, float *top_values, int32_t *top_ids, float *lse, void *workspace,
+    size_t workspace_bytes, void *stream, nmt_error *err)
+{
+    NMT_ARG_CHECK(n_rows >= 0 && rows_per_group >= 1 && max_count >= 1 && k >= 0);
+    NMT_ARG_CHECK(ld >= max_count && cand_ld >= max_count && n_excluded >= 0);
+    NMT_ARG_CHECK(n_rows == 0 || (logits && cand && count));
+    NMT_ARG_CHECK(k == 0 || n_rows == 0 || (top_values && top_ids));
+    NMT_ARG_CHECK(n_excluded == 0 || excluded);
+    NMT_ARG_CHECK((int64_t)n_rows * (k > 1 ? k : 1) <= INT32_MAX);
+    NMT_ARG_CHECK((uintptr_t)workspace % 256 == 0);
+    if (k > kAtomicK) /* the sort fallback has no candidate mapping */
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "nmt_cuda_softmax_topk_candidates: K = %d, at most %d with "
+                             "candidate lists", k, kAtomicK);
+    if (n_rows == 0)
         return NMT_STATUS_OK;
-    }
-    const int k_run = k_sel > 0 ? k_sel : 1; /* k == 0 still yields lse */
-    const FusedPlan plan = fused_plan(n_rows, vocab, k_run, multiprocessor_count());
-    float2 *part_md = NULL;
-    uint64_t *part_keys = NULL;
-    uint32_t *row_done = NULL;
-    if (plan.splits > 1) {
-        const size_t parts = (size_t)n_rows * plan.splits, need = split_bytes(parts, k_run);
-        if (!workspace || workspace_bytes < need)
-            return workspace_too_small(workspace_bytes, need, err);
-        char *ws = (char *)workspace;
-        row_done = (uint32_t *)ws;
-        part_md = (float2 *)(ws + kCounterBytes);
-        part_keys = (uint64_t *)(ws + kCounterBytes + align256(parts * sizeof(float2)));
-    }
-    const int blocks = n_rows * plan.splits, threads = plan.warps * kWarpSize;
-    if (k_run <= kWarpSize)
-        launch_fused<1>(blocks, threads, vocab, logits, ld, k_run, k,
-                        excluded, n_excluded, plan.splits, plan.chunk, top_values, top_ids, lse,
-                        part_md, part_keys, row_done, stream);
-    else
-        launch_fused<2>(blocks, threads, vocab, logits, ld, k_run, k,
-                        excluded, n_excluded, plan.splits, plan.chunk, top_values, top_ids, lse,
-                        part_md, part_keys, row_done, stream);
-    NMT_LAUNCH_RETURN("fused_topk_kernel");
-    return NMT_STATUS_OK;
+    const CandMap map = {count, cand, cand_ld, rows_per_group};
+    return launch_register_or_atomic<true>(n_rows, max_count, logits, ld, k, excluded,
+                                           n_excluded, top_values, top_ids, lse, map, workspace,
+                                           workspace_bytes, (cudaStream_t)stream, err);
 }

@@ -60,6 +60,7 @@ static void carve_all(nmt_cuda_model *m, carver *c)
     m->row_tokens = (int32_t *)carve(c, R * i);
     m->row_sentence = (int32_t *)carve(c, R * i);
     m->row_parent = (int32_t *)carve(c, R * i);
+    m->row_live = (int32_t *)carve(c, R * i);
 }
 
 static nmt_status check_shapes(const nmt_model *model, nmt_error *err)
@@ -147,5 +148,7 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
     nmt_device_weights_free(&m->w);
     if (m->arena)
         cudaFree(m->arena);
+    if (m->shrink_arena)
+        cudaFree(m->shrink_arena);
     free(m);
 }

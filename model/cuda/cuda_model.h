@@ -16,6 +16,7 @@
 
 #include "cuda_ctx.h"
 #include "model.h"
+#include "shrink.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -72,6 +73,24 @@ typedef struct nmt_cuda_model {
     int32_t *row_tokens;     /* [.]: previous token of each row */
     int32_t *row_sentence;   /* [.]: sentence (sorted index) of each row */
     int32_t *row_parent;     /* [.]: old row each new row continues (reorder) */
+    int32_t *row_live;       /* [.]: 1 for a hypothesis alive in a sentence not done */
+
+    /* Output-layer shrinking (nmt_cuda_model_set_shrink, model/cuda/output_layer.c). */
+    int has_shrink;
+    nmt_shrink shrink;       /* shrink.tables: the host tables */
+    nmt_lsh_tables lsh;      /* the same tables on the device */
+    void *shrink_arena;      /* every buffer below */
+    int32_t *lsh_codes;      /* [max_rows, W] */
+    int32_t *lsh_hits;       /* [max_rows, V]: zero between steps */
+    int32_t *cand;           /* [groups, V]: candidate lists (group: batch, sentence or row) */
+    int32_t *cand_count;     /* [groups] */
+    void *cand_workspace;
+    size_t cand_workspace_bytes;
+    /* collect_stats: the full softmax's top-B words, for recall. */
+    float *full_logits;              /* [max_rows, V] */
+    float *full_top_values;          /* [max_rows, beam] */
+    int32_t *full_top_ids;           /* [max_rows, beam] */
+    unsigned long long *lsh_stats;   /* [3]: live row-steps, recall hits, candidate words */
 } nmt_cuda_model;
 
 /* Uploads the weights and allocates every workspace. ctx must outlive it. */
@@ -97,14 +116,32 @@ typedef struct nmt_cuda_encoder_input {
  * and every input feed to zeros. */
 nmt_status nmt_cuda_encode(nmt_cuda_model *m, const nmt_cuda_encoder_input *in, nmt_error *err);
 
-/* One decoder step over n_rows live rows (row_tokens, row_sentence set):
- * updates h, c and feed in place and leaves logits, lse, the 2 * beam best
- * words of every row (top_values = log p, top_ids) and attn_argmax.
- * src_len: device [sentences]; src_stride as given to nmt_cuda_encode;
+/* Steps 1-4 of one decoder step over n_rows rows (row_tokens, row_sentence
+ * set): updates h, c and the feed f_t in place, and attn_argmax.
+ * src_len: device [sentences]; src_stride as given to nmt_cuda_encode. */
+nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, const int32_t *src_len,
+                                 int32_t src_stride, nmt_error *err);
+
+/* Step 5 (model/cuda/output_layer.c): the 2 * beam best words of every row
+ * (top_values = log p, top_ids = words), lse, and logits: over the whole
+ * vocabulary, or with shrinking over each row's candidate list (column j =
+ * the list's j-th word; ids 0..3 are always columns 0..3). Rows are sentence
+ * by sentence, `beam` each; row_live says which count for the lists.
  * excluded: device [n_excluded] words never generated (PAD, BOS). */
-nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
-                                 const int32_t *src_len, int32_t src_stride,
+nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
                                  const int32_t *excluded, int32_t n_excluded, nmt_error *err);
+
+/* Shrinks every later output layer (model/shrink.h): uploads the LSH tables
+ * and allocates codes, hits (zeroed), the candidate lists and, with
+ * collect_stats, the full-softmax buffers of nmt_cuda_output_recall. */
+nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink,
+                                     int collect_stats, nmt_error *err);
+
+/* collect_stats with shrinking, after nmt_cuda_output_layer: scores the full
+ * vocabulary too and adds the step's counts to lsh_stats (kernels/lsh.h,
+ * nmt_cuda_lsh_recall: the full top-beam words all in the row's list). */
+nmt_status nmt_cuda_output_recall(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
+                                  const int32_t *excluded, int32_t n_excluded, nmt_error *err);
 
 /* New row r continues old row row_parent[r], r < n_rows: gathers h, c of
  * every layer and the feed into the other buffer and makes it live. */

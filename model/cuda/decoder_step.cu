@@ -1,6 +1,7 @@
-/* decoder_step.cu: one model v1 decoder step over a batch of hypothesis rows
- * on the device, and the reorder of the rows by beam back-pointers
- * (model/cuda/cuda_model.h; the oracle is the CPU step model).
+/* decoder_step.cu: steps 1-4 of a model v1 decoder step over a batch of
+ * hypothesis rows on the device, and the reorder of the rows by beam
+ * back-pointers (model/cuda/cuda_model.h; the oracle is the CPU step model).
+ * Step 5, the output layer, is model/cuda/output_layer.c.
  *
  * Per step, for n rows (every row of every active sentence, B per sentence):
  *   emb = E_tgt[prev token]                          gather
@@ -9,7 +10,6 @@
  *   layer l gates = W_ih h_{l-1} + b_ih + W_hh h_l; lstm_cell adds b_hh
  *   attention over each row's sentence (ragged), context and argmax
  *   f = tanh(W_c[:, :H] c + W_c[:, H:] h)              two GEMMs into feed
- *   logits = W_out f + b_out; fused log-softmax + top-2B (PAD, BOS excluded)
  * h, c and feed are updated in place in the live buffer; reorder gathers
  * them into the other buffer. Nothing here allocates or synchronizes. */
 #include "cuda_model.h"
@@ -20,23 +20,20 @@
 #include "linear.h"
 #include "lstm_cell.h"
 #include "pointwise.h"
-#include "softmax_topk.h"
 
-nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
-                                 const int32_t *src_len, int32_t src_stride,
-                                 const int32_t *excluded, int32_t n_excluded, nmt_error *err)
+nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, const int32_t *src_len,
+                                 int32_t src_stride, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     void *stream = m->stream;
-    const int32_t E = m->emb, H = m->hidden, V = m->vocab, L = m->dec_layers;
+    const int32_t E = m->emb, H = m->hidden, L = m->dec_layers;
     const int cur = m->cur;
     const nmt_device_weights *w = &m->w;
     const float *top = m->dec_h[cur][L - 1];
     float *feed = m->feed[cur]; /* f_{t-1}, consumed by layer 0, then overwritten by f_t */
-    if (n_rows < 1 || n_rows > m->max_rows || beam < 1 || beam > m->beam)
+    if (n_rows < 1 || n_rows > m->max_rows)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cuda decoder step: %d rows (max %d), beam %d (max %d)", n_rows,
-                             m->max_rows, beam, m->beam);
+                             "cuda decoder step: %d rows (max %d)", n_rows, m->max_rows);
 
     NMT_TRY(nmt_cuda_gather_rows(n_rows, E, w->tgt_embedding, m->row_tokens, m->tgt_emb, stream,
                                  err));
@@ -64,11 +61,6 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, int32_t beam
     NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, H, H, top, H, w->attn_w_c + H, 2 * H, NULL, 1, feed,
                             H, err));
     NMT_TRY(nmt_cuda_tanh_inplace((int64_t)n_rows * H, feed, stream, err));
-    NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, V, H, feed, H, w->out_w, H, w->out_b, 0, m->logits, V,
-                            err));
-    NMT_TRY(nmt_cuda_softmax_topk(n_rows, V, m->logits, V, 2 * beam, excluded, n_excluded,
-                                  m->top_values, m->top_ids, m->lse, m->topk_workspace,
-                                  m->topk_workspace_bytes, stream, err));
 cleanup:
     return status;
 }

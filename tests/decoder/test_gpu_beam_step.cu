@@ -265,11 +265,12 @@ static void random_case(int case_id)
     }
     int32_t *d_new_act = upload(new_act), *d_old = upload(old_pos);
     int32_t *d_rows = NULL;
-    CUDA_OK(cudaMalloc(&d_rows, sizeof(int32_t) * 3 * rows));
+    CUDA_OK(cudaMalloc(&d_rows, sizeof(int32_t) * 4 * rows));
     st = nmt_cuda_beam_prepare_rows(&b, (int32_t)act.size(), d_new_act, d_old, d_rows,
-                                    d_rows + rows, d_rows + 2 * rows, NULL, &err);
+                                    d_rows + rows, d_rows + 2 * rows, d_rows + 3 * rows, NULL,
+                                    &err);
     CHECK(st == NMT_STATUS_OK, "case %d: prepare rows: %s", case_id, err.message);
-    std::vector<int32_t> got = download(d_rows, 3 * rows);
+    std::vector<int32_t> got = download(d_rows, 4 * rows);
     for (size_t r = 0; r < rows; r++) {
         size_t p = r / B, k = r % B;
         int32_t s = new_act[p];
@@ -277,6 +278,9 @@ static void random_case(int case_id)
         CHECK(got[rows + r] == s, "case %d: row_sentence[%zu]", case_id, r);
         CHECK(got[2 * rows + r] == old_pos[p] * B + h.parents[(size_t)s * B + k],
               "case %d: row_parent[%zu]", case_id, r);
+        const int live = !h.done[s] && h.scores[(size_t)s * B + k] > -INFINITY;
+        CHECK(got[3 * rows + r] == live, "case %d: row_live[%zu] = %d, want %d", case_id, r,
+              got[3 * rows + r], live);
     }
 
     void *ptrs[] = {(void *)b.max_len, b.scores, b.tokens, b.parents, b.done, b.n_finished,

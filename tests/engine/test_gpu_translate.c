@@ -4,8 +4,10 @@
  * are translated with --device cpu and --device cuda at several batch sizes,
  * beams and n-best sizes. Every hypothesis text must be identical on >= 99%
  * of the lines and the scores within 1e-3; differing lines are printed with
- * both scores. Exit 77 without a GPU. NMT_TEST_SMALL=1 (under
- * compute-sanitizer, which is ~100x slower): 12 lines, two configurations. */
+ * both scores. The same with LSH (every sharing mode) and TOP shrinking,
+ * whose CUDA stats (recall, candidates, output-layer time) are checked for
+ * plausibility. Exit 77 without a GPU. NMT_TEST_SMALL=1 (under
+ * compute-sanitizer, which is ~100x slower): 12 lines, three configurations. */
 #include "nmt.h"
 #include "cuda_ctx.h"
 #include "test_util.h"
@@ -40,7 +42,8 @@ static void make_lines(char lines[N_LINES][512])
 }
 
 static int translate(const nmt_model *model, nmt_device device, int batch, int beam, int n_best,
-                     const char *const *lines, nmt_result *results)
+                     const nmt_shrink_options *shrink, const char *const *lines,
+                     nmt_result *results)
 {
     nmt_options o;
     nmt_options_init(&o);
@@ -48,6 +51,10 @@ static int translate(const nmt_model *model, nmt_device device, int batch, int b
     o.batch_size = batch;
     o.beam_size = beam;
     o.n_best = n_best;
+    if (shrink) {
+        o.shrink = *shrink;
+        o.collect_stats = device == NMT_DEVICE_CUDA; /* exercises the recall path */
+    }
     nmt_translator *t = NULL;
     nmt_error err = {NMT_STATUS_OK, ""};
     nmt_status st = nmt_translator_create(model, &o, &t, &err);
@@ -59,6 +66,22 @@ static int translate(const nmt_model *model, nmt_device device, int batch, int b
     st = nmt_translate_batch(t, lines, n_lines, results, &err);
     CHECK(st == NMT_STATUS_OK, "translate (device %d, batch %d): %s", (int)device, batch,
           err.message);
+    if (st == NMT_STATUS_OK && o.collect_stats) {
+        /* The counters must be plausible: every live row-step counted once. */
+        nmt_stats stats;
+        CHECK(nmt_translator_stats(t, &stats, &err) == NMT_STATUS_OK, "stats: %s", err.message);
+        CHECK(stats.sentences == n_lines && stats.steps > 0 && stats.output_layer_ms > 0.0,
+              "stats: %lld sentences, %lld steps, %g ms", (long long)stats.sentences,
+              (long long)stats.steps, stats.output_layer_ms);
+        CHECK(stats.row_steps >= n_lines && stats.recall_hits <= stats.row_steps &&
+                  stats.candidate_words >= (int64_t)(4 + shrink->top) * stats.row_steps,
+              "stats: %lld row-steps, %lld recalled, %lld candidate words",
+              (long long)stats.row_steps, (long long)stats.recall_hits,
+              (long long)stats.candidate_words);
+        fprintf(stderr, "stats: %lld row-steps, recall %.4f, %.1f candidates a row\n",
+                (long long)stats.row_steps, (double)stats.recall_hits / (double)stats.row_steps,
+                (double)stats.candidate_words / (double)stats.row_steps);
+    }
     nmt_translator_free(t);
     return st == NMT_STATUS_OK;
 }
@@ -79,19 +102,20 @@ static int same_line(const nmt_result *a, const nmt_result *b)
 }
 
 static void compare(const nmt_model *model, int batch, int beam, int n_best,
-                    const char *const *lines)
+                    const nmt_shrink_options *shrink, const char *const *lines)
 {
     static nmt_result cpu[N_LINES], gpu[N_LINES];
-    int ok = translate(model, NMT_DEVICE_CPU, batch, beam, n_best, lines, cpu) &&
-             translate(model, NMT_DEVICE_CUDA, batch, beam, n_best, lines, gpu);
+    int ok = translate(model, NMT_DEVICE_CPU, batch, beam, n_best, shrink, lines, cpu) &&
+             translate(model, NMT_DEVICE_CUDA, batch, beam, n_best, shrink, lines, gpu);
+    const int mode = shrink ? (int)shrink->mode : 0, share = shrink ? (int)shrink->share : 0;
     if (ok) {
         int differing = 0;
         for (int i = 0; i < n_lines; i++) {
             if (same_line(&cpu[i], &gpu[i]))
                 continue;
             differing++;
-            fprintf(stderr, "batch %d beam %d n_best %d line %d: %s\n", batch, beam, n_best, i,
-                    lines[i]);
+            fprintf(stderr, "batch %d beam %d n_best %d shrink %d/%d line %d: %s\n", batch, beam,
+                    n_best, mode, share, i, lines[i]);
             for (int d = 0; d < 2; d++) {
                 const nmt_result *r = d ? &gpu[i] : &cpu[i];
                 fprintf(stderr, "  %s status %d:", d ? "cuda" : "cpu ", (int)r->status);
@@ -102,10 +126,10 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best,
             }
         }
         /* <= 1% of the lines, and at least one line may differ (near-ties). */
-        CHECK(differing <= (n_lines + 99) / 100, "batch %d beam %d n_best %d: %d of %d lines "
-              "differ", batch, beam, n_best, differing, n_lines);
-        fprintf(stderr, "batch %d beam %d n_best %d: %d of %d lines differ\n", batch, beam,
-                n_best, differing, n_lines);
+        CHECK(differing <= (n_lines + 99) / 100, "batch %d beam %d n_best %d shrink %d/%d: %d of "
+              "%d lines differ", batch, beam, n_best, mode, share, differing, n_lines);
+        fprintf(stderr, "batch %d beam %d n_best %d shrink %d/%d: %d of %d lines differ\n", batch,
+                beam, n_best, mode, share, differing, n_lines);
     }
     for (int i = 0; i < n_lines; i++) {
         nmt_result_clear(&cpu[i]);
@@ -131,17 +155,34 @@ int main(void)
     make_lines(text);
     for (int i = 0; i < N_LINES; i++)
         lines[i] = text[i];
+    /* Shrinking (docs/lsh.md): the CPU twin must pick the same candidates. */
+    nmt_options defaults;
+    nmt_options_init(&defaults);
+    nmt_shrink_options lsh = defaults.shrink;
+    lsh.mode = NMT_SHRINK_LSH;
+    lsh.k = 8, lsh.u = 2, lsh.w = 64, lsh.top = 100, lsh.threshold = 2;
+    nmt_shrink_options top = lsh;
+    top.mode = NMT_SHRINK_TOP;
     const char *small = getenv("NMT_TEST_SMALL");
     if (small && *small == '1') {
         n_lines = N_LINES_SMALL;
-        compare(model, 1, 5, 1, lines);
-        compare(model, 7, 3, 2, lines);
+        compare(model, 1, 5, 1, NULL, lines);
+        compare(model, 7, 3, 2, NULL, lines);
+        compare(model, 5, 3, 1, &lsh, lines);
     } else {
-        compare(model, 1, 5, 1, lines);
-        compare(model, 7, 3, 2, lines);
-        compare(model, 37, 5, 3, lines);
-        compare(model, 100, 1, 1, lines);
-        compare(model, 37, 12, 12, lines);
+        compare(model, 1, 5, 1, NULL, lines);
+        compare(model, 7, 3, 2, NULL, lines);
+        compare(model, 37, 5, 3, NULL, lines);
+        compare(model, 100, 1, 1, NULL, lines);
+        compare(model, 37, 12, 12, NULL, lines);
+        for (int s = 0; s < 3; s++) {
+            lsh.share = (nmt_lsh_share)s;
+            compare(model, 7, 5, 1, &lsh, lines);
+        }
+        lsh.share = NMT_LSH_SHARE_BATCH;
+        compare(model, 1, 5, 2, &lsh, lines);
+        compare(model, 37, 12, 1, &lsh, lines);
+        compare(model, 37, 5, 1, &top, lines);
     }
     nmt_model_free(model);
     return test_finish("test_gpu_translate");

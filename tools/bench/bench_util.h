@@ -53,11 +53,13 @@ static int cmp_float(const void *a, const void *b)
 }
 
 /* Times fn(arg, i) for i = 0, 1, ... (the callee rotates its buffers by i);
- * returns the median time per call in microseconds. */
+ * returns the median time per call in microseconds, each run timing `batch`
+ * back-to-back calls. */
 typedef void (*bench_fn)(void *arg, int iteration);
-static double bench_time_us(bench_fn fn, void *arg, cudaStream_t stream)
+static double bench_time_us_batch(bench_fn fn, void *arg, cudaStream_t stream, int batch)
 {
-    int repeats = bench_repeats(), batch = bench_batch(), warmup = 3, call = 0;
+    int repeats = bench_repeats(), warmup = 3, call = 0;
+    batch = batch < 1 ? 1 : batch;
     float *ms = (float *)malloc(repeats * sizeof(float));
     cudaEvent_t start, stop;
     BENCH_CHECK(cudaEventCreate(&start));
@@ -81,6 +83,12 @@ static double bench_time_us(bench_fn fn, void *arg, cudaStream_t stream)
     BENCH_CHECK(cudaEventDestroy(stop));
     free(ms);
     return median * 1000.0;
+}
+
+/* The same with NMT_BENCH_BATCH calls a run. */
+static double bench_time_us(bench_fn fn, void *arg, cudaStream_t stream)
+{
+    return bench_time_us_batch(fn, arg, stream, bench_batch());
 }
 
 typedef struct {

@@ -6,6 +6,10 @@ baseline) and marks the targets:
                  >= 50% of the bandwidth floor for rows >= 512;
   N-hot:         >= 5x faster than cuBLAS, cuSPARSE and embedding_bag, N <= 10;
   reduce/bcast:  >= 90% of the measured copy bandwidth.
+LSH vocabulary shrinking (bench_lsh.cu) has tables and no target: full vs
+LSH per (H, V, rows) with the paper's Table 4 split, the break-even
+vocabulary per candidate fraction, warp vs naive lookup, and one list for
+the batch vs per sentence vs per row.
 Usage: summarize.py FILE.jsonl... > summary.md. The last lines ("TARGET ...")
 say per target whether it is met, how many cases met it out of how many, and
 the worst case. A case whose baseline is missing (e.g. no torch JSON) counts
@@ -13,6 +17,7 @@ as not met, is named in the TARGET line and on stderr, and makes the exit
 status 1; so does a target with no data at all.
 """
 import json
+import math
 import sys
 
 
@@ -75,6 +80,140 @@ class Target:
             text += (f"; BASELINE DATA MISSING for {len(self.missing)} cases "
                      f"(first: {self.missing[0]})")
         return text
+
+
+def break_even(points):
+    """The vocabulary above which LSH pays at every measured V, from
+    (V, full_us / lsh_us) points: the last crossing of 1 from below,
+    interpolated linearly in log V; "<= V_min" when it pays everywhere,
+    "> V_max" when it does not pay at the largest V."""
+    pts = sorted(p for p in points if p[1] is not None)
+    if not pts:
+        return "-"
+    if pts[-1][1] < 1:
+        return f"> {pts[-1][0]}"
+    below = [i for i, (_, x) in enumerate(pts) if x < 1]
+    if not below:
+        return f"<= {pts[0][0]}"
+    i = below[-1]
+    (v0, s0), (v1, s1) = pts[i], pts[i + 1]
+    t = (1 - s0) / (s1 - s0) if s1 != s0 else 0.0
+    return f"{math.exp(math.log(v0) + t * (math.log(v1) - math.log(v0))):.0f}"
+
+
+def lsh_section(rows):
+    """Markdown for bench_lsh's JSON lines (parts index, layer, lookup, sharing)."""
+    part = {}
+    for r in rows:
+        part.setdefault(r.get("part"), []).append(r)
+    print("## LSH vocabulary shrinking (output layer, one decoder step)\n")
+    layer = part.get("layer", [])
+    if layer:
+        cases, fracs = {}, set()
+        for r in layer:
+            key = (r.get("H"), r.get("V"), r.get("rows"))
+            d = cases.setdefault(key, {"fraction": {}})
+            if r.get("mode") == "fraction":
+                d["fraction"][r.get("f")] = r
+                fracs.add(r.get("f"))
+            else:
+                d[r.get("mode")] = r
+        fracs = sorted(f for f in fracs if f is not None)
+        idx = next((d["index"] for d in cases.values() if "index" in d), {})
+        print("LSH us = the whole step: hash (WTA codes) + lookup (hits, warp) + compact "
+              "(candidate list, by difference) + logits (gather + GEMM over the one list "
+              "shared by all rows) + softmax (softmax + top-k over the candidates). "
+              f"Index {{K,u,W}} = {{{idx.get('K')},{idx.get('u')},{idx.get('W')}}}, "
+              f"threshold {idx.get('threshold')}, {idx.get('n_always')} always-words; on random "
+              "Gaussian W_out its lists are not realistic, so the f columns run the same step "
+              "(hashing included) over fixed lists of f x V words. x = full / LSH.\n")
+        head = ("| H | V | rows | k | full us | index cand % | LSH us | x | hash | lookup "
+                "| compact | logits | softmax |")
+        head += "".join(f" f={f:g} us (x) |" for f in fracs)
+        print(head)
+        print("|" + "---|" * (13 + len(fracs)))
+        for key in sorted(cases, key=lambda k: tuple(x if x is not None else -1 for x in k)):
+            d = cases[key]
+            full, ix = d.get("full", {}), d.get("index", {})
+            full_us = full.get("median_us")
+            cells = [str(key[0]), str(key[1]), str(key[2]), str(full.get("k", ix.get("k", "-"))),
+                     fmt(full_us), fmt(ix["fraction"] * 100 if "fraction" in ix else None),
+                     fmt(ix.get("median_us")), fmt(ratio(full_us, ix.get("median_us")), ".2f") + "x"]
+            cells += [fmt(ix.get(f"{s}_us")) for s in ("hash", "lookup", "compact", "logits", "softmax")]
+            for f in fracs:
+                fr = d["fraction"].get(f, {})
+                cells.append(f"{fmt(fr.get('median_us'))} ({fmt(ratio(full_us, fr.get('median_us')), '.2f')}x)")
+            print("| " + " | ".join(cells) + " |")
+        print()
+
+        print("Break-even V: the vocabulary above which LSH beats the full layer at every "
+              "measured V (the last crossing of full / LSH = 1, interpolated in log V); "
+              "\"> V\": LSH loses at the largest V measured, \"<= V\": it wins at the smallest.\n")
+        print("| H | rows | index |" + "".join(f" f={f:g} |" for f in fracs))
+        print("|---|---|---|" + "---|" * len(fracs))
+        by_hr = {}
+        for (h, v, r), d in cases.items():
+            by_hr.setdefault((h, r), []).append((v, d))
+        for (h, r) in sorted(by_hr, key=lambda k: tuple(x if x is not None else -1 for x in k)):
+            vs = by_hr[(h, r)]
+
+            def speed(d, row):
+                return ratio(d.get("full", {}).get("median_us"), row.get("median_us"))
+            cells = [break_even([(v, speed(d, d.get("index", {}))) for v, d in vs if v])]
+            for f in fracs:
+                cells.append(break_even([(v, speed(d, d["fraction"].get(f, {}))) for v, d in vs if v]))
+            print(f"| {h} | {r} | " + " | ".join(cells) + " |")
+        print()
+
+    lookup = part.get("lookup", [])
+    if lookup:
+        print("Lookup (hits): the warp walks each lane's bucket in turn (Fig. 4b) vs each thread "
+              "walks its own (Fig. 4a); the paper reports 3.4x. Buckets: mean length, the mean a "
+              "lookup lands in (sum len^2 / sum len), the largest.\n")
+        print("| H | V | {K,u,W} | rows | buckets mean / lookup / max | warp us | naive us | naive / warp |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in sorted(lookup, key=lambda r: (r.get("V", 0), r.get("K", 0), r.get("u", 0), r.get("rows", 0))):
+            print(f"| {r.get('H')} | {r.get('V')} | {{{r.get('K')},{r.get('u')},{r.get('W')}}} | {r.get('rows')} "
+                  f"| {fmt(r.get('mean_bucket'))} / {fmt(r.get('lookup_bucket'))} / {r.get('max_bucket')} "
+                  f"| {fmt(r.get('warp_us'))} | {fmt(r.get('naive_us'))} "
+                  f"| {fmt(ratio(r.get('naive_us'), r.get('warp_us')), '.2f')}x |")
+        print()
+
+    sharing = part.get("sharing", [])
+    if sharing:
+        ov = sharing[0].get("overlap")
+        print("Shared vs per-sentence vs per-row lists: every row needs f x V words (the "
+              f"always-words, a pool shared by its sentence's rows ({fmt(ov, '.0%') if ov is not None else '-'} "
+              "of the rest), its own random words); the sentence list is the union of its rows', "
+              "the shared list the union of all. total = the faster logits kernel + softmax; "
+              "floor = gathered rows (sum of list lengths x H x 4 bytes) / copy bandwidth.\n")
+        print("| H | V | rows | f | grouping | lists | mean words | GEMM us | SDDMM us | softmax us "
+              "| total us | logits % of floor | full us | full / total |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        order = {"shared": 0, "sentence": 1, "row": 2}
+        for r in sorted(sharing, key=lambda r: (r.get("H", 0), r.get("V", 0), r.get("rows", 0), r.get("f", 0),
+                                                 order.get(r.get("grouping"), 3))):
+            logits = [x for x in (r.get("gemm_us"), r.get("sddmm_us")) if x]
+            best = min(logits) if logits else None
+            floor = r.get("floor_us")
+            rows_text = f"{r.get('rows')} ({r.get('sentences')} x {r.get('beam')})"
+            print(f"| {r.get('H')} | {r.get('V')} | {rows_text} | {fmt(r.get('f'), 'g')} | {r.get('grouping')} "
+                  f"| {r.get('groups')} | {fmt(r.get('mean_count'), '.0f')} | {fmt(r.get('gemm_us'))} "
+                  f"| {fmt(r.get('sddmm_us'))} | {fmt(r.get('softmax_us'))} | {fmt(r.get('median_us'))} "
+                  f"| {fmt(floor / best * 100 if floor and best else None, '.0f')} | {fmt(r.get('full_us'))} "
+                  f"| {fmt(ratio(r.get('full_us'), r.get('median_us')), '.2f')}x |")
+        print()
+
+    index = part.get("index", [])
+    if index:
+        print("Indexes built (host, nmt_lsh_index_build):\n")
+        print("| H | V | {K,u,W} | build s | MB | table bits | buckets mean / lookup / max |")
+        print("|---|---|---|---|---|---|---|")
+        for r in index:
+            print(f"| {r.get('H')} | {r.get('V')} | {{{r.get('K')},{r.get('u')},{r.get('W')}}} "
+                  f"| {fmt(r.get('build_s'), '.2f')} | {fmt((r.get('bytes') or 0) / 1e6)} | {r.get('table_bits')} "
+                  f"| {fmt(r.get('mean_bucket'))} / {fmt(r.get('lookup_bucket'))} / {r.get('max_bucket')} |")
+        print()
 
 
 def main(argv):
@@ -188,7 +327,12 @@ def main(argv):
         print()
         targets.append(t)
 
-    expected = {"softmax_topk": "softmax_topk", "nhot": "nhot", "reduce": "reduce/broadcast"}
+    lsh = by.get("lsh", [])
+    if lsh:
+        lsh_section(lsh)
+
+    expected = {"softmax_topk": "softmax_topk", "nhot": "nhot", "reduce": "reduce/broadcast",
+                "lsh": "LSH"}
     for bench, label in expected.items():
         if not by.get(bench):
             missing = Target(f"{label} (no {bench} JSON lines found)", "")

@@ -40,6 +40,18 @@ void translate_print_help(const char *program)
         "      --max-src-tokens N  refuse lines with more tokens (default 256)\n"
         "      --progress / --no-progress\n"
         "                          progress on stderr (default: when stderr is a terminal)\n"
+        "\n"
+        "Vocabulary shrinking (docs/lsh.md; off by default: full softmax):\n"
+        "      --lsh K,u,W,T,t     LSH (Shi, Xu & Knight): score only the words whose WTA band\n"
+        "                          codes {K,u,W} match a hypothesis's in >= t bands, plus the T\n"
+        "                          most frequent words (T >= 2 * beam)\n"
+        "      --top-words T       the TOP baseline: only the T most frequent words\n"
+        "      --lsh-share S       batch | sentence | row: hypotheses sharing one candidate\n"
+        "                          list (default batch; row scores each pair, an SDDMM)\n"
+        "      --lsh-seed N        permutations and hash tables (default 1)\n"
+        "      --stats FILE        write JSON counters after the run: decode time, steps,\n"
+        "                          output-layer GPU time, candidates and recall (slower:\n"
+        "                          time speed without it)\n"
         "  -h, --help              this text\n"
         "  -V, --version           the version\n"
         "\n"
@@ -52,7 +64,7 @@ void translate_print_help(const char *program)
 enum {
     OPT_ALPHA = 256, OPT_MAX_LEN_A, OPT_MAX_LEN_B, OPT_BATCH_SIZE, OPT_DEVICE, OPT_DEVICE_INDEX,
     OPT_NO_UNK_REPLACE, OPT_SCORES, OPT_MAX_LINE_BYTES, OPT_MAX_SRC_TOKENS, OPT_PROGRESS,
-    OPT_NO_PROGRESS
+    OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_STATS
 };
 
 static const struct option long_options[] = {
@@ -72,6 +84,11 @@ static const struct option long_options[] = {
     {"max-src-tokens", required_argument, NULL, OPT_MAX_SRC_TOKENS},
     {"progress", no_argument, NULL, OPT_PROGRESS},
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+    {"lsh", required_argument, NULL, OPT_LSH},
+    {"top-words", required_argument, NULL, OPT_TOP_WORDS},
+    {"lsh-share", required_argument, NULL, OPT_LSH_SHARE},
+    {"lsh-seed", required_argument, NULL, OPT_LSH_SEED},
+    {"stats", required_argument, NULL, OPT_STATS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -124,6 +141,49 @@ static int parse_device(const char *text, nmt_device *out)
     return 1;
 }
 
+/* "K,u,W,T,t": five integers, each in range (the engine checks the rest). */
+static int parse_lsh(const char *text, nmt_shrink_options *out)
+{
+    int v[5], n = 0;
+    const char *p = text;
+    char part[32];
+    while (n < 5) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof part)
+            return 0;
+        memcpy(part, p, len);
+        part[len] = 0;
+        if (!parse_int(part, 1, 1 << 24, &v[n++]))
+            return 0;
+        p += len;
+        if (!*p)
+            break;
+        p++;
+    }
+    if (n != 5 || *p)
+        return 0;
+    out->mode = NMT_SHRINK_LSH;
+    out->k = v[0];
+    out->u = v[1];
+    out->w = v[2];
+    out->top = v[3];
+    out->threshold = v[4];
+    return 1;
+}
+
+static int parse_share(const char *text, nmt_lsh_share *out)
+{
+    if (!strcmp(text, "batch"))
+        *out = NMT_LSH_SHARE_BATCH;
+    else if (!strcmp(text, "sentence"))
+        *out = NMT_LSH_SHARE_SENTENCE;
+    else if (!strcmp(text, "row"))
+        *out = NMT_LSH_SHARE_ROW;
+    else
+        return 0;
+    return 1;
+}
+
 /* Applies one setting by its key (INI name: "beam", "n_best", ...). Returns
  * 1 on success, 0 for a bad value, -1 for an unknown key. */
 static int apply_setting(translate_args *a, const char *key, const char *value)
@@ -160,6 +220,29 @@ static int apply_setting(translate_args *a, const char *key, const char *value)
         return parse_int(value, 1, 1 << 30, &o->max_line_bytes);
     if (!strcmp(key, "max_src_tokens"))
         return parse_int(value, 1, 4096, &o->max_src_tokens);
+    if (!strcmp(key, "lsh"))
+        return parse_lsh(value, &o->shrink);
+    if (!strcmp(key, "top_words")) {
+        if (!parse_int(value, 1, 1 << 24, &o->shrink.top))
+            return 0;
+        o->shrink.mode = NMT_SHRINK_TOP;
+        return 1;
+    }
+    if (!strcmp(key, "lsh_share"))
+        return parse_share(value, &o->shrink.share);
+    if (!strcmp(key, "lsh_seed")) {
+        if (!parse_int(value, 0, 2147483647, &flag))
+            return 0;
+        o->shrink.seed = (unsigned)flag;
+        return 1;
+    }
+    if (!strcmp(key, "stats")) {
+        if (strlen(value) >= sizeof a->stats_path)
+            return 0;
+        strcpy(a->stats_path, value);
+        o->collect_stats = 1;
+        return 1;
+    }
     if (!strcmp(key, "progress")) {
         if (!parse_bool(value, &flag))
             return 0;
@@ -208,6 +291,11 @@ static const char *option_key(int code)
     case OPT_DEVICE_INDEX: return "device_index";
     case OPT_MAX_LINE_BYTES: return "max_line_bytes";
     case OPT_MAX_SRC_TOKENS: return "max_src_tokens";
+    case OPT_LSH: return "lsh";
+    case OPT_TOP_WORDS: return "top_words";
+    case OPT_LSH_SHARE: return "lsh_share";
+    case OPT_LSH_SEED: return "lsh_seed";
+    case OPT_STATS: return "stats";
     }
     return NULL;
 }
@@ -250,10 +338,13 @@ int translate_args_parse(int argc, char **argv, translate_args *args, char *mess
     }
 
     /* Pass 2: the command line. */
+    int lsh_given = 0, top_given = 0;
     opterr = 0;
     optind = 0;
     while ((code = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
         const char *key = option_key(code);
+        lsh_given |= code == OPT_LSH;
+        top_given |= code == OPT_TOP_WORDS;
         if (key) {
             if (apply_setting(args, key, optarg) != 1) {
                 char flag[32];
@@ -290,6 +381,10 @@ int translate_args_parse(int argc, char **argv, translate_args *args, char *mess
         return EXIT_OK;
     if (!args->model_path[0]) {
         snprintf(message, message_size, "no model: give -m MODEL (or model = ... in the config)");
+        return EXIT_USAGE;
+    }
+    if (lsh_given && top_given) {
+        snprintf(message, message_size, "--lsh and --top-words exclude each other");
         return EXIT_USAGE;
     }
     if (args->engine.n_best > args->engine.beam_size) {

@@ -21,6 +21,7 @@ typedef struct translate_args {
     int progress;   /* -1 auto (when stderr is a terminal), 0 off, 1 on */
     int show_help;
     int show_version;
+    char stats_path[1024]; /* --stats: JSON counters written here after the run */
 } translate_args;
 
 /* Fills args from argv (and the INI file named by -c). On failure writes a
@@ -29,5 +30,9 @@ int translate_args_parse(int argc, char **argv, translate_args *args, char *mess
                          size_t message_size);
 
 void translate_print_help(const char *program);
+
+/* Writes the --stats JSON file (stats_json.c); 0 on success. */
+int translate_write_stats(const translate_args *args, const nmt_translator *translator,
+                          long lines, char *message, size_t message_size);
 
 #endif

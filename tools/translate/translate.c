@@ -166,6 +166,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "translate: %d of %ld lines refused (empty output lines)\n", bad_lines,
                 line_number);
     code = bad_lines ? EXIT_BAD_LINES : EXIT_OK;
+    if (args.stats_path[0] &&
+        translate_write_stats(&args, translator, line_number, message, sizeof message) != 0) {
+        fprintf(stderr, "translate: %s\n", message);
+        code = EXIT_FAILED;
+    }
 done:
     if (fflush(stdout) != 0 && code == EXIT_OK) {
         fprintf(stderr, "translate: error writing standard output\n");

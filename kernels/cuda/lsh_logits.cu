@@ -1,0 +1,374 @@
+/* lsh_logits.cu: step 4 of LSH vocabulary shrinking (kernels/lsh.h; Shi, Xu &
+ * Knight, section 4.2): the logits of each row's candidate words only,
+ *     logits[r, j] = x_r . out_w[cand_g[j]] + out_b[cand_g[j]],  j < count[g],
+ * g = r / rows_per_group, with x [n_rows, dim] (ldx), out_w [vocab, dim]. The
+ * counts stay on the device: the candidate tiles of the host bound max_count
+ * are dealt to about kTargetBlocks blocks in turn (tile t to block t mod
+ * blocks), and a block stops at its group's count. Plain fp32 FMA, no TF32.
+ *
+ * Variants (the launcher's AUTO: SDDMM when a group is one row, else GEMM):
+ *  GEMM:  a tiled SGEMM of the group's rows against its gathered candidate
+ *         rows. Block (candidate tile, row tile, group) computes 64 candidates
+ *         x TM rows (TM = 16 for groups of <= 32 rows, else 64) with 256
+ *         threads, each owning candidates tx + 16 i (i < 4) of rows ty + 16 m
+ *         (m < TM / 16), so a warp's stores are 16 consecutive floats a row.
+ *         K tiles of 32 in shared memory, both operands stored row-major with a
+ *         row stride of 36 floats (9 float4: the float4 reads of 8 different
+ *         rows by a quarter warp fall in distinct banks), the next tile
+ *         prefetched into registers during the FMAs. float4 global loads when
+ *         dim % 4 == 0 and the operands are 16-byte aligned, scalar otherwise.
+ *  SDDMM: per-row lists (Gale et al., "Sparse GPU Kernels for Deep Learning",
+ *         the sampled dense-dense product): block (row, tiles of 64
+ *         candidates), a warp per 8 consecutive candidates; x_r is staged in
+ *         shared memory (2048 floats at a time; once a block when dim <= 2048)
+ *         and the lanes stride over dim with coalesced loads of the 8
+ *         candidates' rows (8 loads in flight a lane), then a shuffle
+ *         reduction per candidate. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <type_traits>
+
+#include "cuda_check.h"
+#include "lsh.h"
+
+#define FULL_MASK 0xffffffffu
+
+static constexpr int kWarpSize = 32;
+static constexpr int kGemmCands = 64;           /* candidates a block */
+static constexpr int kGemmK = 32;               /* K tile */
+static constexpr int kGemmStride = kGemmK + 4;  /* shared row stride (floats) */
+static constexpr int kGemmThreads = 256;        /* 16 x 16 */
+static constexpr int kGemmSmallRows = 16;
+static constexpr int kGemmLargeRows = 64;
+static constexpr int kSddmmWarps = 8;
+static constexpr int kSddmmCandsPerWarp = 8;
+static constexpr int kSddmmCands = kSddmmWarps * kSddmmCandsPerWarp;
+static constexpr int kSddmmThreads = kSddmmWarps * kWarpSize;
+static constexpr int kSddmmTile = 2048; /* floats of x_r staged at a time: 8 KiB */
+static constexpr int kMaxGridYZ = 65535;
+static constexpr int64_t kTargetBlocks = 4096; /* ~30 a SM on an H100 */
+static_assert(kGemmThreads == 256 && kGemmCands == 4 * 16, "tx + 16 i, i < 4: 64 candidates");
+static_assert(kGemmSmallRows % 16 == 0 && kGemmLargeRows % 16 == 0, "ty + 16 m: whole rows");
+static_assert(kGemmK % 4 == 0 && kGemmStride % 4 == 0, "float4 rows in shared memory");
+static_assert((kGemmStride / 4) % 2 == 1, "an odd number of float4 a row: conflict-free reads");
+static_assert(kSddmmTile % 4 == 0, "staged tiles keep float4 alignment");
+static_assert(kSddmmCandsPerWarp <= kWarpSize, "lane c writes candidate c");
+
+static __device__ __forceinline__ void set_zero(float &v) { v = 0.0f; }
+static __device__ __forceinline__ void set_zero(float4 &v) { v = make_float4(0.f, 0.f, 0.f, 0.f); }
+
+static __device__ __forceinline__ float dot_acc(float a, float b, float acc)
+{
+    return fmaf(a, b, acc);
+}
+
+static __device__ __forceinline__ float dot_acc(float4 a, float4 b, float acc)
+{
+    acc = fmaf(a.x, b.x, acc);
+    acc = fmaf(a.y, b.y, acc);
+    acc = fmaf(a.z, b.z, acc);
+    return fmaf(a.w, b.w, acc);
+}
+
+/* ---- GEMM over a group's gathered candidate rows --------------------------- */
+
+template <int TM, int VEC>
+static __global__ void __launch_bounds__(kGemmThreads)
+    gemm_logits_kernel(int32_t n_rows, int32_t rows_per_group, int32_t dim,
+                       const float *__restrict__ x, int32_t ldx, const float *__restrict__ out_w,
+                       const float *__restrict__ out_b, const int32_t *__restrict__ cand,
+                       int64_t cand_ld, const int32_t *__restrict__ count, int32_t max_count,
+                       float *__restrict__ logits, int64_t ld)
+{
+    typedef typename std::conditional<VEC == 4, float4, float>::type vec_t;
+    constexpr int MR = TM / 16;           /* rows a thread */
+    constexpr int KV = kGemmK / VEC;      /* vectors a tile row */
+    constexpr int A_N = TM * KV, B_N = kGemmCands * KV;
+    constexpr int A_LOADS = (A_N + kGemmThreads - 1) / kGemmThreads;
+    constexpr int B_LOADS = (B_N + kGemmThreads - 1) / kGemmThreads;
+    __shared__ __align__(16) float s_x[TM][kGemmStride];
+    __shared__ __align__(16) float s_w[kGemmCands][kGemmStride];
+    __shared__ int32_t s_word[kGemmCands];
+
+    const int32_t g = blockIdx.z;
+    const int32_t n_cand = min(__ldg(&count[g]), max_count);
+    const int32_t first = g * rows_per_group; /* < n_rows: g < ceil(n_rows / rows_per_group) */
+    const int32_t r0 = blockIdx.y * TM;       /* within the group */
+    const int32_t rows_here = min(rows_per_group, n_rows - first) - r0;
+    if (rows_here <= 0) /* block-uniform, before any barrier */
+        return;
+    const int32_t rows = min(TM, rows_here);
+    const float *xb = x + (int64_t)(first + r0) * ldx;
+    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+
+    /* Candidate tiles j0 = blockIdx.x * 64, + gridDim.x * 64, ... below the
+     * count (block-uniform): blocks past it return at once. */
+    for (int32_t j0 = blockIdx.x * kGemmCands; j0 < n_cand; j0 += gridDim.x * kGemmCands) {
+        __syncthreads(); /* the previous tile's s_word reads are done */
+        /* cand entries past the count are never read: they may be anything. */
+        if (tid < kGemmCands) {
+            const int32_t j = j0 + tid;
+            s_word[tid] = j < n_cand ? __ldg(&cand[(int64_t)g * cand_ld + j]) : -1;
+        }
+        __syncthreads();
+
+        /* Element e of a tile: row (or candidate) e / KV, k offset (e % KV) *
+         * VEC; rows past the group, candidates past the count and k past dim
+         * load 0. */
+        vec_t ra[A_LOADS], rb[B_LOADS];
+        auto load_tiles = [&](int32_t k0) {
+#pragma unroll
+            for (int a = 0; a < A_LOADS; a++) {
+                const int e = tid + a * kGemmThreads, row = e / KV;
+                const int32_t k = k0 + (e % KV) * VEC;
+                set_zero(ra[a]);
+                if ((A_N % kGemmThreads == 0 || e < A_N) && row < rows && k < dim)
+                    ra[a] = __ldg(reinterpret_cast<const vec_t *>(xb + (int64_t)row * ldx + k));
+            }
+#pragma unroll
+            for (int b = 0; b < B_LOADS; b++) {
+                const int e = tid + b * kGemmThreads;
+                const int32_t k = k0 + (e % KV) * VEC;
+                const int32_t word =
+                    (B_N % kGemmThreads == 0 || e < B_N) ? s_word[e / KV] : -1;
+                set_zero(rb[b]);
+                if (word >= 0 && k < dim)
+                    rb[b] = __ldg(
+                        reinterpret_cast<const vec_t *>(out_w + (int64_t)word * dim + k));
+            }
+        };
+        auto store_tiles = [&]() {
+#pragma unroll
+            for (int a = 0; a < A_LOADS; a++) {
+                const int e = tid + a * kGemmThreads;
+                if (A_N % kGemmThreads == 0 || e < A_N)
+                    *reinterpret_cast<vec_t *>(&s_x[e / KV][(e % KV) * VEC]) = ra[a];
+            }
+#pragma unroll
+            for (int b = 0; b < B_LOADS; b++) {
+                const int e = tid + b * kGemmThreads;
+                if (B_N % kGemmThreads == 0 || e < B_N)
+                    *reinterpret_cast<vec_t *>(&s_w[e / KV][(e % KV) * VEC]) = rb[b];
+            }
+        };
+
+        float acc[MR][4];
+#pragma unroll
+        for (int m = 0; m < MR; m++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                acc[m][i] = 0.0f;
+
+        load_tiles(0);
+        for (int32_t k0 = 0; k0 < dim; k0 += kGemmK) {
+            store_tiles();
+            __syncthreads();
+            if (k0 + kGemmK < dim) /* in flight during the FMAs below */
+                load_tiles(k0 + kGemmK);
+#pragma unroll
+            for (int kk = 0; kk < kGemmK; kk += 4) {
+                float4 a[MR], b[4];
+#pragma unroll
+                for (int m = 0; m < MR; m++)
+                    a[m] = *reinterpret_cast<const float4 *>(&s_x[ty + 16 * m][kk]);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    b[i] = *reinterpret_cast<const float4 *>(&s_w[tx + 16 * i][kk]);
+#pragma unroll
+                for (int m = 0; m < MR; m++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        acc[m][i] = dot_acc(a[m], b[i], acc[m][i]);
+            }
+            __syncthreads(); /* the next store_tiles overwrites the tiles */
+        }
+
+        float bias[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int32_t word = s_word[tx + 16 * i];
+            bias[i] = out_b && word >= 0 ? __ldg(&out_b[word]) : 0.0f;
+        }
+#pragma unroll
+        for (int m = 0; m < MR; m++) {
+            const int row = ty + 16 * m;
+            if (row >= rows)
+                continue;
+            float *out = logits + (int64_t)(first + r0 + row) * ld + j0;
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                if (j0 + tx + 16 * i < n_cand)
+                    out[tx + 16 * i] = acc[m][i] + bias[i];
+        }
+    }
+}
+
+/* ---- SDDMM: a warp per 8 candidates of one row ----------------------------- */
+
+template <int VEC>
+static __global__ void __launch_bounds__(kSddmmThreads)
+    sddmm_logits_kernel(int32_t rows_per_group, int32_t dim, const float *__restrict__ x,
+                        int32_t ldx, const float *__restrict__ out_w,
+                        const float *__restrict__ out_b, const int32_t *__restrict__ cand,
+                        int64_t cand_ld, const int32_t *__restrict__ count, int32_t max_count,
+                        float *__restrict__ logits, int64_t ld)
+{
+    typedef typename std::conditional<VEC == 4, float4, float>::type vec_t;
+    __shared__ __align__(16) float s_x[kSddmmTile];
+
+    const int32_t r = blockIdx.x, g = r / rows_per_group;
+    const int32_t n_cand = min(__ldg(&count[g]), max_count);
+    const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
+    const int32_t *list = cand + (int64_t)g * cand_ld;
+    const float *xr = x + (int64_t)r * ldx;
+    const bool one_tile = dim <= kSddmmTile; /* x_r staged once for all candidates */
+
+    /* Candidate blocks j0 = blockIdx.y * 64, + gridDim.y * 64, ... below the
+     * count (block-uniform): blocks past it return at once. */
+    for (int32_t j0 = blockIdx.y * kSddmmCands; j0 < n_cand; j0 += gridDim.y * kSddmmCands) {
+        const int32_t jw = j0 + warp * kSddmmCandsPerWarp; /* the warp's first candidate */
+        /* Candidates past the count alias the block's first one (always
+         * valid), so the loop below needs no predicate; they are not written. */
+        const int32_t fallback = __ldg(&list[j0]);
+        const vec_t *w_rows[kSddmmCandsPerWarp];
+        float acc[kSddmmCandsPerWarp];
+#pragma unroll
+        for (int c = 0; c < kSddmmCandsPerWarp; c++) {
+            const int32_t word = jw + c < n_cand ? __ldg(&list[jw + c]) : fallback;
+            w_rows[c] = reinterpret_cast<const vec_t *>(out_w + (int64_t)word * dim);
+            acc[c] = 0.0f;
+        }
+        /* Lane c < 8 writes candidate jw + c. */
+        const bool writer = lane < kSddmmCandsPerWarp && jw + lane < n_cand;
+        const float bias = writer && out_b ? __ldg(&out_b[__ldg(&list[jw + lane])]) : 0.0f;
+
+        for (int32_t t0 = 0; t0 < dim; t0 += kSddmmTile) {
+            const int32_t len = min(kSddmmTile, dim - t0);
+            if (!one_tile || j0 == blockIdx.y * kSddmmCands) {
+                __syncthreads(); /* the previous tile is consumed */
+                for (int32_t i = threadIdx.x; i < len; i += kSddmmThreads)
+                    s_x[i] = __ldg(&xr[t0 + i]);
+                __syncthreads();
+            }
+            const vec_t *xs = reinterpret_cast<const vec_t *>(s_x);
+            const int32_t n_vec = len / VEC, v0 = t0 / VEC; /* VEC 4: dim % 4 == 0 */
+            for (int32_t v = lane; v < n_vec; v += kWarpSize) {
+                const vec_t xv = xs[v];
+                vec_t wv[kSddmmCandsPerWarp];
+#pragma unroll
+                for (int c = 0; c < kSddmmCandsPerWarp; c++)
+                    wv[c] = __ldg(&w_rows[c][v0 + v]);
+#pragma unroll
+                for (int c = 0; c < kSddmmCandsPerWarp; c++)
+                    acc[c] = dot_acc(wv[c], xv, acc[c]);
+            }
+        }
+
+        float mine = 0.0f; /* lane c keeps candidate c's sum */
+#pragma unroll
+        for (int c = 0; c < kSddmmCandsPerWarp; c++) {
+            float sum = acc[c];
+#pragma unroll
+            for (int off = kWarpSize / 2; off > 0; off /= 2)
+                sum += __shfl_xor_sync(FULL_MASK, sum, off);
+            if (lane == c)
+                mine = sum;
+        }
+        if (writer)
+            logits[(int64_t)r * ld + jw + lane] = mine + bias;
+    }
+}
+
+/* ---- launch helpers -------------------------------------------------------- */
+
+template <int TM, int VEC>
+static void launch_gemm(dim3 grid, int32_t n_rows, int32_t rows_per_group, int32_t dim,
+                        const float *x, int32_t ldx, const float *out_w, const float *out_b,
+                        const int32_t *cand, int64_t cand_ld, const int32_t *count,
+                        int32_t max_count, float *logits, int64_t ld, cudaStream_t stream)
+{
+    gemm_logits_kernel<TM, VEC><<<grid, kGemmThreads, 0, stream>>>(
+        n_rows, rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, max_count,
+        logits, ld);
+}
+
+static bool aligned16(const void *p)
+{
+    return (uintptr_t)p % 16 == 0;
+}
+
+/* Blocks along the candidate tiles: all max_count / 64 of them would mostly
+ * return at once (counts are often far below the bound), so the grid holds
+ * about kTargetBlocks blocks and each loops over every n-th tile. */
+static int64_t cand_tile_blocks(int64_t tiles, int64_t other_blocks)
+{
+    int64_t want = (kTargetBlocks + other_blocks - 1) / other_blocks;
+    want = want < 1 ? 1 : want;
+    want = want < tiles ? want : tiles;
+    return want < kMaxGridYZ ? want : kMaxGridYZ;
+}
+
+/* ---- exported ------------------------------------------------------------- */
+
+extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim,
+                                          const float *x, int32_t ldx, const float *out_w,
+                                          const float *out_b, const int32_t *cand,
+                                          int64_t cand_ld, const int32_t *count,
+                                          int32_t max_count, float *logits, int64_t ld,
+                                          nmt_lsh_logits_kernel variant, void *stream,
+                                          nmt_error *err)
+{
+    NMT_ARG_CHECK(n_rows >= 0 && rows_per_group >= 1 && dim >= 1 && ldx >= dim);
+    NMT_ARG_CHECK(max_count >= 0 && cand_ld >= max_count && ld >= max_count);
+    NMT_ARG_CHECK(variant == NMT_LSH_LOGITS_AUTO || variant == NMT_LSH_LOGITS_GEMM ||
+                  variant == NMT_LSH_LOGITS_SDDMM);
+    NMT_ARG_CHECK(n_rows == 0 || max_count == 0 || (x && out_w && cand && count && logits));
+    if (n_rows == 0 || max_count == 0)
+        return NMT_STATUS_OK;
+    cudaStream_t s = (cudaStream_t)stream;
+    const int32_t rows_in_group = rows_per_group < n_rows ? rows_per_group : n_rows;
+    const int32_t groups = (int32_t)(((int64_t)n_rows + rows_per_group - 1) / rows_per_group);
+    if (variant == NMT_LSH_LOGITS_AUTO)
+        variant = rows_in_group == 1 ? NMT_LSH_LOGITS_SDDMM : NMT_LSH_LOGITS_GEMM;
+
+    if (variant == NMT_LSH_LOGITS_SDDMM) {
+        const int64_t cand_blocks = ((int64_t)max_count + kSddmmCands - 1) / kSddmmCands;
+        const dim3 grid((unsigned)n_rows, (unsigned)cand_tile_blocks(cand_blocks, n_rows));
+        if (dim % 4 == 0 && aligned16(out_w))
+            sddmm_logits_kernel<4><<<grid, kSddmmThreads, 0, s>>>(
+                rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, max_count,
+                logits, ld);
+        else
+            sddmm_logits_kernel<1><<<grid, kSddmmThreads, 0, s>>>(
+                rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, max_count,
+                logits, ld);
+        NMT_LAUNCH_RETURN("sddmm_logits_kernel");
+        return NMT_STATUS_OK;
+    }
+
+    /* Groups of <= 32 rows: 16-row tiles (less padding); larger: 64 (each
+     * gathered candidate row is read by fewer blocks). */
+    const int tm = rows_in_group > 32 ? kGemmLargeRows : kGemmSmallRows;
+    const int64_t row_tiles = (rows_in_group + tm - 1) / tm;
+    if (row_tiles > kMaxGridYZ || groups > kMaxGridYZ)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "nmt_cuda_lsh_logits: %d groups "
+                             "of %d rows are too many for the GEMM grid", groups, rows_in_group);
+    const int64_t cand_tiles = ((int64_t)max_count + kGemmCands - 1) / kGemmCands;
+    const dim3 grid((unsigned)cand_tile_blocks(cand_tiles, row_tiles * groups),
+                    (unsigned)row_tiles, (unsigned)groups);
+    const bool vec4 = dim % 4 == 0 && ldx % 4 == 0 && aligned16(x) && aligned16(out_w);
+    if (tm == kGemmLargeRows && vec4)
+        launch_gemm<kGemmLargeRows, 4>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
+                                       cand, cand_ld, count, max_count, logits, ld, s);
+    else if (tm == kGemmLargeRows)
+        launch_gemm<kGemmLargeRows, 1>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
+                                       cand, cand_ld, count, max_count, logits, ld, s);
+    else if (vec4)
+        launch_gemm<kGemmSmallRows, 4>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
+                                       cand, cand_ld, count, max_count, logits, ld, s);
+    else
+        launch_gemm<kGemmSmallRows, 1>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
+                                       cand, cand_ld, count, max_count, logits, ld, s);
+    NMT_LAUNCH_RETURN("gemm_logits_kernel");
+    return NMT_STATUS_OK;
+}

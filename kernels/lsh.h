@@ -1,0 +1,156 @@
+/* lsh.h: LSH vocabulary shrinking for the output layer (Shi, Xu & Knight,
+ * "Fast Locality Sensitive Hashing for Beam Search on GPU"; seed 003).
+ *
+ * Per decoder step, for the attentional states f (rows of `dim` floats):
+ *  1. codes:      WTA band codes of every row (eqs. 4-8): P = u * W
+ *                 permutations of the dim entries; I_p = the position (0..K-1)
+ *                 of the largest of the first K permuted entries (ties: the
+ *                 first); band b's code = sum_{i<u} I_{b*u+i} * K^i.
+ *  2. hits:       hits[r, word] += number of bands whose code equals the
+ *                 word's band code in that band (eq. 9), through per-band
+ *                 cuckoo tables code -> (start, length) into bucket_words
+ *                 (Alg. 1). Rows with row_live[r] == 0 add nothing.
+ *  3. candidates: for each group of rows (the whole batch, one sentence, or
+ *                 one row), the sorted list of words w with w < n_always or
+ *                 hits[r, w] >= threshold for some row r of the group (eq. 10
+ *                 plus the top-T merge of eq. 3). hits is read and reset to 0.
+ *  4. logits:     logits[r, j] = f_r . W_out[cand_g[j]] + b_out[cand_g[j]] for
+ *                 j < count_g, g the row's group: a GEMM over the gathered
+ *                 candidate rows, or per row (groups of one row) an SDDMM.
+ *  5. softmax + top-K over each row's candidates (softmax_topk.h,
+ *                 nmt_*_softmax_topk_candidates), ids mapped back to words.
+ *
+ * Invariants the engine relies on: n_always >= 4 (PAD, UNK, BOS, EOS are ids
+ * 0..3), so every list starts 0, 1, ..., n_always - 1 and a special id's
+ * candidate index is its word id; lists are ascending, so "ties to the lower
+ * candidate index" is "ties to the lower word id", as in the full softmax.
+ * The target vocabulary is stored most frequent first (tools/train/preprocess.py),
+ * so the T most frequent words are ids 4 .. T + 3: n_always = 4 + T.
+ *
+ * Groups are uniform: group g holds rows [g * rows_per_group, (g + 1) *
+ * rows_per_group) (the last one may be shorter). The CPU engine, whose
+ * sentences have varying row counts, calls the CPU functions once per group.
+ * CPU versions are the oracles; CUDA pointers are device pointers. */
+#ifndef NMT_KERNELS_LSH_H
+#define NMT_KERNELS_LSH_H
+
+#include "nmt.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One slot of a band's cuckoo table: key -1 is an empty slot. */
+typedef struct nmt_lsh_slot {
+    int32_t key;    /* band code */
+    int32_t start;  /* first word of the bucket in the band's bucket_words */
+    int32_t length; /* words in the bucket (>= 1) */
+    int32_t unused; /* 16-byte slots: one vector load per probe */
+} nmt_lsh_slot;
+
+/* The read-only lookup structure (host or device pointers alike). */
+typedef struct nmt_lsh_tables {
+    int32_t k, u, w;            /* WTA parameters {K, u, W} */
+    int32_t dim;                /* entries of a hashed vector (H) */
+    int32_t vocab;              /* words hashed */
+    int32_t table_bits;         /* each band's table has 1 << table_bits slots */
+    const int32_t *perm;        /* [u * w, k]: permutation p's first K positions */
+    const nmt_lsh_slot *slots;  /* [w, 1 << table_bits] */
+    const uint32_t *hash;       /* [w, 4]: (a1, b1, a2, b2) of the band's h1, h2 */
+    const int32_t *bucket_words; /* [w, vocab]: each band's words grouped by code,
+                                    ascending id within a bucket */
+} nmt_lsh_tables;
+
+/* Device code calls the same hash (kernels/cuda/lsh.cu). */
+#ifdef __CUDACC__
+#define NMT_LSH_HOST_DEVICE __host__ __device__
+#else
+#define NMT_LSH_HOST_DEVICE
+#endif
+
+/* Cuckoo hash i (0 or 1) of a band: multiply-add-shift on 32 bits. Shared by
+ * the builder and every lookup so that both agree bit for bit. */
+static inline NMT_LSH_HOST_DEVICE uint32_t nmt_lsh_hash(const uint32_t *band_hash, int i,
+                                                        int32_t key, int32_t table_bits)
+{
+    uint32_t x = (uint32_t)key * band_hash[2 * i] + band_hash[2 * i + 1];
+    return table_bits > 0 ? x >> (32 - table_bits) : 0u;
+}
+
+/* ---- 1. WTA band codes: codes[r, b] for r < n_rows, b < w ----------------- */
+void nmt_cpu_lsh_codes(int32_t n_rows, const float *x, int32_t ldx, const nmt_lsh_tables *t,
+                       int32_t *codes);
+nmt_status nmt_cuda_lsh_codes(int32_t n_rows, const float *x, int32_t ldx,
+                              const nmt_lsh_tables *t, int32_t *codes, void *stream,
+                              nmt_error *err);
+
+/* ---- 2. hit counts: hits[r, word] (ld = t->vocab) += matching bands ------- */
+/* row_live: [n_rows] or NULL (all rows live). */
+void nmt_cpu_lsh_hits(int32_t n_rows, const int32_t *codes, const int32_t *row_live,
+                      const nmt_lsh_tables *t, int32_t *hits);
+
+typedef enum nmt_lsh_lookup {
+    NMT_LSH_LOOKUP_WARP = 0,  /* the warp walks each lane's bucket in turn (Fig. 4b) */
+    NMT_LSH_LOOKUP_NAIVE = 1  /* each thread walks its own bucket (Fig. 4a) */
+} nmt_lsh_lookup;
+
+nmt_status nmt_cuda_lsh_hits(int32_t n_rows, const int32_t *codes, const int32_t *row_live,
+                             const nmt_lsh_tables *t, nmt_lsh_lookup variant, int32_t *hits,
+                             void *stream, nmt_error *err);
+
+/* ---- 3. candidate lists: cand[g * cand_ld + j], j < count[g] --------------- */
+/* hits: [n_rows, vocab], read and reset to zero. cand_ld >= vocab. */
+void nmt_cpu_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32_t vocab,
+                            int32_t *hits, int32_t threshold, int32_t n_always, int32_t *cand,
+                            int64_t cand_ld, int32_t *count);
+
+/* Device workspace (bytes) for up to max_groups groups over vocab words. */
+size_t nmt_cuda_lsh_candidates_workspace_size(int32_t max_groups, int32_t vocab);
+nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32_t vocab,
+                                   int32_t *hits, int32_t threshold, int32_t n_always,
+                                   int32_t *cand, int64_t cand_ld, int32_t *count,
+                                   void *workspace, size_t workspace_bytes, void *stream,
+                                   nmt_error *err);
+
+/* ---- 4. candidate logits: logits[r * ld + j] for j < count[group(r)] ------ */
+/* x: [n_rows, dim] (ldx); out_w: [vocab, dim] row-major; out_b: [vocab] or NULL.
+ * Entries j >= count[group] are not written. */
+void nmt_cpu_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim, const float *x,
+                        int32_t ldx, const float *out_w, const float *out_b, const int32_t *cand,
+                        int64_t cand_ld, const int32_t *count, float *logits, int64_t ld);
+
+typedef enum nmt_lsh_logits_kernel {
+    NMT_LSH_LOGITS_AUTO = 0,  /* GEMM for groups of several rows, SDDMM for single rows */
+    NMT_LSH_LOGITS_GEMM = 1,  /* tiled GEMM over the gathered candidate rows of a group */
+    NMT_LSH_LOGITS_SDDMM = 2  /* a warp per (row, candidate) dot product (Gale et al.) */
+} nmt_lsh_logits_kernel;
+
+/* max_count: a host-side bound on every count[g] (e.g. vocab): sizes the grid;
+ * blocks past a group's device-side count return at once, so the count never
+ * comes back to the host. */
+nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim,
+                               const float *x, int32_t ldx, const float *out_w,
+                               const float *out_b, const int32_t *cand, int64_t cand_ld,
+                               const int32_t *count, int32_t max_count, float *logits, int64_t ld,
+                               nmt_lsh_logits_kernel variant, void *stream, nmt_error *err);
+
+/* ---- evaluation: recall and candidate statistics -------------------------- */
+/* For each live row r (row_live NULL: all), with full_top_ids[r, 0..b) the
+ * words of the full softmax's top b: stats[0] += 1 (rows), stats[1] += 1 if
+ * all b lie in the row's group list (recall hits), stats[2] += count of the
+ * row's group (candidate words scored for it). Counts are accumulated
+ * (int64) so a whole decode sums up on the device. */
+void nmt_cpu_lsh_recall(int32_t n_rows, int32_t rows_per_group, const int32_t *row_live,
+                        const int32_t *full_top_ids, int32_t b, const int32_t *cand,
+                        int64_t cand_ld, const int32_t *count, int64_t *stats);
+nmt_status nmt_cuda_lsh_recall(int32_t n_rows, int32_t rows_per_group, const int32_t *row_live,
+                               const int32_t *full_top_ids, int32_t b, const int32_t *cand,
+                               int64_t cand_ld, const int32_t *count,
+                               unsigned long long *stats, void *stream, nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

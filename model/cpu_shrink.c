@@ -1,0 +1,85 @@
+/* cpu_shrink.c: the CPU reference output layer with a shrunk vocabulary
+ * (model/shrink.h): the oracle of the CUDA output layer with LSH or TOP.
+ *
+ * Rows arrive sentence by sentence (decoder/beam_search.c keeps a sentence's
+ * rows contiguous), so a group is a run of rows: all of them (share batch),
+ * a run of equal row_sentence (share sentence), or one row (share row). Every
+ * row here is live: the search passes only alive hypotheses. */
+#include "cpu_state.h"
+
+#include "error.h"
+#include "softmax_topk.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shrink,
+                                    nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (!state || !shrink || shrink->mode == NMT_SHRINK_NONE)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu shrink: nothing to set");
+    if (shrink->mode == NMT_SHRINK_LSH &&
+        (!shrink->tables || shrink->tables->dim != state->hidden ||
+         shrink->tables->vocab != state->vocab))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cpu shrink: LSH tables for dim %d, vocab %d; the model has %d, %d",
+                             shrink->tables ? shrink->tables->dim : -1,
+                             shrink->tables ? shrink->tables->vocab : -1, state->hidden,
+                             state->vocab);
+    if (shrink->n_always < 4 || shrink->n_always > state->vocab || shrink->threshold < 1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cpu shrink: n_always %d outside [4, %d] or threshold %d < 1",
+                             shrink->n_always, state->vocab, shrink->threshold);
+    const size_t rows = (size_t)state->max_rows, V = (size_t)state->vocab;
+    const size_t W = shrink->mode == NMT_SHRINK_LSH ? (size_t)shrink->tables->w : 1;
+    NMT_ALLOC(state->lsh_codes, rows * W);
+    NMT_ALLOC(state->lsh_hits, rows * V); /* zeroed: candidates leave it zero again */
+    NMT_ALLOC(state->cand, rows * V);
+    NMT_ALLOC(state->cand_count, rows);
+    NMT_ALLOC(state->cand_log_probs, V);
+    state->shrink = *shrink;
+    state->has_shrink = 1;
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cpu_shrink_log_probs(nmt_cpu_state *state, int32_t n_rows, const float *feed,
+                                    float *log_probs, nmt_error *err)
+{
+    const nmt_shrink *sh = &state->shrink;
+    const nmt_model *model = state->model;
+    const int32_t V = state->vocab, H = state->hidden;
+    const int32_t *row_sentence = state->row_sentence[state->cur];
+    (void)err;
+    if (sh->mode == NMT_SHRINK_LSH) {
+        nmt_cpu_lsh_codes(n_rows, feed, H, sh->tables, state->lsh_codes);
+        nmt_cpu_lsh_hits(n_rows, state->lsh_codes, NULL, sh->tables, state->lsh_hits);
+    }
+    int32_t group = 0;
+    for (int32_t first = 0; first < n_rows; group++) {
+        int32_t end = first + 1;
+        if (sh->share == NMT_LSH_SHARE_BATCH)
+            end = n_rows;
+        else if (sh->share == NMT_LSH_SHARE_SENTENCE)
+            while (end < n_rows && row_sentence[end] == row_sentence[first])
+                end++;
+        const int32_t rows = end - first;
+        int32_t *cand = state->cand + (size_t)group * V, *count = &state->cand_count[group];
+        float *logits = state->logits + (size_t)first * V;
+        nmt_cpu_lsh_candidates(rows, rows, V, state->lsh_hits + (size_t)first * V, sh->threshold,
+                               sh->n_always, cand, V, count);
+        nmt_cpu_lsh_logits(rows, rows, H, feed + (size_t)first * H, H, model->out_w,
+                           model->out_b, cand, V, count, logits, V);
+        for (int32_t r = 0; r < rows; r++) {
+            float *lp = log_probs + (size_t)(first + r) * V;
+            for (int32_t w = 0; w < V; w++)
+                lp[w] = -INFINITY;
+            nmt_cpu_log_softmax(1, *count, logits + (size_t)r * V, V, state->cand_log_probs);
+            for (int32_t j = 0; j < *count; j++)
+                lp[cand[j]] = state->cand_log_probs[j];
+        }
+        first = end;
+    }
+    return NMT_STATUS_OK;
+}

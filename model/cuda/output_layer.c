@@ -1,0 +1,200 @@
+/* output_layer.c: step 5 of the decoder on the device (model/cuda/cuda_model.h):
+ * logits, log-softmax and the 2B best words of every row, over the whole
+ * vocabulary or over LSH / TOP candidate lists (model/shrink.h, docs/lsh.md).
+ *
+ * Full:   cuBLAS GEMM (+ bias), fused softmax + top-K.
+ * Shrunk: WTA codes of the feeds, cuckoo lookup into hit counts (LSH only),
+ *         candidate lists by stream compaction (one per group: the batch, a
+ *         sentence or a row), logits over the candidates (gathered GEMM, or
+ *         SDDMM per row), softmax + top-K over the candidates with the ids
+ *         mapped back to words. The list sizes stay on the device: kernels
+ *         are launched for the bound (V) and blocks past a list's end return.
+ * Host code only; nothing allocates after nmt_cuda_model_set_shrink. */
+#include "cuda_model.h"
+
+#include "cuda/cuda_check.h"
+#include "linear.h"
+#include "lsh.h"
+#include "softmax_topk.h"
+
+#include <string.h>
+
+static size_t align256(size_t bytes)
+{
+    return (bytes + 255) / 256 * 256;
+}
+
+/* Lists a step can need at most: one per group. */
+static int32_t max_groups(const nmt_cuda_model *m, nmt_lsh_share share)
+{
+    if (share == NMT_LSH_SHARE_ROW)
+        return m->max_rows;
+    if (share == NMT_LSH_SHARE_SENTENCE)
+        return m->max_sentences;
+    return 1;
+}
+
+/* Offsets of every shrink buffer in one arena (base 0 measures). */
+typedef struct shrink_layout {
+    size_t perm, slots, hash, words, codes, hits, cand, count, ws, full_logits, full_values,
+        full_ids, stats, total;
+} shrink_layout;
+
+static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s, int stats)
+{
+    shrink_layout l;
+    memset(&l, 0, sizeof l);
+    const size_t R = (size_t)m->max_rows, V = (size_t)m->vocab, B = (size_t)m->beam;
+    const size_t G = (size_t)max_groups(m, s->share), i4 = sizeof(int32_t);
+    const nmt_lsh_tables *t = s->mode == NMT_SHRINK_LSH ? s->tables : NULL;
+    const size_t W = t ? (size_t)t->w : 0;
+    size_t at = 0;
+#define PLACE(field, bytes) (l.field = at, at = align256(at + (bytes)))
+    PLACE(perm, t ? (size_t)t->u * W * (size_t)t->k * i4 : 0);
+    PLACE(slots, t ? W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot) : 0);
+    PLACE(hash, W * 4 * sizeof(uint32_t));
+    PLACE(words, W * V * i4);
+    PLACE(codes, R * W * i4);
+    PLACE(hits, R * V * i4);
+    PLACE(cand, G * V * i4);
+    PLACE(count, G * i4);
+    PLACE(ws, nmt_cuda_lsh_candidates_workspace_size((int32_t)G, (int32_t)V));
+    PLACE(full_logits, stats ? R * V * sizeof(float) : 0);
+    PLACE(full_values, stats ? R * B * sizeof(float) : 0);
+    PLACE(full_ids, stats ? R * B * i4 : 0);
+    PLACE(stats, 3 * sizeof(unsigned long long));
+#undef PLACE
+    l.total = at;
+    return l;
+}
+
+nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink,
+                                     int collect_stats, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (!m || !shrink || shrink->mode == NMT_SHRINK_NONE || m->shrink_arena)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda shrink: nothing to set");
+    const nmt_lsh_tables *t = shrink->tables;
+    if (shrink->mode == NMT_SHRINK_LSH &&
+        (!t || t->dim != m->hidden || t->vocab != m->vocab))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda shrink: LSH tables for dim %d, vocab %d; the model has %d, %d",
+                             t ? t->dim : -1, t ? t->vocab : -1, m->hidden, m->vocab);
+    if (shrink->n_always < 4 || shrink->n_always > m->vocab || shrink->threshold < 1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda shrink: n_always %d outside [4, %d] or threshold %d < 1",
+                             shrink->n_always, m->vocab, shrink->threshold);
+    const shrink_layout l = layout_shrink(m, shrink, collect_stats);
+    cudaStream_t stream = (cudaStream_t)m->stream;
+    NMT_CUDA_TRY(cudaMalloc(&m->shrink_arena, l.total));
+    char *base = (char *)m->shrink_arena;
+    m->shrink = *shrink;
+    m->lsh_codes = (int32_t *)(base + l.codes);
+    m->lsh_hits = (int32_t *)(base + l.hits);
+    m->cand = (int32_t *)(base + l.cand);
+    m->cand_count = (int32_t *)(base + l.count);
+    m->cand_workspace = base + l.ws;
+    m->cand_workspace_bytes = l.full_logits - l.ws;
+    m->lsh_stats = (unsigned long long *)(base + l.stats);
+    if (collect_stats) {
+        m->full_logits = (float *)(base + l.full_logits);
+        m->full_top_values = (float *)(base + l.full_values);
+        m->full_top_ids = (int32_t *)(base + l.full_ids);
+    }
+    memset(&m->lsh, 0, sizeof m->lsh);
+    if (shrink->mode == NMT_SHRINK_LSH) {
+        const size_t W = (size_t)t->w, V = (size_t)t->vocab;
+        m->lsh = *t;
+        m->lsh.perm = (const int32_t *)(base + l.perm);
+        m->lsh.slots = (const nmt_lsh_slot *)(base + l.slots);
+        m->lsh.hash = (const uint32_t *)(base + l.hash);
+        m->lsh.bucket_words = (const int32_t *)(base + l.words);
+        NMT_CUDA_TRY(cudaMemcpyAsync(base + l.perm, t->perm,
+                                     (size_t)t->u * W * (size_t)t->k * sizeof(int32_t),
+                                     cudaMemcpyHostToDevice, stream));
+        NMT_CUDA_TRY(cudaMemcpyAsync(base + l.slots, t->slots,
+                                     W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot),
+                                     cudaMemcpyHostToDevice, stream));
+        NMT_CUDA_TRY(cudaMemcpyAsync(base + l.hash, t->hash, W * 4 * sizeof(uint32_t),
+                                     cudaMemcpyHostToDevice, stream));
+        NMT_CUDA_TRY(cudaMemcpyAsync(base + l.words, t->bucket_words, W * V * sizeof(int32_t),
+                                     cudaMemcpyHostToDevice, stream));
+    }
+    /* Hits start (and every candidates call leaves them) at zero; so do the
+     * counters of the candidates workspace and the stats. */
+    NMT_CUDA_TRY(cudaMemsetAsync(base + l.hits, 0, l.cand - l.hits, stream));
+    NMT_CUDA_TRY(cudaMemsetAsync(base + l.ws, 0, l.full_logits - l.ws, stream));
+    NMT_CUDA_TRY(cudaMemsetAsync(base + l.stats, 0, 3 * sizeof(unsigned long long), stream));
+    /* The host tables may be freed once this returns. */
+    NMT_CUDA_TRY(cudaStreamSynchronize(stream));
+    m->shrink.tables = NULL;
+    m->has_shrink = 1;
+    return NMT_STATUS_OK;
+cleanup:
+    if (m->shrink_arena)
+        cudaFree(m->shrink_arena);
+    m->shrink_arena = NULL;
+    return status;
+}
+
+nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
+                                 const int32_t *excluded, int32_t n_excluded, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    void *stream = m->stream;
+    const int32_t H = m->hidden, V = m->vocab;
+    const float *feed = m->feed[m->cur];
+    const nmt_device_weights *w = &m->w;
+    if (n_rows < 1 || n_rows > m->max_rows || beam < 1 || beam > m->beam)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda output layer: %d rows (max %d), beam %d (max %d)", n_rows,
+                             m->max_rows, beam, m->beam);
+    if (!m->has_shrink) {
+        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, V, H, feed, H, w->out_w, H, w->out_b, 0,
+                                m->logits, V, err));
+        NMT_TRY(nmt_cuda_softmax_topk(n_rows, V, m->logits, V, 2 * beam, excluded, n_excluded,
+                                      m->top_values, m->top_ids, m->lse, m->topk_workspace,
+                                      m->topk_workspace_bytes, stream, err));
+        return NMT_STATUS_OK;
+    }
+    const nmt_shrink *s = &m->shrink;
+    const int32_t rpg = nmt_shrink_rows_per_group(s, n_rows, beam);
+    if (s->mode == NMT_SHRINK_LSH) {
+        NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, H, &m->lsh, m->lsh_codes, stream, err));
+        NMT_TRY(nmt_cuda_lsh_hits(n_rows, m->lsh_codes, m->row_live, &m->lsh,
+                                  NMT_LSH_LOOKUP_WARP, m->lsh_hits, stream, err));
+    }
+    NMT_TRY(nmt_cuda_lsh_candidates(n_rows, rpg, V, m->lsh_hits, s->threshold, s->n_always,
+                                    m->cand, V, m->cand_count, m->cand_workspace,
+                                    m->cand_workspace_bytes, stream, err));
+    NMT_TRY(nmt_cuda_lsh_logits(n_rows, rpg, H, feed, H, w->out_w, w->out_b, m->cand, V,
+                                m->cand_count, V, m->logits, V, NMT_LSH_LOGITS_AUTO, stream,
+                                err));
+    NMT_TRY(nmt_cuda_softmax_topk_candidates(n_rows, rpg, m->logits, V, m->cand, V,
+                                             m->cand_count, V, 2 * beam, excluded, n_excluded,
+                                             m->top_values, m->top_ids, m->lse,
+                                             m->topk_workspace, m->topk_workspace_bytes, stream,
+                                             err));
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_output_recall(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
+                                  const int32_t *excluded, int32_t n_excluded, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const int32_t H = m->hidden, V = m->vocab;
+    if (!m->has_shrink || !m->full_logits)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda output recall: needs shrinking and collect_stats");
+    NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, V, H, m->feed[m->cur], H, m->w.out_w, H, m->w.out_b,
+                            0, m->full_logits, V, err));
+    NMT_TRY(nmt_cuda_softmax_topk(n_rows, V, m->full_logits, V, beam, excluded, n_excluded,
+                                  m->full_top_values, m->full_top_ids, NULL, m->topk_workspace,
+                                  m->topk_workspace_bytes, m->stream, err));
+    NMT_TRY(nmt_cuda_lsh_recall(n_rows, nmt_shrink_rows_per_group(&m->shrink, n_rows, beam),
+                                m->row_live, m->full_top_ids, beam, m->cand, V, m->cand_count,
+                                m->lsh_stats, m->stream, err));
+cleanup:
+    return status;
+}

@@ -1,0 +1,40 @@
+/* shrink.h: how a decoder's output layer shrinks the target vocabulary
+ * (docs/lsh.md; the kernels are kernels/lsh.h). Shared by the CPU reference
+ * step (model/cpu_shrink.c) and the CUDA step (model/cuda/output_layer.cu),
+ * which must pick the same candidate lists for the same states.
+ *
+ * Per step, with f the attentional states of the live rows:
+ *   LSH: candidates = ids [0, n_always) plus every word whose WTA band codes
+ *        match a row's in at least `threshold` bands, one list per group;
+ *   TOP: candidates = ids [0, n_always) (no hashing);
+ * then logits and the log-softmax over the candidates only; every other word
+ * gets log p = -inf. Groups: the whole batch, a sentence, or a row (share). */
+#ifndef NMT_SHRINK_H
+#define NMT_SHRINK_H
+
+#include "lsh.h"
+#include "nmt.h"
+
+#include <stdint.h>
+
+typedef struct nmt_shrink {
+    nmt_shrink_mode mode;         /* never NMT_SHRINK_NONE here */
+    nmt_lsh_share share;
+    int32_t n_always;             /* 4 + T, at most the vocabulary */
+    int32_t threshold;            /* t >= 1 (TOP: hits stay 0, so only n_always words) */
+    const nmt_lsh_tables *tables; /* host tables of the index, LSH only */
+} nmt_shrink;
+
+/* Rows a candidate list serves, for n_rows rows laid out sentence by
+ * sentence with `beam` rows each (the CUDA layout). */
+static inline int32_t nmt_shrink_rows_per_group(const nmt_shrink *s, int32_t n_rows,
+                                                int32_t beam)
+{
+    if (s->share == NMT_LSH_SHARE_ROW)
+        return 1;
+    if (s->share == NMT_LSH_SHARE_SENTENCE)
+        return beam;
+    return n_rows;
+}
+
+#endif /* NMT_SHRINK_H */

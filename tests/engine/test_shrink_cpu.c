@@ -1,0 +1,157 @@
+/* test_shrink_cpu.c: vocabulary shrinking (LSH, TOP) on the CPU engine through
+ * the public API, on the test model (NMT_TEST_MODEL):
+ *  - a shrunk list that holds every word (TOP with T = V) gives exactly the
+ *    full softmax's translations and scores;
+ *  - so does LSH with T = V (the hashing still runs; its hits add nothing);
+ *  - LSH with small T translates every line, the same way twice for a seed,
+ *    under every sharing mode; TOP with T = 20 gives finite scores;
+ *  - bad shrink options are refused with a message naming the option;
+ *  - stats on the CPU: sentences counted, output_layer_ms -1.
+ * Short lines and beam 2 keep it to a few seconds. */
+#include "nmt.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const lines[] = {
+    "Ein Mann schläft .", "Zwei Hunde spielen im Schnee .", "Eine Frau liest ein Buch .",
+    "Kinder laufen am Strand .", "Der Junge springt ."};
+enum { N_LINES = sizeof lines / sizeof lines[0] };
+
+static nmt_options base_options(void)
+{
+    nmt_options o;
+    nmt_options_init(&o);
+    o.device = NMT_DEVICE_CPU;
+    o.beam_size = 2;
+    o.batch_size = 3;
+    o.max_len_b = 6;
+    return o;
+}
+
+/* Translates every line; 0 on failure (reported). */
+static int run(const nmt_model *model, const nmt_options *o, nmt_result *results,
+               nmt_stats *stats)
+{
+    nmt_translator *t = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_status st = nmt_translator_create(model, o, &t, &err);
+    CHECK(st == NMT_STATUS_OK, "translator (shrink mode %d): %s", (int)o->shrink.mode,
+          err.message);
+    if (st != NMT_STATUS_OK)
+        return 0;
+    st = nmt_translate_batch(t, lines, N_LINES, results, &err);
+    CHECK(st == NMT_STATUS_OK, "translate: %s", err.message);
+    if (stats)
+        CHECK(nmt_translator_stats(t, stats, &err) == NMT_STATUS_OK, "stats: %s", err.message);
+    nmt_translator_free(t);
+    for (int i = 0; i < N_LINES && st == NMT_STATUS_OK; i++)
+        CHECK(results[i].status == NMT_STATUS_OK && results[i].n_hypotheses == 1,
+              "line %d: status %d, %d hypotheses", i, (int)results[i].status,
+              results[i].n_hypotheses);
+    return st == NMT_STATUS_OK;
+}
+
+static void clear(nmt_result *results)
+{
+    for (int i = 0; i < N_LINES; i++)
+        nmt_result_clear(&results[i]);
+}
+
+static void expect_same(const char *what, const nmt_result *a, const nmt_result *b, float tol)
+{
+    for (int i = 0; i < N_LINES; i++) {
+        if (a[i].n_hypotheses < 1 || b[i].n_hypotheses < 1)
+            continue;
+        const nmt_hypothesis *x = &a[i].hypotheses[0], *y = &b[i].hypotheses[0];
+        CHECK(!strcmp(x->text, y->text), "%s: line %d: '%s' vs '%s'", what, i, x->text, y->text);
+        CHECK(fabsf(x->score - y->score) <= tol, "%s: line %d: score %.7f vs %.7f", what, i,
+              (double)x->score, (double)y->score);
+    }
+}
+
+static void expect_refused(const nmt_model *model, const nmt_options *o, const char *needle)
+{
+    nmt_translator *t = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_status st = nmt_translator_create(model, o, &t, &err);
+    CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "expected a refusal mentioning '%s', got %d", needle,
+          (int)st);
+    CHECK(strstr(err.message, needle) != NULL, "message '%s' lacks '%s'", err.message, needle);
+    nmt_translator_free(t);
+}
+
+int main(void)
+{
+    test_seed();
+    nmt_model *model = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    if (nmt_model_load(NMT_TEST_MODEL, &model, &err) != NMT_STATUS_OK) {
+        fprintf(stderr, "cannot load %s: %s\n", NMT_TEST_MODEL, err.message);
+        return 1;
+    }
+    nmt_result full[N_LINES], got[N_LINES], again[N_LINES];
+    nmt_options o = base_options();
+    nmt_stats stats;
+    if (!run(model, &o, full, NULL))
+        return test_finish("test_shrink_cpu");
+
+    /* T = V: every word is a candidate (n_always is capped at V). */
+    o.shrink.mode = NMT_SHRINK_TOP;
+    o.shrink.top = 1 << 24;
+    if (run(model, &o, got, NULL))
+        expect_same("TOP with every word", got, full, 1e-5f);
+    clear(got);
+    o.shrink.mode = NMT_SHRINK_LSH;
+    o.shrink.k = 8, o.shrink.u = 2, o.shrink.w = 16, o.shrink.threshold = 1;
+    if (run(model, &o, got, NULL))
+        expect_same("LSH with every word", got, full, 1e-5f);
+    clear(got);
+
+    /* Small lists: every line still translates, the same way twice. */
+    const nmt_lsh_share shares[] = {NMT_LSH_SHARE_BATCH, NMT_LSH_SHARE_SENTENCE,
+                                    NMT_LSH_SHARE_ROW};
+    for (int s = 0; s < 3; s++) {
+        o = base_options();
+        o.shrink.mode = NMT_SHRINK_LSH;
+        o.shrink.k = 8, o.shrink.u = 2, o.shrink.w = 32, o.shrink.top = 50;
+        o.shrink.threshold = 2, o.shrink.share = shares[s];
+        o.collect_stats = 1;
+        if (run(model, &o, got, &stats) && run(model, &o, again, NULL))
+            expect_same("LSH twice", got, again, 0.0f);
+        CHECK(stats.sentences == N_LINES, "stats: %lld sentences", (long long)stats.sentences);
+        CHECK(stats.output_layer_ms == -1.0, "stats: CPU output_layer_ms %g",
+              stats.output_layer_ms);
+        clear(got);
+        clear(again);
+    }
+    o = base_options();
+    o.shrink.mode = NMT_SHRINK_TOP;
+    o.shrink.top = 20;
+    if (run(model, &o, got, NULL))
+        for (int i = 0; i < N_LINES; i++)
+            CHECK(got[i].n_hypotheses < 1 || isfinite(got[i].hypotheses[0].score),
+                  "TOP 20: line %d: score not finite", i);
+    clear(got);
+
+    /* Refusals name what is wrong. */
+    o = base_options();
+    o.shrink.mode = NMT_SHRINK_TOP;
+    o.shrink.top = 3; /* < 2 * beam */
+    expect_refused(model, &o, "top");
+    o = base_options();
+    o.shrink.mode = NMT_SHRINK_LSH;
+    o.shrink.w = 10, o.shrink.threshold = 11;
+    expect_refused(model, &o, "threshold");
+    o.shrink.threshold = 1, o.shrink.k = 1;
+    expect_refused(model, &o, "K");
+    o.shrink.k = 8, o.shrink.share = (nmt_lsh_share)7;
+    expect_refused(model, &o, "share");
+
+    clear(full);
+    nmt_model_free(model);
+    return test_finish("test_shrink_cpu");
+}

@@ -1,0 +1,614 @@
+/* bench_lsh.cu: LSH vocabulary shrinking (kernels/lsh.h; Shi, Xu & Knight,
+ * "Fast Locality Sensitive Hashing for Beam Search on GPU", seed 003)
+ * against the full output layer, one decoder step. Four parts, one run:
+ *
+ *  layer    per (H, V, rows): the full layer, nmt_cuda_linear (cuBLAS fp32,
+ *           with bias) + nmt_cuda_softmax_topk, against the LSH step with one
+ *           list shared by all rows (rows_per_group = rows): codes + hits
+ *           (warp lookup) + candidates + logits (AUTO) +
+ *           nmt_cuda_softmax_topk_candidates, split as in the paper's Table 4
+ *           (hash, lookup, compact, logits = "construct E_LSH" and "matrix
+ *           multiply" fused, softmax = "normalization"). Random Gaussian
+ *           W_out gives no realistic candidate counts, so the step also runs
+ *           on fixed lists of c = f * V words (0 .. 4 + T - 1 always in, the
+ *           rest random): the real index's codes + hits + candidates (into a
+ *           scratch list) + logits + softmax over the fixed list. The V where
+ *           full / LSH crosses 1 at a given f is the break-even (summarize.py).
+ *  lookup   warp-cooperative (Fig. 4b) vs naive (Fig. 4a) bucket walks on the
+ *           same codes, for {K,u,W} with big buckets (8,2,500) to small ones
+ *           (16,3,500).
+ *  sharing  rows 60 (12 sentences x beam 5) and 768 (64 x 12): per-row lists
+ *           of f * V words (bench_lsh_data.h, make_sharing_lists: the always
+ *           words, a pool shared by the sentence's rows, own random words),
+ *           scored as the union over the batch (GEMM), per sentence (GEMM and
+ *           SDDMM) or per row (SDDMM and GEMM).
+ *  floor    every LSH logits time is printed with its floor: the gathered
+ *           candidate rows (sum over groups of count x H x 4 bytes) / the
+ *           device-to-device copy bandwidth measured here; the full layer's is
+ *           V x H x 4 bytes / the same.
+ *
+ * Beam: 12 for rows that are multiples of 12 and not of 5 (12, 768), else 5;
+ * k = 2 * beam (the beam step's top 2B). max_count = V everywhere (the
+ * engine does not bring counts back to the host) unless NMT_BENCH_LSH_TIGHT=1
+ * (the exact bound, fixed lists only). The shared list gets no SDDMM (every
+ * row would read the whole union). Parts lookup and sharing run at the first
+ * H only, for vocabularies that are also in NMT_BENCH_LSH_VOCABS.
+ * Timing: bench_util.h (events around batches, medians of NMT_BENCH_REPEATS
+ * runs, inputs rotated over copies bigger than 2x L2: W_out with b_out, the
+ * index, and x up to 2048 copies), the batch shortened so a run lasts about
+ * 0.5 ms. Stages are timed alone, except compact = (codes + hits +
+ * candidates) - codes - hits; hits alone leaves the hit counts growing (the
+ * same work), and they are zeroed afterwards. JSON lines on stdout
+ * ("bench":"lsh", "part": index, layer, lookup or sharing), tables on stderr.
+ * Env (comma lists): NMT_BENCH_LSH_DIMS (512,384), _VOCABS
+ * (2000,5000,10000,20000,35000,50000), _ROWS (5,12,60,320,768), _FRACS
+ * (0.05,0.1,0.2,0.4), _PARAMS (K,u,W: 8,3,500), _THRESHOLD (4), _TOP (T: 100),
+ * _LOOKUP_PARAMS (triples: 8,2,500,8,3,500,16,3,500), _LOOKUP_VOCABS (50000),
+ * _LOOKUP_ROWS (12,768), _SHARE_VOCABS (10000,50000), _SHARE_ROWS (60,768),
+ * _SHARE_FRACS (0.02,0.05), _SHARE_OVERLAP (0.8), _TIGHT (0); NMT_BENCH_REPEATS. */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_lsh_data.h"
+#include "bench_util.h"
+#include "cuda_ctx.h"
+#include "linear.h"
+#include "lsh.h"
+#include "lsh_index.h"
+#include "softmax_topk.h"
+
+enum { MAX_LIST = 32, MAX_X_COPIES = 2048, COUNT_SAMPLES = 16 };
+static const double kRunUs = 500.0; /* the length of one timed run (time_us) */
+static const int32_t k_excluded[2] = {0, 2}; /* PAD and BOS, as the engine excludes them */
+
+typedef struct {
+    nmt_cuda_ctx *ctx;
+    cudaStream_t stream;
+    double copy_gbps;
+    int32_t *excluded; /* device copy of k_excluded */
+    nmt_lsh_index_config cfg;
+    int threshold, top, tight;
+} bench;
+
+/* Everything one timed call needs; the run_* functions rotate by call. */
+typedef struct {
+    nmt_cuda_ctx *ctx;
+    cudaStream_t stream;
+    int rows, rows_per_group, dim, vocab, k;
+    float *x;           /* [x_copies][rows, dim] */
+    int32_t *codes_all; /* [x_copies][rows, w]: the codes of each x copy */
+    int x_copies;
+    const float *w, *b;
+    int w_copies;
+    const nmt_lsh_tables *tables;
+    int t_copies;
+    int32_t *codes, *hits;
+    int32_t *hash_cand, *hash_count; /* written by candidates */
+    int threshold, n_always;
+    const int32_t *cand, *count; /* read by logits and softmax */
+    int max_count;
+    nmt_lsh_lookup lookup;
+    nmt_lsh_logits_kernel kernel;
+    float *logits, *top_v;
+    int32_t *top_i;
+    const int32_t *excluded;
+    void *cand_ws, *sm_ws;
+    size_t cand_ws_bytes, sm_ws_bytes;
+} step_arg;
+
+static const float *x_at(const step_arg *a, int i)
+{
+    return a->x + (size_t)(i % a->x_copies) * a->rows * a->dim;
+}
+static const float *w_at(const step_arg *a, int i)
+{
+    return a->w + (size_t)(i % a->w_copies) * a->vocab * a->dim;
+}
+static const float *b_at(const step_arg *a, int i)
+{
+    return a->b + (size_t)(i % a->w_copies) * a->vocab;
+}
+static const nmt_lsh_tables *t_at(const step_arg *a, int i)
+{
+    return &a->tables[i % a->t_copies];
+}
+
+static void run_linear(void *p, int i)
+{
+    step_arg *a = (step_arg *)p;
+    NMT_OK(nmt_cuda_linear(a->ctx, a->rows, a->vocab, a->dim, x_at(a, i), a->dim, w_at(a, i),
+                           a->dim, b_at(a, i), 0, a->logits, a->vocab, &err));
+}
+
+static void run_full(void *p, int i)
+{
+    step_arg *a = (step_arg *)p;
+    run_linear(p, i);
+    NMT_OK(nmt_cuda_softmax_topk(a->rows, a->vocab, a->logits, a->vocab, a->k, a->excluded, 2,
+                                 a->top_v, a->top_i, NULL, a->sm_ws, a->sm_ws_bytes, a->stream,
+                                 &err));
+}
+
+static void run_codes(void *p, int i)
+{
+    step_arg *a = (step_arg *)p;
+    NMT_OK(nmt_cuda_lsh_codes(a->rows, x_at(a, i), a->dim, t_at(a, i), a->codes, a->stream,
+                              &err));
+}
+
+/* Alone: reads the precomputed codes of the call's x copy. */
+static void run_hits(void *p, int i)
+{
+    step_arg *a = (step_arg *)p;
+    const int32_t *codes = a->codes_all + (size_t)(i % a->x_copies) * a->rows * t_at(a, i)->w;
+    NMT_OK(nmt_cuda_lsh_hits(a->rows, codes, NULL, t_at(a, i), a->lookup, a->hits, a->stream,
+                             &err));
+}
+
+/* codes + hits + candidates: leaves hits at zero again. */
+static void run_hashing(void *p, int i)
+{
+    step_arg *a = (step_arg *)p;
+    run_codes(p, i);
+    NMT_OK(nmt_cuda_lsh_hits(a->rows, a->codes, NULL, t_at(a, i), a->lookup, a->hits, a->stream,
+                             &err));
+    NMT_OK(nmt_cuda_lsh_candidates(a->rows, a->rows_per_group, a->vocab, a->hits, a->threshold,
+                                   a->n_always, a->hash_cand, a->vocab, a->hash_count,
+                                   a->cand_ws, a->cand_ws_bytes, a->stream, &err));
+}
+
+static void run_logits(void *p, int i)
+{
+    step_arg *a = (step_arg *)p;
+    NMT_OK(nmt_cuda_lsh_logits(a->rows, a->rows_per_group, a->dim, x_at(a, i), a->dim,
+                               w_at(a, i), b_at(a, i), a->cand, a->vocab, a->count, a->max_count,
+                               a->logits, a->vocab, a->kernel, a->stream, &err));
+}
+
+static void run_softmax(void *p, int i)
+{
+    step_arg *a = (step_arg *)p;
+    (void)i;
+    NMT_OK(nmt_cuda_softmax_topk_candidates(a->rows, a->rows_per_group, a->logits, a->vocab,
+                                            a->cand, a->vocab, a->count, a->max_count, a->k,
+                                            a->excluded, 2, a->top_v, a->top_i, NULL, a->sm_ws,
+                                            a->sm_ws_bytes, a->stream, &err));
+}
+
+/* The whole LSH step; logits and softmax read a->cand (the hashed list, or a
+ * fixed one while the hashing still runs into its scratch list). */
+static void run_lsh(void *p, int i)
+{
+    run_hashing(p, i);
+    run_logits(p, i);
+    run_softmax(p, i);
+}
+
+/* bench_util.h's timing with the batch cut so a run lasts about 0.5 ms: the
+ * big cases (a 768 x 50000 x 512 GEMM is ~1 ms) time single calls, which
+ * keeps the program near a minute; calls of 25 us or less keep the full
+ * batch. Estimate: two calls after a warm-up call. */
+static double time_us(bench_fn fn, void *arg, cudaStream_t stream)
+{
+    cudaEvent_t start, stop;
+    float ms = 0.0f;
+    BENCH_CHECK(cudaEventCreate(&start));
+    BENCH_CHECK(cudaEventCreate(&stop));
+    fn(arg, 0);
+    BENCH_CHECK(cudaEventRecord(start, stream));
+    fn(arg, 1);
+    fn(arg, 2);
+    BENCH_CHECK(cudaEventRecord(stop, stream));
+    BENCH_CHECK(cudaEventSynchronize(stop));
+    BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    BENCH_CHECK(cudaEventDestroy(start));
+    BENCH_CHECK(cudaEventDestroy(stop));
+    double est_us = ms * 500.0;
+    int batch = bench_batch();
+    if (est_us * batch > kRunUs)
+        batch = (int)(kRunUs / est_us) > 1 ? (int)(kRunUs / est_us) : 1;
+    return bench_time_us_batch(fn, arg, stream, batch);
+}
+
+static int beam_for(int rows)
+{
+    return rows % 12 == 0 && rows % 5 != 0 ? 12 : 5;
+}
+
+static double floor_us(const bench *B, double words, int dim)
+{
+    return words * dim * sizeof(float) / (B->copy_gbps * 1e3);
+}
+
+static void *dev_alloc(size_t bytes)
+{
+    void *p;
+    BENCH_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    return p;
+}
+
+/* ---- setup shared by the parts ------------------------------------------ */
+
+/* The rows' states (x copies) and, given an index, their codes. */
+static void states_make(const bench *B, step_arg *a, int rows, int beam, uint64_t seed)
+{
+    a->rows = rows;
+    a->x_copies = bench_copies((size_t)rows * a->dim * sizeof(float));
+    a->x_copies = a->x_copies > MAX_X_COPIES ? MAX_X_COPIES : a->x_copies;
+    a->x = (float *)dev_alloc((size_t)a->x_copies * rows * a->dim * sizeof(float));
+    make_states(a->x, a->x_copies, rows, a->dim, beam, seed, B->stream);
+}
+
+static void codes_make(step_arg *a, const dev_index *d)
+{
+    a->tables = d->tables;
+    a->t_copies = d->copies;
+    if (a->codes_all)
+        BENCH_CHECK(cudaFree(a->codes_all));
+    if (a->codes)
+        BENCH_CHECK(cudaFree(a->codes));
+    a->codes_all = (int32_t *)dev_alloc((size_t)a->x_copies * a->rows * d->tables[0].w *
+                                        sizeof(int32_t));
+    a->codes = (int32_t *)dev_alloc((size_t)a->rows * d->tables[0].w * sizeof(int32_t));
+    NMT_OK(nmt_cuda_lsh_codes(a->rows * a->x_copies, a->x, a->dim, &d->tables[0], a->codes_all,
+                              a->stream, &err));
+}
+
+/* Step buffers for rows x vocab with n_groups candidate lists. */
+static void step_alloc(const bench *B, const weights *wt, step_arg *a, int rows, int n_groups)
+{
+    a->ctx = B->ctx;
+    a->stream = B->stream;
+    a->dim = wt->dim;
+    a->vocab = wt->vocab;
+    a->w = wt->w;
+    a->b = wt->b;
+    a->w_copies = wt->w_copies;
+    a->excluded = B->excluded;
+    a->threshold = B->threshold;
+    a->lookup = NMT_LSH_LOOKUP_WARP;
+    a->kernel = NMT_LSH_LOGITS_AUTO;
+    a->max_count = wt->vocab;
+    a->k = 2 * beam_for(rows);
+    a->rows = rows;
+    a->hits = (int32_t *)dev_alloc((size_t)rows * wt->vocab * sizeof(int32_t));
+    BENCH_CHECK(cudaMemset(a->hits, 0, (size_t)rows * wt->vocab * sizeof(int32_t)));
+    a->hash_cand = (int32_t *)dev_alloc((size_t)n_groups * wt->vocab * sizeof(int32_t));
+    a->hash_count = (int32_t *)dev_alloc(n_groups * sizeof(int32_t));
+    a->logits = (float *)dev_alloc((size_t)rows * wt->vocab * sizeof(float));
+    a->top_v = (float *)dev_alloc((size_t)rows * a->k * sizeof(float));
+    a->top_i = (int32_t *)dev_alloc((size_t)rows * a->k * sizeof(int32_t));
+    a->cand_ws_bytes = nmt_cuda_lsh_candidates_workspace_size(n_groups, wt->vocab);
+    a->cand_ws = dev_alloc(a->cand_ws_bytes);
+    a->sm_ws_bytes = nmt_cuda_softmax_topk_workspace_size(rows, wt->vocab, a->k);
+    if (a->sm_ws_bytes == SIZE_MAX) {
+        fprintf(stderr, "bench_lsh: no softmax workspace size for %d x %d\n", rows, wt->vocab);
+        exit(1);
+    }
+    a->sm_ws = dev_alloc(a->sm_ws_bytes);
+    BENCH_CHECK(cudaMemset(a->sm_ws, 0, a->sm_ws_bytes));
+}
+
+static void step_free(step_arg *a)
+{
+    void *bufs[] = {a->x,      a->codes_all, a->codes,   a->hits,  a->hash_cand, a->hash_count,
+                    a->logits, a->top_v,     a->top_i,   a->cand_ws, a->sm_ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i])
+            BENCH_CHECK(cudaFree(bufs[i]));
+    memset(a, 0, sizeof *a);
+}
+
+
+static void emit_case(const char *mode, const weights *wt, int rows, int k)
+{
+    printf("{\"bench\":\"lsh\",\"part\":\"layer\",\"mode\":\"%s\",\"H\":%d,\"V\":%d,\"rows\":%d,"
+           "\"beam\":%d,\"k\":%d,", mode, wt->dim, wt->vocab, rows, beam_for(rows), k);
+}
+
+/* ---- part 1: the output layer, full vs LSH ------------------------------- */
+
+static void layer_case(const bench *B, const weights *wt, const dev_index *d, int rows,
+                       const double *fracs, int n_fracs)
+{
+    const int V = wt->vocab, H = wt->dim;
+    step_arg a = {};
+    step_alloc(B, wt, &a, rows, 1);
+    states_make(B, &a, rows, beam_for(rows), 1000u + (uint64_t)rows);
+    codes_make(&a, d);
+    a.rows_per_group = rows;
+    a.n_always = 4 + B->top < V ? 4 + B->top : V;
+    a.cand = a.hash_cand;
+    a.count = a.hash_count;
+
+    double full = time_us(run_full, &a, B->stream);
+    double linear = time_us(run_linear, &a, B->stream);
+    double hash = time_us(run_codes, &a, B->stream);
+    double hashing = time_us(run_hashing, &a, B->stream);
+    double lsh = time_us(run_lsh, &a, B->stream);
+    /* The hashed list's length over several x copies (untimed). */
+    int samples = a.x_copies < COUNT_SAMPLES ? a.x_copies : COUNT_SAMPLES;
+    double count = 0.0;
+    for (int s = 0; s < samples; s++) {
+        int32_t c = 0;
+        run_hashing(&a, s);
+        BENCH_CHECK(cudaMemcpyAsync(&c, a.hash_count, sizeof c, cudaMemcpyDeviceToHost,
+                                    B->stream));
+        BENCH_CHECK(cudaStreamSynchronize(B->stream));
+        count += c;
+    }
+    count /= samples;
+    double logits = time_us(run_logits, &a, B->stream);
+    double softmax = time_us(run_softmax, &a, B->stream);
+    double lookup = time_us(run_hits, &a, B->stream);
+    BENCH_CHECK(cudaMemsetAsync(a.hits, 0, (size_t)rows * V * sizeof(int32_t), B->stream));
+    double compact = fmax(0.0, hashing - hash - lookup);
+
+    emit_case("full", wt, rows, a.k);
+    printf("\"median_us\":%.3f,\"linear_us\":%.3f,\"softmax_us\":%.3f,\"floor_us\":%.3f,"
+           "\"copy_gbps\":%.1f}\n", full, linear, fmax(0.0, full - linear),
+           floor_us(B, V, H), B->copy_gbps);
+    emit_case("index", wt, rows, a.k);
+    printf("\"K\":%d,\"u\":%d,\"W\":%d,\"threshold\":%d,\"n_always\":%d,\"count\":%.1f,"
+           "\"fraction\":%.4f,\"median_us\":%.3f,\"hash_us\":%.3f,\"lookup_us\":%.3f,"
+           "\"compact_us\":%.3f,\"overhead_us\":%.3f,\"logits_us\":%.3f,\"softmax_us\":%.3f,"
+           "\"full_us\":%.3f,\"speedup\":%.3f,\"floor_us\":%.3f,\"max_count\":%d}\n",
+           B->cfg.k, B->cfg.u, B->cfg.w, a.threshold, a.n_always, count, count / V, lsh, hash,
+           lookup, compact, hashing, logits, softmax, full, full / lsh, floor_us(B, count, H),
+           a.max_count);
+    fprintf(stderr, "%4d %6d %4d | %8.1f %8.1f | %5.1f%% %8.1f %5.2fx %6.1f %6.1f %6.1f %7.1f %6.1f |",
+            H, V, rows, full, linear, 100.0 * count / V, lsh, full / lsh, hash, lookup, compact,
+            logits, softmax);
+
+    /* Fixed fractions: the same step reading a list of c random words. */
+    int32_t *list = (int32_t *)malloc(V * sizeof(int32_t));
+    int32_t *d_cand = (int32_t *)dev_alloc(V * sizeof(int32_t));
+    int32_t *d_count = (int32_t *)dev_alloc(sizeof(int32_t));
+    a.cand = d_cand;
+    a.count = d_count;
+    for (int fi = 0; fi < n_fracs; fi++) {
+        int32_t c = (int32_t)lround(fracs[fi] * V);
+        c = c < 4 ? 4 : (c > V ? V : c);
+        int32_t n_always = a.n_always < c ? a.n_always : c;
+        c = make_fixed_list(V, c, n_always, 77u + (uint64_t)fi, list);
+        BENCH_CHECK(cudaMemcpy(d_cand, list, c * sizeof(int32_t), cudaMemcpyHostToDevice));
+        BENCH_CHECK(cudaMemcpy(d_count, &c, sizeof c, cudaMemcpyHostToDevice));
+        a.max_count = B->tight ? c : V;
+        double total = time_us(run_lsh, &a, B->stream);
+        double f_logits = time_us(run_logits, &a, B->stream);
+        double f_softmax = time_us(run_softmax, &a, B->stream);
+        emit_case("fraction", wt, rows, a.k);
+        printf("\"f\":%.4f,\"count\":%d,\"n_always\":%d,\"median_us\":%.3f,\"overhead_us\":%.3f,"
+               "\"logits_us\":%.3f,\"softmax_us\":%.3f,\"full_us\":%.3f,\"speedup\":%.3f,"
+               "\"floor_us\":%.3f,\"max_count\":%d}\n",
+               fracs[fi], c, n_always, total, hashing, f_logits, f_softmax, full, full / total,
+               floor_us(B, c, H), a.max_count);
+        fprintf(stderr, " %7.1f %5.2fx", total, full / total);
+    }
+    fprintf(stderr, "\n");
+    fflush(stdout);
+    free(list);
+    BENCH_CHECK(cudaFree(d_cand));
+    BENCH_CHECK(cudaFree(d_count));
+    step_free(&a);
+}
+
+/* ---- part 2: warp-cooperative vs naive lookup ----------------------------- */
+
+static void lookup_part(const bench *B, const weights *wt, const nmt_lsh_index *main_index,
+                        const dev_index *main_d, const int *params, int n_params,
+                        const int *rows_list, int n_rows)
+{
+    for (int p = 0; p + 2 < n_params; p += 3) {
+        nmt_lsh_index_config cfg = B->cfg;
+        cfg.k = params[p];
+        cfg.u = params[p + 1];
+        cfg.w = params[p + 2];
+        dev_index own = {};
+        nmt_lsh_index *built = NULL;
+        const nmt_lsh_index *index = main_index;
+        const dev_index *d = main_d;
+        if (cfg.k != B->cfg.k || cfg.u != B->cfg.u || cfg.w != B->cfg.w) {
+            built = index_make(wt, &cfg, &own);
+            index = built;
+            d = &own;
+        }
+        bucket_stats s = index_bucket_stats(nmt_lsh_index_tables(index));
+        for (int ri = 0; ri < n_rows; ri++) {
+            int rows = rows_list[ri];
+            step_arg a = {};
+            step_alloc(B, wt, &a, rows, 1);
+            states_make(B, &a, rows, beam_for(rows), 2000u + (uint64_t)rows);
+            codes_make(&a, d);
+            size_t hit_bytes = (size_t)rows * wt->vocab * sizeof(int32_t);
+            a.lookup = NMT_LSH_LOOKUP_WARP;
+            double warp = time_us(run_hits, &a, B->stream);
+            BENCH_CHECK(cudaMemsetAsync(a.hits, 0, hit_bytes, B->stream));
+            a.lookup = NMT_LSH_LOOKUP_NAIVE;
+            double naive = time_us(run_hits, &a, B->stream);
+            BENCH_CHECK(cudaMemsetAsync(a.hits, 0, hit_bytes, B->stream));
+            printf("{\"bench\":\"lsh\",\"part\":\"lookup\",\"H\":%d,\"V\":%d,\"rows\":%d,"
+                   "\"K\":%d,\"u\":%d,\"W\":%d,\"mean_bucket\":%.2f,\"lookup_bucket\":%.2f,"
+                   "\"max_bucket\":%d,\"warp_us\":%.3f,\"naive_us\":%.3f,"
+                   "\"naive_over_warp\":%.3f}\n",
+                   wt->dim, wt->vocab, rows, cfg.k, cfg.u, cfg.w, s.mean, s.lookup_mean, s.max,
+                   warp, naive, naive / warp);
+            fflush(stdout);
+            fprintf(stderr, "lookup {%2d,%d,%d} V %6d rows %4d (bucket %.1f, a lookup's %.1f, "
+                    "max %d): warp %8.1f us, naive %8.1f us, naive/warp %.2fx\n", cfg.k, cfg.u,
+                    cfg.w, wt->vocab, rows, s.mean, s.lookup_mean, s.max, warp, naive,
+                    naive / warp);
+            step_free(&a);
+        }
+        if (built) {
+            dev_index_free(&own);
+            nmt_lsh_index_free(built);
+        }
+    }
+}
+
+/* ---- part 3: one list for the batch, per sentence, per row --------------- */
+
+static void sharing_case(const bench *B, const weights *wt, int rows, double f, double overlap)
+{
+    const int V = wt->vocab, H = wt->dim, beam = beam_for(rows);
+    int32_t per_row = (int32_t)lround(f * V);
+    per_row = per_row < 4 ? 4 : (per_row > V ? V : per_row);
+    int32_t n_always = 4 + B->top < per_row ? 4 + B->top : per_row;
+    sharing_lists s;
+    make_sharing_lists(rows, beam, V, per_row, n_always, overlap, 99u + (uint64_t)rows, &s);
+
+    step_arg a = {};
+    step_alloc(B, wt, &a, rows, 1);
+    states_make(B, &a, rows, beam, 3000u + (uint64_t)rows);
+    double full = time_us(run_full, &a, B->stream);
+
+    struct {
+        const char *name;
+        int rows_per_group, groups, sddmm;
+        const int32_t *cand, *count;
+    } g[3] = {{"shared", rows, 1, 0, s.shared_cand, &s.shared_count},
+              {"sentence", beam, s.sentences, 1, s.sent_cand, s.sent_count},
+              {"row", 1, rows, 1, s.row_cand, s.row_count}};
+    for (int gi = 0; gi < 3; gi++) {
+        int64_t sum = 0;
+        int32_t max_c = 0;
+        for (int j = 0; j < g[gi].groups; j++) {
+            sum += g[gi].count[j];
+            max_c = g[gi].count[j] > max_c ? g[gi].count[j] : max_c;
+        }
+        int32_t *d_cand = (int32_t *)dev_alloc((size_t)g[gi].groups * V * sizeof(int32_t));
+        int32_t *d_count = (int32_t *)dev_alloc(g[gi].groups * sizeof(int32_t));
+        BENCH_CHECK(cudaMemcpy2D(d_cand, V * sizeof(int32_t), g[gi].cand, V * sizeof(int32_t),
+                                 max_c * sizeof(int32_t), g[gi].groups, cudaMemcpyHostToDevice));
+        BENCH_CHECK(cudaMemcpy(d_count, g[gi].count, g[gi].groups * sizeof(int32_t),
+                               cudaMemcpyHostToDevice));
+        a.rows_per_group = g[gi].rows_per_group;
+        a.cand = d_cand;
+        a.count = d_count;
+        a.max_count = B->tight ? max_c : V;
+        a.kernel = NMT_LSH_LOGITS_GEMM;
+        double gemm = time_us(run_logits, &a, B->stream), sddmm = -1.0;
+        if (g[gi].sddmm) {
+            a.kernel = NMT_LSH_LOGITS_SDDMM;
+            sddmm = time_us(run_logits, &a, B->stream);
+        }
+        double softmax = time_us(run_softmax, &a, B->stream);
+        double best = sddmm >= 0.0 && sddmm < gemm ? sddmm : gemm;
+        char sddmm_text[32];
+        snprintf(sddmm_text, sizeof sddmm_text, sddmm >= 0.0 ? "%.3f" : "null", sddmm);
+        printf("{\"bench\":\"lsh\",\"part\":\"sharing\",\"H\":%d,\"V\":%d,\"rows\":%d,"
+               "\"beam\":%d,\"sentences\":%d,\"f\":%.4f,\"per_row\":%d,\"overlap\":%.2f,"
+               "\"grouping\":\"%s\",\"rows_per_group\":%d,\"groups\":%d,\"mean_count\":%.1f,"
+               "\"max_count\":%d,\"sum_count\":%lld,\"gemm_us\":%.3f,\"sddmm_us\":%s,"
+               "\"softmax_us\":%.3f,\"median_us\":%.3f,\"floor_us\":%.3f,\"full_us\":%.3f}\n",
+               H, V, rows, beam, s.sentences, f, per_row, overlap, g[gi].name,
+               g[gi].rows_per_group, g[gi].groups, (double)sum / g[gi].groups, max_c,
+               (long long)sum, gemm, sddmm_text, softmax, best + softmax,
+               floor_us(B, (double)sum, H), full);
+        fflush(stdout);
+        fprintf(stderr, "sharing V %6d rows %4d f %.3f %-8s: %4d lists of %8.1f words | GEMM %8.1f"
+                " SDDMM %8.1f softmax %7.1f | total %8.1f (floor %6.1f) vs full %8.1f us\n", V,
+                rows, f, g[gi].name, g[gi].groups, (double)sum / g[gi].groups, gemm, sddmm,
+                softmax, best + softmax, floor_us(B, (double)sum, H), full);
+        BENCH_CHECK(cudaFree(d_cand));
+        BENCH_CHECK(cudaFree(d_count));
+    }
+    step_free(&a);
+    sharing_lists_free(&s);
+}
+
+int main(void)
+{
+    static const int d_dims[] = {512, 384}, d_vocabs[] = {2000, 5000, 10000, 20000, 35000, 50000};
+    static const int d_rows[] = {5, 12, 60, 320, 768}, d_params[] = {8, 3, 500};
+    static const int d_lookup_params[] = {8, 2, 500, 8, 3, 500, 16, 3, 500};
+    static const int d_lookup_vocabs[] = {50000}, d_lookup_rows[] = {12, 768};
+    static const int d_share_vocabs[] = {10000, 50000}, d_share_rows[] = {60, 768};
+    static const double d_fracs[] = {0.05, 0.1, 0.2, 0.4}, d_share_fracs[] = {0.02, 0.05};
+    int dims[MAX_LIST], vocabs[MAX_LIST], rows[MAX_LIST], params[3];
+    int lookup_params[3 * MAX_LIST], lookup_vocabs[MAX_LIST], lookup_rows[MAX_LIST];
+    int share_vocabs[MAX_LIST], share_rows[MAX_LIST];
+    double fracs[MAX_LIST], share_fracs[MAX_LIST];
+    int n_dims = parse_ints("NMT_BENCH_LSH_DIMS", d_dims, 2, dims, MAX_LIST);
+    int n_vocabs = parse_ints("NMT_BENCH_LSH_VOCABS", d_vocabs, 6, vocabs, MAX_LIST);
+    int n_rows = parse_ints("NMT_BENCH_LSH_ROWS", d_rows, 5, rows, MAX_LIST);
+    int n_fracs = parse_doubles("NMT_BENCH_LSH_FRACS", d_fracs, 4, fracs, MAX_LIST);
+    int n_params = parse_ints("NMT_BENCH_LSH_PARAMS", d_params, 3, params, 3);
+    int n_lookup_params = parse_ints("NMT_BENCH_LSH_LOOKUP_PARAMS", d_lookup_params, 9,
+                                     lookup_params, 3 * MAX_LIST);
+    int n_lookup_vocabs = parse_ints("NMT_BENCH_LSH_LOOKUP_VOCABS", d_lookup_vocabs, 1,
+                                     lookup_vocabs, MAX_LIST);
+    int n_lookup_rows = parse_ints("NMT_BENCH_LSH_LOOKUP_ROWS", d_lookup_rows, 2, lookup_rows,
+                                   MAX_LIST);
+    int n_share_vocabs = parse_ints("NMT_BENCH_LSH_SHARE_VOCABS", d_share_vocabs, 2,
+                                    share_vocabs, MAX_LIST);
+    int n_share_rows = parse_ints("NMT_BENCH_LSH_SHARE_ROWS", d_share_rows, 2, share_rows,
+                                  MAX_LIST);
+    int n_share_fracs = parse_doubles("NMT_BENCH_LSH_SHARE_FRACS", d_share_fracs, 2, share_fracs,
+                                      MAX_LIST);
+    const char *overlap_env = getenv("NMT_BENCH_LSH_SHARE_OVERLAP");
+    double overlap = overlap_env && *overlap_env ? atof(overlap_env) : 0.8;
+    if (n_params != 3) {
+        fprintf(stderr, "bench_lsh: NMT_BENCH_LSH_PARAMS wants K,u,W\n");
+        return 2;
+    }
+    for (int i = 0; i < n_lookup_vocabs; i++)
+        if (!in_list(lookup_vocabs[i], vocabs, n_vocabs))
+            fprintf(stderr, "bench_lsh: lookup vocabulary %d is not in NMT_BENCH_LSH_VOCABS: "
+                    "skipped\n", lookup_vocabs[i]);
+    for (int i = 0; i < n_share_vocabs; i++)
+        if (!in_list(share_vocabs[i], vocabs, n_vocabs))
+            fprintf(stderr, "bench_lsh: sharing vocabulary %d is not in NMT_BENCH_LSH_VOCABS: "
+                    "skipped\n", share_vocabs[i]);
+
+    bench B = {};
+    B.cfg.k = params[0];
+    B.cfg.u = params[1];
+    B.cfg.w = params[2];
+    B.cfg.seed = 20240531u;
+    B.threshold = bench_env_int("NMT_BENCH_LSH_THRESHOLD", 4);
+    B.top = bench_env_int("NMT_BENCH_LSH_TOP", 100);
+    B.tight = bench_env_int("NMT_BENCH_LSH_TIGHT", 0);
+    NMT_OK(nmt_cuda_ctx_create(0, &B.ctx, &err));
+    B.stream = (cudaStream_t)nmt_cuda_ctx_stream(B.ctx);
+    B.copy_gbps = bench_copy_bandwidth(B.stream);
+    BENCH_CHECK(cudaMalloc(&B.excluded, sizeof k_excluded));
+    BENCH_CHECK(cudaMemcpy(B.excluded, k_excluded, sizeof k_excluded, cudaMemcpyHostToDevice));
+
+    for (int di = 0; di < n_dims; di++) {
+        for (int vi = 0; vi < n_vocabs; vi++) {
+            weights wt;
+            dev_index d = {};
+            weights_make(dims[di], vocabs[vi], B.stream, &wt);
+            nmt_lsh_index *index = index_make(&wt, &B.cfg, &d);
+            fprintf(stderr, "%4s %6s %4s | %8s %8s | %6s %8s %6s %6s %6s %6s %7s %6s | fixed "
+                    "fractions:", "H", "V", "rows", "full us", "linear", "cand", "LSH us",
+                    "vs", "hash", "lookup", "compct", "logits", "softmx");
+            for (int fi = 0; fi < n_fracs; fi++)
+                fprintf(stderr, " %5.3f: us, vs full", fracs[fi]);
+            fprintf(stderr, "\n");
+            for (int ri = 0; ri < n_rows; ri++)
+                layer_case(&B, &wt, &d, rows[ri], fracs, n_fracs);
+            /* Parts 2 and 3 at the first H only. */
+            if (di == 0 && in_list(vocabs[vi], lookup_vocabs, n_lookup_vocabs))
+                lookup_part(&B, &wt, index, &d, lookup_params, n_lookup_params, lookup_rows,
+                            n_lookup_rows);
+            if (di == 0 && in_list(vocabs[vi], share_vocabs, n_share_vocabs))
+                for (int ri = 0; ri < n_share_rows; ri++)
+                    for (int fi = 0; fi < n_share_fracs; fi++)
+                        sharing_case(&B, &wt, share_rows[ri], share_fracs[fi], overlap);
+            dev_index_free(&d);
+            nmt_lsh_index_free(index);
+            weights_free(&wt);
+        }
+    }
+    BENCH_CHECK(cudaFree(B.excluded));
+    nmt_cuda_ctx_free(B.ctx);
+    return 0;
+}

@@ -1,0 +1,844 @@
+"""LSH vocabulary shrinking: a grid of settings, each scored for quality and timed.
+
+For each beam, the full softmax is run first (the baseline), then every
+setting: LSH ({K,u,W} x T x t, candidate list shared per batch by default),
+the TOP baseline (only the special ids and the T most frequent target words)
+and, on the first few LSH settings, the other ways of sharing the candidate
+list (--shares: batch, sentence, row).
+
+Each (beam, setting) has:
+  - one quality run over the whole --src at --batch-size with --stats FILE:
+    sacreBLEU (cased, 13a, as tools/eval/bleu), the mean candidate words per
+    live hypothesis-step ("vocab/row"), recall (the fraction of live
+    hypothesis-steps whose full-softmax top-B words all lie in the candidate
+    list) and the output-layer time (the engine's own timer, in the --stats
+    run);
+  - speed runs without --stats: the first --speed-lines non-empty source lines
+    at each --speed-batch, the median of --repeats runs, minus the median
+    wall time of the same command on empty input (model load, device set-up
+    and any index building at load: "startup"), as tools/eval/speed does.
+
+Against the full softmax at the same beam: BLEU loss = full BLEU - BLEU;
+output-layer speedup = full output_layer_ms / output_layer_ms (both from the
+stats runs, same input); speedup = full decode seconds / decode seconds (the
+speed runs); "vs TOP" = BLEU - the TOP curve's BLEU at the same speedup
+(linear between TOP points, the full softmax at speedup 1 included; empty
+outside the curve's range).
+
+Order and time budget: the full-softmax baselines first, then the LSH, TOP
+and sharing lists interleaved in proportion (each list in the order given),
+each setting at every beam in turn. With --time-budget S, a (setting, beam)
+is not started when the elapsed time plus the mean duration of the finished
+ones at that beam would pass S; it is recorded as skipped. The JSON and the
+markdown are rewritten after every setting, so a run cut short keeps what it
+measured.
+
+Assumed engine interface (build/translate): --beam, --batch-size, --device,
+--no-progress, --lsh K,u,W,T,t, --lsh-share batch|sentence|row, --lsh-seed N,
+--top-words T, --stats FILE (a JSON object with device, lines, sentences,
+decode_seconds, steps, row_steps, output_layer_ms, vocab_mode, lsh,
+candidates_per_row, recall, recall_rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+SHARES = ("batch", "sentence", "row")
+MODES = ("full", "lsh", "top")
+
+DEFAULTS = {
+    "grid": "16,3,500;8,3,500;16,2,250;8,2,100",
+    "tops": "500,1000,2000",
+    "thresholds": "1,2,4",
+    "top_baseline": "500,1000,2000,5000,10000",
+    "shares": "batch",
+    "share_settings": 2,
+    "beams": "5,12",
+    "repeats": 3,
+    "speed_lines": 300,
+    "speed_batch": "1",
+}
+QUICK = {
+    "grid": "16,3,500",
+    "tops": "500",
+    "thresholds": "1,2",
+    "top_baseline": "500,2000",
+    "shares": "batch",
+    "share_settings": 1,
+    "repeats": 1,
+    "speed_lines": 100,
+}
+
+
+# --- settings ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Setting:
+    mode: str                  # full | lsh | top
+    k: int | None = None
+    u: int | None = None
+    w: int | None = None
+    top: int | None = None     # T: the most frequent words merged (lsh) or kept (top)
+    threshold: int | None = None
+    share: str | None = None   # lsh only
+
+    @property
+    def name(self) -> str:
+        if self.mode == "full":
+            return "full"
+        if self.mode == "top":
+            return f"top{self.top}"
+        return f"lsh{self.k}-{self.u}-{self.w}.T{self.top}.t{self.threshold}.{self.share}"
+
+    @property
+    def kuw(self) -> str | None:
+        return f"{self.k},{self.u},{self.w}" if self.mode == "lsh" else None
+
+    def engine_options(self, seed: int = 1) -> list[str]:
+        if self.mode == "lsh":
+            return ["--lsh", f"{self.k},{self.u},{self.w},{self.top},{self.threshold}",
+                    "--lsh-share", self.share, "--lsh-seed", str(seed)]
+        if self.mode == "top":
+            return ["--top-words", str(self.top)]
+        return []
+
+    def describe(self) -> str:
+        if self.mode == "lsh":
+            return f"lsh K,u,W={self.kuw} T={self.top} t={self.threshold} share={self.share}"
+        if self.mode == "top":
+            return f"top T={self.top}"
+        return "full softmax"
+
+
+def parse_int_list(text: str, what: str, minimum: int = 1) -> list[int]:
+    """"1,2,4" -> [1, 2, 4]; duplicates dropped (first kept); errors name `what`."""
+    out = []
+    for part in str(text).replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise ValueError(f"{what}: {part!r} is not an integer") from None
+        if value < minimum:
+            raise ValueError(f"{what}: {value} is below {minimum}")
+        if value not in out:
+            out.append(value)
+    if not out:
+        raise ValueError(f"{what}: empty list")
+    return out
+
+
+def parse_grid(text: str) -> list[tuple[int, int, int]]:
+    """WTA settings "K,u,W;K,u,W;..." -> [(K, u, W), ...], in the order given.
+
+    Checks K >= 2, u >= 1, W >= 1 and that a band code (u codes in 0..K-1)
+    fits a non-negative int32: K^u < 2^31 (as the index builder,
+    model/lsh_index.c; K <= the hidden size is the engine's to check)."""
+    out = []
+    for part in text.replace(" ", "").split(";"):
+        if not part:
+            continue
+        fields = part.split(",")
+        if len(fields) != 3:
+            raise ValueError(f"grid: {part!r} is not K,u,W")
+        try:
+            k, u, w = (int(x) for x in fields)
+        except ValueError:
+            raise ValueError(f"grid: {part!r} is not three integers") from None
+        if k < 2 or u < 1 or w < 1:
+            raise ValueError(f"grid: {part!r} needs K >= 2, u >= 1, W >= 1")
+        if k ** u >= 2 ** 31:
+            raise ValueError(f"grid: {part!r}: K^u = {k ** u} does not fit a non-negative int32")
+        if (k, u, w) not in out:
+            out.append((k, u, w))
+    if not out:
+        raise ValueError("grid: empty")
+    return out
+
+
+def parse_shares(text: str) -> list[str]:
+    out = []
+    for part in text.replace(" ", "").split(","):
+        if not part:
+            continue
+        if part not in SHARES:
+            raise ValueError(f"shares: {part!r} is not one of {', '.join(SHARES)}")
+        if part not in out:
+            out.append(part)
+    if not out:
+        raise ValueError("shares: empty")
+    return out
+
+
+def interleave(lists: list[list]) -> list:
+    """Merges lists in proportion, each in its own order: item i of a list of
+    n items sits at (i + 0.5) / n; ties go to the earlier list. A cut at any
+    point keeps about the same fraction of every list."""
+    keyed = []
+    for li, items in enumerate(lists):
+        for i, item in enumerate(items):
+            keyed.append(((i + 0.5) / len(items), li, i, item))
+    keyed.sort(key=lambda x: x[:3])
+    return [x[3] for x in keyed]
+
+
+def build_settings(grid, tops, thresholds, top_baseline, shares, share_settings):
+    """The settings after the full-softmax baseline, in the order they run.
+
+    LSH: every (K,u,W) x T x t with shares[0], {K,u,W} outermost; TOP: each T
+    of top_baseline; sharing: shares[1:] on the first share_settings LSH
+    settings (the first share's numbers are their counterparts)."""
+    lsh = [Setting("lsh", k, u, w, t_top, thr, shares[0])
+           for (k, u, w) in grid for t_top in tops for thr in thresholds if thr <= w]
+    top = [Setting("top", top=t) for t in top_baseline]
+    share = [Setting("lsh", s.k, s.u, s.w, s.top, s.threshold, other)
+             for s in lsh[:share_settings] for other in shares[1:]]
+    return interleave([x for x in (lsh, top, share) if x])
+
+
+def build_schedule(settings: list[Setting], beams: list[int]) -> list[tuple[Setting, int]]:
+    """[(setting, beam)]: the full softmax at every beam, then each setting at every beam."""
+    return ([(Setting("full"), b) for b in beams] +
+            [(s, b) for s in settings for b in beams])
+
+
+# --- engine runs -------------------------------------------------------------
+
+def read_text_lines(path: str) -> list[str]:
+    """pynmt.data.read_lines (plain, .gz, .xz); a copy of its two rules when
+    pynmt.data cannot be imported (it imports torch)."""
+    try:
+        from .data import read_lines
+    except ImportError:
+        import gzip
+        import lzma
+        opener = gzip.open if path.endswith(".gz") else lzma.open if path.endswith(".xz") else open
+        with opener(path, "rt", encoding="utf-8", newline="\n") as f:
+            return [line.rstrip("\n").removesuffix("\r") for line in f]
+    return read_lines(path)
+
+
+def engine_command(translate, model, setting: Setting, beam, batch, device, seed=1,
+                   extra=(), stats=None) -> list[str]:
+    cmd = [translate, "-m", model, "--beam", str(beam), "--batch-size", str(batch),
+           "--device", device, "--no-progress"] + setting.engine_options(seed)
+    if stats:
+        cmd += ["--stats", stats]
+    return cmd + list(extra)
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+def run_engine(cmd, text, log_path=None, timeout=None):
+    """Runs cmd with text on stdin: (wall seconds, output lines). Exit 0 or 1
+    (1: some lines refused, each still has an output line) is success. stderr
+    goes to log_path (appended)."""
+    err = open(log_path, "a", encoding="utf-8") if log_path else subprocess.DEVNULL
+    try:
+        if log_path:
+            err.write(f"$ {shlex.join(cmd)}\n")
+            err.flush()
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, input=text, stdout=subprocess.PIPE, stderr=err, text=True,
+                              encoding="utf-8", timeout=timeout)
+        seconds = time.perf_counter() - t
+    except subprocess.TimeoutExpired:
+        raise EngineError(f"timed out after {timeout}s: {shlex.join(cmd)}") from None
+    except OSError as e:
+        raise EngineError(f"{shlex.join(cmd)}: {e}") from None
+    finally:
+        if log_path:
+            err.close()
+    if proc.returncode not in (0, 1):
+        last = ""
+        if log_path:
+            with open(log_path, encoding="utf-8", errors="replace") as f:
+                lines = [x.strip() for x in f if x.strip() and not x.startswith("$ ")]
+            last = lines[-1] if lines else ""
+        raise EngineError(f"exit {proc.returncode}" + (f": {last}" if last else "")
+                          + f"\ncommand: {shlex.join(cmd)}")
+    lines = proc.stdout.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return seconds, lines
+
+
+def score_bleu(hyps: list[str], refs: list[str], tokenize="13a", lowercase=False):
+    """sacreBLEU corpus score with tools/eval/bleu's settings (cased, 13a):
+    (score, full string, signature)."""
+    import sacrebleu
+    metric = sacrebleu.metrics.BLEU(tokenize=tokenize, lowercase=lowercase)
+    score = metric.corpus_score(hyps, [refs])
+    return score.score, str(score), str(metric.get_signature())
+
+
+# --- arithmetic --------------------------------------------------------------
+
+def ratio(num, den):
+    if num is None or den is None or den <= 0 or num < 0:
+        return None
+    return num / den
+
+
+def interpolate(curve: list[tuple[float, float]], x: float):
+    """y at x on the piecewise-linear curve through (x, y) points (sorted by x
+    here); None outside [min x, max x]."""
+    pts = sorted((px, py) for px, py in curve if px is not None and py is not None)
+    if not pts or x is None or x < pts[0][0] or x > pts[-1][0]:
+        return None
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x0 <= x <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return pts[0][1]  # a single point at exactly x
+
+
+def derive(records: list[dict]) -> list[dict]:
+    """Adds, in place, each record's comparison with the full softmax at its
+    beam: bleu_loss, output_layer_speedup, speedups {batch: x}, speedup (the
+    first speed batch), bleu_vs_top. Returns records."""
+    full = {r["beam"]: r for r in records if r["mode"] == "full" and r.get("status") == "ok"}
+    for r in records:
+        r["bleu_vs_top"] = None
+        f = full.get(r["beam"])
+        ok = r.get("status") == "ok" and f is not None
+        r["bleu_loss"] = (f["bleu"] - r["bleu"]) if ok and r.get("bleu") is not None else None
+        r["output_layer_speedup"] = (ratio(f.get("output_layer_ms"), r.get("output_layer_ms"))
+                                     if ok else None)
+        speedups = {}
+        for s in r.get("speed") or []:
+            fs = next((x for x in (f or {}).get("speed") or [] if x["batch"] == s["batch"]), None)
+            speedups[str(s["batch"])] = (ratio(fs["seconds"], s["seconds"])
+                                         if ok and fs and s.get("seconds") else None)
+        r["speedups"] = speedups
+        r["speedup"] = next(iter(speedups.values()), None)
+    for beam, f in full.items():
+        curve = [(1.0, f["bleu"])] + [(r["speedup"], r["bleu"]) for r in records
+                                      if r["beam"] == beam and r["mode"] == "top"
+                                      and r.get("status") == "ok"]
+        for r in records:
+            if r["beam"] == beam and r["mode"] == "lsh":
+                top_bleu = interpolate(curve, r.get("speedup"))
+                r["bleu_vs_top"] = (r["bleu"] - top_bleu
+                                    if top_bleu is not None and r.get("bleu") is not None else None)
+    return records
+
+
+def record_from_stats(rec: dict, stats: dict) -> dict:
+    """Copies the stats fields the table uses onto the record."""
+    rec["stats"] = stats
+    rec["vocab_per_row"] = stats.get("candidates_per_row")
+    rec["recall"] = stats.get("recall")
+    rec["recall_rows"] = stats.get("recall_rows")
+    rec["output_layer_ms"] = stats.get("output_layer_ms")
+    rec["steps"] = stats.get("steps")
+    rec["row_steps"] = stats.get("row_steps")
+    rec["device"] = stats.get("device")
+    return rec
+
+
+def new_record(setting: Setting, beam: int) -> dict:
+    return {"name": f"b{beam}.{setting.name}", "beam": beam, "mode": setting.mode,
+            "k": setting.k, "u": setting.u, "w": setting.w, "top": setting.top,
+            "threshold": setting.threshold, "share": setting.share, "status": "pending",
+            "error": None, "bleu": None, "vocab_per_row": None, "recall": None,
+            "recall_rows": None, "output_layer_ms": None, "speed": [], "decode_seconds": None}
+
+
+def pareto(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats on both x and y (higher is better)."""
+    keep = []
+    for i, (x, y) in enumerate(points):
+        if x is None or y is None:
+            continue
+        if not any(ox is not None and oy is not None and ox >= x and oy >= y and (ox, oy) != (x, y)
+                   for ox, oy in points):
+            keep.append(i)
+    return keep
+
+
+# --- rendering ---------------------------------------------------------------
+
+def fmt(value, spec="", none="-"):
+    if value is None:
+        return none
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return none
+    return format(value, spec)
+
+
+COLUMNS = ["beam", "mode", "K", "u", "W", "T", "t", "share", "vocab/row", "recall", "BLEU",
+           "loss", "vs TOP", "out-layer ms", "out-layer speedup"]
+
+
+def table_rows(records: list[dict], speed_batches: list[int]) -> tuple[list[str], list[list[str]]]:
+    """Header and cells of the results table, records sorted by beam, mode
+    (full, lsh, top), K, u, W, T, t, share."""
+    header = list(COLUMNS)
+    for b in speed_batches:
+        suffix = f" (b{b})" if len(speed_batches) > 1 else ""
+        header += [f"decode s{suffix}", f"speedup{suffix}"]
+    header.append("status")
+    order = {m: i for i, m in enumerate(MODES)}
+
+    def key(r):
+        return (r["beam"], order.get(r["mode"], 9), r.get("k") or 0, r.get("u") or 0,
+                r.get("w") or 0, r.get("top") or 0, r.get("threshold") or 0,
+                SHARES.index(r["share"]) if r.get("share") in SHARES else 0)
+
+    rows = []
+    for r in sorted(records, key=key):
+        cells = [str(r["beam"]), r["mode"], fmt(r.get("k")), fmt(r.get("u")), fmt(r.get("w")),
+                 fmt(r.get("top")), fmt(r.get("threshold")), fmt(r.get("share")),
+                 fmt(r.get("vocab_per_row"), ".0f"), fmt(r.get("recall"), ".4f"),
+                 fmt(r.get("bleu"), ".2f"), fmt(r.get("bleu_loss"), "+.2f"),
+                 fmt(r.get("bleu_vs_top"), "+.2f"), fmt(r.get("output_layer_ms"), ".1f"),
+                 fmt(r.get("output_layer_speedup"), ".2f")]
+        speed = {s["batch"]: s for s in r.get("speed") or []}
+        for b in speed_batches:
+            s = speed.get(b)
+            cells += [fmt(s.get("seconds") if s else None, ".3f"),
+                      fmt((r.get("speedups") or {}).get(str(b)), ".2f")]
+        status = r.get("status", "")
+        if status != "ok" and r.get("error"):
+            status += ": " + r["error"].splitlines()[0][:60].replace("|", "/")
+        cells.append(status)
+        rows.append(cells)
+    return header, rows
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    left = {"mode", "share", "status"}
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join(" --- " if h in left else " ---: " for h in header) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join(lines)
+
+
+def best_under_loss(records, beam, max_loss):
+    """The LSH record at beam with the highest speedup among those with
+    BLEU loss <= max_loss (None if none)."""
+    ok = [r for r in records if r["beam"] == beam and r["mode"] == "lsh"
+          and r.get("bleu_loss") is not None and r["bleu_loss"] <= max_loss + 1e-9
+          and r.get("speedup") is not None]
+    return max(ok, key=lambda r: r["speedup"], default=None)
+
+
+def render_markdown(doc: dict) -> str:
+    meta, records = doc["meta"], doc["records"]
+    speed_batches = meta.get("speed_batches") or [1]
+    out = [f"# LSH grid: {meta.get('label', '')}", ""]
+    out.append(f"- model: `{meta.get('model')}`; source `{meta.get('src')}` ({meta.get('lines')} "
+               f"lines, quality runs at batch {meta.get('batch_size')}); reference `{meta.get('ref')}`")
+    out.append(f"- device: {meta.get('device') or '-'} ({meta.get('gpu') or meta.get('host')}); "
+               f"engine `{meta.get('translate')}`; extra options {meta.get('engine_options') or 'none'}")
+    out.append(f"- speed: first {meta.get('speed_lines')} non-empty lines at batch "
+               f"{', '.join(map(str, speed_batches))}, median of {meta.get('repeats')} runs, "
+               f"startup (empty input, same options) subtracted")
+    out.append(f"- BLEU: sacreBLEU `{meta.get('signature') or '-'}`")
+    status = "complete" if meta.get("complete") else "INCOMPLETE"
+    out.append(f"- {meta.get('done', 0)} of {meta.get('total', 0)} runs done, "
+               f"{len(meta.get('skipped') or [])} skipped, {meta.get('failed', 0)} failed, "
+               f"{meta.get('elapsed_seconds', 0):.0f}s (budget {meta.get('time_budget') or 'none'}); {status}")
+    out.append("")
+    t = meta.get("targets") or {}
+    beams = sorted({r["beam"] for r in records})
+    if beams:
+        out += ["## Summary", ""]
+        for beam in beams:
+            full = next((r for r in records if r["beam"] == beam and r["mode"] == "full"), None)
+            line = f"- beam {beam}: full softmax BLEU {fmt(full and full.get('bleu'), '.2f')}"
+            if full and full.get("speed"):
+                line += f", decode {fmt(full['speed'][0].get('seconds'), '.3f')}s"
+            if full and full.get("output_layer_ms") is not None:
+                line += f", output layer {full['output_layer_ms']:.1f} ms"
+            best = best_under_loss(records, beam, t.get("max_loss", 0.4))
+            if best:
+                met = ((best.get("output_layer_speedup") or 0) >= t.get("output_speedup", 3.0)
+                       and (best.get("speedup") or 0) >= t.get("speedup", 1.5))
+                line += (f". Fastest LSH with BLEU loss <= {t.get('max_loss', 0.4)}: "
+                         f"{best['k']},{best['u']},{best['w']} T={best['top']} t={best['threshold']} "
+                         f"({best['share']}): speedup {fmt(best.get('speedup'), '.2f')}x, "
+                         f"output layer {fmt(best.get('output_layer_speedup'), '.2f')}x, "
+                         f"loss {fmt(best.get('bleu_loss'), '+.2f')}, vocab/row "
+                         f"{fmt(best.get('vocab_per_row'), '.0f')}, recall {fmt(best.get('recall'), '.4f')}"
+                         f" (targets output layer >= {t.get('output_speedup', 3.0)}x and decode >= "
+                         f"{t.get('speedup', 1.5)}x: {'met' if met else 'not met'})")
+            else:
+                line += f". No LSH setting within BLEU loss {t.get('max_loss', 0.4)}"
+            vs = [r["bleu_vs_top"] for r in records if r["beam"] == beam and r["mode"] == "lsh"
+                  and r.get("bleu_vs_top") is not None]
+            if vs:
+                line += (f". LSH vs TOP at equal speed: {sum(v > 0 for v in vs)} of {len(vs)} "
+                         f"comparable settings better (min {min(vs):+.2f}, max {max(vs):+.2f})")
+            out.append(line + ".")
+        out.append("")
+    header, rows = table_rows([r for r in records if r.get("status") != "skipped"], speed_batches)
+    out += ["## Results", "", markdown_table(header, rows), ""]
+    keys = {}
+    for r in records:
+        if r["mode"] == "lsh":
+            keys.setdefault((r["beam"], r["k"], r["u"], r["w"], r["top"], r["threshold"]), []).append(r)
+    shared = [r for group in keys.values()
+              if len({x["share"] for x in group if x.get("status") != "skipped"}) > 1
+              for r in group if r.get("status") != "skipped"]
+    if shared:
+        header, rows = table_rows(shared, speed_batches)
+        out += ["## Sharing the candidate list: batch vs sentence vs row (SDDMM)", "",
+                markdown_table(header, rows), ""]
+    skipped = meta.get("skipped") or []
+    if skipped:
+        out += ["## Skipped (time budget)", "", ", ".join(skipped), ""]
+    out += ["## Columns", "", COLUMN_HELP, ""]
+    if meta.get("example_commands"):
+        out += ["## Commands (full softmax; the settings add their options)", "", "```"]
+        out += meta["example_commands"] + ["```", ""]
+    return "\n".join(out)
+
+
+COLUMN_HELP = """\
+- beam; mode: full (full softmax), lsh, top (only the special ids and the T most frequent words);
+  K, u, W: the WTA hash; T: most frequent words merged (lsh) or kept (top); t: the hit threshold;
+  share: one candidate list per batch, per sentence, or per hypothesis (row: SDDMM, no union).
+- vocab/row: mean candidate words scored per live hypothesis-step (the stats run).
+- recall: fraction of live hypothesis-steps whose full-softmax top-B words all lie in the candidates.
+- BLEU: sacreBLEU, cased, 13a, whole source; loss: full-softmax BLEU minus this BLEU (same beam);
+  vs TOP: this BLEU minus the TOP curve's at the same speedup (empty outside its range).
+- out-layer ms: the engine's output-layer time in the stats run (whole source); out-layer speedup:
+  full softmax's / this.
+- decode s: whole-decode seconds of the speed runs (startup subtracted); speedup: full softmax's / this."""
+
+
+# --- the driver --------------------------------------------------------------
+
+def resolve(args, parser):
+    """Fills options left unset from --quick's preset, else the defaults."""
+    for key, value in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, QUICK.get(key, value) if args.quick else value)
+    try:
+        args.beam_list = parse_int_list(args.beams, "beams")
+        args.grid_list = parse_grid(args.grid)
+        args.top_list = parse_int_list(args.tops, "tops")
+        args.threshold_list = parse_int_list(args.thresholds, "thresholds")
+        args.top_baseline_list = (parse_int_list(args.top_baseline, "top-baseline")
+                                  if args.top_baseline.strip() not in ("", "none", "0") else [])
+        args.share_list = parse_shares(args.shares)
+        args.speed_batches = (parse_int_list(args.speed_batch, "speed-batch")
+                              if args.speed_lines > 0 else [])
+    except ValueError as e:
+        parser.error(str(e))
+    return args
+
+
+def make_parser():
+    doc = __doc__.split("\n\n")
+    p = argparse.ArgumentParser(
+        prog="lsh-grid", description=doc[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n\n".join(doc[1:]) + "\n\nExample:\n  tools/eval/lsh-grid -m model.bin "
+        "--src test.it.gz --ref test.en.gz --beams 5,12 --grid '16,3,500;8,3,500' --tops 1000,2000 "
+        "--thresholds 1,2 --time-budget 240 --work out/lsh --json out/lsh/grid.json")
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    g = p.add_argument_group("input")
+    g.add_argument("--translate", default=os.path.join(repo, "build", "translate"),
+                   help="the translate binary (default build/translate)")
+    g.add_argument("-m", "--model", required=True, help="model.bin")
+    g.add_argument("--src", required=True, help="source (plain, .gz, .xz)")
+    g.add_argument("--ref", required=True, help="references (plain, .gz, .xz), raw and cased")
+    g.add_argument("--label", help="name of the model in tables and plots (default: file name)")
+    g.add_argument("--quality-lines", type=int, default=0,
+                   help="quality runs on the first N lines only (0: all, the default)")
+    g = p.add_argument_group("grid")
+    g.add_argument("--quick", action="store_true",
+                   help=f"small preset for unset options: {json.dumps(QUICK)}")
+    g.add_argument("--beams", help=f"comma list (default {DEFAULTS['beams']})")
+    g.add_argument("--grid", help="WTA settings 'K,u,W;K,u,W;...', in priority order "
+                   f"(default '{DEFAULTS['grid']}')")
+    g.add_argument("--tops", help=f"T values (merged frequent words) for LSH (default {DEFAULTS['tops']})")
+    g.add_argument("--thresholds", help=f"t values for LSH (default {DEFAULTS['thresholds']})")
+    g.add_argument("--top-baseline", help="T values of the TOP baseline, 'none' for none "
+                   f"(default {DEFAULTS['top_baseline']})")
+    g.add_argument("--shares", help="candidate-list sharing, comma list of batch,sentence,row: the "
+                   f"first for every LSH setting, the others on the first --share-settings "
+                   f"(default {DEFAULTS['shares']})")
+    g.add_argument("--share-settings", type=int,
+                   help=f"LSH settings the other shares run on (default {DEFAULTS['share_settings']})")
+    g.add_argument("--lsh-seed", type=int, default=1, help="engine --lsh-seed (default 1)")
+    g = p.add_argument_group("runs")
+    g.add_argument("--device", default="auto", help="engine --device: auto, cuda, cpu (default auto)")
+    g.add_argument("--batch-size", type=int, default=64, help="batch size of the quality runs (default 64)")
+    g.add_argument("--speed-batch", help="batch size(s) of the speed runs, comma list; the first is "
+                   f"the 'speedup' column and the plots' (default {DEFAULTS['speed_batch']})")
+    g.add_argument("--speed-lines", type=int,
+                   help=f"speed runs on the first N non-empty lines; 0: no speed runs "
+                   f"(default {DEFAULTS['speed_lines']})")
+    g.add_argument("--repeats", type=int, help=f"speed runs per setting, median kept (default {DEFAULTS['repeats']})")
+    g.add_argument("--startup-repeats", type=int, default=0,
+                   help="empty-input runs per setting for the startup time (default: --repeats)")
+    g.add_argument("--engine-option", action="append", default=[],
+                   help="extra engine option (repeatable, e.g. --engine-option=--alpha=0.6)")
+    g.add_argument("--time-budget", type=float, default=0,
+                   help="seconds; do not start a (setting, beam) expected to end past it (0: none)")
+    g.add_argument("--run-timeout", type=float, default=0,
+                   help="seconds one engine process may run (0: no limit)")
+    g.add_argument("--dry-run", action="store_true", help="print the schedule and commands, run nothing")
+    g = p.add_argument_group("output")
+    g.add_argument("--work", default="out/lsh-grid", help="folder for hyps/, stats/, logs/ (default out/lsh-grid)")
+    g.add_argument("--json", help="results JSON (default WORK/grid.json)")
+    g.add_argument("--markdown", help="results table (default WORK/grid.md)")
+    g.add_argument("--max-loss", type=float, default=0.4, help="BLEU loss target for the summary (0.4)")
+    g.add_argument("--target-output-speedup", type=float, default=3.0, help="summary target (3.0)")
+    g.add_argument("--target-speedup", type=float, default=1.5, help="summary target (1.5)")
+    return p
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_one(args, setting, beam, src_text, refs, speed_text, paths, doc):
+    """Quality and speed runs of one (setting, beam): a record."""
+    rec = new_record(setting, beam)
+    name = rec["name"]
+    stats_path = os.path.join(paths["stats"], name + ".json")
+    log_path = os.path.join(paths["logs"], name + ".log")
+    hyp_path = os.path.join(paths["hyps"], name + ".txt")
+    for stale in (stats_path, log_path):
+        if os.path.exists(stale):
+            os.remove(stale)
+    timeout = args.run_timeout or None
+    cmd = engine_command(args.translate, args.model, setting, beam, args.batch_size, args.device,
+                         args.lsh_seed, args.engine_option, stats=stats_path)
+    rec["command"] = shlex.join(cmd)
+    try:
+        seconds, hyps = run_engine(cmd, src_text, log_path, timeout)
+        rec["quality_seconds"] = seconds
+        if len(hyps) != len(refs):
+            raise EngineError(f"{len(hyps)} output lines for {len(refs)} input lines")
+        with open(hyp_path, "w", encoding="utf-8") as f:
+            f.write("".join(h + "\n" for h in hyps))
+        rec["bleu"], rec["bleu_score"], signature = score_bleu(hyps, refs)
+        doc["meta"]["signature"] = signature
+        if os.path.exists(stats_path):
+            with open(stats_path, encoding="utf-8") as f:
+                record_from_stats(rec, json.load(f))
+        else:
+            rec["stats"] = None
+            log(f"  warning: no stats file {stats_path}")
+        if rec.get("device") and not doc["meta"].get("device"):
+            doc["meta"]["device"] = rec["device"]
+        for batch in args.speed_batches:
+            scmd = engine_command(args.translate, args.model, setting, beam, batch, args.device,
+                                  args.lsh_seed, args.engine_option)
+            startup = [run_engine(scmd, "", log_path, timeout)[0]
+                       for _ in range(args.startup_repeats or args.repeats)]
+            runs = [run_engine(scmd, speed_text, log_path, timeout)[0] for _ in range(args.repeats)]
+            s0, wall = statistics.median(startup), statistics.median(runs)
+            rec["speed"].append(speed_entry(batch, args.speed_lines_used, runs, startup,
+                                            shlex.join(scmd)))
+            if rec["speed"][-1]["noisy"]:
+                log(f"  warning: batch {batch}: decode {wall - s0:.3f}s of {wall:.3f}s wall is "
+                    "within startup noise: use more --speed-lines")
+        rec["decode_seconds"] = rec["speed"][0]["seconds"] if rec["speed"] else None
+        rec["status"] = "ok"
+    except (EngineError, OSError, ValueError) as e:
+        rec["status"] = "failed"
+        rec["error"] = str(e)
+        log(f"  FAILED: {e}")
+    return rec
+
+
+def speed_entry(batch, lines, runs, startup_runs, command=None):
+    """One speed measurement: median wall time minus median startup. A
+    difference <= 0 gives seconds None; one under 10% of the wall time is
+    flagged noisy (the startup's spread may swamp it)."""
+    s0, wall = statistics.median(startup_runs), statistics.median(runs)
+    decode = wall - s0
+    return {"batch": batch, "lines": lines, "runs": runs, "startup_runs": startup_runs,
+            "startup_seconds": s0, "wall_seconds": wall,
+            "seconds": decode if decode > 0 else None, "noisy": decode < 0.1 * wall,
+            "command": command}
+
+
+def progress_line(rec):
+    if rec["status"] != "ok":
+        return rec["status"]
+    parts = [f"BLEU {fmt(rec.get('bleu'), '.2f')}"]
+    if rec.get("bleu_loss") is not None and rec["mode"] != "full":
+        parts[-1] += f" (loss {rec['bleu_loss']:+.2f})"
+    parts.append(f"vocab/row {fmt(rec.get('vocab_per_row'), '.0f')}")
+    parts.append(f"recall {fmt(rec.get('recall'), '.4f')}")
+    parts.append(f"out-layer {fmt(rec.get('output_layer_ms'), '.1f')} ms"
+                 + (f" ({rec['output_layer_speedup']:.2f}x)"
+                    if rec.get("output_layer_speedup") is not None and rec["mode"] != "full" else ""))
+    if rec.get("decode_seconds") is not None:
+        parts.append(f"decode {rec['decode_seconds']:.3f}s"
+                     + (f" ({rec['speedup']:.2f}x)"
+                        if rec.get("speedup") is not None and rec["mode"] != "full" else ""))
+    return ", ".join(parts)
+
+
+def write_outputs(doc, args):
+    derive(doc["records"])
+    tmp = args.json + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, args.json)
+    with open(args.markdown, "w", encoding="utf-8") as f:
+        f.write(render_markdown(doc))
+
+
+def main(argv=None) -> int:
+    parser = make_parser()
+    args = resolve(parser.parse_args(argv), parser)
+    settings = build_settings(args.grid_list, args.top_list, args.threshold_list,
+                              args.top_baseline_list, args.share_list, args.share_settings)
+    schedule = build_schedule(settings, args.beam_list)
+    args.json = args.json or os.path.join(args.work, "grid.json")
+    args.markdown = args.markdown or os.path.join(args.work, "grid.md")
+    example = [shlex.join(engine_command(args.translate, args.model, Setting("full"), b,
+                                         args.batch_size, args.device, args.lsh_seed,
+                                         args.engine_option, stats="STATS.json"))
+               + " < SRC > HYP" for b in args.beam_list]
+    if args.dry_run:
+        for i, (s, beam) in enumerate(schedule, 1):
+            cmd = engine_command(args.translate, args.model, s, beam, args.batch_size, args.device,
+                                 args.lsh_seed, args.engine_option, stats="STATS.json")
+            print(f"{i:3d} beam {beam:3d} {s.describe():50s} {shlex.join(cmd)}")
+        return 0
+
+    try:
+        import sacrebleu  # noqa: F401  (scoring; fail before any run)
+    except ImportError:
+        parser.error("sacreBLEU is not importable: pip install sacrebleu")
+    src = read_text_lines(args.src)
+    refs = read_text_lines(args.ref)
+    if len(src) != len(refs):
+        parser.error(f"{len(src)} source lines, {len(refs)} reference lines")
+    if args.quality_lines:
+        src, refs = src[:args.quality_lines], refs[:args.quality_lines]
+    src_text = "".join(line + "\n" for line in src)
+    speed_src = [line for line in src if line.strip()][:args.speed_lines]
+    args.speed_lines_used = len(speed_src)
+    speed_text = "".join(line + "\n" for line in speed_src)
+    paths = {k: os.path.join(args.work, k) for k in ("hyps", "stats", "logs")}
+    for p in list(paths.values()) + [os.path.dirname(os.path.abspath(args.json)),
+                                     os.path.dirname(os.path.abspath(args.markdown))]:
+        os.makedirs(p, exist_ok=True)
+
+    gpu = None
+    try:
+        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    started = time.time()
+    doc = {"meta": {
+        "tool": "tools/eval/lsh-grid", "label": args.label or os.path.basename(args.model),
+        "model": args.model, "src": args.src, "ref": args.ref, "lines": len(src),
+        "translate": args.translate, "device_option": args.device, "device": None, "gpu": gpu,
+        "host": socket.gethostname(), "engine_options": args.engine_option,
+        "batch_size": args.batch_size, "beams": args.beam_list, "grid": args.grid,
+        "tops": args.top_list, "thresholds": args.threshold_list,
+        "top_baseline": args.top_baseline_list, "shares": args.share_list,
+        "share_settings": args.share_settings, "lsh_seed": args.lsh_seed,
+        "speed_batches": args.speed_batches, "speed_lines": args.speed_lines_used,
+        "repeats": args.repeats, "time_budget": args.time_budget or None,
+        "targets": {"max_loss": args.max_loss, "output_speedup": args.target_output_speedup,
+                    "speedup": args.target_speedup},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "signature": None, "total": len(schedule), "done": 0, "failed": 0, "skipped": [],
+        "complete": False, "elapsed_seconds": 0.0, "example_commands": example,
+        "argv": sys.argv if argv is None else ["lsh-grid"] + list(argv)},
+        "records": []}
+    log(f"lsh-grid: {len(schedule)} runs ({len(settings)} settings + full softmax, beams "
+        f"{args.beam_list}); {len(src)} quality lines, {len(speed_src)} speed lines; "
+        f"budget {str(args.time_budget) + 's' if args.time_budget else 'none'}; output {args.json}")
+    durations: dict[int, list[float]] = {}
+    for i, (setting, beam) in enumerate(schedule, 1):
+        if i == len(args.beam_list) + 1 and not any(r["status"] == "ok" for r in doc["records"]):
+            log("lsh-grid: the full softmax failed at every beam: stopping")
+            break
+        elapsed = time.time() - started
+        past = durations.get(beam, [])
+        expected = statistics.fmean(past) if past else 0.0
+        if (args.time_budget and setting.mode != "full"
+                and elapsed + expected > args.time_budget):
+            rec = new_record(setting, beam)
+            rec["status"] = "skipped"
+            rec["error"] = f"time budget: {elapsed:.0f}s elapsed + ~{expected:.0f}s expected"
+            doc["meta"]["skipped"].append(rec["name"])
+            doc["records"].append(rec)
+            log(f"[{i}/{len(schedule)} {elapsed:.0f}s] beam {beam} {setting.describe()}: skipped "
+                f"(~{expected:.0f}s expected, budget {args.time_budget:.0f}s)")
+            continue
+        log(f"[{i}/{len(schedule)} {elapsed:.0f}s] beam {beam} {setting.describe()}")
+        t = time.time()
+        rec = run_one(args, setting, beam, src_text, refs, speed_text, paths, doc)
+        rec["seconds"] = time.time() - t
+        durations.setdefault(beam, []).append(rec["seconds"])
+        doc["records"].append(rec)
+        doc["meta"]["done"] += rec["status"] == "ok"
+        doc["meta"]["failed"] += rec["status"] == "failed"
+        doc["meta"]["elapsed_seconds"] = time.time() - started
+        write_outputs(doc, args)
+        log(f"  {progress_line(rec)}  [{rec['seconds']:.1f}s]")
+    doc["meta"]["elapsed_seconds"] = time.time() - started
+    doc["meta"]["complete"] = not doc["meta"]["skipped"] and not doc["meta"]["failed"]
+    write_outputs(doc, args)
+    header, rows = table_rows([r for r in doc["records"] if r["status"] != "skipped"],
+                              args.speed_batches)
+    print(markdown_table(header, rows))
+    log(f"lsh-grid: {doc['meta']['done']} done, {doc['meta']['failed']} failed, "
+        f"{len(doc['meta']['skipped'])} skipped in {doc['meta']['elapsed_seconds']:.0f}s; "
+        f"{args.json}, {args.markdown}")
+    full_ok = all(any(r["mode"] == "full" and r["beam"] == b and r["status"] == "ok"
+                      for r in doc["records"]) for b in args.beam_list)
+    return 0 if full_ok else 1
+
+
+# --- plot data (tools/eval/plot-lsh) -----------------------------------------
+
+def plot_panels(docs: list[dict], x: str = "speedup") -> list[dict]:
+    """Groups lsh-grid results for plotting, one panel per (model label, beam):
+    {"label", "beam", "x", "full": (x, bleu) | None, "top": [(x, bleu, T)] by x,
+     "lsh": {"K,u,W": [(x, bleu, T, t, share)]}}; x is "speedup" (whole
+    decode) or "output_layer_speedup". Records without x or BLEU are left out."""
+    panels = {}
+    for doc in docs:
+        label = doc["meta"].get("label") or os.path.basename(doc["meta"].get("model", "?"))
+        for r in derive(doc["records"]):
+            if r.get("status") != "ok" or r.get("bleu") is None:
+                continue
+            p = panels.setdefault((label, r["beam"]), {"label": label, "beam": r["beam"], "x": x,
+                                                       "full": None, "top": [], "lsh": {}})
+            if r["mode"] == "full":
+                p["full"] = (1.0, r["bleu"])
+                continue
+            xv = r.get(x)
+            if xv is None:
+                continue
+            if r["mode"] == "top":
+                p["top"].append((xv, r["bleu"], r["top"]))
+            elif r["mode"] == "lsh":
+                p["lsh"].setdefault(f"{r['k']},{r['u']},{r['w']}", []).append(
+                    (xv, r["bleu"], r["top"], r["threshold"], r["share"]))
+    for p in panels.values():
+        p["top"].sort()
+        for pts in p["lsh"].values():
+            pts.sort()
+    return [panels[k] for k in sorted(panels, key=lambda k: (k[0], k[1]))]
