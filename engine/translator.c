@@ -81,6 +81,8 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->device == NMT_DEVICE_AUTO || o->device == NMT_DEVICE_CPU ||
                 o->device == NMT_DEVICE_CUDA,
             "device %d: unknown", (int)o->device);
+    REQUIRE(o->collect_stats >= 0 && o->collect_stats <= 2, "collect_stats %d: must be 0, 1 or 2",
+            o->collect_stats);
     const nmt_shrink_options *sh = &o->shrink;
     REQUIRE(sh->mode == NMT_SHRINK_NONE || sh->mode == NMT_SHRINK_LSH || sh->mode == NMT_SHRINK_TOP,
             "shrink mode %d: unknown", (int)sh->mode);

@@ -109,7 +109,7 @@ static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
 {
     const cuda_backend *self = (const cuda_backend *)backend;
     stats->steps += self->steps;
-    stats->output_layer_ms += self->output_layer_ms;
+    stats->output_layer_ms = self->collect_stats >= 2 ? self->output_layer_ms : -1.0;
     const nmt_cuda_model *net = self->net;
     unsigned long long counts[3] = {0, 0, 0};
     if (net->has_shrink && net->full_logits && cudaSetDevice(self->device) == cudaSuccess &&
@@ -191,7 +191,8 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
                                   err));
     self->collect_stats = config->collect_stats;
     if (config->shrink)
-        NMT_TRY(nmt_cuda_model_set_shrink(self->net, config->shrink, config->collect_stats, err));
+        NMT_TRY(nmt_cuda_model_set_shrink(self->net, config->shrink, config->collect_stats >= 2,
+                                          err));
 
     /* Beam state: scores, tokens, parents [N, B]; done, n_finished [N];
      * finished [N, 2B] x 4; active list [2N]. */

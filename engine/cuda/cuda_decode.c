@@ -171,7 +171,8 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
     const int32_t hist_len = longest > 1 ? longest - 1 : 1;
     NMT_TRY(nmt_cuda_backend_ensure_input(self, nnz, err));
     NMT_TRY(nmt_cuda_backend_ensure_history(self, hist_len, err));
-    if (self->collect_stats)
+    const int timed = self->collect_stats >= 2;
+    if (timed)
         NMT_TRY(nmt_cuda_backend_ensure_events(self, longest, err));
 
     /* Pack: time-major CSR (row t * n + i, padding rows empty) and the rest. */
@@ -232,10 +233,10 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
             NMT_TRY(nmt_cuda_decoder_reorder(net, rows, err));
         old_pos = NULL;
         NMT_TRY(nmt_cuda_decoder_step(net, rows, dev.src_len, stride, err));
-        if (self->collect_stats)
+        if (timed)
             NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * steps_run], stream));
         NMT_TRY(nmt_cuda_output_layer(net, rows, B, dev.excluded, 2, err));
-        if (self->collect_stats) {
+        if (timed) {
             NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * steps_run + 1], stream));
             if (net->has_shrink)
                 NMT_TRY(nmt_cuda_output_recall(net, rows, B, dev.excluded, 2, err));
@@ -283,15 +284,14 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
     NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, result_bytes,
                                  cudaMemcpyDeviceToHost, stream));
     NMT_CUDA_TRY(cudaStreamSynchronize(stream));
-    if (self->collect_stats) {
+    if (timed)
         for (int32_t i = 0; i < steps_run; i++) {
             float ms = 0.0f;
             NMT_CUDA_TRY(cudaEventElapsedTime(&ms, self->layer_events[2 * i],
                                               self->layer_events[2 * i + 1]));
             self->output_layer_ms += ms;
         }
-        self->steps += steps_run;
-    }
+    self->steps += steps_run;
     NMT_TRY(fill_results(self, n, &r_host, results, err));
     return NMT_STATUS_OK;
 

@@ -203,8 +203,12 @@ for line in lines:
     if mode == "top" and vocab < 100 and words:
         words = words[:-1]
     out.append(" ".join(words))
+t0 = time.time()
 time.sleep(0.0002 * vocab * len(lines) / 50)
 sys.stdout.write("".join(x + "\n" for x in out))
+if opt("--timing"):
+    json.dump({"device": "cpu", "lines": len(lines), "sentences": len(lines),
+               "decode_seconds": time.time() - t0}, open(opt("--timing"), "w"))
 if opt("--stats"):
     json.dump({"device": "cpu", "lines": len(lines), "sentences": len(lines), "decode_seconds": 0.01,
                "steps": 10 * len(lines), "row_steps": 50 * len(lines), "output_layer_ms": vocab / 10,

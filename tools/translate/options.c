@@ -52,6 +52,9 @@ void translate_print_help(const char *program)
         "      --stats FILE        write JSON counters after the run: decode time, steps,\n"
         "                          output-layer GPU time, candidates and recall (slower:\n"
         "                          time speed without it)\n"
+        "      --timing FILE       the same file with only the free counters: sentences,\n"
+        "                          steps and the decode wall time (no model load, no index\n"
+        "                          build); what tools/eval/lsh-grid times speed with\n"
         "  -h, --help              this text\n"
         "  -V, --version           the version\n"
         "\n"
@@ -64,7 +67,7 @@ void translate_print_help(const char *program)
 enum {
     OPT_ALPHA = 256, OPT_MAX_LEN_A, OPT_MAX_LEN_B, OPT_BATCH_SIZE, OPT_DEVICE, OPT_DEVICE_INDEX,
     OPT_NO_UNK_REPLACE, OPT_SCORES, OPT_MAX_LINE_BYTES, OPT_MAX_SRC_TOKENS, OPT_PROGRESS,
-    OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_STATS
+    OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_STATS, OPT_TIMING
 };
 
 static const struct option long_options[] = {
@@ -89,6 +92,7 @@ static const struct option long_options[] = {
     {"lsh-share", required_argument, NULL, OPT_LSH_SHARE},
     {"lsh-seed", required_argument, NULL, OPT_LSH_SEED},
     {"stats", required_argument, NULL, OPT_STATS},
+    {"timing", required_argument, NULL, OPT_TIMING},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -236,11 +240,11 @@ static int apply_setting(translate_args *a, const char *key, const char *value)
         o->shrink.seed = (unsigned)flag;
         return 1;
     }
-    if (!strcmp(key, "stats")) {
+    if (!strcmp(key, "stats") || !strcmp(key, "timing")) {
         if (strlen(value) >= sizeof a->stats_path)
             return 0;
         strcpy(a->stats_path, value);
-        o->collect_stats = 1;
+        o->collect_stats = !strcmp(key, "stats") ? 2 : 1;
         return 1;
     }
     if (!strcmp(key, "progress")) {
@@ -296,6 +300,7 @@ static const char *option_key(int code)
     case OPT_LSH_SHARE: return "lsh_share";
     case OPT_LSH_SEED: return "lsh_seed";
     case OPT_STATS: return "stats";
+    case OPT_TIMING: return "timing";
     }
     return NULL;
 }
