@@ -3,7 +3,8 @@
  * vocabulary or over LSH / TOP candidate lists (model/shrink.h, docs/lsh.md).
  *
  * Full:   cuBLAS GEMM (+ bias), fused softmax + top-K.
- * Shrunk: WTA codes of the feeds, cuckoo lookup into hit counts (LSH only),
+ * TOP:    the same over the first n_always rows of W_out (ids 0..n_always-1).
+ * LSH:    WTA codes of the feeds, cuckoo lookup into hit counts (LSH only),
  *         candidate lists by stream compaction (one per group: the batch, a
  *         sentence or a row), logits over the candidates (gathered GEMM, or
  *         SDDMM per row), softmax + top-K over the candidates with the ids
@@ -17,6 +18,7 @@
 #include "lsh.h"
 #include "softmax_topk.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static size_t align256(size_t bytes)
@@ -125,6 +127,24 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.hits, 0, l.cand - l.hits, stream));
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.ws, 0, l.full_logits - l.ws, stream));
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.stats, 0, 3 * sizeof(unsigned long long), stream));
+    if (shrink->mode == NMT_SHRINK_TOP) {
+        /* The fixed list, for nmt_cuda_output_recall only: ids [0, n_always). */
+        int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * ((size_t)shrink->n_always + 1));
+        if (!ids) {
+            status = nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "cuda shrink: out of memory");
+            goto cleanup;
+        }
+        for (int32_t i = 0; i < shrink->n_always; i++)
+            ids[i] = i;
+        ids[shrink->n_always] = shrink->n_always;
+        cudaError_t e1 = cudaMemcpy(m->cand, ids, sizeof(int32_t) * (size_t)shrink->n_always,
+                                    cudaMemcpyHostToDevice);
+        cudaError_t e2 = cudaMemcpy(m->cand_count, ids + shrink->n_always, sizeof(int32_t),
+                                    cudaMemcpyHostToDevice);
+        free(ids);
+        NMT_CUDA_TRY(e1);
+        NMT_CUDA_TRY(e2);
+    }
     /* The host tables may be freed once this returns. */
     NMT_CUDA_TRY(cudaStreamSynchronize(stream));
     m->shrink.tables = NULL;
@@ -158,6 +178,18 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
         return NMT_STATUS_OK;
     }
     const nmt_shrink *s = &m->shrink;
+    if (s->mode == NMT_SHRINK_TOP) {
+        /* TOP's list is ids [0, n_always): the first rows of W_out (the specials,
+         * then the most frequent words), a smaller dense layer with no list to
+         * build or map, as in the paper's baseline. Same result as the CPU's
+         * candidates path with no hits. */
+        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, s->n_always, H, feed, H, w->out_w, H, w->out_b,
+                                0, m->logits, V, err));
+        NMT_TRY(nmt_cuda_softmax_topk(n_rows, s->n_always, m->logits, V, 2 * beam, excluded,
+                                      n_excluded, m->top_values, m->top_ids, m->lse,
+                                      m->topk_workspace, m->topk_workspace_bytes, stream, err));
+        return NMT_STATUS_OK;
+    }
     const int32_t rpg = nmt_shrink_rows_per_group(s, n_rows, beam);
     if (s->mode == NMT_SHRINK_LSH) {
         NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, H, &m->lsh, m->lsh_codes, stream, err));
@@ -192,7 +224,11 @@ nmt_status nmt_cuda_output_recall(nmt_cuda_model *m, int32_t n_rows, int32_t bea
     NMT_TRY(nmt_cuda_softmax_topk(n_rows, V, m->full_logits, V, beam, excluded, n_excluded,
                                   m->full_top_values, m->full_top_ids, NULL, m->topk_workspace,
                                   m->topk_workspace_bytes, m->stream, err));
-    NMT_TRY(nmt_cuda_lsh_recall(n_rows, nmt_shrink_rows_per_group(&m->shrink, n_rows, beam),
+    /* TOP: one list for every row (set up by nmt_cuda_model_set_shrink). */
+    const int32_t rpg = m->shrink.mode == NMT_SHRINK_TOP
+                            ? n_rows
+                            : nmt_shrink_rows_per_group(&m->shrink, n_rows, beam);
+    NMT_TRY(nmt_cuda_lsh_recall(n_rows, rpg,
                                 m->row_live, m->full_top_ids, beam, m->cand, V, m->cand_count,
                                 m->lsh_stats, m->stream, err));
 cleanup:

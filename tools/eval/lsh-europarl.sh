@@ -2,9 +2,9 @@
 # lsh-europarl.sh OUT_DIR: the large-vocabulary LSH evaluation, in one run on one H100.
 #
 #   1. builds the CUDA engine (BUILD_DIR, default build-gpu) unless TRANSLATE is set;
-#   2. unless MODEL names an existing model.bin: trains the Italian->English
+#   2. unless MODEL names an existing model file: trains the Italian->English
 #      word-level model with tools/train/train-europarl.sh (time budget
-#      TIME_BUDGET, scratch WORK) and evaluates the fp16 $WORK/model.bin it exports;
+#      TIME_BUDGET, scratch WORK) and evaluates the $WORK/model.fp16.bin it exports;
 #   3. runs tools/eval/lsh-grid at beams 5 and 12 on the test split
 #      ($DATA/test.it.gz -> test.en.gz, 3,000 lines) within EVAL_BUDGET seconds:
 #      full softmax (its BLEU is the model's), the LSH grid, the TOP baseline, and
@@ -19,10 +19,10 @@
 # Environment (all optional): DATA (.carry/data/europarl-it-en), WORK (out/europarl),
 # MODEL (skip training), TRANSLATE (skip the build), BUILD_DIR (build-gpu), PYTHON
 # (python3), DEVICE (cuda), TIME_BUDGET (training seconds, the trainer's default
-# when unset), EVAL_BUDGET (240), BEAMS (5,12), GRID (16,3,500;8,3,500), TOPS
-# (1000,2000), THRESHOLDS (1,2,4), TOP_BASELINE (1000,2000,5000,10000), SHARES
-# (batch,sentence,row), SHARE_SETTINGS (1), BATCH_SIZE (64), SPEED_BATCH (1),
-# SPEED_LINES (300), REPEATS (3), QUALITY_LINES (0: all), GRID_ARGS (more lsh-grid options).
+# when unset), EVAL_BUDGET (420), BEAMS (5,12), GRID (16,3,500;8,3,500), TOPS
+# (1000), THRESHOLDS (2,4,8), TOP_BASELINE (1000,2000,5000,10000), SHARES
+# (sentence,batch,row), SHARE_SETTINGS (1), BATCH_SIZE (64), SPEED_BATCH (64),
+# SPEED_LINES (600), REPEATS (3), QUALITY_LINES (0: all), GRID_ARGS (more lsh-grid options).
 set -euo pipefail
 
 OUT=${1:?usage: $0 OUT_DIR}
@@ -33,7 +33,7 @@ DATA=${DATA:-.carry/data/europarl-it-en}
 WORK=${WORK:-out/europarl}
 PYTHON=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
-EVAL_BUDGET=${EVAL_BUDGET:-240}
+EVAL_BUDGET=${EVAL_BUDGET:-420}
 NAME=lsh-europarl
 export PYTHONPATH=tools${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
@@ -85,7 +85,7 @@ if [ -z "${MODEL:-}" ] || [ ! -f "$MODEL" ]; then
     export WORK
     [ -n "${TIME_BUDGET:-}" ] && export TIME_BUDGET
     run tools/train/train-europarl.sh "$WORK/train-out"
-    MODEL=$WORK/model.bin
+    MODEL=$WORK/model.fp16.bin
 fi
 [ -f "$MODEL" ] || { echo "no model at $MODEL"; exit 1; }
 echo "model: $MODEL ($(stat -c %s "$MODEL") bytes)"
@@ -95,11 +95,11 @@ grid_status=0
 # shellcheck disable=SC2086
 run "$PYTHON" tools/eval/lsh-grid --translate "$TRANSLATE" -m "$MODEL" --label europarl-it-en \
     --src "$DATA/test.it.gz" --ref "$DATA/test.en.gz" --device "$DEVICE" \
-    --beams "${BEAMS:-5,12}" --grid "${GRID:-16,3,500;8,3,500}" --tops "${TOPS:-1000,2000}" \
-    --thresholds "${THRESHOLDS:-1,2,4}" --top-baseline "${TOP_BASELINE:-1000,2000,5000,10000}" \
-    --shares "${SHARES:-batch,sentence,row}" --share-settings "${SHARE_SETTINGS:-1}" \
-    --batch-size "${BATCH_SIZE:-64}" --speed-batch "${SPEED_BATCH:-1}" \
-    --speed-lines "${SPEED_LINES:-300}" --repeats "${REPEATS:-3}" \
+    --beams "${BEAMS:-5,12}" --grid "${GRID:-16,3,500;8,3,500}" --tops "${TOPS:-1000}" \
+    --thresholds "${THRESHOLDS:-2,4,8}" --top-baseline "${TOP_BASELINE:-1000,2000,5000,10000}" \
+    --shares "${SHARES:-sentence,batch,row}" --share-settings "${SHARE_SETTINGS:-1}" \
+    --batch-size "${BATCH_SIZE:-64}" --speed-batch "${SPEED_BATCH:-64}" \
+    --speed-lines "${SPEED_LINES:-600}" --repeats "${REPEATS:-3}" \
     --quality-lines "${QUALITY_LINES:-0}" --time-budget "$EVAL_BUDGET" --run-timeout 300 \
     --work "$WORK/lsh" --json "$OUT/$NAME.json" --markdown "$OUT/$NAME.md" ${GRID_ARGS:-} || grid_status=$?
 

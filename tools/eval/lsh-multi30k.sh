@@ -15,10 +15,10 @@
 #   tools/eval/lsh-multi30k.sh "$OUT"
 # Environment (all optional): MODEL (models/multi30k-de-en.bin), DATA
 # (.carry/data/multi30k), WORK (out/multi30k-lsh), TRANSLATE (skip the build), BUILD_DIR
-# (build-gpu), PYTHON (python3), DEVICE (cuda), EVAL_BUDGET (240), BEAMS (5,12), GRID
-# (16,3,500;8,3,500), TOPS (100,250,500), THRESHOLDS (1,2,4), TOP_BASELINE
-# (100,250,500,1000,2000), SHARES (batch,sentence,row), SHARE_SETTINGS (1), BATCH_SIZE
-# (64), SPEED_BATCH (1), SPEED_LINES (300), REPEATS (3), QUALITY_LINES (0: all),
+# (build-gpu), PYTHON (python3), DEVICE (cuda), EVAL_BUDGET (150), BEAMS (5,12), GRID
+# (16,3,100;8,3,100), TOPS (100,250), THRESHOLDS (1,2), TOP_BASELINE
+# (100,250,500,1000,2000), SHARES (sentence,batch,row), SHARE_SETTINGS (1), BATCH_SIZE
+# (64), SPEED_BATCH (64), SPEED_LINES (1000), REPEATS (3), QUALITY_LINES (0: all),
 # GRID_ARGS (more lsh-grid options).
 set -euo pipefail
 
@@ -31,7 +31,7 @@ DATA=${DATA:-.carry/data/multi30k}
 WORK=${WORK:-out/multi30k-lsh}
 PYTHON=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
-EVAL_BUDGET=${EVAL_BUDGET:-240}
+EVAL_BUDGET=${EVAL_BUDGET:-150}
 NAME=lsh-multi30k
 export PYTHONPATH=tools${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
@@ -77,11 +77,11 @@ grid_status=0
 # shellcheck disable=SC2086
 run "$PYTHON" tools/eval/lsh-grid --translate "$TRANSLATE" -m "$MODEL" --label multi30k-de-en \
     --src "$DATA/test_2016_flickr.de.gz" --ref "$DATA/test_2016_flickr.en.gz" --device "$DEVICE" \
-    --beams "${BEAMS:-5,12}" --grid "${GRID:-16,3,500;8,3,500}" --tops "${TOPS:-100,250,500}" \
-    --thresholds "${THRESHOLDS:-1,2,4}" --top-baseline "${TOP_BASELINE:-100,250,500,1000,2000}" \
-    --shares "${SHARES:-batch,sentence,row}" --share-settings "${SHARE_SETTINGS:-1}" \
-    --batch-size "${BATCH_SIZE:-64}" --speed-batch "${SPEED_BATCH:-1}" \
-    --speed-lines "${SPEED_LINES:-300}" --repeats "${REPEATS:-3}" \
+    --beams "${BEAMS:-5,12}" --grid "${GRID:-16,3,100;8,3,100}" --tops "${TOPS:-100,250}" \
+    --thresholds "${THRESHOLDS:-1,2}" --top-baseline "${TOP_BASELINE:-100,250,500,1000,2000}" \
+    --shares "${SHARES:-sentence,batch,row}" --share-settings "${SHARE_SETTINGS:-1}" \
+    --batch-size "${BATCH_SIZE:-64}" --speed-batch "${SPEED_BATCH:-64}" \
+    --speed-lines "${SPEED_LINES:-1000}" --repeats "${REPEATS:-3}" \
     --quality-lines "${QUALITY_LINES:-0}" --time-budget "$EVAL_BUDGET" --run-timeout 300 \
     --work "$WORK/lsh" --json "$OUT/$NAME.json" --markdown "$OUT/$NAME.md" ${GRID_ARGS:-} || grid_status=$?
 
