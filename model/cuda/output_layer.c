@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { kNaiveLookupRows = 128 }; /* rows from which the naive lookup is faster */
+
 static size_t align256(size_t bytes)
 {
     return (bytes + 255) / 256 * 256;
@@ -193,8 +195,15 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
     const int32_t rpg = nmt_shrink_rows_per_group(s, n_rows, beam);
     if (s->mode == NMT_SHRINK_LSH) {
         NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, H, &m->lsh, m->lsh_codes, stream, err));
-        NMT_TRY(nmt_cuda_lsh_hits(n_rows, m->lsh_codes, m->row_live, &m->lsh,
-                                  NMT_LSH_LOOKUP_WARP, m->lsh_hits, stream, err));
+        /* The warp-cooperative walk (the paper's Fig. 4b) wins while few rows
+         * leave the GPU idle; with many rows every thread already has work and
+         * its shuffles only cost (bench_lsh on the H100: 1.2-1.6x faster at 12
+         * rows, 0.44-0.93x at 768; the switch at 128 lies between the two
+         * measured sizes, untuned; docs/lsh.md). */
+        const nmt_lsh_lookup lookup = n_rows >= kNaiveLookupRows ? NMT_LSH_LOOKUP_NAIVE
+                                                                 : NMT_LSH_LOOKUP_WARP;
+        NMT_TRY(nmt_cuda_lsh_hits(n_rows, m->lsh_codes, m->row_live, &m->lsh, lookup,
+                                  m->lsh_hits, stream, err));
     }
     NMT_TRY(nmt_cuda_lsh_candidates(n_rows, rpg, V, m->lsh_hits, s->threshold, s->n_always,
                                     m->cand, V, m->cand_count, m->cand_workspace,

@@ -121,12 +121,9 @@ check(close(lsh_a["speedup"], 2.0) and close(lsh_a["speedups"]["1"], 2.0), "spee
 check(close(lsh5["bleu_loss"], -0.5), "a BLEU gain is a negative loss")
 check(lsh5["output_layer_speedup"] is None, "no output-layer time: no speedup")
 check(skip["bleu_loss"] is None and skip["speedup"] is None, "skipped: nothing derived")
-e = g.speed_entry(1, 300, [2.0, 2.1, 1.9], [0.5, 0.6, 0.4])
-check(close(e["seconds"], 1.5) and not e["noisy"], "speed: median wall - median startup")
-e = g.speed_entry(1, 300, [0.5], [0.6])
-check(e["seconds"] is None and e["noisy"], "speed: startup above wall gives no time")
-check(close(g.speed_entry(1, 3, [1.0], [0.95])["seconds"], 0.05)
-      and g.speed_entry(1, 3, [1.0], [0.95])["noisy"], "speed: 5% of wall flagged noisy")
+e = g.speed_entry(1, 300, [2.0, 2.1, 1.9])
+check(close(e["seconds"], 2.0), "speed: the median of the runs")
+check(g.speed_entry(1, 300, [0.0])["seconds"] is None, "speed: no positive time gives None")
 # TOP curve at beam 12: (1.0, 30.0), (1.25, 29.0), (2.5, 25.0).
 check(close(g.interpolate([(1.0, 30.0), (2.5, 25.0), (1.25, 29.0)], 2.0), 29.0 - 4.0 * 0.75 / 1.25),
       "interpolation between TOP points")

@@ -447,7 +447,8 @@ def render_markdown(doc: dict) -> str:
                f"engine `{meta.get('translate')}`; extra options {meta.get('engine_options') or 'none'}")
     out.append(f"- speed: first {meta.get('speed_lines')} non-empty lines at batch "
                f"{', '.join(map(str, speed_batches))}, median of {meta.get('repeats')} runs, "
-               f"startup (empty input, same options) subtracted")
+               f"decode time from the engine's own clock (--timing: inside its translate "
+               f"calls, so model load and index build are not in it)")
     out.append(f"- BLEU: sacreBLEU `{meta.get('signature') or '-'}`")
     status = "complete" if meta.get("complete") else "INCOMPLETE"
     out.append(f"- {meta.get('done', 0)} of {meta.get('total', 0)} runs done, "
@@ -519,7 +520,7 @@ COLUMN_HELP = """\
   vs TOP: this BLEU minus the TOP curve's at the same speedup (empty outside its range).
 - out-layer ms: the engine's output-layer time in the stats run (whole source); out-layer speedup:
   full softmax's / this.
-- decode s: whole-decode seconds of the speed runs (startup subtracted); speedup: full softmax's / this."""
+- decode s: whole-decode seconds of the speed runs (the engine's --timing clock); speedup: full softmax's / this."""
 
 
 # --- the driver --------------------------------------------------------------
@@ -587,8 +588,6 @@ def make_parser():
                    help=f"speed runs on the first N non-empty lines; 0: no speed runs "
                    f"(default {DEFAULTS['speed_lines']})")
     g.add_argument("--repeats", type=int, help=f"speed runs per setting, median kept (default {DEFAULTS['repeats']})")
-    g.add_argument("--startup-repeats", type=int, default=0,
-                   help="empty-input runs per setting for the startup time (default: --repeats)")
     g.add_argument("--engine-option", action="append", default=[],
                    help="extra engine option (repeatable, e.g. --engine-option=--alpha=0.6)")
     g.add_argument("--time-budget", type=float, default=0,
@@ -654,13 +653,8 @@ def run_one(args, setting, beam, src_text, refs, speed_text, paths, doc):
                 run_engine(tcmd, speed_text, log_path, timeout)
                 with open(timing_path, encoding="utf-8") as f:
                     runs.append(float(json.load(f)["decode_seconds"]))
-            startup = [0.0]
-            s0, wall = 0.0, statistics.median(runs)
-            rec["speed"].append(speed_entry(batch, args.speed_lines_used, runs, startup,
+            rec["speed"].append(speed_entry(batch, args.speed_lines_used, runs,
                                             shlex.join(tcmd)))
-            if rec["speed"][-1]["noisy"]:
-                log(f"  warning: batch {batch}: decode {wall - s0:.3f}s of {wall:.3f}s wall is "
-                    "within startup noise: use more --speed-lines")
         rec["decode_seconds"] = rec["speed"][0]["seconds"] if rec["speed"] else None
         rec["status"] = "ok"
     except (EngineError, OSError, ValueError) as e:
@@ -670,16 +664,12 @@ def run_one(args, setting, beam, src_text, refs, speed_text, paths, doc):
     return rec
 
 
-def speed_entry(batch, lines, runs, startup_runs, command=None):
-    """One speed measurement: median wall time minus median startup. A
-    difference <= 0 gives seconds None; one under 10% of the wall time is
-    flagged noisy (the startup's spread may swamp it)."""
-    s0, wall = statistics.median(startup_runs), statistics.median(runs)
-    decode = wall - s0
-    return {"batch": batch, "lines": lines, "runs": runs, "startup_runs": startup_runs,
-            "startup_seconds": s0, "wall_seconds": wall,
-            "seconds": decode if decode > 0 else None, "noisy": decode < 0.1 * wall,
-            "command": command}
+def speed_entry(batch, lines, runs, command=None):
+    """One speed measurement: the median of the runs' decode seconds (the
+    engine's --timing clock); None when no run measured a positive time."""
+    decode = statistics.median(runs) if runs else 0.0
+    return {"batch": batch, "lines": lines, "runs": runs,
+            "seconds": decode if decode > 0 else None, "command": command}
 
 
 def progress_line(rec):
