@@ -34,51 +34,18 @@ WORK=${WORK:-out/europarl}
 PYTHON=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 EVAL_BUDGET=${EVAL_BUDGET:-420}
+BEAMS=${BEAMS:-5,12} GRID=${GRID:-16,3,500;8,3,500} TOPS=${TOPS:-1000}
+THRESHOLDS=${THRESHOLDS:-2,4,8} TOP_BASELINE=${TOP_BASELINE:-1000,2000,5000,10000}
+SHARES=${SHARES:-sentence,batch,row} SHARE_SETTINGS=${SHARE_SETTINGS:-1}
+BATCH_SIZE=${BATCH_SIZE:-64} SPEED_BATCH=${SPEED_BATCH:-64} SPEED_LINES=${SPEED_LINES:-600}
+REPEATS=${REPEATS:-3} QUALITY_LINES=${QUALITY_LINES:-0}
 NAME=lsh-europarl
-export PYTHONPATH=tools${PYTHONPATH:+:$PYTHONPATH}
-export PYTHONUNBUFFERED=1
-mkdir -p "$WORK"
-exec > >(tee -a "$OUT/$NAME.log") 2>&1
-started=$(date +%s)
+# shellcheck source=tools/eval/lsh-common.sh
+. tools/eval/lsh-common.sh
 
-run() { echo "+ $*"; "$@"; }
-
-# shellcheck disable=SC2317  # called by the EXIT trap
-on_exit() {
-    status=$?
-    # hypotheses, stats, engine logs, the training summary: one tarball, no models
-    parts=()
-    for d in lsh train-out; do [ -e "$WORK/$d" ] && parts+=("$d"); done
-    if [ ${#parts[@]} -gt 0 ]; then
-        tar -czf "$OUT/$NAME-work.tar.gz" --exclude='*.bin' --exclude='*.pt' --exclude='*.pkl*' \
-            -C "$WORK" "${parts[@]}" || true
-    fi
-    echo "=== $NAME: exit $status after $(( $(date +%s) - started ))s; files in $OUT:"
-    ls -la "$OUT" || true
-}
-trap on_exit EXIT
-
-echo "=== environment"
-"$PYTHON" -c 'import sys, sacrebleu; print("python", sys.version.split()[0], "sacrebleu", sacrebleu.__version__)'
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+lsh_begin lsh train-out
 ls -la "$DATA"
-
-if [ -z "${TRANSLATE:-}" ]; then
-    echo "=== build (${BUILD_DIR:-build-gpu})"
-    BUILD_DIR=${BUILD_DIR:-build-gpu}
-    if [ -d .carry/deps ]; then  # libinih and libutf8proc for the device image (see tools/gpu-check.sh)
-        deps="$PWD/.carry/deps"
-        export PKG_CONFIG_PATH="$deps/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-        export CMAKE_PREFIX_PATH="$deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-        export LD_LIBRARY_PATH="$deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    fi
-    run cmake -S . -B "$BUILD_DIR" -DNMT_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$WORK/configure.log"
-    run cmake --build "$BUILD_DIR" --target translate -j "$(nproc)" >"$WORK/build.log" \
-        || { tail -40 "$WORK/build.log"; exit 1; }
-    TRANSLATE=$BUILD_DIR/translate
-fi
-echo "translate: $TRANSLATE"
+lsh_build_engine
 
 if [ -z "${MODEL:-}" ] || [ ! -f "$MODEL" ]; then
     echo "=== training (tools/train/train-europarl.sh, budget ${TIME_BUDGET:-the trainer default}s)"
@@ -90,24 +57,4 @@ fi
 [ -f "$MODEL" ] || { echo "no model at $MODEL"; exit 1; }
 echo "model: $MODEL ($(stat -c %s "$MODEL") bytes)"
 
-echo "=== LSH grid (budget ${EVAL_BUDGET}s)"
-grid_status=0
-# shellcheck disable=SC2086
-run "$PYTHON" tools/eval/lsh-grid --translate "$TRANSLATE" -m "$MODEL" --label europarl-it-en \
-    --src "$DATA/test.it.gz" --ref "$DATA/test.en.gz" --device "$DEVICE" \
-    --beams "${BEAMS:-5,12}" --grid "${GRID:-16,3,500;8,3,500}" --tops "${TOPS:-1000}" \
-    --thresholds "${THRESHOLDS:-2,4,8}" --top-baseline "${TOP_BASELINE:-1000,2000,5000,10000}" \
-    --shares "${SHARES:-sentence,batch,row}" --share-settings "${SHARE_SETTINGS:-1}" \
-    --batch-size "${BATCH_SIZE:-64}" --speed-batch "${SPEED_BATCH:-64}" \
-    --speed-lines "${SPEED_LINES:-600}" --repeats "${REPEATS:-3}" \
-    --quality-lines "${QUALITY_LINES:-0}" --time-budget "$EVAL_BUDGET" --run-timeout 300 \
-    --work "$WORK/lsh" --json "$OUT/$NAME.json" --markdown "$OUT/$NAME.md" ${GRID_ARGS:-} || grid_status=$?
-
-if "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
-    run "$PYTHON" tools/eval/plot-lsh "$OUT/$NAME.json" -o "$OUT/$NAME.png" || true
-else
-    echo "matplotlib not importable here: plot later with tools/eval/plot-lsh $NAME.json"
-fi
-echo "=== summary"
-sed -n '/^## Summary/,/^## Results/p' "$OUT/$NAME.md" || true
-exit "$grid_status"
+lsh_run_grid europarl-it-en "$MODEL" "$DATA/test.it.gz" "$DATA/test.en.gz"
