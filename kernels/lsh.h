@@ -79,6 +79,28 @@ static inline NMT_LSH_HOST_DEVICE uint32_t nmt_lsh_hash(const uint32_t *band_has
     return table_bits > 0 ? x >> (32 - table_bits) : 0u;
 }
 
+/* Bucket of `code` in `band` (host tables) by the two-probe lookup: 1 and
+ * (start, length) when present, 0 when no word of the band has that code.
+ * The CUDA kernels probe the same slots with one 16-byte load each. */
+static inline int nmt_lsh_tables_find(const nmt_lsh_tables *t, int32_t band, int32_t code,
+                                      int32_t *start, int32_t *length)
+{
+    /* Codes are >= 0; a negative one must not match the empty key -1. */
+    if (code < 0)
+        return 0;
+    const nmt_lsh_slot *slots = t->slots + ((size_t)band << t->table_bits);
+    const uint32_t *band_hash = t->hash + (size_t)band * 4;
+    for (int i = 0; i < 2; i++) {
+        const nmt_lsh_slot *slot = &slots[nmt_lsh_hash(band_hash, i, code, t->table_bits)];
+        if (slot->key == code) {
+            *start = slot->start;
+            *length = slot->length;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ---- 1. WTA band codes: codes[r, b] for r < n_rows, b < w ----------------- */
 void nmt_cpu_lsh_codes(int32_t n_rows, const float *x, int32_t ldx, const nmt_lsh_tables *t,
                        int32_t *codes);

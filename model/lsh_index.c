@@ -315,21 +315,3 @@ nmt_lsh_index_info nmt_lsh_index_describe(const nmt_lsh_index *index)
     return index->info;
 }
 
-int nmt_lsh_tables_find(const nmt_lsh_tables *t, int32_t band, int32_t code, int32_t *start,
-                        int32_t *length)
-{
-    /* Codes are >= 0; a negative one must not match the empty key -1. */
-    if (code < 0)
-        return 0;
-    const nmt_lsh_slot *slots = t->slots + ((size_t)band << t->table_bits);
-    const uint32_t *band_hash = t->hash + (size_t)band * 4;
-    for (int i = 0; i < 2; i++) {
-        const nmt_lsh_slot *slot = &slots[nmt_lsh_hash(band_hash, i, code, t->table_bits)];
-        if (slot->key == code) {
-            *start = slot->start;
-            *length = slot->length;
-            return 1;
-        }
-    }
-    return 0;
-}

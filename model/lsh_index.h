@@ -49,10 +49,6 @@ typedef struct nmt_lsh_index_info {
 } nmt_lsh_index_info;
 nmt_lsh_index_info nmt_lsh_index_describe(const nmt_lsh_index *index);
 
-/* Bucket of `code` in `band` by the two-probe lookup: 1 and (start, length)
- * when present, 0 when no word of the band has that code. */
-int nmt_lsh_tables_find(const nmt_lsh_tables *t, int32_t band, int32_t code, int32_t *start,
-                        int32_t *length);
 
 #ifdef __cplusplus
 }

@@ -6,8 +6,6 @@
  * kernels, so every step is the plainest loop that states the definition. */
 #include "lsh.h"
 
-#include "lsh_index.h"
-
 #include <math.h>
 
 /* The WTA code I_p of permutation p: position (0..K-1) of the largest of the
