@@ -30,7 +30,11 @@
  * Groups are uniform: group g holds rows [g * rows_per_group, (g + 1) *
  * rows_per_group) (the last one may be shorter). The CPU engine, whose
  * sentences have varying row counts, calls the CPU functions once per group.
- * CPU versions are the oracles; CUDA pointers are device pointers. */
+ * CPU versions are the oracles. CUDA launchers take the nmt_lsh_tables struct
+ * itself in host memory, its arrays (and every other array argument) in
+ * device memory; slots must be 16-byte aligned (one vector load a probe).
+ * rows_per_group >= 1; cand_ld >= vocab for candidates, >= max_count for
+ * logits and softmax. */
 #ifndef NMT_KERNELS_LSH_H
 #define NMT_KERNELS_LSH_H
 
