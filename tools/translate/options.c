@@ -47,7 +47,7 @@ void translate_print_help(const char *program)
         "                          most frequent words (T >= 2 * beam)\n"
         "      --top-words T       the TOP baseline: only the T most frequent words\n"
         "      --lsh-share S       batch | sentence | row: hypotheses sharing one candidate\n"
-        "                          list (default batch; row scores each pair, an SDDMM)\n"
+        "                          list (default sentence; row scores each pair, an SDDMM)\n"
         "      --lsh-seed N        permutations and hash tables (default 1)\n"
         "      --stats FILE        write JSON counters after the run: decode time, steps,\n"
         "                          output-layer GPU time, candidates and recall (slower:\n"
