@@ -87,5 +87,27 @@ head -c 100 "$M" > "$TMP/trunc.bin"
 : | "$T" -m "$M" --device cpu > "$TMP/empty.out" 2>/dev/null || fail "empty input exit $?"
 [ ! -s "$TMP/empty.out" ] || fail "empty input gave output"
 
+# 4. vocabulary shrinking and stats: bad values refused by name (exit 2), every
+# line still answered, the stats file is JSON that counts the lines
+for bad in "--lsh 8,3" "--lsh 8,3,16,20,2,9" "--lsh 8,x,16,20,2" "--lsh-share all" \
+           "--top-words 3" "--lsh 8,3,16,20,2 --top-words 20" "--lsh 8,3,16,20,17"; do
+    # shellcheck disable=SC2086
+    "$T" -m "$M" --device cpu $bad < /dev/null 2> "$TMP/shrink.err"; code=$?
+    [ $code -eq 2 ] || fail "'$bad': exit $code, expected 2"
+    [ -s "$TMP/shrink.err" ] || fail "'$bad': no message"
+done
+head -9 "$TMP/in.txt" > "$TMP/in9.txt"
+for opts in "--lsh 8,2,16,20,2 --lsh-share row" "--top-words 20"; do
+    # shellcheck disable=SC2086
+    "$T" -m "$M" --device cpu $opts --stats "$TMP/stats.json" < "$TMP/in9.txt" > "$TMP/shrink.out" \
+        2>/dev/null || fail "'$opts': exit $?"
+    [ "$(wc -l < "$TMP/shrink.out")" -eq 9 ] || fail "'$opts': expected 9 output lines"
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(d["lines"] != 9 or d["sentences"] != 9 or d["decode_seconds"] <= 0)' \
+        "$TMP/stats.json" || fail "'$opts': stats file: $(cat "$TMP/stats.json")"
+done
+printf 'lsh = 8,2,16,20,2\nlsh_share = sentence\ntiming = %s\n' "$TMP/timing.json" > "$TMP/lsh.ini"
+"$T" -m "$M" --device cpu -c "$TMP/lsh.ini" < "$TMP/in9.txt" > /dev/null 2>&1 || fail "LSH from INI: exit $?"
+grep -q '"vocab_mode": "lsh"' "$TMP/timing.json" || fail "LSH from INI: timing file $(cat "$TMP/timing.json")"
+
 if [ $failures -ne 0 ]; then echo "test_cli: $failures failures" >&2; exit 1; fi
 echo "test_cli: passed"
