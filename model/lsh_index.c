@@ -278,6 +278,10 @@ nmt_status nmt_lsh_index_build(const float *out_w, int32_t vocab, int32_t dim,
                         (int64_t)n_slots * (int64_t)sizeof(nmt_lsh_slot) +
                         (int64_t)w * 4 * (int64_t)sizeof(uint32_t) +
                         (int64_t)w * vocab * (int64_t)sizeof(int32_t);
+    /* The words' codes only serve the build: [vocab, W] would double the
+     * host memory of the index (100 MB at 50k words and W = 500). */
+    free(index->word_codes);
+    index->word_codes = NULL;
     *index_out = index;
     index = NULL;
 cleanup:
@@ -303,11 +307,6 @@ void nmt_lsh_index_free(nmt_lsh_index *index)
 const nmt_lsh_tables *nmt_lsh_index_tables(const nmt_lsh_index *index)
 {
     return &index->tables;
-}
-
-const int32_t *nmt_lsh_index_word_codes(const nmt_lsh_index *index)
-{
-    return index->word_codes;
 }
 
 nmt_lsh_index_info nmt_lsh_index_describe(const nmt_lsh_index *index)

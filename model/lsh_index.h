@@ -38,8 +38,6 @@ void nmt_lsh_index_free(nmt_lsh_index *index);
 /* Host pointers into the index (valid until it is freed). */
 const nmt_lsh_tables *nmt_lsh_index_tables(const nmt_lsh_index *index);
 
-/* The band codes of every output row: [vocab, w]. */
-const int32_t *nmt_lsh_index_word_codes(const nmt_lsh_index *index);
 
 /* Build statistics: rebuilds after a cuckoo cycle, the most distinct codes in
  * one band, and the largest bucket. */

@@ -111,7 +111,8 @@ static void test_hits(int32_t k, int32_t u, int32_t w, int32_t vocab, int32_t di
     nmt_lsh_index *index = build_index(out_w, vocab, dim, k, u, w);
     if (index) {
         const nmt_lsh_tables *t = nmt_lsh_index_tables(index);
-        const int32_t *word_codes = nmt_lsh_index_word_codes(index);
+        int32_t *word_codes = malloc((size_t)vocab * w * sizeof *word_codes);
+        nmt_cpu_lsh_codes(vocab, out_w, dim, t, word_codes);
         nmt_cpu_lsh_codes(n_rows, x, dim, t, codes);
         for (int pass = 0; pass < 2; pass++) {
             const int32_t *row_live = pass == 0 ? live : NULL;
@@ -141,6 +142,7 @@ static void test_hits(int32_t k, int32_t u, int32_t w, int32_t vocab, int32_t di
                           "row %d copies word %d: %d hits of %d bands", r, near[r],
                           hits[(int64_t)r * vocab + near[r]], w);
         }
+        free(word_codes);
     }
     nmt_lsh_index_free(index);
     free(out_w);

@@ -49,7 +49,9 @@ static int check_index(const nmt_lsh_index *index, const float *out_w, shape s)
 {
     int before = test_failures;
     const nmt_lsh_tables *t = nmt_lsh_index_tables(index);
-    const int32_t *codes = nmt_lsh_index_word_codes(index);
+    /* The words' codes, recomputed: the index keeps none after the build. */
+    int32_t *codes = malloc((size_t)s.vocab * s.w * sizeof *codes);
+    nmt_cpu_lsh_codes(s.vocab, out_w, s.dim, t, codes);
     nmt_lsh_index_info info = nmt_lsh_index_describe(index);
     CHECK(t->k == s.k && t->u == s.u && t->w == s.w && t->dim == s.dim && t->vocab == s.vocab,
           "table parameters");
@@ -147,6 +149,7 @@ static int check_index(const nmt_lsh_index *index, const float *out_w, shape s)
                   "code K^u found");
     }
     free(word_seen);
+    free(codes);
     if (test_failures == before) {
         CHECK(info.max_keys == max_keys, "max_keys %d, counted %d", info.max_keys, max_keys);
         CHECK(info.max_bucket == max_bucket, "max_bucket %d, counted %d", info.max_bucket,
