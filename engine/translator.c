@@ -180,6 +180,12 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     }
     if (!t->backend)
         NMT_TRY(nmt_cpu_backend_create(model, &config, &t->backend, err));
+    if (t->backend->device == NMT_DEVICE_CUDA && t->lsh_index) {
+        /* The CUDA backend holds its own copy of the tables on the device. */
+        nmt_lsh_index_free(t->lsh_index);
+        t->lsh_index = NULL;
+        t->shrink.tables = NULL;
+    }
     NMT_TRY(nmt_source_builder_init(&t->source, model, batch, max_src, err));
     NMT_ALLOC(t->search_results, batch);
     *translator = t;
