@@ -62,6 +62,13 @@ typedef enum nmt_lsh_share {
     NMT_LSH_SHARE_ROW = 2       /* none: each hypothesis its own list (SDDMM) */
 } nmt_lsh_share;
 
+/* How the CUDA engine builds the LSH lists (the same lists either way). */
+typedef enum nmt_lsh_lists {
+    NMT_LSH_LISTS_HITS = 0,  /* hit counts in a [rows, V] matrix, then compaction (default) */
+    NMT_LSH_LISTS_DIRECT = 1 /* experimental: counts in shared memory, no hit matrix
+                                (kernels/cuda/lsh_direct.cu; not yet measured) */
+} nmt_lsh_lists;
+
 typedef struct nmt_shrink_options {
     nmt_shrink_mode mode; /* default NMT_SHRINK_NONE */
     int k, u, w;          /* WTA hashing {K, u, W}, default 8, 3, 500? see nmt_options_init */
@@ -69,6 +76,7 @@ typedef struct nmt_shrink_options {
     int threshold;        /* t: a word is a candidate when >= t bands match */
     nmt_lsh_share share;  /* default NMT_LSH_SHARE_BATCH */
     unsigned seed;        /* permutations and hash tables, default 1 */
+    nmt_lsh_lists lists;  /* default NMT_LSH_LISTS_HITS; the CPU ignores it */
 } nmt_shrink_options;
 
 /* Translation options. Initialize with nmt_options_init, then override. */

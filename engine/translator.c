@@ -97,9 +97,12 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
                     sh->share == NMT_LSH_SHARE_ROW,
                 "shrink share %d: unknown", (int)sh->share);
     }
-    if (sh->mode == NMT_SHRINK_LSH)
+    if (sh->mode == NMT_SHRINK_LSH) {
         REQUIRE(sh->threshold >= 1 && sh->threshold <= sh->w,
                 "lsh threshold t=%d: must be in 1..W (%d)", sh->threshold, sh->w);
+        REQUIRE(sh->lists == NMT_LSH_LISTS_HITS || sh->lists == NMT_LSH_LISTS_DIRECT,
+                "lsh lists %d: unknown", (int)sh->lists);
+    }
 #undef REQUIRE
     return NMT_STATUS_OK;
 }
@@ -115,6 +118,7 @@ static nmt_status setup_shrink(nmt_translator *t, nmt_error *err)
     t->shrink.n_always = 4 + o->top < V ? 4 + o->top : V;
     t->shrink.threshold = o->mode == NMT_SHRINK_LSH ? o->threshold : 1;
     t->shrink.tables = NULL;
+    t->shrink.lists = o->lists;
     if (o->mode == NMT_SHRINK_LSH) {
         nmt_lsh_index_config config = {o->k, o->u, o->w, o->seed};
         NMT_TRY(nmt_lsh_index_build(t->model->out_w, V, t->model->hp.hidden_size, &config,

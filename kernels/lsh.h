@@ -140,6 +140,23 @@ nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32
                                    void *workspace, size_t workspace_bytes, void *stream,
                                    nmt_error *err);
 
+/* 2 + 3 without the hit matrix (kernels/cuda/lsh_direct.cu): the lists
+ * nmt_cuda_lsh_hits on zero hits followed by nmt_cuda_lsh_candidates would
+ * give, from the codes. A block per live row counts its matches in shared
+ * memory (16-bit counters: W <= 65535, 2 * vocab bytes a block, refused with
+ * NMT_STATUS_ERROR_UNSUPPORTED above the device's limit) and marks its
+ * group's bitmap; a block per group compacts the bitmap. The workspace
+ * (nmt_cuda_lsh_direct_workspace_size) is zeroed once; every call leaves it
+ * zeroed. Written after the H100 evaluation and not yet run on a GPU: the
+ * engine does not use it (docs/lsh.md). */
+size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t vocab);
+nmt_status nmt_cuda_lsh_candidates_direct(int32_t n_rows, int32_t rows_per_group,
+                                          const int32_t *codes, const int32_t *row_live,
+                                          const nmt_lsh_tables *t, int32_t threshold,
+                                          int32_t n_always, int32_t *cand, int64_t cand_ld,
+                                          int32_t *count, void *workspace, size_t workspace_bytes,
+                                          void *stream, nmt_error *err);
+
 /* ---- 4. candidate logits: logits[r * ld + j] for j < count[group(r)] ------ */
 /* x: [n_rows, dim] (ldx); out_w: [vocab, dim] row-major; out_b: [vocab] or NULL.
  * Entries j >= count[group] are not written. */

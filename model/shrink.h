@@ -23,6 +23,7 @@ typedef struct nmt_shrink {
     int32_t n_always;             /* 4 + T, at most the vocabulary */
     int32_t threshold;            /* t >= 1 (TOP: hits stay 0, so only n_always words) */
     const nmt_lsh_tables *tables; /* host tables of the index, LSH only */
+    nmt_lsh_lists lists;          /* CUDA: how the lists are built */
 } nmt_shrink;
 
 /* Rows a candidate list serves, for n_rows rows laid out sentence by

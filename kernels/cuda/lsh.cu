@@ -32,6 +32,7 @@
 
 #include "cuda_check.h"
 #include "lsh.h"
+#include "lsh_device.cuh"
 
 #define FULL_MASK 0xffffffffu
 
@@ -84,28 +85,6 @@ static __global__ void __launch_bounds__(kCodesThreads)
 }
 
 /* ---- 2. hit counts (Alg. 1) ---------------------------------------------- */
-
-/* The two-probe cuckoo lookup of a band's code: length 0 when absent. */
-static __device__ __forceinline__ void find_bucket(const nmt_lsh_tables &t, int32_t band,
-                                                   int32_t code, int32_t *start, int32_t *length)
-{
-    *start = 0;
-    *length = 0;
-    if (code < 0) /* codes are >= 0; a negative one must not match the empty key -1 */
-        return;
-    const uint32_t *hp = t.hash + (int64_t)band * 4;
-    const uint32_t band_hash[4] = {__ldg(hp), __ldg(hp + 1), __ldg(hp + 2), __ldg(hp + 3)};
-    const int4 *slots = reinterpret_cast<const int4 *>(t.slots) + ((int64_t)band << t.table_bits);
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const int4 slot = __ldg(&slots[nmt_lsh_hash(band_hash, i, code, t.table_bits)]);
-        if (slot.x == code) { /* (key, start, length, unused) */
-            *start = slot.y;
-            *length = slot.z;
-            return;
-        }
-    }
-}
 
 /* A thread per (row, band) = codes index. WARP_WALK: no thread returns before
  * the shuffles; threads past the end and dead rows have length 0. */

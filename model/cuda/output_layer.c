@@ -40,8 +40,8 @@ static int32_t max_groups(const nmt_cuda_model *m, nmt_lsh_share share)
 
 /* Offsets of every shrink buffer in one arena (base 0 measures). */
 typedef struct shrink_layout {
-    size_t perm, slots, hash, words, codes, hits, cand, count, ws, full_logits, full_values,
-        full_ids, stats, total;
+    size_t perm, slots, hash, words, codes, hits, cand, count, ws, direct, full_logits,
+        full_values, full_ids, stats, total;
 } shrink_layout;
 
 static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s, int stats)
@@ -59,10 +59,13 @@ static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s,
     PLACE(hash, W * 4 * sizeof(uint32_t));
     PLACE(words, W * V * i4);
     PLACE(codes, R * W * i4);
-    PLACE(hits, R * V * i4);
+    PLACE(hits, t && s->lists == NMT_LSH_LISTS_HITS ? R * V * i4 : 0); /* only the two-step lists */
     PLACE(cand, G * V * i4);
     PLACE(count, G * i4);
     PLACE(ws, nmt_cuda_lsh_candidates_workspace_size((int32_t)G, (int32_t)V));
+    PLACE(direct, t && s->lists == NMT_LSH_LISTS_DIRECT
+                      ? nmt_cuda_lsh_direct_workspace_size((int32_t)G, (int32_t)V)
+                      : 0);
     PLACE(full_logits, stats ? R * V * sizeof(float) : 0);
     PLACE(full_values, stats ? R * B * sizeof(float) : 0);
     PLACE(full_ids, stats ? R * B * i4 : 0);
@@ -98,7 +101,9 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
     m->cand = (int32_t *)(base + l.cand);
     m->cand_count = (int32_t *)(base + l.count);
     m->cand_workspace = base + l.ws;
-    m->cand_workspace_bytes = l.full_logits - l.ws;
+    m->cand_workspace_bytes = l.direct - l.ws;
+    m->direct_workspace = base + l.direct;
+    m->direct_workspace_bytes = l.full_logits - l.direct;
     m->lsh_stats = (unsigned long long *)(base + l.stats);
     if (collect_stats) {
         m->full_logits = (float *)(base + l.full_logits);
@@ -127,7 +132,7 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
     /* Hits start (and every candidates call leaves them) at zero; so do the
      * counters of the candidates workspace and the stats. */
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.hits, 0, l.cand - l.hits, stream));
-    NMT_CUDA_TRY(cudaMemsetAsync(base + l.ws, 0, l.full_logits - l.ws, stream));
+    NMT_CUDA_TRY(cudaMemsetAsync(base + l.ws, 0, l.full_logits - l.ws, stream)); /* and direct */
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.stats, 0, 3 * sizeof(unsigned long long), stream));
     if (shrink->mode == NMT_SHRINK_TOP) {
         /* The fixed list, for nmt_cuda_output_recall only: ids [0, n_always). */
@@ -193,8 +198,13 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
         return NMT_STATUS_OK;
     }
     const int32_t rpg = nmt_shrink_rows_per_group(s, n_rows, beam);
-    if (s->mode == NMT_SHRINK_LSH) {
-        NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, H, &m->lsh, m->lsh_codes, stream, err));
+    NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, H, &m->lsh, m->lsh_codes, stream, err));
+    if (s->lists == NMT_LSH_LISTS_DIRECT) {
+        NMT_TRY(nmt_cuda_lsh_candidates_direct(n_rows, rpg, m->lsh_codes, m->row_live, &m->lsh,
+                                               s->threshold, s->n_always, m->cand, V,
+                                               m->cand_count, m->direct_workspace,
+                                               m->direct_workspace_bytes, stream, err));
+    } else {
         /* The warp-cooperative walk (the paper's Fig. 4b) wins while few rows
          * leave the GPU idle; with many rows every thread already has work and
          * its shuffles only cost (bench_lsh on the H100: 1.2-1.6x faster at 12
@@ -204,10 +214,10 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
                                                                  : NMT_LSH_LOOKUP_WARP;
         NMT_TRY(nmt_cuda_lsh_hits(n_rows, m->lsh_codes, m->row_live, &m->lsh, lookup,
                                   m->lsh_hits, stream, err));
+        NMT_TRY(nmt_cuda_lsh_candidates(n_rows, rpg, V, m->lsh_hits, s->threshold, s->n_always,
+                                        m->cand, V, m->cand_count, m->cand_workspace,
+                                        m->cand_workspace_bytes, stream, err));
     }
-    NMT_TRY(nmt_cuda_lsh_candidates(n_rows, rpg, V, m->lsh_hits, s->threshold, s->n_always,
-                                    m->cand, V, m->cand_count, m->cand_workspace,
-                                    m->cand_workspace_bytes, stream, err));
     NMT_TRY(nmt_cuda_lsh_logits(n_rows, rpg, H, feed, H, w->out_w, w->out_b, m->cand, V,
                                 m->cand_count, V, m->logits, V, NMT_LSH_LOGITS_AUTO, stream,
                                 err));

@@ -90,7 +90,8 @@ head -c 100 "$M" > "$TMP/trunc.bin"
 # 4. vocabulary shrinking and stats: bad values refused by name (exit 2), every
 # line still answered, the stats file is JSON that counts the lines
 for bad in "--lsh 8,3" "--lsh 8,3,16,20,2,9" "--lsh 8,x,16,20,2" "--lsh-share all" \
-           "--top-words 3" "--lsh 8,3,16,20,2 --top-words 20" "--lsh 8,3,16,20,17"; do
+           "--top-words 3" "--lsh 8,3,16,20,2 --top-words 20" "--lsh 8,3,16,20,17" \
+           "--lsh-lists fast"; do
     # shellcheck disable=SC2086
     "$T" -m "$M" --device cpu $bad < /dev/null 2> "$TMP/shrink.err"; code=$?
     [ $code -eq 2 ] || fail "'$bad': exit $code, expected 2"

@@ -180,6 +180,10 @@ int main(void)
             lsh.share = (nmt_lsh_share)s;
             compare(model, 7, 5, 1, &lsh, lines);
         }
+        lsh.share = NMT_LSH_SHARE_SENTENCE;
+        lsh.lists = NMT_LSH_LISTS_DIRECT; /* the lists without a hit matrix */
+        compare(model, 7, 5, 1, &lsh, lines);
+        lsh.lists = NMT_LSH_LISTS_HITS;
         lsh.share = NMT_LSH_SHARE_BATCH;
         compare(model, 1, 5, 2, &lsh, lines);
         compare(model, 37, 12, 1, &lsh, lines);

@@ -177,6 +177,46 @@ static int check_candidates(const char *what, int rows, int rpg, int vocab, cons
     return ok;
 }
 
+/* The direct builder (no hit matrix) from the codes, twice on one workspace
+ * (the first call must leave it zeroed for the second), against the CPU
+ * lists made from the CPU hits (cand_cpu, count_cpu: check_candidates'). */
+static int check_direct(const char *what, int rows, int rpg, const int32_t *d_codes,
+                        const int32_t *d_live, const nmt_lsh_tables *dt, int threshold,
+                        int n_always, int64_t cand_ld, const int32_t *cand_cpu,
+                        const int32_t *count_cpu)
+{
+    const int groups = (rows + rpg - 1) / rpg;
+    const size_t n_cand = (size_t)groups * cand_ld;
+    size_t ws_bytes = nmt_cuda_lsh_direct_workspace_size(groups, dt->vocab);
+    void *ws = NULL;
+    CUDA_OK(cudaMalloc(&ws, ws_bytes));
+    CUDA_OK(cudaMemset(ws, 0, ws_bytes)); /* zeroed once, as the contract says */
+    int32_t *got_cand = alloc_i32(n_cand), *got_count = alloc_i32(groups);
+    int ok = 1;
+    for (int call = 0; call < 2; call++) {
+        int32_t *d_cand = (int32_t *)dev_output(n_cand * sizeof(int32_t), POISON_I32);
+        int32_t *d_count = (int32_t *)dev_output(groups * sizeof(int32_t), POISON_I32);
+        nmt_error err = {};
+        nmt_status st = nmt_cuda_lsh_candidates_direct(rows, rpg, d_codes, d_live, dt, threshold,
+                                                       n_always, d_cand, cand_ld, d_count, ws,
+                                                       ws_bytes, NULL, &err);
+        CHECK(st == NMT_STATUS_OK, "%s: direct status %d: %s", what, (int)st, err.message);
+        ok &= dev_download(got_count, d_count, groups * sizeof(int32_t), POISON_I32, what);
+        ok &= dev_download(got_cand, d_cand, n_cand * sizeof(int32_t), POISON_I32, what);
+        ok &= compare_i32(call ? "direct count (2nd call)" : "direct count", got_count, count_cpu,
+                          groups);
+        ok &= compare_i32(call ? "direct cand (2nd call)" : "direct cand", got_cand, cand_cpu,
+                          n_cand);
+        CUDA_OK(cudaFree(d_cand));
+        CUDA_OK(cudaFree(d_count));
+    }
+    CUDA_OK(cudaFree(ws));
+    free(got_cand);
+    free(got_count);
+    CHECK(ok, "direct candidates: %s", what);
+    return ok;
+}
+
 /* ---- logits ---------------------------------------------------------------- */
 
 typedef struct {
@@ -407,6 +447,8 @@ static void run_shape(const shape *s)
                      cand, count);
     check_candidates("LSH hits", rows, rpg, vocab, hits, s->threshold, s->n_always, cand_ld,
                      cand, count);
+    check_direct(what, rows, rpg, d_codes, d_live, &dt.t, s->threshold, s->n_always, cand_ld,
+                 cand, count);
     int32_t max_count = 1;
     for (int g = 0; g < groups; g++)
         max_count = count[g] > max_count ? count[g] : max_count;

@@ -16,7 +16,8 @@
  *           full / LSH crosses 1 at a given f is the break-even (summarize.py).
  *  lookup   warp-cooperative (Fig. 4b) vs naive (Fig. 4a) bucket walks on the
  *           same codes, for {K,u,W} with big buckets (8,2,500) to small ones
- *           (16,3,500).
+ *           (16,3,500); and, from the same codes to one list for all rows, the
+ *           two steps (hits + candidates) vs the direct builder (lsh_direct.cu).
  *  sharing  rows 60 (12 sentences x beam 5) and 768 (64 x 12): per-row lists
  *           of f * V words (bench_lsh_data.h, make_sharing_lists: the always
  *           words, a pool shared by the sentence's rows, own random words),
@@ -97,8 +98,8 @@ typedef struct {
     float *logits, *top_v;
     int32_t *top_i;
     const int32_t *excluded;
-    void *cand_ws, *sm_ws;
-    size_t cand_ws_bytes, sm_ws_bytes;
+    void *cand_ws, *sm_ws, *direct_ws;
+    size_t cand_ws_bytes, sm_ws_bytes, direct_ws_bytes;
 } step_arg;
 
 static const float *x_at(const step_arg *a, int i)
@@ -148,6 +149,31 @@ static void run_hits(void *p, int i)
     const int32_t *codes = a->codes_all + (size_t)(i % a->x_copies) * a->rows * t_at(a, i)->w;
     NMT_OK(nmt_cuda_lsh_hits(a->rows, codes, NULL, t_at(a, i), a->lookup, a->hits, a->stream,
                              &err));
+}
+
+/* From the precomputed codes to the lists: hits (a->lookup) + candidates,
+ * which leaves hits at zero again ... */
+static void run_lists_two_step(void *p, int i)
+{
+    step_arg *a = (step_arg *)p;
+    const int32_t *codes = a->codes_all + (size_t)(i % a->x_copies) * a->rows * t_at(a, i)->w;
+    NMT_OK(nmt_cuda_lsh_hits(a->rows, codes, NULL, t_at(a, i), a->lookup, a->hits, a->stream,
+                             &err));
+    NMT_OK(nmt_cuda_lsh_candidates(a->rows, a->rows_per_group, a->vocab, a->hits, a->threshold,
+                                   a->n_always, a->hash_cand, a->vocab, a->hash_count,
+                                   a->cand_ws, a->cand_ws_bytes, a->stream, &err));
+}
+
+/* ... or in one go without the hit matrix (lsh_direct.cu; its workspace in
+ * direct_ws, zeroed once, left zeroed by every call). */
+static void run_lists_direct(void *p, int i)
+{
+    step_arg *a = (step_arg *)p;
+    const int32_t *codes = a->codes_all + (size_t)(i % a->x_copies) * a->rows * t_at(a, i)->w;
+    NMT_OK(nmt_cuda_lsh_candidates_direct(a->rows, a->rows_per_group, codes, NULL, t_at(a, i),
+                                          a->threshold, a->n_always, a->hash_cand, a->vocab,
+                                          a->hash_count, a->direct_ws, a->direct_ws_bytes,
+                                          a->stream, &err));
 }
 
 /* codes + hits + candidates: leaves hits at zero again. */
@@ -292,12 +318,15 @@ static void step_alloc(const bench *B, const weights *wt, step_arg *a, int rows,
     }
     a->sm_ws = dev_alloc(a->sm_ws_bytes);
     BENCH_CHECK(cudaMemset(a->sm_ws, 0, a->sm_ws_bytes));
+    a->direct_ws_bytes = nmt_cuda_lsh_direct_workspace_size(n_groups, wt->vocab);
+    a->direct_ws = dev_alloc(a->direct_ws_bytes);
+    BENCH_CHECK(cudaMemset(a->direct_ws, 0, a->direct_ws_bytes));
 }
 
 static void step_free(step_arg *a)
 {
     void *bufs[] = {a->x,      a->codes_all, a->codes,   a->hits,  a->hash_cand, a->hash_count,
-                    a->logits, a->top_v,     a->top_i,   a->cand_ws, a->sm_ws};
+                    a->logits, a->top_v,     a->top_i,   a->cand_ws, a->sm_ws, a->direct_ws};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             BENCH_CHECK(cudaFree(bufs[i]));
@@ -432,17 +461,24 @@ static void lookup_part(const bench *B, const weights *wt, const nmt_lsh_index *
             a.lookup = NMT_LSH_LOOKUP_NAIVE;
             double naive = time_us(run_hits, &a, B->stream);
             BENCH_CHECK(cudaMemsetAsync(a.hits, 0, hit_bytes, B->stream));
+            /* Codes to one list for all rows: the two steps (the faster
+             * lookup) against the direct builder. */
+            a.rows_per_group = rows;
+            a.n_always = 4 + B->top < wt->vocab ? 4 + B->top : wt->vocab;
+            a.lookup = naive < warp ? NMT_LSH_LOOKUP_NAIVE : NMT_LSH_LOOKUP_WARP;
+            double two_step = time_us(run_lists_two_step, &a, B->stream);
+            double direct = time_us(run_lists_direct, &a, B->stream);
             printf("{\"bench\":\"lsh\",\"part\":\"lookup\",\"H\":%d,\"V\":%d,\"rows\":%d,"
                    "\"K\":%d,\"u\":%d,\"W\":%d,\"mean_bucket\":%.2f,\"lookup_bucket\":%.2f,"
                    "\"max_bucket\":%d,\"warp_us\":%.3f,\"naive_us\":%.3f,"
-                   "\"naive_over_warp\":%.3f}\n",
+                   "\"naive_over_warp\":%.3f,\"two_step_us\":%.3f,\"direct_us\":%.3f}\n",
                    wt->dim, wt->vocab, rows, cfg.k, cfg.u, cfg.w, s.mean, s.lookup_mean, s.max,
-                   warp, naive, naive / warp);
+                   warp, naive, naive / warp, two_step, direct);
             fflush(stdout);
             fprintf(stderr, "lookup {%2d,%d,%d} V %6d rows %4d (bucket %.1f, a lookup's %.1f, "
-                    "max %d): warp %8.1f us, naive %8.1f us, naive/warp %.2fx\n", cfg.k, cfg.u,
-                    cfg.w, wt->vocab, rows, s.mean, s.lookup_mean, s.max, warp, naive,
-                    naive / warp);
+                    "max %d): warp %8.1f us, naive %8.1f us, naive/warp %.2fx; lists: two "
+                    "steps %8.1f us, direct %8.1f us\n", cfg.k, cfg.u, cfg.w, wt->vocab, rows,
+                    s.mean, s.lookup_mean, s.max, warp, naive, naive / warp, two_step, direct);
             step_free(&a);
         }
         if (built) {

@@ -49,6 +49,8 @@ void translate_print_help(const char *program)
         "      --lsh-share S       batch | sentence | row: hypotheses sharing one candidate\n"
         "                          list (default sentence; row scores each pair, an SDDMM)\n"
         "      --lsh-seed N        permutations and hash tables (default 1)\n"
+        "      --lsh-lists L       hits | direct: how CUDA builds the lists (same lists;\n"
+        "                          direct skips the hit matrix, experimental; default hits)\n"
         "      --stats FILE        write JSON counters after the run: decode time, steps,\n"
         "                          output-layer GPU time, candidates and recall (slower:\n"
         "                          time speed without it)\n"
@@ -67,7 +69,8 @@ void translate_print_help(const char *program)
 enum {
     OPT_ALPHA = 256, OPT_MAX_LEN_A, OPT_MAX_LEN_B, OPT_BATCH_SIZE, OPT_DEVICE, OPT_DEVICE_INDEX,
     OPT_NO_UNK_REPLACE, OPT_SCORES, OPT_MAX_LINE_BYTES, OPT_MAX_SRC_TOKENS, OPT_PROGRESS,
-    OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_STATS, OPT_TIMING
+    OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
+    OPT_STATS, OPT_TIMING
 };
 
 static const struct option long_options[] = {
@@ -91,6 +94,7 @@ static const struct option long_options[] = {
     {"top-words", required_argument, NULL, OPT_TOP_WORDS},
     {"lsh-share", required_argument, NULL, OPT_LSH_SHARE},
     {"lsh-seed", required_argument, NULL, OPT_LSH_SEED},
+    {"lsh-lists", required_argument, NULL, OPT_LSH_LISTS},
     {"stats", required_argument, NULL, OPT_STATS},
     {"timing", required_argument, NULL, OPT_TIMING},
     {"help", no_argument, NULL, 'h'},
@@ -234,6 +238,15 @@ static int apply_setting(translate_args *a, const char *key, const char *value)
     }
     if (!strcmp(key, "lsh_share"))
         return parse_share(value, &o->shrink.share);
+    if (!strcmp(key, "lsh_lists")) {
+        if (!strcmp(value, "hits"))
+            o->shrink.lists = NMT_LSH_LISTS_HITS;
+        else if (!strcmp(value, "direct"))
+            o->shrink.lists = NMT_LSH_LISTS_DIRECT;
+        else
+            return 0;
+        return 1;
+    }
     if (!strcmp(key, "lsh_seed")) {
         if (!parse_int(value, 0, 2147483647, &flag))
             return 0;
@@ -299,6 +312,7 @@ static const char *option_key(int code)
     case OPT_TOP_WORDS: return "top_words";
     case OPT_LSH_SHARE: return "lsh_share";
     case OPT_LSH_SEED: return "lsh_seed";
+    case OPT_LSH_LISTS: return "lsh_lists";
     case OPT_STATS: return "stats";
     case OPT_TIMING: return "timing";
     }

@@ -1,0 +1,204 @@
+/* lsh_direct.cu: LSH candidate lists straight from the band codes, with no
+ * [rows, V] hit matrix (kernels/lsh.h, nmt_cuda_lsh_candidates_direct).
+ *
+ * Why: on the H100 the two-step path (hits, then candidates) costs more than
+ * the GEMM it saves once there are hundreds of rows: every (row, band, bucket
+ * word) is a global atomic into a matrix of rows x V ints, and the compaction
+ * reads all of it back (docs/lsh.md, "Results on the H100").
+ *
+ *  mark:    a block per live row keeps its counts in shared memory, two 16-bit
+ *           counters a 32-bit word (W <= 65535 bands, so a count never carries
+ *           into its neighbour). The warps walk the row's buckets as the hits
+ *           kernel's WARP variant does (lane i looks band i up, then all lanes
+ *           walk one lane's bucket at a time). The atomic that lifts a word's
+ *           count to the threshold sets the word's bit in its group's bitmap:
+ *           counts only grow by one, so that happens exactly when the final
+ *           count is >= threshold, as in nmt_cpu_lsh_candidates.
+ *  compact: a block per group scans the group's bitmap (plus ids < n_always)
+ *           in word order with a block-wide exclusive scan of popcounts,
+ *           writes the words ascending, clears the bitmap for the next call
+ *           and writes count[g].
+ * Same lists as nmt_cuda_lsh_hits (zero hits) + nmt_cuda_lsh_candidates; the
+ * CPU oracle is nmt_cpu_lsh_hits + nmt_cpu_lsh_candidates. */
+#include <cub/block/block_scan.cuh>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "cuda_check.h"
+#include "lsh.h"
+#include "lsh_device.cuh"
+
+#define FULL_MASK 0xffffffffu
+
+static constexpr int kWarpSize = 32;
+static constexpr int kMarkThreads = 256;    /* a block per row */
+static constexpr int kCompactThreads = 256; /* a block per group */
+static constexpr int kWordsPerThread = 4;   /* bitmap words a compacting thread owns */
+static constexpr int32_t kMaxBands = 65535; /* 16-bit counters */
+static_assert(kMarkThreads % kWarpSize == 0, "whole warps: every lane takes part in shuffles");
+
+/* ---- mark: per-row counts in shared memory, group bitmaps in global ------ */
+
+static __global__ void __launch_bounds__(kMarkThreads)
+    direct_mark_kernel(const int32_t *__restrict__ codes, const int32_t *__restrict__ row_live,
+                       nmt_lsh_tables t, int32_t rows_per_group, int32_t threshold,
+                       uint32_t *bitmap, int32_t bitmap_ld)
+{
+    extern __shared__ uint32_t s_counts[]; /* [(vocab + 1) / 2] */
+    const int32_t row = blockIdx.x;
+    if (row_live && !__ldg(&row_live[row]))
+        return; /* the whole block: no barrier is skipped by part of it */
+    const int32_t n_counters = (t.vocab + 1) / 2;
+    for (int32_t i = threadIdx.x; i < n_counters; i += blockDim.x)
+        s_counts[i] = 0;
+    __syncthreads();
+
+    uint32_t *marks = bitmap + (int64_t)(row / rows_per_group) * bitmap_ld;
+    const int32_t *row_codes = codes + (int64_t)row * t.w;
+    const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
+    const int n_warps = blockDim.x / kWarpSize;
+    for (int32_t b0 = warp * kWarpSize; b0 < t.w; b0 += n_warps * kWarpSize) {
+        const int32_t band = b0 + lane;
+        int32_t start = 0, length = 0;
+        if (band < t.w)
+            find_bucket(t, band, __ldg(&row_codes[band]), &start, &length);
+        uint32_t pending = __ballot_sync(FULL_MASK, length > 0);
+        while (pending) {
+            const int src = __ffs(pending) - 1;
+            pending &= pending - 1;
+            const int32_t n = __shfl_sync(FULL_MASK, length, src);
+            const int32_t s_start = __shfl_sync(FULL_MASK, start, src);
+            const int32_t s_band = b0 + src;
+            const int32_t *words = t.bucket_words + (int64_t)s_band * t.vocab + s_start;
+            for (int32_t i = lane; i < n; i += kWarpSize) {
+                const int32_t word = __ldg(&words[i]);
+                const int shift = (word & 1) * 16;
+                const uint32_t old = atomicAdd(&s_counts[word >> 1], 1u << shift);
+                if ((int32_t)((old >> shift) & 0xffffu) + 1 == threshold)
+                    atomicOr(&marks[word >> 5], 1u << (word & 31));
+            }
+        }
+    }
+}
+
+/* ---- compact: a group's bitmap (and ids < n_always) into its list -------- */
+
+/* Bit j of bitmap word q is word 32 q + j: the mark, or always in, or (when
+ * every word qualifies) set; never past vocab. */
+static __device__ __forceinline__ uint32_t word_bits(const uint32_t *marks, int32_t q,
+                                                     int32_t vocab, int32_t n_always, bool all)
+{
+    const int32_t w0 = q * 32;
+    uint32_t bits = all ? FULL_MASK : marks[q];
+    if (n_always > w0)
+        bits |= n_always - w0 >= 32 ? FULL_MASK : (1u << (n_always - w0)) - 1u;
+    if (vocab - w0 < 32)
+        bits &= (1u << (vocab - w0)) - 1u;
+    return bits;
+}
+
+static __global__ void __launch_bounds__(kCompactThreads)
+    direct_compact_kernel(int32_t vocab, int32_t threshold, int32_t n_always,
+                          uint32_t *bitmap, int32_t bitmap_ld, int32_t *__restrict__ cand,
+                          int64_t cand_ld, int32_t *__restrict__ count)
+{
+    typedef cub::BlockScan<int32_t, kCompactThreads> Scan;
+    __shared__ typename Scan::TempStorage s_scan;
+    __shared__ int32_t s_base;
+    const int32_t g = blockIdx.x;
+    uint32_t *marks = bitmap + (int64_t)g * bitmap_ld;
+    int32_t *list = cand + (int64_t)g * cand_ld;
+    const bool all = threshold <= 0;
+    const int32_t n_words = (vocab + 31) / 32;
+    if (threadIdx.x == 0)
+        s_base = 0;
+    __syncthreads();
+    for (int32_t tile = 0; tile < n_words; tile += kCompactThreads * kWordsPerThread) {
+        const int32_t q0 = tile + threadIdx.x * kWordsPerThread;
+        uint32_t bits[kWordsPerThread];
+        int32_t n = 0;
+#pragma unroll
+        for (int i = 0; i < kWordsPerThread; i++) {
+            const int32_t q = q0 + i;
+            bits[i] = q < n_words ? word_bits(marks, q, vocab, n_always, all) : 0u;
+            n += __popc(bits[i]);
+        }
+        int32_t offset = 0, total = 0;
+        Scan(s_scan).ExclusiveSum(n, offset, total);
+        int32_t at = s_base + offset;
+#pragma unroll
+        for (int i = 0; i < kWordsPerThread; i++) {
+            const int32_t q = q0 + i;
+            uint32_t b = bits[i];
+            while (b) {
+                list[at++] = q * 32 + (__ffs(b) - 1);
+                b &= b - 1;
+            }
+            if (q < n_words)
+                marks[q] = 0; /* ready for the next call */
+        }
+        __syncthreads(); /* every thread has read s_base and reused s_scan */
+        if (threadIdx.x == 0)
+            s_base += total;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        count[g] = s_base;
+}
+
+/* ---- exported ------------------------------------------------------------- */
+
+extern "C" size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t vocab)
+{
+    if (max_groups < 1 || vocab < 1)
+        return 0;
+    return (size_t)max_groups * (size_t)((vocab + 31) / 32) * sizeof(uint32_t);
+}
+
+extern "C" nmt_status nmt_cuda_lsh_candidates_direct(
+    int32_t n_rows, int32_t rows_per_group, const int32_t *codes, const int32_t *row_live,
+    const nmt_lsh_tables *t, int32_t threshold, int32_t n_always, int32_t *cand,
+    int64_t cand_ld, int32_t *count, void *workspace, size_t workspace_bytes, void *stream_ptr,
+    nmt_error *err)
+{
+    cudaStream_t stream = (cudaStream_t)stream_ptr;
+    NMT_ARG_CHECK(t && n_rows >= 0 && rows_per_group >= 1 && t->vocab >= 1 && t->w >= 1);
+    NMT_ARG_CHECK(t->w <= kMaxBands && cand_ld >= t->vocab && n_always >= 0);
+    NMT_ARG_CHECK(n_rows == 0 || (codes && cand && count && workspace));
+    NMT_ARG_CHECK((uintptr_t)t->slots % 16 == 0 && (uintptr_t)workspace % 4 == 0);
+    if (n_rows == 0)
+        return NMT_STATUS_OK;
+    const int64_t n_groups = ((int64_t)n_rows + rows_per_group - 1) / rows_per_group;
+    const int32_t bitmap_ld = (t->vocab + 31) / 32;
+    const size_t need = (size_t)n_groups * (size_t)bitmap_ld * sizeof(uint32_t);
+    if (workspace_bytes < need)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "nmt_cuda_lsh_candidates_direct: workspace of %zu bytes, the call "
+                             "needs %zu (nmt_cuda_lsh_direct_workspace_size)", workspace_bytes,
+                             need);
+    if (n_groups > 2147483647)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "nmt_cuda_lsh_candidates_direct: %lld groups", (long long)n_groups);
+    const size_t smem = (size_t)((t->vocab + 1) / 2) * sizeof(uint32_t);
+    int device = 0, smem_max = 0;
+    NMT_CUDA_RETURN(cudaGetDevice(&device));
+    NMT_CUDA_RETURN(
+        cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    if (smem > (size_t)smem_max)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "nmt_cuda_lsh_candidates_direct: vocab %d needs %zu bytes of "
+                             "shared memory a block, the device allows %d", t->vocab, smem,
+                             smem_max);
+    NMT_CUDA_RETURN(cudaFuncSetAttribute(direct_mark_kernel,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem));
+    if (threshold > 0) { /* threshold <= 0: every word, nothing to count */
+        direct_mark_kernel<<<n_rows, kMarkThreads, smem, stream>>>(
+            codes, row_live, *t, rows_per_group, threshold, (uint32_t *)workspace, bitmap_ld);
+        NMT_LAUNCH_RETURN("direct_mark_kernel");
+    }
+    direct_compact_kernel<<<(unsigned)n_groups, kCompactThreads, 0, stream>>>(
+        t->vocab, threshold, n_always, (uint32_t *)workspace, bitmap_ld, cand, cand_ld, count);
+    NMT_LAUNCH_RETURN("direct_compact_kernel");
+    return NMT_STATUS_OK;
+}
