@@ -32,11 +32,17 @@ static void cpu_backend_free(nmt_backend *backend)
     free(self);
 }
 
-/* The CPU oracle measures no time and no recall: its counters stay as the
- * translator keeps them (sentences, decode time). */
+/* The CPU oracle measures no GPU time; it counts steps and, with shrinking
+ * and collect_stats 2, recall as nmt_cuda_output_recall does. */
 static void cpu_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
 {
-    (void)backend;
+    const cpu_backend *self = (const cpu_backend *)backend;
+    int64_t steps = 0, recall[3] = {0, 0, 0};
+    nmt_cpu_state_counters(self->state, &steps, recall);
+    stats->steps += steps;
+    stats->row_steps += recall[0];
+    stats->recall_hits += recall[1];
+    stats->candidate_words += recall[2];
     stats->output_layer_ms = -1.0;
 }
 
@@ -55,7 +61,8 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
     NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
                                  &self->state, err));
     if (config->shrink)
-        NMT_TRY(nmt_cpu_state_set_shrink(self->state, config->shrink, err));
+        NMT_TRY(nmt_cpu_state_set_shrink(self->state, config->shrink,
+                                         config->collect_stats >= 2, err));
     *backend = &self->base;
     return NMT_STATUS_OK;
 cleanup:

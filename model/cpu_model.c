@@ -151,5 +151,8 @@ void nmt_cpu_state_free(nmt_cpu_state *state)
     free(state->cand);
     free(state->cand_count);
     free(state->cand_log_probs);
+    free(state->group_first);
+    free(state->recall_values);
+    free(state->recall_ids);
     free(state);
 }

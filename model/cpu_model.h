@@ -35,9 +35,16 @@ void nmt_cpu_state_free(nmt_cpu_state *state);
 nmt_status nmt_cpu_encode(nmt_cpu_state *state, const nmt_source_batch *batch, nmt_error *err);
 
 /* Shrinks the output vocabulary of every later step (model/shrink.h); the
- * shrink's tables must outlive the state. Allocates the LSH buffers. */
+ * shrink's tables must outlive the state. Allocates the LSH buffers. With
+ * measure_recall, every step also scores the full vocabulary and counts how
+ * often its top-B words all lie in the row's list (nmt_cpu_state_counters). */
 nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shrink,
-                                    nmt_error *err);
+                                    int measure_recall, nmt_error *err);
+
+/* Steps taken so far and, with measure_recall, the recall counters:
+ * row-steps, row-steps whose full top-B words were all candidates, and
+ * candidate words scored (summed over row-steps). */
+void nmt_cpu_state_counters(const nmt_cpu_state *state, int64_t *steps, int64_t recall[3]);
 
 /* The step interface over this state (valid until the state is freed). */
 nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state);

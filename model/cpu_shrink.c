@@ -8,13 +8,14 @@
 #include "cpu_state.h"
 
 #include "error.h"
+#include "linear.h"
 #include "softmax_topk.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shrink,
-                                    nmt_error *err)
+                                    int measure_recall, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     if (!state || !shrink || shrink->mode == NMT_SHRINK_NONE)
@@ -37,11 +38,45 @@ nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shri
     NMT_ALLOC(state->lsh_hits, rows * V); /* zeroed: candidates leave it zero again */
     NMT_ALLOC(state->cand, rows * V);
     NMT_ALLOC(state->cand_count, rows);
+    NMT_ALLOC(state->group_first, rows + 1);
     NMT_ALLOC(state->cand_log_probs, V);
+    if (measure_recall) {
+        NMT_ALLOC(state->recall_values, rows * (size_t)state->beam_size);
+        NMT_ALLOC(state->recall_ids, rows * (size_t)state->beam_size);
+        state->measure_recall = 1;
+    }
     state->shrink = *shrink;
     state->has_shrink = 1;
 cleanup:
     return status;
+}
+
+void nmt_cpu_state_counters(const nmt_cpu_state *state, int64_t *steps, int64_t recall[3])
+{
+    *steps = state->steps;
+    for (int i = 0; i < 3; i++)
+        recall[i] = state->recall_stats[i];
+}
+
+/* The full softmax's top-B words of every row (PAD and BOS excluded, as the
+ * search excludes them) against each group's list: the oracle of
+ * nmt_cuda_output_recall. The candidate logits are no longer needed, so the
+ * full logits reuse their buffer. */
+static void count_recall(nmt_cpu_state *state, int32_t n_rows, const float *feed,
+                         const int32_t *group_first, int32_t n_groups)
+{
+    const nmt_model *model = state->model;
+    const int32_t V = state->vocab, H = state->hidden, B = state->beam_size;
+    const int32_t excluded[2] = {NMT_PAD_ID, NMT_BOS_ID};
+    nmt_cpu_linear(n_rows, V, H, feed, H, model->out_w, H, model->out_b, 0, state->logits, V);
+    nmt_cpu_softmax_topk(n_rows, V, state->logits, V, B, excluded, 2, state->recall_values,
+                         state->recall_ids, NULL);
+    for (int32_t g = 0; g < n_groups; g++) {
+        const int32_t first = group_first[g], rows = group_first[g + 1] - first;
+        nmt_cpu_lsh_recall(rows, rows, NULL, state->recall_ids + (size_t)first * B, B,
+                           state->cand + (size_t)g * V, V, &state->cand_count[g],
+                           state->recall_stats);
+    }
 }
 
 nmt_status nmt_cpu_shrink_log_probs(nmt_cpu_state *state, int32_t n_rows, const float *feed,
@@ -79,7 +114,11 @@ nmt_status nmt_cpu_shrink_log_probs(nmt_cpu_state *state, int32_t n_rows, const 
             for (int32_t j = 0; j < *count; j++)
                 lp[cand[j]] = state->cand_log_probs[j];
         }
+        state->group_first[group] = first;
         first = end;
     }
+    state->group_first[group] = n_rows;
+    if (state->measure_recall)
+        count_recall(state, n_rows, feed, state->group_first, group);
     return NMT_STATUS_OK;
 }

@@ -50,7 +50,14 @@ struct nmt_cpu_state {
     int32_t *lsh_hits;       /* [max_rows, V]: zero between steps */
     int32_t *cand;           /* [max_rows, V]: one list per group (at most a group a row) */
     int32_t *cand_count;     /* [max_rows] */
+    int32_t *group_first;    /* [max_rows + 1]: each group's first row, then n_rows */
     float *cand_log_probs;   /* [V]: one row's log-softmax over its candidates */
+    /* Recall (set_shrink with measure_recall): the full softmax's top-B words. */
+    int measure_recall;
+    float *recall_values;    /* [max_rows, B] */
+    int32_t *recall_ids;     /* [max_rows, B] */
+    int64_t recall_stats[3]; /* row-steps, recalled, candidate words (nmt_cpu_lsh_recall) */
+    int64_t steps;           /* step calls */
 };
 
 /* Step 5 with shrinking: log_probs [n_rows, V] of the rows' input feeds

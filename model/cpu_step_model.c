@@ -27,6 +27,7 @@ static nmt_status cpu_step(void *self, int32_t n_rows, const int32_t *prev_token
                              "cpu step: %d rows but the state holds %d", n_rows, state->n_rows);
     if (n_rows == 0)
         return NMT_STATUS_OK;
+    state->steps++;
     if (!prev_tokens || !log_probs || !attn_argmax)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu step: NULL argument");
     for (int32_t r = 0; r < n_rows; r++)

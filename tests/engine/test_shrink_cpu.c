@@ -6,7 +6,8 @@
  *  - LSH with small T translates every line, the same way twice for a seed,
  *    under every sharing mode; TOP with T = 20 gives finite scores;
  *  - bad shrink options are refused with a message naming the option;
- *  - stats on the CPU: sentences counted, output_layer_ms -1.
+ *  - stats on the CPU: sentences and steps counted, output_layer_ms -1, recall
+ *    exactly 1 when the list holds every word and a fraction otherwise.
  * Short lines and beam 2 keep it to a few seconds. */
 #include "nmt.h"
 #include "test_util.h"
@@ -99,11 +100,21 @@ int main(void)
     if (!run(model, &o, full, NULL))
         return test_finish("test_shrink_cpu");
 
-    /* T = V: every word is a candidate (n_always is capped at V). */
+    /* T = V: every word is a candidate (n_always is capped at V), so the full
+     * top-B always lies in the list: recall 1, V candidates a row-step. */
     o.shrink.mode = NMT_SHRINK_TOP;
     o.shrink.top = 1 << 24;
-    if (run(model, &o, got, NULL))
+    o.collect_stats = 2;
+    if (run(model, &o, got, &stats)) {
         expect_same("TOP with every word", got, full, 1e-5f);
+        CHECK(stats.steps > 0 && stats.row_steps >= N_LINES &&
+                  stats.recall_hits == stats.row_steps &&
+                  stats.candidate_words % stats.row_steps == 0,
+              "TOP with every word: %lld steps, %lld row-steps, %lld recalled, %lld words",
+              (long long)stats.steps, (long long)stats.row_steps, (long long)stats.recall_hits,
+              (long long)stats.candidate_words);
+    }
+    o.collect_stats = 0;
     clear(got);
     o.shrink.mode = NMT_SHRINK_LSH;
     o.shrink.k = 8, o.shrink.u = 2, o.shrink.w = 16, o.shrink.threshold = 1;
@@ -119,10 +130,17 @@ int main(void)
         o.shrink.mode = NMT_SHRINK_LSH;
         o.shrink.k = 8, o.shrink.u = 2, o.shrink.w = 32, o.shrink.top = 50;
         o.shrink.threshold = 2, o.shrink.share = shares[s];
-        o.collect_stats = 1;
+        o.collect_stats = 2;
         if (run(model, &o, got, &stats) && run(model, &o, again, NULL))
             expect_same("LSH twice", got, again, 0.0f);
         CHECK(stats.sentences == N_LINES, "stats: %lld sentences", (long long)stats.sentences);
+        /* Lists of at least min(54, V) words (the test model's V may be
+         * smaller than the 54 always-words); recall a fraction. */
+        CHECK(stats.row_steps > 0 && stats.recall_hits <= stats.row_steps &&
+                  stats.candidate_words >= 4 * stats.row_steps,
+              "LSH stats: %lld row-steps, %lld recalled, %lld words",
+              (long long)stats.row_steps, (long long)stats.recall_hits,
+              (long long)stats.candidate_words);
         CHECK(stats.output_layer_ms == -1.0, "stats: CPU output_layer_ms %g",
               stats.output_layer_ms);
         clear(got);
