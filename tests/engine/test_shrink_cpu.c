@@ -85,6 +85,74 @@ static void expect_refused(const nmt_model *model, const nmt_options *o, const c
     nmt_translator_free(t);
 }
 
+/* On the shipped Multi30k model (V = 4,778), where the lists really shrink:
+ * a list per sentence or per row depends only on that sentence's rows, so a
+ * sentence translates the same alone and inside a batch; every output still
+ * comes back, and the lists are smaller than V with a recall below 1. */
+static void real_shrinking(void)
+{
+    static char text[6][1024];
+    static const char *demo[6];
+    FILE *f = fopen(NMT_SOURCE_DIR "/models/demo.de", "r");
+    int n = 0;
+    while (f && n < 6 && fgets(text[n], sizeof text[n], f)) {
+        text[n][strcspn(text[n], "\r\n")] = '\0';
+        demo[n] = text[n];
+        n++;
+    }
+    if (f)
+        fclose(f);
+    nmt_model *model = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    CHECK(n == 6 && nmt_model_load(NMT_SOURCE_DIR "/models/multi30k-de-en.bin", &model, &err) ==
+                        NMT_STATUS_OK,
+          "models/demo.de (%d lines) or the Multi30k model: %s", n, err.message);
+    if (!model)
+        return;
+    const nmt_lsh_share shares[2] = {NMT_LSH_SHARE_SENTENCE, NMT_LSH_SHARE_ROW};
+    for (int s = 0; s < 2; s++) {
+        nmt_result batched[6], alone[6];
+        nmt_stats stats = {0};
+        for (int batch = 1; batch <= 6; batch += 5) {
+            nmt_options o;
+            nmt_options_init(&o);
+            o.device = NMT_DEVICE_CPU;
+            o.beam_size = 3;
+            o.batch_size = batch;
+            o.collect_stats = 2;
+            o.shrink.mode = NMT_SHRINK_LSH;
+            o.shrink.k = 16, o.shrink.u = 3, o.shrink.w = 32, o.shrink.top = 50;
+            o.shrink.threshold = 1, o.shrink.share = shares[s];
+            nmt_translator *t = NULL;
+            nmt_result *out = batch == 1 ? alone : batched;
+            CHECK(nmt_translator_create(model, &o, &t, &err) == NMT_STATUS_OK &&
+                      nmt_translate_batch(t, demo, 6, out, &err) == NMT_STATUS_OK &&
+                      nmt_translator_stats(t, &stats, &err) == NMT_STATUS_OK,
+                  "share %d batch %d: %s", (int)shares[s], batch, err.message);
+            nmt_translator_free(t);
+        }
+        for (int i = 0; i < 6; i++) {
+            CHECK(alone[i].n_hypotheses == 1 && batched[i].n_hypotheses == 1 &&
+                      !strcmp(alone[i].hypotheses[0].text, batched[i].hypotheses[0].text) &&
+                      alone[i].hypotheses[0].score == batched[i].hypotheses[0].score,
+                  "share %d line %d: alone '%s', batched '%s'", (int)shares[s], i,
+                  alone[i].n_hypotheses ? alone[i].hypotheses[0].text : "",
+                  batched[i].n_hypotheses ? batched[i].hypotheses[0].text : "");
+            nmt_result_clear(&alone[i]);
+            nmt_result_clear(&batched[i]);
+        }
+        const double per_row = stats.row_steps ? (double)stats.candidate_words / stats.row_steps
+                                               : 0.0;
+        CHECK(per_row >= 54.0 && per_row < 4778.0 && stats.recall_hits < stats.row_steps,
+              "share %d: %.1f candidates a row, recall %lld of %lld", (int)shares[s], per_row,
+              (long long)stats.recall_hits, (long long)stats.row_steps);
+        fprintf(stderr, "Multi30k, share %d: %.1f candidates a row, recall %.3f\n",
+                (int)shares[s], per_row,
+                stats.row_steps ? (double)stats.recall_hits / stats.row_steps : 0.0);
+    }
+    nmt_model_free(model);
+}
+
 int main(void)
 {
     test_seed();
@@ -171,5 +239,6 @@ int main(void)
 
     clear(full);
     nmt_model_free(model);
+    real_shrinking();
     return test_finish("test_shrink_cpu");
 }
