@@ -172,6 +172,19 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-src-len", type=int, default=100, help="drop longer training pairs")
     p.add_argument("--max-tgt-len", type=int, default=100, help="drop longer training pairs")
     p.add_argument("--limit", type=int, default=0, help="use only the first N training pairs")
+    p.add_argument("--prepared", help="cache of the tokenized data (.pkl.xz): loaded when it "
+                   "exists, else written; the data options must match the ones it was made with")
+
+
+def prepare_from_args(a: argparse.Namespace, log=print, src_vocab=None,
+                      tgt_vocab=None) -> Prepared:
+    """prepare() with the options of add_data_args, through the --prepared cache when given."""
+    def run():
+        return prepare(a.data, a.src_lang, a.tgt_lang, a.train_prefix, a.valid_prefix,
+                       a.src_min_freq, a.tgt_min_freq, a.src_max_vocab, a.tgt_max_vocab,
+                       a.max_src_len, a.max_tgt_len, a.limit, log=log, src_vocab=src_vocab,
+                       tgt_vocab=tgt_vocab)
+    return load_or_prepare(a.prepared, run, log) if a.prepared else run()
 
 
 def main() -> None:
@@ -181,9 +194,10 @@ def main() -> None:
     p.add_argument("--hidden-size", type=int, default=512)
     p.add_argument("--layers", type=int, default=2)
     a = p.parse_args()
-    d = prepare(a.data, a.src_lang, a.tgt_lang, a.train_prefix, a.valid_prefix, a.src_min_freq,
-                a.tgt_min_freq, a.src_max_vocab, a.tgt_max_vocab, a.max_src_len, a.max_tgt_len,
-                a.limit)
+    # Through the module, not __main__: a cache pickles its classes by module
+    # name, and train.py loads them as preprocess.*.
+    import preprocess as module
+    d = module.prepare_from_args(a)
     n = model_parameters(len(d.src_vocab), len(d.tgt_vocab), a.emb_size, a.hidden_size,
                          a.layers, a.layers)
     print(f"model: {n / 1e6:.2f}M parameters, {4 * n / 1e6:.1f} MB fp32, {2 * n / 1e6:.1f} MB fp16")

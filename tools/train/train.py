@@ -167,8 +167,6 @@ def parse_args(argv=None):
     g.add_argument("--valid-batch-size", type=int, default=128)
     g = p.add_argument_group("files")
     g.add_argument("--save-dir", required=True)
-    g.add_argument("--prepared", help="cache of the tokenized data (.pkl.xz): loaded when it "
-                   "exists, else written; the data options must match the ones it was made with")
     g.add_argument("--resume", action="store_true", help="continue from save-dir/last.pt")
     return p.parse_args(argv)
 
@@ -197,17 +195,9 @@ def main(argv=None) -> int:
         log(f"resuming from {last_path} after epoch {resume['epoch']}")
     log("args: " + json.dumps(vars(args), sort_keys=True))
 
-    def prepare():
-        return preprocess.prepare(
-            args.data, args.src_lang, args.tgt_lang, args.train_prefix, args.valid_prefix,
-            args.src_min_freq, args.tgt_min_freq, args.src_max_vocab, args.tgt_max_vocab,
-            args.max_src_len, args.max_tgt_len, args.limit, log=log,
-            src_vocab=resume["src_vocab"] if resume else None,
-            tgt_vocab=resume["tgt_vocab"] if resume else None)
-    if args.prepared:
-        data = preprocess.load_or_prepare(args.prepared, prepare, log)
-    else:
-        data = prepare()
+    data = preprocess.prepare_from_args(args, log,
+                                        src_vocab=resume["src_vocab"] if resume else None,
+                                        tgt_vocab=resume["tgt_vocab"] if resume else None)
 
     net = NMTNetwork(len(data.src_vocab), len(data.tgt_vocab), args.emb_size, args.hidden_size,
                      args.layers, args.layers, args.dropout, args.dec_init)
