@@ -34,14 +34,10 @@ build=build-gpu
 jobs="${NMT_GPU_CHECK_JOBS:-$(nproc)}"
 python="${NMT_PYTHON:-python3}"
 mkdir -p "$bench_dir"
-# The device image lacks libinih and libutf8proc: the lead carries Debian's
-# builds in .carry/deps (see docs/performance.md, "Reproducing").
-if [[ -d .carry/deps ]]; then
-    deps="$root/.carry/deps"
-    export PKG_CONFIG_PATH="$deps/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-    export CMAKE_PREFIX_PATH="$deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-    export LD_LIBRARY_PATH="$deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
+# The device image lacks libinih and libutf8proc (docs/performance.md, "Reproducing").
+# shellcheck source=tools/carry-env.sh
+. "$root/tools/carry-env.sh"
+use_carried_deps "$root"
 start=$(date +%s)
 elapsed() { echo $(( $(date +%s) - start )); }
 

@@ -4,6 +4,9 @@
 # summary. The caller sets NAME, OUT, WORK and the grid variables (GRID, TOPS,
 # THRESHOLDS, TOP_BASELINE, ...) with its own defaults before calling.
 
+# shellcheck source=tools/carry-env.sh
+. tools/carry-env.sh
+
 run() { echo "+ $*"; "$@"; }
 
 # Tees everything into $OUT/$NAME.log and, on exit, packs $WORK/<parts...>
@@ -38,12 +41,7 @@ lsh_build_engine() {
     if [ -z "${TRANSLATE:-}" ]; then
         BUILD_DIR=${BUILD_DIR:-build-gpu}
         echo "=== build ($BUILD_DIR)"
-        if [ -d .carry/deps ]; then  # libinih and libutf8proc for the device image (tools/gpu-check.sh)
-            local deps="$PWD/.carry/deps"
-            export PKG_CONFIG_PATH="$deps/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-            export CMAKE_PREFIX_PATH="$deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-            export LD_LIBRARY_PATH="$deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-        fi
+        use_carried_deps "$PWD"
         run cmake -S . -B "$BUILD_DIR" -DNMT_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
             -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$WORK/configure.log"
         run cmake --build "$BUILD_DIR" --target translate -j "$(nproc)" >"$WORK/build.log" \
