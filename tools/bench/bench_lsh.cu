@@ -142,26 +142,34 @@ static void run_codes(void *p, int i)
                               &err));
 }
 
-/* Alone: reads the precomputed codes of the call's x copy. */
+/* The precomputed codes of the call's x copy. */
+static const int32_t *codes_at(const step_arg *a, int i)
+{
+    return a->codes_all + (size_t)(i % a->x_copies) * a->rows * t_at(a, i)->w;
+}
+
+/* Alone: the hits of the precomputed codes. */
 static void run_hits(void *p, int i)
 {
     step_arg *a = (step_arg *)p;
-    const int32_t *codes = a->codes_all + (size_t)(i % a->x_copies) * a->rows * t_at(a, i)->w;
-    NMT_OK(nmt_cuda_lsh_hits(a->rows, codes, NULL, t_at(a, i), a->lookup, a->hits, a->stream,
-                             &err));
+    NMT_OK(nmt_cuda_lsh_hits(a->rows, codes_at(a, i), NULL, t_at(a, i), a->lookup, a->hits,
+                             a->stream, &err));
 }
 
-/* From the precomputed codes to the lists: hits (a->lookup) + candidates,
- * which leaves hits at zero again ... */
-static void run_lists_two_step(void *p, int i)
+/* Codes to lists in two steps: hits (a->lookup) + candidates, which leaves
+ * hits at zero again. */
+static void lists_two_step(step_arg *a, const int32_t *codes, int i)
 {
-    step_arg *a = (step_arg *)p;
-    const int32_t *codes = a->codes_all + (size_t)(i % a->x_copies) * a->rows * t_at(a, i)->w;
     NMT_OK(nmt_cuda_lsh_hits(a->rows, codes, NULL, t_at(a, i), a->lookup, a->hits, a->stream,
                              &err));
     NMT_OK(nmt_cuda_lsh_candidates(a->rows, a->rows_per_group, a->vocab, a->hits, a->threshold,
                                    a->n_always, a->hash_cand, a->vocab, a->hash_count,
                                    a->cand_ws, a->cand_ws_bytes, a->stream, &err));
+}
+
+static void run_lists_two_step(void *p, int i)
+{
+    lists_two_step((step_arg *)p, codes_at((step_arg *)p, i), i);
 }
 
 /* ... or in one go without the hit matrix (lsh_direct.cu; its workspace in
@@ -169,23 +177,18 @@ static void run_lists_two_step(void *p, int i)
 static void run_lists_direct(void *p, int i)
 {
     step_arg *a = (step_arg *)p;
-    const int32_t *codes = a->codes_all + (size_t)(i % a->x_copies) * a->rows * t_at(a, i)->w;
-    NMT_OK(nmt_cuda_lsh_candidates_direct(a->rows, a->rows_per_group, codes, NULL, t_at(a, i),
-                                          a->threshold, a->n_always, a->hash_cand, a->vocab,
-                                          a->hash_count, a->direct_ws, a->direct_ws_bytes,
-                                          a->stream, &err));
+    NMT_OK(nmt_cuda_lsh_candidates_direct(a->rows, a->rows_per_group, codes_at(a, i), NULL,
+                                          t_at(a, i), a->threshold, a->n_always, a->hash_cand,
+                                          a->vocab, a->hash_count, a->direct_ws,
+                                          a->direct_ws_bytes, a->stream, &err));
 }
 
-/* codes + hits + candidates: leaves hits at zero again. */
+/* codes + hits + candidates. */
 static void run_hashing(void *p, int i)
 {
     step_arg *a = (step_arg *)p;
     run_codes(p, i);
-    NMT_OK(nmt_cuda_lsh_hits(a->rows, a->codes, NULL, t_at(a, i), a->lookup, a->hits, a->stream,
-                             &err));
-    NMT_OK(nmt_cuda_lsh_candidates(a->rows, a->rows_per_group, a->vocab, a->hits, a->threshold,
-                                   a->n_always, a->hash_cand, a->vocab, a->hash_count,
-                                   a->cand_ws, a->cand_ws_bytes, a->stream, &err));
+    lists_two_step(a, a->codes, i);
 }
 
 static void run_logits(void *p, int i)
