@@ -41,12 +41,14 @@ int translate_write_stats(const translate_args *args, const nmt_translator *tran
     fprintf(f, "  \"vocab_mode\": \"%s\",\n", mode);
     if (sh->mode == NMT_SHRINK_NONE)
         fprintf(f, "  \"lsh\": null,\n");
-    else
+    else {
+        /* TOP hashes nothing: its K, u, W and t are 0. */
+        const int lsh = sh->mode == NMT_SHRINK_LSH;
         fprintf(f, "  \"lsh\": {\"k\": %d, \"u\": %d, \"w\": %d, \"top\": %d, \"threshold\": %d, "
                    "\"share\": \"%s\", \"seed\": %u},\n",
-                sh->mode == NMT_SHRINK_LSH ? sh->k : 0, sh->mode == NMT_SHRINK_LSH ? sh->u : 0,
-                sh->mode == NMT_SHRINK_LSH ? sh->w : 0, sh->top,
-                sh->mode == NMT_SHRINK_LSH ? sh->threshold : 0, share_name(sh->share), sh->seed);
+                lsh * sh->k, lsh * sh->u, lsh * sh->w, sh->top, lsh * sh->threshold,
+                share_name(sh->share), sh->seed);
+    }
     if (st.row_steps > 0) {
         fprintf(f, "  \"candidates_per_row\": %.3f,\n",
                 (double)st.candidate_words / (double)st.row_steps);
