@@ -18,20 +18,9 @@ nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shri
                                     int measure_recall, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    if (!state || !shrink || shrink->mode == NMT_SHRINK_NONE)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu shrink: nothing to set");
-    if (shrink->mode == NMT_SHRINK_LSH &&
-        (!shrink->tables || shrink->tables->dim != state->hidden ||
-         shrink->tables->vocab != state->vocab))
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cpu shrink: LSH tables for dim %d, vocab %d; the model has %d, %d",
-                             shrink->tables ? shrink->tables->dim : -1,
-                             shrink->tables ? shrink->tables->vocab : -1, state->hidden,
-                             state->vocab);
-    if (shrink->n_always < 4 || shrink->n_always > state->vocab || shrink->threshold < 1)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cpu shrink: n_always %d outside [4, %d] or threshold %d < 1",
-                             shrink->n_always, state->vocab, shrink->threshold);
+    if (!state)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu shrink: state is NULL");
+    NMT_TRY(nmt_shrink_check(shrink, state->hidden, state->vocab, "cpu", err));
     const size_t rows = (size_t)state->max_rows, V = (size_t)state->vocab;
     const size_t W = shrink->mode == NMT_SHRINK_LSH ? (size_t)shrink->tables->w : 1;
     NMT_ALLOC(state->lsh_codes, rows * W);

@@ -38,4 +38,18 @@ static inline int32_t nmt_shrink_rows_per_group(const nmt_shrink *s, int32_t n_r
     return n_rows;
 }
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Refuses (NMT_STATUS_ERROR_ARGUMENT, the message prefixed with `who`) a
+ * shrink that is off, whose LSH tables were built for another hidden size or
+ * vocabulary, or whose n_always or threshold is out of range. */
+nmt_status nmt_shrink_check(const nmt_shrink *shrink, int32_t hidden, int32_t vocab,
+                            const char *who, nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* NMT_SHRINK_H */

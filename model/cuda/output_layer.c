@@ -79,18 +79,10 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
                                      int collect_stats, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    if (!m || !shrink || shrink->mode == NMT_SHRINK_NONE || m->shrink_arena)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda shrink: nothing to set");
+    if (!m || m->shrink_arena)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda shrink: no model, or set twice");
+    NMT_TRY(nmt_shrink_check(shrink, m->hidden, m->vocab, "cuda", err));
     const nmt_lsh_tables *t = shrink->tables;
-    if (shrink->mode == NMT_SHRINK_LSH &&
-        (!t || t->dim != m->hidden || t->vocab != m->vocab))
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cuda shrink: LSH tables for dim %d, vocab %d; the model has %d, %d",
-                             t ? t->dim : -1, t ? t->vocab : -1, m->hidden, m->vocab);
-    if (shrink->n_always < 4 || shrink->n_always > m->vocab || shrink->threshold < 1)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cuda shrink: n_always %d outside [4, %d] or threshold %d < 1",
-                             shrink->n_always, m->vocab, shrink->threshold);
     const shrink_layout l = layout_shrink(m, shrink, collect_stats);
     cudaStream_t stream = (cudaStream_t)m->stream;
     NMT_CUDA_TRY(cudaMalloc(&m->shrink_arena, l.total));
