@@ -64,9 +64,12 @@ typedef enum nmt_lsh_share {
 
 /* How the CUDA engine builds the LSH lists (the same lists either way). */
 typedef enum nmt_lsh_lists {
-    NMT_LSH_LISTS_HITS = 0,  /* hit counts in a [rows, V] matrix, then compaction (default) */
-    NMT_LSH_LISTS_DIRECT = 1 /* experimental: counts in shared memory, no hit matrix
-                                (kernels/cuda/lsh_direct.cu; not yet measured) */
+    NMT_LSH_LISTS_HITS = 0,   /* hit counts in a [rows, V] matrix, then compaction */
+    NMT_LSH_LISTS_DIRECT = 1, /* counts in shared memory, no hit matrix
+                                 (kernels/cuda/lsh_direct.cu) */
+    NMT_LSH_LISTS_AUTO = 2    /* default: HITS below 128 rows a step, DIRECT from 128
+                                 (bench_lsh on an H100: DIRECT 2.3-3.2x faster at 768
+                                 rows, 2.5x slower at 12; docs/lsh.md) */
 } nmt_lsh_lists;
 
 typedef struct nmt_shrink_options {
@@ -76,7 +79,7 @@ typedef struct nmt_shrink_options {
     int threshold;        /* t: a word is a candidate when >= t bands match */
     nmt_lsh_share share;  /* default NMT_LSH_SHARE_BATCH */
     unsigned seed;        /* permutations and hash tables, default 1 */
-    nmt_lsh_lists lists;  /* default NMT_LSH_LISTS_HITS; the CPU ignores it */
+    nmt_lsh_lists lists;  /* default NMT_LSH_LISTS_AUTO; the CPU ignores it */
 } nmt_shrink_options;
 
 /* Translation options. Initialize with nmt_options_init, then override. */

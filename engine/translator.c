@@ -54,6 +54,7 @@ void nmt_options_init(nmt_options *options)
     options->shrink.threshold = 2;
     options->shrink.share = NMT_LSH_SHARE_SENTENCE;
     options->shrink.seed = 1;
+    options->shrink.lists = NMT_LSH_LISTS_AUTO;
 }
 
 int nmt_cuda_available(void)
@@ -100,7 +101,8 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     if (sh->mode == NMT_SHRINK_LSH) {
         REQUIRE(sh->threshold >= 1 && sh->threshold <= sh->w,
                 "lsh threshold t=%d: must be in 1..W (%d)", sh->threshold, sh->w);
-        REQUIRE(sh->lists == NMT_LSH_LISTS_HITS || sh->lists == NMT_LSH_LISTS_DIRECT,
+        REQUIRE(sh->lists == NMT_LSH_LISTS_HITS || sh->lists == NMT_LSH_LISTS_DIRECT ||
+                    sh->lists == NMT_LSH_LISTS_AUTO,
                 "lsh lists %d: unknown", (int)sh->lists);
     }
 #undef REQUIRE

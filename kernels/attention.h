@@ -7,7 +7,9 @@
  *   score_j = query[r] . keys[s, j]   (j < S; positions >= S are masked)
  *   a = softmax(score);  context[r] = sum_j a_j memory[s, j]
  * weights[r, j] (may be NULL) gets a for j < S and 0 beyond; argmax[r] the
- * smallest j with the largest a_j. */
+ * smallest j with the largest a_j. query and context rows are ld_query and
+ * ld_context floats apart (>= hidden): the CUDA decoder reads h_top and
+ * writes the context inside its [context; h_top] row buffer. */
 #ifndef NMT_KERNELS_ATTENTION_H
 #define NMT_KERNELS_ATTENTION_H
 
@@ -20,13 +22,14 @@ extern "C" {
 
 void nmt_cpu_attention(int32_t n_rows, int32_t hidden, int32_t max_src, const int32_t *row_sentence,
                        const int32_t *src_len, const float *keys, const float *memory,
-                       const float *query, float *context, float *weights, int32_t *argmax);
+                       const float *query, int32_t ld_query, float *context, int32_t ld_context,
+                       float *weights, int32_t *argmax);
 
 nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
                               const int32_t *row_sentence, const int32_t *src_len,
                               const float *keys, const float *memory, const float *query,
-                              float *context, float *weights, int32_t *argmax, void *stream,
-                              nmt_error *err);
+                              int32_t ld_query, float *context, int32_t ld_context,
+                              float *weights, int32_t *argmax, void *stream, nmt_error *err);
 
 #ifdef __cplusplus
 }

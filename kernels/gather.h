@@ -1,5 +1,10 @@
 /* gather.h: dst[i, :] = src[index[i], :] for i < n_rows (rows of `dim` floats).
- * Reorders LSTM states and input feed by beam back-pointers. dst != src. */
+ * Reorders LSTM states and input feed by beam back-pointers. dst != src.
+ *
+ * gather_segments: several such gathers in one launch, each a column block
+ * with its own source, index and row strides: the decoder's step inputs
+ * (target embeddings by token, states and feed by back-pointer) are one
+ * launch instead of one per tensor. Segments must not overlap their sources. */
 #ifndef NMT_KERNELS_GATHER_H
 #define NMT_KERNELS_GATHER_H
 
@@ -10,11 +15,27 @@
 extern "C" {
 #endif
 
+enum { NMT_GATHER_MAX_SEGMENTS = 24 };
+
+/* dst[i * ld_dst + j] = src[index[i] * ld_src + j], j < width. */
+typedef struct nmt_gather_segment {
+    const float *src;
+    const int32_t *index;
+    float *dst;
+    int32_t width, ld_src, ld_dst;
+} nmt_gather_segment;
+
 void nmt_cpu_gather_rows(int32_t n_rows, int32_t dim, const float *src, const int32_t *index,
                          float *dst);
 
 nmt_status nmt_cuda_gather_rows(int32_t n_rows, int32_t dim, const float *src,
                                 const int32_t *index, float *dst, void *stream, nmt_error *err);
+
+void nmt_cpu_gather_segments(int32_t n_rows, int32_t n_segments,
+                             const nmt_gather_segment *segments);
+nmt_status nmt_cuda_gather_segments(int32_t n_rows, int32_t n_segments,
+                                    const nmt_gather_segment *segments, void *stream,
+                                    nmt_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 /* pointwise.h: small element-wise ops the layers need between GEMMs.
  * tanh_inplace: x[i] = tanh(x[i]) for i < n (the attentional vector
- * f = tanh(W_c [c; h]) after its two-slice linear). */
+ * f = tanh(W_c [c; h]) after its linear).
+ * tanh_rows: the same over n_rows rows of `width` floats, ld apart (the CUDA
+ * decoder keeps f inside a wider row buffer, beside the state it feeds). */
 #ifndef NMT_KERNELS_POINTWISE_H
 #define NMT_KERNELS_POINTWISE_H
 
@@ -14,6 +16,9 @@ extern "C" {
 void nmt_cpu_tanh_inplace(int64_t n, float *x);
 
 nmt_status nmt_cuda_tanh_inplace(int64_t n, float *x, void *stream, nmt_error *err);
+void nmt_cpu_tanh_rows(int32_t n_rows, int32_t width, float *x, int32_t ld);
+nmt_status nmt_cuda_tanh_rows(int32_t n_rows, int32_t width, float *x, int32_t ld, void *stream,
+                              nmt_error *err);
 
 #ifdef __cplusplus
 }

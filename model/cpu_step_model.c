@@ -53,13 +53,14 @@ static nmt_status cpu_step(void *self, int32_t n_rows, const int32_t *prev_token
                            lstm->b_ih, 0, gates, 4 * H);
         }
         nmt_cpu_linear(n_rows, 4 * H, H, h, H, lstm->w_hh, H, lstm->b_hh, 1, gates, 4 * H);
-        nmt_cpu_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H);
+        nmt_cpu_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
     }
     const float *top = state->dec_h[cur][state->dec_layers - 1];
 
     /* 3. Attention over each row's own sentence. */
     nmt_cpu_attention(n_rows, H, state->max_src, state->row_sentence[cur], state->src_len,
-                      state->keys, state->memory, top, state->context, state->attn, attn_argmax);
+                      state->keys, state->memory, top, H, state->context, H, state->attn,
+                      attn_argmax);
 
     /* 4. f_t = tanh(W_c [c_t; h_t]), kept as the next step's input feed. */
     nmt_cpu_linear(n_rows, H, H, state->context, H, model->attn_w_c, 2 * H, NULL, 0, feed, H);

@@ -4,23 +4,38 @@
  * Selection: each of the sentence's B rows arrives with its 2B best words
  * sorted best first (nmt_cuda_softmax_topk), so its candidates score_k +
  * log p are a sorted list too (adding a constant keeps the order), and the
- * 2B best of the B x 2B candidates are a B-way merge: 2B rounds, each a block
- * reduction over the B list heads under the order (score desc, slot asc,
- * word asc), popping the winner. O(B log B) per round, exact ties, no sort
- * of B x 2B. -inf and NaN candidates are never taken (as on the host).
- * Split (one thread, at most 2B entries): among the first B, EOS candidates
- * finish with log_prob / step^alpha; the first B non-EOS of the 2B live on.
- * The sentence is done with B finished, at its max-length step, or with no
- * survivor. Backtracking walks the history once, after the last step. */
+ * 2B best of the B x 2B candidates are a B-way merge: 2B rounds, each taking
+ * the best list head under the order (score desc, slot asc, word asc) and
+ * popping it. Exact ties, no sort of B x 2B. -inf and NaN candidates (and
+ * ids < 0) are never taken (as on the host); such a head stops its list.
+ * Two variants of the merge, picked by B in nmt_cuda_beam_step:
+ *  - B <= 32 (the usual beams), one warp: every round of the block variant
+ *    is latency (a global read and 7 barriers), which made a 5-beam step
+ *    cost ~18 us. Here the B x 2B lists are copied to shared memory first,
+ *    in one pass with every copy in flight (cp.async), issued before the
+ *    sentence index is known: they are read at every step, also the last
+ *    and for done sentences, within the [rows, 2B] the caller provides.
+ *    Lane k then holds slot k's head and base score in registers, and a
+ *    round is a warp shuffle reduction under the same order, no barrier.
+ *  - B > 32, 128 threads: a round is a block reduction over the heads read
+ *    from global memory. O(B log B) per round.
+ * Split (one thread, at most 2B entries, shared by both): among the first
+ * B, EOS candidates finish with log_prob / step^alpha; the first B non-EOS
+ * of the 2B live on. The sentence is done with B finished, at its
+ * max-length step, or with no survivor. Backtracking walks the history
+ * once, after the last step. */
 #include "beam_step.h"
 
 #include "cuda/cuda_check.h"
 
+#include <cuda_pipeline.h>
 #include <math.h>
 
 #define BEAM_THREADS 128
 #define BEAM_MAX 256
+#define WARP_BEAM_MAX 32 /* beams up to this take the one-warp kernel: a lane a slot */
 static_assert((BEAM_THREADS & (BEAM_THREADS - 1)) == 0, "BEAM_THREADS: a power of two");
+static_assert(WARP_BEAM_MAX <= 32, "WARP_BEAM_MAX: one lane per slot");
 
 typedef struct beam_candidate {
     float score;
@@ -45,6 +60,60 @@ static __device__ bool candidate_before(const beam_candidate &a, const beam_cand
     if (a.slot != b.slot)
         return a.slot < b.slot;
     return a.word < b.word;
+}
+
+/* Slot `slot`'s candidate of log p `value` for `word`, or none when it may
+ * not be taken (the block kernel's test, written once for the warp kernel). */
+static __device__ beam_candidate offered(float base, float value, int32_t word, int32_t slot)
+{
+    beam_candidate c;
+    c.score = base + value;
+    c.slot = slot;
+    c.word = word;
+    return word >= 0 && c.score > -INFINITY ? c : no_candidate();
+}
+
+/* The split of the n_chosen selected candidates (best first), in rank
+ * order, exactly as decoder/beam_search.c; one thread. n_fin: the
+ * sentence's finished hypotheses before this step. slot_attn[k]: the
+ * attention argmax of slot k's row. */
+static __device__ void split_chosen(const nmt_beam_device &b, int32_t s, int32_t step,
+                                    int last_step, const beam_candidate *chosen,
+                                    int32_t n_chosen, int32_t n_fin, const int32_t *slot_attn)
+{
+    const int32_t B = b.beam, K = 2 * B;
+    int32_t n_alive = 0;
+    const int64_t fin0 = (int64_t)s * K;
+    const int64_t hist0 = ((int64_t)s * b.hist_len + (step - 1)) * B;
+    for (int32_t c = 0; c < n_chosen; c++) {
+        const beam_candidate cand = chosen[c];
+        const int32_t parent_slot = step > 1 ? cand.slot : -1;
+        if (cand.word == b.eos_id) {
+            if (c >= B || n_fin >= K)
+                continue; /* n_fin < K always holds: at most B - 1 + B finish */
+            b.fin_log_prob[fin0 + n_fin] = cand.score;
+            b.fin_score[fin0 + n_fin] = cand.score / powf((float)step, b.alpha);
+            b.fin_length[fin0 + n_fin] = step;
+            b.fin_parent[fin0 + n_fin] = parent_slot;
+            n_fin++;
+        } else if (n_alive < B && step - 1 < b.hist_len) {
+            b.hist_token[hist0 + n_alive] = cand.word;
+            b.hist_attn[hist0 + n_alive] = slot_attn[cand.slot];
+            b.hist_parent[hist0 + n_alive] = parent_slot;
+            b.scores[(int64_t)s * B + n_alive] = cand.score;
+            b.tokens[(int64_t)s * B + n_alive] = cand.word;
+            b.parents[(int64_t)s * B + n_alive] = cand.slot;
+            n_alive++;
+        }
+    }
+    for (int32_t k = n_alive; k < B; k++) {
+        b.scores[(int64_t)s * B + k] = -INFINITY;
+        b.tokens[(int64_t)s * B + k] = b.eos_id; /* any valid id: the row is dead */
+        b.parents[(int64_t)s * B + k] = 0;
+    }
+    b.n_finished[s] = n_fin;
+    if (n_fin >= B || last_step || n_alive == 0)
+        b.done[s] = 1;
 }
 
 static __global__ void beam_init_kernel(nmt_beam_device b, int32_t n, int32_t bos_id)
@@ -145,42 +214,84 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, int32_t step, const floa
         __syncthreads();
     }
     __syncthreads();
-    if (tid != 0)
-        return;
+    if (tid == 0)
+        split_chosen(b, s, step, last_step, chosen, n_chosen, b.n_finished[s],
+                     attn_argmax + row0);
+}
 
-    /* The split, in rank order, exactly as decoder/beam_search.c. */
-    int32_t n_fin = b.n_finished[s], n_alive = 0;
-    const int64_t fin0 = (int64_t)s * K;
-    const int64_t hist0 = ((int64_t)s * b.hist_len + (step - 1)) * B;
-    for (int32_t c = 0; c < n_chosen; c++) {
-        const beam_candidate cand = chosen[c];
-        const int32_t parent_slot = step > 1 ? cand.slot : -1;
-        if (cand.word == b.eos_id) {
-            if (c >= B || n_fin >= K)
-                continue; /* n_fin < K always holds: at most B - 1 + B finish */
-            b.fin_log_prob[fin0 + n_fin] = cand.score;
-            b.fin_score[fin0 + n_fin] = cand.score / powf((float)step, b.alpha);
-            b.fin_length[fin0 + n_fin] = step;
-            b.fin_parent[fin0 + n_fin] = parent_slot;
-            n_fin++;
-        } else if (n_alive < B && step - 1 < b.hist_len) {
-            b.hist_token[hist0 + n_alive] = cand.word;
-            b.hist_attn[hist0 + n_alive] = attn_argmax[row0 + cand.slot];
-            b.hist_parent[hist0 + n_alive] = parent_slot;
-            b.scores[(int64_t)s * B + n_alive] = cand.score;
-            b.tokens[(int64_t)s * B + n_alive] = cand.word;
-            b.parents[(int64_t)s * B + n_alive] = cand.slot;
-            n_alive++;
+static __global__ void __launch_bounds__(32)
+beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, int32_t step,
+                      const float *top_values, const int32_t *top_ids, const float *logits,
+                      int32_t ld_logits, const float *lse, const int32_t *attn_argmax)
+{
+    extern __shared__ float top_lists[]; /* values [B, 2B], then ids [B, 2B] */
+    __shared__ beam_candidate chosen[2 * WARP_BEAM_MAX];
+    __shared__ int32_t slot_attn[WARP_BEAM_MAX];
+
+    const int32_t B = b.beam, K = 2 * B, n_top = B * K, lane = threadIdx.x;
+    const int32_t p = blockIdx.x;
+    const int64_t row0 = (int64_t)p * B;
+    const bool has_slot = lane < B;
+    float *top_value = top_lists;
+    int32_t *top_word = (int32_t *)(top_lists + n_top);
+
+    /* Every read that does not need the sentence goes out at once. */
+    const int32_t s = act[p];
+    const int32_t attn = has_slot ? attn_argmax[row0 + lane] : 0;
+    for (int32_t i = lane; i < n_top; i += 32) {
+        __pipeline_memcpy_async(top_value + i, top_values + row0 * K + i, sizeof(float));
+        __pipeline_memcpy_async(top_word + i, top_ids + row0 * K + i, sizeof(int32_t));
+    }
+    __pipeline_commit();
+    const int32_t done = b.done[s], max_len = b.max_len[s], n_fin = b.n_finished[s];
+    const float base = has_slot ? b.scores[(int64_t)s * B + lane] : -INFINITY;
+    if (done) {
+        __pipeline_wait_prior(0); /* no copy may land after the block's memory is freed */
+        return;                   /* uniform across the warp */
+    }
+    const int last_step = step >= max_len;
+    if (has_slot)
+        slot_attn[lane] = attn;
+
+    /* Lane k: slot k's list head (position j) as a candidate. */
+    int32_t j = 0;
+    beam_candidate head = no_candidate();
+    if (has_slot && last_step) {
+        const int64_t row = row0 + lane;
+        head = offered(base, logits[row * ld_logits + b.eos_id] - lse[row], b.eos_id, lane);
+    }
+    __pipeline_wait_prior(0);
+    __syncwarp(); /* the other lanes' copies are visible from here */
+    if (has_slot && !last_step)
+        head = offered(base, top_value[lane * K], top_word[lane * K], lane);
+
+    int32_t n_chosen = 0;
+    for (int32_t round = 0; round < K; round++) {
+        /* Butterfly: every lane ends with the same best, as the order is
+         * total (slots differ; the no-candidates are all equal). */
+        beam_candidate best = head;
+        for (int32_t mask = 16; mask > 0; mask /= 2) {
+            beam_candidate other;
+            other.score = __shfl_xor_sync(0xffffffffu, best.score, mask);
+            other.slot = __shfl_xor_sync(0xffffffffu, best.slot, mask);
+            other.word = __shfl_xor_sync(0xffffffffu, best.word, mask);
+            if (candidate_before(other, best))
+                best = other;
         }
+        if (best.slot == INT32_MAX)
+            break; /* uniform */
+        if (lane == best.slot) {
+            chosen[round] = best;
+            j++;
+            head = no_candidate(); /* the last step offers EOS only, at j = 0 */
+            if (!last_step && j < K)
+                head = offered(base, top_value[lane * K + j], top_word[lane * K + j], lane);
+        }
+        n_chosen = round + 1;
     }
-    for (int32_t k = n_alive; k < B; k++) {
-        b.scores[(int64_t)s * B + k] = -INFINITY;
-        b.tokens[(int64_t)s * B + k] = b.eos_id; /* any valid id: the row is dead */
-        b.parents[(int64_t)s * B + k] = 0;
-    }
-    b.n_finished[s] = n_fin;
-    if (n_fin >= B || last_step || n_alive == 0)
-        b.done[s] = 1;
+    __syncwarp();
+    if (lane == 0)
+        split_chosen(b, s, step, last_step, chosen, n_chosen, n_fin, slot_attn);
 }
 
 static __global__ void backtrack_kernel(nmt_beam_device b, nmt_beam_results r)
@@ -271,9 +382,17 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "beam step: %d active, step %d, beam %d (max %d), hist_len %d",
                              n_active, step, b->beam, BEAM_MAX, b->hist_len);
-    beam_step_kernel<<<n_active, BEAM_THREADS, 0, (cudaStream_t)stream>>>(
-        *b, act, step, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
-    NMT_LAUNCH_TRY("beam_step_kernel");
+    if (b->beam <= WARP_BEAM_MAX) {
+        const size_t list_bytes =
+            (size_t)b->beam * 2 * b->beam * (sizeof(float) + sizeof(int32_t));
+        beam_step_warp_kernel<<<n_active, 32, list_bytes, (cudaStream_t)stream>>>(
+            *b, act, step, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
+        NMT_LAUNCH_TRY("beam_step_warp_kernel");
+    } else {
+        beam_step_kernel<<<n_active, BEAM_THREADS, 0, (cudaStream_t)stream>>>(
+            *b, act, step, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
+        NMT_LAUNCH_TRY("beam_step_kernel");
+    }
 cleanup:
     return status;
 }

@@ -229,8 +229,6 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
         NMT_TRY(nmt_cuda_beam_prepare_rows(&b, n_active, self->act_dev, old_pos, net->row_tokens,
                                            net->row_sentence, net->row_parent, net->row_live,
                                            stream, err));
-        if (step > 1)
-            NMT_TRY(nmt_cuda_decoder_reorder(net, rows, err));
         old_pos = NULL;
         NMT_TRY(nmt_cuda_decoder_step(net, rows, dev.src_len, stride, err));
         if (timed)

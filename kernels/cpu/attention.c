@@ -8,7 +8,8 @@
 
 void nmt_cpu_attention(int32_t n_rows, int32_t hidden, int32_t max_src, const int32_t *row_sentence,
                        const int32_t *src_len, const float *keys, const float *memory,
-                       const float *query, float *context, float *weights, int32_t *argmax)
+                       const float *query, int32_t ld_query, float *context, int32_t ld_context,
+                       float *weights, int32_t *argmax)
 {
     /* The probabilities of one row, kept in double for the context sum
      * (a VLA: max_src is a few hundred, the oracle allocates nothing). */
@@ -20,7 +21,7 @@ void nmt_cpu_attention(int32_t n_rows, int32_t hidden, int32_t max_src, const in
             len = max_src;
         const float *sent_keys = keys + (int64_t)s * max_src * hidden;
         const float *sent_memory = memory + (int64_t)s * max_src * hidden;
-        const float *q = query + (int64_t)r * hidden;
+        const float *q = query + (int64_t)r * ld_query;
 
         double max_score = -INFINITY;
         for (int32_t j = 0; j < len; j++) {
@@ -46,7 +47,7 @@ void nmt_cpu_attention(int32_t n_rows, int32_t hidden, int32_t max_src, const in
             double sum = 0.0;
             for (int32_t j = 0; j < len; j++)
                 sum += prob[j] * (double)sent_memory[(int64_t)j * hidden + d];
-            context[(int64_t)r * hidden + d] = (float)sum;
+            context[(int64_t)r * ld_context + d] = (float)sum;
         }
         if (weights) {
             for (int32_t j = 0; j < max_src; j++)

@@ -11,7 +11,8 @@ static double sigmoid(double x)
 
 void nmt_cpu_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int32_t ld_x,
                        const float *gates_h, const float *bias, const float *c_prev,
-                       float *c_out, float *h_out, int32_t ld_h)
+                       float *c_out, float *h_out, int32_t ld_h, float *h_out2,
+                       int32_t ld_h2)
 {
     for (int32_t r = 0; r < n_rows; r++) {
         const float *gx = gates_x + (int64_t)r * ld_x;
@@ -31,7 +32,10 @@ void nmt_cpu_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int
             double c_new = sigmoid(gate[1]) * c_old + sigmoid(gate[0]) * tanh(gate[2]);
             float c_rounded = (float)c_new;
             c_out[(int64_t)r * hidden + j] = c_rounded;
-            h_out[(int64_t)r * ld_h + j] = (float)(sigmoid(gate[3]) * tanh((double)c_rounded));
+            const float h = (float)(sigmoid(gate[3]) * tanh((double)c_rounded));
+            h_out[(int64_t)r * ld_h + j] = h;
+            if (h_out2)
+                h_out2[(int64_t)r * ld_h2 + j] = h;
         }
     }
 }

@@ -3,16 +3,36 @@
  * Shapes: keys, memory [n_sentences, max_src, hidden]; query, context
  * [n_rows, hidden]; weights [n_rows, max_src] (optional); argmax [n_rows]
  * (optional). Row r reads sentence s = row_sentence[r] with S = src_len[s]
- * positions (ragged; clamped to max_src):
+ * positions (ragged; clamped to [0, max_src]):
  *   score_j = query[r] . keys[s, j]   (j < S)
  *   a = softmax(score);  context[r] = sum_j a_j memory[s, j]
- * One block per row does the three reductions of Dikbayir et al. ("Fast
- * multidimensional reduction and broadcast operations on GPU") in one launch:
- * a warp per position reduces the dot product over H (shuffles), the masked
- * softmax normalizer is the online (m, d) merge of Milakov & Gimelshein
- * (eq. 4) over a block, and the context reduces over positions with threads
- * over H (coalesced rows of memory). argmax is the lowest j with the largest
- * a_j (-1 when S = 0, where weights and context are 0). */
+ * argmax is the lowest j with the largest a_j (-1 when S = 0, where weights
+ * and context are 0).
+ *
+ * The three reductions of Dikbayir et al. ("Fast multidimensional reduction
+ * and broadcast operations on GPU") in one launch. In decoding the batch is
+ * a beam or a few (5 rows, H = 512, S ~ 13): a handful of blocks, so the
+ * time is the block's dependent chain (memory round trips, then instruction
+ * latencies), not bandwidth. The layout keeps that chain short:
+ *  - grid (row, slice): the context of a row is split into `slices` column
+ *    ranges of H, one block each, so a small batch spreads its memory reads
+ *    over more SMs. Every slice computes the row's full scores (the score
+ *    must see all of H); the launcher uses slices > 1 only while the grid
+ *    is smaller than the GPU, so big batches read keys once per row.
+ *  - one round of loads: right after src_len, each thread issues its first
+ *    kContextBatch memory rows and each warp the keys and query of its
+ *    kScorePositions positions (kScoreFloats floats a lane per position,
+ *    float4 where H % 4 == 0 and the pointers are 16-byte aligned), all
+ *    before the first FMA; four partial sums a position, then shuffles.
+ *  - softmax: every warp takes the max (one redux) and the sum (shuffles)
+ *    itself, in the same order, so the block needs no merge and every slice
+ *    divides by the same d.
+ *  - context: threads are (position group, column): G groups of W (a power
+ *    of two) or, for wide slices, G = 1 and threads striding over the
+ *    columns; a thread sums its column over positions g, g + G, ... and the
+ *    G groups are added in shared memory in a fixed order.
+ *  - the last warp of slice 0 writes weights and argmax (a redux) while the
+ *    others store the context. */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -23,149 +43,306 @@
 #define FULL_MASK 0xffffffffu
 static constexpr int kThreads = 256;
 static constexpr int kWarps = kThreads / 32;
+static constexpr int kScorePositions = 2; /* positions a warp scores at once */
+static constexpr int kScoreFloats = 16;   /* floats of H a lane loads per position */
+static constexpr int kContextBatch = 8;   /* memory rows a thread has in flight */
+static constexpr int kMaxSlices = 8;
+static constexpr int kMinSliceFloats = 128; /* a slice is at least a warp of float4 */
+static constexpr int kMinGroupWidth = 8;    /* at most kThreads / 8 position groups */
 static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps");
+static_assert(kScoreFloats % 4 == 0, "whole float4 slots");
 
-struct MD {
-    float m, d;
+/* float4 or float lanes: the same code for the aligned and the scalar path. */
+template <int V> struct Lane;
+template <> struct Lane<4> {
+    using type = float4;
+    static __device__ __forceinline__ float4 zero() { return make_float4(0.f, 0.f, 0.f, 0.f); }
+    static __device__ __forceinline__ float dot(float4 a, float4 b, float acc)
+    {
+        return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
+    }
+    static __device__ __forceinline__ float4 axpy(float a, float4 x, float4 y)
+    {
+        return make_float4(fmaf(a, x.x, y.x), fmaf(a, x.y, y.y), fmaf(a, x.z, y.z),
+                           fmaf(a, x.w, y.w));
+    }
+    static __device__ __forceinline__ float4 add(float4 a, float4 b)
+    {
+        return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+    }
+    static __device__ __forceinline__ float4 scale(float4 a, float s)
+    {
+        return make_float4(a.x * s, a.y * s, a.z * s, a.w * s);
+    }
+};
+template <> struct Lane<1> {
+    using type = float;
+    static __device__ __forceinline__ float zero() { return 0.0f; }
+    static __device__ __forceinline__ float dot(float a, float b, float acc) { return fmaf(a, b, acc); }
+    static __device__ __forceinline__ float axpy(float a, float x, float y) { return fmaf(a, x, y); }
+    static __device__ __forceinline__ float add(float a, float b) { return a + b; }
+    static __device__ __forceinline__ float scale(float a, float s) { return a * s; }
 };
 
-static __device__ __forceinline__ MD md_merge(MD a, MD b)
+/* Floats as ints that order like the floats, for redux.sync max. */
+static __device__ __forceinline__ int ordered_int(float f)
 {
-    float m = fmaxf(a.m, b.m);
-    if (m == -INFINITY)
-        return MD{m, 0.0f};
-    return MD{m, a.d * expf(a.m - m) + b.d * expf(b.m - m)};
+    int i = __float_as_int(f);
+    return i >= 0 ? i : i ^ 0x7fffffff;
+}
+static __device__ __forceinline__ float ordered_float(int i)
+{
+    return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff);
 }
 
-/* (value, index) with the larger value first, then the lower index. */
-static __device__ __forceinline__ void arg_better(float &v, int &i, float v2, int i2)
+/* Memory rows j0, j0 + step, ... of one column (zero past len), all loads
+ * issued before any is used. Offsets are 32-bit: the launcher checks that a
+ * sentence's max_src x hidden floats fit. */
+template <int V>
+static __device__ __forceinline__ void load_memory_batch(typename Lane<V>::type (&rows)[kContextBatch],
+                                                         const typename Lane<V>::type *column,
+                                                         int32_t stride, int32_t j0, int32_t step,
+                                                         int32_t len)
 {
-    if (v2 > v || (v2 == v && i2 < i)) {
-        v = v2;
-        i = i2;
+#pragma unroll
+    for (int u = 0; u < kContextBatch; u++) {
+        int32_t j = j0 + u * step;
+        rows[u] = j < len ? __ldg(column + (uint32_t)(j * stride)) : Lane<V>::zero();
     }
 }
 
-static __global__ void __launch_bounds__(kThreads)
-    attention_kernel(int32_t hidden, int32_t max_src, const int32_t *__restrict__ row_sentence,
-                     const int32_t *__restrict__ src_len, const float *__restrict__ keys,
-                     const float *__restrict__ memory, const float *__restrict__ query,
-                     float *__restrict__ context, float *__restrict__ weights,
-                     int32_t *__restrict__ argmax)
+/* slice_vec: context columns (in lanes of V floats) per slice; group_shift:
+ * log2 of the group width W, or -1 for G = 1 (the launcher computes both,
+ * the same for every slice). */
+template <int V>
+static __global__ void __launch_bounds__(kThreads, 2)
+    attention_kernel(int32_t hidden, int32_t max_src, int32_t slice_vec, int32_t group_shift,
+                     const int32_t *__restrict__ row_sentence, const int32_t *__restrict__ src_len,
+                     const float *__restrict__ keys, const float *__restrict__ memory,
+                     const float *__restrict__ query, int32_t ld_query,
+                     float *__restrict__ context, int32_t ld_context,
+                     float *__restrict__ weights, int32_t *__restrict__ argmax)
 {
-    extern __shared__ float smem[];
-    float *s_query = smem;           /* [hidden] */
-    float *s_prob = smem + hidden;   /* [max_src]: scores, then probabilities */
-    __shared__ MD s_md[kWarps];
-    __shared__ float s_best_v[kWarps];
-    __shared__ int s_best_i[kWarps];
+    using Vec = typename Lane<V>::type;
+    constexpr int kSlots = kScoreFloats / V;
+    extern __shared__ float s_dynamic[];
+    float *s_score = s_dynamic;         /* [max_src] */
+    float *s_exp = s_dynamic + max_src; /* [max_src]: exp(score - max) */
+    __shared__ Vec s_group_sums[kThreads];
 
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int32_t row = blockIdx.x;
-    const int32_t s = row_sentence[row];
-    int32_t len = src_len[s];
+    const int32_t n_vec = hidden / V; /* H in lanes of V floats */
+
+    const int32_t sent = row_sentence[row];
+    int32_t len = src_len[sent];
     len = len > max_src ? max_src : (len < 0 ? 0 : len);
-    const float *sent_keys = keys + (int64_t)s * max_src * hidden;
-    const float *sent_memory = memory + (int64_t)s * max_src * hidden;
+    const Vec *q_row = (const Vec *)(query + (int64_t)row * ld_query);
+    const Vec *sent_keys = (const Vec *)(keys + (int64_t)sent * max_src * hidden);
+    const Vec *sent_memory = (const Vec *)(memory + (int64_t)sent * max_src * hidden);
 
-    for (int32_t h = threadIdx.x; h < hidden; h += blockDim.x)
-        s_query[h] = query[(int64_t)row * hidden + h];
-    __syncthreads();
+    /* This block's columns [col0, col0 + n_cols) and the thread's place. */
+    const int32_t col0 = blockIdx.y * slice_vec;
+    const int32_t n_cols = max(0, min(slice_vec, n_vec - col0));
+    const bool grouped = group_shift >= 0;
+    const int32_t groups = grouped ? kThreads >> group_shift : 1;
+    const int32_t group = grouped ? tid >> group_shift : 0;
+    const int32_t col_first = grouped ? tid & ((1 << group_shift) - 1) : tid;
+    const int32_t col_step = grouped ? n_cols : kThreads; /* grouped: one column */
 
-    /* Scores: a warp per position, lanes over H. */
-    for (int32_t j = warp; j < len; j += kWarps) {
-        const float *kj = sent_keys + (int64_t)j * hidden;
-        float dot = 0.0f;
-        for (int32_t h = lane; h < hidden; h += 32)
-            dot = fmaf(s_query[h], __ldg(&kj[h]), dot);
+    /* The first memory rows of the context go out with the keys. */
+    Vec rows[kContextBatch];
+    if (col_first < n_cols)
+        load_memory_batch<V>(rows, sent_memory + col0 + col_first, n_vec, group, groups, len);
+
+    /* Scores: a warp per kScorePositions positions, lanes over H. The query
+     * is read by every warp; after the first it comes from L1. */
+    for (int32_t j0 = warp * kScorePositions; j0 < len; j0 += kWarps * kScorePositions) {
+        float part[kScorePositions][4] = {};
+        for (int32_t base = lane; base < n_vec; base += 32 * kSlots) {
+            Vec q[kSlots], k[kScorePositions][kSlots];
+#pragma unroll
+            for (int v = 0; v < kSlots; v++) {
+                int32_t i = base + v * 32;
+                q[v] = i < n_vec ? __ldg(&q_row[i]) : Lane<V>::zero();
+#pragma unroll
+                for (int p = 0; p < kScorePositions; p++)
+                    k[p][v] = j0 + p < len && i < n_vec
+                                  ? __ldg(&sent_keys[(uint32_t)((j0 + p) * n_vec + i)])
+                                  : Lane<V>::zero();
+            }
+#pragma unroll
+            for (int v = 0; v < kSlots; v++)
+#pragma unroll
+                for (int p = 0; p < kScorePositions; p++)
+                    part[p][v % 4] = Lane<V>::dot(q[v], k[p][v], part[p][v % 4]);
+        }
+        float dot[kScorePositions];
+#pragma unroll
+        for (int p = 0; p < kScorePositions; p++)
+            dot[p] = (part[p][0] + part[p][1]) + (part[p][2] + part[p][3]);
 #pragma unroll
         for (int off = 16; off > 0; off /= 2)
-            dot += __shfl_xor_sync(FULL_MASK, dot, off);
+#pragma unroll
+            for (int p = 0; p < kScorePositions; p++)
+                dot[p] += __shfl_xor_sync(FULL_MASK, dot[p], off);
         if (lane == 0)
-            s_prob[j] = dot;
+#pragma unroll
+            for (int p = 0; p < kScorePositions; p++)
+                if (j0 + p < len)
+                    s_score[j0 + p] = dot[p];
     }
     __syncthreads();
 
-    /* Masked softmax normalizer: online (m, d) per thread, merged. */
-    MD md{-INFINITY, 0.0f};
-    for (int32_t j = threadIdx.x; j < len; j += blockDim.x)
-        md = md_merge(md, MD{s_prob[j], 1.0f});
+    /* Softmax: each warp reduces all the scores itself (S is small), the
+     * same way, so every warp of every slice holds the same m and d. */
+    int m_key = ordered_int(-INFINITY);
+    for (int32_t j = lane; j < len; j += 32)
+        m_key = max(m_key, ordered_int(s_score[j]));
+    const float m = ordered_float(__reduce_max_sync(FULL_MASK, m_key));
+    float d = 0.0f;
+    for (int32_t j = lane; j < len; j += 32) {
+        float e = expf(s_score[j] - m);
+        d += e;
+        if (warp == 0)
+            s_exp[j] = e;
+    }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2)
-        md = md_merge(md, MD{__shfl_xor_sync(FULL_MASK, md.m, off),
-                             __shfl_xor_sync(FULL_MASK, md.d, off)});
-    if (lane == 0)
-        s_md[warp] = md;
+        d += __shfl_xor_sync(FULL_MASK, d, off);
+    const float inv_d = len > 0 ? 1.0f / d : 0.0f;
     __syncthreads();
-    MD total = s_md[0];
-    for (int w = 1; w < kWarps; w++)
-        total = md_merge(total, s_md[w]);
 
-    /* Probabilities, weights out, and the argmax candidates. */
-    float best_v = -INFINITY;
-    int best_i = INT32_MAX;
-    for (int32_t j = threadIdx.x; j < max_src; j += blockDim.x) {
-        float a = 0.0f;
-        if (j < len) {
-            a = expf(s_prob[j] - total.m) / total.d;
-            s_prob[j] = a;
-            arg_better(best_v, best_i, a, j);
-        }
-        if (weights)
-            weights[(int64_t)row * max_src + j] = a;
-    }
+    /* Context: each thread sums its column over positions group, group + G,
+     * ...; the first batch of memory rows is already in registers, and rows
+     * past len are zero, so the sum needs no branch. */
+    Vec *ctx_row = (Vec *)(context + (int64_t)row * ld_context) + col0;
+    for (int32_t c = col_first; c < n_cols; c += col_step) {
+        const Vec *column = sent_memory + col0 + c;
+        if (c != col_first) /* G = 1: the thread's later columns */
+            load_memory_batch<V>(rows, column, n_vec, group, groups, len);
+        Vec acc = Lane<V>::zero();
+        for (int32_t j0 = group; j0 < len; j0 += groups * kContextBatch) {
+            if (j0 != group)
+                load_memory_batch<V>(rows, column, n_vec, j0, groups, len);
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) {
-        float v2 = __shfl_xor_sync(FULL_MASK, best_v, off);
-        int i2 = __shfl_xor_sync(FULL_MASK, best_i, off);
-        arg_better(best_v, best_i, v2, i2);
+            for (int u = 0; u < kContextBatch; u++) {
+                int32_t j = j0 + u * groups;
+                acc = Lane<V>::axpy(j < len ? s_exp[j] : 0.0f, rows[u], acc);
+            }
+        }
+        if (grouped)
+            s_group_sums[tid] = acc;
+        else
+            ctx_row[c] = Lane<V>::scale(acc, inv_d);
     }
-    if (lane == 0) {
-        s_best_v[warp] = best_v;
-        s_best_i[warp] = best_i;
-    }
-    __syncthreads();
-    if (argmax && threadIdx.x == 0) {
-        for (int w = 1; w < kWarps; w++)
-            arg_better(best_v, best_i, s_best_v[w], s_best_i[w]);
-        argmax[row] = len > 0 ? best_i : -1;
+    if (grouped) { /* block-uniform */
+        __syncthreads();
+        if (tid < n_cols) {
+            Vec sum = s_group_sums[tid];
+            for (int32_t g = 1; g < groups; g++)
+                sum = Lane<V>::add(sum, s_group_sums[(g << group_shift) + tid]);
+            ctx_row[tid] = Lane<V>::scale(sum, inv_d);
+        }
     }
 
-    /* Context: threads over H, each sums its column over the positions. */
-    for (int32_t h = threadIdx.x; h < hidden; h += blockDim.x) {
-        float acc = 0.0f;
-        for (int32_t j = 0; j < len; j++)
-            acc = fmaf(s_prob[j], __ldg(&sent_memory[(int64_t)j * hidden + h]), acc);
-        context[(int64_t)row * hidden + h] = acc;
+    /* Slice 0's last warp: weights and argmax (a >= 0, so its bits order as
+     * ints: one redux for the largest, one for its lowest index). */
+    if (blockIdx.y == 0 && warp == kWarps - 1 && (weights || argmax)) {
+        int best_key = -1, best_i = INT32_MAX;
+        for (int32_t j = lane; j < max_src; j += 32) {
+            float a = j < len ? s_exp[j] * inv_d : 0.0f;
+            if (weights)
+                weights[(int64_t)row * max_src + j] = a;
+            if (j < len && __float_as_int(a) > best_key) {
+                best_key = __float_as_int(a);
+                best_i = j;
+            }
+        }
+        if (argmax) {
+            int key = __reduce_max_sync(FULL_MASK, best_key);
+            int best = __reduce_min_sync(FULL_MASK, best_key == key ? best_i : INT32_MAX);
+            if (lane == 0)
+                argmax[row] = len > 0 ? best : -1;
+        }
     }
 }
+
+template <int V>
+static nmt_status launch(int32_t n_rows, int32_t slices, int32_t slice_vec, int32_t group_shift,
+                         size_t smem, cudaStream_t stream, int32_t hidden, int32_t max_src,
+                         const int32_t *row_sentence, const int32_t *src_len, const float *keys,
+                         const float *memory, const float *query, int32_t ld_query,
+                         float *context, int32_t ld_context, float *weights, int32_t *argmax,
+                         nmt_error *err)
+{
+    if (smem > 48 * 1024)
+        NMT_CUDA_RETURN(cudaFuncSetAttribute(attention_kernel<V>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem));
+    dim3 grid((unsigned)n_rows, (unsigned)slices);
+    attention_kernel<V><<<grid, kThreads, smem, stream>>>(
+        hidden, max_src, slice_vec, group_shift, row_sentence, src_len, keys, memory, query,
+        ld_query, context, ld_context, weights, argmax);
+    NMT_LAUNCH_RETURN("attention_kernel");
+    return NMT_STATUS_OK;
+}
+
+static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 extern "C" nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
                                          const int32_t *row_sentence, const int32_t *src_len,
                                          const float *keys, const float *memory,
-                                         const float *query, float *context, float *weights,
-                                         int32_t *argmax, void *stream, nmt_error *err)
+                                         const float *query, int32_t ld_query, float *context,
+                                         int32_t ld_context, float *weights, int32_t *argmax,
+                                         void *stream, nmt_error *err)
 {
     NMT_ARG_CHECK(n_rows >= 0 && hidden >= 0 && max_src >= 0);
+    NMT_ARG_CHECK(ld_query >= hidden && ld_context >= hidden);
     NMT_ARG_CHECK(n_rows == 0 || (row_sentence && src_len && query && context &&
                                   (max_src == 0 || hidden == 0 || (keys && memory))));
     if (n_rows == 0)
         return NMT_STATUS_OK;
-    size_t smem = ((size_t)hidden + (size_t)max_src) * sizeof(float);
-    int device = 0, smem_optin = 0;
+    size_t smem = 2 * (size_t)max_src * sizeof(float);
+    int device = 0, smem_optin = 0, sms = 0;
     NMT_CUDA_RETURN(cudaGetDevice(&device));
     NMT_CUDA_RETURN(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                            device));
-    if (smem + 1024 > (size_t)smem_optin)
+    NMT_CUDA_RETURN(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (smem + kThreads * sizeof(float4) + 1024 > (size_t)smem_optin)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                             "attention: hidden %d + max_src %d floats exceed shared memory",
-                             hidden, max_src);
-    if (smem > 48 * 1024)
-        NMT_CUDA_RETURN(cudaFuncSetAttribute(attention_kernel,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)smem));
-    attention_kernel<<<n_rows, kThreads, smem, (cudaStream_t)stream>>>(
-        hidden, max_src, row_sentence, src_len, keys, memory, query, context, weights, argmax);
-    NMT_LAUNCH_RETURN("attention_kernel");
-    return NMT_STATUS_OK;
+                             "attention: 2 x max_src %d floats exceed shared memory", max_src);
+    if ((int64_t)max_src * hidden > INT32_MAX)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "attention: max_src %d x hidden %d exceed 32-bit offsets", max_src,
+                             hidden);
+
+    const bool vec4 = hidden % 4 == 0 && ld_query % 4 == 0 && ld_context % 4 == 0 &&
+                      aligned16(keys) && aligned16(memory) && aligned16(query) &&
+                      aligned16(context);
+    const int32_t n_vec = vec4 ? hidden / 4 : hidden;
+
+    /* Split the context over H while the grid is smaller than the GPU; a
+     * slice stays at least kMinSliceFloats wide. */
+    int32_t slices = sms / n_rows;
+    slices = slices < hidden / kMinSliceFloats ? slices : hidden / kMinSliceFloats;
+    slices = slices < 1 ? 1 : (slices > kMaxSlices ? kMaxSlices : slices);
+    const int32_t slice_vec = (n_vec + slices - 1) / slices;
+    if (slice_vec > 0)
+        slices = (n_vec + slice_vec - 1) / slice_vec; /* no empty last slice */
+    /* Position groups of W = 2^shift threads when a slice fits in half the
+     * block, else (shift -1) one group striding over the columns. */
+    int32_t group_shift = -1;
+    if (slice_vec <= kThreads / 2) {
+        group_shift = 0;
+        while ((1 << group_shift) < slice_vec || (1 << group_shift) < kMinGroupWidth)
+            group_shift++;
+    }
+    if (vec4)
+        return launch<4>(n_rows, slices, slice_vec, group_shift, smem, (cudaStream_t)stream,
+                         hidden, max_src, row_sentence, src_len, keys, memory, query, ld_query,
+                         context, ld_context, weights, argmax, err);
+    return launch<1>(n_rows, slices, slice_vec, group_shift, smem, (cudaStream_t)stream, hidden,
+                     max_src, row_sentence, src_len, keys, memory, query, ld_query, context,
+                     ld_context, weights, argmax, err);
 }

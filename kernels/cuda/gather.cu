@@ -3,7 +3,13 @@
  *
  * grid.x walks destination rows, threads (and grid.y for wide rows) the
  * columns; float4 copies when dim % 4 == 0 and both pointers are 16-byte
- * aligned. The indices are trusted (produced on the device by the search). */
+ * aligned. The indices are trusted (produced on the device by the search).
+ *
+ * gather_segments: grid.x rows, grid.y segments; the segment table travels
+ * by value in the kernel's parameters. A thread copies a few columns with its
+ * loads issued before its stores, so a row segment is one memory round trip;
+ * at decoder sizes (a few rows, ~3k floats a row) the launch, not the
+ * bandwidth, is the cost, which is why the segments share one launch. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <type_traits>
@@ -26,6 +32,36 @@ static __global__ void __launch_bounds__(kMaxThreads)
     const int32_t from = __ldg(&index[row]);
     reinterpret_cast<vec_t *>(dst)[(int64_t)row * dim_vec + c] =
         __ldg(&reinterpret_cast<const vec_t *>(src)[(int64_t)from * dim_vec + c]);
+}
+
+struct SegmentTable {
+    nmt_gather_segment seg[NMT_GATHER_MAX_SEGMENTS];
+};
+
+static constexpr int kSegmentUnroll = 4; /* loads in flight a thread */
+
+static __global__ void __launch_bounds__(kMaxThreads)
+    gather_segments_kernel(int32_t n_rows, SegmentTable table)
+{
+    const nmt_gather_segment s = table.seg[blockIdx.y];
+    for (int32_t row = blockIdx.x; row < n_rows; row += gridDim.x) {
+        const float *src = s.src + (int64_t)__ldg(&s.index[row]) * s.ld_src;
+        float *dst = s.dst + (int64_t)row * s.ld_dst;
+        for (int32_t c0 = threadIdx.x; c0 < s.width; c0 += kSegmentUnroll * blockDim.x) {
+            float v[kSegmentUnroll];
+#pragma unroll
+            for (int u = 0; u < kSegmentUnroll; u++) {
+                int32_t c = c0 + u * blockDim.x;
+                v[u] = c < s.width ? __ldg(&src[c]) : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < kSegmentUnroll; u++) {
+                int32_t c = c0 + u * blockDim.x;
+                if (c < s.width)
+                    dst[c] = v[u];
+            }
+        }
+    }
 }
 
 template <int VEC>
@@ -54,4 +90,33 @@ extern "C" nmt_status nmt_cuda_gather_rows(int32_t n_rows, int32_t dim, const fl
     if (dim % 4 == 0 && (uintptr_t)src % 16 == 0 && (uintptr_t)dst % 16 == 0)
         return launch<4>(n_rows, dim, src, index, dst, s, err);
     return launch<1>(n_rows, dim, src, index, dst, s, err);
+}
+
+extern "C" nmt_status nmt_cuda_gather_segments(int32_t n_rows, int32_t n_segments,
+                                               const nmt_gather_segment *segments, void *stream,
+                                               nmt_error *err)
+{
+    NMT_ARG_CHECK(n_rows >= 0 && n_segments >= 0 && n_segments <= NMT_GATHER_MAX_SEGMENTS);
+    NMT_ARG_CHECK(n_segments == 0 || segments);
+    if (n_rows == 0 || n_segments == 0)
+        return NMT_STATUS_OK;
+    SegmentTable table = {};
+    int32_t widest = 0;
+    for (int32_t g = 0; g < n_segments; g++) {
+        const nmt_gather_segment *s = &segments[g];
+        NMT_ARG_CHECK(s->width >= 0 && s->ld_src >= s->width && s->ld_dst >= s->width);
+        NMT_ARG_CHECK(s->width == 0 || (s->src && s->index && s->dst));
+        table.seg[g] = *s;
+        widest = s->width > widest ? s->width : widest;
+    }
+    if (widest == 0)
+        return NMT_STATUS_OK;
+    int threads = (widest + kSegmentUnroll - 1) / kSegmentUnroll;
+    threads = (threads + 31) / 32 * 32;
+    threads = threads > kMaxThreads ? kMaxThreads : threads;
+    const unsigned rows = (unsigned)(n_rows < 65535 ? n_rows : 65535);
+    gather_segments_kernel<<<dim3(rows, (unsigned)n_segments), threads, 0,
+                             (cudaStream_t)stream>>>(n_rows, table);
+    NMT_LAUNCH_RETURN("gather_segments_kernel");
+    return NMT_STATUS_OK;
 }

@@ -24,7 +24,8 @@ static __global__ void __launch_bounds__(kThreads)
     lstm_cell_kernel(int32_t n_rows, int32_t hidden, const float *__restrict__ gates_x,
                      int32_t ld_x, const float *__restrict__ gates_h,
                      const float *__restrict__ bias, const float *c_prev, float *c_out,
-                     float *__restrict__ h_out, int32_t ld_h)
+                     float *__restrict__ h_out, int32_t ld_h, float *__restrict__ h_out2,
+                     int32_t ld_h2)
 {
     const int32_t j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= hidden)
@@ -50,24 +51,28 @@ static __global__ void __launch_bounds__(kThreads)
         const int64_t cj = (int64_t)r * hidden + j;
         float c = sigmoidf(a[1]) * c_prev[cj] + sigmoidf(a[0]) * tanhf(a[2]);
         c_out[cj] = c;
-        h_out[(int64_t)r * ld_h + j] = sigmoidf(a[3]) * tanhf(c);
+        const float h = sigmoidf(a[3]) * tanhf(c);
+        h_out[(int64_t)r * ld_h + j] = h;
+        if (h_out2)
+            h_out2[(int64_t)r * ld_h2 + j] = h;
     }
 }
 
 extern "C" nmt_status nmt_cuda_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x,
                                          int32_t ld_x, const float *gates_h, const float *bias,
                                          const float *c_prev, float *c_out, float *h_out,
-                                         int32_t ld_h, void *stream, nmt_error *err)
+                                         int32_t ld_h, float *h_out2, int32_t ld_h2,
+                                         void *stream, nmt_error *err)
 {
     NMT_ARG_CHECK(n_rows >= 0 && hidden >= 0);
-    NMT_ARG_CHECK(ld_x >= 4 * hidden && ld_h >= hidden);
+    NMT_ARG_CHECK(ld_x >= 4 * hidden && ld_h >= hidden && (!h_out2 || ld_h2 >= hidden));
     NMT_ARG_CHECK(n_rows == 0 || hidden == 0 || (gates_x && c_prev && c_out && h_out));
     if (n_rows == 0 || hidden == 0)
         return NMT_STATUS_OK;
     unsigned rows = (unsigned)(n_rows < 65535 ? n_rows : 65535);
     dim3 grid((unsigned)((hidden + kThreads - 1) / kThreads), rows);
     lstm_cell_kernel<<<grid, kThreads, 0, (cudaStream_t)stream>>>(
-        n_rows, hidden, gates_x, ld_x, gates_h, bias, c_prev, c_out, h_out, ld_h);
+        n_rows, hidden, gates_x, ld_x, gates_h, bias, c_prev, c_out, h_out, ld_h, h_out2, ld_h2);
     NMT_LAUNCH_RETURN("lstm_cell_kernel");
     return NMT_STATUS_OK;
 }

@@ -39,16 +39,20 @@ static void carve_all(nmt_cuda_model *m, carver *c)
     m->enc_c[1] = (float *)carve(c, N * half * f);
     m->memory = (float *)carve(c, N * S * H * f);
     m->keys = (float *)carve(c, N * S * H * f);
+    for (int32_t l = 0; l < m->dec_layers; l++)
+        m->dec_x_ld[l] = (int32_t)(l ? 2 * H : E + 2 * H);
+    m->feed_ld = m->dec_x_ld[0];
     for (int b = 0; b < 2; b++) {
         for (int32_t l = 0; l < m->dec_layers; l++) {
-            m->dec_h[b][l] = (float *)carve(c, R * H * f);
+            m->dec_x[b][l] = (float *)carve(c, R * (size_t)m->dec_x_ld[l] * f);
             m->dec_c[b][l] = (float *)carve(c, R * H * f);
+            /* NULL while measuring: offsets from a NULL base mean nothing. */
+            m->dec_h[b][l] = m->dec_x[b][l] ? m->dec_x[b][l] + (l ? H : E + H) : NULL;
         }
-        m->feed[b] = (float *)carve(c, R * H * f);
+        m->feed[b] = m->dec_x[b][0] ? m->dec_x[b][0] + E : NULL;
     }
-    m->tgt_emb = (float *)carve(c, R * E * f);
+    m->attn_in = (float *)carve(c, R * 2 * H * f);
     m->gates = (float *)carve(c, R * 4 * H * f);
-    m->context = (float *)carve(c, R * H * f);
     m->logits = (float *)carve(c, R * V * f);
     m->top_values = (float *)carve(c, R * K * f);
     m->top_ids = (int32_t *)carve(c, R * K * i);

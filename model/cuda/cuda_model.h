@@ -25,12 +25,17 @@
 extern "C" {
 #endif
 
-/* Same fields as nmt_model's tensors, pointing into one device allocation. */
+/* Same fields as nmt_model's tensors, pointing into one device allocation,
+ * except the decoder LSTMs: each layer is one [4H, in + H] matrix [W_ih W_hh]
+ * (dec_w, rows dec_ld floats apart) and one bias b_ih + b_hh (dec_bias), so
+ * a layer is one GEMM over the row [input; h] (model/cuda/decoder_step.cu). */
 typedef struct nmt_device_weights {
     void *arena;
     size_t arena_bytes;
     float *src_embedding, *tgt_embedding;
-    nmt_lstm_weights enc_fwd[NMT_MAX_LAYERS], enc_bwd[NMT_MAX_LAYERS], dec[NMT_MAX_LAYERS];
+    nmt_lstm_weights enc_fwd[NMT_MAX_LAYERS], enc_bwd[NMT_MAX_LAYERS];
+    float *dec_w[NMT_MAX_LAYERS], *dec_bias[NMT_MAX_LAYERS];
+    int32_t dec_ld[NMT_MAX_LAYERS];
     float *attn_w_a, *attn_w_c, *out_w, *out_b;
 } nmt_device_weights;
 
@@ -56,13 +61,22 @@ typedef struct nmt_cuda_model {
     float *enc_c[2];        /* [max_sentences, H/2]: running c, forward and backward */
     float *memory, *keys;   /* [max_sentences, src_stride, H] */
 
-    /* Decoder rows [max_rows, .], double-buffered: [cur] is live. */
+    /* Decoder rows [max_rows, .], double-buffered: [cur] is live. Each
+     * layer's GEMM input is one row buffer dec_x[.][l] = [input; h_l]:
+     *   layer 0: [E_tgt(prev token); feed f_{t-1}; h_0]   (E + 2H floats)
+     *   layer l: [h_{l-1}; h_l]                            (2H floats)
+     * dec_h and feed point into those rows (strides dec_x_ld, feed_ld); the
+     * cells write h twice: into its own slot and into the next layer's input
+     * (the top layer's into attn_in). */
     int cur;
-    float *dec_h[2][NMT_MAX_LAYERS], *dec_c[2][NMT_MAX_LAYERS]; /* [., H] */
-    float *feed[2];          /* [., H]: input feed f_{t-1} */
-    float *tgt_emb;          /* [., E] */
+    float *dec_x[2][NMT_MAX_LAYERS];
+    int32_t dec_x_ld[NMT_MAX_LAYERS];
+    float *dec_h[2][NMT_MAX_LAYERS]; /* inside dec_x, rows dec_x_ld[l] apart */
+    float *dec_c[2][NMT_MAX_LAYERS]; /* [., H] */
+    float *feed[2];          /* inside dec_x[.][0]: f_{t-1}, rows feed_ld apart */
+    int32_t feed_ld;
+    float *attn_in;          /* [., 2H]: [context; h_top], the W_c GEMM's input */
     float *gates;            /* [., 4H] */
-    float *context;          /* [., H] */
     float *logits;           /* [., V] */
     float *top_values;       /* [., 2 * beam] */
     int32_t *top_ids;        /* [., 2 * beam] */
@@ -118,9 +132,12 @@ typedef struct nmt_cuda_encoder_input {
  * and every input feed to zeros. */
 nmt_status nmt_cuda_encode(nmt_cuda_model *m, const nmt_cuda_encoder_input *in, nmt_error *err);
 
-/* Steps 1-4 of one decoder step over n_rows rows (row_tokens, row_sentence
- * set): updates h, c and the feed f_t in place, and attn_argmax.
- * src_len: device [sentences]; src_stride as given to nmt_cuda_encode. */
+/* Steps 1-4 of one decoder step over n_rows rows (row_tokens, row_sentence,
+ * row_parent set): new row r continues old row row_parent[r] (its h, c and
+ * feed are gathered into the other buffer, which becomes live, together with
+ * the embedding of row_tokens[r]), then h, c, the feed f_t and attn_argmax
+ * are computed in place. src_len: device [sentences]; src_stride as given to
+ * nmt_cuda_encode. */
 nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, const int32_t *src_len,
                                  int32_t src_stride, nmt_error *err);
 
@@ -144,10 +161,6 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
  * nmt_cuda_lsh_recall: the full top-beam words all in the row's list). */
 nmt_status nmt_cuda_output_recall(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
                                   const int32_t *excluded, int32_t n_excluded, nmt_error *err);
-
-/* New row r continues old row row_parent[r], r < n_rows: gathers h, c of
- * every layer and the feed into the other buffer and makes it live. */
-nmt_status nmt_cuda_decoder_reorder(nmt_cuda_model *m, int32_t n_rows, nmt_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,21 @@
 /* decoder_step.cu: steps 1-4 of a model v1 decoder step over a batch of
- * hypothesis rows on the device, and the reorder of the rows by beam
- * back-pointers (model/cuda/cuda_model.h; the oracle is the CPU step model).
- * Step 5, the output layer, is model/cuda/output_layer.c.
+ * hypothesis rows on the device (model/cuda/cuda_model.h; the oracle is the
+ * CPU step model). Step 5, the output layer, is model/cuda/output_layer.c.
  *
  * Per step, for n rows (every row of every active sentence, B per sentence):
- *   emb = E_tgt[prev token]                          gather
- *   layer 0 gates = W_ih[:, :E] emb + b_ih + W_ih[:, E:] feed + W_hh h   three GEMMs
- *     (column slices of W_ih instead of building x = [emb; feed])
- *   layer l gates = W_ih h_{l-1} + b_ih + W_hh h_l; lstm_cell adds b_hh
- *   attention over each row's sentence (ragged), context and argmax
- *   f = tanh(W_c[:, :H] c + W_c[:, H:] h)              two GEMMs into feed
- * h, c and feed are updated in place in the live buffer; reorder gathers
- * them into the other buffer. Nothing here allocates or synchronizes. */
+ *   inputs: one gather launch builds the new live rows from the old ones by
+ *     back-pointer (feed, h, c of every layer) and writes E_tgt[prev token]
+ *     beside them, so layer 0's GEMM input [emb; feed; h_0] is one row
+ *   layer l: gates = [W_ih W_hh] [input; h_l]     one GEMM (fused weights)
+ *     lstm_cell adds b_ih + b_hh, updates c, writes h into its own slot and
+ *     into the next layer's input (the top layer's into attn_in)
+ *   attention over each row's sentence (ragged): context into attn_in,
+ *     beside h_top, and the argmax
+ *   f = tanh(W_c [c; h_top])                      one GEMM, into the feed slot
+ * Launches per step: 1 + 2 per layer + 3 (and cuBLAS's split-K reduction
+ * where it picks one), down from 6 + 4 per layer + 4 with separate tensors:
+ * at a few rows the launches, not the bytes, are the cost. Nothing here
+ * allocates or synchronizes. */
 #include "cuda_model.h"
 
 #include "attention.h"
@@ -21,67 +25,65 @@
 #include "lstm_cell.h"
 #include "pointwise.h"
 
+static_assert(2 * NMT_MAX_LAYERS + 1 <= NMT_GATHER_MAX_SEGMENTS, "one gather for the step inputs");
+
+/* New row r <- old row row_parent[r] (feed, every h and c) and the target
+ * embedding of row_tokens[r]; the other buffer becomes live. */
+static nmt_status gather_step_inputs(nmt_cuda_model *m, int32_t n_rows, nmt_error *err)
+{
+    const int32_t E = m->emb, H = m->hidden, L = m->dec_layers;
+    const int cur = m->cur, next = 1 - m->cur;
+    nmt_gather_segment seg[NMT_GATHER_MAX_SEGMENTS];
+    int n = 0;
+    seg[n++] = (nmt_gather_segment){m->w.tgt_embedding, m->row_tokens, m->dec_x[next][0], E, E,
+                                    m->dec_x_ld[0]};
+    /* Layer 0's feed and h are adjacent: one segment of 2H. */
+    seg[n++] = (nmt_gather_segment){m->feed[cur], m->row_parent, m->feed[next], 2 * H,
+                                    m->dec_x_ld[0], m->dec_x_ld[0]};
+    for (int32_t l = 1; l < L; l++)
+        seg[n++] = (nmt_gather_segment){m->dec_h[cur][l], m->row_parent, m->dec_h[next][l], H,
+                                        m->dec_x_ld[l], m->dec_x_ld[l]};
+    for (int32_t l = 0; l < L; l++)
+        seg[n++] = (nmt_gather_segment){m->dec_c[cur][l], m->row_parent, m->dec_c[next][l], H, H,
+                                        H};
+    nmt_status status = nmt_cuda_gather_segments(n_rows, n, seg, m->stream, err);
+    if (status == NMT_STATUS_OK)
+        m->cur = next;
+    return status;
+}
+
 nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, const int32_t *src_len,
                                  int32_t src_stride, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     void *stream = m->stream;
-    const int32_t E = m->emb, H = m->hidden, L = m->dec_layers;
-    const int cur = m->cur;
+    const int32_t H = m->hidden, L = m->dec_layers;
     const nmt_device_weights *w = &m->w;
-    const float *top = m->dec_h[cur][L - 1];
-    float *feed = m->feed[cur]; /* f_{t-1}, consumed by layer 0, then overwritten by f_t */
     if (n_rows < 1 || n_rows > m->max_rows)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda decoder step: %d rows (max %d)", n_rows, m->max_rows);
 
-    NMT_TRY(nmt_cuda_gather_rows(n_rows, E, w->tgt_embedding, m->row_tokens, m->tgt_emb, stream,
-                                 err));
+    status = gather_step_inputs(m, n_rows, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    const int cur = m->cur;
+    float *h_top = m->attn_in + H; /* the top layer's second copy of h */
     for (int32_t l = 0; l < L; l++) {
-        const nmt_lstm_weights *lw = &w->dec[l];
-        float *h = m->dec_h[cur][l], *c = m->dec_c[cur][l];
-        if (l == 0) {
-            NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, 4 * H, E, m->tgt_emb, E, lw->w_ih, E + H,
-                                    lw->b_ih, 0, m->gates, 4 * H, err));
-            NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, 4 * H, H, feed, H, lw->w_ih + E,
-                                    E + H, NULL, 1, m->gates, 4 * H, err));
-        } else {
-            NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, 4 * H, H, m->dec_h[cur][l - 1], H, lw->w_ih,
-                                    H, lw->b_ih, 0, m->gates, 4 * H, err));
-        }
-        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, 4 * H, H, h, H, lw->w_hh, H, NULL, 1, m->gates,
-                                4 * H, err));
-        NMT_TRY(nmt_cuda_lstm_cell(n_rows, H, m->gates, 4 * H, NULL, lw->b_hh, c, c, h, H, stream,
-                                   err));
+        const int32_t ld = m->dec_x_ld[l];
+        float *h_next = l + 1 < L ? m->dec_x[cur][l + 1] : h_top;
+        const int32_t ld_next = l + 1 < L ? m->dec_x_ld[l + 1] : 2 * H;
+        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, 4 * H, w->dec_ld[l], m->dec_x[cur][l], ld,
+                                w->dec_w[l], w->dec_ld[l], NULL, 0, m->gates, 4 * H, err));
+        NMT_TRY(nmt_cuda_lstm_cell(n_rows, H, m->gates, 4 * H, NULL, w->dec_bias[l],
+                                   m->dec_c[cur][l], m->dec_c[cur][l], m->dec_h[cur][l], ld,
+                                   h_next, ld_next, stream, err));
     }
     NMT_TRY(nmt_cuda_attention(n_rows, H, src_stride, m->row_sentence, src_len, m->keys,
-                               m->memory, top, m->context, NULL, m->attn_argmax, stream, err));
-    NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, H, H, m->context, H, w->attn_w_c, 2 * H, NULL, 0,
-                            feed, H, err));
-    NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, H, H, top, H, w->attn_w_c + H, 2 * H, NULL, 1, feed,
-                            H, err));
-    NMT_TRY(nmt_cuda_tanh_inplace((int64_t)n_rows * H, feed, stream, err));
-cleanup:
-    return status;
-}
-
-nmt_status nmt_cuda_decoder_reorder(nmt_cuda_model *m, int32_t n_rows, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    const int32_t H = m->hidden;
-    const int cur = m->cur, next = 1 - m->cur;
-    if (n_rows < 1 || n_rows > m->max_rows)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda reorder: %d rows (max %d)",
-                             n_rows, m->max_rows);
-    for (int32_t l = 0; l < m->dec_layers; l++) {
-        NMT_TRY(nmt_cuda_gather_rows(n_rows, H, m->dec_h[cur][l], m->row_parent,
-                                     m->dec_h[next][l], m->stream, err));
-        NMT_TRY(nmt_cuda_gather_rows(n_rows, H, m->dec_c[cur][l], m->row_parent,
-                                     m->dec_c[next][l], m->stream, err));
-    }
-    NMT_TRY(nmt_cuda_gather_rows(n_rows, H, m->feed[cur], m->row_parent, m->feed[next], m->stream,
-                                 err));
-    m->cur = next;
+                               m->memory, h_top, 2 * H, m->attn_in, 2 * H, NULL, m->attn_argmax,
+                               stream, err));
+    NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, H, 2 * H, m->attn_in, 2 * H, w->attn_w_c, 2 * H, NULL,
+                            0, m->feed[cur], m->feed_ld, err));
+    NMT_TRY(nmt_cuda_tanh_rows(n_rows, H, m->feed[cur], m->feed_ld, stream, err));
 cleanup:
     return status;
 }

@@ -42,24 +42,25 @@ static __global__ void to_sentence_major(int32_t n, int32_t stride, int32_t hidd
 }
 
 /* Decoder row i * beam (slot 0) of layer l = [fwd h at len-1; bwd h at 0],
- * c = [fwd c; bwd c] (the final running c of each direction). */
+ * c = [fwd c; bwd c] (the final running c of each direction); h rows are
+ * ld_h floats apart (inside the decoder's row buffers). */
 static __global__ void encoder_finals(int32_t n, int32_t half, int32_t beam,
                                       const int32_t *src_len, const float *out,
                                       const float *c_fwd, const float *c_bwd, float *dec_h,
-                                      float *dec_c)
+                                      int32_t ld_h, float *dec_c)
 {
     const int32_t hidden = 2 * half;
     int64_t total = (int64_t)n * hidden;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
         int32_t i = (int32_t)(e / hidden), d = (int32_t)(e % hidden);
-        int64_t dst = (int64_t)i * beam * hidden + d;
+        int64_t dst = (int64_t)i * beam * hidden + d, dst_h = (int64_t)i * beam * ld_h + d;
         if (d < half) {
             int64_t t = src_len[i] - 1;
-            dec_h[dst] = out[(t * n + i) * hidden + d];
+            dec_h[dst_h] = out[(t * n + i) * hidden + d];
             dec_c[dst] = c_fwd[(int64_t)i * half + d];
         } else {
-            dec_h[dst] = out[(int64_t)i * hidden + d];
+            dec_h[dst_h] = out[(int64_t)i * hidden + d];
             dec_c[dst] = c_bwd[(int64_t)i * half + (d - half)];
         }
     }
@@ -101,7 +102,7 @@ static nmt_status run_direction(nmt_cuda_model *m, const nmt_cuda_encoder_input 
                                          sizeof(float) * (size_t)(active - n_rec) * g, stream));
         NMT_TRY(nmt_cuda_lstm_cell(active, half, m->enc_gates_x + (int64_t)t * n * g, g,
                                    m->enc_gates_h, lstm->b_hh, c, c,
-                                   out + (int64_t)t * n * H + col, H, stream, err));
+                                   out + (int64_t)t * n * H + col, H, NULL, 0, stream, err));
     }
 cleanup:
     return status;
@@ -128,12 +129,13 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, const nmt_cuda_encoder_input *in, 
     NMT_TRY(nmt_cuda_nhot_lookup((int32_t)rows, E, model->hp.src_rows, in->row_ptr, in->cols,
                                  in->values, m->w.src_embedding, m->enc_x, stream, err));
     for (int32_t l = 0; l < m->dec_layers; l++) {
-        NMT_CUDA_TRY(cudaMemsetAsync(m->dec_h[m->cur][l], 0, sizeof(float) * dec_rows * H,
-                                     stream));
+        NMT_CUDA_TRY(cudaMemset2DAsync(m->dec_h[m->cur][l], sizeof(float) * m->dec_x_ld[l], 0,
+                                       sizeof(float) * H, dec_rows, stream));
         NMT_CUDA_TRY(cudaMemsetAsync(m->dec_c[m->cur][l], 0, sizeof(float) * dec_rows * H,
                                      stream));
     }
-    NMT_CUDA_TRY(cudaMemsetAsync(m->feed[m->cur], 0, sizeof(float) * dec_rows * H, stream));
+    NMT_CUDA_TRY(cudaMemset2DAsync(m->feed[m->cur], sizeof(float) * m->feed_ld, 0,
+                                   sizeof(float) * H, dec_rows, stream));
 
     for (int32_t l = 0; l < m->enc_layers; l++) {
         float *out = m->enc_out[l % 2];
@@ -144,7 +146,7 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, const nmt_cuda_encoder_input *in, 
         if (init) {
             encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
                 n, m->half, beam, in->src_len, out, m->enc_c[0], m->enc_c[1],
-                m->dec_h[m->cur][l], m->dec_c[m->cur][l]);
+                m->dec_h[m->cur][l], m->dec_x_ld[l], m->dec_c[m->cur][l]);
             NMT_LAUNCH_TRY("encoder_finals");
         }
         x = out;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 enum { kNaiveLookupRows = 128 }; /* rows from which the naive lookup is faster */
+enum { kDirectListRows = 128 };  /* rows from which NMT_LSH_LISTS_AUTO builds lists directly */
 
 static size_t align256(size_t bytes)
 {
@@ -59,11 +60,11 @@ static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s,
     PLACE(hash, W * 4 * sizeof(uint32_t));
     PLACE(words, W * V * i4);
     PLACE(codes, R * W * i4);
-    PLACE(hits, t && s->lists == NMT_LSH_LISTS_HITS ? R * V * i4 : 0); /* only the two-step lists */
+    PLACE(hits, t && s->lists != NMT_LSH_LISTS_DIRECT ? R * V * i4 : 0); /* two-step lists */
     PLACE(cand, G * V * i4);
     PLACE(count, G * i4);
     PLACE(ws, nmt_cuda_lsh_candidates_workspace_size((int32_t)G, (int32_t)V));
-    PLACE(direct, t && s->lists == NMT_LSH_LISTS_DIRECT
+    PLACE(direct, t && s->lists != NMT_LSH_LISTS_HITS
                       ? nmt_cuda_lsh_direct_workspace_size((int32_t)G, (int32_t)V)
                       : 0);
     PLACE(full_logits, stats ? R * V * sizeof(float) : 0);
@@ -169,8 +170,8 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
                              "cuda output layer: %d rows (max %d), beam %d (max %d)", n_rows,
                              m->max_rows, beam, m->beam);
     if (!m->has_shrink) {
-        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, V, H, feed, H, w->out_w, H, w->out_b, 0,
-                                m->logits, V, err));
+        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, V, H, feed, m->feed_ld, w->out_w, H, w->out_b,
+                                0, m->logits, V, err));
         NMT_TRY(nmt_cuda_softmax_topk(n_rows, V, m->logits, V, 2 * beam, excluded, n_excluded,
                                       m->top_values, m->top_ids, m->lse, m->topk_workspace,
                                       m->topk_workspace_bytes, stream, err));
@@ -182,16 +183,18 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
          * then the most frequent words), a smaller dense layer with no list to
          * build or map, as in the paper's baseline. Same result as the CPU's
          * candidates path with no hits. */
-        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, s->n_always, H, feed, H, w->out_w, H, w->out_b,
-                                0, m->logits, V, err));
+        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, s->n_always, H, feed, m->feed_ld, w->out_w, H,
+                                w->out_b, 0, m->logits, V, err));
         NMT_TRY(nmt_cuda_softmax_topk(n_rows, s->n_always, m->logits, V, 2 * beam, excluded,
                                       n_excluded, m->top_values, m->top_ids, m->lse,
                                       m->topk_workspace, m->topk_workspace_bytes, stream, err));
         return NMT_STATUS_OK;
     }
     const int32_t rpg = nmt_shrink_rows_per_group(s, n_rows, beam);
-    NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, H, &m->lsh, m->lsh_codes, stream, err));
-    if (s->lists == NMT_LSH_LISTS_DIRECT) {
+    NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, m->feed_ld, &m->lsh, m->lsh_codes, stream, err));
+    const int direct = s->lists == NMT_LSH_LISTS_DIRECT ||
+                       (s->lists == NMT_LSH_LISTS_AUTO && n_rows >= kDirectListRows);
+    if (direct) {
         NMT_TRY(nmt_cuda_lsh_candidates_direct(n_rows, rpg, m->lsh_codes, m->row_live, &m->lsh,
                                                s->threshold, s->n_always, m->cand, V,
                                                m->cand_count, m->direct_workspace,
@@ -210,8 +213,8 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
                                         m->cand, V, m->cand_count, m->cand_workspace,
                                         m->cand_workspace_bytes, stream, err));
     }
-    NMT_TRY(nmt_cuda_lsh_logits(n_rows, rpg, H, feed, H, w->out_w, w->out_b, m->cand, V,
-                                m->cand_count, V, m->logits, V, NMT_LSH_LOGITS_AUTO, stream,
+    NMT_TRY(nmt_cuda_lsh_logits(n_rows, rpg, H, feed, m->feed_ld, w->out_w, w->out_b, m->cand,
+                                V, m->cand_count, V, m->logits, V, NMT_LSH_LOGITS_AUTO, stream,
                                 err));
     NMT_TRY(nmt_cuda_softmax_topk_candidates(n_rows, rpg, m->logits, V, m->cand, V,
                                              m->cand_count, V, 2 * beam, excluded, n_excluded,
@@ -230,8 +233,8 @@ nmt_status nmt_cuda_output_recall(nmt_cuda_model *m, int32_t n_rows, int32_t bea
     if (!m->has_shrink || !m->full_logits)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda output recall: needs shrinking and collect_stats");
-    NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, V, H, m->feed[m->cur], H, m->w.out_w, H, m->w.out_b,
-                            0, m->full_logits, V, err));
+    NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, V, H, m->feed[m->cur], m->feed_ld, m->w.out_w, H,
+                            m->w.out_b, 0, m->full_logits, V, err));
     NMT_TRY(nmt_cuda_softmax_topk(n_rows, V, m->full_logits, V, beam, excluded, n_excluded,
                                   m->full_top_values, m->full_top_ids, NULL, m->topk_workspace,
                                   m->topk_workspace_bytes, m->stream, err));

@@ -8,7 +8,9 @@
  * sentences (so the row -> sentence map is exercised), dead slots (-inf),
  * done sentences (must stay untouched), max-length steps (EOS only, from
  * logits - lse), -inf/-1 tails of short top lists, and values on a 0.25 grid
- * so ties are frequent and every sum is exact. Then prepare_rows and a
+ * so ties are frequent and every sum is exact. Then the beams at the edges
+ * of the one-warp kernel (1, 2, 31, 32 | 33, 64: the block kernel), alone
+ * and as several sentences with some done. Then prepare_rows and a
  * backtrack of hand-made history are checked too. Exit 77 without a GPU. */
 #include "cuda/beam_step.h"
 #include "cuda_ctx.h"
@@ -156,9 +158,11 @@ static void expect_equal(const char *what, int case_id, const std::vector<T> &go
     }
 }
 
-static void random_case(int case_id)
+/* n sentences of beam B; force_done: the first active sentence is not done
+ * and the second (if any) is. */
+static void random_case(int case_id, int32_t B, int32_t n, int force_done)
 {
-    const int32_t B = test_rand_int(1, 18), K = 2 * B, n = test_rand_int(1, 10);
+    const int32_t K = 2 * B;
     const int32_t V = test_rand_int(5, 4 * B + 12), step = test_rand_int(1, 6);
     const int32_t hist_len = step + test_rand_int(0, 3);
     const float alphas[3] = {1.0f, 0.6f, 0.0f};
@@ -190,6 +194,11 @@ static void random_case(int case_id)
             act.push_back(s);
     for (size_t i = act.size(); i > 1; i--)
         std::swap(act[i - 1], act[(size_t)test_rand_int(0, (int32_t)i)]);
+    if (force_done) {
+        h.done[act[0]] = 0;
+        if (act.size() > 1)
+            h.done[act[1]] = 1;
+    }
     const size_t rows = act.size() * B;
     std::vector<float> top_v(rows * K), logits(rows * V), lse(rows);
     std::vector<int32_t> top_i(rows * K), attn(rows);
@@ -327,6 +336,7 @@ static void backtrack_case(void)
     void *d_res = NULL;
     CUDA_OK(cudaMalloc(&d_res, bytes));
     CUDA_OK(cudaMemset(d_res, 0xff, bytes));
+    CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
     nmt_beam_results_carve(d_res, n, 2, hist_len, &r_dev);
     std::vector<int32_t> host(bytes / sizeof(int32_t));
     nmt_beam_results_carve(host.data(), n, 2, hist_len, &r_host);
@@ -363,8 +373,17 @@ int main(void)
         return NMT_TEST_SKIP;
     }
     test_seed();
-    for (int c = 0; c < 400 && test_failures < 20; c++)
-        random_case(c);
+    for (int c = 0; c < 400 && test_failures < 20; c++) {
+        const int32_t B = test_rand_int(1, 18), n = test_rand_int(1, 10);
+        random_case(c, B, n, 0);
+    }
+    /* Beams at the edges of the one-warp kernel (B <= 32) and past it. */
+    const int32_t edge_beams[6] = {1, 2, 31, 32, 33, 64};
+    for (int e = 0; e < 6; e++)
+        for (int c = 0; c < 12 && test_failures < 20; c++) {
+            const int32_t n = c < 3 ? 1 : test_rand_int(3, edge_beams[e] > 32 ? 6 : 9);
+            random_case(1000 + 100 * e + c, edge_beams[e], n, c >= 3);
+        }
     backtrack_case();
     return test_finish("test_gpu_beam_step");
 }

@@ -46,6 +46,10 @@ static void *dev_upload(const void *host, size_t bytes)
     CUDA_OK(cudaMalloc(&d, bytes ? bytes : 1));
     if (bytes)
         CUDA_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+    /* A pageable copy may still be in flight when cudaMemcpy returns, and the
+     * code under test runs on a non-blocking stream that does not wait for
+     * the legacy stream: finish here. */
+    CUDA_OK(cudaDeviceSynchronize());
     return d;
 }
 
@@ -55,6 +59,9 @@ static void *dev_output(size_t bytes, int poison)
     void *d = NULL;
     CUDA_OK(cudaMalloc(&d, bytes + GUARD_BYTES));
     CUDA_OK(cudaMemset(d, poison, bytes + GUARD_BYTES));
+    /* cudaMemset is asynchronous and the non-blocking stream under test does
+     * not wait for it: without this the poison can land after the output. */
+    CUDA_OK(cudaDeviceSynchronize());
     return d;
 }
 

@@ -133,15 +133,22 @@ static void test_lstm_cell(void)
     float gh[16] = {0}, bias[8] = {0};
     gx[10 + 1] = -big / 2; gh[8 + 1] = -big / 4; bias[1] = -big / 4;
     float c[4] = {2, 7, 1, -3};
-    float h[6];
+    float h[6], h2[10];
     test_poison_f32(h, 6);
-    nmt_cpu_lstm_cell(2, 2, gx, 10, gh, bias, c, c, h, 3);
+    test_poison_f32(h2, 10);
+    nmt_cpu_lstm_cell(2, 2, gx, 10, gh, bias, c, c, h, 3, h2 + 1, 5);
     float want_c[] = {2.25f, 1.0f, 0.5f, -3.0f};
     float want_h[] = {0.5f * tanhf(2.25f), tanhf(1.0f), 0.5f * tanhf(0.5f), 0.0f};
     CHECK(test_close_f32("lstm c", c, want_c, 4, 1e-6, 1e-6), "lstm c");
     float got_h[] = {h[0], h[1], h[3], h[4]};
     CHECK(test_close_f32("lstm h", got_h, want_h, 4, 1e-6, 1e-6), "lstm h");
     CHECK(isnan(h[2]) && isnan(h[5]), "lstm wrote beyond hidden in an ld_h row");
+    /* The second copy of h: same values, its own offset and row stride. */
+    float got_h2[] = {h2[1], h2[2], h2[6], h2[7]};
+    CHECK(memcmp(got_h2, got_h, sizeof got_h) == 0, "lstm h_out2 equals h_out");
+    for (int i = 0; i < 10; i++)
+        if (i != 1 && i != 2 && i != 6 && i != 7)
+            CHECK(isnan(h2[i]), "lstm h_out2 wrote element %d outside its rows", i);
 }
 
 static void test_attention(void)
@@ -169,8 +176,8 @@ static void test_attention(void)
     test_poison_f32(context, 6);
     test_poison_f32(weights, 3 * MS);
     test_poison_i32(argmax, 3);
-    nmt_cpu_attention(3, HD, MS, row_sentence, src_len, keys, memory, query, context, weights,
-                      argmax);
+    nmt_cpu_attention(3, HD, MS, row_sentence, src_len, keys, memory, query, HD, context, HD,
+                      weights, argmax);
     float want_context[] = {0.2f + 2.0f, 0.6f + 2.0f, 1.5f, -2.5f, 11.0f / 3, 11.0f / 3};
     float want_weights[] = {0.2f, 0.6f, 0.2f, 0, 1, 0, 0, 0, 1.0f / 3, 1.0f / 3, 1.0f / 3, 0};
     CHECK(test_close_f32("attention context", context, want_context, 6, 1e-6, 1e-6), "context");
@@ -180,7 +187,7 @@ static void test_attention(void)
           argmax[0], argmax[1], argmax[2]);
     /* weights may be NULL */
     float context2[6];
-    nmt_cpu_attention(3, HD, MS, row_sentence, src_len, keys, memory, query, context2, NULL,
+    nmt_cpu_attention(3, HD, MS, row_sentence, src_len, keys, memory, query, HD, context2, HD, NULL,
                       argmax);
     CHECK(memcmp(context, context2, sizeof context) == 0, "NULL weights changes the context");
 
@@ -192,7 +199,7 @@ static void test_attention(void)
     test_fill_uniform(rm, 2 * RS * RH, -1, 1);
     test_fill_uniform(rq, RROWS * RH, -1, 1);
     int32_t rlen[] = {RS, 4}, rsent[] = {0, 1, 1, 0, 1};
-    nmt_cpu_attention(RROWS, RH, RS, rsent, rlen, rk, rm, rq, rc, rw, argmax);
+    nmt_cpu_attention(RROWS, RH, RS, rsent, rlen, rk, rm, rq, RH, rc, RH, rw, argmax);
     for (int r = 0; r < RROWS; r++) {
         double sum = 0;
         for (int j = 0; j < RS; j++)
@@ -329,6 +336,27 @@ static void test_gather_and_tanh(void)
     float t[] = {0, 0.5f, -40, 40};
     nmt_cpu_tanh_inplace(4, t);
     CHECK(t[0] == 0 && t[1] == tanhf(0.5f) && t[2] == -1 && t[3] == 1, "tanh in place");
+    /* tanh over strided rows: 2 rows of width 2, ld 3; the gaps stay. */
+    float tr[] = {0.5f, -0.5f, 7, 40, -40, 9};
+    nmt_cpu_tanh_rows(2, 2, tr, 3);
+    CHECK(tr[0] == tanhf(0.5f) && tr[1] == tanhf(-0.5f) && tr[2] == 7 && tr[3] == 1 &&
+              tr[4] == -1 && tr[5] == 9, "tanh rows");
+
+    /* Two segments: 3-wide rows by one index into a 4-wide dst at column 0,
+     * 1-wide rows by another index into column 3; dst ld 5 leaves column 4. */
+    float a[] = {1, 2, 3, 4, 5, 6}, b[] = {100, 200, 300};
+    int32_t ia[] = {1, 0}, ib[] = {2, 2};
+    float out[10];
+    test_poison_f32(out, 10);
+    nmt_gather_segment segs[2] = {{a, ia, out, 3, 3, 5}, {b, ib, out + 3, 1, 1, 5}};
+    nmt_cpu_gather_segments(2, 2, segs);
+    float want_seg[] = {4, 5, 6, 300, 0, 1, 2, 3, 300, 0};
+    for (int i = 0; i < 10; i++)
+        if (i % 5 == 4)
+            CHECK(isnan(out[i]), "gather segments wrote the gap column (element %d)", i);
+        else
+            CHECK(out[i] == want_seg[i], "gather segments element %d: %g, want %g", i,
+                  out[i], want_seg[i]);
 }
 
 static void test_reduce_broadcast(void)

@@ -137,6 +137,7 @@ static int check_candidates(const char *what, int rows, int rpg, int vocab, cons
     void *ws = NULL;
     CUDA_OK(cudaMalloc(&ws, ws_bytes));
     CUDA_OK(cudaMemset(ws, 0x5A, ws_bytes)); /* garbage: nothing may rely on zeros */
+    CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
     nmt_error err = {};
     nmt_status st = nmt_cuda_lsh_candidates(rows, rpg, vocab, d_hits, threshold, n_always,
                                             d_cand, cand_ld, d_count, ws, ws_bytes, NULL, &err);
@@ -191,6 +192,7 @@ static int check_direct(const char *what, int rows, int rpg, const int32_t *d_co
     void *ws = NULL;
     CUDA_OK(cudaMalloc(&ws, ws_bytes));
     CUDA_OK(cudaMemset(ws, 0, ws_bytes)); /* zeroed once, as the contract says */
+    CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
     int32_t *got_cand = alloc_i32(n_cand), *got_count = alloc_i32(groups);
     int ok = 1;
     for (int call = 0; call < 2; call++) {
@@ -421,6 +423,7 @@ static void run_shape(const shape *s)
             CUDA_OK(cudaMemset(d_hits, 0, n_hits * sizeof(int32_t)));
         else
             CUDA_OK(cudaMemcpy(d_hits, base, n_hits * sizeof(int32_t), cudaMemcpyHostToDevice));
+        CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
         st = nmt_cuda_lsh_hits(rows, d_codes, d_live, &dt.t, lookups[v], d_hits, NULL, &err);
         CHECK(st == NMT_STATUS_OK, "hits status %d: %s", (int)st, err.message);
         ok = dev_download(got, d_hits, n_hits * sizeof(int32_t), POISON_I32, "hits");
@@ -565,6 +568,7 @@ int main(void)
     }
     CUDA_OK(cudaMalloc(&g_topk_ws, g_topk_ws_bytes));
     CUDA_OK(cudaMemset(g_topk_ws, 0, g_topk_ws_bytes));
+    CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
 
     for (size_t i = 0; i < n_shapes; i++)
         if (!g_small || shape_is_small(&shapes[i]))

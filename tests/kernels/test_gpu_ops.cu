@@ -17,6 +17,7 @@
 #include "linear.h"
 #include "lstm_cell.h"
 #include "nhot.h"
+#include "pointwise.h"
 #include "test_util.h"
 
 static nmt_cuda_ctx *ctx;
@@ -101,7 +102,8 @@ static void test_linear(int m, int n, int k, int pad, int with_bias, int accumul
     free(x); free(w); free(bias); free(want); free(got);
 }
 
-static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, int alias)
+static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, int alias,
+                      int second)
 {
     int ld_x = 4 * hidden + pad, ld_h = hidden + pad;
     size_t ngx = (size_t)rows * ld_x, ngh = (size_t)rows * 4 * hidden, nc = (size_t)rows * hidden,
@@ -129,15 +131,41 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
     float *d_cprev = alias ? d_c : (float *)dev_upload(c_prev, nc * sizeof(float));
     if (alias)
         CUDA_OK(cudaMemcpy(d_c, c_prev, nc * sizeof(float), cudaMemcpyHostToDevice));
+    /* second: a copy of h at a wider stride (ld_h2), poisoned around it. */
+    const int ld_h2 = hidden + 5;
+    const size_t nh2 = (size_t)rows * ld_h2;
+    float *want_h2 = second ? (float *)host_alloc(nh2 * sizeof(float)) : NULL;
+    float *d_h2 = second ? (float *)dev_output(nh2 * sizeof(float), POISON_F32) : NULL;
     nmt_cpu_lstm_cell(rows, hidden, gx, ld_x, with_h ? gh : NULL, with_bias ? b : NULL, c_prev,
-                      want_c, want_h, ld_h);
+                      want_c, want_h, ld_h, want_h2, ld_h2);
     nmt_error err = {};
     nmt_status st = nmt_cuda_lstm_cell(rows, hidden, d_gx, ld_x, with_h ? d_gh : NULL,
-                                       with_bias ? d_b : NULL, d_cprev, d_c, d_h, ld_h, stream, &err);
+                                       with_bias ? d_b : NULL, d_cprev, d_c, d_h, ld_h, d_h2,
+                                       ld_h2, stream, &err);
     CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
     char what[128];
-    snprintf(what, sizeof what, "lstm_cell rows %d hidden %d pad %d gates_h %d bias %d alias %d",
-             rows, hidden, pad, with_h, with_bias, alias);
+    snprintf(what, sizeof what,
+             "lstm_cell rows %d hidden %d pad %d gates_h %d bias %d alias %d second %d", rows,
+             hidden, pad, with_h, with_bias, alias, second);
+    if (second) {
+        /* h_out2 equals the GPU's own h exactly; the gaps keep their poison. */
+        float *got_h2 = (float *)host_alloc(nh2 * sizeof(float));
+        float *got_h1 = (float *)host_alloc(nh * sizeof(float));
+        dev_download(got_h2, d_h2, nh2 * sizeof(float), POISON_F32, what);
+        CUDA_OK(cudaMemcpy(got_h1, d_h, nh * sizeof(float), cudaMemcpyDeviceToHost));
+        int bad = 0;
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < ld_h2; j++) {
+                uint32_t bits;
+                memcpy(&bits, &got_h2[(size_t)r * ld_h2 + j], 4);
+                if (j < hidden ? got_h2[(size_t)r * ld_h2 + j] != got_h1[(size_t)r * ld_h + j]
+                               : bits != 0xFFFFFFFFu)
+                    bad++;
+            }
+        CHECK(bad == 0, "%s: %d elements of h_out2 wrong", what, bad);
+        cudaFree(d_h2);
+        free(got_h2); free(got_h1); free(want_h2);
+    }
     dev_download(got_c, d_c, nc * sizeof(float), POISON_F32, what);
     dev_download(got_h, d_h, nh * sizeof(float), POISON_F32, what);
     int ok = test_close_f32("c", got_c, want_c, nc, 1e-6, 1e-5);
@@ -149,8 +177,12 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
     free(gx); free(gh); free(b); free(c_prev); free(want_c); free(want_h); free(got_c); free(got_h);
 }
 
-static void test_attention(int n_sent, int rows, int hidden, int max_src, int with_weights)
+/* pad > 0: query and context rows hidden + pad floats apart; the query's
+ * gaps are NaN (never read) and the context's must keep their poison. */
+static void test_attention(int n_sent, int rows, int hidden, int max_src, int with_weights,
+                           int pad)
 {
+    const int ld = hidden + pad;
     int32_t *sent = (int32_t *)host_alloc(rows * sizeof(int32_t));
     int32_t *len = (int32_t *)host_alloc(n_sent * sizeof(int32_t));
     for (int s = 0; s < n_sent; s++)
@@ -160,7 +192,7 @@ static void test_attention(int n_sent, int rows, int hidden, int max_src, int wi
     len[0] = max_src;
     for (int r = 0; r < rows; r++)
         sent[r] = test_rand_int(0, n_sent);
-    size_t nk = (size_t)n_sent * max_src * hidden, nq = (size_t)rows * hidden,
+    size_t nk = (size_t)n_sent * max_src * hidden, nq = (size_t)rows * ld,
            nwt = (size_t)rows * max_src;
     float *keys = (float *)host_alloc(nk * sizeof(float));
     float *mem = (float *)host_alloc(nk * sizeof(float));
@@ -168,13 +200,18 @@ static void test_attention(int n_sent, int rows, int hidden, int max_src, int wi
     test_fill_uniform(keys, nk, -0.3f, 0.3f);
     test_fill_uniform(mem, nk, -1.0f, 1.0f);
     test_fill_uniform(query, nq, -0.3f, 0.3f);
+    for (size_t i = 0; i < nq; i++)
+        if ((int)(i % ld) >= hidden)
+            query[i] = NAN;
     for (int s = 0; s < n_sent; s++) /* past the length: NaN, must never be read */
         for (size_t i = (size_t)len[s] * hidden; i < (size_t)max_src * hidden; i++)
             keys[(size_t)s * max_src * hidden + i] = mem[(size_t)s * max_src * hidden + i] = NAN;
     float *want_ctx = (float *)host_alloc(nq * sizeof(float)), *got_ctx = (float *)host_alloc(nq * sizeof(float));
     float *want_w = (float *)host_alloc(nwt * sizeof(float)), *got_w = (float *)host_alloc(nwt * sizeof(float));
     int32_t *want_a = (int32_t *)host_alloc(rows * sizeof(int32_t)), *got_a = (int32_t *)host_alloc(rows * sizeof(int32_t));
-    nmt_cpu_attention(rows, hidden, max_src, sent, len, keys, mem, query, want_ctx, want_w, want_a);
+    memset(want_ctx, 0xFF, nq * sizeof(float)); /* the gaps: poison, as on the device */
+    nmt_cpu_attention(rows, hidden, max_src, sent, len, keys, mem, query, ld, want_ctx, ld, want_w,
+                      want_a);
     int32_t *d_sent = (int32_t *)dev_upload(sent, rows * sizeof(int32_t));
     int32_t *d_len = (int32_t *)dev_upload(len, n_sent * sizeof(int32_t));
     float *d_keys = (float *)dev_upload(keys, nk * sizeof(float));
@@ -184,15 +221,32 @@ static void test_attention(int n_sent, int rows, int hidden, int max_src, int wi
     float *d_w = (float *)dev_output(nwt * sizeof(float), POISON_F32);
     int32_t *d_a = (int32_t *)dev_output(rows * sizeof(int32_t), POISON_I32);
     nmt_error err = {};
-    nmt_status st = nmt_cuda_attention(rows, hidden, max_src, d_sent, d_len, d_keys, d_mem, d_query,
-                                       d_ctx, with_weights ? d_w : NULL, d_a, stream, &err);
+    nmt_status st = nmt_cuda_attention(rows, hidden, max_src, d_sent, d_len, d_keys, d_mem,
+                                       d_query, ld, d_ctx, ld, with_weights ? d_w : NULL, d_a,
+                                       stream, &err);
     CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
     char what[128];
-    snprintf(what, sizeof what, "attention sentences %d rows %d hidden %d max_src %d weights %d",
-             n_sent, rows, hidden, max_src, with_weights);
+    snprintf(what, sizeof what,
+             "attention sentences %d rows %d hidden %d max_src %d weights %d pad %d", n_sent,
+             rows, hidden, max_src, with_weights, pad);
     dev_download(got_ctx, d_ctx, nq * sizeof(float), POISON_F32, what);
     dev_download(got_a, d_a, rows * sizeof(int32_t), POISON_I32, what);
-    int ok = test_close_f32("context", got_ctx, want_ctx, nq, 1e-5, 1e-4);
+    int ok = 1;
+    for (size_t i = 0; i < nq; i++) {
+        uint32_t bits;
+        memcpy(&bits, &got_ctx[i], 4);
+        if ((int)(i % ld) >= hidden && bits != 0xFFFFFFFFu) {
+            fprintf(stderr, "  context gap element %zu was written\n", i);
+            ok = 0;
+            break;
+        }
+    }
+    for (int r = 0; r < rows; r++) /* compact the rows for the comparison */
+        for (int h = 0; h < hidden; h++) {
+            got_ctx[(size_t)r * hidden + h] = got_ctx[(size_t)r * ld + h];
+            want_ctx[(size_t)r * hidden + h] = want_ctx[(size_t)r * ld + h];
+        }
+    ok &= test_close_f32("context", got_ctx, want_ctx, (size_t)rows * hidden, 1e-5, 1e-4);
     if (with_weights) {
         dev_download(got_w, d_w, nwt * sizeof(float), POISON_F32, what);
         ok &= test_close_f32("weights", got_w, want_w, nwt, 1e-6, 1e-4);
@@ -239,6 +293,78 @@ static void test_gather(int rows, int dim, int src_rows)
     free(src); free(index); free(want); free(got);
 }
 
+/* Up to n_seg segments of random widths between random row buffers, the
+ * destinations interleaved in one poisoned buffer (gaps must survive). */
+static void test_gather_segments(int rows, int n_seg, int max_width)
+{
+    enum { kSrcRows = 37 };
+    nmt_gather_segment seg[NMT_GATHER_MAX_SEGMENTS], dseg[NMT_GATHER_MAX_SEGMENTS];
+    float *src[NMT_GATHER_MAX_SEGMENTS], *d_src[NMT_GATHER_MAX_SEGMENTS];
+    int32_t *index[NMT_GATHER_MAX_SEGMENTS], *d_index[NMT_GATHER_MAX_SEGMENTS];
+    int32_t ld_dst = 0, col[NMT_GATHER_MAX_SEGMENTS];
+    for (int g = 0; g < n_seg; g++) {
+        const int32_t width = test_rand_int(g == 0 ? 1 : 0, max_width + 1);
+        const int32_t ld_src = width + test_rand_int(0, 4);
+        const size_t n_src = (size_t)kSrcRows * (ld_src > 0 ? ld_src : 1);
+        src[g] = (float *)host_alloc(n_src * sizeof(float));
+        test_fill_uniform(src[g], n_src, -1.0f, 1.0f);
+        index[g] = (int32_t *)host_alloc(rows * sizeof(int32_t));
+        for (int r = 0; r < rows; r++)
+            index[g][r] = test_rand_int(0, kSrcRows);
+        d_src[g] = (float *)dev_upload(src[g], n_src * sizeof(float));
+        d_index[g] = (int32_t *)dev_upload(index[g], rows * sizeof(int32_t));
+        col[g] = ld_dst;
+        ld_dst += width + 1; /* one poisoned column after each segment */
+        seg[g] = (nmt_gather_segment){src[g], index[g], NULL, width, ld_src, 0};
+        dseg[g] = (nmt_gather_segment){d_src[g], d_index[g], NULL, width, ld_src, 0};
+    }
+    const size_t nd = (size_t)rows * ld_dst;
+    float *want = (float *)host_alloc(nd * sizeof(float)), *got = (float *)host_alloc(nd * sizeof(float));
+    memset(want, 0xFF, nd * sizeof(float));
+    float *d_dst = (float *)dev_output(nd * sizeof(float), POISON_F32);
+    for (int g = 0; g < n_seg; g++) {
+        seg[g].dst = want + col[g];
+        dseg[g].dst = d_dst + col[g];
+        seg[g].ld_dst = dseg[g].ld_dst = ld_dst;
+    }
+    nmt_cpu_gather_segments(rows, n_seg, seg);
+    nmt_error err = {};
+    nmt_status st = nmt_cuda_gather_segments(rows, n_seg, dseg, stream, &err);
+    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
+    char what[96];
+    snprintf(what, sizeof what, "gather segments rows %d segments %d width <= %d", rows, n_seg,
+             max_width);
+    dev_download(got, d_dst, nd * sizeof(float), POISON_F32, what);
+    /* Bitwise: copies are exact and the poisoned gaps compare as bits. */
+    report(memcmp(got, want, nd * sizeof(float)) == 0, what);
+    for (int g = 0; g < n_seg; g++) {
+        cudaFree(d_src[g]); cudaFree(d_index[g]);
+        free(src[g]); free(index[g]);
+    }
+    cudaFree(d_dst);
+    free(want); free(got);
+}
+
+static void test_tanh_rows(int rows, int width, int pad)
+{
+    const int ld = width + pad;
+    const size_t n = (size_t)rows * ld;
+    float *x = (float *)host_alloc(n * sizeof(float)), *got = (float *)host_alloc(n * sizeof(float));
+    test_fill_uniform(x, n, -6.0f, 6.0f);
+    float *d_x = (float *)dev_output(n * sizeof(float), POISON_F32);
+    CUDA_OK(cudaMemcpy(d_x, x, n * sizeof(float), cudaMemcpyHostToDevice));
+    nmt_cpu_tanh_rows(rows, width, x, ld); /* x becomes the expected result */
+    nmt_error err = {};
+    nmt_status st = nmt_cuda_tanh_rows(rows, width, d_x, ld, stream, &err);
+    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
+    char what[96];
+    snprintf(what, sizeof what, "tanh rows %d width %d pad %d", rows, width, pad);
+    dev_download(got, d_x, n * sizeof(float), POISON_F32, what);
+    report(test_close_f32(what, got, x, n, 1e-6, 1e-6), what);
+    cudaFree(d_x);
+    free(x); free(got);
+}
+
 int main(void)
 {
     gpu_test_require_device("test_gpu_ops");
@@ -265,21 +391,35 @@ int main(void)
     test_linear(64, 1024, 1024, 0, 0, 0);
     test_linear(3, 4, 0, 2, 1, 0);
 
-    test_lstm(1, 1, 0, 1, 1, 0);
-    test_lstm(7, 33, 3, 1, 1, 1);
-    test_lstm(333, 256, 0, 1, 1, 0);
-    test_lstm(5, 1000, 1, 0, 0, 1);
+    test_lstm(1, 1, 0, 1, 1, 0, 0);
+    test_lstm(7, 33, 3, 1, 1, 1, 1);
+    test_lstm(333, 256, 0, 1, 1, 0, 1);
+    test_lstm(5, 1000, 1, 0, 0, 1, 0);
 
-    test_attention(1, 1, 1, 1, 1);
-    test_attention(3, 7, 33, 7, 1);
-    test_attention(4, 20, 256, 50, 1);
-    test_attention(10, 333, 500, 100, 0);
-    test_attention(8, 64, 1024, 333, 1);
+    test_attention(1, 1, 1, 1, 1, 0);
+    test_attention(3, 7, 33, 7, 1, 5);
+    test_attention(4, 20, 256, 50, 1, 0);
+    test_attention(10, 333, 500, 100, 0, 0);
+    test_attention(8, 64, 1024, 333, 1, 0);
+    test_attention(1, 5, 512, 13, 1, 0);   /* a beam: 4 slices of H, 8 position groups */
+    test_attention(1, 5, 512, 13, 1, 512); /* the decoder's [context; h_top] rows */
+    test_attention(6, 2, 333, 40, 1, 0);   /* scalar lanes, 2 slices */
+    test_attention(8, 200, 1024, 40, 1, 4); /* 1 slice wider than half the block: G = 1 */
+    test_attention(5, 150, 333, 30, 1, 0); /* G = 1, scalar, 2 columns a thread */
 
     test_gather(1, 1, 1);
     test_gather(7, 33, 5);
     test_gather(333, 1024, 400);
     test_gather(5, 7, 9);
+
+    test_gather_segments(1, 1, 1);
+    test_gather_segments(5, 5, 1024);
+    test_gather_segments(7, NMT_GATHER_MAX_SEGMENTS, 33);
+    test_gather_segments(333, 3, 700);
+
+    test_tanh_rows(1, 1, 0);
+    test_tanh_rows(5, 512, 768);
+    test_tanh_rows(333, 257, 3);
 
     nmt_cuda_ctx_free(ctx);
     return test_finish("test_gpu_ops");

@@ -307,6 +307,7 @@ static void step_alloc(const bench *B, const weights *wt, step_arg *a, int rows,
     a->rows = rows;
     a->hits = (int32_t *)dev_alloc((size_t)rows * wt->vocab * sizeof(int32_t));
     BENCH_CHECK(cudaMemset(a->hits, 0, (size_t)rows * wt->vocab * sizeof(int32_t)));
+    BENCH_CHECK(cudaDeviceSynchronize());
     a->hash_cand = (int32_t *)dev_alloc((size_t)n_groups * wt->vocab * sizeof(int32_t));
     a->hash_count = (int32_t *)dev_alloc(n_groups * sizeof(int32_t));
     a->logits = (float *)dev_alloc((size_t)rows * wt->vocab * sizeof(float));
@@ -321,9 +322,11 @@ static void step_alloc(const bench *B, const weights *wt, step_arg *a, int rows,
     }
     a->sm_ws = dev_alloc(a->sm_ws_bytes);
     BENCH_CHECK(cudaMemset(a->sm_ws, 0, a->sm_ws_bytes));
+    BENCH_CHECK(cudaDeviceSynchronize());
     a->direct_ws_bytes = nmt_cuda_lsh_direct_workspace_size(n_groups, wt->vocab);
     a->direct_ws = dev_alloc(a->direct_ws_bytes);
     BENCH_CHECK(cudaMemset(a->direct_ws, 0, a->direct_ws_bytes));
+    BENCH_CHECK(cudaDeviceSynchronize());
 }
 
 static void step_free(step_arg *a)

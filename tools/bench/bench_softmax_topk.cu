@@ -198,6 +198,7 @@ int main(void)
             a.workspace_bytes = nmt_cuda_softmax_topk_workspace_size(a.rows, a.vocab, max_k);
             BENCH_CHECK(cudaMalloc(&a.workspace, a.workspace_bytes));
             BENCH_CHECK(cudaMemset(a.workspace, 0, a.workspace_bytes));
+    BENCH_CHECK(cudaDeviceSynchronize());
             double cub_us = 0.0;
             if (baseline) {
                 BENCH_CHECK(cudaMalloc(&a.lp, bytes));

@@ -113,6 +113,7 @@ static double bench_copy_bandwidth(cudaStream_t stream)
     BENCH_CHECK(cudaMalloc(&a.src, a.bytes));
     BENCH_CHECK(cudaMalloc(&a.dst, a.bytes));
     BENCH_CHECK(cudaMemset(a.src, 1, a.bytes));
+    BENCH_CHECK(cudaDeviceSynchronize());
     double us = bench_time_us(copy_once, &a, stream);
     BENCH_CHECK(cudaFree(a.src));
     BENCH_CHECK(cudaFree(a.dst));

@@ -49,8 +49,9 @@ void translate_print_help(const char *program)
         "      --lsh-share S       batch | sentence | row: hypotheses sharing one candidate\n"
         "                          list (default sentence; row scores each pair, an SDDMM)\n"
         "      --lsh-seed N        permutations and hash tables (default 1)\n"
-        "      --lsh-lists L       hits | direct: how CUDA builds the lists (same lists;\n"
-        "                          direct skips the hit matrix, experimental; default hits)\n"
+        "      --lsh-lists L       auto | hits | direct: how CUDA builds the lists (same\n"
+        "                          lists; direct skips the hit matrix; auto: direct from\n"
+        "                          128 rows a step; default auto)\n"
         "      --stats FILE        write JSON counters after the run: decode time, steps,\n"
         "                          output-layer GPU time, candidates and recall (slower:\n"
         "                          time speed without it)\n"
@@ -243,6 +244,8 @@ static int apply_setting(translate_args *a, const char *key, const char *value)
             o->shrink.lists = NMT_LSH_LISTS_HITS;
         else if (!strcmp(value, "direct"))
             o->shrink.lists = NMT_LSH_LISTS_DIRECT;
+        else if (!strcmp(value, "auto"))
+            o->shrink.lists = NMT_LSH_LISTS_AUTO;
         else
             return 0;
         return 1;
