@@ -50,12 +50,14 @@ static constexpr int kMaxWarps = 8;      /* fused block: up to 256 threads */
 static constexpr int kRegisterK = 64;    /* fused variants: K <= this */
 static constexpr int kAtomicK = 512;     /* atomic variant: K <= this */
 static constexpr int kMaxSplits = 16;    /* split variant: blocks per row at most */
-/* Small rows are latency-bound: a warp's serial scan (load, online (m, d),
- * top-K filter: ~12 instructions a word; ncu on an H100, 5 rows x 4778
- * words: 4.7% achieved occupancy, no eligible warp 87% of the time) is the
- * time, so spread a row over more, shorter warps and slices. */
-static constexpr int kSplitMinWords = 256; /* ... and words per block at least */
-static constexpr int kWordsPerWarp = 128;  /* fused: warps per block ~ words / this */
+/* Small rows are latency-bound (ncu on an H100, 5 rows x 4778 words, K 10:
+ * 21 us, 4.7% achieved occupancy, no eligible warp 87% of the time), but
+ * shorter warps and slices (256 words a slice, 128 a warp) did not help:
+ * K 1 unchanged at ~15 us, K 10 -10%..+7%, K 50 1.5x slower (bench, same
+ * H100 session). The fixed ~14 us at K 1 for 1 to 320 rows is not yet
+ * explained; docs/performance.md. */
+static constexpr int kSplitMinWords = 1024; /* ... and words per block at least */
+static constexpr int kWordsPerWarp = 512;   /* fused: warps per block ~ words / this */
 /* K > 32 (two slots a lane): insertions, not loads, bound the time, and each
  * warp's list costs ~K (1 + ln(words / K)) of them: fewer, longer warps. */
 static constexpr int kWordsPerWarpTwoSlots = 1024;
