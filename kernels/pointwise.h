@@ -1,6 +1,6 @@
 /* pointwise.h: small element-wise ops the layers need between GEMMs.
  * tanh_inplace: x[i] = tanh(x[i]) for i < n (the attentional vector
- * f = tanh(W_c [c; h]) after its linear).
+ * f = tanh(W_c [c; h]) after its linear; the CPU step model's, no CUDA twin).
  * tanh_rows: the same over n_rows rows of `width` floats, ld apart (the CUDA
  * decoder keeps f inside a wider row buffer, beside the state it feeds). */
 #ifndef NMT_KERNELS_POINTWISE_H
@@ -15,7 +15,6 @@ extern "C" {
 
 void nmt_cpu_tanh_inplace(int64_t n, float *x);
 
-nmt_status nmt_cuda_tanh_inplace(int64_t n, float *x, void *stream, nmt_error *err);
 void nmt_cpu_tanh_rows(int32_t n_rows, int32_t width, float *x, int32_t ld);
 nmt_status nmt_cuda_tanh_rows(int32_t n_rows, int32_t width, float *x, int32_t ld, void *stream,
                               nmt_error *err);
