@@ -20,6 +20,9 @@ typedef struct nmt_backend_config {
     int32_t max_sentences, beam, max_src;
     const nmt_shrink *shrink; /* NULL: full softmax; else must outlive the backend */
     int collect_stats;        /* count into nmt_stats (slower) */
+    int cuda_graphs;          /* CUDA: replay repeated steps as graphs */
+    int warmup;               /* CUDA: warm up at create */
+    int check_every;          /* CUDA: steps between done-flag checks */
 } nmt_backend_config;
 
 typedef struct nmt_backend_vtable {

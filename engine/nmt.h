@@ -100,6 +100,16 @@ typedef struct nmt_options {
                             wall time (free); 2 also the output layer's GPU time
                             (events) and, with shrinking on, recall (slower: the
                             full softmax is computed too) */
+    int cuda_graphs;     /* CUDA: replay decoder steps and encoder passes that recur
+                            as CUDA graphs (fewer launches), default 1; 0 launches
+                            every kernel (the same results) */
+    int warmup;          /* CUDA: decode small synthetic batches when the translator
+                            is created (~0.2 s), so that the first real batches do not
+                            pay one-time CUDA/cuBLAS costs (~150 ms), default 1 */
+    int check_every;     /* CUDA: the host reads the sentences' done flags every this
+                            many steps (1..64, default 1): finished sentences leave
+                            the batch and the loop stops at most 2x this many steps
+                            after the GPU knows; never a wait on the step in flight */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;
@@ -164,6 +174,9 @@ typedef struct nmt_stats {
     int64_t row_steps;       /* live row-steps (shrinking on; CUDA) */
     int64_t recall_hits;     /* row-steps whose full-softmax top-B words are all candidates */
     int64_t candidate_words; /* candidate words scored, summed over row-steps */
+    int64_t graph_runs;      /* CUDA: decoder steps and encoder passes run as CUDA graphs
+                                (captured or replayed; cuda_graphs) */
+    int64_t eager_runs;      /* CUDA: the same, launched kernel by kernel */
 } nmt_stats;
 
 nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,

@@ -42,6 +42,9 @@ void nmt_options_init(nmt_options *options)
     options->unk_replace = 1;
     options->device = NMT_DEVICE_AUTO;
     options->device_index = 0;
+    options->cuda_graphs = 1;
+    options->warmup = 1;
+    options->check_every = 1;
     /* Shrinking stays off: on the H100 evaluation (docs/lsh.md) no LSH setting
      * beat the full softmax or TOP at equal quality. The LSH parameters are the
      * grid's best trade-off at beam 12 on Europarl it-en: {16,3,500}, T = 1000,
@@ -87,6 +90,11 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             "device %d: unknown", (int)o->device);
     REQUIRE(o->collect_stats >= 0 && o->collect_stats <= 2, "collect_stats %d: must be 0, 1 or 2",
             o->collect_stats);
+    REQUIRE(o->cuda_graphs == 0 || o->cuda_graphs == 1, "cuda_graphs %d: must be 0 or 1",
+            o->cuda_graphs);
+    REQUIRE(o->warmup == 0 || o->warmup == 1, "warmup %d: must be 0 or 1", o->warmup);
+    REQUIRE(o->check_every >= 1 && o->check_every <= 64, "check_every %d: must be in 1..64",
+            o->check_every);
     const nmt_shrink_options *sh = &o->shrink;
     REQUIRE(sh->mode == NMT_SHRINK_NONE || sh->mode == NMT_SHRINK_LSH || sh->mode == NMT_SHRINK_TOP,
             "shrink mode %d: unknown", (int)sh->mode);
@@ -172,7 +180,8 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         NMT_TRY(setup_shrink(t, err));
     const nmt_backend_config config = {
         options->batch_size, options->beam_size, options->max_src_tokens,
-        options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats};
+        options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
+        options->cuda_graphs, options->warmup, options->check_every};
     const int32_t batch = options->batch_size, max_src = options->max_src_tokens;
 
     nmt_device device = options->device;

@@ -6,9 +6,10 @@
 #      (NMT_TEST_SMALL=1: the small shapes)
 #   4. the benches (JSON lines into bench/), bench_torch.py, summarize.py
 #      into bench/summary.md
-#   5. end-to-end speed (tools/eval/speed, ~150 s at most): the CUDA engine
+#   5. end-to-end speed (tools/eval/speed, ~100 s): the CUDA engine
 #      vs the PyTorch reference decoder, beam 5, batch 1 and 64, on
-#      models/multi30k-de-en.bin over multi30k test_2016_flickr.de
+#      models/multi30k-de-en.bin over multi30k test_2016_flickr.de (all
+#      1,000 lines; NMT_SPEED_LINES=N for the first N)
 #   6. a short summary table, last.
 # The device returns at most 8 files from $OUT: every log, JSON and table
 # goes into ONE tarball, ${OUT:-out}/gpu-check.tar.gz (built on exit, even a
@@ -125,11 +126,30 @@ if [[ $build_status == ok ]]; then
         elif [[ -f $model && -f $src && -x "$build/translate" ]]; then
             echo "== tools/eval/speed (engine cuda vs PyTorch reference, beam 5, batch 1 and 64)"
             speed_status=ok
-            timeout 150 "$python" tools/eval/speed -m "$model" --src "$src" --lines 300 \
+            # The whole test set (1,000 lines): the reference at batch 1 takes ~25 s a run.
+            timeout 280 "$python" tools/eval/speed -m "$model" --src "$src" --lines "${NMT_SPEED_LINES:-0}" \
                 --beams 5 --batch-sizes 1,64 --repeat 3 --latency-lines 150 --device cuda \
                 --translate "$build/translate" --reference --json "$bench_dir/speed.json" \
                 >"$bench_dir/speed.txt" 2>"$bench_dir/speed.err" || speed_status="failed rc=$?"
             tail -5 "$bench_dir/speed.err"
+            # Launch modes (docs/performance.md): CUDA graphs on/off x done-flag
+            # check interval, batch 1 and 64, whole test set, in one process
+            # per setting: pass 1 after warm-up, then 2 more; the last two count.
+            if [[ -x "$build/bench_passes" ]]; then
+                zcat "$src" >"$out/test.de"
+                : >"$bench_dir/launch-modes.txt"
+                for bs in 1 64; do
+                    for check in 1 4; do
+                        for graphs in 1 0; do
+                            line=$(timeout 60 "$build/bench_passes" "$model" "$out/test.de" $bs 5 3 cuda \
+                                graphs=$graphs check=$check 2>&1 | grep -oE 'total [0-9.]+' | \
+                                awk '{print $2}' | tr '\n' ' ')
+                            printf 'batch %-3s check %s graphs %s  passes ms: %s\n' $bs $check $graphs \
+                                "$line" | tee -a "$bench_dir/launch-modes.txt"
+                        done
+                    done
+                done
+            fi
             # The whole test set through the CUDA engine at beams 1 and 5 with
             # scores, for the GPU-vs-CPU agreement (tools/eval/agreement.py) and BLEU.
             for beam in 1 5; do
@@ -148,6 +168,10 @@ if [[ $build_status == ok ]]; then
 fi
 
 # --- 6. summary --------------------------------------------------------------
+if [[ -s "$bench_dir/launch-modes.txt" ]]; then
+    echo "== launch modes (bench_passes, 1,000 lines, beam 5; passes 2-3 are warm)"
+    cat "$bench_dir/launch-modes.txt"
+fi
 if [[ -s "$bench_dir/speed.txt" ]]; then
     echo
     echo "== end-to-end speed (tools/eval/speed)"

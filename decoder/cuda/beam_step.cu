@@ -125,6 +125,8 @@ static __global__ void beam_init_kernel(nmt_beam_device b, int32_t n, int32_t bo
     b.scores[e] = k == 0 ? 0.0f : -INFINITY;
     b.tokens[e] = bos_id;
     b.parents[e] = 0;
+    if (e == 0)
+        *b.step = 0;
     if (k == 0) {
         b.done[e / b.beam] = 0;
         b.n_finished[e / b.beam] = 0;
@@ -139,6 +141,8 @@ static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
     int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= n_active * b.beam)
         return;
+    if (r == 0)
+        *b.step += 1; /* nothing in this kernel reads it */
     int32_t p = r / b.beam, k = r % b.beam, s = act[p];
     int32_t from = old_pos ? old_pos[p] : p;
     row_tokens[r] = b.tokens[s * b.beam + k];
@@ -149,7 +153,7 @@ static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
 }
 
 static __global__ void __launch_bounds__(BEAM_THREADS)
-beam_step_kernel(nmt_beam_device b, const int32_t *act, int32_t step, const float *top_values,
+beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
                  const int32_t *top_ids, const float *logits, int32_t ld_logits,
                  const float *lse, const int32_t *attn_argmax)
 {
@@ -164,6 +168,7 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, int32_t step, const floa
     if (b.done[s])
         return; /* uniform across the block */
     const int64_t row0 = (int64_t)p * B;
+    const int32_t step = *b.step;
     const int last_step = step >= b.max_len[s];
     for (int32_t k = tid; k < B; k += BEAM_THREADS) {
         base[k] = b.scores[(int64_t)s * B + k];
@@ -220,9 +225,9 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, int32_t step, const floa
 }
 
 static __global__ void __launch_bounds__(32)
-beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, int32_t step,
-                      const float *top_values, const int32_t *top_ids, const float *logits,
-                      int32_t ld_logits, const float *lse, const int32_t *attn_argmax)
+beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
+                      const int32_t *top_ids, const float *logits, int32_t ld_logits,
+                      const float *lse, const int32_t *attn_argmax)
 {
     extern __shared__ float top_lists[]; /* values [B, 2B], then ids [B, 2B] */
     __shared__ beam_candidate chosen[2 * WARP_BEAM_MAX];
@@ -244,6 +249,7 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, int32_t step,
     }
     __pipeline_commit();
     const int32_t done = b.done[s], max_len = b.max_len[s], n_fin = b.n_finished[s];
+    const int32_t step = *b.step;
     const float base = has_slot ? b.scores[(int64_t)s * B + lane] : -INFINITY;
     if (done) {
         __pipeline_wait_prior(0); /* no copy may land after the block's memory is freed */
@@ -373,24 +379,24 @@ cleanup:
 }
 
 nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const int32_t *act,
-                              int32_t step, const float *top_values, const int32_t *top_ids,
+                              const float *top_values, const int32_t *top_ids,
                               const float *logits, int32_t ld_logits, const float *lse,
                               const int32_t *attn_argmax, void *stream, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    if (n_active < 1 || step < 1 || b->beam < 1 || b->beam > BEAM_MAX || b->hist_len < 1)
+    if (n_active < 1 || b->beam < 1 || b->beam > BEAM_MAX || b->hist_len < 1 || !b->step)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "beam step: %d active, step %d, beam %d (max %d), hist_len %d",
-                             n_active, step, b->beam, BEAM_MAX, b->hist_len);
+                             "beam step: %d active, beam %d (max %d), hist_len %d, step %s",
+                             n_active, b->beam, BEAM_MAX, b->hist_len, b->step ? "set" : "NULL");
     if (b->beam <= WARP_BEAM_MAX) {
         const size_t list_bytes =
             (size_t)b->beam * 2 * b->beam * (sizeof(float) + sizeof(int32_t));
         beam_step_warp_kernel<<<n_active, 32, list_bytes, (cudaStream_t)stream>>>(
-            *b, act, step, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
+            *b, act, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
         NMT_LAUNCH_TRY("beam_step_warp_kernel");
     } else {
         beam_step_kernel<<<n_active, BEAM_THREADS, 0, (cudaStream_t)stream>>>(
-            *b, act, step, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
+            *b, act, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
         NMT_LAUNCH_TRY("beam_step_kernel");
     }
 cleanup:

@@ -35,6 +35,8 @@ typedef struct nmt_beam_device {
     int32_t *fin_length;             /* [n, 2B]: tokens including EOS (= its step) */
     int32_t *fin_parent;             /* [n, 2B]: history slot of its last token, -1 if none */
     int32_t *hist_token, *hist_attn, *hist_parent; /* [n, hist_len, B] */
+    int32_t *step; /* [1]: the step being taken, 1-based: beam_init sets 0, prepare_rows
+                      adds 1, beam_step reads it (so a captured step replays as is) */
 } nmt_beam_device;
 
 /* Finished results of a batch, carved from one buffer (nmt_beam_results_carve)
@@ -67,11 +69,12 @@ static inline size_t nmt_beam_results_carve(void *base, int32_t n_sentences, int
 }
 
 /* Step-1 state: slot 0 alive with score 0 and token bos_id, the others dead;
- * nothing done or finished. */
+ * nothing done or finished; *step = 0. */
 nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int32_t bos_id,
                               void *stream, nmt_error *err);
 
-/* For the n_active * B rows of the list act: row_tokens (the slot's last
+/* Begins a step: *b->step += 1, and for the n_active * B rows of the list
+ * act: row_tokens (the slot's last
  * token), row_sentence, and row_parent = old_pos[p] * B + parent slot, the
  * row of the previous step's layout it continues (old_pos NULL: p itself,
  * i.e. the active list did not change); row_live (may be NULL): 1 when the
@@ -83,13 +86,13 @@ nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active
                                       int32_t *row_parent, int32_t *row_live, void *stream,
                                       nmt_error *err);
 
-/* One search step (1-based `step`) for the sentences of the active list
+/* One search step (number *b->step) for the sentences of the active list
  * (one block each; done ones are skipped). Row p * B + k's 2B best words are
  * top_values (log p) / top_ids [row, 2B], sorted best first; at a sentence's
  * max-length step only EOS counts, with log p = logits[row, eos] - lse[row].
  * attn_argmax[row] is recorded for every token that stays alive. */
 nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const int32_t *act,
-                              int32_t step, const float *top_values, const int32_t *top_ids,
+                              const float *top_values, const int32_t *top_ids,
                               const float *logits, int32_t ld_logits, const float *lse,
                               const int32_t *attn_argmax, void *stream, nmt_error *err);
 

@@ -10,23 +10,31 @@
  * n-best token sequences back.
  *
  * Rows: row p * B + k is slot k of the sentence at position p of the active
- * list. Every CHECK_INTERVAL steps the host reads the done flags it asked
- * for at the previous check (an event recorded CHECK_INTERVAL steps earlier,
+ * list. Every check_every steps the host reads the done flags it asked
+ * for at the previous check (an event recorded check_every steps earlier,
  * so it never waits on the step it just launched), stops if every sentence
  * is done, and otherwise compacts the list: the alive sentences move to a
  * prefix through the reorder gather that runs anyway (row_parent maps a new
  * row to the old layout), so done sentences stop costing work. A done
  * sentence still in the list (done since the last snapshot) costs its rows
- * for at most 2 * CHECK_INTERVAL steps; its beam block returns at once.
- * Not measured yet: one CUDA graph per step (the launches of a step are the
- * same every step between compactions) to cut launch overhead at small
- * batches. The step loop never allocates here (kernels/cuda/softmax_topk.cu's
- * split path takes a stream-ordered cudaMallocAsync workspace per call) and
- * only waits on the check event of CHECK_INTERVAL steps back. */
+ * for at most 2 * check_every steps; its beam block returns at once.
+ * Launches: a step's launches are the same every other step between
+ * compactions (the row buffers swap), and at batch 1 the same for every
+ * sentence of a length; the encoder's are the same for every batch of the
+ * same lengths. Both go through a graph cache (graph_cache.h) that replays a
+ * captured CUDA graph once a key recurs, which removes the host's launch
+ * work between the kernels (docs/performance.md measures it). The step number
+ * lives on the device (beam_step.h) so a replayed step needs no new argument.
+ * The step loop never allocates and only waits on the check event of
+ * check_every steps back. */
 #include "cuda_backend.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Graphs kept: at batch 1 one step graph per (source length, row buffer) and
+ * one encoder graph per length, for the lengths in use. */
+enum { kGraphsKept = 96 };
 
 static size_t input_bytes_for(int32_t n, int32_t max_src, int64_t nnz)
 {
@@ -109,6 +117,10 @@ static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
 {
     const cuda_backend *self = (const cuda_backend *)backend;
     stats->steps += self->steps;
+    int64_t graph_counts[4];
+    nmt_graph_cache_counts(self->graphs, graph_counts);
+    stats->graph_runs += graph_counts[NMT_GRAPH_CAPTURED] + graph_counts[NMT_GRAPH_REPLAYED];
+    stats->eager_runs += self->eager_runs + graph_counts[NMT_GRAPH_EAGER];
     stats->output_layer_ms = self->collect_stats >= 2 ? self->output_layer_ms : -1.0;
     const nmt_cuda_model *net = self->net;
     unsigned long long counts[3] = {0, 0, 0};
@@ -139,6 +151,8 @@ static void cuda_backend_free(nmt_backend *backend)
     cudaFreeHost(self->results_host);
     cudaFreeHost(self->done_host);
     cudaFreeHost(self->act_host);
+    nmt_graph_cache_free(self->graphs);
+    free(self->key);
     nmt_cuda_ctx_free(self->ctx);
     free(self->order);
     free(self->counts);
@@ -168,10 +182,12 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     if (device_index < 0 || device_index >= n_devices)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda backend: device %d, only %d visible", device_index, n_devices);
-    if (max_sentences < 1 || beam_size < 1 || beam_size > 256 || max_src < 1)
+    if (max_sentences < 1 || beam_size < 1 || beam_size > 256 || max_src < 1 ||
+        config->check_every < 1)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cuda backend: max_sentences %d, beam %d (1..256), max_src %d",
-                             max_sentences, beam_size, max_src);
+                             "cuda backend: max_sentences %d, beam %d (1..256), max_src %d, "
+                             "check_every %d", max_sentences, beam_size, max_src,
+                             config->check_every);
     NMT_ALLOC(self, 1);
     self->base.vtable = &cuda_backend_vtable;
     self->base.device = NMT_DEVICE_CUDA;
@@ -180,6 +196,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     self->max_sentences = max_sentences;
     self->beam = beam_size;
     self->max_src = max_src;
+    self->check_every = config->check_every;
     NMT_ALLOC(self->order, max_sentences);
     NMT_ALLOC(self->counts, max_src + 2);
     NMT_ALLOC(self->active, max_src);
@@ -195,10 +212,11 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
                                           err));
 
     /* Beam state: scores, tokens, parents [N, B]; done, n_finished [N];
-     * finished [N, 2B] x 4; active list [2N]. */
+     * finished [N, 2B] x 4; active list [2N]; the step number [1]. */
     {
         const size_t N = (size_t)max_sentences, NB = N * (size_t)beam_size, NK = 2 * NB;
-        NMT_CUDA_TRY(cudaMalloc(&self->state_dev, sizeof(int32_t) * (3 * NB + 2 * N + 4 * NK + 2 * N)));
+        NMT_CUDA_TRY(cudaMalloc(&self->state_dev,
+                                sizeof(int32_t) * (3 * NB + 2 * N + 4 * NK + 2 * N + 1)));
         int32_t *words = (int32_t *)self->state_dev;
         nmt_beam_device *b = &self->beam_dev;
         b->scores = (float *)words;
@@ -211,6 +229,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
         b->fin_length = (int32_t *)(b->fin_score + NK);
         b->fin_parent = b->fin_length + NK;
         self->act_dev = b->fin_parent + NK;
+        b->step = self->act_dev + 2 * N;
     }
     NMT_CUDA_TRY(cudaHostAlloc((void **)&self->done_host, sizeof(int32_t) * max_sentences,
                                cudaHostAllocDefault));
@@ -225,6 +244,11 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
         NMT_TRY(nmt_cuda_backend_ensure_input(self, (int64_t)max_sentences * max_src * kinds, err));
         NMT_TRY(nmt_cuda_backend_ensure_history(self, 2 * max_src + 10 - 1, err));
     }
+    NMT_ALLOC(self->key, nmt_cuda_backend_key_bytes(max_src));
+    if (config->cuda_graphs)
+        NMT_TRY(nmt_graph_cache_create(kGraphsKept, &self->graphs, err));
+    if (config->warmup)
+        NMT_TRY(nmt_cuda_backend_warm_up(self, err));
     *backend = &self->base;
     return NMT_STATUS_OK;
 cleanup:

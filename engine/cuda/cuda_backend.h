@@ -10,8 +10,8 @@
 #include "cuda/beam_step.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_model.h"
+#include "graph_cache.h"
 
-enum { CHECK_INTERVAL = 4 };
 
 typedef struct cuda_backend {
     nmt_backend base;
@@ -20,6 +20,7 @@ typedef struct cuda_backend {
     nmt_cuda_ctx *ctx;
     nmt_cuda_model *net;
     int32_t max_sentences, beam, max_src;
+    int32_t check_every; /* steps between done-flag checks (nmt_options.check_every) */
 
     /* Per batch input: [excluded 2][src_len N][max_len N][row_ptr S*N + 1][cols][values]. */
     int64_t nnz_cap;
@@ -50,8 +51,22 @@ typedef struct cuda_backend {
     cudaEvent_t *layer_events; /* [2 * events_cap] */
     int32_t events_cap;
     int64_t steps;
+    int64_t eager_runs; /* steps run outside the graph cache (after a compaction, timed) */
     double output_layer_ms;
+    /* CUDA graphs of repeated steps and encoder passes (graph_cache.h);
+     * NULL when off. key: host scratch for building a key. */
+    nmt_graph_cache *graphs;
+    unsigned char *key;
 } cuda_backend;
+
+/* Bytes of cuda_backend.key: a step key or an encoder key with max_src entries. */
+size_t nmt_cuda_backend_key_bytes(int32_t max_src);
+
+/* Decodes small synthetic batches (every power-of-two batch size up to the
+ * backend's, a few source lengths, a few steps each) and clears the counters,
+ * so that one-time costs (cuBLAS's set-up, kernels loaded on first use, the
+ * first captures) are paid at create, not by the first real batches. */
+nmt_status nmt_cuda_backend_warm_up(cuda_backend *self, nmt_error *err);
 
 /* (Re)allocate the per-batch input buffers for nnz features, and the history
  * and results for hist_len steps: only grow, only between batches. */

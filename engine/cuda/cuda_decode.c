@@ -107,6 +107,77 @@ static input_layout layout_input(void *base, int32_t n, int32_t stride, int64_t 
     return l;
 }
 
+/* The encoder pass as a graph body (graph_cache.h): no host effects. */
+typedef struct encode_work {
+    nmt_cuda_model *net;
+    const nmt_cuda_encoder_input *in;
+} encode_work;
+
+static nmt_status encode_body(void *arg, nmt_error *err)
+{
+    const encode_work *w = (const encode_work *)arg;
+    return nmt_cuda_encode(w->net, w->in, err);
+}
+
+/* What the encoder's launches depend on besides device data: sizes, the
+ * live row buffer, the input pointers and the active counts. */
+typedef struct encode_key {
+    int32_t n, stride, beam, cur;
+    const void *src_len, *row_ptr, *cols, *values;
+} encode_key;
+
+/* One decoder step: prepare_rows, the model, the output layer, the beam
+ * step. Re-runnable: it sets net->cur from its argument before the
+ * gather swaps it. */
+typedef struct step_work {
+    cuda_backend *self;
+    const nmt_beam_device *b;
+    int32_t n_active, beam, stride;
+    const int32_t *src_len, *excluded, *old_pos;
+    int cur; /* the live row buffer before the step */
+    int timed_step; /* >= 0: record the output layer's events at this index */
+} step_work;
+
+static nmt_status step_body(void *arg, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const step_work *w = (const step_work *)arg;
+    cuda_backend *self = w->self;
+    nmt_cuda_model *net = self->net;
+    cudaStream_t stream = (cudaStream_t)net->stream;
+    const int32_t rows = w->n_active * w->beam;
+    net->cur = w->cur;
+    NMT_TRY(nmt_cuda_beam_prepare_rows(w->b, w->n_active, self->act_dev, w->old_pos,
+                                       net->row_tokens, net->row_sentence, net->row_parent,
+                                       net->row_live, stream, err));
+    NMT_TRY(nmt_cuda_decoder_step(net, rows, w->src_len, w->stride, err));
+    if (w->timed_step >= 0)
+        NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * w->timed_step], stream));
+    NMT_TRY(nmt_cuda_output_layer(net, rows, w->beam, w->excluded, 2, err));
+    if (w->timed_step >= 0) {
+        NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * w->timed_step + 1], stream));
+        if (net->has_shrink)
+            NMT_TRY(nmt_cuda_output_recall(net, rows, w->beam, w->excluded, 2, err));
+    }
+    NMT_TRY(nmt_cuda_beam_step(w->b, w->n_active, self->act_dev, net->top_values, net->top_ids,
+                               net->logits, net->vocab, net->lse, net->attn_argmax, stream, err));
+cleanup:
+    return status;
+}
+
+/* Everything a step's launches depend on besides device data. */
+typedef struct step_key {
+    int32_t n_active, beam, stride, cur;
+    nmt_beam_device b; /* sizes, alpha, EOS and the state's pointers */
+    const void *src_len, *excluded;
+} step_key;
+
+size_t nmt_cuda_backend_key_bytes(int32_t max_src)
+{
+    const size_t enc = sizeof(encode_key) + sizeof(int32_t) * (size_t)max_src;
+    return enc > sizeof(step_key) ? enc : sizeof(step_key);
+}
+
 /* Copies the search results of sorted sentence i into results[order[i]]. */
 static nmt_status fill_results(const cuda_backend *self, int32_t n, const nmt_beam_results *r,
                                nmt_search_result *results, nmt_error *err)
@@ -156,7 +227,7 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
     NMT_TRY(check_batch(self, batch, config, err));
     NMT_CUDA_TRY(cudaSetDevice(self->device));
     cudaStream_t stream = (cudaStream_t)net->stream;
-    const int32_t n = batch->n_sentences, B = config->beam_size, V = net->vocab;
+    const int32_t n = batch->n_sentences, B = config->beam_size;
     const int32_t stride = sort_by_length(self, batch);
 
     /* Max lengths and history size; features to pack. */
@@ -211,7 +282,18 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
 
     nmt_cuda_encoder_input enc = {n, stride, self->active, dev.src_len, dev.row_ptr, dev.cols,
                                   dev.values, B};
-    NMT_TRY(nmt_cuda_encode(net, &enc, err));
+    {
+        /* Keyed by the active counts too: at batch 1 the key is the length. */
+        encode_key key;
+        memset(&key, 0, sizeof key);
+        key = (encode_key){n, stride, B, net->cur, dev.src_len, dev.row_ptr, dev.cols, dev.values};
+        memcpy(self->key, &key, sizeof key);
+        memcpy(self->key + sizeof key, self->active, sizeof(int32_t) * (size_t)stride);
+        encode_work work = {net, &enc};
+        NMT_TRY(nmt_graph_cache_run(self->graphs, self->key,
+                                    sizeof key + sizeof(int32_t) * (size_t)stride, stream,
+                                    encode_body, &work, NULL, err));
+    }
 
     nmt_beam_device b = self->beam_dev;
     b.beam = B;
@@ -225,28 +307,31 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
     const int32_t *old_pos = NULL; /* set for the step after a compaction */
     int have_snapshot = 0;
     for (int32_t step = 1; step <= longest; step++) {
-        const int32_t rows = n_active * B;
-        NMT_TRY(nmt_cuda_beam_prepare_rows(&b, n_active, self->act_dev, old_pos, net->row_tokens,
-                                           net->row_sentence, net->row_parent, net->row_live,
-                                           stream, err));
-        old_pos = NULL;
-        NMT_TRY(nmt_cuda_decoder_step(net, rows, dev.src_len, stride, err));
-        if (timed)
-            NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * steps_run], stream));
-        NMT_TRY(nmt_cuda_output_layer(net, rows, B, dev.excluded, 2, err));
-        if (timed) {
-            NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * steps_run + 1], stream));
-            if (net->has_shrink)
-                NMT_TRY(nmt_cuda_output_recall(net, rows, B, dev.excluded, 2, err));
+        /* A step right after a compaction (old_pos) or with timing events
+         * runs eagerly; the others go through the graph cache. */
+        const int cur = net->cur;
+        step_work work = {self, &b, n_active, B, stride, dev.src_len, dev.excluded, old_pos,
+                          cur, timed ? steps_run : -1};
+        if (old_pos || timed) {
+            NMT_TRY(step_body(&work, err));
+            self->eager_runs++;
+        } else {
+            step_key key;
+            memset(&key, 0, sizeof key);
+            key.n_active = n_active, key.beam = B, key.stride = stride, key.cur = cur;
+            key.b = b;
+            key.src_len = dev.src_len, key.excluded = dev.excluded;
+            NMT_TRY(nmt_graph_cache_run(self->graphs, &key, sizeof key, stream, step_body, &work,
+                                        NULL, err));
         }
+        net->cur = 1 - cur;
+        old_pos = NULL;
         steps_run++;
-        NMT_TRY(nmt_cuda_beam_step(&b, n_active, self->act_dev, step, net->top_values,
-                                   net->top_ids, net->logits, V, net->lse, net->attn_argmax,
-                                   stream, err));
-        if (step % CHECK_INTERVAL != 0 || step == longest)
+        if (step % self->check_every != 0 || step == longest)
             continue;
         if (have_snapshot) {
-            /* The flags copied CHECK_INTERVAL steps ago: long done on the GPU. */
+            /* The flags copied check_every steps ago: done on the GPU unless
+             * the host is less than that many steps ahead of it. */
             NMT_CUDA_TRY(cudaEventSynchronize(self->check_event));
             int32_t alive = 0;
             for (int32_t p = 0; p < n_active; p++) {

@@ -9,10 +9,13 @@
 #include "cuda_check.h"
 #include "cuda_ctx.h"
 
+static const size_t kCublasWorkspaceBytes = (size_t)32 << 20;
+
 struct nmt_cuda_ctx {
     int device;
     cudaStream_t stream;
     cublasHandle_t cublas;
+    void *cublas_workspace;
 };
 
 extern "C" int nmt_cuda_device_count(void)
@@ -53,6 +56,11 @@ extern "C" nmt_status nmt_cuda_ctx_create(int device_index, nmt_cuda_ctx **ctx, 
     NMT_CUBLAS_TRY(cublasSetStream(c->cublas, c->stream));
     /* Plain fp32 (no TF32): the CPU oracle and the golden outputs expect it. */
     NMT_CUBLAS_TRY(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
+    /* A workspace of our own: GEMMs captured into CUDA graphs (the backend's
+     * step graphs) must not depend on cuBLAS's internal pool. 32 MiB is what
+     * cuBLAS documents for Hopper. */
+    NMT_CUDA_TRY(cudaMalloc(&c->cublas_workspace, kCublasWorkspaceBytes));
+    NMT_CUBLAS_TRY(cublasSetWorkspace(c->cublas, c->cublas_workspace, kCublasWorkspaceBytes));
     *ctx = c;
     return NMT_STATUS_OK;
 
@@ -72,6 +80,8 @@ extern "C" void nmt_cuda_ctx_free(nmt_cuda_ctx *ctx)
         (void)cudaStreamSynchronize(ctx->stream);
         (void)cudaStreamDestroy(ctx->stream);
     }
+    if (ctx->cublas_workspace)
+        (void)cudaFree(ctx->cublas_workspace);
     free(ctx);
 }
 

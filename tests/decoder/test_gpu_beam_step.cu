@@ -239,11 +239,12 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     b.fin_length = upload(h.fin_length), b.fin_parent = upload(h.fin_parent);
     b.hist_token = upload(h.hist_token), b.hist_attn = upload(h.hist_attn);
     b.hist_parent = upload(h.hist_parent);
+    b.step = upload(std::vector<int32_t>{step}); /* the step number lives on the device */
     int32_t *d_act = upload(act), *d_top_i = upload(top_i), *d_attn = upload(attn);
     float *d_top_v = upload(top_v), *d_logits = upload(logits), *d_lse = upload(lse);
 
     nmt_error err = {NMT_STATUS_OK, ""};
-    nmt_status st = nmt_cuda_beam_step(&b, (int32_t)act.size(), d_act, step, d_top_v, d_top_i,
+    nmt_status st = nmt_cuda_beam_step(&b, (int32_t)act.size(), d_act, d_top_v, d_top_i,
                                        d_logits, V, d_lse, d_attn, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "case %d: beam step: %s", case_id, err.message);
     CUDA_OK(cudaDeviceSynchronize());
@@ -280,6 +281,8 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
                                     &err);
     CHECK(st == NMT_STATUS_OK, "case %d: prepare rows: %s", case_id, err.message);
     std::vector<int32_t> got = download(d_rows, 4 * rows);
+    CHECK(download(b.step, 1)[0] == step + 1, "case %d: prepare_rows did not advance the step",
+          case_id);
     for (size_t r = 0; r < rows; r++) {
         size_t p = r / B, k = r % B;
         int32_t s = new_act[p];
@@ -295,7 +298,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     void *ptrs[] = {(void *)b.max_len, b.scores, b.tokens, b.parents, b.done, b.n_finished,
                     b.fin_log_prob, b.fin_score, b.fin_length, b.fin_parent, b.hist_token,
                     b.hist_attn, b.hist_parent, d_act, d_top_i, d_attn, d_top_v, d_logits,
-                    d_lse, d_new_act, d_old, d_rows};
+                    d_lse, d_new_act, d_old, d_rows, b.step};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CUDA_OK(cudaFree(ptrs[i]));
 }

@@ -55,6 +55,7 @@ static int run(const nmt_model *model, const config *c, nmt_device device, nmt_r
 {
     nmt_options o;
     nmt_options_init(&o);
+    o.warmup = 0; /* seconds under compute-sanitizer; test_gpu_translate covers it */
     o.device = device;
     o.beam_size = c->beam;
     o.batch_size = c->batch;

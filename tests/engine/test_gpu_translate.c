@@ -41,12 +41,12 @@ static void make_lines(char lines[N_LINES][512])
     }
 }
 
-static int translate(const nmt_model *model, nmt_device device, int batch, int beam, int n_best,
-                     const nmt_shrink_options *shrink, const char *const *lines,
-                     nmt_result *results)
+static nmt_options make_options(nmt_device device, int batch, int beam, int n_best,
+                                const nmt_shrink_options *shrink)
 {
     nmt_options o;
     nmt_options_init(&o);
+    o.warmup = 0; /* slow under compute-sanitizer; compare_launch_modes runs it */
     o.device = device;
     o.batch_size = batch;
     o.beam_size = beam;
@@ -55,6 +55,15 @@ static int translate(const nmt_model *model, nmt_device device, int batch, int b
         o.shrink = *shrink;
         o.collect_stats = device == NMT_DEVICE_CUDA ? 2 : 0; /* exercises the recall path */
     }
+    return o;
+}
+
+static int translate_with(const nmt_model *model, const nmt_options *options,
+                          const char *const *lines, nmt_result *results)
+{
+    const nmt_options o = *options;
+    const nmt_device device = o.device;
+    const int batch = o.batch_size;
     nmt_translator *t = NULL;
     nmt_error err = {NMT_STATUS_OK, ""};
     nmt_status st = nmt_translator_create(model, &o, &t, &err);
@@ -66,7 +75,17 @@ static int translate(const nmt_model *model, nmt_device device, int batch, int b
     st = nmt_translate_batch(t, lines, n_lines, results, &err);
     CHECK(st == NMT_STATUS_OK, "translate (device %d, batch %d): %s", (int)device, batch,
           err.message);
-    if (st == NMT_STATUS_OK && o.collect_stats) {
+    if (st == NMT_STATUS_OK && o.collect_stats == 1 && device == NMT_DEVICE_CUDA) {
+        nmt_stats stats;
+        CHECK(nmt_translator_stats(t, &stats, &err) == NMT_STATUS_OK, "stats: %s", err.message);
+        /* Graphs on: some runs must be graphs; off: none. */
+        CHECK(o.cuda_graphs ? stats.graph_runs > 0 : stats.graph_runs == 0,
+              "graphs %d: %lld graph runs, %lld eager", o.cuda_graphs,
+              (long long)stats.graph_runs, (long long)stats.eager_runs);
+        fprintf(stderr, "graphs %d batch %d: %lld graph runs, %lld eager\n", o.cuda_graphs,
+                batch, (long long)stats.graph_runs, (long long)stats.eager_runs);
+    }
+    if (st == NMT_STATUS_OK && o.collect_stats == 2) {
         /* The counters must be plausible: every live row-step counted once. */
         nmt_stats stats;
         CHECK(nmt_translator_stats(t, &stats, &err) == NMT_STATUS_OK, "stats: %s", err.message);
@@ -85,6 +104,58 @@ static int translate(const nmt_model *model, nmt_device device, int batch, int b
     }
     nmt_translator_free(t);
     return st == NMT_STATUS_OK;
+}
+
+static int translate(const nmt_model *model, nmt_device device, int batch, int beam, int n_best,
+                     const nmt_shrink_options *shrink, const char *const *lines,
+                     nmt_result *results)
+{
+    const nmt_options o = make_options(device, batch, beam, n_best, shrink);
+    return translate_with(model, &o, lines, results);
+}
+
+/* 1 when both runs gave bit-identical hypotheses. */
+static int identical_line(const nmt_result *a, const nmt_result *b)
+{
+    if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)
+        return 0;
+    for (int h = 0; h < a->n_hypotheses; h++) {
+        const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
+        if (strcmp(x->text, y->text) || x->score != y->score || x->log_prob != y->log_prob)
+            return 0;
+    }
+    return 1;
+}
+
+/* The CUDA engine's launch modes must not change a result: CUDA graphs
+ * (replayed steps and encoder passes) against plain launches, and warm-up
+ * on or off, run the same kernels, so every hypothesis is bit-identical.
+ * Keys recur within the lines (same lengths, every other step), so graphs
+ * are captured and replayed; the stats must say so. */
+static void compare_launch_modes(const nmt_model *model, int batch, int beam,
+                                 const nmt_shrink_options *shrink, int check_every,
+                                 const char *const *lines)
+{
+    static nmt_result plain[N_LINES], graphs[N_LINES];
+    nmt_options o = make_options(NMT_DEVICE_CUDA, batch, beam, 1, shrink);
+    o.collect_stats = 1; /* counters without timing events (those turn graphs off) */
+    o.check_every = check_every;
+    o.cuda_graphs = 0;
+    o.warmup = 0;
+    int ok = translate_with(model, &o, lines, plain);
+    o.cuda_graphs = 1;
+    o.warmup = n_lines == N_LINES; /* not under NMT_TEST_SMALL (sanitizers: ~100x slower) */
+    ok = ok && translate_with(model, &o, lines, graphs);
+    int differing = 0;
+    for (int i = 0; ok && i < n_lines; i++)
+        differing += !identical_line(&plain[i], &graphs[i]);
+    CHECK(ok && differing == 0, "graphs vs plain launches, batch %d beam %d shrink %d check %d: "
+          "%d of %d lines differ", batch, beam, shrink ? (int)shrink->mode : 0, check_every,
+          differing, n_lines);
+    for (int i = 0; i < n_lines; i++) {
+        nmt_result_clear(&plain[i]);
+        nmt_result_clear(&graphs[i]);
+    }
 }
 
 /* 1 when every hypothesis of the line has the same text, length and a score
@@ -170,7 +241,12 @@ int main(void)
         compare(model, 1, 5, 1, NULL, lines);
         compare(model, 7, 3, 2, NULL, lines);
         compare(model, 5, 3, 1, &lsh, lines);
+        compare_launch_modes(model, 1, 5, NULL, 1, lines);
     } else {
+        compare_launch_modes(model, 1, 5, NULL, 1, lines);
+        compare_launch_modes(model, 7, 5, NULL, 3, lines);
+        compare_launch_modes(model, 1, 5, &lsh, 1, lines);
+        compare_launch_modes(model, 37, 12, &top, 2, lines);
         compare(model, 1, 5, 1, NULL, lines);
         compare(model, 7, 3, 2, NULL, lines);
         compare(model, 37, 5, 3, NULL, lines);

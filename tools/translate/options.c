@@ -38,6 +38,12 @@ void translate_print_help(const char *program)
         "      --scores            prefix each output line with its score and a tab\n"
         "      --max-line-bytes N  refuse longer lines (default 4096)\n"
         "      --max-src-tokens N  refuse lines with more tokens (default 256)\n"
+        "      --cuda-graphs on|off\n"
+        "                          CUDA: replay recurring decoder steps and encoder passes\n"
+        "                          as CUDA graphs (default on; off gives the same output)\n"
+        "      --warmup on|off     CUDA: warm up at start (~0.2 s) so the first lines are\n"
+        "                          not slow (default on)\n"
+        "      --check-every N     CUDA: read the done flags every N steps (1..64, default 1)\n"
         "      --progress / --no-progress\n"
         "                          progress on stderr (default: when stderr is a terminal)\n"
         "\n"
@@ -71,7 +77,7 @@ enum {
     OPT_ALPHA = 256, OPT_MAX_LEN_A, OPT_MAX_LEN_B, OPT_BATCH_SIZE, OPT_DEVICE, OPT_DEVICE_INDEX,
     OPT_NO_UNK_REPLACE, OPT_SCORES, OPT_MAX_LINE_BYTES, OPT_MAX_SRC_TOKENS, OPT_PROGRESS,
     OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
-    OPT_STATS, OPT_TIMING
+    OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY
 };
 
 static const struct option long_options[] = {
@@ -98,6 +104,9 @@ static const struct option long_options[] = {
     {"lsh-lists", required_argument, NULL, OPT_LSH_LISTS},
     {"stats", required_argument, NULL, OPT_STATS},
     {"timing", required_argument, NULL, OPT_TIMING},
+    {"cuda-graphs", required_argument, NULL, OPT_CUDA_GRAPHS},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -263,6 +272,12 @@ static int apply_setting(translate_args *a, const char *key, const char *value)
         o->collect_stats = !strcmp(key, "stats") ? 2 : 1;
         return 1;
     }
+    if (!strcmp(key, "cuda_graphs"))
+        return parse_bool(value, &o->cuda_graphs);
+    if (!strcmp(key, "warmup"))
+        return parse_bool(value, &o->warmup);
+    if (!strcmp(key, "check_every"))
+        return parse_int(value, 1, 64, &o->check_every);
     if (!strcmp(key, "progress")) {
         if (!parse_bool(value, &flag))
             return 0;
@@ -318,6 +333,9 @@ static const char *option_key(int code)
     case OPT_LSH_LISTS: return "lsh_lists";
     case OPT_STATS: return "stats";
     case OPT_TIMING: return "timing";
+    case OPT_CUDA_GRAPHS: return "cuda_graphs";
+    case OPT_WARMUP: return "warmup";
+    case OPT_CHECK_EVERY: return "check_every";
     }
     return NULL;
 }

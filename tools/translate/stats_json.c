@@ -34,6 +34,8 @@ int translate_write_stats(const translate_args *args, const nmt_translator *tran
             cuda ? "cuda" : "cpu", lines, (long long)st.sentences);
     fprintf(f, "  \"decode_seconds\": %.6f,\n  \"steps\": %lld,\n  \"row_steps\": %lld,\n",
             st.decode_seconds, (long long)st.steps, (long long)st.row_steps);
+    fprintf(f, "  \"graph_runs\": %lld,\n  \"eager_runs\": %lld,\n", (long long)st.graph_runs,
+            (long long)st.eager_runs);
     if (st.output_layer_ms >= 0)
         fprintf(f, "  \"output_layer_ms\": %.4f,\n", st.output_layer_ms);
     else

@@ -1,0 +1,91 @@
+/* cuda_warmup.c: the CUDA backend's warm-up (cuda_backend.h).
+ *
+ * Measured on the H100 before it existed (tools/bench/bench_passes.c,
+ * docs/performance.md): the first batch of a process took ~150 ms against
+ * ~10 ms for the same batch later, and the first sentence of a new length at
+ * batch 1 ~50 ms. That is one-time work in the CUDA and cuBLAS runtimes
+ * (set-up, kernels loaded on first use, per-shape heuristics), which a
+ * service should pay when it loads the model, not on its first requests.
+ *
+ * The synthetic batches cover what the real ones vary: the number of rows a
+ * step has (every power of two of sentences up to the backend's maximum) and
+ * the encoder's time-major row counts (source lengths of every power of two).
+ * Sentences are runs of one feature row, capped at a few target steps. */
+#include "cuda_backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { kWarmSteps = 9 }; /* a few steps, past the first done-flag checks */
+
+/* Decodes n sentences; sentence i has max(1, longest * (n - i) / n) tokens. */
+static nmt_status warm_batch(cuda_backend *self, int32_t n, int32_t longest, int32_t *buf,
+                             float *values, nmt_search_result *results, nmt_error *err)
+{
+    const int32_t kinds = self->model->hp.n_features > 0 ? self->model->hp.n_features : 1;
+    int32_t *src_len = buf, *token_offset = buf + n, *row_ptr = token_offset + n + 1;
+    int32_t tokens = 0;
+    token_offset[0] = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t len = (int32_t)((int64_t)longest * (n - i) / n);
+        src_len[i] = len < 1 ? 1 : len;
+        tokens += src_len[i];
+        token_offset[i + 1] = tokens;
+    }
+    int32_t *cols = row_ptr + tokens + 1;
+    for (int32_t t = 0; t <= tokens; t++)
+        row_ptr[t] = t * kinds;
+    for (int32_t e = 0; e < tokens * kinds; e++) {
+        /* Any valid feature row: the unknown word, then the extra rows. */
+        cols[e] = e % kinds == 0 ? NMT_UNK_ID : self->model->hp.src_rows - 1;
+        values[e] = 1.0f;
+    }
+    const nmt_source_batch batch = {n, src_len, token_offset, row_ptr, cols, values};
+    const nmt_search_config config = {self->beam, 1, 1.0f, 0.0f, kWarmSteps,
+                                      NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID};
+    nmt_status status = nmt_cuda_backend_decode(&self->base, &batch, &config, results, err);
+    for (int32_t i = 0; i < n; i++)
+        nmt_search_result_clear(&results[i]);
+    return status;
+}
+
+nmt_status nmt_cuda_backend_warm_up(cuda_backend *self, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const int32_t N = self->max_sentences, S = self->max_src;
+    const int32_t kinds = self->model->hp.n_features > 0 ? self->model->hp.n_features : 1;
+    const size_t tokens = (size_t)N * (size_t)S, feats = tokens * (size_t)kinds;
+    int32_t *buf = NULL;
+    float *values = NULL;
+    nmt_search_result *results = NULL;
+    NMT_ALLOC(buf, 2 * (size_t)N + 1 + tokens + 1 + feats);
+    NMT_ALLOC(values, feats);
+    NMT_ALLOC(results, N);
+    /* Batch 1: every power-of-two source length (the encoder's shapes). */
+    for (int32_t len = 1;; len = 2 * len < S ? 2 * len : S) {
+        NMT_TRY(warm_batch(self, 1, len, buf, values, results, err));
+        if (len == S)
+            break;
+    }
+    /* Larger batches: the step's row counts; lengths 1 .. 32. */
+    for (int32_t n = 2;; n = 2 * n < N ? 2 * n : N) {
+        if (n > N)
+            break;
+        NMT_TRY(warm_batch(self, n, S < 32 ? S : 32, buf, values, results, err));
+        if (n == N)
+            break;
+    }
+    NMT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)self->net->stream));
+    /* Counters start at zero for the caller's work. */
+    self->steps = 0;
+    self->eager_runs = 0;
+    self->output_layer_ms = 0.0;
+    nmt_graph_cache_reset_counts(self->graphs);
+    if (self->net->has_shrink && self->net->lsh_stats)
+        NMT_CUDA_TRY(cudaMemset(self->net->lsh_stats, 0, 3 * sizeof(unsigned long long)));
+cleanup:
+    free(buf);
+    free(values);
+    free(results);
+    return status;
+}
