@@ -11,6 +11,7 @@
 
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { N = 4099 };
@@ -88,13 +89,17 @@ int main(void)
     CHECK(a.calls == NMT_GRAPH_CAPTURE_AT, "the body ran %d times, want %d", a.calls,
           NMT_GRAPH_CAPTURE_AT);
 
-    /* A body that cannot be captured: eager every time, the failure counted once. */
+    /* A body that cannot be captured: eager every time, the failure counted
+     * once. Not under NMT_TEST_SMALL (gpu-check's compute-sanitizer runs),
+     * where memcheck would count the three API errors it provokes on purpose. */
+    const char *small = getenv("NMT_TEST_SMALL");
+    const int provoke = !(small && *small == '1');
     fill_work broken = {stream, buf, 0x22, 0, 1};
-    for (int i = 1; i <= NMT_GRAPH_CAPTURE_AT + 2; i++)
+    for (int i = 1; provoke && i <= NMT_GRAPH_CAPTURE_AT + 2; i++)
         CHECK(run_once(cache, &broken) == NMT_GRAPH_EAGER, "broken body, run %d not eager", i);
     int64_t counts[4];
     nmt_graph_cache_counts(cache, counts);
-    CHECK(counts[3] == 1, "%lld failed captures, want 1", (long long)counts[3]);
+    CHECK(counts[3] == provoke, "%lld failed captures, want %d", (long long)counts[3], provoke);
     CHECK(counts[NMT_GRAPH_REPLAYED] == 2, "%lld replays, want 2",
           (long long)counts[NMT_GRAPH_REPLAYED]);
 
