@@ -103,7 +103,10 @@ int main(void)
     CHECK(counts[NMT_GRAPH_REPLAYED] == 2, "%lld replays, want 2",
           (long long)counts[NMT_GRAPH_REPLAYED]);
 
-    /* Capacity 2: key a (least recently used) is dropped for key c. */
+    /* Capacity 2, full (a, then the same key 0x22 as broken's): key a, the
+     * least recently used, is dropped for key c. */
+    fill_work plain = {stream, buf, 0x22, 0, 0};
+    CHECK(run_once(cache, &plain) == NMT_GRAPH_EAGER, "key 0x22 not eager");
     fill_work c = {stream, buf, 0x33, 0, 0};
     CHECK(run_once(cache, &c) == NMT_GRAPH_EAGER, "key c's first run not eager");
     CHECK(run_once(cache, &a) == NMT_GRAPH_EAGER, "key a not dropped: it replayed");
