@@ -23,6 +23,7 @@ typedef struct nmt_backend_config {
     int cuda_graphs;          /* CUDA: replay repeated steps as graphs */
     int warmup;               /* CUDA: warm up at create */
     int check_every;          /* CUDA: steps between done-flag checks */
+    nmt_gemm gemm;            /* CUDA: the decoder's GEMM path */
 } nmt_backend_config;
 
 typedef struct nmt_backend_vtable {

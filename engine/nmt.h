@@ -82,6 +82,14 @@ typedef struct nmt_shrink_options {
     nmt_lsh_lists lists;  /* default NMT_LSH_LISTS_AUTO; the CPU ignores it */
 } nmt_shrink_options;
 
+/* How the CUDA backend runs the decoder's large GEMMs. */
+typedef enum nmt_gemm {
+    NMT_GEMM_FP32 = 0,  /* cuBLAS sgemm: fp32 math throughout (default) */
+    NMT_GEMM_TF32X2 = 1 /* from 64 rows a step: TF32 tensor cores on activations split
+                           in two TF32 parts, ~22-bit inputs and fp32 sums; needs
+                           weights exact in TF32 (every fp16 model file) */
+} nmt_gemm;
+
 /* Translation options. Initialize with nmt_options_init, then override. */
 typedef struct nmt_options {
     int beam_size;       /* B, default 5 */
@@ -106,6 +114,7 @@ typedef struct nmt_options {
     int warmup;          /* CUDA: decode small synthetic batches when the translator
                             is created (~0.2 s), so that the first real batches do not
                             pay one-time CUDA/cuBLAS costs (~150 ms), default 1 */
+    nmt_gemm cuda_gemm;  /* CUDA: the decoder's GEMMs, default NMT_GEMM_FP32 */
     int check_every;     /* CUDA: the host reads the sentences' done flags every this
                             many steps (1..64, default 1): finished sentences leave
                             the batch and the loop stops at most 2x this many steps

@@ -93,6 +93,8 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->cuda_graphs == 0 || o->cuda_graphs == 1, "cuda_graphs %d: must be 0 or 1",
             o->cuda_graphs);
     REQUIRE(o->warmup == 0 || o->warmup == 1, "warmup %d: must be 0 or 1", o->warmup);
+    REQUIRE(o->cuda_gemm == NMT_GEMM_FP32 || o->cuda_gemm == NMT_GEMM_TF32X2,
+            "cuda_gemm %d: unknown", (int)o->cuda_gemm);
     REQUIRE(o->check_every >= 1 && o->check_every <= 64, "check_every %d: must be in 1..64",
             o->check_every);
     const nmt_shrink_options *sh = &o->shrink;
@@ -181,7 +183,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     const nmt_backend_config config = {
         options->batch_size, options->beam_size, options->max_src_tokens,
         options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
-        options->cuda_graphs, options->warmup, options->check_every};
+        options->cuda_graphs, options->warmup, options->check_every, options->cuda_gemm};
     const int32_t batch = options->batch_size, max_src = options->max_src_tokens;
 
     nmt_device device = options->device;

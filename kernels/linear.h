@@ -5,6 +5,7 @@
 #define NMT_KERNELS_LINEAR_H
 
 #include "nmt.h"
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -21,6 +22,27 @@ nmt_status nmt_cuda_linear(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32_t k,
                            const float *x, int32_t ldx, const float *w, int32_t ldw,
                            const float *bias, int accumulate, float *y, int32_t ldy,
                            nmt_error *err);
+
+/* The same product on TF32 tensor cores at close to fp32 accuracy, for
+ * weights that TF32 holds exactly (every fp16 value; nmt_tf32_exact):
+ * x = x_hi + x_lo, each part rounded to TF32, so that
+ *     y = [w w] . [x_hi; x_lo]^T    (one GEMM over 2k)
+ * with exact products and fp32 sums: x is kept to ~22 bits instead of fp32's
+ * 24 (pure TF32 keeps 11). w2: [n, 2k] rows [w_j w_j], ldw2 >= 2k; split:
+ * scratch [m, 2k] that receives [x_hi x_lo] (nmt_cpu_tf32_split's values).
+ * No accumulate. */
+nmt_status nmt_cuda_linear_tf32x2(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32_t k,
+                                  const float *x, int32_t ldx, const float *w2, int32_t ldw2,
+                                  const float *bias, float *y, int32_t ldy, float *split,
+                                  nmt_error *err);
+
+/* x rounded to TF32 (10 mantissa bits, nearest, ties away from zero): the
+ * GPU's split rounds the same way. */
+float nmt_tf32_round(float x);
+/* split[i, :] = [hi(x[i, :]) lo(x[i, :])] with hi = tf32(x), lo = tf32(x - hi). */
+void nmt_cpu_tf32_split(int32_t m, int32_t k, const float *x, int32_t ldx, float *split);
+/* 1 when each of the n floats is exactly a TF32 value (low 13 mantissa bits 0). */
+int nmt_tf32_exact(const float *values, size_t n);
 
 #ifdef __cplusplus
 }

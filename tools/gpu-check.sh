@@ -139,26 +139,38 @@ if [[ $build_status == ok ]]; then
                 zcat "$src" >"$out/test.de"
                 : >"$bench_dir/launch-modes.txt"
                 for bs in 1 64; do
-                    for check in 1 4; do
-                        for graphs in 1 0; do
-                            line=$(timeout 60 "$build/bench_passes" "$model" "$out/test.de" $bs 5 3 cuda \
-                                graphs=$graphs check=$check 2>&1 | grep -oE 'total [0-9.]+' | \
-                                awk '{print $2}' | tr '\n' ' ')
-                            printf 'batch %-3s check %s graphs %s  passes ms: %s\n' $bs $check $graphs \
-                                "$line" | tee -a "$bench_dir/launch-modes.txt"
-                        done
+                    settings="1:1:fp32 1:0:fp32 4:1:fp32"
+                    [[ $bs == 64 ]] && settings="$settings 1:1:tf32x2"
+                    for s in $settings; do
+                        IFS=: read -r check graphs gemm <<<"$s"
+                        line=$(timeout 60 "$build/bench_passes" "$model" "$out/test.de" $bs 5 3 cuda \
+                            graphs=$graphs check=$check gemm=$gemm 2>&1 | grep -oE 'total [0-9.]+' | \
+                            awk '{print $2}' | tr '\n' ' ')
+                        printf 'batch %-3s check %s graphs %s gemm %-6s  passes ms: %s\n' $bs $check \
+                            $graphs $gemm "$line" | tee -a "$bench_dir/launch-modes.txt"
                     done
                 done
             fi
+            # The tf32x2 GEMMs (--cuda-gemm): the engine alone at batch 64.
+            timeout 120 "$python" tools/eval/speed -m "$model" --src "$src" --lines "${NMT_SPEED_LINES:-0}" \
+                --beams 5 --batch-sizes 64 --repeat 3 --latency-lines 0 --device cuda \
+                --engine-option=--cuda-gemm=tf32x2 --translate "$build/translate" \
+                --json "$bench_dir/speed-tf32x2.json" >"$bench_dir/speed-tf32x2.txt" \
+                2>>"$bench_dir/speed.err" || speed_status="$speed_status; tf32x2 speed failed"
             # The whole test set through the CUDA engine at beams 1 and 5 with
-            # scores, for the GPU-vs-CPU agreement (tools/eval/agreement.py) and BLEU.
-            for beam in 1 5; do
-                zcat "$src" | timeout 60 "$build/translate" -m "$model" --device cuda --beam $beam \
-                    --batch-size 64 --scores >"$bench_dir/gpu.test.beam$beam.tsv" 2>>"$bench_dir/speed.err" ||
-                    speed_status="$speed_status; test-set translation beam $beam failed"
-                cut -f2 "$bench_dir/gpu.test.beam$beam.tsv" >"$bench_dir/gpu.test.beam$beam.en"
-                echo "   BLEU CUDA engine beam $beam: $("$python" -m sacrebleu -b \
-                    <(zcat "${src%.de.gz}.en.gz") -i "$bench_dir/gpu.test.beam$beam.en" 2>/dev/null)"
+            # scores, for the GPU-vs-CPU agreement (tools/eval/agreement.py) and
+            # BLEU, with fp32 and with tf32x2 GEMMs.
+            for gemm in fp32 tf32x2; do
+                for beam in 1 5; do
+                    tag=$([[ $gemm == fp32 ]] && echo "" || echo ".$gemm")
+                    zcat "$src" | timeout 60 "$build/translate" -m "$model" --device cuda --beam $beam \
+                        --batch-size 64 --cuda-gemm $gemm --scores \
+                        >"$bench_dir/gpu.test.beam$beam$tag.tsv" 2>>"$bench_dir/speed.err" ||
+                        speed_status="$speed_status; test-set translation beam $beam $gemm failed"
+                    cut -f2 "$bench_dir/gpu.test.beam$beam$tag.tsv" >"$bench_dir/gpu.test.beam$beam$tag.en"
+                    echo "   BLEU CUDA engine beam $beam $gemm: $("$python" -m sacrebleu -b \
+                        <(zcat "${src%.de.gz}.en.gz") -i "$bench_dir/gpu.test.beam$beam$tag.en" 2>/dev/null)"
+                done
             done
         else
             speed_status="skipped: missing $model, $src or $build/translate"
@@ -176,6 +188,7 @@ if [[ -s "$bench_dir/speed.txt" ]]; then
     echo
     echo "== end-to-end speed (tools/eval/speed)"
     cat "$bench_dir/speed.txt"
+    [[ -s "$bench_dir/speed-tf32x2.txt" ]] && { echo "-- with --cuda-gemm tf32x2:"; head -3 "$bench_dir/speed-tf32x2.txt"; }
 fi
 echo
 echo "================ gpu-check summary ($(elapsed)s) ================"

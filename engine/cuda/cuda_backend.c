@@ -207,6 +207,8 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_TRY(nmt_cuda_model_create(model, self->ctx, max_sentences, beam_size, max_src, &self->net,
                                   err));
     self->collect_stats = config->collect_stats;
+    if (config->gemm == NMT_GEMM_TF32X2)
+        NMT_TRY(nmt_cuda_model_set_tf32x2(self->net, err));
     if (config->shrink)
         NMT_TRY(nmt_cuda_model_set_shrink(self->net, config->shrink, config->collect_stats >= 2,
                                           err));

@@ -4,6 +4,8 @@
  * ldw the full row length). */
 #include "linear.h"
 
+#include <string.h>
+
 void nmt_cpu_linear(int32_t m, int32_t n, int32_t k, const float *x, int32_t ldx,
                     const float *w, int32_t ldw, const float *bias, int accumulate,
                     float *y, int32_t ldy)
@@ -21,4 +23,36 @@ void nmt_cpu_linear(int32_t m, int32_t n, int32_t k, const float *x, int32_t ldx
             y_row[j] = (float)sum;
         }
     }
+}
+
+/* TF32 keeps the top 10 of fp32's 23 mantissa bits: add half of the 13
+ * dropped bits' weight, then clear them (ties away from zero). */
+float nmt_tf32_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u = (u + 0x1000u) & 0xFFFFE000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+void nmt_cpu_tf32_split(int32_t m, int32_t k, const float *x, int32_t ldx, float *split)
+{
+    for (int32_t i = 0; i < m; i++)
+        for (int32_t p = 0; p < k; p++) {
+            const float v = x[(int64_t)i * ldx + p], hi = nmt_tf32_round(v);
+            split[(int64_t)i * 2 * k + p] = hi;
+            split[(int64_t)i * 2 * k + k + p] = nmt_tf32_round(v - hi);
+        }
+}
+
+int nmt_tf32_exact(const float *values, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &values[i], sizeof u);
+        if (u & 0x1FFFu)
+            return 0;
+    }
+    return 1;
 }

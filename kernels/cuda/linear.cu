@@ -6,7 +6,8 @@
  *     y^T (n x m, ldy) = w (k x n as stored, transposed) . x^T (k x m, ldx)
  * is one call: sgemm(T, N, n, m, k, w, ldw, x, ldx, y, ldy), beta = 1 to
  * accumulate. The bias is a broadcast add over rows afterwards (y stays in L2
- * for the decoder's small m). Plain fp32 math (the context disables TF32). */
+ * for the decoder's small m). Plain fp32 math (the context disables TF32).
+ * nmt_cuda_linear_tf32x2: the split-activation TF32 variant (linear.h). */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -27,6 +28,62 @@ static __global__ void __launch_bounds__(kBiasThreads)
     const float b = __ldg(&bias[j]);
     for (int32_t i = blockIdx.y; i < m; i += gridDim.y)
         y[(int64_t)i * ldy + j] += b;
+}
+
+static constexpr int kSplitThreads = 256;
+
+static __device__ __forceinline__ float tf32_round(float x)
+{
+    return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xFFFFE000u); /* = nmt_tf32_round */
+}
+
+/* split[i, :] = [tf32(x) tf32(x - tf32(x))] of row i; grid.y over rows. */
+static __global__ void __launch_bounds__(kSplitThreads)
+    tf32_split_kernel(int32_t m, int32_t k, const float *__restrict__ x, int32_t ldx,
+                      float *__restrict__ split)
+{
+    for (int32_t i = blockIdx.y; i < m; i += gridDim.y)
+        for (int32_t p = blockIdx.x * blockDim.x + threadIdx.x; p < k;
+             p += gridDim.x * blockDim.x) {
+            const float v = x[(int64_t)i * ldx + p], hi = tf32_round(v);
+            split[(int64_t)i * 2 * k + p] = hi;
+            split[(int64_t)i * 2 * k + k + p] = tf32_round(v - hi);
+        }
+}
+
+static nmt_status add_bias(int32_t m, int32_t n, const float *bias, float *y, int32_t ldy,
+                           cudaStream_t stream, nmt_error *err)
+{
+    unsigned rows = (unsigned)(m < 65535 ? m : 65535);
+    dim3 grid((unsigned)((n + kBiasThreads - 1) / kBiasThreads), rows);
+    add_bias_kernel<<<grid, kBiasThreads, 0, stream>>>(m, n, bias, y, ldy);
+    NMT_LAUNCH_RETURN("add_bias_kernel");
+    return NMT_STATUS_OK;
+}
+
+extern "C" nmt_status nmt_cuda_linear_tf32x2(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32_t k,
+                                             const float *x, int32_t ldx, const float *w2,
+                                             int32_t ldw2, const float *bias, float *y,
+                                             int32_t ldy, float *split, nmt_error *err)
+{
+    NMT_ARG_CHECK(ctx && m >= 0 && n >= 0 && k >= 1 && ldx >= k && ldw2 >= 2 * k &&
+                  ldy >= (n > 1 ? n : 1));
+    NMT_ARG_CHECK(m == 0 || n == 0 || (x && w2 && y && split));
+    if (m == 0 || n == 0)
+        return NMT_STATUS_OK;
+    cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
+    cublasHandle_t handle = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
+    dim3 grid((unsigned)((k + kSplitThreads - 1) / kSplitThreads),
+              (unsigned)(m < 65535 ? m : 65535));
+    tf32_split_kernel<<<grid, kSplitThreads, 0, stream>>>(m, k, x, ldx, split);
+    NMT_LAUNCH_RETURN("tf32_split_kernel");
+    /* Column-major as in nmt_cuda_linear: y^T = w2^T' . split^T over 2k. */
+    const float alpha = 1.0f, beta = 0.0f;
+    NMT_CUBLAS_RETURN(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, 2 * k, &alpha, w2,
+                                   CUDA_R_32F, ldw2, split, CUDA_R_32F, 2 * k, &beta, y,
+                                   CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                   CUBLAS_GEMM_DEFAULT));
+    return bias ? add_bias(m, n, bias, y, ldy, stream, err) : NMT_STATUS_OK;
 }
 
 extern "C" nmt_status nmt_cuda_linear(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32_t k,
@@ -52,11 +109,5 @@ extern "C" nmt_status nmt_cuda_linear(nmt_cuda_ctx *ctx, int32_t m, int32_t n, i
         NMT_CUBLAS_RETURN(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w, ldw,
                                       x, ldx, &beta, y, ldy));
     }
-    if (bias) {
-        unsigned rows = (unsigned)(m < 65535 ? m : 65535);
-        dim3 grid((unsigned)((n + kBiasThreads - 1) / kBiasThreads), rows);
-        add_bias_kernel<<<grid, kBiasThreads, 0, stream>>>(m, n, bias, y, ldy);
-        NMT_LAUNCH_RETURN("add_bias_kernel");
-    }
-    return NMT_STATUS_OK;
+    return bias ? add_bias(m, n, bias, y, ldy, stream, err) : NMT_STATUS_OK;
 }

@@ -154,5 +154,7 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
         cudaFree(m->arena);
     if (m->shrink_arena)
         cudaFree(m->shrink_arena);
+    if (m->tf32x2_arena)
+        cudaFree(m->tf32x2_arena);
     free(m);
 }

@@ -107,7 +107,19 @@ typedef struct nmt_cuda_model {
     float *full_top_values;          /* [max_rows, beam] */
     int32_t *full_top_ids;           /* [max_rows, beam] */
     unsigned long long *lsh_stats;   /* [3]: live row-steps, recall hits, candidate words */
+
+    /* Split-activation TF32 GEMMs (nmt_cuda_model_set_tf32x2): the decoder
+     * step's and the output layer's weights doubled ([w w], rows 2k floats
+     * apart) and the split scratch; used from NMT_TF32X2_MIN_ROWS rows. */
+    int tf32x2;
+    void *tf32x2_arena;
+    float *dec_w2[NMT_MAX_LAYERS], *attn_w_c2, *out_w2;
+    float *split;            /* [max_rows, 2 * (E + 2H)] */
 } nmt_cuda_model;
+
+/* Rows from which the decoder uses nmt_cuda_linear_tf32x2: below, the GEMMs
+ * read the weights, not compute, and the doubled weights are twice the bytes. */
+enum { NMT_TF32X2_MIN_ROWS = 64 };
 
 /* Uploads the weights and allocates every workspace. ctx must outlive it. */
 nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
@@ -155,6 +167,20 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
  * collect_stats, the full-softmax buffers of nmt_cuda_output_recall. */
 nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink,
                                      int collect_stats, nmt_error *err);
+
+/* Turns on the split-activation TF32 GEMMs (kernels/linear.h) of the
+ * decoder step and the output layer. Refused (NMT_STATUS_ERROR_ARGUMENT,
+ * naming the tensor) unless those weights are exact in TF32, as every fp16
+ * model file's are. */
+nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err);
+
+/* y = x . w^T (+ bias) for `rows` rows by the model's GEMM path: the
+ * split TF32 one (w2 = w doubled) when on and rows >= NMT_TF32X2_MIN_ROWS,
+ * else fp32 sgemm. */
+nmt_status nmt_cuda_model_linear(nmt_cuda_model *m, int32_t rows, int32_t n, int32_t k,
+                                 const float *x, int32_t ldx, const float *w, int32_t ldw,
+                                 const float *w2, const float *bias, float *y, int32_t ldy,
+                                 nmt_error *err);
 
 /* collect_stats with shrinking, after nmt_cuda_output_layer: scores the full
  * vocabulary too and adds the step's counts to lsh_stats (kernels/lsh.h,

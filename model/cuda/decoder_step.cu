@@ -72,8 +72,9 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, const int32_
         const int32_t ld = m->dec_x_ld[l];
         float *h_next = l + 1 < L ? m->dec_x[cur][l + 1] : h_top;
         const int32_t ld_next = l + 1 < L ? m->dec_x_ld[l + 1] : 2 * H;
-        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, 4 * H, w->dec_ld[l], m->dec_x[cur][l], ld,
-                                w->dec_w[l], w->dec_ld[l], NULL, 0, m->gates, 4 * H, err));
+        NMT_TRY(nmt_cuda_model_linear(m, n_rows, 4 * H, w->dec_ld[l], m->dec_x[cur][l], ld,
+                                      w->dec_w[l], w->dec_ld[l], m->dec_w2[l], NULL, m->gates,
+                                      4 * H, err));
         NMT_TRY(nmt_cuda_lstm_cell(n_rows, H, m->gates, 4 * H, NULL, w->dec_bias[l],
                                    m->dec_c[cur][l], m->dec_c[cur][l], m->dec_h[cur][l], ld,
                                    h_next, ld_next, stream, err));
@@ -81,8 +82,8 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, const int32_
     NMT_TRY(nmt_cuda_attention(n_rows, H, src_stride, m->row_sentence, src_len, m->keys,
                                m->memory, h_top, 2 * H, m->attn_in, 2 * H, NULL, m->attn_argmax,
                                stream, err));
-    NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, H, 2 * H, m->attn_in, 2 * H, w->attn_w_c, 2 * H, NULL,
-                            0, m->feed[cur], m->feed_ld, err));
+    NMT_TRY(nmt_cuda_model_linear(m, n_rows, H, 2 * H, m->attn_in, 2 * H, w->attn_w_c, 2 * H,
+                                  m->attn_w_c2, NULL, m->feed[cur], m->feed_ld, err));
     NMT_TRY(nmt_cuda_tanh_rows(n_rows, H, m->feed[cur], m->feed_ld, stream, err));
 cleanup:
     return status;

@@ -170,8 +170,8 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
                              "cuda output layer: %d rows (max %d), beam %d (max %d)", n_rows,
                              m->max_rows, beam, m->beam);
     if (!m->has_shrink) {
-        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, V, H, feed, m->feed_ld, w->out_w, H, w->out_b,
-                                0, m->logits, V, err));
+        NMT_TRY(nmt_cuda_model_linear(m, n_rows, V, H, feed, m->feed_ld, w->out_w, H, m->out_w2,
+                                      w->out_b, m->logits, V, err));
         NMT_TRY(nmt_cuda_softmax_topk(n_rows, V, m->logits, V, 2 * beam, excluded, n_excluded,
                                       m->top_values, m->top_ids, m->lse, m->topk_workspace,
                                       m->topk_workspace_bytes, stream, err));
@@ -183,8 +183,8 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
          * then the most frequent words), a smaller dense layer with no list to
          * build or map, as in the paper's baseline. Same result as the CPU's
          * candidates path with no hits. */
-        NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, s->n_always, H, feed, m->feed_ld, w->out_w, H,
-                                w->out_b, 0, m->logits, V, err));
+        NMT_TRY(nmt_cuda_model_linear(m, n_rows, s->n_always, H, feed, m->feed_ld, w->out_w, H,
+                                      m->out_w2, w->out_b, m->logits, V, err));
         NMT_TRY(nmt_cuda_softmax_topk(n_rows, s->n_always, m->logits, V, 2 * beam, excluded,
                                       n_excluded, m->top_values, m->top_ids, m->lse,
                                       m->topk_workspace, m->topk_workspace_bytes, stream, err));

@@ -209,6 +209,48 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best,
     }
 }
 
+/* The tf32x2 GEMM path (fp16 test model: weights exact in TF32) against the
+ * CPU engine, like compare(), at a batch with >= NMT_TF32X2_MIN_ROWS rows a
+ * step; and the fp32 test model must be refused with a reason. */
+static void compare_tf32x2(const char *const *lines)
+{
+    nmt_model *model16 = NULL, *model32 = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    if (nmt_model_load(NMT_TEST_MODEL_FP16, &model16, &err) != NMT_STATUS_OK ||
+        nmt_model_load(NMT_TEST_MODEL, &model32, &err) != NMT_STATUS_OK) {
+        CHECK(0, "test models: %s", err.message);
+        return;
+    }
+    static nmt_result cpu[N_LINES], gpu[N_LINES];
+    /* Beam 8: >= 64 rows also with NMT_TEST_SMALL's 12 lines. */
+    nmt_options o = make_options(NMT_DEVICE_CUDA, 37, 8, 1, NULL);
+    o.cuda_gemm = NMT_GEMM_TF32X2;
+    nmt_translator *t = NULL;
+    CHECK(nmt_translator_create(model32, &o, &t, &err) == NMT_STATUS_ERROR_ARGUMENT &&
+              strstr(err.message, "TF32"),
+          "tf32x2 on fp32 weights not refused with a reason: %s", err.message);
+    nmt_translator_free(t);
+    nmt_options c = make_options(NMT_DEVICE_CPU, 37, 8, 1, NULL);
+    int ok = translate_with(model16, &c, lines, cpu) && translate_with(model16, &o, lines, gpu);
+    int differing = 0;
+    for (int i = 0; ok && i < n_lines; i++)
+        if (!same_line(&cpu[i], &gpu[i])) {
+            differing++;
+            fprintf(stderr, "tf32x2 line %d differs: cpu %s / cuda %s\n", i,
+                    cpu[i].n_hypotheses ? cpu[i].hypotheses[0].text : "-",
+                    gpu[i].n_hypotheses ? gpu[i].hypotheses[0].text : "-");
+        }
+    CHECK(ok && differing <= (n_lines + 99) / 100, "tf32x2: %d of %d lines differ", differing,
+          n_lines);
+    fprintf(stderr, "tf32x2 batch 37 beam 8: %d of %d lines differ\n", differing, n_lines);
+    for (int i = 0; i < n_lines; i++) {
+        nmt_result_clear(&cpu[i]);
+        nmt_result_clear(&gpu[i]);
+    }
+    nmt_model_free(model16);
+    nmt_model_free(model32);
+}
+
 int main(void)
 {
     if (nmt_cuda_device_count() == 0) {
@@ -242,7 +284,9 @@ int main(void)
         compare(model, 7, 3, 2, NULL, lines);
         compare(model, 5, 3, 1, &lsh, lines);
         compare_launch_modes(model, 1, 5, NULL, 1, lines);
+        compare_tf32x2(lines);
     } else {
+        compare_tf32x2(lines);
         compare_launch_modes(model, 1, 5, NULL, 1, lines);
         compare_launch_modes(model, 7, 5, NULL, 3, lines);
         compare_launch_modes(model, 1, 5, &lsh, 1, lines);

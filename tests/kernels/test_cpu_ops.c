@@ -117,6 +117,31 @@ static void test_linear(void)
     }
 }
 
+/* TF32 rounding and the two-part split behind nmt_cuda_linear_tf32x2. */
+static void test_tf32_split(void)
+{
+    const float one = 1.0f, ulp10 = ldexpf(1.0f, -10);
+    CHECK(nmt_tf32_round(one) == one, "tf32(1) != 1");
+    CHECK(nmt_tf32_round(one + ldexpf(1.0f, -11)) == one + ulp10, "a tie rounds away from zero");
+    CHECK(nmt_tf32_round(one + ldexpf(1.0f, -12)) == one, "below half rounds down");
+    CHECK(nmt_tf32_round(-(one + ldexpf(1.0f, -11))) == -(one + ulp10), "negative tie");
+    CHECK(nmt_tf32_exact(&ulp10, 1) && !nmt_tf32_exact((float[]){one + ldexpf(1.0f, -12)}, 1),
+          "nmt_tf32_exact");
+    enum { M = 3, K = 257, LD = 260 };
+    static float x[M * LD], split[M * 2 * K];
+    test_fill_uniform(x, M * LD, -100.0f, 100.0f);
+    nmt_cpu_tf32_split(M, K, x, LD, split);
+    int bad = 0;
+    for (int i = 0; i < M; i++)
+        for (int p = 0; p < K; p++) {
+            const float v = x[i * LD + p], hi = split[i * 2 * K + p], lo = split[i * 2 * K + K + p];
+            /* Both parts are TF32 values and keep x to 2^-21 of its size. */
+            bad += !nmt_tf32_exact(&hi, 1) || !nmt_tf32_exact(&lo, 1) ||
+                   fabs((double)hi + (double)lo - (double)v) > ldexp(fabs(v), -21);
+        }
+    CHECK(bad == 0, "tf32 split: %d of %d values off", bad, M * K);
+}
+
 static void test_lstm_cell(void)
 {
     /* hidden 2, 2 rows, ld_x 10 (> 8), ld_h 3 (> 2); c aliased in place.
@@ -426,6 +451,7 @@ int main(void)
     test_seed();
     test_nhot();
     test_linear();
+    test_tf32_split();
     test_lstm_cell();
     test_attention();
     test_log_softmax();

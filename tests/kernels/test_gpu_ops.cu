@@ -6,6 +6,7 @@
  * are NaN so any read of them shows), gather_rows. All on the context's
  * stream. Outputs are NaN-poisoned with guard regions after them. */
 #include <math.h>
+#include <string.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,70 @@ static void test_linear(int m, int n, int k, int pad, int with_bias, int accumul
     report(test_close_f32(what, got, want, ny, 1e-5 * sqrt((double)k + 1), 1e-5), what);
     cudaFree(d_x); cudaFree(d_w); cudaFree(d_b); cudaFree(d_y);
     free(x); free(w); free(bias); free(want); free(got);
+}
+
+/* The split-activation TF32 GEMM against the fp64-accumulated CPU product:
+ * weights rounded to TF32 (as an fp16 model's are), the split scratch equal
+ * to nmt_cpu_tf32_split's, and every output within 4e-6 of sum |x w| (+ the
+ * bias's rounding): ~100x tighter than plain TF32 (2^-11 per input) allows. */
+static void test_linear_tf32x2(int m, int n, int k, int pad, int with_bias)
+{
+    const int ldx = k + pad, ldw2 = 2 * k + pad, ldy = n + pad;
+    const size_t nx = (size_t)m * ldx, nw2 = (size_t)n * ldw2, ny = (size_t)m * ldy;
+    float *x = (float *)host_alloc(nx * sizeof(float));
+    float *w = (float *)host_alloc((size_t)n * k * sizeof(float));
+    float *w2 = (float *)host_alloc(nw2 * sizeof(float));
+    float *bias = (float *)host_alloc(n * sizeof(float));
+    float *want = (float *)host_alloc(ny * sizeof(float));
+    float *got = (float *)host_alloc(ny * sizeof(float));
+    float *split_want = (float *)host_alloc((size_t)m * 2 * k * sizeof(float));
+    float *split_got = (float *)host_alloc((size_t)m * 2 * k * sizeof(float));
+    test_fill_uniform(x, nx, -2.0f, 2.0f);
+    test_fill_uniform(w, (size_t)n * k, -1.0f, 1.0f);
+    test_fill_uniform(bias, n, -1.0f, 1.0f);
+    for (int j = 0; j < n; j++)
+        for (int p = 0; p < k; p++) {
+            w[(size_t)j * k + p] = nmt_tf32_round(w[(size_t)j * k + p]);
+            w2[(size_t)j * ldw2 + p] = w2[(size_t)j * ldw2 + k + p] = w[(size_t)j * k + p];
+        }
+    CHECK(nmt_tf32_exact(w, (size_t)n * k), "rounded weights not exact in TF32");
+    nmt_cpu_linear(m, n, k, x, ldx, w, k, with_bias ? bias : NULL, 0, want, ldy);
+    nmt_cpu_tf32_split(m, k, x, ldx, split_want);
+    float *d_x = (float *)dev_upload(x, nx * sizeof(float));
+    float *d_w2 = (float *)dev_upload(w2, nw2 * sizeof(float));
+    float *d_b = (float *)dev_upload(bias, n * sizeof(float));
+    float *d_y = (float *)dev_output(ny * sizeof(float), POISON_F32);
+    float *d_split = (float *)dev_output((size_t)m * 2 * k * sizeof(float), POISON_F32);
+    nmt_error err = {};
+    nmt_status st = nmt_cuda_linear_tf32x2(ctx, m, n, k, d_x, ldx, d_w2, ldw2,
+                                           with_bias ? d_b : NULL, d_y, ldy, d_split, &err);
+    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
+    char what[128];
+    snprintf(what, sizeof what, "linear_tf32x2 m %d n %d k %d pad %d bias %d", m, n, k, pad,
+             with_bias);
+    dev_download(split_got, d_split, (size_t)m * 2 * k * sizeof(float), POISON_F32, what);
+    int bad_split = memcmp(split_got, split_want, (size_t)m * 2 * k * sizeof(float)) != 0;
+    CHECK(!bad_split, "%s: split differs from nmt_cpu_tf32_split", what);
+    /* Padding columns are not written: download the rows' first n only. */
+    CUDA_OK(cudaMemcpy2D(got, ldy * sizeof(float), d_y, ldy * sizeof(float), n * sizeof(float),
+                         m, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double mag = with_bias ? fabs(bias[j]) : 0.0;
+            for (int p = 0; p < k; p++)
+                mag += fabs((double)x[(size_t)i * ldx + p] * w[(size_t)j * k + p]);
+            const double diff = fabs((double)got[(size_t)i * ldy + j] - want[(size_t)i * ldy + j]);
+            if (!(diff <= 4e-6 * mag + 1e-30)) {
+                if (bad++ < 3)
+                    fprintf(stderr, "  %s [%d, %d]: %.9g want %.9g (|x w| %.3g)\n", what, i, j,
+                            got[(size_t)i * ldy + j], want[(size_t)i * ldy + j], mag);
+            }
+        }
+    report(bad == 0 && !bad_split, what);
+    cudaFree(d_x); cudaFree(d_w2); cudaFree(d_b); cudaFree(d_y); cudaFree(d_split);
+    free(x); free(w); free(w2); free(bias); free(want); free(got); free(split_want);
+    free(split_got);
 }
 
 static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, int alias,
@@ -389,6 +454,10 @@ int main(void)
     test_linear(5, 2000, 512, 0, 1, 1);
     test_linear(64, 1024, 1024, 0, 0, 0);
     test_linear(3, 4, 0, 2, 1, 0);
+    test_linear_tf32x2(1, 1, 1, 0, 0);
+    test_linear_tf32x2(7, 33, 5, 3, 1);
+    test_linear_tf32x2(64, 300, 257, 1, 1);
+    test_linear_tf32x2(320, 2048, 1280, 0, 0);
 
     test_lstm(1, 1, 0, 1, 1, 0, 0);
     test_lstm(7, 33, 3, 1, 1, 1, 1);

@@ -1,6 +1,6 @@
 /* bench_passes: what the first pass over a file costs beyond the later ones.
  *
- *   bench_passes MODEL FILE [BATCH [BEAM [PASSES [DEVICE [graphs=0|1] [warmup=0|1] [check=N]]]]]
+ *   bench_passes MODEL FILE [BATCH [BEAM [PASSES [DEVICE [graphs=0|1] [warmup=0|1] [check=N] [gemm=tf32x2]]]]]
  *
  * Translates FILE (one sentence a line) PASSES times (default 3) in one
  * process, BATCH lines per nmt_translate_batch call (default 64), and prints
@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: %s MODEL FILE [BATCH [BEAM [PASSES [cpu|cuda [graphs=0|1] "
-                        "[warmup=0|1] [check=N]]]]]\n", argv[0]);
+                        "[warmup=0|1] [check=N] [gemm=tf32x2]]]]]\n", argv[0]);
         return 2;
     }
     const int batch = argc > 3 ? atoi(argv[3]) : 64, beam = argc > 4 ? atoi(argv[4]) : 5;
@@ -72,6 +72,8 @@ int main(int argc, char **argv)
             options.warmup = atoi(argv[i] + 7);
         else if (!strncmp(argv[i], "check=", 6))
             options.check_every = atoi(argv[i] + 6);
+        else if (!strcmp(argv[i], "gemm=tf32x2"))
+            options.cuda_gemm = NMT_GEMM_TF32X2;
     }
     char **lines = NULL;
     const int n = read_lines(argv[2], &lines);
@@ -89,8 +91,8 @@ int main(int argc, char **argv)
         return 3;
     }
     printf("load + create: %.1f ms; %d lines, batch %d, beam %d, graphs %d, warmup %d, "
-           "check every %d\n", now_ms() - t0, n, batch, beam, options.cuda_graphs,
-           options.warmup, options.check_every);
+           "check every %d, gemm %s\n", now_ms() - t0, n, batch, beam, options.cuda_graphs,
+           options.warmup, options.check_every, options.cuda_gemm ? "tf32x2" : "fp32");
     nmt_result *results = calloc((size_t)batch, sizeof *results);
     if (!results)
         return 4;

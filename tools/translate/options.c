@@ -44,6 +44,9 @@ void translate_print_help(const char *program)
         "      --warmup on|off     CUDA: warm up at start (~0.2 s) so the first lines are\n"
         "                          not slow (default on)\n"
         "      --check-every N     CUDA: read the done flags every N steps (1..64, default 1)\n"
+        "      --cuda-gemm G       fp32 | tf32x2: the decoder's GEMMs from 64 rows a step on\n"
+        "                          TF32 tensor cores with split activations (~fp32 accuracy;\n"
+        "                          fp16 model files only; default fp32)\n"
         "      --progress / --no-progress\n"
         "                          progress on stderr (default: when stderr is a terminal)\n"
         "\n"
@@ -77,7 +80,7 @@ enum {
     OPT_ALPHA = 256, OPT_MAX_LEN_A, OPT_MAX_LEN_B, OPT_BATCH_SIZE, OPT_DEVICE, OPT_DEVICE_INDEX,
     OPT_NO_UNK_REPLACE, OPT_SCORES, OPT_MAX_LINE_BYTES, OPT_MAX_SRC_TOKENS, OPT_PROGRESS,
     OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
-    OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY
+    OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_CUDA_GEMM
 };
 
 static const struct option long_options[] = {
@@ -107,6 +110,7 @@ static const struct option long_options[] = {
     {"cuda-graphs", required_argument, NULL, OPT_CUDA_GRAPHS},
     {"warmup", required_argument, NULL, OPT_WARMUP},
     {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
+    {"cuda-gemm", required_argument, NULL, OPT_CUDA_GEMM},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -276,6 +280,15 @@ static int apply_setting(translate_args *a, const char *key, const char *value)
         return parse_bool(value, &o->cuda_graphs);
     if (!strcmp(key, "warmup"))
         return parse_bool(value, &o->warmup);
+    if (!strcmp(key, "cuda_gemm")) {
+        if (!strcmp(value, "fp32"))
+            o->cuda_gemm = NMT_GEMM_FP32;
+        else if (!strcmp(value, "tf32x2"))
+            o->cuda_gemm = NMT_GEMM_TF32X2;
+        else
+            return 0;
+        return 1;
+    }
     if (!strcmp(key, "check_every"))
         return parse_int(value, 1, 64, &o->check_every);
     if (!strcmp(key, "progress")) {
@@ -336,6 +349,7 @@ static const char *option_key(int code)
     case OPT_CUDA_GRAPHS: return "cuda_graphs";
     case OPT_WARMUP: return "warmup";
     case OPT_CHECK_EVERY: return "check_every";
+    case OPT_CUDA_GEMM: return "cuda_gemm";
     }
     return NULL;
 }

@@ -1,0 +1,94 @@
+/* gemm_tf32x2.c: the decoder's optional split-activation TF32 GEMMs
+ * (model/cuda/cuda_model.h, kernels/linear.h).
+ *
+ * At batch 64 and beam 5 (320 rows) the step's four GEMMs are fp32 SIMT
+ * work, ~5 GFLOP a step, and most of the step's time (docs/performance.md).
+ * The weights of an fp16 model file are exact in TF32, so only the
+ * activations need splitting into two TF32 parts for a tensor-core GEMM of
+ * about fp32 accuracy; the weights are stored twice side by side so that one
+ * GEMM over 2k does both halves. Host code; runs once at create. */
+#include "cuda_model.h"
+
+#include "cuda/cuda_check.h"
+#include "linear.h"
+
+#include <string.h>
+
+static size_t align256(size_t bytes)
+{
+    return (bytes + 255) / 256 * 256;
+}
+
+/* dst [n, 2k] = [src src] with src rows ld floats apart (device to device). */
+static nmt_status double_rows(float *dst, const float *src, int32_t n, int32_t k, int32_t ld,
+                              nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const size_t row = (size_t)k * sizeof(float);
+    for (int half = 0; half < 2; half++)
+        NMT_CUDA_TRY(cudaMemcpy2D(dst + (size_t)half * k, 2 * row, src, (size_t)ld * sizeof(float),
+                                  row, (size_t)n, cudaMemcpyDeviceToDevice));
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const nmt_model *model = m->model;
+    const int32_t E = m->emb, H = m->hidden, V = m->vocab, L = m->dec_layers;
+    for (int32_t l = 0; l < L; l++) {
+        const nmt_lstm_weights *d = &model->dec[l];
+        const size_t g = 4 * (size_t)d->hidden_size;
+        if (!nmt_tf32_exact(d->w_ih, g * (size_t)d->input_size) ||
+            !nmt_tf32_exact(d->w_hh, g * (size_t)d->hidden_size))
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                 "tf32x2 GEMMs: decoder layer %d's weights are not exact in "
+                                 "TF32 (an fp16 model file's are; use fp32 GEMMs)", l);
+    }
+    if (!nmt_tf32_exact(model->attn_w_c, (size_t)H * 2 * H) ||
+        !nmt_tf32_exact(model->out_w, (size_t)V * H))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "tf32x2 GEMMs: attn_w_c or out_w is not exact in TF32 (an fp16 "
+                             "model file's are; use fp32 GEMMs)");
+    size_t bytes = 0, off_dec[NMT_MAX_LAYERS], off_c, off_out, off_split;
+    for (int32_t l = 0; l < L; l++) {
+        off_dec[l] = bytes;
+        bytes += align256((size_t)4 * H * 2 * m->w.dec_ld[l] * sizeof(float));
+    }
+    off_c = bytes;
+    bytes += align256((size_t)H * 2 * (2 * H) * sizeof(float));
+    off_out = bytes;
+    bytes += align256((size_t)V * 2 * H * sizeof(float));
+    off_split = bytes;
+    bytes += align256((size_t)m->max_rows * 2 * (E + 2 * H) * sizeof(float));
+    NMT_CUDA_TRY(cudaMalloc(&m->tf32x2_arena, bytes));
+    char *base = (char *)m->tf32x2_arena;
+    for (int32_t l = 0; l < L; l++) {
+        m->dec_w2[l] = (float *)(base + off_dec[l]);
+        NMT_TRY(double_rows(m->dec_w2[l], m->w.dec_w[l], 4 * H, m->w.dec_ld[l], m->w.dec_ld[l],
+                            err));
+    }
+    m->attn_w_c2 = (float *)(base + off_c);
+    NMT_TRY(double_rows(m->attn_w_c2, m->w.attn_w_c, H, 2 * H, 2 * H, err));
+    m->out_w2 = (float *)(base + off_out);
+    NMT_TRY(double_rows(m->out_w2, m->w.out_w, V, H, H, err));
+    m->split = (float *)(base + off_split);
+    m->tf32x2 = 1;
+    return NMT_STATUS_OK;
+cleanup:
+    cudaFree(m->tf32x2_arena);
+    m->tf32x2_arena = NULL;
+    return status;
+}
+
+nmt_status nmt_cuda_model_linear(nmt_cuda_model *m, int32_t rows, int32_t n, int32_t k,
+                                 const float *x, int32_t ldx, const float *w, int32_t ldw,
+                                 const float *w2, const float *bias, float *y, int32_t ldy,
+                                 nmt_error *err)
+{
+    if (m->tf32x2 && w2 && rows >= NMT_TF32X2_MIN_ROWS)
+        return nmt_cuda_linear_tf32x2(m->ctx, rows, n, k, x, ldx, w2, 2 * k, bias, y, ldy,
+                                      m->split, err);
+    return nmt_cuda_linear(m->ctx, rows, n, k, x, ldx, w, ldw, bias, 0, y, ldy, err);
+}
