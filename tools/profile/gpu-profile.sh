@@ -47,10 +47,13 @@ ncu_run() { # name, input file, then the command (its stdout is dropped)
     python3 tools/profile/kernel_times.py "$work/$name.csv" >>"$report"
 }
 if [[ "${NMT_PROFILE_SKIP_NCU:-0}" != 1 ]]; then
+    # --warmup off: the windows count launches from the first real batch.
     ncu_run batch1 "$work/4.de" --launch-skip 150 --launch-count 250 \
-        "$tr" -m "$model" --device cuda --beam 5 --batch-size 1
+        "$tr" -m "$model" --device cuda --beam 5 --batch-size 1 --warmup off
     ncu_run batch64 "$work/64.de" --launch-skip 500 --launch-count 150 \
-        "$tr" -m "$model" --device cuda --beam 5 --batch-size 64
+        "$tr" -m "$model" --device cuda --beam 5 --batch-size 64 --warmup off
+    ncu_run batch64-tf32x2 "$work/64.de" --launch-skip 500 --launch-count 150 \
+        "$tr" -m "$model" --device cuda --beam 5 --batch-size 64 --warmup off --cuda-gemm tf32x2
     for cfg in ${NMT_PROFILE_SOFTMAX_CASES-1,10240,1 1,10240,50 60,10240,5 5,4778,10 320,4778,10 1,50000,5}; do
         set -- ${cfg//,/ }
         NMT_BENCH_ROWS=$1 NMT_BENCH_VOCABS=$2 NMT_BENCH_KS=$3 NMT_BENCH_REPEATS=15 \
