@@ -293,6 +293,7 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
         NMT_TRY(nmt_graph_cache_run(self->graphs, self->key,
                                     sizeof key + sizeof(int32_t) * (size_t)stride, stream,
                                     encode_body, &work, NULL, err));
+        self->eager_runs += !self->graphs; /* the cache counts its own runs */
     }
 
     nmt_beam_device b = self->beam_dev;
@@ -323,6 +324,7 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
             key.src_len = dev.src_len, key.excluded = dev.excluded;
             NMT_TRY(nmt_graph_cache_run(self->graphs, &key, sizeof key, stream, step_body, &work,
                                         NULL, err));
+            self->eager_runs += !self->graphs;
         }
         net->cur = 1 - cur;
         old_pos = NULL;

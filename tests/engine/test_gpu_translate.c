@@ -78,8 +78,9 @@ static int translate_with(const nmt_model *model, const nmt_options *options,
     if (st == NMT_STATUS_OK && o.collect_stats == 1 && device == NMT_DEVICE_CUDA) {
         nmt_stats stats;
         CHECK(nmt_translator_stats(t, &stats, &err) == NMT_STATUS_OK, "stats: %s", err.message);
-        /* Graphs on: some runs must be graphs; off: none. */
-        CHECK(o.cuda_graphs ? stats.graph_runs > 0 : stats.graph_runs == 0,
+        /* Graphs on: some runs must be graphs; off: none, all eager. */
+        CHECK(o.cuda_graphs ? stats.graph_runs > 0
+                            : stats.graph_runs == 0 && stats.eager_runs >= stats.steps,
               "graphs %d: %lld graph runs, %lld eager", o.cuda_graphs,
               (long long)stats.graph_runs, (long long)stats.eager_runs);
         fprintf(stderr, "graphs %d batch %d: %lld graph runs, %lld eager\n", o.cuda_graphs,
