@@ -117,10 +117,8 @@ static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
 {
     const cuda_backend *self = (const cuda_backend *)backend;
     stats->steps += self->steps;
-    int64_t graph_counts[4];
-    nmt_graph_cache_counts(self->graphs, graph_counts);
-    stats->graph_runs += graph_counts[NMT_GRAPH_CAPTURED] + graph_counts[NMT_GRAPH_REPLAYED];
-    stats->eager_runs += self->eager_runs + graph_counts[NMT_GRAPH_EAGER];
+    stats->graph_runs += self->graph_runs;
+    stats->eager_runs += self->eager_runs;
     stats->output_layer_ms = self->collect_stats >= 2 ? self->output_layer_ms : -1.0;
     const nmt_cuda_model *net = self->net;
     unsigned long long counts[3] = {0, 0, 0};

@@ -51,8 +51,7 @@ typedef struct cuda_backend {
     cudaEvent_t *layer_events; /* [2 * events_cap] */
     int32_t events_cap;
     int64_t steps;
-    int64_t eager_runs; /* runs the graph cache did not count: steps after a compaction
-                           or timed, and every run when graphs are off */
+    int64_t graph_runs, eager_runs; /* steps and encoder passes, by how they ran */
     double output_layer_ms;
     /* CUDA graphs of repeated steps and encoder passes (graph_cache.h);
      * NULL when off. key: host scratch for building a key. */

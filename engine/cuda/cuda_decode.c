@@ -120,11 +120,14 @@ static nmt_status encode_body(void *arg, nmt_error *err)
 }
 
 /* What the encoder's launches depend on besides device data: sizes, the
- * live row buffer, the input pointers and the active counts. */
+ * live row buffer, the input pointers and (after it) the active counts. */
 typedef struct encode_key {
     int32_t n, stride, beam, cur;
     const void *src_len, *row_ptr, *cols, *values;
 } encode_key;
+/* Compared bytewise: no padding, so an initializer sets every byte. */
+_Static_assert(sizeof(encode_key) == 4 * sizeof(int32_t) + 4 * sizeof(void *),
+               "encode_key has padding");
 
 /* One decoder step: prepare_rows, the model, the output layer, the beam
  * step. Re-runnable: it sets net->cur from its argument before the
@@ -171,6 +174,21 @@ typedef struct step_key {
     nmt_beam_device b; /* sizes, alpha, EOS and the state's pointers */
     const void *src_len, *excluded;
 } step_key;
+
+/* Runs body through the graph cache (eagerly when graphs are off) and counts
+ * how it ran, for nmt_stats. */
+static nmt_status run_cached(cuda_backend *self, const void *key, size_t key_bytes,
+                             nmt_graph_body body, void *arg, nmt_error *err)
+{
+    nmt_graph_run how = NMT_GRAPH_EAGER;
+    nmt_status status = nmt_graph_cache_run(self->graphs, key, key_bytes, self->net->stream,
+                                            body, arg, &how, err);
+    if (how == NMT_GRAPH_EAGER)
+        self->eager_runs++;
+    else
+        self->graph_runs++;
+    return status;
+}
 
 size_t nmt_cuda_backend_key_bytes(int32_t max_src)
 {
@@ -284,16 +302,13 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
                                   dev.values, B};
     {
         /* Keyed by the active counts too: at batch 1 the key is the length. */
-        encode_key key;
-        memset(&key, 0, sizeof key);
-        key = (encode_key){n, stride, B, net->cur, dev.src_len, dev.row_ptr, dev.cols, dev.values};
+        const encode_key key = {n, stride, B, net->cur, dev.src_len, dev.row_ptr, dev.cols,
+                                dev.values};
         memcpy(self->key, &key, sizeof key);
         memcpy(self->key + sizeof key, self->active, sizeof(int32_t) * (size_t)stride);
         encode_work work = {net, &enc};
-        NMT_TRY(nmt_graph_cache_run(self->graphs, self->key,
-                                    sizeof key + sizeof(int32_t) * (size_t)stride, stream,
-                                    encode_body, &work, NULL, err));
-        self->eager_runs += !self->graphs; /* the cache counts its own runs */
+        NMT_TRY(run_cached(self, self->key, sizeof key + sizeof(int32_t) * (size_t)stride,
+                           encode_body, &work, err));
     }
 
     nmt_beam_device b = self->beam_dev;
@@ -322,9 +337,7 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
             key.n_active = n_active, key.beam = B, key.stride = stride, key.cur = cur;
             key.b = b;
             key.src_len = dev.src_len, key.excluded = dev.excluded;
-            NMT_TRY(nmt_graph_cache_run(self->graphs, &key, sizeof key, stream, step_body, &work,
-                                        NULL, err));
-            self->eager_runs += !self->graphs;
+            NMT_TRY(run_cached(self, &key, sizeof key, step_body, &work, err));
         }
         net->cur = 1 - cur;
         old_pos = NULL;

@@ -78,9 +78,8 @@ nmt_status nmt_cuda_backend_warm_up(cuda_backend *self, nmt_error *err)
     NMT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)self->net->stream));
     /* Counters start at zero for the caller's work. */
     self->steps = 0;
-    self->eager_runs = 0;
+    self->graph_runs = self->eager_runs = 0;
     self->output_layer_ms = 0.0;
-    nmt_graph_cache_reset_counts(self->graphs);
     if (self->net->has_shrink && self->net->lsh_stats)
         NMT_CUDA_TRY(cudaMemset(self->net->lsh_stats, 0, 3 * sizeof(unsigned long long)));
 cleanup:

@@ -66,12 +66,6 @@ void nmt_graph_cache_counts(const nmt_graph_cache *cache, int64_t counts[4])
         counts[i] = cache ? cache->counts[i] : 0;
 }
 
-void nmt_graph_cache_reset_counts(nmt_graph_cache *cache)
-{
-    if (cache)
-        memset(cache->counts, 0, sizeof cache->counts);
-}
-
 /* The entry of key, or a free / least recently used one reset to it. */
 static graph_entry *find_entry(nmt_graph_cache *c, const void *key, size_t key_bytes)
 {

@@ -49,6 +49,5 @@ nmt_status nmt_graph_cache_run(nmt_graph_cache *cache, const void *key, size_t k
 
 /* Counters since create: bodies run eagerly, captures, replays, failed captures. */
 void nmt_graph_cache_counts(const nmt_graph_cache *cache, int64_t counts[4]);
-void nmt_graph_cache_reset_counts(nmt_graph_cache *cache);
 
 #endif /* NMT_GRAPH_CACHE_H */

@@ -19,15 +19,14 @@ static size_t align256(size_t bytes)
     return (bytes + 255) / 256 * 256;
 }
 
-/* dst [n, 2k] = [src src] with src rows ld floats apart (device to device). */
-static nmt_status double_rows(float *dst, const float *src, int32_t n, int32_t k, int32_t ld,
-                              nmt_error *err)
+/* dst [n, 2k] = [src src], src [n, k] dense (device to device). */
+static nmt_status double_rows(float *dst, const float *src, int32_t n, int32_t k, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     const size_t row = (size_t)k * sizeof(float);
     for (int half = 0; half < 2; half++)
-        NMT_CUDA_TRY(cudaMemcpy2D(dst + (size_t)half * k, 2 * row, src, (size_t)ld * sizeof(float),
-                                  row, (size_t)n, cudaMemcpyDeviceToDevice));
+        NMT_CUDA_TRY(cudaMemcpy2D(dst + (size_t)half * k, 2 * row, src, row, row, (size_t)n,
+                                  cudaMemcpyDeviceToDevice));
 cleanup:
     return status;
 }
@@ -66,13 +65,12 @@ nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err)
     char *base = (char *)m->tf32x2_arena;
     for (int32_t l = 0; l < L; l++) {
         m->dec_w2[l] = (float *)(base + off_dec[l]);
-        NMT_TRY(double_rows(m->dec_w2[l], m->w.dec_w[l], 4 * H, m->w.dec_ld[l], m->w.dec_ld[l],
-                            err));
+        NMT_TRY(double_rows(m->dec_w2[l], m->w.dec_w[l], 4 * H, m->w.dec_ld[l], err));
     }
     m->attn_w_c2 = (float *)(base + off_c);
-    NMT_TRY(double_rows(m->attn_w_c2, m->w.attn_w_c, H, 2 * H, 2 * H, err));
+    NMT_TRY(double_rows(m->attn_w_c2, m->w.attn_w_c, H, 2 * H, err));
     m->out_w2 = (float *)(base + off_out);
-    NMT_TRY(double_rows(m->out_w2, m->w.out_w, V, H, H, err));
+    NMT_TRY(double_rows(m->out_w2, m->w.out_w, V, H, err));
     m->split = (float *)(base + off_split);
     m->tf32x2 = 1;
     return NMT_STATUS_OK;
