@@ -107,14 +107,6 @@ static int translate_with(const nmt_model *model, const nmt_options *options,
     return st == NMT_STATUS_OK;
 }
 
-static int translate(const nmt_model *model, nmt_device device, int batch, int beam, int n_best,
-                     const nmt_shrink_options *shrink, const char *const *lines,
-                     nmt_result *results)
-{
-    const nmt_options o = make_options(device, batch, beam, n_best, shrink);
-    return translate_with(model, &o, lines, results);
-}
-
 /* 1 when both runs gave bit-identical hypotheses. */
 static int identical_line(const nmt_result *a, const nmt_result *b)
 {
@@ -126,37 +118,6 @@ static int identical_line(const nmt_result *a, const nmt_result *b)
             return 0;
     }
     return 1;
-}
-
-/* The CUDA engine's launch modes must not change a result: CUDA graphs
- * (replayed steps and encoder passes) against plain launches, and warm-up
- * on or off, run the same kernels, so every hypothesis is bit-identical.
- * Keys recur within the lines (same lengths, every other step), so graphs
- * are captured and replayed; the stats must say so. */
-static void compare_launch_modes(const nmt_model *model, int batch, int beam,
-                                 const nmt_shrink_options *shrink, int check_every,
-                                 const char *const *lines)
-{
-    static nmt_result plain[N_LINES], graphs[N_LINES];
-    nmt_options o = make_options(NMT_DEVICE_CUDA, batch, beam, 1, shrink);
-    o.collect_stats = 1; /* counters without timing events (those turn graphs off) */
-    o.check_every = check_every;
-    o.cuda_graphs = 0;
-    o.warmup = 0;
-    int ok = translate_with(model, &o, lines, plain);
-    o.cuda_graphs = 1;
-    o.warmup = n_lines == N_LINES; /* not under NMT_TEST_SMALL (sanitizers: ~100x slower) */
-    ok = ok && translate_with(model, &o, lines, graphs);
-    int differing = 0;
-    for (int i = 0; ok && i < n_lines; i++)
-        differing += !identical_line(&plain[i], &graphs[i]);
-    CHECK(ok && differing == 0, "graphs vs plain launches, batch %d beam %d shrink %d check %d: "
-          "%d of %d lines differ", batch, beam, shrink ? (int)shrink->mode : 0, check_every,
-          differing, n_lines);
-    for (int i = 0; i < n_lines; i++) {
-        nmt_result_clear(&plain[i]);
-        nmt_result_clear(&graphs[i]);
-    }
 }
 
 /* 1 when every hypothesis of the line has the same text, length and a score
@@ -174,39 +135,80 @@ static int same_line(const nmt_result *a, const nmt_result *b)
     return 1;
 }
 
-static void compare(const nmt_model *model, int batch, int beam, int n_best,
-                    const nmt_shrink_options *shrink, const char *const *lines)
+/* Translates the lines with options a and with options b (on `model`) and
+ * returns how many lines `same` finds different, each printed with both
+ * runs' hypotheses under `label`; -1 when a translation failed (already
+ * reported). */
+static int count_differing(const nmt_model *model, const nmt_options *a, const nmt_options *b,
+                           int (*same)(const nmt_result *, const nmt_result *),
+                           const char *label, const char *const *lines)
 {
-    static nmt_result cpu[N_LINES], gpu[N_LINES];
-    int ok = translate(model, NMT_DEVICE_CPU, batch, beam, n_best, shrink, lines, cpu) &&
-             translate(model, NMT_DEVICE_CUDA, batch, beam, n_best, shrink, lines, gpu);
-    const int mode = shrink ? (int)shrink->mode : 0, share = shrink ? (int)shrink->share : 0;
-    if (ok) {
-        int differing = 0;
+    static nmt_result ra[N_LINES], rb[N_LINES];
+    int differing = -1;
+    if (translate_with(model, a, lines, ra) && translate_with(model, b, lines, rb)) {
+        differing = 0;
         for (int i = 0; i < n_lines; i++) {
-            if (same_line(&cpu[i], &gpu[i]))
+            if (same(&ra[i], &rb[i]))
                 continue;
             differing++;
-            fprintf(stderr, "batch %d beam %d n_best %d shrink %d/%d line %d: %s\n", batch, beam,
-                    n_best, mode, share, i, lines[i]);
+            fprintf(stderr, "%s line %d: %s\n", label, i, lines[i]);
             for (int d = 0; d < 2; d++) {
-                const nmt_result *r = d ? &gpu[i] : &cpu[i];
-                fprintf(stderr, "  %s status %d:", d ? "cuda" : "cpu ", (int)r->status);
+                const nmt_result *r = d ? &rb[i] : &ra[i];
+                fprintf(stderr, "  %s status %d:", d ? "b" : "a", (int)r->status);
                 for (int h = 0; h < r->n_hypotheses; h++)
                     fprintf(stderr, " [%.5f / %.5f] %s;", r->hypotheses[h].score,
                             r->hypotheses[h].log_prob, r->hypotheses[h].text);
                 fprintf(stderr, "\n");
             }
         }
+    }
+    for (int i = 0; i < n_lines; i++) {
+        nmt_result_clear(&ra[i]);
+        nmt_result_clear(&rb[i]);
+    }
+    return differing;
+}
+
+/* The CUDA engine's launch modes must not change a result: CUDA graphs
+ * (replayed steps and encoder passes) against plain launches, and warm-up
+ * on or off, run the same kernels, so every hypothesis is bit-identical.
+ * Keys recur within the lines (same lengths, every other step), so graphs
+ * are captured and replayed; the stats must say so. */
+static void compare_launch_modes(const nmt_model *model, int batch, int beam,
+                                 const nmt_shrink_options *shrink, int check_every,
+                                 const char *const *lines)
+{
+    nmt_options plain = make_options(NMT_DEVICE_CUDA, batch, beam, 1, shrink);
+    plain.collect_stats = 1; /* counters without timing events (those turn graphs off) */
+    plain.check_every = check_every;
+    plain.cuda_graphs = 0;
+    plain.warmup = 0;
+    nmt_options graphs = plain;
+    graphs.cuda_graphs = 1;
+    graphs.warmup = n_lines == N_LINES; /* not under NMT_TEST_SMALL (sanitizers: ~100x slower) */
+    const int differing = count_differing(model, &plain, &graphs, identical_line,
+                                          "plain (a) vs graphs (b)", lines);
+    CHECK(differing == 0, "graphs vs plain launches, batch %d beam %d shrink %d check %d: "
+          "%d of %d lines differ", batch, beam, shrink ? (int)shrink->mode : 0, check_every,
+          differing, n_lines);
+}
+
+static void compare(const nmt_model *model, int batch, int beam, int n_best,
+                    const nmt_shrink_options *shrink, const char *const *lines)
+{
+    const nmt_options cpu = make_options(NMT_DEVICE_CPU, batch, beam, n_best, shrink);
+    const nmt_options gpu = make_options(NMT_DEVICE_CUDA, batch, beam, n_best, shrink);
+    const int mode = shrink ? (int)shrink->mode : 0, share = shrink ? (int)shrink->share : 0;
+    char label[96];
+    snprintf(label, sizeof label, "batch %d beam %d n_best %d shrink %d/%d, cpu (a) vs cuda (b)",
+             batch, beam, n_best, mode, share);
+    const int differing = count_differing(model, &cpu, &gpu, same_line, label, lines);
+    if (differing >= 0) {
         /* <= 1% of the lines, and at least one line may differ (near-ties). */
         CHECK(differing <= (n_lines + 99) / 100, "batch %d beam %d n_best %d shrink %d/%d: %d of "
               "%d lines differ", batch, beam, n_best, mode, share, differing, n_lines);
         fprintf(stderr, "batch %d beam %d n_best %d shrink %d/%d: %d of %d lines differ\n", batch,
                 beam, n_best, mode, share, differing, n_lines);
-    }
-    for (int i = 0; i < n_lines; i++) {
-        nmt_result_clear(&cpu[i]);
-        nmt_result_clear(&gpu[i]);
     }
 }
 
@@ -222,7 +224,6 @@ static void compare_tf32x2(const char *const *lines)
         CHECK(0, "test models: %s", err.message);
         return;
     }
-    static nmt_result cpu[N_LINES], gpu[N_LINES];
     /* Beam 8: >= 64 rows also with NMT_TEST_SMALL's 12 lines. */
     nmt_options o = make_options(NMT_DEVICE_CUDA, 37, 8, 1, NULL);
     o.cuda_gemm = NMT_GEMM_TF32X2;
@@ -231,23 +232,12 @@ static void compare_tf32x2(const char *const *lines)
               strstr(err.message, "TF32"),
           "tf32x2 on fp32 weights not refused with a reason: %s", err.message);
     nmt_translator_free(t);
-    nmt_options c = make_options(NMT_DEVICE_CPU, 37, 8, 1, NULL);
-    int ok = translate_with(model16, &c, lines, cpu) && translate_with(model16, &o, lines, gpu);
-    int differing = 0;
-    for (int i = 0; ok && i < n_lines; i++)
-        if (!same_line(&cpu[i], &gpu[i])) {
-            differing++;
-            fprintf(stderr, "tf32x2 line %d differs: cpu %s / cuda %s\n", i,
-                    cpu[i].n_hypotheses ? cpu[i].hypotheses[0].text : "-",
-                    gpu[i].n_hypotheses ? gpu[i].hypotheses[0].text : "-");
-        }
-    CHECK(ok && differing <= (n_lines + 99) / 100, "tf32x2: %d of %d lines differ", differing,
-          n_lines);
+    const nmt_options c = make_options(NMT_DEVICE_CPU, 37, 8, 1, NULL);
+    const int differing = count_differing(model16, &c, &o, same_line,
+                                          "tf32x2, cpu (a) vs cuda (b)", lines);
+    CHECK(differing >= 0 && differing <= (n_lines + 99) / 100, "tf32x2: %d of %d lines differ",
+          differing, n_lines);
     fprintf(stderr, "tf32x2 batch 37 beam 8: %d of %d lines differ\n", differing, n_lines);
-    for (int i = 0; i < n_lines; i++) {
-        nmt_result_clear(&cpu[i]);
-        nmt_result_clear(&gpu[i]);
-    }
     nmt_model_free(model16);
     nmt_model_free(model32);
 }
