@@ -12,6 +12,10 @@
  * value and then by the lower id; 0 is the empty slot (-inf, id -1).
  *
  * Variants (the launcher picks by rows, V, K; see pick at the bottom):
+ *  row    (K + excluded ids <= 64, few rows: about one block of 1024
+ *         threads an SM or fewer): one block per row; each thread keeps only
+ *         its best word, the K-th best of those bounds the top K, and the few
+ *         words above it are ranked in shared memory (row_topk_kernel).
  *  fused  (K <= 64): one block (1..8 warps) per row reads the row once
  *         (16-byte loads), each warp keeps a sorted top-K spread over its lanes'
  *         registers (Milakov Alg. 4, lines 8-15, as a warp-wide insertion that
@@ -64,6 +68,9 @@ static constexpr int kWordsPerWarpTwoSlots = 1024;
 static constexpr int kCounterSlots = 1024;  /* split rows at most (rows < SMs) */
 static constexpr size_t kCounterBytes = kCounterSlots * sizeof(uint32_t);
 static constexpr int kAtomicThreads = 256;
+static constexpr int kRowMaxThreads = 1024;   /* row kernel: threads a block at most */
+static constexpr int kRowWordsPerThread = 16; /* ... planned as ~V / this */
+static constexpr int kRowCandKeys = 4096;     /* ... candidates a block holds (32 KB) */
 static constexpr int kSortChunkWords = 1 << 25; /* sort fallback: rows per pass * V */
 static_assert(kRegisterK % kWarpSize == 0 && kRegisterK <= 2 * kWarpSize, "two slots a lane");
 static_assert(kMaxWarps * kWarpSize <= 1024, "block size");
@@ -162,13 +169,31 @@ struct OnlineMD {
     float m, d;
 };
 
+/* 2^x, subnormal results flushed to 0: one MUFU.EX2 where exp2f and __expf
+ * add range fix-ups. A term under 2^-126 next to d >= 1 changes nothing. */
+static __device__ __forceinline__ float exp2_ftz(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+static constexpr float kLog2e = 1.4426950408889634f;
+
+/* e^(x - m) as one FMA and one EX2; m_log2e = m * log2(e). -inf - m gives 0. */
+static __device__ __forceinline__ float exp_from(float x, float m_log2e)
+{
+    return exp2_ftz(fmaf(x, kLog2e, -m_log2e));
+}
+
 static __device__ __forceinline__ OnlineMD md_merge(OnlineMD a, OnlineMD b)
 {
     float m = fmaxf(a.m, b.m);
     if (m == -INFINITY)
         return OnlineMD{m, 0.0f};
-    /* __expf(-inf) is 0, so an empty side contributes nothing. */
-    return OnlineMD{m, a.d * __expf(a.m - m) + b.d * __expf(b.m - m)};
+    /* e^(-inf) is 0, so an empty side contributes nothing. */
+    const float ml = m * kLog2e;
+    return OnlineMD{m, a.d * exp_from(a.m, ml) + b.d * exp_from(b.m, ml)};
 }
 
 static __device__ __forceinline__ OnlineMD warp_md(OnlineMD v)
@@ -301,6 +326,21 @@ static __device__ void merge_sorted_lists(const uint64_t *lists, int n_lists, in
 
 /* ---- fused and split kernels ---------------------------------------------- */
 
+/* Adds four words to (m, d) (-inf for the missing ones); returns their max. */
+static __device__ __forceinline__ float md_add4(OnlineMD &md, float4 v)
+{
+    const float mx = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
+    if (mx > md.m) {
+        md.d *= exp_from(md.m, mx * kLog2e);
+        md.m = mx;
+    }
+    if (md.m != -INFINITY) {
+        const float ml = md.m * kLog2e;
+        md.d += (exp_from(v.x, ml) + exp_from(v.y, ml)) + (exp_from(v.z, ml) + exp_from(v.w, ml));
+    }
+    return mx;
+}
+
 /* Four words starting at id0 (the first n_valid real, the rest -inf). */
 template <int SLOTS, bool CAND>
 static __device__ __forceinline__ void scan4(float4 v, int32_t id0, int n_valid, OnlineMD &md,
@@ -308,13 +348,7 @@ static __device__ __forceinline__ void scan4(float4 v, int32_t id0, int n_valid,
                                              const int32_t *excluded, int n_excluded,
                                              const int32_t *words)
 {
-    float mx = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
-    if (mx > md.m) {
-        md.d *= __expf(md.m - mx);
-        md.m = mx;
-    }
-    if (md.m != -INFINITY)
-        md.d += __expf(v.x - md.m) + __expf(v.y - md.m) + __expf(v.z - md.m) + __expf(v.w - md.m);
+    const float mx = md_add4(md, v);
     /* Rarely taken after the first few loads: nothing beats the warp's K-th. */
     if (!__any_sync(FULL_MASK, n_valid > 0 && mx >= top.thr_value))
         return;
@@ -482,6 +516,254 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
     for (int i = threadIdx.x; i < k_out; i += blockDim.x)
         write_slot_at<CAND>(i < k ? s_top[i] : 0, lse, &top_values[(int64_t)row * k_out + i],
                             &top_ids[(int64_t)row * k_out + i], words);
+    if (lse_out && threadIdx.x == 0)
+        lse_out[row] = lse;
+}
+
+/* ---- row kernel: one block per row, for few rows ---------------------------- */
+
+/* How a row block splits a row of n words at p: words [0, a0) before the
+ * first 16-byte boundary and [a1, n) after the last aligned float4 go one a
+ * thread (threads 0, 1, ...); thread t owns the aligned float4s t, t + T,
+ * t + 2T, ... of [a0, a1). */
+struct RowSplit {
+    int32_t n, a0, n4, a1;
+};
+
+static __device__ __forceinline__ RowSplit row_split(const float *p, int32_t n)
+{
+    const int mis = (int)(((uintptr_t)p >> 2) & 3);
+    const int32_t a0 = min(n, (4 - mis) & 3), n4 = (n - a0) / 4;
+    return RowSplit{n, a0, n4, a0 + 4 * n4};
+}
+
+/* f(v, first word, valid words) over the thread's words, in that order;
+ * missing words are -inf. U float4 loads in flight a thread. */
+template <typename F>
+static __device__ __forceinline__ void visit_row_words(const float *p, const RowSplit &rs, F f)
+{
+    constexpr int U = 4;
+    const int t = threadIdx.x, T = blockDim.x;
+    const float4 *p4 = reinterpret_cast<const float4 *>(p + rs.a0);
+    const float4 neg4 = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+    for (int base = t; base < rs.n4; base += U * T) {
+        float4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = base + u * T;
+            v[u] = i < rs.n4 ? __ldg(p4 + i) : neg4;
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = base + u * T;
+            if (i < rs.n4)
+                f(v[u], rs.a0 + 4 * i, 4);
+        }
+    }
+    if (t < rs.a0 + (rs.n - rs.a1)) {
+        const int32_t j = t < rs.a0 ? t : rs.a1 + (t - rs.a0);
+        float4 v = neg4;
+        v.x = p[j];
+        f(v, j, 1);
+    }
+}
+
+/* Does word (x, j) come before (bx, bj): larger logit, then lower id? NaN never does. */
+static __device__ __forceinline__ bool word_before(float x, int32_t j, float bx, int32_t bj)
+{
+    return x > bx || (x == bx && j < bj);
+}
+
+static __device__ __forceinline__ uint64_t warp_max_u64(uint64_t v)
+{
+#pragma unroll
+    for (int off = kWarpSize / 2; off > 0; off /= 2) {
+        const uint64_t o = __shfl_xor_sync(FULL_MASK, v, off);
+        v = o > v ? o : v;
+    }
+    return v;
+}
+
+/* Block-wide: f(i, key, rank) for each of the n unique keys in s_keys, rank =
+ * the number of greater keys. Each key gets g lanes (a power of two <= 32,
+ * g * n <= T where it fits) that count over slices of the list and add up
+ * by shuffles, so n^2 compares spread over the block, not n threads. */
+template <typename F>
+static __device__ __forceinline__ void rank_keys(const uint64_t *s_keys, int n, F f)
+{
+    int log_g = 0;
+    while (log_g < 5 && (2 * n << log_g) <= (int)blockDim.x)
+        log_g++;
+    const int g = 1 << log_g, part = threadIdx.x & (g - 1);
+    for (int p0 = 0; p0 < n << log_g; p0 += blockDim.x) { /* block-uniform trip count */
+        const int i = (p0 + (int)threadIdx.x) >> log_g;
+        const uint64_t key = i < n ? s_keys[i] : 0;
+        int rank = 0;
+        if (i < n)
+            for (int j = part; j < n; j += g)
+                rank += s_keys[j] > key;
+        for (int off = g / 2; off > 0; off /= 2)
+            rank += __shfl_xor_sync(FULL_MASK, rank, off);
+        if (i < n && part == 0)
+            f(i, key, rank);
+    }
+}
+
+/* One block of T threads per row, K + n_excluded <= kRegisterK, no workspace
+ * and no inter-block step. For few rows the fused kernel leaves SMs idle or
+ * pays the split path's publish / fence / last-block merge chain (~12 us at
+ * one row). Each thread keeps only its best word; with k' = K + n_excluded:
+ *  1. stream the row once: (m, d), each thread's best word (exclusion is not
+ *     looked at here: the top k' of all words hold the top K of the allowed);
+ *  2. tau = the k'-th best of the T bests. k' distinct words are >= tau, so
+ *     no word below it is in the top k', and only the k' threads whose best
+ *     is >= tau hold words that are. Found without a sort: with W warps and
+ *     q = ceil(k' / W), every warp has q bests >= t0 = the least of the
+ *     warps' q-th bests, so the bests >= t0 (typically a few k') hold the
+ *     k' best; rank those by counting;
+ *  3. those k' threads re-read their words (cached) and keep the allowed
+ *     words >= tau: at most k' x (words a thread), kRowCandKeys by the
+ *     launcher (fewer than k' bests, T < k': every word, fewer still);
+ *  4. rank the candidates by counting; rank r < K goes to slot r.
+ * k' = 1 stops after 2: tau is the answer. */
+template <bool CAND>
+static __global__ void __launch_bounds__(kRowMaxThreads)
+    row_topk_kernel(int32_t vocab, const float *__restrict__ logits, int64_t ld, int k,
+                    int k_out, const int32_t *__restrict__ excluded, int n_excluded,
+                    float *__restrict__ top_values, int32_t *__restrict__ top_ids,
+                    float *__restrict__ lse_out, CandMap map)
+{
+    __shared__ uint64_t s_keys[kRowCandKeys]; /* 2: the bests >= t0; 3-4: candidates */
+    __shared__ uint64_t s_warp_qth[kRowMaxThreads / kWarpSize];
+    __shared__ OnlineMD s_md[kRowMaxThreads / kWarpSize];
+    __shared__ int s_n_best, s_n_cand;
+    __shared__ uint64_t s_tau;
+    __shared__ float s_lse;
+
+    const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
+    const int n_warps = blockDim.x / kWarpSize;
+    const int row = blockIdx.x, k_thr = k + n_excluded;
+    const float *p = logits + (int64_t)row * ld;
+    const int32_t *words;
+    const RowSplit rs = row_split(p, row_length<CAND>(map, row, vocab, &words));
+    if (threadIdx.x == 0) {
+        s_n_best = s_n_cand = 0;
+        s_tau = ~0ull; /* above every key: no word, nothing selected */
+    }
+
+    /* 1. (m, d) and the thread's best word. */
+    OnlineMD md{-INFINITY, 0.0f};
+    float best_x = -INFINITY;
+    int32_t best_j = INT32_MAX;
+    visit_row_words(p, rs, [&](float4 v, int32_t j0, int n_valid) {
+        const float mx = md_add4(md, v);
+        const float sum = v.x + v.y + v.z + v.w;
+        if (sum == sum) { /* no NaN word: branch-free, ties to the lower id */
+            const bool hi = fmaxf(v.z, v.w) > fmaxf(v.x, v.y);
+            const int e = hi ? (v.w > v.z ? 3 : 2) : (v.y > v.x ? 1 : 0);
+            if (word_before(mx, j0 + e, best_x, best_j)) {
+                best_x = mx;
+                best_j = j0 + e;
+            }
+            return;
+        }
+        const float xs[4] = {v.x, v.y, v.z, v.w}; /* NaN words are never picked */
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            if (e < n_valid && word_before(xs[e], j0 + e, best_x, best_j)) {
+                best_x = xs[e];
+                best_j = j0 + e;
+            }
+    });
+    const uint64_t best = best_j != INT32_MAX ? make_key(best_x, best_j) : 0;
+
+    /* 2. t0 from each warp's q-th best, then tau by rank among the bests >= t0. */
+    md = warp_md(md);
+    if (lane == 0)
+        s_md[warp] = md;
+    const int q = (k_thr + n_warps - 1) / n_warps;
+    uint64_t qth = 0; /* 0 (take every best) when a warp has fewer than q */
+    if (q <= kWarpSize) {
+        uint64_t v = best;
+        for (int r = 0; r < q; r++) {
+            qth = warp_max_u64(v);
+            if (qth == 0)
+                break;
+            if (v == qth)
+                v = 0;
+        }
+    }
+    if (lane == 0)
+        s_warp_qth[warp] = qth;
+    __syncthreads();
+    if (warp == 0) { /* the warps' (m, d) merged by a shuffle tree */
+        OnlineMD t = lane < n_warps ? s_md[lane] : OnlineMD{-INFINITY, 0.0f};
+        t = warp_md(t);
+        if (lane == 0)
+            s_lse = t.m + logf(t.d);
+    }
+    uint64_t t0 = lane < n_warps ? s_warp_qth[lane] : ~0ull; /* the least, by a shuffle tree */
+#pragma unroll
+    for (int off = kWarpSize / 2; off > 0; off /= 2) {
+        const uint64_t o = __shfl_xor_sync(FULL_MASK, t0, off);
+        t0 = o < t0 ? o : t0;
+    }
+    if (best && best >= t0)
+        s_keys[atomicAdd(&s_n_best, 1)] = best;
+    __syncthreads();
+    const int n_best = s_n_best;
+    if (n_best < k_thr) { /* fewer bests than k' (T < k'): every word is a candidate */
+        if (threadIdx.x == 0 && n_best > 0)
+            s_tau = 0;
+    } else {
+        rank_keys(s_keys, n_best, [&](int, uint64_t key, int rank) {
+            if (rank == k_thr - 1)
+                s_tau = key;
+        });
+    }
+    __syncthreads();
+    const uint64_t tau = s_tau; /* 0: every word; ~0: no word */
+    const float lse = s_lse;
+    float *values = top_values + (int64_t)row * k_out;
+    int32_t *ids = top_ids + (int64_t)row * k_out;
+    int found = 0;
+
+    if (k_thr == 1) {
+        found = tau != ~0ull;
+        if (threadIdx.x == 0 && found && k_out > 0)
+            write_slot_at<CAND>(tau, lse, &values[0], &ids[0], words);
+    } else {
+        /* 3. The k' threads whose best is >= tau re-read their words. */
+        if (best && best >= tau) {
+            const bool every = tau == 0;
+            const float tau_x = every ? -INFINITY : key_value(tau);
+            const int32_t tau_j = every ? INT32_MAX : key_id(tau);
+            visit_row_words(p, rs, [&](float4 v, int32_t j0, int n_valid) {
+                if (!(fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)) >= tau_x))
+                    return; /* none reaches tau (NaN: fmaxf skips it) */
+                const float xs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (e < n_valid && xs[e] == xs[e] &&
+                        (every || !word_before(tau_x, tau_j, xs[e], j0 + e)) &&
+                        !is_excluded_at<CAND>(j0 + e, words, excluded, n_excluded)) {
+                        const int slot = atomicAdd(&s_n_cand, 1);
+                        if (slot < kRowCandKeys) /* the launcher's bound makes this always so */
+                            s_keys[slot] = make_key(xs[e], j0 + e);
+                    }
+            });
+        }
+        __syncthreads();
+        /* 4. Rank the candidates. */
+        const int n_cand = min(s_n_cand, kRowCandKeys);
+        rank_keys(s_keys, n_cand, [&](int, uint64_t key, int rank) {
+            if (rank < k && rank < k_out)
+                write_slot_at<CAND>(key, lse, &values[rank], &ids[rank], words);
+        });
+        found = min(k, n_cand);
+    }
+    for (int i = found + threadIdx.x; i < k_out; i += blockDim.x)
+        write_slot(0, lse, &values[i], &ids[i]);
     if (lse_out && threadIdx.x == 0)
         lse_out[row] = lse;
 }
@@ -670,6 +952,29 @@ static FusedPlan fused_plan(int32_t n_rows, int32_t vocab, int k_run, int sms)
     return p;
 }
 
+/* Row kernel: threads a block, or 0 where it does not apply: k' = K +
+ * n_excluded above the register variants, a candidate bound (k' threads x their words) over
+ * kRowCandKeys, or more rows than about one block of kRowMaxThreads an SM
+ * (there the fused kernel keeps every SM busy). ~V / kRowWordsPerThread
+ * threads, so blocks of several rows share an SM; up to a row an SM, twice
+ * that: its SM has nothing else to run. */
+static int row_plan_threads(int32_t n_rows, int32_t vocab, int k_run, int n_excluded, int sms)
+{
+    const int64_t k_thr = (int64_t)k_run + n_excluded; /* the kernel's k' */
+    if (k_thr > kRegisterK)
+        return 0;
+    const int per_thread = n_rows <= sms ? kRowWordsPerThread / 2 : kRowWordsPerThread;
+    int64_t t = ((int64_t)vocab + per_thread - 1) / per_thread;
+    t = (t + kWarpSize - 1) / kWarpSize * kWarpSize;
+    t = t < kWarpSize ? kWarpSize : (t > kRowMaxThreads ? kRowMaxThreads : t);
+    const int64_t words_a_thread = 4 * ((vocab / 4 + t - 1) / t) + 1; /* + a head/tail word */
+    if (k_thr * words_a_thread > kRowCandKeys)
+        return 0;
+    if ((int64_t)n_rows * t > (int64_t)sms * kRowMaxThreads)
+        return 0;
+    return (int)t;
+}
+
 /* Split workspace: counters, then (m, d) and k_run keys of every slice. */
 static size_t split_bytes(size_t parts, int k_run)
 {
@@ -751,7 +1056,15 @@ static nmt_status launch_register_or_atomic(int32_t n_rows, int32_t vocab, const
         return NMT_STATUS_OK;
     }
     const int k_run = k_sel > 0 ? k_sel : 1; /* k == 0 still yields lse */
-    const FusedPlan plan = fused_plan(n_rows, vocab, k_run, multiprocessor_count());
+    const int sms = multiprocessor_count();
+    const int row_threads = row_plan_threads(n_rows, vocab, k_run, n_excluded, sms);
+    if (row_threads > 0) {
+        row_topk_kernel<CAND><<<n_rows, row_threads, 0, stream>>>(
+            vocab, logits, ld, k_run, k, excluded, n_excluded, top_values, top_ids, lse, map);
+        NMT_LAUNCH_RETURN("row_topk_kernel");
+        return NMT_STATUS_OK;
+    }
+    const FusedPlan plan = fused_plan(n_rows, vocab, k_run, sms);
     float2 *part_md = NULL;
     uint64_t *part_keys = NULL;
     uint32_t *row_done = NULL;

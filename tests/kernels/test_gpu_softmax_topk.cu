@@ -1,6 +1,7 @@
 /* test_gpu_softmax_topk.cu: nmt_cuda_softmax_topk against nmt_cpu_softmax_topk
- * over a shape table that reaches every variant the launcher can pick: fused
- * (1..8 warps, one and two slots a lane), split (rows << SMs), atomic
+ * over a shape table that reaches every variant the launcher can pick: row
+ * (few rows, 1..32 warps), fused (1..8 warps, one and two slots a lane),
+ * split (rows << SMs, K x V past the row kernel's bound), atomic
  * (64 < K <= 512), sort (K > 512); K > V, V = 1, odd and padded ld,
  * excluded ids, quantized logits (exact ties), k = 0 and lse = NULL. One
  * workspace, zeroed once, serves every shape in turn, so the split variant's
@@ -22,27 +23,38 @@ typedef struct {
     const char *variant; /* what the launcher should pick, for the log */
 } shape;
 
+/* Labels are the H100's picks (132 SMs): the row kernel while rows x ~V/16
+ * threads fit about one 1024-thread block an SM and k' = K + excluded ids
+ * <= 64 with k' x (words a thread) in its candidate buffer; fused above that; split where the row kernel's
+ * bound fails with rows < SMs. */
 static const shape shapes[] = {
-    {1, 1, 1, 0, 0, 0, 1, "fused V=1"},
-    {1, 1, 5, 0, 0, 0, 1, "fused K>V"},
-    {7, 7, 3, 1, 0, 1, 1, "fused"},
-    {3, 333, 10, 3, 0, 2, 1, "fused"},
-    {5, 1000, 64, 0, 0, 3, 1, "fused 2 slots"},
-    {2, 1001, 33, 1, 1, 2, 1, "fused 2 slots ties"},
+    {1, 1, 1, 0, 0, 0, 1, "row V=1"},
+    {1, 1, 5, 0, 0, 0, 1, "row K>V"},
+    {7, 7, 3, 1, 0, 1, 1, "row"},
+    {3, 333, 10, 3, 0, 2, 1, "row"},
+    {5, 1000, 64, 0, 0, 3, 1, "fused K=64 + 3 excluded (k' = 67)"},
+    {5, 400, 64, 1, 0, 0, 1, "row one warp, K=64 (no warp floor)"},
+    {3, 2000, 62, 1, 1, 2, 1, "row k' = 64, ties"},
+    {2, 1001, 33, 1, 1, 2, 1, "row ties"},
     {4, 1000, 0, 0, 0, 0, 1, "k=0 (lse only)"},
-    {1, 50, 200, 0, 0, 2, 1, "fused K>V"},
-    {333, 2049, 7, 2, 1, 2, 0, "fused, lse NULL, ties"},
-    {1000, 777, 8, 0, 0, 2, 1, "fused short rows"},
-    {3000, 96, 4, 0, 0, 2, 1, "fused 1 warp many rows"},
-    {1, 10240, 1, 0, 0, 2, 1, "split"},
-    {3, 20000, 5, 1, 0, 2, 1, "split 16 slices"},
-    {2, 4096, 40, 0, 1, 2, 1, "split 2 slots ties"},
-    {1, 10240, 1, 0, 0, 2, 1, "split again (counters reset)"},
-    {120, 50000, 10, 0, 0, 2, 1, "split 120 rows"},
-    {12, 50000, 5, 0, 0, 2, 1, "split"},
-    {1, 100003, 10, 1, 0, 2, 1, "split odd V"},
-    {60, 32000, 50, 0, 1, 3, 1, "split 2 slots ties"},
+    {1, 50, 200, 0, 0, 2, 1, "row K>V"},
+    {333, 2049, 7, 2, 1, 2, 0, "row, lse NULL, ties"},
+    {1000, 777, 8, 0, 0, 2, 1, "row short rows"},
+    {1, 10240, 1, 0, 0, 2, 1, "row K=1"},
+    {3, 20000, 5, 1, 0, 2, 1, "row 1024 threads"},
+    {2, 4096, 40, 0, 1, 2, 1, "row ties"},
+    {4, 30001, 61, 3, 1, 3, 1, "row k' = 64, 470 ties a value"},
+    {120, 50000, 10, 0, 0, 2, 1, "row 120 rows"},
+    {12, 50000, 5, 0, 0, 2, 1, "row"},
+    {1, 100003, 10, 1, 0, 2, 1, "row odd V"},
+    {60, 32000, 50, 0, 1, 3, 1, "row K=50 ties"},
+    {5000, 40, 3, 1, 0, 2, 1, "fused 1 warp many rows"},
+    {3000, 777, 8, 2, 1, 2, 1, "fused short rows, ties"},
+    {2500, 1000, 40, 0, 0, 3, 1, "fused 2 slots"},
     {200, 50000, 10, 0, 0, 2, 1, "fused large V"},
+    {1, 100003, 64, 1, 0, 2, 1, "split (row bound: 64 x 101 words)"},
+    {3, 90001, 50, 0, 1, 2, 1, "split 2 slots ties"},
+    {1, 100003, 64, 3, 0, 1, 1, "split again (counters reset)"},
     {4, 5000, 100, 0, 0, 2, 1, "atomic"},
     {3, 2000, 300, 3, 1, 2, 1, "atomic ties"},
     {2, 3000, 600, 0, 0, 2, 1, "sort"},
@@ -153,14 +165,14 @@ int main(void)
     nmt_error err = {};
     CHECK(nmt_cuda_softmax_topk(1, 0, NULL, 0, 1, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL,
                                 &err) == NMT_STATUS_ERROR_ARGUMENT, "vocab 0 accepted");
-    /* The split variant (1 row of 10240) with no workspace: refused, not launched. */
+    /* The split variant (1 row of 100003, K = 64) with no workspace: refused, not launched. */
     float *d_logits = NULL, *d_v = NULL;
     int32_t *d_i = NULL;
-    CUDA_OK(cudaMalloc(&d_logits, 10240 * sizeof(float)));
-    CUDA_OK(cudaMalloc(&d_v, sizeof(float)));
-    CUDA_OK(cudaMalloc(&d_i, sizeof(int32_t)));
-    nmt_status st = nmt_cuda_softmax_topk(1, 10240, d_logits, 10240, 1, NULL, 0, d_v, d_i, NULL,
-                                          NULL, 0, NULL, &err);
+    CUDA_OK(cudaMalloc(&d_logits, 100003 * sizeof(float)));
+    CUDA_OK(cudaMalloc(&d_v, 64 * sizeof(float)));
+    CUDA_OK(cudaMalloc(&d_i, 64 * sizeof(int32_t)));
+    nmt_status st = nmt_cuda_softmax_topk(1, 100003, d_logits, 100003, 64, NULL, 0, d_v, d_i,
+                                          NULL, NULL, 0, NULL, &err);
     CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "split without a workspace: status %d", (int)st);
     CUDA_OK(cudaFree(d_logits));
     CUDA_OK(cudaFree(d_v));
