@@ -16,7 +16,8 @@
 # failed one), plus ${OUT:-out}/summary.md.
 # Knobs: NMT_BENCH_REPEATS (20), NMT_BENCH_ROWS / _VOCABS / _KS / _NS,
 # NMT_BENCH_REDUCE_LOG2 (26), NMT_BENCH_LSH_* (bench_lsh.cu's header; ~60 s),
-# NMT_GPU_CHECK_SKIP_BENCH=1, NMT_GPU_CHECK_SKIP_SANITIZER=1,
+# NMT_GPU_CHECK_SKIP_BENCH=1, NMT_GPU_CHECK_SKIP_SANITIZER=1, NMT_GPU_CHECK_SKIP_CTEST=1,
+# NMT_GPU_CHECK_SANITIZER_JOBS (4 at a time),
 # NMT_GPU_CHECK_JOBS (build parallelism), NMT_PYTHON (python with torch).
 set -euo pipefail
 
@@ -61,28 +62,47 @@ echo "   build: $build_status ($(elapsed)s)"
 
 if [[ $build_status == ok ]]; then
     # --- 2. tests ------------------------------------------------------------
-    echo "== ctest -L gpu"
-    ( cd "$build" && timeout 240 ctest -L gpu --output-on-failure --timeout 120 ) \
-        >"$out/ctest-gpu.log" 2>&1 || true
-    tail -25 "$out/ctest-gpu.log"
-    passed=$(grep -cE 'Test +#[0-9]+: .* Passed' "$out/ctest-gpu.log" || true)
-    failed=$(grep -cE 'Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception)' "$out/ctest-gpu.log" || true)
-    skipped=$(grep -cE 'Test +#[0-9]+: .*Skipped' "$out/ctest-gpu.log" || true)
-    tests_summary="passed $passed, failed $failed, skipped $skipped"
-    echo "   tests: $tests_summary ($(elapsed)s)"
+    if [[ "${NMT_GPU_CHECK_SKIP_CTEST:-0}" != 1 ]]; then
+        echo "== ctest -L gpu"
+        ( cd "$build" && timeout 240 ctest -L gpu -j 4 --output-on-failure --timeout 120 ) \
+            >"$out/ctest-gpu.log" 2>&1 || true
+        tail -25 "$out/ctest-gpu.log"
+        passed=$(grep -cE 'Test +#[0-9]+: .* Passed' "$out/ctest-gpu.log" || true)
+        failed=$(grep -cE 'Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception)' "$out/ctest-gpu.log" || true)
+        skipped=$(grep -cE 'Test +#[0-9]+: .*Skipped' "$out/ctest-gpu.log" || true)
+        tests_summary="passed $passed, failed $failed, skipped $skipped"
+        echo "   tests: $tests_summary ($(elapsed)s)"
+    fi
 
     # --- 3. sanitizers -------------------------------------------------------
     if [[ "${NMT_GPU_CHECK_SKIP_SANITIZER:-0}" != 1 ]] && command -v compute-sanitizer >/dev/null; then
         memcheck_errors=0
         racecheck_errors=0
+        # Every (program, tool) pair as its own process, N at a time on the one
+        # GPU (NMT_GPU_CHECK_SANITIZER_JOBS, default 4): ~400 s one by one.
+        running=0
+        for prog in "$build"/test_gpu_*; do
+            [[ -x $prog ]] || continue
+            for tool in memcheck racecheck; do
+                log="$out/sanitizer-$tool-$(basename "$prog").log"
+                ( rc=0
+                  NMT_TEST_SMALL=1 timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+                      "$prog" >"$log" 2>&1 || rc=$?
+                  echo "$rc" >"$log.rc" ) &
+                running=$((running + 1))
+                if (( running >= ${NMT_GPU_CHECK_SANITIZER_JOBS:-4} )); then
+                    wait -n || true
+                    running=$((running - 1))
+                fi
+            done
+        done
+        wait || true
         for prog in "$build"/test_gpu_*; do
             [[ -x $prog ]] || continue
             name=$(basename "$prog")
             for tool in memcheck racecheck; do
                 log="$out/sanitizer-$tool-$name.log"
-                rc=0
-                NMT_TEST_SMALL=1 timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 99 \
-                    "$prog" >"$log" 2>&1 || rc=$?
+                rc=$(cat "$log.rc" 2>/dev/null || echo missing)
                 n=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | grep -oE '[0-9]+' | tail -1 || true)
                 n=${n:-0}
                 if [[ $rc == 124 ]]; then n="$n+timeout"; fi
