@@ -94,7 +94,6 @@ static __global__ void __launch_bounds__(kHitsThreads)
                 const int32_t *__restrict__ row_live, nmt_lsh_tables t, int32_t *hits)
 {
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int lane = threadIdx.x & (kWarpSize - 1);
     int32_t row = 0, band = 0, start = 0, length = 0;
     if (idx < (int64_t)n_rows * t.w) {
         row = (int32_t)(idx / t.w);
@@ -109,21 +108,10 @@ static __global__ void __launch_bounds__(kHitsThreads)
             atomicAdd(&row_hits[__ldg(&words[i])], 1);
         return;
     }
-    /* Fig. 4b: all lanes walk one lane's bucket at a time. A bucket holds each
-     * word once, so one step's 32 atomics hit 32 different counters. */
-    uint32_t pending = __ballot_sync(FULL_MASK, length > 0);
-    while (pending) {
-        const int src = __ffs(pending) - 1;
-        pending &= pending - 1;
-        const int32_t n = __shfl_sync(FULL_MASK, length, src);
-        const int32_t s_start = __shfl_sync(FULL_MASK, start, src);
-        const int32_t s_row = __shfl_sync(FULL_MASK, row, src);
-        const int32_t s_band = __shfl_sync(FULL_MASK, band, src);
-        const int32_t *words = t.bucket_words + (int64_t)s_band * t.vocab + s_start;
-        int32_t *row_hits = hits + (int64_t)s_row * t.vocab;
-        for (int32_t i = lane; i < n; i += kWarpSize)
-            atomicAdd(&row_hits[__ldg(&words[i])], 1);
-    }
+    /* Fig. 4b: 32 atomics a step to 32 different counters of one row. */
+    warp_walk_buckets(t, band, start, length, row, [&](int32_t s_row, int32_t word) {
+        atomicAdd(&hits[(int64_t)s_row * t.vocab + word], 1);
+    });
 }
 
 /* ---- 3. candidate lists (two-pass stream compaction) --------------------- */

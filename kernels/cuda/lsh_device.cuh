@@ -1,5 +1,6 @@
 /* lsh_device.cuh: device helpers shared by the LSH kernels (lsh.cu,
- * lsh_direct.cu): the two-probe cuckoo lookup of kernels/lsh.h's tables. */
+ * lsh_direct.cu): the two-probe cuckoo lookup of kernels/lsh.h's tables and
+ * the warp's bucket walk. */
 #ifndef NMT_LSH_DEVICE_CUH
 #define NMT_LSH_DEVICE_CUH
 
@@ -27,6 +28,33 @@ static __device__ __forceinline__ void find_bucket(const nmt_lsh_tables &t, int3
             *length = slot.z;
             return;
         }
+    }
+}
+
+/* Fig. 4b of the paper: all lanes walk one lane's bucket at a time, so a warp
+ * costs the sum of its buckets' lengths / 32 steps, not its longest bucket.
+ * f(tag, word) for every word of every lane's bucket (band, start, length,
+ * from find_bucket), tag being the bucket owner's. A bucket holds each word
+ * once, so one step's 32 calls see 32 different words. Warp-uniform: every
+ * lane calls it (length 0 where it has no bucket). */
+template <typename F>
+static __device__ __forceinline__ void warp_walk_buckets(const nmt_lsh_tables &t, int32_t band,
+                                                         int32_t start, int32_t length,
+                                                         int32_t tag, F f)
+{
+    const unsigned full = 0xffffffffu;
+    const int lane = threadIdx.x & 31;
+    uint32_t pending = __ballot_sync(full, length > 0);
+    while (pending) {
+        const int src = __ffs(pending) - 1;
+        pending &= pending - 1;
+        const int32_t n = __shfl_sync(full, length, src);
+        const int32_t s_start = __shfl_sync(full, start, src);
+        const int32_t s_band = __shfl_sync(full, band, src);
+        const int32_t s_tag = __shfl_sync(full, tag, src);
+        const int32_t *words = t.bucket_words + (int64_t)s_band * t.vocab + s_start;
+        for (int32_t i = lane; i < n; i += 32)
+            f(s_tag, __ldg(&words[i]));
     }
 }
 

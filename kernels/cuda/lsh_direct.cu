@@ -62,22 +62,12 @@ static __global__ void __launch_bounds__(kMarkThreads)
         int32_t start = 0, length = 0;
         if (band < t.w)
             find_bucket(t, band, __ldg(&row_codes[band]), &start, &length);
-        uint32_t pending = __ballot_sync(FULL_MASK, length > 0);
-        while (pending) {
-            const int src = __ffs(pending) - 1;
-            pending &= pending - 1;
-            const int32_t n = __shfl_sync(FULL_MASK, length, src);
-            const int32_t s_start = __shfl_sync(FULL_MASK, start, src);
-            const int32_t s_band = b0 + src;
-            const int32_t *words = t.bucket_words + (int64_t)s_band * t.vocab + s_start;
-            for (int32_t i = lane; i < n; i += kWarpSize) {
-                const int32_t word = __ldg(&words[i]);
-                const int shift = (word & 1) * 16;
-                const uint32_t old = atomicAdd(&s_counts[word >> 1], 1u << shift);
-                if ((int32_t)((old >> shift) & 0xffffu) + 1 == threshold)
-                    atomicOr(&marks[word >> 5], 1u << (word & 31));
-            }
-        }
+        warp_walk_buckets(t, band, start, length, 0, [&](int32_t, int32_t word) {
+            const int shift = (word & 1) * 16;
+            const uint32_t old = atomicAdd(&s_counts[word >> 1], 1u << shift);
+            if ((int32_t)((old >> shift) & 0xffffu) + 1 == threshold)
+                atomicOr(&marks[word >> 5], 1u << (word & 31));
+        });
     }
 }
 
