@@ -326,6 +326,21 @@ static __device__ void merge_sorted_lists(const uint64_t *lists, int n_lists, in
 
 /* ---- fused and split kernels ---------------------------------------------- */
 
+/* The 16-byte alignment of n words at p: [0, a0) before the first boundary,
+ * n4 aligned float4s in [a0, a1), [a1, n) after the last (the fused kernel's
+ * slices; the row kernel's rows, where words [0, a0) and [a1, n) go one a
+ * thread (threads 0, 1, ...) and thread t owns the float4s t, t + T, ...). */
+struct RowSplit {
+    int32_t n, a0, n4, a1;
+};
+
+static __device__ __forceinline__ RowSplit row_split(const float *p, int32_t n)
+{
+    const int mis = (int)(((uintptr_t)p >> 2) & 3);
+    const int32_t a0 = min(n, (4 - mis) & 3), n4 = (n - a0) / 4;
+    return RowSplit{n, a0, n4, a0 + 4 * n4};
+}
+
 /* Adds four words to (m, d) (-inf for the missing ones); returns their max. */
 static __device__ __forceinline__ float md_add4(OnlineMD &md, float4 v)
 {
@@ -402,10 +417,8 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
     const int c1 = min(n_words, c0 + chunk);
 
     /* Words before the first 16-byte boundary and after the last go scalar. */
-    int mis = (int)(((uintptr_t)(p + c0) >> 2) & 3);
-    int a0 = min(c1, c0 + ((4 - mis) & 3));
-    int n4 = (c1 - a0) / 4;
-    int a1 = a0 + 4 * n4;
+    const RowSplit rs = row_split(p + c0, c1 - c0);
+    const int a0 = c0 + rs.a0, n4 = rs.n4, a1 = c0 + rs.a1;
     const float4 *p4 = reinterpret_cast<const float4 *>(p + a0);
 
     OnlineMD md{-INFINITY, 0.0f};
@@ -522,21 +535,6 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
 
 /* ---- row kernel: one block per row, for few rows ---------------------------- */
 
-/* How a row block splits a row of n words at p: words [0, a0) before the
- * first 16-byte boundary and [a1, n) after the last aligned float4 go one a
- * thread (threads 0, 1, ...); thread t owns the aligned float4s t, t + T,
- * t + 2T, ... of [a0, a1). */
-struct RowSplit {
-    int32_t n, a0, n4, a1;
-};
-
-static __device__ __forceinline__ RowSplit row_split(const float *p, int32_t n)
-{
-    const int mis = (int)(((uintptr_t)p >> 2) & 3);
-    const int32_t a0 = min(n, (4 - mis) & 3), n4 = (n - a0) / 4;
-    return RowSplit{n, a0, n4, a0 + 4 * n4};
-}
-
 /* f(v, first word, valid words) over the thread's words, in that order;
  * missing words are -inf. U float4 loads in flight a thread. */
 template <typename F>
@@ -574,12 +572,14 @@ static __device__ __forceinline__ bool word_before(float x, int32_t j, float bx,
     return x > bx || (x == bx && j < bj);
 }
 
-static __device__ __forceinline__ uint64_t warp_max_u64(uint64_t v)
+/* The warp's largest (MAX) or smallest key, in every lane. */
+template <bool MAX>
+static __device__ __forceinline__ uint64_t warp_extreme_u64(uint64_t v)
 {
 #pragma unroll
     for (int off = kWarpSize / 2; off > 0; off /= 2) {
         const uint64_t o = __shfl_xor_sync(FULL_MASK, v, off);
-        v = o > v ? o : v;
+        v = (MAX ? o > v : o < v) ? o : v;
     }
     return v;
 }
@@ -686,7 +686,7 @@ static __global__ void __launch_bounds__(kRowMaxThreads)
     if (q <= kWarpSize) {
         uint64_t v = best;
         for (int r = 0; r < q; r++) {
-            qth = warp_max_u64(v);
+            qth = warp_extreme_u64<true>(v);
             if (qth == 0)
                 break;
             if (v == qth)
@@ -702,12 +702,7 @@ static __global__ void __launch_bounds__(kRowMaxThreads)
         if (lane == 0)
             s_lse = t.m + logf(t.d);
     }
-    uint64_t t0 = lane < n_warps ? s_warp_qth[lane] : ~0ull; /* the least, by a shuffle tree */
-#pragma unroll
-    for (int off = kWarpSize / 2; off > 0; off /= 2) {
-        const uint64_t o = __shfl_xor_sync(FULL_MASK, t0, off);
-        t0 = o < t0 ? o : t0;
-    }
+    const uint64_t t0 = warp_extreme_u64<false>(lane < n_warps ? s_warp_qth[lane] : ~0ull);
     if (best && best >= t0)
         s_keys[atomicAdd(&s_n_best, 1)] = best;
     __syncthreads();
@@ -965,8 +960,8 @@ static int row_plan_threads(int32_t n_rows, int32_t vocab, int k_run, int n_excl
         return 0;
     const int per_thread = n_rows <= sms ? kRowWordsPerThread / 2 : kRowWordsPerThread;
     int64_t t = ((int64_t)vocab + per_thread - 1) / per_thread;
-    t = (t + kWarpSize - 1) / kWarpSize * kWarpSize;
-    t = t < kWarpSize ? kWarpSize : (t > kRowMaxThreads ? kRowMaxThreads : t);
+    t = (t + kWarpSize - 1) / kWarpSize * kWarpSize; /* vocab >= 1: at least a warp */
+    t = t > kRowMaxThreads ? kRowMaxThreads : t;
     const int64_t words_a_thread = 4 * ((vocab / 4 + t - 1) / t) + 1; /* + a head/tail word */
     if (k_thr * words_a_thread > kRowCandKeys)
         return 0;
