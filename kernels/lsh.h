@@ -147,8 +147,10 @@ nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32
  * NMT_STATUS_ERROR_UNSUPPORTED above the device's limit) and marks its
  * group's bitmap; a block per group compacts the bitmap. The workspace
  * (nmt_cuda_lsh_direct_workspace_size) is zeroed once; every call leaves it
- * zeroed. Written after the H100 evaluation and not yet run on a GPU: the
- * engine does not use it (docs/lsh.md). */
+ * zeroed. Only words >= n_always are counted: the others are in every list
+ * anyway, and since a bucket's words ascend, each bucket's walk starts at its
+ * first word >= n_always (a binary search), so a large top-T costs the lookup
+ * nothing. threshold 1 needs no counts: the walk marks the bitmap directly. */
 size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t vocab);
 nmt_status nmt_cuda_lsh_candidates_direct(int32_t n_rows, int32_t rows_per_group,
                                           const int32_t *codes, const int32_t *row_live,
@@ -157,12 +159,15 @@ nmt_status nmt_cuda_lsh_candidates_direct(int32_t n_rows, int32_t rows_per_group
                                           int32_t *count, void *workspace, size_t workspace_bytes,
                                           void *stream, nmt_error *err);
 
-/* ---- 4. candidate logits: logits[r * ld + j] for j < count[group(r)] ------ */
+/* ---- 4. candidate logits: logits[r * ld + j] for first <= j < count[group(r)] */
 /* x: [n_rows, dim] (ldx); out_w: [vocab, dim] row-major; out_b: [vocab] or NULL.
- * Entries j >= count[group] are not written. */
+ * Entries j < first and j >= count[group] are not written: the engine fills
+ * j < first (= n_always, where every list holds word j at index j) with one
+ * dense GEMM over the first rows of out_w, shared by every group. first >= 0. */
 void nmt_cpu_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim, const float *x,
                         int32_t ldx, const float *out_w, const float *out_b, const int32_t *cand,
-                        int64_t cand_ld, const int32_t *count, float *logits, int64_t ld);
+                        int64_t cand_ld, const int32_t *count, int32_t first, float *logits,
+                        int64_t ld);
 
 typedef enum nmt_lsh_logits_kernel {
     NMT_LSH_LOGITS_AUTO = 0,  /* GEMM for groups of several rows, SDDMM for single rows */
@@ -176,8 +181,9 @@ typedef enum nmt_lsh_logits_kernel {
 nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim,
                                const float *x, int32_t ldx, const float *out_w,
                                const float *out_b, const int32_t *cand, int64_t cand_ld,
-                               const int32_t *count, int32_t max_count, float *logits, int64_t ld,
-                               nmt_lsh_logits_kernel variant, void *stream, nmt_error *err);
+                               const int32_t *count, int32_t first, int32_t max_count,
+                               float *logits, int64_t ld, nmt_lsh_logits_kernel variant,
+                               void *stream, nmt_error *err);
 
 /* ---- evaluation: recall and candidate statistics -------------------------- */
 /* For each live row r (row_live NULL: all), with full_top_ids[r, 0..b) the

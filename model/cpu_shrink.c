@@ -94,7 +94,7 @@ nmt_status nmt_cpu_shrink_log_probs(nmt_cpu_state *state, int32_t n_rows, const 
         nmt_cpu_lsh_candidates(rows, rows, V, state->lsh_hits + (size_t)first * V, sh->threshold,
                                sh->n_always, cand, V, count);
         nmt_cpu_lsh_logits(rows, rows, H, feed + (size_t)first * H, H, model->out_w,
-                           model->out_b, cand, V, count, logits, V);
+                           model->out_b, cand, V, count, 0, logits, V);
         for (int32_t r = 0; r < rows; r++) {
             float *lp = log_probs + (size_t)(first + r) * V;
             for (int32_t w = 0; w < V; w++)

@@ -87,13 +87,14 @@ void nmt_cpu_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32_t voca
 
 void nmt_cpu_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim, const float *x,
                         int32_t ldx, const float *out_w, const float *out_b, const int32_t *cand,
-                        int64_t cand_ld, const int32_t *count, float *logits, int64_t ld)
+                        int64_t cand_ld, const int32_t *count, int32_t first, float *logits,
+                        int64_t ld)
 {
     for (int32_t r = 0; r < n_rows; r++) {
         int32_t g = r / rows_per_group;
         const float *row = x + (int64_t)r * ldx;
         const int32_t *list = cand + (int64_t)g * cand_ld;
-        for (int32_t j = 0; j < count[g]; j++) {
+        for (int32_t j = first > 0 ? first : 0; j < count[g]; j++) {
             const float *w_row = out_w + (int64_t)list[j] * dim;
             double sum = out_b ? (double)out_b[list[j]] : 0.0;
             for (int32_t p = 0; p < dim; p++)

@@ -13,7 +13,12 @@
  *           walk one lane's bucket at a time). The atomic that lifts a word's
  *           count to the threshold sets the word's bit in its group's bitmap:
  *           counts only grow by one, so that happens exactly when the final
- *           count is >= threshold, as in nmt_cpu_lsh_candidates.
+ *           count is >= threshold, as in nmt_cpu_lsh_candidates. Words below
+ *           n_always are in every list, so they are neither counted nor
+ *           walked: a bucket's words ascend, and its walk starts at its first
+ *           word >= n_always (binary search). With a top-T of thousands of
+ *           frequent words that drops most of the walk. Threshold 1 needs no
+ *           counts: the walk sets the bits itself, with no shared memory.
  *  compact: a block per group scans the group's bitmap (plus ids < n_always)
  *           in word order with a block-wide exclusive scan of popcounts,
  *           writes the words ascending, clears the bitmap for the next call
@@ -39,19 +44,41 @@ static_assert(kMarkThreads % kWarpSize == 0, "whole warps: every lane takes part
 
 /* ---- mark: per-row counts in shared memory, group bitmaps in global ------ */
 
+/* First index in [start, start + length) of the band's bucket whose word is
+ * >= n_always (start + length when none): bucket words ascend. */
+static __device__ __forceinline__ int32_t first_at_least(const nmt_lsh_tables &t, int32_t band,
+                                                         int32_t start, int32_t length,
+                                                         int32_t n_always)
+{
+    const int32_t *words = t.bucket_words + (int64_t)band * t.vocab;
+    int32_t lo = start, hi = start + length;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (__ldg(&words[mid]) < n_always)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* COUNT false: threshold 1, every walked word is marked (no shared memory). */
+template <bool COUNT>
 static __global__ void __launch_bounds__(kMarkThreads)
     direct_mark_kernel(const int32_t *__restrict__ codes, const int32_t *__restrict__ row_live,
                        nmt_lsh_tables t, int32_t rows_per_group, int32_t threshold,
-                       uint32_t *bitmap, int32_t bitmap_ld)
+                       int32_t n_always, uint32_t *bitmap, int32_t bitmap_ld)
 {
-    extern __shared__ uint32_t s_counts[]; /* [(vocab + 1) / 2] */
+    extern __shared__ uint32_t s_counts[]; /* [(vocab + 1) / 2] when COUNT */
     const int32_t row = blockIdx.x;
     if (row_live && !__ldg(&row_live[row]))
         return; /* the whole block: no barrier is skipped by part of it */
-    const int32_t n_counters = (t.vocab + 1) / 2;
-    for (int32_t i = threadIdx.x; i < n_counters; i += blockDim.x)
-        s_counts[i] = 0;
-    __syncthreads();
+    if (COUNT) {
+        const int32_t n_counters = (t.vocab + 1) / 2;
+        for (int32_t i = threadIdx.x; i < n_counters; i += blockDim.x)
+            s_counts[i] = 0;
+        __syncthreads();
+    }
 
     uint32_t *marks = bitmap + (int64_t)(row / rows_per_group) * bitmap_ld;
     const int32_t *row_codes = codes + (int64_t)row * t.w;
@@ -62,7 +89,16 @@ static __global__ void __launch_bounds__(kMarkThreads)
         int32_t start = 0, length = 0;
         if (band < t.w)
             find_bucket(t, band, __ldg(&row_codes[band]), &start, &length);
+        if (length > 0 && n_always > 0) {
+            const int32_t skip = first_at_least(t, band, start, length, n_always) - start;
+            start += skip;
+            length -= skip;
+        }
         warp_walk_buckets(t, band, start, length, 0, [&](int32_t, int32_t word) {
+            if (!COUNT) {
+                atomicOr(&marks[word >> 5], 1u << (word & 31));
+                return;
+            }
             const int shift = (word & 1) * 16;
             const uint32_t old = atomicAdd(&s_counts[word >> 1], 1u << shift);
             if ((int32_t)((old >> shift) & 0xffffu) + 1 == threshold)
@@ -169,26 +205,31 @@ extern "C" nmt_status nmt_cuda_lsh_candidates_direct(
     if (n_groups > 2147483647)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                              "nmt_cuda_lsh_candidates_direct: %lld groups", (long long)n_groups);
-    const size_t smem = (size_t)((t->vocab + 1) / 2) * sizeof(uint32_t);
-    int device = 0, smem_max = 0;
-    NMT_CUDA_RETURN(cudaGetDevice(&device));
-    NMT_CUDA_RETURN(
-        cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    if (smem > (size_t)smem_max)
-        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                             "nmt_cuda_lsh_candidates_direct: vocab %d needs %zu bytes of "
-                             "shared memory a block, the device allows %d", t->vocab, smem,
-                             smem_max);
-    NMT_CUDA_RETURN(cudaFuncSetAttribute(direct_mark_kernel,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)smem));
-    if (threshold > 0) { /* threshold <= 0: every word, nothing to count */
-        direct_mark_kernel<<<n_rows, kMarkThreads, smem, stream>>>(
-            codes, row_live, *t, rows_per_group, threshold, (uint32_t *)workspace, bitmap_ld);
+    uint32_t *bitmap = (uint32_t *)workspace;
+    if (threshold == 1) { /* any match: no counts */
+        direct_mark_kernel<false><<<n_rows, kMarkThreads, 0, stream>>>(
+            codes, row_live, *t, rows_per_group, threshold, n_always, bitmap, bitmap_ld);
+        NMT_LAUNCH_RETURN("direct_mark_kernel");
+    } else if (threshold > 1) { /* threshold <= 0: every word, nothing to count */
+        const size_t smem = (size_t)((t->vocab + 1) / 2) * sizeof(uint32_t);
+        int device = 0, smem_max = 0;
+        NMT_CUDA_RETURN(cudaGetDevice(&device));
+        NMT_CUDA_RETURN(
+            cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+        if (smem > (size_t)smem_max)
+            return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                                 "nmt_cuda_lsh_candidates_direct: vocab %d needs %zu bytes of "
+                                 "shared memory a block, the device allows %d", t->vocab, smem,
+                                 smem_max);
+        NMT_CUDA_RETURN(cudaFuncSetAttribute(direct_mark_kernel<true>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem));
+        direct_mark_kernel<true><<<n_rows, kMarkThreads, smem, stream>>>(
+            codes, row_live, *t, rows_per_group, threshold, n_always, bitmap, bitmap_ld);
         NMT_LAUNCH_RETURN("direct_mark_kernel");
     }
     direct_compact_kernel<<<(unsigned)n_groups, kCompactThreads, 0, stream>>>(
-        t->vocab, threshold, n_always, (uint32_t *)workspace, bitmap_ld, cand, cand_ld, count);
+        t->vocab, threshold, n_always, bitmap, bitmap_ld, cand, cand_ld, count);
     NMT_LAUNCH_RETURN("direct_compact_kernel");
     return NMT_STATUS_OK;
 }

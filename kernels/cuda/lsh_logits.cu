@@ -1,10 +1,12 @@
 /* lsh_logits.cu: step 4 of LSH vocabulary shrinking (kernels/lsh.h; Shi, Xu &
  * Knight, section 4.2): the logits of each row's candidate words only,
- *     logits[r, j] = x_r . out_w[cand_g[j]] + out_b[cand_g[j]],  j < count[g],
+ *     logits[r, j] = x_r . out_w[cand_g[j]] + out_b[cand_g[j]],  first <= j < count[g],
  * g = r / rows_per_group, with x [n_rows, dim] (ldx), out_w [vocab, dim]. The
- * counts stay on the device: the candidate tiles of the host bound max_count
- * are dealt to about kTargetBlocks blocks in turn (tile t to block t mod
- * blocks), and a block stops at its group's count. Plain fp32 FMA, no TF32.
+ * counts stay on the device: the candidate tiles of [first, max_count) are
+ * dealt to about kTargetBlocks blocks in turn (tile t to block t mod blocks),
+ * and a block stops at its group's count. Plain fp32 FMA, no TF32. The engine
+ * passes first = n_always: those columns, the same words for every group, are
+ * one dense cuBLAS GEMM (model/cuda/output_layer.c).
  *
  * Variants (the launcher's AUTO: SDDMM when a group is one row, else GEMM):
  *  GEMM:  a tiled SGEMM of the group's rows against its gathered candidate
@@ -77,8 +79,8 @@ static __global__ void __launch_bounds__(kGemmThreads)
     gemm_logits_kernel(int32_t n_rows, int32_t rows_per_group, int32_t dim,
                        const float *__restrict__ x, int32_t ldx, const float *__restrict__ out_w,
                        const float *__restrict__ out_b, const int32_t *__restrict__ cand,
-                       int64_t cand_ld, const int32_t *__restrict__ count, int32_t max_count,
-                       float *__restrict__ logits, int64_t ld)
+                       int64_t cand_ld, const int32_t *__restrict__ count, int32_t first_cand,
+                       int32_t max_count, float *__restrict__ logits, int64_t ld)
 {
     typedef typename std::conditional<VEC == 4, float4, float>::type vec_t;
     constexpr int MR = TM / 16;           /* rows a thread */
@@ -101,9 +103,10 @@ static __global__ void __launch_bounds__(kGemmThreads)
     const float *xb = x + (int64_t)(first + r0) * ldx;
     const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
 
-    /* Candidate tiles j0 = blockIdx.x * 64, + gridDim.x * 64, ... below the
-     * count (block-uniform): blocks past it return at once. */
-    for (int32_t j0 = blockIdx.x * kGemmCands; j0 < n_cand; j0 += gridDim.x * kGemmCands) {
+    /* Candidate tiles j0 = first_cand + blockIdx.x * 64, + gridDim.x * 64, ...
+     * below the count (block-uniform): blocks past it return at once. */
+    for (int32_t j0 = first_cand + blockIdx.x * kGemmCands; j0 < n_cand;
+         j0 += gridDim.x * kGemmCands) {
         __syncthreads(); /* the previous tile's s_word reads are done */
         /* cand entries past the count are never read: they may be anything. */
         if (tid < kGemmCands) {
@@ -210,8 +213,8 @@ static __global__ void __launch_bounds__(kSddmmThreads)
     sddmm_logits_kernel(int32_t rows_per_group, int32_t dim, const float *__restrict__ x,
                         int32_t ldx, const float *__restrict__ out_w,
                         const float *__restrict__ out_b, const int32_t *__restrict__ cand,
-                        int64_t cand_ld, const int32_t *__restrict__ count, int32_t max_count,
-                        float *__restrict__ logits, int64_t ld)
+                        int64_t cand_ld, const int32_t *__restrict__ count, int32_t first_cand,
+                        int32_t max_count, float *__restrict__ logits, int64_t ld)
 {
     typedef typename std::conditional<VEC == 4, float4, float>::type vec_t;
     __shared__ __align__(16) float s_x[kSddmmTile];
@@ -223,9 +226,10 @@ static __global__ void __launch_bounds__(kSddmmThreads)
     const float *xr = x + (int64_t)r * ldx;
     const bool one_tile = dim <= kSddmmTile; /* x_r staged once for all candidates */
 
-    /* Candidate blocks j0 = blockIdx.y * 64, + gridDim.y * 64, ... below the
-     * count (block-uniform): blocks past it return at once. */
-    for (int32_t j0 = blockIdx.y * kSddmmCands; j0 < n_cand; j0 += gridDim.y * kSddmmCands) {
+    /* Candidate blocks j0 = first_cand + blockIdx.y * 64, + gridDim.y * 64,
+     * ... below the count (block-uniform): blocks past it return at once. */
+    const int32_t j_start = first_cand + blockIdx.y * kSddmmCands;
+    for (int32_t j0 = j_start; j0 < n_cand; j0 += gridDim.y * kSddmmCands) {
         const int32_t jw = j0 + warp * kSddmmCandsPerWarp; /* the warp's first candidate */
         /* Candidates past the count alias the block's first one (always
          * valid), so the loop below needs no predicate; they are not written. */
@@ -244,7 +248,7 @@ static __global__ void __launch_bounds__(kSddmmThreads)
 
         for (int32_t t0 = 0; t0 < dim; t0 += kSddmmTile) {
             const int32_t len = min(kSddmmTile, dim - t0);
-            if (!one_tile || j0 == blockIdx.y * kSddmmCands) {
+            if (!one_tile || j0 == j_start) {
                 __syncthreads(); /* the previous tile is consumed */
                 for (int32_t i = threadIdx.x; i < len; i += kSddmmThreads)
                     s_x[i] = __ldg(&xr[t0 + i]);
@@ -285,11 +289,12 @@ template <int TM, int VEC>
 static void launch_gemm(dim3 grid, int32_t n_rows, int32_t rows_per_group, int32_t dim,
                         const float *x, int32_t ldx, const float *out_w, const float *out_b,
                         const int32_t *cand, int64_t cand_ld, const int32_t *count,
-                        int32_t max_count, float *logits, int64_t ld, cudaStream_t stream)
+                        int32_t first, int32_t max_count, float *logits, int64_t ld,
+                        cudaStream_t stream)
 {
     gemm_logits_kernel<TM, VEC><<<grid, kGemmThreads, 0, stream>>>(
-        n_rows, rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, max_count,
-        logits, ld);
+        n_rows, rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, first,
+        max_count, logits, ld);
 }
 
 static bool aligned16(const void *p)
@@ -314,16 +319,16 @@ extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group
                                           const float *x, int32_t ldx, const float *out_w,
                                           const float *out_b, const int32_t *cand,
                                           int64_t cand_ld, const int32_t *count,
-                                          int32_t max_count, float *logits, int64_t ld,
-                                          nmt_lsh_logits_kernel variant, void *stream,
-                                          nmt_error *err)
+                                          int32_t first, int32_t max_count, float *logits,
+                                          int64_t ld, nmt_lsh_logits_kernel variant,
+                                          void *stream, nmt_error *err)
 {
     NMT_ARG_CHECK(n_rows >= 0 && rows_per_group >= 1 && dim >= 1 && ldx >= dim);
-    NMT_ARG_CHECK(max_count >= 0 && cand_ld >= max_count && ld >= max_count);
+    NMT_ARG_CHECK(max_count >= 0 && cand_ld >= max_count && ld >= max_count && first >= 0);
     NMT_ARG_CHECK(variant == NMT_LSH_LOGITS_AUTO || variant == NMT_LSH_LOGITS_GEMM ||
                   variant == NMT_LSH_LOGITS_SDDMM);
     NMT_ARG_CHECK(n_rows == 0 || max_count == 0 || (x && out_w && cand && count && logits));
-    if (n_rows == 0 || max_count == 0)
+    if (n_rows == 0 || max_count <= first)
         return NMT_STATUS_OK;
     cudaStream_t s = (cudaStream_t)stream;
     const int32_t rows_in_group = rows_per_group < n_rows ? rows_per_group : n_rows;
@@ -332,16 +337,17 @@ extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group
         variant = rows_in_group == 1 ? NMT_LSH_LOGITS_SDDMM : NMT_LSH_LOGITS_GEMM;
 
     if (variant == NMT_LSH_LOGITS_SDDMM) {
-        const int64_t cand_blocks = ((int64_t)max_count + kSddmmCands - 1) / kSddmmCands;
+        const int64_t cand_blocks =
+            ((int64_t)max_count - first + kSddmmCands - 1) / kSddmmCands;
         const dim3 grid((unsigned)n_rows, (unsigned)cand_tile_blocks(cand_blocks, n_rows));
         if (dim % 4 == 0 && aligned16(out_w))
             sddmm_logits_kernel<4><<<grid, kSddmmThreads, 0, s>>>(
-                rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, max_count,
-                logits, ld);
+                rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, first,
+                max_count, logits, ld);
         else
             sddmm_logits_kernel<1><<<grid, kSddmmThreads, 0, s>>>(
-                rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, max_count,
-                logits, ld);
+                rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, first,
+                max_count, logits, ld);
         NMT_LAUNCH_RETURN("sddmm_logits_kernel");
         return NMT_STATUS_OK;
     }
@@ -353,22 +359,22 @@ extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group
     if (row_tiles > kMaxGridYZ || groups > kMaxGridYZ)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "nmt_cuda_lsh_logits: %d groups "
                              "of %d rows are too many for the GEMM grid", groups, rows_in_group);
-    const int64_t cand_tiles = ((int64_t)max_count + kGemmCands - 1) / kGemmCands;
+    const int64_t cand_tiles = ((int64_t)max_count - first + kGemmCands - 1) / kGemmCands;
     const dim3 grid((unsigned)cand_tile_blocks(cand_tiles, row_tiles * groups),
                     (unsigned)row_tiles, (unsigned)groups);
     const bool vec4 = dim % 4 == 0 && ldx % 4 == 0 && aligned16(x) && aligned16(out_w);
     if (tm == kGemmLargeRows && vec4)
         launch_gemm<kGemmLargeRows, 4>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
-                                       cand, cand_ld, count, max_count, logits, ld, s);
+                                       cand, cand_ld, count, first, max_count, logits, ld, s);
     else if (tm == kGemmLargeRows)
         launch_gemm<kGemmLargeRows, 1>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
-                                       cand, cand_ld, count, max_count, logits, ld, s);
+                                       cand, cand_ld, count, first, max_count, logits, ld, s);
     else if (vec4)
         launch_gemm<kGemmSmallRows, 4>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
-                                       cand, cand_ld, count, max_count, logits, ld, s);
+                                       cand, cand_ld, count, first, max_count, logits, ld, s);
     else
         launch_gemm<kGemmSmallRows, 1>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
-                                       cand, cand_ld, count, max_count, logits, ld, s);
+                                       cand, cand_ld, count, first, max_count, logits, ld, s);
     NMT_LAUNCH_RETURN("gemm_logits_kernel");
     return NMT_STATUS_OK;
 }

@@ -6,9 +6,10 @@
  * TOP:    the same over the first n_always rows of W_out (ids 0..n_always-1).
  * LSH:    WTA codes of the feeds, cuckoo lookup into hit counts (LSH only),
  *         candidate lists by stream compaction (one per group: the batch, a
- *         sentence or a row), logits over the candidates (gathered GEMM, or
- *         SDDMM per row), softmax + top-K over the candidates with the ids
- *         mapped back to words. The list sizes stay on the device: kernels
+ *         sentence or a row), logits over the candidates (the always-kept
+ *         prefix, ids 0..n_always-1 in every list, as one dense GEMM; the
+ *         rest by a gathered GEMM, or SDDMM per row), softmax + top-K over the
+ *         candidates with the ids mapped back to words. The list sizes stay on the device: kernels
  *         are launched for the bound (V) and blocks past a list's end return.
  * Host code only; nothing allocates after nmt_cuda_model_set_shrink. */
 #include "cuda_model.h"
@@ -23,6 +24,8 @@
 
 enum { kNaiveLookupRows = 128 }; /* rows from which the naive lookup is faster */
 enum { kDirectListRows = 128 };  /* rows from which NMT_LSH_LISTS_AUTO builds lists directly */
+enum { kDensePrefixWords = 64 };  /* n_always from which the prefix is a dense GEMM (one
+                                     gathered tile below) */
 
 static size_t align256(size_t bytes)
 {
@@ -213,9 +216,18 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
                                         m->cand, V, m->cand_count, m->cand_workspace,
                                         m->cand_workspace_bytes, stream, err));
     }
+    /* Every list starts with ids 0..n_always-1 at their own index (kernels/lsh.h),
+     * so those logits are one dense GEMM over the first rows of W_out for all
+     * rows, as TOP's layer: per group they would be gathered again and again
+     * (64 sentence lists at batch 64 read the top-T rows 64 times). The
+     * gathered kernel takes the rest. */
+    const int32_t dense = s->n_always >= kDensePrefixWords ? s->n_always : 0;
+    if (dense > 0)
+        NMT_TRY(nmt_cuda_model_linear(m, n_rows, dense, H, feed, m->feed_ld, w->out_w, H,
+                                      m->out_w2, w->out_b, m->logits, V, err));
     NMT_TRY(nmt_cuda_lsh_logits(n_rows, rpg, H, feed, m->feed_ld, w->out_w, w->out_b, m->cand,
-                                V, m->cand_count, V, m->logits, V, NMT_LSH_LOGITS_AUTO, stream,
-                                err));
+                                V, m->cand_count, dense, V, m->logits, V, NMT_LSH_LOGITS_AUTO,
+                                stream, err));
     NMT_TRY(nmt_cuda_softmax_topk_candidates(n_rows, rpg, m->logits, V, m->cand, V,
                                              m->cand_count, V, 2 * beam, excluded, n_excluded,
                                              m->top_values, m->top_ids, m->lse,

@@ -9,7 +9,7 @@
  *    candidate words) must be identical too: the same live rows got the same
  *    lists on both engines;
  *  - the lists must be smaller than V, or the test would prove nothing.
- * Exit 77 without a GPU. NMT_TEST_SMALL=1 (compute-sanitizer): 4 lines, two
+ * Exit 77 without a GPU. NMT_TEST_SMALL=1 (compute-sanitizer): 4 lines, three
  * configurations. */
 #include "nmt.h"
 #include "cuda_ctx.h"
@@ -33,6 +33,7 @@ typedef struct config {
     nmt_shrink_mode mode;
     nmt_lsh_share share;
     nmt_lsh_lists lists;
+    int top, threshold; /* 0: 100 (TOP: 200) and 1 */
 } config;
 
 static int read_lines(int max)
@@ -62,8 +63,8 @@ static int run(const nmt_model *model, const config *c, nmt_device device, nmt_r
     o.collect_stats = 2;
     o.shrink.mode = c->mode;
     o.shrink.k = 16, o.shrink.u = 3, o.shrink.w = 64;
-    o.shrink.top = c->mode == NMT_SHRINK_TOP ? 200 : 100;
-    o.shrink.threshold = 1;
+    o.shrink.top = c->top ? c->top : c->mode == NMT_SHRINK_TOP ? 200 : 100;
+    o.shrink.threshold = c->threshold ? c->threshold : 1;
     o.shrink.share = c->share;
     o.shrink.lists = c->lists;
     nmt_translator *t = NULL;
@@ -135,16 +136,23 @@ int main(void)
     }
     const config configs[] = {
         {"LSH, one list per sentence", 5, 8, NMT_SHRINK_LSH, NMT_LSH_SHARE_SENTENCE,
-         NMT_LSH_LISTS_HITS},
-        {"LSH, direct lists", 5, 8, NMT_SHRINK_LSH, NMT_LSH_SHARE_SENTENCE, NMT_LSH_LISTS_DIRECT},
-        {"LSH, one list per batch", 5, 8, NMT_SHRINK_LSH, NMT_LSH_SHARE_BATCH, NMT_LSH_LISTS_HITS},
+         NMT_LSH_LISTS_HITS, 0, 0},
+        {"LSH, direct lists", 5, 8, NMT_SHRINK_LSH, NMT_LSH_SHARE_SENTENCE, NMT_LSH_LISTS_DIRECT,
+         0, 0},
+        /* Counted marks past a large dense prefix; no dense prefix (top 20). */
+        {"LSH, direct lists, top 1000, threshold 3", 5, 8, NMT_SHRINK_LSH,
+         NMT_LSH_SHARE_SENTENCE, NMT_LSH_LISTS_DIRECT, 1000, 3},
+        {"LSH, direct lists, top 20, threshold 2", 5, 8, NMT_SHRINK_LSH, NMT_LSH_SHARE_SENTENCE,
+         NMT_LSH_LISTS_DIRECT, 20, 2},
+        {"LSH, one list per batch", 5, 8, NMT_SHRINK_LSH, NMT_LSH_SHARE_BATCH, NMT_LSH_LISTS_HITS,
+         0, 0},
         {"LSH, one list per row (SDDMM)", 5, 8, NMT_SHRINK_LSH, NMT_LSH_SHARE_ROW,
-         NMT_LSH_LISTS_HITS},
+         NMT_LSH_LISTS_HITS, 0, 0},
         {"LSH, beam 12, batch 4", 12, 4, NMT_SHRINK_LSH, NMT_LSH_SHARE_SENTENCE,
-         NMT_LSH_LISTS_HITS},
-        {"TOP 200", 5, 8, NMT_SHRINK_TOP, NMT_LSH_SHARE_SENTENCE, NMT_LSH_LISTS_HITS},
+         NMT_LSH_LISTS_HITS, 0, 0},
+        {"TOP 200", 5, 8, NMT_SHRINK_TOP, NMT_LSH_SHARE_SENTENCE, NMT_LSH_LISTS_HITS, 0, 0},
     };
-    const int n_configs = is_small ? 2 : (int)(sizeof configs / sizeof configs[0]);
+    const int n_configs = is_small ? 3 : (int)(sizeof configs / sizeof configs[0]);
     for (int i = 0; i < n_configs; i++)
         compare(model, &configs[i]);
     nmt_model_free(model);

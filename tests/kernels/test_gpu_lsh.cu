@@ -58,6 +58,8 @@ static const shape shapes[] = {
     {1000, 12, 2, 2, 12, 300, 1, 1, 990, 0, 1, 5, 1, "300 per-row lists: blocks loop tiles"},
     {35000, 256, 16, 2, 32, 6, 1, 2, 200, 3, 0, 10, 1, "per-row lists, ldx % 4 != 0"},
     {35000, 500, 8, 2, 20, 1, 1, 2, 4, 0, 0, 64, 1, "1 row, vocab 35000, K 64"},
+    {3000, 32, 8, 2, 40, 24, 12, 2, 1000, 1, 1, 24, 1, "top 1000 of 3000: walks skip prefixes"},
+    {20000, 64, 8, 3, 50, 48, 12, 3, 5000, 0, 1, 24, 1, "top 5000 of 20000, sentence groups"},
 };
 
 static int g_small;
@@ -230,15 +232,17 @@ typedef struct {
     int64_t cand_ld, ld;
 } logits_case;
 
+/* Entries first <= j < count against the CPU; the rest must stay poison. */
 static int check_logits(const logits_case *c, const float *want, const double *bound,
-                        nmt_lsh_logits_kernel variant, int32_t max_count, const char *what)
+                        nmt_lsh_logits_kernel variant, int32_t first, int32_t max_count,
+                        const char *what)
 {
     const size_t n = (size_t)c->rows * c->ld;
     float *d_logits = (float *)dev_output(n * sizeof(float), POISON_F32);
     nmt_error err = {};
     nmt_status st = nmt_cuda_lsh_logits(c->rows, c->rpg, c->dim, c->d_x, c->ldx, c->d_w, c->d_b,
-                                        c->d_cand, c->cand_ld, c->d_count, max_count, d_logits,
-                                        c->ld, variant, NULL, &err);
+                                        c->d_cand, c->cand_ld, c->d_count, first, max_count,
+                                        d_logits, c->ld, variant, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "%s: logits status %d: %s", what, (int)st, err.message);
     float *got = alloc_f32(n);
     int ok = dev_download(got, d_logits, n * sizeof(float), POISON_F32, what);
@@ -248,7 +252,7 @@ static int check_logits(const logits_case *c, const float *want, const double *b
         int32_t cnt = c->count[r / c->rpg];
         for (int64_t j = 0; j < c->ld; j++) {
             size_t i = (size_t)r * c->ld + j;
-            if (j >= cnt) {
+            if (j >= cnt || j < first) {
                 uint32_t bits;
                 memcpy(&bits, &got[i], 4);
                 touched += bits != 0xFFFFFFFFu;
@@ -267,7 +271,8 @@ static int check_logits(const logits_case *c, const float *want, const double *b
         }
     }
     if (touched)
-        fprintf(stderr, "  logits: %zu entries past the count were written\n", touched);
+        fprintf(stderr, "  logits: %zu entries below %d or past the count were written\n",
+                touched, first);
     ok &= bad == 0 && touched == 0;
     fprintf(stderr, "  logits %s: max abs error %.3g, max error / bound %.3g\n", what, max_err,
             max_ratio);
@@ -465,7 +470,7 @@ static void run_shape(const shape *s)
     float *want = alloc_f32(n_logits);
     memset(want, POISON_F32, n_logits * sizeof(float));
     const float *bias = s->bias ? out_b : NULL;
-    nmt_cpu_lsh_logits(rows, rpg, dim, x, ldx, out_w, bias, cand, cand_ld, count, want, ld);
+    nmt_cpu_lsh_logits(rows, rpg, dim, x, ldx, out_w, bias, cand, cand_ld, count, 0, want, ld);
     double *bound = (double *)host_alloc(n_logits * sizeof(double));
     const double u = ldexp(1.0, -24);
     for (int r = 0; r < rows; r++) {
@@ -481,9 +486,14 @@ static void run_shape(const shape *s)
     }
     logits_case lc = {rows, rpg, dim, ldx, x, out_w, bias, d_x, d_w, bias ? d_b : NULL,
                       cand, count, d_cand, d_count, cand_ld, ld};
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_GEMM, vocab, "GEMM, max_count = vocab");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_SDDMM, max_count, "SDDMM, tight max_count");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_AUTO, max_count, "AUTO, tight max_count");
+    check_logits(&lc, want, bound, NMT_LSH_LOGITS_GEMM, 0, vocab, "GEMM, max_count = vocab");
+    check_logits(&lc, want, bound, NMT_LSH_LOGITS_SDDMM, 0, max_count, "SDDMM, tight max_count");
+    check_logits(&lc, want, bound, NMT_LSH_LOGITS_AUTO, 0, max_count, "AUTO, tight max_count");
+    /* The engine's call: the n_always prefix is its dense GEMM's. */
+    check_logits(&lc, want, bound, NMT_LSH_LOGITS_GEMM, s->n_always, vocab,
+                 "GEMM past the always-kept prefix");
+    check_logits(&lc, want, bound, NMT_LSH_LOGITS_SDDMM, s->n_always, max_count,
+                 "SDDMM past the always-kept prefix");
 
     /* 5. softmax + top-K over the candidates */
     check_softmax(rows, rpg, vocab, ld, cand, d_cand, cand_ld, count, d_count, s->top_k, vocab,
@@ -586,9 +596,12 @@ int main(void)
     CHECK(st == NMT_STATUS_ERROR_UNSUPPORTED, "K = 513 with candidates: status %d", (int)st);
     st = nmt_cuda_lsh_candidates(1, 0, 10, d_one, 1, 4, d_one, 10, d_one, d_f, 4096, NULL, &err);
     CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "rows_per_group 0: status %d", (int)st);
-    st = nmt_cuda_lsh_logits(1, 1, 4, d_f, 4, d_f, NULL, d_one, 10, d_one, 10, d_f, 10,
+    st = nmt_cuda_lsh_logits(1, 1, 4, d_f, 4, d_f, NULL, d_one, 10, d_one, 0, 10, d_f, 10,
                              (nmt_lsh_logits_kernel)7, NULL, &err);
     CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "logits variant 7: status %d", (int)st);
+    st = nmt_cuda_lsh_logits(1, 1, 4, d_f, 4, d_f, NULL, d_one, 10, d_one, -1, 10, d_f, 10,
+                             NMT_LSH_LOGITS_GEMM, NULL, &err);
+    CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "logits first -1: status %d", (int)st);
     CUDA_OK(cudaFree(d_one));
     CUDA_OK(cudaFree(d_f));
     CUDA_OK(cudaFree(g_topk_ws));

@@ -241,7 +241,9 @@ static void random_lists(int32_t n_groups, int32_t vocab, int32_t *cand, int64_t
     }
 }
 
-static void test_logits(int32_t vocab, int32_t dim, int32_t n_rows, int32_t rpg, int with_bias)
+/* first: candidate indices below it are left to the caller (untouched). */
+static void test_logits(int32_t vocab, int32_t dim, int32_t n_rows, int32_t rpg, int with_bias,
+                        int32_t first_cand)
 {
     int32_t n_groups = (n_rows + rpg - 1) / rpg, ldx = dim + 1;
     int64_t cand_ld = vocab + 2, ld = vocab + 3;
@@ -260,7 +262,8 @@ static void test_logits(int32_t vocab, int32_t dim, int32_t n_rows, int32_t rpg,
     random_lists(n_groups, vocab, cand, cand_ld, count);
     test_poison_f32(logits, (size_t)n_rows * ld);
     const float *bias = with_bias ? out_b : NULL;
-    nmt_cpu_lsh_logits(n_rows, rpg, dim, x, ldx, out_w, bias, cand, cand_ld, count, logits, ld);
+    nmt_cpu_lsh_logits(n_rows, rpg, dim, x, ldx, out_w, bias, cand, cand_ld, count, first_cand,
+                       logits, ld);
     for (int32_t g = 0; g < n_groups; g++) {
         int32_t first = g * rpg, rows = n_rows - first < rpg ? n_rows - first : rpg, n = count[g];
         for (int32_t j = 0; j < n; j++) {
@@ -272,12 +275,16 @@ static void test_logits(int32_t vocab, int32_t dim, int32_t n_rows, int32_t rpg,
                        with_bias ? gathered_b : NULL, 0, want, n > 0 ? n : 1);
         for (int32_t r = 0; r < rows; r++) {
             const float *row = logits + (int64_t)(first + r) * ld;
-            CHECK(test_close_f32("lsh logits", row, want + (int64_t)r * n, (size_t)n, 0, 0),
+            const int32_t j0 = first_cand < n ? first_cand : n;
+            CHECK(test_close_f32("lsh logits", row + j0, want + (int64_t)r * n + j0,
+                                 (size_t)(n - j0), 0, 0),
                   "group %d row %d", g, first + r);
             int untouched = 1;
-            for (int64_t j = n; j < ld; j++)
-                untouched = untouched && isnan(row[j]);
-            CHECK(untouched, "logits past count[%d] = %d written (row %d)", g, n, first + r);
+            for (int64_t j = 0; j < ld; j++)
+                if (j < j0 || j >= n)
+                    untouched = untouched && isnan(row[j]);
+            CHECK(untouched, "logits below %d or past count[%d] = %d written (row %d)", j0, g, n,
+                  first + r);
         }
     }
     free(out_w);
@@ -405,11 +412,13 @@ int main(void)
     test_candidates(333, 6, 12);
     test_candidates(333, 10, 1);
 
-    test_logits(1, 3, 1, 1, 1);
-    test_logits(7, 5, 7, 3, 0);
-    test_logits(333, 64, 12, 1, 1);
-    test_logits(333, 33, 12, 12, 1);
-    test_logits(333, 17, 12, 5, 0);
+    test_logits(1, 3, 1, 1, 1, 0);
+    test_logits(7, 5, 7, 3, 0, 0);
+    test_logits(333, 64, 12, 1, 1, 0);
+    test_logits(333, 33, 12, 12, 1, 0);
+    test_logits(333, 17, 12, 5, 0, 0);
+    test_logits(333, 17, 12, 5, 1, 40);   /* a dense prefix left to the caller */
+    test_logits(7, 5, 7, 3, 1, 1000);     /* first past every count: nothing written */
 
     test_softmax_candidates(7, 7, 1, 3);
     test_softmax_candidates(7, 7, 3, 12);

@@ -195,7 +195,7 @@ static void run_logits(void *p, int i)
 {
     step_arg *a = (step_arg *)p;
     NMT_OK(nmt_cuda_lsh_logits(a->rows, a->rows_per_group, a->dim, x_at(a, i), a->dim,
-                               w_at(a, i), b_at(a, i), a->cand, a->vocab, a->count, a->max_count,
+                               w_at(a, i), b_at(a, i), a->cand, a->vocab, a->count, 0, a->max_count,
                                a->logits, a->vocab, a->kernel, a->stream, &err));
 }
 
