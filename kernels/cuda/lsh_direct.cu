@@ -36,7 +36,9 @@
 #define FULL_MASK 0xffffffffu
 
 static constexpr int kWarpSize = 32;
-static constexpr int kMarkThreads = 256;    /* a block per row */
+static constexpr int kMarkThreads = 512;    /* a block per row: 16 warps, a band group of 32
+                                               each at W = 500 (the walk is latency-bound;
+                                               the counters allow 3 blocks an SM at V = 30k) */
 static constexpr int kCompactThreads = 256; /* a block per group */
 static constexpr int kWordsPerThread = 4;   /* bitmap words a compacting thread owns */
 static constexpr int32_t kMaxBands = 65535; /* 16-bit counters */

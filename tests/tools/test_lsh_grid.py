@@ -51,6 +51,11 @@ check(raises(g.parse_grid, "16,8,100"), "grid: 16^8 = 2^32 refused")
 check(g.parse_grid("16,7,100") == [(16, 7, 100)], "grid: 16^7 = 2^28 fits")
 check(g.parse_grid("10,9,100") == [(10, 9, 100)], "grid: 10^9 < 2^31 fits")
 check(raises(g.parse_grid, ""), "grid: empty refused")
+check(g.parse_grid("8,3,500,4/8;16,3,200") == [(8, 3, 500), (16, 3, 200)], "grid: own thresholds")
+check(g.parse_grid_thresholds("8,3,500,4/8;16,3,200") == {(8, 3, 500): [4, 8]},
+      "grid thresholds: only the entries that name them")
+check(raises(g.parse_grid_thresholds, "8,3,500,x"), "grid thresholds: non-integer refused")
+check(raises(g.parse_grid, "8,3,500,4,8"), "grid: five fields refused")
 check(g.parse_int_list("500, 1000,500", "tops") == [500, 1000], "int list, dedup")
 check(raises(g.parse_int_list, "0", "tops"), "int list: below minimum refused")
 check(g.parse_shares("batch,row") == ["batch", "row"], "shares parse")
@@ -67,6 +72,10 @@ others = [s for s in settings if s.mode == "lsh" and s.share != "batch"]
 check([(s.k, s.top, s.threshold, s.share) for s in others] == [(8, 1000, 1, "row"), (8, 1000, 1, "sentence")],
       f"other shares on the first LSH setting only: {others}")
 check(settings[0] == g.Setting("lsh", 8, 3, 500, 1000, 1, "batch"), "first LSH setting first")
+own = g.build_settings([(8, 3, 500), (16, 3, 500)], [1000], [1, 2], [], ["sentence"], 0,
+                       {(16, 3, 500): [4, 8]})
+check([(s.k, s.threshold) for s in own] == [(8, 1), (8, 2), (16, 4), (16, 8)],
+      f"own thresholds replace the common ones: {own}")
 sched = g.build_schedule(settings, [5, 12])
 check([(s.mode, b) for s, b in sched[:2]] == [("full", 5), ("full", 12)], "baselines first")
 check(len(sched) == 2 * (len(settings) + 1), "every setting at every beam")

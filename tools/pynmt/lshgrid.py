@@ -147,14 +147,18 @@ def parse_grid(text: str) -> list[tuple[int, int, int]]:
 
     Checks K >= 2, u >= 1, W >= 1 and that a band code (u codes in 0..K-1)
     fits a non-negative int32: K^u < 2^31 (as the index builder,
-    model/lsh_index.c; K <= the hidden size is the engine's to check)."""
+    model/lsh_index.c; K <= the hidden size is the engine's to check). An
+    entry may end with its own thresholds, "K,u,W,t1/t2" (parse_grid_thresholds):
+    a count out of W bands means different things at W = 200 and 500."""
     out = []
     for part in text.replace(" ", "").split(";"):
         if not part:
             continue
         fields = part.split(",")
+        if len(fields) == 4:
+            fields = fields[:3]
         if len(fields) != 3:
-            raise ValueError(f"grid: {part!r} is not K,u,W")
+            raise ValueError(f"grid: {part!r} is not K,u,W or K,u,W,t1/t2/...")
         try:
             k, u, w = (int(x) for x in fields)
         except ValueError:
@@ -167,6 +171,18 @@ def parse_grid(text: str) -> list[tuple[int, int, int]]:
             out.append((k, u, w))
     if not out:
         raise ValueError("grid: empty")
+    return out
+
+
+def parse_grid_thresholds(text: str) -> dict[tuple[int, int, int], list[int]]:
+    """{(K, u, W): [t, ...]} for the grid entries "K,u,W,t1/t2/..." that name
+    their own thresholds (they replace --thresholds for that entry)."""
+    out = {}
+    for part in text.replace(" ", "").split(";"):
+        fields = part.split(",")
+        if len(fields) == 4:
+            key = parse_grid(part)[0]
+            out[key] = parse_int_list(fields[3].replace("/", ","), f"grid {part!r} thresholds")
     return out
 
 
@@ -196,14 +212,18 @@ def interleave(lists: list[list]) -> list:
     return [x[3] for x in keyed]
 
 
-def build_settings(grid, tops, thresholds, top_baseline, shares, share_settings):
+def build_settings(grid, tops, thresholds, top_baseline, shares, share_settings,
+                   grid_thresholds=None):
     """The settings after the full-softmax baseline, in the order they run.
 
-    LSH: every (K,u,W) x T x t with shares[0], {K,u,W} outermost; TOP: each T
-    of top_baseline; sharing: shares[1:] on the first share_settings LSH
-    settings (the first share's numbers are their counterparts)."""
+    LSH: every (K,u,W) x T x t with shares[0], {K,u,W} outermost (t from
+    grid_thresholds[(K,u,W)] where given, else thresholds); TOP: each T of
+    top_baseline; sharing: shares[1:] on the first share_settings LSH settings
+    (the first share's numbers are their counterparts)."""
+    own = grid_thresholds or {}
     lsh = [Setting("lsh", k, u, w, t_top, thr, shares[0])
-           for (k, u, w) in grid for t_top in tops for thr in thresholds if thr <= w]
+           for (k, u, w) in grid for t_top in tops
+           for thr in own.get((k, u, w), thresholds) if thr <= w]
     top = [Setting("top", top=t) for t in top_baseline]
     share = [Setting("lsh", s.k, s.u, s.w, s.top, s.threshold, other)
              for s in lsh[:share_settings] for other in shares[1:]]
@@ -321,6 +341,7 @@ def resolve(args, parser):
     try:
         args.beam_list = parse_int_list(args.beams, "beams")
         args.grid_list = parse_grid(args.grid)
+        args.grid_thresholds = parse_grid_thresholds(args.grid)
         args.top_list = parse_int_list(args.tops, "tops")
         args.threshold_list = parse_int_list(args.thresholds, "thresholds")
         args.top_baseline_list = (parse_int_list(args.top_baseline, "top-baseline")
@@ -355,7 +376,8 @@ def make_parser():
     g.add_argument("--quick", action="store_true",
                    help=f"small preset for unset options: {json.dumps(QUICK)}")
     g.add_argument("--beams", help=f"comma list (default {DEFAULTS['beams']})")
-    g.add_argument("--grid", help="WTA settings 'K,u,W;K,u,W;...', in priority order "
+    g.add_argument("--grid", help="WTA settings 'K,u,W;K,u,W;...', in priority order; "
+                   "'K,u,W,t1/t2' gives that entry its own thresholds "
                    f"(default '{DEFAULTS['grid']}')")
     g.add_argument("--tops", help=f"T values (merged frequent words) for LSH (default {DEFAULTS['tops']})")
     g.add_argument("--thresholds", help=f"t values for LSH (default {DEFAULTS['thresholds']})")
@@ -492,7 +514,8 @@ def main(argv=None) -> int:
     parser = make_parser()
     args = resolve(parser.parse_args(argv), parser)
     settings = build_settings(args.grid_list, args.top_list, args.threshold_list,
-                              args.top_baseline_list, args.share_list, args.share_settings)
+                              args.top_baseline_list, args.share_list, args.share_settings,
+                              args.grid_thresholds)
     schedule = build_schedule(settings, args.beam_list)
     args.json = args.json or os.path.join(args.work, "grid.json")
     args.markdown = args.markdown or os.path.join(args.work, "grid.md")
