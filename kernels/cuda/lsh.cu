@@ -229,14 +229,7 @@ static __global__ void __launch_bounds__(kWriteThreads)
 
 static __device__ __forceinline__ bool list_contains(const int32_t *list, int32_t n, int32_t word)
 {
-    int32_t lo = 0, hi = n;
-    while (lo < hi) {
-        const int32_t mid = lo + (hi - lo) / 2;
-        if (__ldg(&list[mid]) < word)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    const int32_t lo = lower_bound_i32(list, 0, n, word);
     return lo < n && __ldg(&list[lo]) == word;
 }
 

@@ -9,6 +9,21 @@
 
 #include "lsh.h"
 
+/* First index in [lo, hi) of an ascending array whose entry is >= value (hi
+ * when none). */
+static __device__ __forceinline__ int32_t lower_bound_i32(const int32_t *a, int32_t lo,
+                                                          int32_t hi, int32_t value)
+{
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (__ldg(&a[mid]) < value)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The two-probe cuckoo lookup of a band's code: length 0 when absent. */
 static __device__ __forceinline__ void find_bucket(const nmt_lsh_tables &t, int32_t band,
                                                    int32_t code, int32_t *start, int32_t *length)

@@ -46,24 +46,6 @@ static_assert(kMarkThreads % kWarpSize == 0, "whole warps: every lane takes part
 
 /* ---- mark: per-row counts in shared memory, group bitmaps in global ------ */
 
-/* First index in [start, start + length) of the band's bucket whose word is
- * >= n_always (start + length when none): bucket words ascend. */
-static __device__ __forceinline__ int32_t first_at_least(const nmt_lsh_tables &t, int32_t band,
-                                                         int32_t start, int32_t length,
-                                                         int32_t n_always)
-{
-    const int32_t *words = t.bucket_words + (int64_t)band * t.vocab;
-    int32_t lo = start, hi = start + length;
-    while (lo < hi) {
-        const int32_t mid = lo + (hi - lo) / 2;
-        if (__ldg(&words[mid]) < n_always)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* COUNT false: threshold 1, every walked word is marked (no shared memory). */
 template <bool COUNT>
 static __global__ void __launch_bounds__(kMarkThreads)
@@ -92,7 +74,9 @@ static __global__ void __launch_bounds__(kMarkThreads)
         if (band < t.w)
             find_bucket(t, band, __ldg(&row_codes[band]), &start, &length);
         if (length > 0 && n_always > 0) {
-            const int32_t skip = first_at_least(t, band, start, length, n_always) - start;
+            /* A bucket's words ascend: skip those below n_always. */
+            const int32_t *words = t.bucket_words + (int64_t)band * t.vocab;
+            const int32_t skip = lower_bound_i32(words, start, start + length, n_always) - start;
             start += skip;
             length -= skip;
         }
