@@ -51,7 +51,8 @@ typedef struct nmt_lsh_slot {
     int32_t key;    /* band code */
     int32_t start;  /* first word of the bucket in the band's bucket_words */
     int32_t length; /* words in the bucket (>= 1) */
-    int32_t unused; /* 16-byte slots: one vector load per probe */
+    int32_t skip;   /* words of the bucket below the tables' skip_below (16-byte
+                       slots: one vector load per probe) */
 } nmt_lsh_slot;
 
 /* The read-only lookup structure (host or device pointers alike). */
@@ -65,6 +66,8 @@ typedef struct nmt_lsh_tables {
     const uint32_t *hash;       /* [w, 4]: (a1, b1, a2, b2) of the band's h1, h2 */
     const int32_t *bucket_words; /* [w, vocab]: each band's words grouped by code,
                                     ascending id within a bucket */
+    int32_t skip_below;         /* the slots' skip counts words below this (0: none;
+                                   nmt_cuda_lsh_slots_skip sets them) */
 } nmt_lsh_tables;
 
 /* Device code calls the same hash (kernels/cuda/lsh.cu). */
@@ -149,8 +152,10 @@ nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32
  * (nmt_cuda_lsh_direct_workspace_size) is zeroed once; every call leaves it
  * zeroed. Only words >= n_always are counted: the others are in every list
  * anyway, and since a bucket's words ascend, each bucket's walk starts at its
- * first word >= n_always (a binary search), so a large top-T costs the lookup
- * nothing. threshold 1 needs no counts: the walk marks the bitmap directly. */
+ * first word >= n_always (the slot's skip when t->skip_below == n_always, else
+ * a binary search), so a large top-T costs the lookup nothing. Each warp walks
+ * its 32 bands' buckets as one stream of loads. threshold 1 needs no counts:
+ * the walk marks the bitmap directly. */
 size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t vocab);
 nmt_status nmt_cuda_lsh_candidates_direct(int32_t n_rows, int32_t rows_per_group,
                                           const int32_t *codes, const int32_t *row_live,
@@ -158,6 +163,13 @@ nmt_status nmt_cuda_lsh_candidates_direct(int32_t n_rows, int32_t rows_per_group
                                           int32_t n_always, int32_t *cand, int64_t cand_ld,
                                           int32_t *count, void *workspace, size_t workspace_bytes,
                                           void *stream, nmt_error *err);
+
+/* Once, at set-up: slots[i].skip = the number of words below `below` in slot
+ * i's bucket, for every slot of t (slots: t->slots, writable; device
+ * pointers). The caller then sets t->skip_below = below, and the direct
+ * builder skips those words without a search. below >= 0. */
+nmt_status nmt_cuda_lsh_slots_skip(const nmt_lsh_tables *t, nmt_lsh_slot *slots, int32_t below,
+                                   void *stream, nmt_error *err);
 
 /* ---- 4. candidate logits: logits[r * ld + j] for first <= j < count[group(r)] */
 /* x: [n_rows, dim] (ldx); out_w: [vocab, dim] row-major; out_b: [vocab] or NULL.

@@ -172,13 +172,13 @@ static int build_band_table(nmt_lsh_index *index, int32_t band)
     const uint32_t *band_hash = index->hash + (size_t)band * 4;
     const int32_t *words = index->bucket_words + (int64_t)band * t->vocab;
     for (size_t s = 0; s < n_slots; s++)
-        slots[s] = (nmt_lsh_slot){.key = -1, .start = 0, .length = 0, .unused = 0};
+        slots[s] = (nmt_lsh_slot){.key = -1, .start = 0, .length = 0, .skip = 0};
     for (int32_t start = 0; start < t->vocab;) {
         int32_t code = index->word_codes[(int64_t)words[start] * t->w + band];
         int32_t end = start + 1;
         while (end < t->vocab && index->word_codes[(int64_t)words[end] * t->w + band] == code)
             end++;
-        nmt_lsh_slot item = {.key = code, .start = start, .length = end - start, .unused = 0};
+        nmt_lsh_slot item = {.key = code, .start = start, .length = end - start, .skip = 0};
         if (!cuckoo_insert(slots, band_hash, t->table_bits, item))
             return 0;
         start = end;

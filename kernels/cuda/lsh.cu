@@ -3,10 +3,10 @@
  * Hashing for Beam Search on GPU", sections 4.2.1-4.2.3). The logits of step 4
  * are in lsh_logits.cu.
  *
- *  codes:      WTA band codes (eqs. 4-8), a thread per (row, band): u
- *              argmaxes over K permuted entries (strict '>' from -inf, as the
- *              CPU oracle, so ties go to the first and the codes are identical),
- *              then code = sum_i I_i K^i in integers.
+ *  codes:      WTA band codes (eqs. 4-8), a thread per (band, 8 rows staged
+ *              in shared memory): u argmaxes over K permuted entries (strict
+ *              '>' from -inf, as the CPU oracle, so ties go to the first and the
+ *              codes are identical), then code = sum_i I_i K^i in integers.
  *  hits:       Alg. 1, a thread per (row, band): the two-probe cuckoo lookup
  *              (one 16-byte load a probe), then the bucket's words are counted
  *              into hits[row, word] with atomics. WARP (Fig. 4b): the warp walks
@@ -37,7 +37,9 @@
 #define FULL_MASK 0xffffffffu
 
 static constexpr int kWarpSize = 32;
-static constexpr int kCodesThreads = 128;
+static constexpr int kCodesThreads = 128;  /* bands a block */
+static constexpr int kCodesRows = 8;       /* rows a block */
+static constexpr size_t kCodesSmemBytes = 32 * 1024;
 static constexpr int kHitsThreads = 256;
 static constexpr int kRecallThreads = 256;
 /* Candidates: a chunk is kMaskWords 32-bit mark words; pass 1 reads a row's
@@ -57,31 +59,64 @@ static_assert(kHitsThreads % kWarpSize == 0 && kRecallThreads % kWarpSize == 0,
 
 /* ---- 1. WTA band codes --------------------------------------------------- */
 
+/* A block per (tile of kCodesRows rows, kCodesThreads bands): the tile's x rows
+ * are staged in shared memory (when they fit kCodesSmemBytes; else read in
+ * place) and each thread reads its band's u K permutation entries once for
+ * all the tile's rows. A thread per (row, band) reading x through the
+ * permutation from global memory took 18 us at 768 rows, W = 500 on the H100. */
 static __global__ void __launch_bounds__(kCodesThreads)
     codes_kernel(int32_t n_rows, const float *__restrict__ x, int32_t ldx, nmt_lsh_tables t,
-                 int32_t *__restrict__ codes)
+                 int staged, int32_t *__restrict__ codes)
 {
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (int64_t)n_rows * t.w)
-        return;
-    const int32_t row = (int32_t)(idx / t.w), band = (int32_t)(idx - (int64_t)row * t.w);
-    const float *xr = x + (int64_t)row * ldx;
-    int32_t code = 0, place = 1;
+    extern __shared__ float s_x[]; /* [kCodesRows][dim] when staged */
+    const int32_t row0 = blockIdx.x * kCodesRows;
+    const int rows = min(kCodesRows, n_rows - row0);
+    const int32_t dim = t.dim;
+    if (staged) {
+        for (int32_t i = threadIdx.x; i < rows * dim; i += blockDim.x)
+            s_x[i] = __ldg(&x[(int64_t)(row0 + i / dim) * ldx + i % dim]);
+        __syncthreads();
+    }
+    const int32_t band = blockIdx.y * blockDim.x + threadIdx.x;
+    if (band >= t.w)
+        return; /* after the only barrier */
+    const float *src = staged ? s_x : x + (int64_t)row0 * ldx;
+    const int64_t src_ld = staged ? dim : ldx;
+    int32_t code[kCodesRows], place = 1;
+#pragma unroll
+    for (int r = 0; r < kCodesRows; r++)
+        code[r] = 0;
     for (int32_t i = 0; i < t.u; i++) {
         const int32_t *perm_p = t.perm + ((int64_t)band * t.u + i) * t.k;
-        int32_t best = 0;
-        float best_value = -INFINITY;
+        int32_t best[kCodesRows];
+        float best_value[kCodesRows];
+#pragma unroll
+        for (int r = 0; r < kCodesRows; r++) {
+            best[r] = 0;
+            best_value[r] = -INFINITY;
+        }
         for (int32_t j = 0; j < t.k; j++) {
-            const float v = __ldg(&xr[__ldg(&perm_p[j])]);
-            if (v > best_value) {
-                best = j;
-                best_value = v;
+            const int32_t p = __ldg(&perm_p[j]);
+#pragma unroll
+            for (int r = 0; r < kCodesRows; r++) {
+                if (r >= rows)
+                    break;
+                const float v = src[r * src_ld + p];
+                if (v > best_value[r]) {
+                    best[r] = j;
+                    best_value[r] = v;
+                }
             }
         }
-        code += best * place;
+#pragma unroll
+        for (int r = 0; r < kCodesRows; r++)
+            code[r] += best[r] * place;
         place *= t.k; /* K^u < 2^31 (checked by the launcher) */
     }
-    codes[idx] = code;
+#pragma unroll
+    for (int r = 0; r < kCodesRows; r++)
+        if (r < rows)
+            codes[(int64_t)(row0 + r) * t.w + band] = code[r];
 }
 
 /* ---- 2. hit counts (Alg. 1) ---------------------------------------------- */
@@ -300,9 +335,13 @@ extern "C" nmt_status nmt_cuda_lsh_codes(int32_t n_rows, const float *x, int32_t
     NMT_ARG_CHECK((int64_t)n_rows * t->w <= INT32_MAX);
     if (n_rows == 0)
         return NMT_STATUS_OK;
-    const int64_t n = (int64_t)n_rows * t->w;
-    codes_kernel<<<(unsigned)((n + kCodesThreads - 1) / kCodesThreads), kCodesThreads, 0,
-                   (cudaStream_t)stream>>>(n_rows, x, ldx, *t, codes);
+    NMT_ARG_CHECK(t->w <= 65535 * kCodesThreads); /* grid.y */
+    const size_t smem = (size_t)kCodesRows * (size_t)t->dim * sizeof(float);
+    const int staged = smem <= kCodesSmemBytes;
+    const dim3 grid((unsigned)((n_rows + kCodesRows - 1) / kCodesRows),
+                    (unsigned)((t->w + kCodesThreads - 1) / kCodesThreads));
+    codes_kernel<<<grid, kCodesThreads, staged ? smem : 0, (cudaStream_t)stream>>>(
+        n_rows, x, ldx, *t, staged, codes);
     NMT_LAUNCH_RETURN("codes_kernel");
     return NMT_STATUS_OK;
 }

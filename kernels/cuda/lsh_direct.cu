@@ -8,17 +8,18 @@
  *
  *  mark:    a block per live row keeps its counts in shared memory, two 16-bit
  *           counters a 32-bit word (W <= 65535 bands, so a count never carries
- *           into its neighbour). The warps walk the row's buckets as the hits
- *           kernel's WARP variant does (lane i looks band i up, then all lanes
- *           walk one lane's bucket at a time). The atomic that lifts a word's
+ *           into its neighbour). Lane i of a warp looks band i up, then the
+ *           warp walks its 32 buckets as one stream of words (warp_walk_flat:
+ *           the loads of all of them in flight together). The atomic that lifts a word's
  *           count to the threshold sets the word's bit in its group's bitmap:
  *           counts only grow by one, so that happens exactly when the final
  *           count is >= threshold, as in nmt_cpu_lsh_candidates. Words below
  *           n_always are in every list, so they are neither counted nor
  *           walked: a bucket's words ascend, and its walk starts at its first
- *           word >= n_always (binary search). With a top-T of thousands of
- *           frequent words that drops most of the walk. Threshold 1 needs no
- *           counts: the walk sets the bits itself, with no shared memory.
+ *           word >= n_always (the slot's stored skip, nmt_cuda_lsh_slots_skip,
+ *           or a binary search). With a top-T of thousands of frequent words
+ *           that drops most of the walk. Threshold 1 needs no counts: the walk
+ *           sets the bits itself, with no shared memory.
  *  compact: a block per group scans the group's bitmap (plus ids < n_always)
  *           in word order with a block-wide exclusive scan of popcounts,
  *           writes the words ascending, clears the bitmap for the next call
@@ -71,16 +72,9 @@ static __global__ void __launch_bounds__(kMarkThreads)
     for (int32_t b0 = warp * kWarpSize; b0 < t.w; b0 += n_warps * kWarpSize) {
         const int32_t band = b0 + lane;
         int32_t start = 0, length = 0;
-        if (band < t.w)
-            find_bucket(t, band, __ldg(&row_codes[band]), &start, &length);
-        if (length > 0 && n_always > 0) {
-            /* A bucket's words ascend: skip those below n_always. */
-            const int32_t *words = t.bucket_words + (int64_t)band * t.vocab;
-            const int32_t skip = lower_bound_i32(words, start, start + length, n_always) - start;
-            start += skip;
-            length -= skip;
-        }
-        warp_walk_buckets(t, band, start, length, 0, [&](int32_t, int32_t word) {
+        if (band < t.w) /* a bucket's words ascend: those below n_always are skipped */
+            find_bucket_from(t, band, __ldg(&row_codes[band]), n_always, &start, &length);
+        warp_walk_flat(t, band, start, length, [&](int32_t word) {
             if (!COUNT) {
                 atomicOr(&marks[word >> 5], 1u << (word & 31));
                 return;
@@ -158,7 +152,37 @@ static __global__ void __launch_bounds__(kCompactThreads)
         count[g] = s_base;
 }
 
+/* ---- set-up: each slot's skip below a word ------------------------------- */
+
+static __global__ void slots_skip_kernel(nmt_lsh_tables t, nmt_lsh_slot *slots, int32_t below)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= ((int64_t)t.w << t.table_bits))
+        return;
+    nmt_lsh_slot slot = slots[i];
+    const int32_t band = (int32_t)(i >> t.table_bits);
+    slot.skip = slot.key < 0 || slot.length <= 0
+                    ? 0
+                    : lower_bound_i32(t.bucket_words + (int64_t)band * t.vocab, slot.start,
+                                      slot.start + slot.length, below) - slot.start;
+    slots[i] = slot;
+}
+
 /* ---- exported ------------------------------------------------------------- */
+
+extern "C" nmt_status nmt_cuda_lsh_slots_skip(const nmt_lsh_tables *t, nmt_lsh_slot *slots,
+                                              int32_t below, void *stream, nmt_error *err)
+{
+    NMT_ARG_CHECK(t && slots && t->bucket_words && t->w >= 1 && t->vocab >= 1 && below >= 0);
+    NMT_ARG_CHECK(t->table_bits >= 0 && t->table_bits <= 30);
+    const int64_t n = (int64_t)t->w << t->table_bits;
+    const int threads = 256;
+    NMT_ARG_CHECK((n + threads - 1) / threads <= 2147483647);
+    slots_skip_kernel<<<(unsigned)((n + threads - 1) / threads), threads, 0,
+                        (cudaStream_t)stream>>>(*t, slots, below);
+    NMT_LAUNCH_RETURN("slots_skip_kernel");
+    return NMT_STATUS_OK;
+}
 
 extern "C" size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t vocab)
 {

@@ -14,10 +14,13 @@
  *         x TM rows (TM = 16 for groups of <= 32 rows, else 64) with 256
  *         threads, each owning candidates tx + 16 i (i < 4) of rows ty + 16 m
  *         (m < TM / 16), so a warp's stores are 16 consecutive floats a row.
- *         K tiles of 32 in shared memory, both operands stored row-major with a
- *         row stride of 36 floats (9 float4: the float4 reads of 8 different
+ *         K tiles in shared memory (128 wide for 16-row tiles, 32 for 64-row
+ *         ones), both operands stored row-major with a row stride of K + 4
+ *         floats (an odd number of float4: the float4 reads of 8 different
  *         rows by a quarter warp fall in distinct banks), the next tile
- *         prefetched into registers during the FMAs. float4 global loads when
+ *         prefetched into registers during the FMAs. The walk over K is a
+ *         chain of gathers from W_out (too large for L2 at V = 35k): wide
+ *         tiles make it short (4 steps at H = 512, not 16). float4 global loads when
  *         dim % 4 == 0 and the operands are 16-byte aligned, scalar otherwise.
  *  SDDMM: per-row lists (Gale et al., "Sparse GPU Kernels for Deep Learning",
  *         the sampled dense-dense product): block (row, tiles of 64
@@ -37,8 +40,8 @@
 
 static constexpr int kWarpSize = 32;
 static constexpr int kGemmCands = 64;           /* candidates a block */
-static constexpr int kGemmK = 32;               /* K tile */
-static constexpr int kGemmStride = kGemmK + 4;  /* shared row stride (floats) */
+static constexpr int kGemmSmallK = 128;         /* K tile, 16-row tiles */
+static constexpr int kGemmLargeK = 32;          /* K tile, 64-row tiles */
 static constexpr int kGemmThreads = 256;        /* 16 x 16 */
 static constexpr int kGemmSmallRows = 16;
 static constexpr int kGemmLargeRows = 64;
@@ -51,8 +54,12 @@ static constexpr int kMaxGridYZ = 65535;
 static constexpr int64_t kTargetBlocks = 4096; /* ~30 a SM on an H100 */
 static_assert(kGemmThreads == 256 && kGemmCands == 4 * 16, "tx + 16 i, i < 4: 64 candidates");
 static_assert(kGemmSmallRows % 16 == 0 && kGemmLargeRows % 16 == 0, "ty + 16 m: whole rows");
-static_assert(kGemmK % 4 == 0 && kGemmStride % 4 == 0, "float4 rows in shared memory");
-static_assert((kGemmStride / 4) % 2 == 1, "an odd number of float4 a row: conflict-free reads");
+/* Shared row stride of a K tile: K + 4 floats, an odd number of float4. */
+template <int KT> struct GemmTile {
+    static constexpr int stride = KT + 4;
+    static_assert(KT % 4 == 0 && (stride / 4) % 2 == 1,
+                  "float4 rows, an odd number a row: conflict-free reads");
+};
 static_assert(kSddmmTile % 4 == 0, "staged tiles keep float4 alignment");
 static_assert(kSddmmCandsPerWarp <= kWarpSize, "lane c writes candidate c");
 
@@ -74,7 +81,7 @@ static __device__ __forceinline__ float dot_acc(float4 a, float4 b, float acc)
 
 /* ---- GEMM over a group's gathered candidate rows --------------------------- */
 
-template <int TM, int VEC>
+template <int TM, int KT, int VEC>
 static __global__ void __launch_bounds__(kGemmThreads)
     gemm_logits_kernel(int32_t n_rows, int32_t rows_per_group, int32_t dim,
                        const float *__restrict__ x, int32_t ldx, const float *__restrict__ out_w,
@@ -84,12 +91,13 @@ static __global__ void __launch_bounds__(kGemmThreads)
 {
     typedef typename std::conditional<VEC == 4, float4, float>::type vec_t;
     constexpr int MR = TM / 16;           /* rows a thread */
-    constexpr int KV = kGemmK / VEC;      /* vectors a tile row */
+    constexpr int KV = KT / VEC;          /* vectors a tile row */
+    constexpr int kStride = GemmTile<KT>::stride;
     constexpr int A_N = TM * KV, B_N = kGemmCands * KV;
     constexpr int A_LOADS = (A_N + kGemmThreads - 1) / kGemmThreads;
     constexpr int B_LOADS = (B_N + kGemmThreads - 1) / kGemmThreads;
-    __shared__ __align__(16) float s_x[TM][kGemmStride];
-    __shared__ __align__(16) float s_w[kGemmCands][kGemmStride];
+    __shared__ __align__(16) float s_x[TM][kStride];
+    __shared__ __align__(16) float s_w[kGemmCands][kStride];
     __shared__ int32_t s_word[kGemmCands];
 
     const int32_t g = blockIdx.z;
@@ -163,13 +171,13 @@ static __global__ void __launch_bounds__(kGemmThreads)
                 acc[m][i] = 0.0f;
 
         load_tiles(0);
-        for (int32_t k0 = 0; k0 < dim; k0 += kGemmK) {
+        for (int32_t k0 = 0; k0 < dim; k0 += KT) {
             store_tiles();
             __syncthreads();
-            if (k0 + kGemmK < dim) /* in flight during the FMAs below */
-                load_tiles(k0 + kGemmK);
-#pragma unroll
-            for (int kk = 0; kk < kGemmK; kk += 4) {
+            if (k0 + KT < dim) /* in flight during the FMAs below */
+                load_tiles(k0 + KT);
+#pragma unroll 8
+            for (int kk = 0; kk < KT; kk += 4) {
                 float4 a[MR], b[4];
 #pragma unroll
                 for (int m = 0; m < MR; m++)
@@ -292,7 +300,8 @@ static void launch_gemm(dim3 grid, int32_t n_rows, int32_t rows_per_group, int32
                         int32_t first, int32_t max_count, float *logits, int64_t ld,
                         cudaStream_t stream)
 {
-    gemm_logits_kernel<TM, VEC><<<grid, kGemmThreads, 0, stream>>>(
+    constexpr int KT = TM == kGemmSmallRows ? kGemmSmallK : kGemmLargeK;
+    gemm_logits_kernel<TM, KT, VEC><<<grid, kGemmThreads, 0, stream>>>(
         n_rows, rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, first,
         max_count, logits, ld);
 }

@@ -13,7 +13,8 @@
  *
  * Variants (the launcher picks by rows, V, K; see pick at the bottom):
  *  row    (K + excluded ids <= 64, few rows: about one block of 1024
- *         threads an SM or fewer): one block per row; each thread keeps only
+ *         threads an SM or fewer; any rows over candidate lists, while the
+ *         bound fits 1024 threads): one block per row; each thread keeps only
  *         its best word, the K-th best of those bounds the top K, and the few
  *         words above it are ranked in shared memory (row_topk_kernel).
  *  fused  (K <= 64): one block (1..8 warps) per row reads the row once
@@ -33,8 +34,8 @@
  * holds the split counters (first kCounterBytes, at zero between calls), the
  * split partials and the sort fallback's keys.
  * Excluded ids count in lse but are never selected.
- * Candidate lists (LSH, nmt_cuda_softmax_topk_candidates): the fused, split
- * and atomic kernels take a CandMap (template CAND; CAND = false compiles to
+ * Candidate lists (LSH, nmt_cuda_softmax_topk_candidates): the row, fused,
+ * split and atomic kernels take a CandMap (template CAND; CAND = false compiles to
  * the full-vocabulary kernels): row r reads only count[g] logits of its group
  * g, read on the device, split slices cut from that count in the kernel; keys
  * hold the candidate index, mapped to its word only on the rare insertion
@@ -71,6 +72,7 @@ static constexpr int kAtomicThreads = 256;
 static constexpr int kRowMaxThreads = 1024;   /* row kernel: threads a block at most */
 static constexpr int kRowWordsPerThread = 16; /* ... planned as ~V / this */
 static constexpr int kRowCandKeys = 4096;     /* ... candidates a block holds (32 KB) */
+static constexpr int kRowListMinThreads = 128; /* ... over candidate lists, at least */
 static constexpr int kSortChunkWords = 1 << 25; /* sort fallback: rows per pass * V */
 static_assert(kRegisterK % kWarpSize == 0 && kRegisterK <= 2 * kWarpSize, "two slots a lane");
 static_assert(kMaxWarps * kWarpSize <= 1024, "block size");
@@ -970,6 +972,26 @@ static int row_plan_threads(int32_t n_rows, int32_t vocab, int k_run, int n_excl
     return (int)t;
 }
 
+/* Row kernel over candidate lists (CAND): threads a block, or 0. A list is
+ * usually far shorter than its bound max_count (LSH: a few thousand words of
+ * V = 35k), so a plan from the bound sends many rows to the fused kernel's 8
+ * warps a row (49 us against TOP's 14 at 768 rows of 2,300 words on the H100,
+ * docs/lsh.md). The row kernel only needs its candidate bound to hold for a
+ * list as long as max_count: the fewest threads that meet it, at least
+ * kRowListMinThreads; no occupancy limit (most blocks read a short list). */
+static int row_plan_threads_lists(int32_t max_count, int k_run, int n_excluded)
+{
+    const int64_t k_thr = (int64_t)k_run + n_excluded;
+    if (k_thr > kRegisterK)
+        return 0;
+    for (int t = kRowListMinThreads; t <= kRowMaxThreads; t += kWarpSize) {
+        const int64_t words_a_thread = 4 * ((max_count / 4 + t - 1) / t) + 1;
+        if (k_thr * words_a_thread <= kRowCandKeys)
+            return t;
+    }
+    return 0;
+}
+
 /* Split workspace: counters, then (m, d) and k_run keys of every slice. */
 static size_t split_bytes(size_t parts, int k_run)
 {
@@ -1052,7 +1074,8 @@ static nmt_status launch_register_or_atomic(int32_t n_rows, int32_t vocab, const
     }
     const int k_run = k_sel > 0 ? k_sel : 1; /* k == 0 still yields lse */
     const int sms = multiprocessor_count();
-    const int row_threads = row_plan_threads(n_rows, vocab, k_run, n_excluded, sms);
+    const int row_threads = CAND ? row_plan_threads_lists(vocab, k_run, n_excluded)
+                                 : row_plan_threads(n_rows, vocab, k_run, n_excluded, sms);
     if (row_threads > 0) {
         row_topk_kernel<CAND><<<n_rows, row_threads, 0, stream>>>(
             vocab, logits, ld, k_run, k, excluded, n_excluded, top_values, top_ids, lse, map);

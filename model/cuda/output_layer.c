@@ -124,6 +124,12 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
                                      cudaMemcpyHostToDevice, stream));
         NMT_CUDA_TRY(cudaMemcpyAsync(base + l.words, t->bucket_words, W * V * sizeof(int32_t),
                                      cudaMemcpyHostToDevice, stream));
+        if (shrink->n_always > 0 && shrink->lists != NMT_LSH_LISTS_HITS) {
+            /* Each bucket's words below n_always, counted once for the direct builder. */
+            NMT_TRY(nmt_cuda_lsh_slots_skip(&m->lsh, (nmt_lsh_slot *)(base + l.slots),
+                                            shrink->n_always, stream, err));
+            m->lsh.skip_below = shrink->n_always;
+        }
     }
     /* Hits start (and every candidates call leaves them) at zero; so do the
      * counters of the candidates workspace and the stats. */

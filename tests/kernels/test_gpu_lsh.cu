@@ -60,6 +60,8 @@ static const shape shapes[] = {
     {35000, 500, 8, 2, 20, 1, 1, 2, 4, 0, 0, 64, 1, "1 row, vocab 35000, K 64"},
     {3000, 32, 8, 2, 40, 24, 12, 2, 1000, 1, 1, 24, 1, "top 1000 of 3000: walks skip prefixes"},
     {20000, 64, 8, 3, 50, 48, 12, 3, 5000, 0, 1, 24, 1, "top 5000 of 20000, sentence groups"},
+    {3000, 16, 4, 2, 8, 200, 10, 2, 50, 0, 1, 62, 1, "200 rows, K 62 + 3 excluded: fused"},
+    {500, 1100, 8, 2, 10, 9, 3, 2, 20, 0, 1, 5, 1, "dim 1100: codes read x in place"},
 };
 
 static int g_small;
@@ -457,6 +459,19 @@ static void run_shape(const shape *s)
                      cand, count);
     check_direct(what, rows, rpg, d_codes, d_live, &dt.t, s->threshold, s->n_always, cand_ld,
                  cand, count);
+    if (s->n_always > 0) {
+        /* The engine's tables: each slot's skip below n_always stored at set-up. */
+        nmt_lsh_tables skipped = dt.t;
+        st = nmt_cuda_lsh_slots_skip(&dt.t, (nmt_lsh_slot *)dt.buf[1], s->n_always, NULL, &err);
+        CHECK(st == NMT_STATUS_OK, "slots skip status %d: %s", (int)st, err.message);
+        skipped.skip_below = s->n_always;
+        check_direct("stored skips", rows, rpg, d_codes, d_live, &skipped, s->threshold,
+                     s->n_always, cand_ld, cand, count);
+        /* Stored for another n_always: the search, the same lists. */
+        skipped.skip_below = s->n_always + 1;
+        check_direct("skips stored for another n_always", rows, rpg, d_codes, d_live, &skipped,
+                     s->threshold, s->n_always, cand_ld, cand, count);
+    }
     int32_t max_count = 1;
     for (int g = 0; g < groups; g++)
         max_count = count[g] > max_count ? count[g] : max_count;
