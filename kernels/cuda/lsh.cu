@@ -3,10 +3,11 @@
  * Hashing for Beam Search on GPU", sections 4.2.1-4.2.3). The logits of step 4
  * are in lsh_logits.cu.
  *
- *  codes:      WTA band codes (eqs. 4-8), a thread per (band, 8 rows staged
- *              in shared memory): u argmaxes over K permuted entries (strict
- *              '>' from -inf, as the CPU oracle, so ties go to the first and the
- *              codes are identical), then code = sum_i I_i K^i in integers.
+ *  codes:      WTA band codes (eqs. 4-8), a thread per (band, 4 rows; rows
+ *              and permutations staged in shared memory): u argmaxes over K
+ *              permuted entries (strict '>' from -inf, as the CPU oracle, so
+ *              ties go to the first and the codes are identical), then
+ *              code = sum_i I_i K^i in integers.
  *  hits:       Alg. 1, a thread per (row, band): the two-probe cuckoo lookup
  *              (one 16-byte load a probe), then the bucket's words are counted
  *              into hits[row, word] with atomics. WARP (Fig. 4b): the warp walks
@@ -38,8 +39,8 @@
 
 static constexpr int kWarpSize = 32;
 static constexpr int kCodesThreads = 128;  /* bands a block */
-static constexpr int kCodesRows = 8;       /* rows a block */
-static constexpr size_t kCodesSmemBytes = 32 * 1024;
+static constexpr int kCodesRows = 4;       /* rows a block */
+static constexpr size_t kCodesSmemBytes = 48 * 1024; /* staged x rows + perm entries */
 static constexpr int kHitsThreads = 256;
 static constexpr int kRecallThreads = 256;
 /* Candidates: a chunk is kMaskWords 32-bit mark words; pass 1 reads a row's
@@ -59,35 +60,43 @@ static_assert(kHitsThreads % kWarpSize == 0 && kRecallThreads % kWarpSize == 0,
 
 /* ---- 1. WTA band codes --------------------------------------------------- */
 
-/* A block per (tile of kCodesRows rows, kCodesThreads bands): the tile's x rows
- * are staged in shared memory (when they fit kCodesSmemBytes; else read in
- * place) and each thread reads its band's u K permutation entries once for
- * all the tile's rows. A thread per (row, band) reading x through the
- * permutation from global memory took 18 us at 768 rows, W = 500 on the H100. */
+/* A block per (tile of kCodesRows rows, kCodesThreads bands). The block first
+ * stages the tile's x rows and its bands' permutation entries (one contiguous
+ * run of perm) in shared memory with coalesced loads, all in flight at once;
+ * each thread then reads only shared memory. Either part that does not fit
+ * (kCodesSmemBytes) is read in place. A thread per (row, band), reading x
+ * through the permutation from global memory one load after the other, took
+ * 18 us at 768 rows, W = 500 on the H100. */
 static __global__ void __launch_bounds__(kCodesThreads)
     codes_kernel(int32_t n_rows, const float *__restrict__ x, int32_t ldx, nmt_lsh_tables t,
-                 int staged, int32_t *__restrict__ codes)
+                 int stage_x, int stage_perm, int32_t *__restrict__ codes)
 {
-    extern __shared__ float s_x[]; /* [kCodesRows][dim] when staged */
-    const int32_t row0 = blockIdx.x * kCodesRows;
+    extern __shared__ float s_codes[]; /* x rows [kCodesRows][dim], then perm entries */
+    const int32_t row0 = blockIdx.x * kCodesRows, band0 = blockIdx.y * kCodesThreads;
     const int rows = min(kCodesRows, n_rows - row0);
-    const int32_t dim = t.dim;
-    if (staged) {
+    const int32_t dim = t.dim, per_band = t.u * t.k;
+    const int32_t n_bands = min(kCodesThreads, t.w - band0);
+    float *s_x = s_codes;
+    int32_t *s_perm = reinterpret_cast<int32_t *>(s_codes + (stage_x ? kCodesRows * dim : 0));
+    if (stage_x)
         for (int32_t i = threadIdx.x; i < rows * dim; i += blockDim.x)
             s_x[i] = __ldg(&x[(int64_t)(row0 + i / dim) * ldx + i % dim]);
-        __syncthreads();
-    }
-    const int32_t band = blockIdx.y * blockDim.x + threadIdx.x;
-    if (band >= t.w)
+    const int32_t *perm_block = t.perm + (int64_t)band0 * per_band;
+    if (stage_perm)
+        for (int32_t i = threadIdx.x; i < n_bands * per_band; i += blockDim.x)
+            s_perm[i] = __ldg(&perm_block[i]);
+    __syncthreads();
+    if ((int32_t)threadIdx.x >= n_bands)
         return; /* after the only barrier */
-    const float *src = staged ? s_x : x + (int64_t)row0 * ldx;
-    const int64_t src_ld = staged ? dim : ldx;
+    const int32_t band = band0 + threadIdx.x;
+    const float *src = stage_x ? s_x : x + (int64_t)row0 * ldx;
+    const int64_t src_ld = stage_x ? dim : ldx;
+    const int32_t *perm_band = (stage_perm ? s_perm : perm_block) + threadIdx.x * per_band;
     int32_t code[kCodesRows], place = 1;
 #pragma unroll
     for (int r = 0; r < kCodesRows; r++)
         code[r] = 0;
     for (int32_t i = 0; i < t.u; i++) {
-        const int32_t *perm_p = t.perm + ((int64_t)band * t.u + i) * t.k;
         int32_t best[kCodesRows];
         float best_value[kCodesRows];
 #pragma unroll
@@ -96,7 +105,7 @@ static __global__ void __launch_bounds__(kCodesThreads)
             best_value[r] = -INFINITY;
         }
         for (int32_t j = 0; j < t.k; j++) {
-            const int32_t p = __ldg(&perm_p[j]);
+            const int32_t p = perm_band[i * t.k + j];
 #pragma unroll
             for (int r = 0; r < kCodesRows; r++) {
                 if (r >= rows)
@@ -336,12 +345,15 @@ extern "C" nmt_status nmt_cuda_lsh_codes(int32_t n_rows, const float *x, int32_t
     if (n_rows == 0)
         return NMT_STATUS_OK;
     NMT_ARG_CHECK(t->w <= 65535 * kCodesThreads); /* grid.y */
-    const size_t smem = (size_t)kCodesRows * (size_t)t->dim * sizeof(float);
-    const int staged = smem <= kCodesSmemBytes;
+    const size_t x_bytes = (size_t)kCodesRows * (size_t)t->dim * sizeof(float);
+    const size_t perm_bytes = (size_t)kCodesThreads * (size_t)t->u * t->k * sizeof(int32_t);
+    const int stage_x = x_bytes <= kCodesSmemBytes;
+    const int stage_perm = (stage_x ? x_bytes : 0) + perm_bytes <= kCodesSmemBytes;
+    const size_t smem = (stage_x ? x_bytes : 0) + (stage_perm ? perm_bytes : 0);
     const dim3 grid((unsigned)((n_rows + kCodesRows - 1) / kCodesRows),
                     (unsigned)((t->w + kCodesThreads - 1) / kCodesThreads));
-    codes_kernel<<<grid, kCodesThreads, staged ? smem : 0, (cudaStream_t)stream>>>(
-        n_rows, x, ldx, *t, staged, codes);
+    codes_kernel<<<grid, kCodesThreads, smem, (cudaStream_t)stream>>>(n_rows, x, ldx, *t, stage_x,
+                                                                      stage_perm, codes);
     NMT_LAUNCH_RETURN("codes_kernel");
     return NMT_STATUS_OK;
 }

@@ -3,7 +3,7 @@
  *     logits[r, j] = x_r . out_w[cand_g[j]] + out_b[cand_g[j]],  first <= j < count[g],
  * g = r / rows_per_group, with x [n_rows, dim] (ldx), out_w [vocab, dim]. The
  * counts stay on the device: the candidate tiles of [first, max_count) are
- * dealt to about kTargetBlocks blocks in turn (tile t to block t mod blocks),
+ * dealt to a few thousand blocks in turn (tile t to block t mod blocks),
  * and a block stops at its group's count. Plain fp32 FMA, no TF32. The engine
  * passes first = n_always: those columns, the same words for every group, are
  * one dense cuBLAS GEMM (model/cuda/output_layer.c).
@@ -51,7 +51,8 @@ static constexpr int kSddmmCands = kSddmmWarps * kSddmmCandsPerWarp;
 static constexpr int kSddmmThreads = kSddmmWarps * kWarpSize;
 static constexpr int kSddmmTile = 2048; /* floats of x_r staged at a time: 8 KiB */
 static constexpr int kMaxGridYZ = 65535;
-static constexpr int64_t kTargetBlocks = 4096; /* ~30 a SM on an H100 */
+static constexpr int64_t kTargetBlocks = 4096;    /* SDDMM: ~30 a SM on an H100 */
+static constexpr int64_t kGemmTargetBlocks = 1024; /* GEMM: ~1.5 waves of 42 KB blocks */
 static_assert(kGemmThreads == 256 && kGemmCands == 4 * 16, "tx + 16 i, i < 4: 64 candidates");
 static_assert(kGemmSmallRows % 16 == 0 && kGemmLargeRows % 16 == 0, "ty + 16 m: whole rows");
 /* Shared row stride of a K tile: K + 4 floats, an odd number of float4. */
@@ -100,7 +101,7 @@ static __global__ void __launch_bounds__(kGemmThreads)
     __shared__ __align__(16) float s_w[kGemmCands][kStride];
     __shared__ int32_t s_word[kGemmCands];
 
-    const int32_t g = blockIdx.z;
+    const int32_t g = blockIdx.x;
     const int32_t n_cand = min(__ldg(&count[g]), max_count);
     const int32_t first = g * rows_per_group; /* < n_rows: g < ceil(n_rows / rows_per_group) */
     const int32_t r0 = blockIdx.y * TM;       /* within the group */
@@ -111,10 +112,10 @@ static __global__ void __launch_bounds__(kGemmThreads)
     const float *xb = x + (int64_t)(first + r0) * ldx;
     const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
 
-    /* Candidate tiles j0 = first_cand + blockIdx.x * 64, + gridDim.x * 64, ...
+    /* Candidate tiles j0 = first_cand + blockIdx.z * 64, + gridDim.z * 64, ...
      * below the count (block-uniform): blocks past it return at once. */
-    for (int32_t j0 = first_cand + blockIdx.x * kGemmCands; j0 < n_cand;
-         j0 += gridDim.x * kGemmCands) {
+    for (int32_t j0 = first_cand + blockIdx.z * kGemmCands; j0 < n_cand;
+         j0 += gridDim.z * kGemmCands) {
         __syncthreads(); /* the previous tile's s_word reads are done */
         /* cand entries past the count are never read: they may be anything. */
         if (tid < kGemmCands) {
@@ -313,10 +314,10 @@ static bool aligned16(const void *p)
 
 /* Blocks along the candidate tiles: all max_count / 64 of them would mostly
  * return at once (counts are often far below the bound), so the grid holds
- * about kTargetBlocks blocks and each loops over every n-th tile. */
-static int64_t cand_tile_blocks(int64_t tiles, int64_t other_blocks)
+ * about `target` blocks and each loops over every n-th tile. */
+static int64_t cand_tile_blocks(int64_t tiles, int64_t other_blocks, int64_t target)
 {
-    int64_t want = (kTargetBlocks + other_blocks - 1) / other_blocks;
+    int64_t want = (target + other_blocks - 1) / other_blocks;
     want = want < 1 ? 1 : want;
     want = want < tiles ? want : tiles;
     return want < kMaxGridYZ ? want : kMaxGridYZ;
@@ -348,7 +349,8 @@ extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group
     if (variant == NMT_LSH_LOGITS_SDDMM) {
         const int64_t cand_blocks =
             ((int64_t)max_count - first + kSddmmCands - 1) / kSddmmCands;
-        const dim3 grid((unsigned)n_rows, (unsigned)cand_tile_blocks(cand_blocks, n_rows));
+        const dim3 grid((unsigned)n_rows,
+                        (unsigned)cand_tile_blocks(cand_blocks, n_rows, kTargetBlocks));
         if (dim % 4 == 0 && aligned16(out_w))
             sddmm_logits_kernel<4><<<grid, kSddmmThreads, 0, s>>>(
                 rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, first,
@@ -365,12 +367,17 @@ extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group
      * gathered candidate row is read by fewer blocks). */
     const int tm = rows_in_group > 32 ? kGemmLargeRows : kGemmSmallRows;
     const int64_t row_tiles = (rows_in_group + tm - 1) / tm;
-    if (row_tiles > kMaxGridYZ || groups > kMaxGridYZ)
+    if (row_tiles > kMaxGridYZ)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "nmt_cuda_lsh_logits: %d groups "
                              "of %d rows are too many for the GEMM grid", groups, rows_in_group);
     const int64_t cand_tiles = ((int64_t)max_count - first + kGemmCands - 1) / kGemmCands;
-    const dim3 grid((unsigned)cand_tile_blocks(cand_tiles, row_tiles * groups),
-                    (unsigned)row_tiles, (unsigned)groups);
+    /* Groups fastest: every group's first tiles are dealt out in the first
+     * wave and the blocks past the counts come last. With the tiles fastest,
+     * the blocks that work were spread over every wave of the mostly idle grid
+     * (51 us for 64 groups of ~300 tail words at V = 35k, H100). */
+    const dim3 grid((unsigned)groups, (unsigned)row_tiles,
+                    (unsigned)cand_tile_blocks(cand_tiles, row_tiles * groups,
+                                               kGemmTargetBlocks));
     const bool vec4 = dim % 4 == 0 && ldx % 4 == 0 && aligned16(x) && aligned16(out_w);
     if (tm == kGemmLargeRows && vec4)
         launch_gemm<kGemmLargeRows, 4>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,

@@ -61,7 +61,8 @@ static const shape shapes[] = {
     {3000, 32, 8, 2, 40, 24, 12, 2, 1000, 1, 1, 24, 1, "top 1000 of 3000: walks skip prefixes"},
     {20000, 64, 8, 3, 50, 48, 12, 3, 5000, 0, 1, 24, 1, "top 5000 of 20000, sentence groups"},
     {3000, 16, 4, 2, 8, 200, 10, 2, 50, 0, 1, 62, 1, "200 rows, K 62 + 3 excluded: fused"},
-    {500, 1100, 8, 2, 10, 9, 3, 2, 20, 0, 1, 5, 1, "dim 1100: codes read x in place"},
+    {500, 1100, 40, 3, 10, 9, 3, 2, 20, 0, 1, 5, 1, "dim 1100, K 40 u 3: perm read in place"},
+    {120, 3100, 8, 2, 6, 5, 5, 1, 10, 0, 0, 5, 1, "dim 3100: codes read x in place"},
 };
 
 static int g_small;
