@@ -3,8 +3,8 @@
  * Hashing for Beam Search on GPU", sections 4.2.1-4.2.3). The logits of step 4
  * are in lsh_logits.cu.
  *
- *  codes:      WTA band codes (eqs. 4-8), a thread per (band, 4 rows; rows
- *              and permutations staged in shared memory): u argmaxes over K
+ *  codes:      WTA band codes (eqs. 4-8), a thread per (row, band), rows and
+ *              permutations staged in shared memory: u argmaxes over K
  *              permuted entries (strict '>' from -inf, as the CPU oracle, so
  *              ties go to the first and the codes are identical), then
  *              code = sum_i I_i K^i in integers.
@@ -38,8 +38,9 @@
 #define FULL_MASK 0xffffffffu
 
 static constexpr int kWarpSize = 32;
-static constexpr int kCodesThreads = 128;  /* bands a block */
+static constexpr int kCodesBands = 128;    /* bands a block */
 static constexpr int kCodesRows = 4;       /* rows a block */
+static constexpr int kCodesThreads = kCodesBands * kCodesRows;
 static constexpr size_t kCodesSmemBytes = 48 * 1024; /* staged x rows + perm entries */
 static constexpr int kHitsThreads = 256;
 static constexpr int kRecallThreads = 256;
@@ -60,22 +61,24 @@ static_assert(kHitsThreads % kWarpSize == 0 && kRecallThreads % kWarpSize == 0,
 
 /* ---- 1. WTA band codes --------------------------------------------------- */
 
-/* A block per (tile of kCodesRows rows, kCodesThreads bands). The block first
- * stages the tile's x rows and its bands' permutation entries (one contiguous
- * run of perm) in shared memory with coalesced loads, all in flight at once;
- * each thread then reads only shared memory. Either part that does not fit
- * (kCodesSmemBytes) is read in place. A thread per (row, band), reading x
- * through the permutation from global memory one load after the other, took
- * 18 us at 768 rows, W = 500 on the H100. */
+/* A block per (tile of kCodesRows rows, kCodesBands bands), a thread per
+ * (row, band). The block first stages the tile's x rows and its bands'
+ * permutation entries (one contiguous run of perm) in shared memory with
+ * coalesced loads, all in flight at once; the argmaxes then read only shared
+ * memory. Either part that does not fit (kCodesSmemBytes) is read in place.
+ * (A thread per (row, band) reading x through the permutation from global
+ * memory one load after the other took 18 us at 768 rows, W = 500 on the
+ * H100; a thread per (band, 4 rows) from shared memory, 23 us: too few
+ * threads for the latency of its chain.) */
 static __global__ void __launch_bounds__(kCodesThreads)
     codes_kernel(int32_t n_rows, const float *__restrict__ x, int32_t ldx, nmt_lsh_tables t,
                  int stage_x, int stage_perm, int32_t *__restrict__ codes)
 {
     extern __shared__ float s_codes[]; /* x rows [kCodesRows][dim], then perm entries */
-    const int32_t row0 = blockIdx.x * kCodesRows, band0 = blockIdx.y * kCodesThreads;
+    const int32_t row0 = blockIdx.x * kCodesRows, band0 = blockIdx.y * kCodesBands;
     const int rows = min(kCodesRows, n_rows - row0);
     const int32_t dim = t.dim, per_band = t.u * t.k;
-    const int32_t n_bands = min(kCodesThreads, t.w - band0);
+    const int32_t n_bands = min(kCodesBands, t.w - band0);
     float *s_x = s_codes;
     int32_t *s_perm = reinterpret_cast<int32_t *>(s_codes + (stage_x ? kCodesRows * dim : 0));
     if (stage_x)
@@ -86,46 +89,26 @@ static __global__ void __launch_bounds__(kCodesThreads)
         for (int32_t i = threadIdx.x; i < n_bands * per_band; i += blockDim.x)
             s_perm[i] = __ldg(&perm_block[i]);
     __syncthreads();
-    if ((int32_t)threadIdx.x >= n_bands)
+    const int b = threadIdx.x % kCodesBands, r = threadIdx.x / kCodesBands;
+    if (b >= n_bands || r >= rows)
         return; /* after the only barrier */
-    const int32_t band = band0 + threadIdx.x;
-    const float *src = stage_x ? s_x : x + (int64_t)row0 * ldx;
-    const int64_t src_ld = stage_x ? dim : ldx;
-    const int32_t *perm_band = (stage_perm ? s_perm : perm_block) + threadIdx.x * per_band;
-    int32_t code[kCodesRows], place = 1;
-#pragma unroll
-    for (int r = 0; r < kCodesRows; r++)
-        code[r] = 0;
+    const float *xr = stage_x ? s_x + r * dim : x + (int64_t)(row0 + r) * ldx;
+    const int32_t *perm_band = (stage_perm ? s_perm : perm_block) + b * per_band;
+    int32_t code = 0, place = 1;
     for (int32_t i = 0; i < t.u; i++) {
-        int32_t best[kCodesRows];
-        float best_value[kCodesRows];
-#pragma unroll
-        for (int r = 0; r < kCodesRows; r++) {
-            best[r] = 0;
-            best_value[r] = -INFINITY;
-        }
+        int32_t best = 0;
+        float best_value = -INFINITY;
         for (int32_t j = 0; j < t.k; j++) {
-            const int32_t p = perm_band[i * t.k + j];
-#pragma unroll
-            for (int r = 0; r < kCodesRows; r++) {
-                if (r >= rows)
-                    break;
-                const float v = src[r * src_ld + p];
-                if (v > best_value[r]) {
-                    best[r] = j;
-                    best_value[r] = v;
-                }
+            const float v = xr[perm_band[i * t.k + j]];
+            if (v > best_value) {
+                best = j;
+                best_value = v;
             }
         }
-#pragma unroll
-        for (int r = 0; r < kCodesRows; r++)
-            code[r] += best[r] * place;
+        code += best * place;
         place *= t.k; /* K^u < 2^31 (checked by the launcher) */
     }
-#pragma unroll
-    for (int r = 0; r < kCodesRows; r++)
-        if (r < rows)
-            codes[(int64_t)(row0 + r) * t.w + band] = code[r];
+    codes[(int64_t)(row0 + r) * t.w + band0 + b] = code;
 }
 
 /* ---- 2. hit counts (Alg. 1) ---------------------------------------------- */
@@ -344,14 +327,14 @@ extern "C" nmt_status nmt_cuda_lsh_codes(int32_t n_rows, const float *x, int32_t
     NMT_ARG_CHECK((int64_t)n_rows * t->w <= INT32_MAX);
     if (n_rows == 0)
         return NMT_STATUS_OK;
-    NMT_ARG_CHECK(t->w <= 65535 * kCodesThreads); /* grid.y */
+    NMT_ARG_CHECK(t->w <= 65535 * kCodesBands); /* grid.y */
     const size_t x_bytes = (size_t)kCodesRows * (size_t)t->dim * sizeof(float);
-    const size_t perm_bytes = (size_t)kCodesThreads * (size_t)t->u * t->k * sizeof(int32_t);
+    const size_t perm_bytes = (size_t)kCodesBands * (size_t)t->u * t->k * sizeof(int32_t);
     const int stage_x = x_bytes <= kCodesSmemBytes;
     const int stage_perm = (stage_x ? x_bytes : 0) + perm_bytes <= kCodesSmemBytes;
     const size_t smem = (stage_x ? x_bytes : 0) + (stage_perm ? perm_bytes : 0);
     const dim3 grid((unsigned)((n_rows + kCodesRows - 1) / kCodesRows),
-                    (unsigned)((t->w + kCodesThreads - 1) / kCodesThreads));
+                    (unsigned)((t->w + kCodesBands - 1) / kCodesBands));
     codes_kernel<<<grid, kCodesThreads, smem, (cudaStream_t)stream>>>(n_rows, x, ldx, *t, stage_x,
                                                                       stage_perm, codes);
     NMT_LAUNCH_RETURN("codes_kernel");

@@ -116,18 +116,26 @@ static __device__ __forceinline__ void warp_walk_buckets(const nmt_lsh_tables &t
 
 /* The direct builder's walk: the warp's 32 buckets as one stream of words.
  * An inclusive scan of the lengths numbers the words 0 .. total-1; lane l
- * takes words l, l + 32, ... with kFlatLoads loads in flight, and finds each
- * word's bucket by a binary search of the scan (shuffles). The loads of all 32
+ * takes words l, l + 32, ... with kFlatLoads loads in flight. The scan and
+ * each bucket's base sit in the warp's shared scratch (32 entries each), and
+ * a lane finds a word's bucket by stepping up from the previous word's: its
+ * words ascend, so that is a step or two, not a search. The loads of all 32
  * buckets overlap, where warp_walk_buckets waits for each bucket in turn (32
- * L2 round trips a warp at least: 77 us of the 191 us output layer at 768 rows
- * on Europarl, H100). f(word) for every word of every lane's bucket; the
+ * L2 round trips a warp at least: 77 us of the 191 us output layer at 768
+ * rows on Europarl, H100). f(word) for every word of every lane's bucket; the
  * words of one bucket are distinct, those of different buckets need not be.
  * Warp-uniform: every lane calls it (length 0 where it has no bucket). */
 static constexpr int kFlatLoads = 8;
 
+struct FlatScratch {
+    int32_t incl[32];   /* inclusive scan of the warp's bucket lengths */
+    long long base[32]; /* word i of the stream in lane o's bucket: bucket_words[base[o] + i] */
+};
+
 template <typename F>
 static __device__ __forceinline__ void warp_walk_flat(const nmt_lsh_tables &t, int32_t band,
-                                                      int32_t start, int32_t length, F f)
+                                                      int32_t start, int32_t length,
+                                                      FlatScratch *scratch, F f)
 {
     const unsigned full = 0xffffffffu;
     const int lane = threadIdx.x & 31;
@@ -139,20 +147,22 @@ static __device__ __forceinline__ void warp_walk_flat(const nmt_lsh_tables &t, i
             incl += v;
     }
     const int32_t total = __shfl_sync(full, incl, 31);
-    /* Word i of the stream, in lane o's bucket, is bucket_words[base_o + i]. */
-    const long long base = (long long)band * t.vocab + start - (incl - length);
+    __syncwarp(); /* the previous call's readers are done with the scratch */
+    scratch->incl[lane] = incl;
+    scratch->base[lane] = (long long)band * t.vocab + start - (incl - length);
+    __syncwarp();
+    int owner = 0; /* the first lane whose scan is > i: grows with i */
     for (int32_t i0 = 0; i0 < total; i0 += 32 * kFlatLoads) {
         int32_t w[kFlatLoads];
 #pragma unroll
         for (int l = 0; l < kFlatLoads; l++) {
             const int32_t i = i0 + 32 * l + lane;
-            int owner = 0; /* the first lane whose scan is > i */
-#pragma unroll
-            for (int step = 16; step > 0; step >>= 1)
-                if (__shfl_sync(full, incl, owner + step - 1) <= i)
-                    owner += step;
-            const long long b = __shfl_sync(full, base, owner);
-            w[l] = i < total ? __ldg(&t.bucket_words[b + i]) : -1; /* words are >= 0 */
+            w[l] = -1; /* words are >= 0 */
+            if (i < total) {
+                while (scratch->incl[owner] <= i)
+                    owner++;
+                w[l] = __ldg(&t.bucket_words[scratch->base[owner] + i]);
+            }
         }
 #pragma unroll
         for (int l = 0; l < kFlatLoads; l++)

@@ -65,6 +65,7 @@ static __global__ void __launch_bounds__(kMarkThreads)
         __syncthreads();
     }
 
+    __shared__ FlatScratch s_walk[kMarkThreads / kWarpSize];
     uint32_t *marks = bitmap + (int64_t)(row / rows_per_group) * bitmap_ld;
     const int32_t *row_codes = codes + (int64_t)row * t.w;
     const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
@@ -74,7 +75,7 @@ static __global__ void __launch_bounds__(kMarkThreads)
         int32_t start = 0, length = 0;
         if (band < t.w) /* a bucket's words ascend: those below n_always are skipped */
             find_bucket_from(t, band, __ldg(&row_codes[band]), n_always, &start, &length);
-        warp_walk_flat(t, band, start, length, [&](int32_t word) {
+        warp_walk_flat(t, band, start, length, &s_walk[warp], [&](int32_t word) {
             if (!COUNT) {
                 atomicOr(&marks[word >> 5], 1u << (word & 31));
                 return;

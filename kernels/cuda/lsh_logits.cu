@@ -10,18 +10,20 @@
  *
  * Variants (the launcher's AUTO: SDDMM when a group is one row, else GEMM):
  *  GEMM:  a tiled SGEMM of the group's rows against its gathered candidate
- *         rows. Block (candidate tile, row tile, group) computes 64 candidates
- *         x TM rows (TM = 16 for groups of <= 32 rows, else 64) with 256
- *         threads, each owning candidates tx + 16 i (i < 4) of rows ty + 16 m
- *         (m < TM / 16), so a warp's stores are 16 consecutive floats a row.
- *         K tiles in shared memory (128 wide for 16-row tiles, 32 for 64-row
- *         ones), both operands stored row-major with a row stride of K + 4
- *         floats (an odd number of float4: the float4 reads of 8 different
- *         rows by a quarter warp fall in distinct banks), the next tile
- *         prefetched into registers during the FMAs. The walk over K is a
- *         chain of gathers from W_out (too large for L2 at V = 35k): wide
- *         tiles make it short (4 steps at H = 512, not 16). float4 global loads when
- *         dim % 4 == 0 and the operands are 16-byte aligned, scalar otherwise.
+ *         rows. Block (group, row tile, candidate tile) computes 64 candidates
+ *         x TM rows (TM = 16 for groups of <= 32 rows, with 64 threads; else
+ *         64, with 256), each thread owning candidates tx + 16 i (i < 4) of 4
+ *         rows ty + (threads / 16) m (m < 4): 8 float4 shared loads feed 64
+ *         FMAs. (One row a thread, 16-row tiles with 256 threads, was bound
+ *         by shared-memory bandwidth: 51 us for 54 groups of ~300 tail words
+ *         at V = 30k on the H100.) A warp's stores are 16 consecutive floats a
+ *         row. K tiles in shared memory (64 wide for 16-row tiles, 32 for
+ *         64-row ones), both operands stored row-major with a row stride of
+ *         K + 4 floats (an odd number of float4: the float4 reads of 8
+ *         different rows by a quarter warp fall in distinct banks), the next
+ *         tile prefetched into registers during the FMAs. float4 global loads
+ *         when dim % 4 == 0 and the operands are 16-byte aligned, scalar
+ *         otherwise.
  *  SDDMM: per-row lists (Gale et al., "Sparse GPU Kernels for Deep Learning",
  *         the sampled dense-dense product): block (row, tiles of 64
  *         candidates), a warp per 8 consecutive candidates; x_r is staged in
@@ -40,11 +42,11 @@
 
 static constexpr int kWarpSize = 32;
 static constexpr int kGemmCands = 64;           /* candidates a block */
-static constexpr int kGemmSmallK = 128;         /* K tile, 16-row tiles */
-static constexpr int kGemmLargeK = 32;          /* K tile, 64-row tiles */
-static constexpr int kGemmThreads = 256;        /* 16 x 16 */
-static constexpr int kGemmSmallRows = 16;
+static constexpr int kGemmRowsPerThread = 4;
+static constexpr int kGemmSmallRows = 16;       /* row tile for groups of <= 32 rows */
+static constexpr int kGemmSmallK = 64;          /* ... its K tile (float4 loads; else 32) */
 static constexpr int kGemmLargeRows = 64;
+static constexpr int kGemmLargeK = 32;
 static constexpr int kSddmmWarps = 8;
 static constexpr int kSddmmCandsPerWarp = 8;
 static constexpr int kSddmmCands = kSddmmWarps * kSddmmCandsPerWarp;
@@ -52,9 +54,14 @@ static constexpr int kSddmmThreads = kSddmmWarps * kWarpSize;
 static constexpr int kSddmmTile = 2048; /* floats of x_r staged at a time: 8 KiB */
 static constexpr int kMaxGridYZ = 65535;
 static constexpr int64_t kTargetBlocks = 4096;    /* SDDMM: ~30 a SM on an H100 */
-static constexpr int64_t kGemmTargetBlocks = 1024; /* GEMM: ~1.5 waves of 42 KB blocks */
-static_assert(kGemmThreads == 256 && kGemmCands == 4 * 16, "tx + 16 i, i < 4: 64 candidates");
-static_assert(kGemmSmallRows % 16 == 0 && kGemmLargeRows % 16 == 0, "ty + 16 m: whole rows");
+static constexpr int64_t kGemmTargetBlocks = 1024; /* GEMM: about one wave */
+static_assert(kGemmCands == 4 * 16, "tx + 16 i, i < 4: 64 candidates");
+
+/* Threads of a TM-row tile: 16 along the candidates, TM / 4 along the rows. */
+template <int TM> struct GemmShape {
+    static constexpr int threads = 16 * (TM / kGemmRowsPerThread);
+    static_assert(TM % kGemmRowsPerThread == 0 && threads % kWarpSize == 0, "whole warps");
+};
 /* Shared row stride of a K tile: K + 4 floats, an odd number of float4. */
 template <int KT> struct GemmTile {
     static constexpr int stride = KT + 4;
@@ -83,7 +90,7 @@ static __device__ __forceinline__ float dot_acc(float4 a, float4 b, float acc)
 /* ---- GEMM over a group's gathered candidate rows --------------------------- */
 
 template <int TM, int KT, int VEC>
-static __global__ void __launch_bounds__(kGemmThreads)
+static __global__ void __launch_bounds__(GemmShape<TM>::threads)
     gemm_logits_kernel(int32_t n_rows, int32_t rows_per_group, int32_t dim,
                        const float *__restrict__ x, int32_t ldx, const float *__restrict__ out_w,
                        const float *__restrict__ out_b, const int32_t *__restrict__ cand,
@@ -91,12 +98,14 @@ static __global__ void __launch_bounds__(kGemmThreads)
                        int32_t max_count, float *__restrict__ logits, int64_t ld)
 {
     typedef typename std::conditional<VEC == 4, float4, float>::type vec_t;
-    constexpr int MR = TM / 16;           /* rows a thread */
+    constexpr int kThreads = GemmShape<TM>::threads;
+    constexpr int MR = kGemmRowsPerThread; /* rows a thread: ty + RS m */
+    constexpr int RS = TM / MR;
     constexpr int KV = KT / VEC;          /* vectors a tile row */
     constexpr int kStride = GemmTile<KT>::stride;
     constexpr int A_N = TM * KV, B_N = kGemmCands * KV;
-    constexpr int A_LOADS = (A_N + kGemmThreads - 1) / kGemmThreads;
-    constexpr int B_LOADS = (B_N + kGemmThreads - 1) / kGemmThreads;
+    constexpr int A_LOADS = (A_N + kThreads - 1) / kThreads;
+    constexpr int B_LOADS = (B_N + kThreads - 1) / kThreads;
     __shared__ __align__(16) float s_x[TM][kStride];
     __shared__ __align__(16) float s_w[kGemmCands][kStride];
     __shared__ int32_t s_word[kGemmCands];
@@ -131,18 +140,18 @@ static __global__ void __launch_bounds__(kGemmThreads)
         auto load_tiles = [&](int32_t k0) {
 #pragma unroll
             for (int a = 0; a < A_LOADS; a++) {
-                const int e = tid + a * kGemmThreads, row = e / KV;
+                const int e = tid + a * kThreads, row = e / KV;
                 const int32_t k = k0 + (e % KV) * VEC;
                 set_zero(ra[a]);
-                if ((A_N % kGemmThreads == 0 || e < A_N) && row < rows && k < dim)
+                if ((A_N % kThreads == 0 || e < A_N) && row < rows && k < dim)
                     ra[a] = __ldg(reinterpret_cast<const vec_t *>(xb + (int64_t)row * ldx + k));
             }
 #pragma unroll
             for (int b = 0; b < B_LOADS; b++) {
-                const int e = tid + b * kGemmThreads;
+                const int e = tid + b * kThreads;
                 const int32_t k = k0 + (e % KV) * VEC;
                 const int32_t word =
-                    (B_N % kGemmThreads == 0 || e < B_N) ? s_word[e / KV] : -1;
+                    (B_N % kThreads == 0 || e < B_N) ? s_word[e / KV] : -1;
                 set_zero(rb[b]);
                 if (word >= 0 && k < dim)
                     rb[b] = __ldg(
@@ -152,14 +161,14 @@ static __global__ void __launch_bounds__(kGemmThreads)
         auto store_tiles = [&]() {
 #pragma unroll
             for (int a = 0; a < A_LOADS; a++) {
-                const int e = tid + a * kGemmThreads;
-                if (A_N % kGemmThreads == 0 || e < A_N)
+                const int e = tid + a * kThreads;
+                if (A_N % kThreads == 0 || e < A_N)
                     *reinterpret_cast<vec_t *>(&s_x[e / KV][(e % KV) * VEC]) = ra[a];
             }
 #pragma unroll
             for (int b = 0; b < B_LOADS; b++) {
-                const int e = tid + b * kGemmThreads;
-                if (B_N % kGemmThreads == 0 || e < B_N)
+                const int e = tid + b * kThreads;
+                if (B_N % kThreads == 0 || e < B_N)
                     *reinterpret_cast<vec_t *>(&s_w[e / KV][(e % KV) * VEC]) = rb[b];
             }
         };
@@ -182,7 +191,7 @@ static __global__ void __launch_bounds__(kGemmThreads)
                 float4 a[MR], b[4];
 #pragma unroll
                 for (int m = 0; m < MR; m++)
-                    a[m] = *reinterpret_cast<const float4 *>(&s_x[ty + 16 * m][kk]);
+                    a[m] = *reinterpret_cast<const float4 *>(&s_x[ty + RS * m][kk]);
 #pragma unroll
                 for (int i = 0; i < 4; i++)
                     b[i] = *reinterpret_cast<const float4 *>(&s_w[tx + 16 * i][kk]);
@@ -203,7 +212,7 @@ static __global__ void __launch_bounds__(kGemmThreads)
         }
 #pragma unroll
         for (int m = 0; m < MR; m++) {
-            const int row = ty + 16 * m;
+            const int row = ty + RS * m;
             if (row >= rows)
                 continue;
             float *out = logits + (int64_t)(first + r0 + row) * ld + j0;
@@ -301,8 +310,8 @@ static void launch_gemm(dim3 grid, int32_t n_rows, int32_t rows_per_group, int32
                         int32_t first, int32_t max_count, float *logits, int64_t ld,
                         cudaStream_t stream)
 {
-    constexpr int KT = TM == kGemmSmallRows ? kGemmSmallK : kGemmLargeK;
-    gemm_logits_kernel<TM, KT, VEC><<<grid, kGemmThreads, 0, stream>>>(
+    constexpr int KT = TM == kGemmSmallRows && VEC == 4 ? kGemmSmallK : kGemmLargeK;
+    gemm_logits_kernel<TM, KT, VEC><<<grid, GemmShape<TM>::threads, 0, stream>>>(
         n_rows, rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, first,
         max_count, logits, ld);
 }
