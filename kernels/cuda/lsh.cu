@@ -70,6 +70,7 @@ static_assert(kHitsThreads % kWarpSize == 0 && kRecallThreads % kWarpSize == 0,
  * memory one load after the other took 18 us at 768 rows, W = 500 on the
  * H100; a thread per (band, 4 rows) from shared memory, 23 us: too few
  * threads for the latency of its chain.) */
+template <int KC> /* K when it is known at compile time (unrolled argmax), else 0 */
 static __global__ void __launch_bounds__(kCodesThreads)
     codes_kernel(int32_t n_rows, const float *__restrict__ x, int32_t ldx, nmt_lsh_tables t,
                  int stage_x, int stage_perm, int32_t *__restrict__ codes)
@@ -77,7 +78,7 @@ static __global__ void __launch_bounds__(kCodesThreads)
     extern __shared__ float s_codes[]; /* x rows [kCodesRows][dim], then perm entries */
     const int32_t row0 = blockIdx.x * kCodesRows, band0 = blockIdx.y * kCodesBands;
     const int rows = min(kCodesRows, n_rows - row0);
-    const int32_t dim = t.dim, per_band = t.u * t.k;
+    const int32_t dim = t.dim, K = KC > 0 ? KC : t.k, per_band = t.u * K;
     const int32_t n_bands = min(kCodesBands, t.w - band0);
     float *s_x = s_codes;
     int32_t *s_perm = reinterpret_cast<int32_t *>(s_codes + (stage_x ? kCodesRows * dim : 0));
@@ -98,15 +99,16 @@ static __global__ void __launch_bounds__(kCodesThreads)
     for (int32_t i = 0; i < t.u; i++) {
         int32_t best = 0;
         float best_value = -INFINITY;
-        for (int32_t j = 0; j < t.k; j++) {
-            const float v = xr[perm_band[i * t.k + j]];
+#pragma unroll
+        for (int32_t j = 0; j < K; j++) {
+            const float v = xr[perm_band[i * K + j]];
             if (v > best_value) {
                 best = j;
                 best_value = v;
             }
         }
         code += best * place;
-        place *= t.k; /* K^u < 2^31 (checked by the launcher) */
+        place *= K; /* K^u < 2^31 (checked by the launcher) */
     }
     codes[(int64_t)(row0 + r) * t.w + band0 + b] = code;
 }
@@ -335,8 +337,16 @@ extern "C" nmt_status nmt_cuda_lsh_codes(int32_t n_rows, const float *x, int32_t
     const size_t smem = (stage_x ? x_bytes : 0) + (stage_perm ? perm_bytes : 0);
     const dim3 grid((unsigned)((n_rows + kCodesRows - 1) / kCodesRows),
                     (unsigned)((t->w + kCodesBands - 1) / kCodesBands));
-    codes_kernel<<<grid, kCodesThreads, smem, (cudaStream_t)stream>>>(n_rows, x, ldx, *t, stage_x,
-                                                                      stage_perm, codes);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (t->k == 8)
+        codes_kernel<8><<<grid, kCodesThreads, smem, s>>>(n_rows, x, ldx, *t, stage_x, stage_perm,
+                                                          codes);
+    else if (t->k == 16)
+        codes_kernel<16><<<grid, kCodesThreads, smem, s>>>(n_rows, x, ldx, *t, stage_x,
+                                                           stage_perm, codes);
+    else
+        codes_kernel<0><<<grid, kCodesThreads, smem, s>>>(n_rows, x, ldx, *t, stage_x, stage_perm,
+                                                          codes);
     NMT_LAUNCH_RETURN("codes_kernel");
     return NMT_STATUS_OK;
 }
