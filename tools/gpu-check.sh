@@ -64,7 +64,7 @@ if [[ $build_status == ok ]]; then
     # --- 2. tests ------------------------------------------------------------
     if [[ "${NMT_GPU_CHECK_SKIP_CTEST:-0}" != 1 ]]; then
         echo "== ctest -L gpu"
-        ( cd "$build" && timeout 240 ctest -L gpu -j 4 --output-on-failure --timeout 120 ) \
+        ( cd "$build" && timeout 360 ctest -L gpu -j 4 --output-on-failure --timeout 120 ) \
             >"$out/ctest-gpu.log" 2>&1 || true
         tail -25 "$out/ctest-gpu.log"
         passed=$(grep -cE 'Test +#[0-9]+: .* Passed' "$out/ctest-gpu.log" || true)
