@@ -10,10 +10,12 @@
  *           counters a 32-bit word (W <= 65535 bands, so a count never carries
  *           into its neighbour). Lane i of a warp looks band i up, then the
  *           warp walks its 32 buckets as one stream of words (warp_walk_flat:
- *           the loads of all of them in flight together). The atomic that lifts a word's
- *           count to the threshold sets the word's bit in its group's bitmap:
- *           counts only grow by one, so that happens exactly when the final
- *           count is >= threshold, as in nmt_cpu_lsh_candidates. Words below
+ *           the loads of all of them in flight together). The atomic that
+ *           lifts a word's count to the threshold sets the word's bit in its
+ *           group's bitmap: counts only grow by one, so that happens exactly
+ *           when the final count is >= threshold, as in
+ *           nmt_cpu_lsh_candidates (two buckets of the walk may hold the same
+ *           word: the atomics still give each increment its own old count). Words below
  *           n_always are in every list, so they are neither counted nor
  *           walked: a bucket's words ascend, and its walk starts at its first
  *           word >= n_always (the slot's stored skip, nmt_cuda_lsh_slots_skip,
