@@ -3,11 +3,10 @@
  * Hashing for Beam Search on GPU", sections 4.2.1-4.2.3). The logits of step 4
  * are in lsh_logits.cu.
  *
- *  codes:      WTA band codes (eqs. 4-8), a thread per (row, band), rows and
- *              permutations staged in shared memory: u argmaxes over K
- *              permuted entries (strict '>' from -inf, as the CPU oracle, so
- *              ties go to the first and the codes are identical), then
- *              code = sum_i I_i K^i in integers.
+ *  codes:      WTA band codes (eqs. 4-8), a thread per (row, band): u
+ *              argmaxes over K permuted entries (strict '>' from -inf, as the
+ *              CPU oracle, so ties go to the first and the codes are identical),
+ *              then code = sum_i I_i K^i in integers.
  *  hits:       Alg. 1, a thread per (row, band): the two-probe cuckoo lookup
  *              (one 16-byte load a probe), then the bucket's words are counted
  *              into hits[row, word] with atomics. WARP (Fig. 4b): the warp walks
@@ -38,10 +37,7 @@
 #define FULL_MASK 0xffffffffu
 
 static constexpr int kWarpSize = 32;
-static constexpr int kCodesBands = 128;    /* bands a block */
-static constexpr int kCodesRows = 4;       /* rows a block */
-static constexpr int kCodesThreads = kCodesBands * kCodesRows;
-static constexpr size_t kCodesSmemBytes = 48 * 1024; /* staged x rows + perm entries */
+static constexpr int kCodesThreads = 128;
 static constexpr int kHitsThreads = 256;
 static constexpr int kRecallThreads = 256;
 /* Candidates: a chunk is kMaskWords 32-bit mark words; pass 1 reads a row's
@@ -61,56 +57,31 @@ static_assert(kHitsThreads % kWarpSize == 0 && kRecallThreads % kWarpSize == 0,
 
 /* ---- 1. WTA band codes --------------------------------------------------- */
 
-/* A block per (tile of kCodesRows rows, kCodesBands bands), a thread per
- * (row, band). The block first stages the tile's x rows and its bands'
- * permutation entries (one contiguous run of perm) in shared memory with
- * coalesced loads, all in flight at once; the argmaxes then read only shared
- * memory. Either part that does not fit (kCodesSmemBytes) is read in place.
- * (A thread per (row, band) reading x through the permutation from global
- * memory one load after the other took 18 us at 768 rows, W = 500 on the
- * H100; a thread per (band, 4 rows) from shared memory, 23 us: too few
- * threads for the latency of its chain.) */
-template <int KC> /* K when it is known at compile time (unrolled argmax), else 0 */
 static __global__ void __launch_bounds__(kCodesThreads)
     codes_kernel(int32_t n_rows, const float *__restrict__ x, int32_t ldx, nmt_lsh_tables t,
-                 int stage_x, int stage_perm, int32_t *__restrict__ codes)
+                 int32_t *__restrict__ codes)
 {
-    extern __shared__ float s_codes[]; /* x rows [kCodesRows][dim], then perm entries */
-    const int32_t row0 = blockIdx.x * kCodesRows, band0 = blockIdx.y * kCodesBands;
-    const int rows = min(kCodesRows, n_rows - row0);
-    const int32_t dim = t.dim, K = KC > 0 ? KC : t.k, per_band = t.u * K;
-    const int32_t n_bands = min(kCodesBands, t.w - band0);
-    float *s_x = s_codes;
-    int32_t *s_perm = reinterpret_cast<int32_t *>(s_codes + (stage_x ? kCodesRows * dim : 0));
-    if (stage_x)
-        for (int32_t i = threadIdx.x; i < rows * dim; i += blockDim.x)
-            s_x[i] = __ldg(&x[(int64_t)(row0 + i / dim) * ldx + i % dim]);
-    const int32_t *perm_block = t.perm + (int64_t)band0 * per_band;
-    if (stage_perm)
-        for (int32_t i = threadIdx.x; i < n_bands * per_band; i += blockDim.x)
-            s_perm[i] = __ldg(&perm_block[i]);
-    __syncthreads();
-    const int b = threadIdx.x % kCodesBands, r = threadIdx.x / kCodesBands;
-    if (b >= n_bands || r >= rows)
-        return; /* after the only barrier */
-    const float *xr = stage_x ? s_x + r * dim : x + (int64_t)(row0 + r) * ldx;
-    const int32_t *perm_band = (stage_perm ? s_perm : perm_block) + b * per_band;
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)n_rows * t.w)
+        return;
+    const int32_t row = (int32_t)(idx / t.w), band = (int32_t)(idx - (int64_t)row * t.w);
+    const float *xr = x + (int64_t)row * ldx;
     int32_t code = 0, place = 1;
     for (int32_t i = 0; i < t.u; i++) {
+        const int32_t *perm_p = t.perm + ((int64_t)band * t.u + i) * t.k;
         int32_t best = 0;
         float best_value = -INFINITY;
-#pragma unroll
-        for (int32_t j = 0; j < K; j++) {
-            const float v = xr[perm_band[i * K + j]];
+        for (int32_t j = 0; j < t.k; j++) {
+            const float v = __ldg(&xr[__ldg(&perm_p[j])]);
             if (v > best_value) {
                 best = j;
                 best_value = v;
             }
         }
         code += best * place;
-        place *= K; /* K^u < 2^31 (checked by the launcher) */
+        place *= t.k; /* K^u < 2^31 (checked by the launcher) */
     }
-    codes[(int64_t)(row0 + r) * t.w + band0 + b] = code;
+    codes[idx] = code;
 }
 
 /* ---- 2. hit counts (Alg. 1) ---------------------------------------------- */
@@ -329,24 +300,9 @@ extern "C" nmt_status nmt_cuda_lsh_codes(int32_t n_rows, const float *x, int32_t
     NMT_ARG_CHECK((int64_t)n_rows * t->w <= INT32_MAX);
     if (n_rows == 0)
         return NMT_STATUS_OK;
-    NMT_ARG_CHECK(t->w <= 65535 * kCodesBands); /* grid.y */
-    const size_t x_bytes = (size_t)kCodesRows * (size_t)t->dim * sizeof(float);
-    const size_t perm_bytes = (size_t)kCodesBands * (size_t)t->u * t->k * sizeof(int32_t);
-    const int stage_x = x_bytes <= kCodesSmemBytes;
-    const int stage_perm = (stage_x ? x_bytes : 0) + perm_bytes <= kCodesSmemBytes;
-    const size_t smem = (stage_x ? x_bytes : 0) + (stage_perm ? perm_bytes : 0);
-    const dim3 grid((unsigned)((n_rows + kCodesRows - 1) / kCodesRows),
-                    (unsigned)((t->w + kCodesBands - 1) / kCodesBands));
-    cudaStream_t s = (cudaStream_t)stream;
-    if (t->k == 8)
-        codes_kernel<8><<<grid, kCodesThreads, smem, s>>>(n_rows, x, ldx, *t, stage_x, stage_perm,
-                                                          codes);
-    else if (t->k == 16)
-        codes_kernel<16><<<grid, kCodesThreads, smem, s>>>(n_rows, x, ldx, *t, stage_x,
-                                                           stage_perm, codes);
-    else
-        codes_kernel<0><<<grid, kCodesThreads, smem, s>>>(n_rows, x, ldx, *t, stage_x, stage_perm,
-                                                          codes);
+    const int64_t n = (int64_t)n_rows * t->w;
+    codes_kernel<<<(unsigned)((n + kCodesThreads - 1) / kCodesThreads), kCodesThreads, 0,
+                   (cudaStream_t)stream>>>(n_rows, x, ldx, *t, codes);
     NMT_LAUNCH_RETURN("codes_kernel");
     return NMT_STATUS_OK;
 }
