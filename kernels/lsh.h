@@ -143,13 +143,17 @@ nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32
                                    void *workspace, size_t workspace_bytes, void *stream,
                                    nmt_error *err);
 
-/* 2 + 3 without the hit matrix (kernels/cuda/lsh_direct.cu): the lists
- * nmt_cuda_lsh_hits on zero hits followed by nmt_cuda_lsh_candidates would
- * give, from the codes. A block per live row counts its matches in shared
+/* 1 + 2 + 3 without the hit matrix (kernels/cuda/lsh_direct.cu): the lists
+ * nmt_cuda_lsh_codes, nmt_cuda_lsh_hits on zero hits and
+ * nmt_cuda_lsh_candidates would give, from the states x [n_rows, dim] (ldx).
+ * codes: NULL, or [n_rows, W] where each live row's band codes are written
+ * (those of nmt_cuda_lsh_codes). A block per live row computes its codes,
+ * counts its matches in shared
  * memory (16-bit counters: W <= 65535, 2 * vocab bytes a block, refused with
  * NMT_STATUS_ERROR_UNSUPPORTED above the device's limit) and marks its
- * group's bitmap; a block per group compacts the bitmap. The workspace
- * (nmt_cuda_lsh_direct_workspace_size) is zeroed once; every call leaves it
+ * group's bitmap; the group's last row block to finish compacts the bitmap
+ * into the list (one launch). The workspace (bitmaps and a counter a group,
+ * nmt_cuda_lsh_direct_workspace_size) is zeroed once; every call leaves it
  * zeroed. Only words >= n_always are counted: the others are in every list
  * anyway, and since a bucket's words ascend, each bucket's walk starts at its
  * first word >= n_always (the slot's skip when t->skip_below == n_always, else
@@ -158,11 +162,11 @@ nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32
  * the walk marks the bitmap directly. */
 size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t vocab);
 nmt_status nmt_cuda_lsh_candidates_direct(int32_t n_rows, int32_t rows_per_group,
-                                          const int32_t *codes, const int32_t *row_live,
-                                          const nmt_lsh_tables *t, int32_t threshold,
-                                          int32_t n_always, int32_t *cand, int64_t cand_ld,
-                                          int32_t *count, void *workspace, size_t workspace_bytes,
-                                          void *stream, nmt_error *err);
+                                          const float *x, int32_t ldx, int32_t *codes,
+                                          const int32_t *row_live, const nmt_lsh_tables *t,
+                                          int32_t threshold, int32_t n_always, int32_t *cand,
+                                          int64_t cand_ld, int32_t *count, void *workspace,
+                                          size_t workspace_bytes, void *stream, nmt_error *err);
 
 /* Once, at set-up: slots[i].skip = the number of words below `below` in slot
  * i's bucket, for every slot of t (slots: t->slots, writable; device
@@ -182,9 +186,11 @@ void nmt_cpu_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim, con
                         int64_t ld);
 
 typedef enum nmt_lsh_logits_kernel {
-    NMT_LSH_LOGITS_AUTO = 0,  /* GEMM for groups of several rows, SDDMM for single rows */
+    NMT_LSH_LOGITS_AUTO = 0,  /* SDDMM for single rows, WARP for groups of up to 16 rows
+                                 (a sentence's beam), GEMM for larger ones */
     NMT_LSH_LOGITS_GEMM = 1,  /* tiled GEMM over the gathered candidate rows of a group */
-    NMT_LSH_LOGITS_SDDMM = 2  /* a warp per (row, candidate) dot product (Gale et al.) */
+    NMT_LSH_LOGITS_SDDMM = 2, /* a warp per (row, candidate) dot product (Gale et al.) */
+    NMT_LSH_LOGITS_WARP = 3   /* a warp per few candidates x 4 or 8 rows of a group */
 } nmt_lsh_logits_kernel;
 
 /* max_count: a host-side bound on every count[g] (e.g. vocab): sizes the grid;

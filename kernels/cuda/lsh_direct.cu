@@ -1,5 +1,6 @@
-/* lsh_direct.cu: LSH candidate lists straight from the band codes, with no
- * [rows, V] hit matrix (kernels/lsh.h, nmt_cuda_lsh_candidates_direct).
+/* lsh_direct.cu: LSH candidate lists straight from the attentional states,
+ * with no [rows, V] hit matrix and no codes kernel (kernels/lsh.h,
+ * nmt_cuda_lsh_candidates_direct).
  *
  * Why: on the H100 the two-step path (hits, then candidates) costs more than
  * the GEMM it saves once there are hundreds of rows: every (row, band, bucket
@@ -8,7 +9,10 @@
  *
  *  mark:    a block per live row keeps its counts in shared memory, two 16-bit
  *           counters a 32-bit word (W <= 65535 bands, so a count never carries
- *           into its neighbour). Lane i of a warp looks band i up, then the
+ *           into its neighbour). Lane i of a warp computes band i's WTA code
+ *           (wta_band_code, as the codes kernel: a separate launch cost
+ *           9.7 us at 320 rows on the H100, here its loads overlap other
+ *           warps' walks) and looks it up, then the
  *           warp walks its 32 buckets as one stream of words (warp_walk_flat:
  *           the loads of all of them in flight together). The atomic that
  *           lifts a word's count to the threshold sets the word's bit in its
@@ -22,10 +26,17 @@
  *           or a binary search). With a top-T of thousands of frequent words
  *           that drops most of the walk. Threshold 1 needs no counts: the walk
  *           sets the bits itself, with no shared memory.
- *  compact: a block per group scans the group's bitmap (plus ids < n_always)
- *           in word order with a block-wide exclusive scan of popcounts,
- *           writes the words ascending, clears the bitmap for the next call
- *           and writes count[g].
+ *  compact: the group's last row block to finish (a counter a group: each
+ *           block fences its marks, then counts itself in) scans the
+ *           group's bitmap (plus ids < n_always) in word order with a
+ *           block-wide exclusive scan of popcounts, writes the words
+ *           ascending, clears the bitmap and the counter for the next call
+ *           and writes count[g]. In the mark kernel, not a second one: a
+ *           group's list is compacted as soon as its rows are marked, while
+ *           other groups still walk, and the step has one launch less (the
+ *           separate kernel took 7.4 us of sentence lists and 18.4 us of row
+ *           lists at 320 rows, H100). Threshold <= 0 (every word) marks
+ *           nothing: a compaction kernel alone, a block per group.
  * Same lists as nmt_cuda_lsh_hits (zero hits) + nmt_cuda_lsh_candidates; the
  * CPU oracle is nmt_cpu_lsh_hits + nmt_cpu_lsh_candidates. */
 #include <cub/block/block_scan.cuh>
@@ -47,58 +58,16 @@ static constexpr int kWordsPerThread = 4;   /* bitmap words a compacting thread 
 static constexpr int32_t kMaxBands = 65535; /* 16-bit counters */
 static_assert(kMarkThreads % kWarpSize == 0, "whole warps: every lane takes part in shuffles");
 
-/* ---- mark: per-row counts in shared memory, group bitmaps in global ------ */
-
-/* COUNT false: threshold 1, every walked word is marked (no shared memory). */
-template <bool COUNT>
-static __global__ void __launch_bounds__(kMarkThreads)
-    direct_mark_kernel(const int32_t *__restrict__ codes, const int32_t *__restrict__ row_live,
-                       nmt_lsh_tables t, int32_t rows_per_group, int32_t threshold,
-                       int32_t n_always, uint32_t *bitmap, int32_t bitmap_ld)
-{
-    extern __shared__ uint32_t s_counts[]; /* [(vocab + 1) / 2] when COUNT */
-    const int32_t row = blockIdx.x;
-    if (row_live && !__ldg(&row_live[row]))
-        return; /* the whole block: no barrier is skipped by part of it */
-    if (COUNT) {
-        const int32_t n_counters = (t.vocab + 1) / 2;
-        for (int32_t i = threadIdx.x; i < n_counters; i += blockDim.x)
-            s_counts[i] = 0;
-        __syncthreads();
-    }
-
-    __shared__ FlatScratch s_walk[kMarkThreads / kWarpSize];
-    uint32_t *marks = bitmap + (int64_t)(row / rows_per_group) * bitmap_ld;
-    const int32_t *row_codes = codes + (int64_t)row * t.w;
-    const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
-    const int n_warps = blockDim.x / kWarpSize;
-    for (int32_t b0 = warp * kWarpSize; b0 < t.w; b0 += n_warps * kWarpSize) {
-        const int32_t band = b0 + lane;
-        int32_t start = 0, length = 0;
-        if (band < t.w) /* a bucket's words ascend: those below n_always are skipped */
-            find_bucket_from(t, band, __ldg(&row_codes[band]), n_always, &start, &length);
-        warp_walk_flat(t, band, start, length, &s_walk[warp], [&](int32_t word) {
-            if (!COUNT) {
-                atomicOr(&marks[word >> 5], 1u << (word & 31));
-                return;
-            }
-            const int shift = (word & 1) * 16;
-            const uint32_t old = atomicAdd(&s_counts[word >> 1], 1u << shift);
-            if ((int32_t)((old >> shift) & 0xffffu) + 1 == threshold)
-                atomicOr(&marks[word >> 5], 1u << (word & 31));
-        });
-    }
-}
-
 /* ---- compact: a group's bitmap (and ids < n_always) into its list -------- */
 
 /* Bit j of bitmap word q is word 32 q + j: the mark, or always in, or (when
- * every word qualifies) set; never past vocab. */
+ * every word qualifies) set; never past vocab. The marks come from other
+ * blocks' atomics: read through L2 (__ldcg), never a stale L1 line. */
 static __device__ __forceinline__ uint32_t word_bits(const uint32_t *marks, int32_t q,
                                                      int32_t vocab, int32_t n_always, bool all)
 {
     const int32_t w0 = q * 32;
-    uint32_t bits = all ? FULL_MASK : marks[q];
+    uint32_t bits = all ? FULL_MASK : __ldcg(&marks[q]);
     if (n_always > w0)
         bits |= n_always - w0 >= 32 ? FULL_MASK : (1u << (n_always - w0)) - 1u;
     if (vocab - w0 < 32)
@@ -106,15 +75,17 @@ static __device__ __forceinline__ uint32_t word_bits(const uint32_t *marks, int3
     return bits;
 }
 
-static __global__ void __launch_bounds__(kCompactThreads)
-    direct_compact_kernel(int32_t vocab, int32_t threshold, int32_t n_always,
-                          uint32_t *bitmap, int32_t bitmap_ld, int32_t *__restrict__ cand,
-                          int64_t cand_ld, int32_t *__restrict__ count)
+/* The whole block (THREADS threads) writes group g's list and count and
+ * clears its bitmap. */
+template <int THREADS>
+static __device__ void compact_group(int32_t g, int32_t vocab, int32_t threshold,
+                                     int32_t n_always, uint32_t *bitmap, int32_t bitmap_ld,
+                                     int32_t *__restrict__ cand, int64_t cand_ld,
+                                     int32_t *__restrict__ count)
 {
-    typedef cub::BlockScan<int32_t, kCompactThreads> Scan;
+    typedef cub::BlockScan<int32_t, THREADS> Scan;
     __shared__ typename Scan::TempStorage s_scan;
     __shared__ int32_t s_base;
-    const int32_t g = blockIdx.x;
     uint32_t *marks = bitmap + (int64_t)g * bitmap_ld;
     int32_t *list = cand + (int64_t)g * cand_ld;
     const bool all = threshold <= 0;
@@ -122,7 +93,7 @@ static __global__ void __launch_bounds__(kCompactThreads)
     if (threadIdx.x == 0)
         s_base = 0;
     __syncthreads();
-    for (int32_t tile = 0; tile < n_words; tile += kCompactThreads * kWordsPerThread) {
+    for (int32_t tile = 0; tile < n_words; tile += THREADS * kWordsPerThread) {
         const int32_t q0 = tile + threadIdx.x * kWordsPerThread;
         uint32_t bits[kWordsPerThread];
         int32_t n = 0;
@@ -153,6 +124,95 @@ static __global__ void __launch_bounds__(kCompactThreads)
     }
     if (threadIdx.x == 0)
         count[g] = s_base;
+}
+
+/* ---- mark: per-row counts in shared memory, group bitmaps in global ------ */
+
+/* Row `row`'s matches into its group's bitmap `marks`. COUNT false:
+ * threshold 1, every walked word is marked (no shared memory). */
+template <bool COUNT>
+static __device__ __forceinline__ void mark_row(int32_t row, const float *__restrict__ x,
+                                                int32_t ldx, int32_t *codes,
+                                                const nmt_lsh_tables &t, int32_t threshold,
+                                                int32_t n_always, uint32_t *marks)
+{
+    extern __shared__ uint32_t s_counts[]; /* [(vocab + 1) / 2] when COUNT */
+    if (COUNT) {
+        const int32_t n_counters = (t.vocab + 1) / 2;
+        for (int32_t i = threadIdx.x; i < n_counters; i += blockDim.x)
+            s_counts[i] = 0;
+        __syncthreads();
+    }
+
+    __shared__ FlatScratch s_walk[kMarkThreads / kWarpSize];
+    const float *xr = x + (int64_t)row * ldx;
+    const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
+    const int n_warps = blockDim.x / kWarpSize;
+    for (int32_t b0 = warp * kWarpSize; b0 < t.w; b0 += n_warps * kWarpSize) {
+        const int32_t band = b0 + lane;
+        int32_t start = 0, length = 0;
+        if (band < t.w) {
+            const int32_t code = wta_band_code(xr, t, band);
+            if (codes)
+                codes[(int64_t)row * t.w + band] = code;
+            /* a bucket's words ascend: those below n_always are skipped */
+            find_bucket_from(t, band, code, n_always, &start, &length);
+        }
+        warp_walk_flat(t, band, start, length, &s_walk[warp], [&](int32_t word) {
+            if (!COUNT) {
+                atomicOr(&marks[word >> 5], 1u << (word & 31));
+                return;
+            }
+            const int shift = (word & 1) * 16;
+            const uint32_t old = atomicAdd(&s_counts[word >> 1], 1u << shift);
+            if ((int32_t)((old >> shift) & 0xffffu) + 1 == threshold)
+                atomicOr(&marks[word >> 5], 1u << (word & 31));
+        });
+    }
+}
+
+/* A block per row: its marks, then (the group's last block) the group's list.
+ * group_done: a zeroed counter a group, left zeroed. */
+template <bool COUNT>
+static __global__ void __launch_bounds__(kMarkThreads)
+    direct_mark_kernel(int32_t n_rows, const float *__restrict__ x, int32_t ldx,
+                       int32_t *codes, const int32_t *__restrict__ row_live, nmt_lsh_tables t,
+                       int32_t rows_per_group, int32_t threshold, int32_t n_always,
+                       uint32_t *bitmap, int32_t bitmap_ld, uint32_t *group_done,
+                       int32_t *__restrict__ cand, int64_t cand_ld, int32_t *__restrict__ count)
+{
+    __shared__ bool s_last;
+    const int32_t row = blockIdx.x, g = row / rows_per_group;
+    if (!row_live || __ldg(&row_live[row])) /* block-uniform: no barrier is split */
+        mark_row<COUNT>(row, x, ldx, codes, t, threshold, n_always,
+                        bitmap + (int64_t)g * bitmap_ld);
+
+    /* Every thread's marks are visible device-wide before the block counts
+     * itself in; the last of the group's rows then sees them all. */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const int32_t rows = min(rows_per_group, n_rows - g * rows_per_group);
+        s_last = atomicAdd(&group_done[g], 1u) + 1u == (uint32_t)rows;
+        if (s_last)
+            group_done[g] = 0; /* every row has counted itself in: ready for the next call */
+    }
+    __syncthreads();
+    if (!s_last)
+        return;
+    __threadfence();
+    compact_group<kMarkThreads>(g, t.vocab, threshold, n_always, bitmap, bitmap_ld, cand,
+                                cand_ld, count);
+}
+
+/* Threshold <= 0: every word, nothing marked; a block per group. */
+static __global__ void __launch_bounds__(kCompactThreads)
+    direct_compact_kernel(int32_t vocab, int32_t threshold, int32_t n_always,
+                          uint32_t *bitmap, int32_t bitmap_ld, int32_t *__restrict__ cand,
+                          int64_t cand_ld, int32_t *__restrict__ count)
+{
+    compact_group<kCompactThreads>(blockIdx.x, vocab, threshold, n_always, bitmap, bitmap_ld,
+                                   cand, cand_ld, count);
 }
 
 /* ---- set-up: each slot's skip below a word ------------------------------- */
@@ -191,25 +251,29 @@ extern "C" size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t
 {
     if (max_groups < 1 || vocab < 1)
         return 0;
-    return (size_t)max_groups * (size_t)((vocab + 31) / 32) * sizeof(uint32_t);
+    return (size_t)max_groups * (size_t)((vocab + 31) / 32 + 1) * sizeof(uint32_t);
 }
 
 extern "C" nmt_status nmt_cuda_lsh_candidates_direct(
-    int32_t n_rows, int32_t rows_per_group, const int32_t *codes, const int32_t *row_live,
-    const nmt_lsh_tables *t, int32_t threshold, int32_t n_always, int32_t *cand,
+    int32_t n_rows, int32_t rows_per_group, const float *x, int32_t ldx, int32_t *codes,
+    const int32_t *row_live, const nmt_lsh_tables *t, int32_t threshold, int32_t n_always,
+    int32_t *cand,
     int64_t cand_ld, int32_t *count, void *workspace, size_t workspace_bytes, void *stream_ptr,
     nmt_error *err)
 {
     cudaStream_t stream = (cudaStream_t)stream_ptr;
     NMT_ARG_CHECK(t && n_rows >= 0 && rows_per_group >= 1 && t->vocab >= 1 && t->w >= 1);
     NMT_ARG_CHECK(t->w <= kMaxBands && cand_ld >= t->vocab && n_always >= 0);
-    NMT_ARG_CHECK(n_rows == 0 || (codes && cand && count && workspace));
+    NMT_ARG_CHECK(wta_params_ok(t) && ldx >= t->dim);
+    NMT_ARG_CHECK(n_rows == 0 || (x && t->perm && cand && count && workspace));
+    NMT_ARG_CHECK((int64_t)n_rows * t->w <= INT32_MAX);
     NMT_ARG_CHECK((uintptr_t)t->slots % 16 == 0 && (uintptr_t)workspace % 4 == 0);
     if (n_rows == 0)
         return NMT_STATUS_OK;
     const int64_t n_groups = ((int64_t)n_rows + rows_per_group - 1) / rows_per_group;
     const int32_t bitmap_ld = (t->vocab + 31) / 32;
-    const size_t need = (size_t)n_groups * (size_t)bitmap_ld * sizeof(uint32_t);
+    /* n_groups bitmaps, then n_groups counters (all zero between calls) */
+    const size_t need = (size_t)n_groups * (size_t)(bitmap_ld + 1) * sizeof(uint32_t);
     if (workspace_bytes < need)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "nmt_cuda_lsh_candidates_direct: workspace of %zu bytes, the call "
@@ -219,30 +283,36 @@ extern "C" nmt_status nmt_cuda_lsh_candidates_direct(
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                              "nmt_cuda_lsh_candidates_direct: %lld groups", (long long)n_groups);
     uint32_t *bitmap = (uint32_t *)workspace;
-    if (threshold == 1) { /* any match: no counts */
+    uint32_t *group_done = bitmap + n_groups * bitmap_ld;
+    if (threshold <= 0) { /* every word: nothing to mark */
+        direct_compact_kernel<<<(unsigned)n_groups, kCompactThreads, 0, stream>>>(
+            t->vocab, threshold, n_always, bitmap, bitmap_ld, cand, cand_ld, count);
+        NMT_LAUNCH_RETURN("direct_compact_kernel");
+    } else if (threshold == 1) { /* any match: no counts */
         direct_mark_kernel<false><<<n_rows, kMarkThreads, 0, stream>>>(
-            codes, row_live, *t, rows_per_group, threshold, n_always, bitmap, bitmap_ld);
+            n_rows, x, ldx, codes, row_live, *t, rows_per_group, threshold, n_always, bitmap,
+            bitmap_ld, group_done, cand, cand_ld, count);
         NMT_LAUNCH_RETURN("direct_mark_kernel");
-    } else if (threshold > 1) { /* threshold <= 0: every word, nothing to count */
+    } else {
         const size_t smem = (size_t)((t->vocab + 1) / 2) * sizeof(uint32_t);
         int device = 0, smem_max = 0;
+        cudaFuncAttributes attr;
         NMT_CUDA_RETURN(cudaGetDevice(&device));
         NMT_CUDA_RETURN(
             cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-        if (smem > (size_t)smem_max)
+        NMT_CUDA_RETURN(cudaFuncGetAttributes(&attr, direct_mark_kernel<true>));
+        if (smem + attr.sharedSizeBytes > (size_t)smem_max) /* counters + the walk's scratch */
             return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                                  "nmt_cuda_lsh_candidates_direct: vocab %d needs %zu bytes of "
-                                 "shared memory a block, the device allows %d", t->vocab, smem,
-                                 smem_max);
+                                 "shared memory a block, the device allows %d", t->vocab,
+                                 smem + attr.sharedSizeBytes, smem_max);
         NMT_CUDA_RETURN(cudaFuncSetAttribute(direct_mark_kernel<true>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              (int)smem));
         direct_mark_kernel<true><<<n_rows, kMarkThreads, smem, stream>>>(
-            codes, row_live, *t, rows_per_group, threshold, n_always, bitmap, bitmap_ld);
+            n_rows, x, ldx, codes, row_live, *t, rows_per_group, threshold, n_always, bitmap,
+            bitmap_ld, group_done, cand, cand_ld, count);
         NMT_LAUNCH_RETURN("direct_mark_kernel");
     }
-    direct_compact_kernel<<<(unsigned)n_groups, kCompactThreads, 0, stream>>>(
-        t->vocab, threshold, n_always, bitmap, bitmap_ld, cand, cand_ld, count);
-    NMT_LAUNCH_RETURN("direct_compact_kernel");
     return NMT_STATUS_OK;
 }

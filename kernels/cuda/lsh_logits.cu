@@ -8,7 +8,8 @@
  * passes first = n_always: those columns, the same words for every group, are
  * one dense cuBLAS GEMM (model/cuda/output_layer.c).
  *
- * Variants (the launcher's AUTO: SDDMM when a group is one row, else GEMM):
+ * Variants (the launcher's AUTO: SDDMM when a group is one row, WARP for
+ * groups of up to kWarpAutoRows rows, else GEMM):
  *  GEMM:  a tiled SGEMM of the group's rows against its gathered candidate
  *         rows. Block (group, row tile, candidate tile) computes 64 candidates
  *         x TM rows (TM = 16 for groups of <= 32 rows, with 64 threads; else
@@ -30,7 +31,18 @@
  *         shared memory (2048 floats at a time; once a block when dim <= 2048)
  *         and the lanes stride over dim with coalesced loads of the 8
  *         candidates' rows (8 loads in flight a lane), then a shuffle
- *         reduction per candidate. */
+ *         reduction per candidate.
+ *  WARP:  SDDMM's shape for small groups (a sentence's beam): block (group,
+ *         RB rows of it, tiles of 8 C candidates), a warp per C = 32 / RB
+ *         candidates of those RB rows (RB 4 or 8). The rows are staged in
+ *         shared memory (1024 floats of each at a time) and every candidate
+ *         row loaded by the warp feeds all RB of them, so a group reads its
+ *         candidates once where SDDMM reads them once a row; the warp's
+ *         32 = C x RB sums are reduced together, lane i ending with sum i
+ *         (31 shuffles). Why: with 5 rows a group, the GEMM's 16-row tile
+ *         is two thirds padding and its 8 K steps in series leave a
+ *         mostly idle grid waiting on loads (29 us at 320 rows, 64 groups
+ *         of ~150 tail words at V = 30k, H100). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <type_traits>
@@ -52,9 +64,13 @@ static constexpr int kSddmmCandsPerWarp = 8;
 static constexpr int kSddmmCands = kSddmmWarps * kSddmmCandsPerWarp;
 static constexpr int kSddmmThreads = kSddmmWarps * kWarpSize;
 static constexpr int kSddmmTile = 2048; /* floats of x_r staged at a time: 8 KiB */
+static constexpr int kWarpDotWarps = 8;
+static constexpr int kWarpDotThreads = kWarpDotWarps * kWarpSize;
+static constexpr int kWarpDotTile = 1024; /* floats of each staged row at a time */
+static constexpr int kWarpAutoRows = 16;  /* AUTO: WARP for groups of 2 .. this many rows */
 static constexpr int kMaxGridYZ = 65535;
 static constexpr int64_t kTargetBlocks = 4096;    /* SDDMM: ~30 a SM on an H100 */
-static constexpr int64_t kGemmTargetBlocks = 1024; /* GEMM: about one wave */
+static constexpr int64_t kGemmTargetBlocks = 1024; /* GEMM and WARP: about one wave */
 static_assert(kGemmCands == 4 * 16, "tx + 16 i, i < 4: 64 candidates");
 
 /* Threads of a TM-row tile: 16 along the candidates, TM / 4 along the rows. */
@@ -70,6 +86,7 @@ template <int KT> struct GemmTile {
 };
 static_assert(kSddmmTile % 4 == 0, "staged tiles keep float4 alignment");
 static_assert(kSddmmCandsPerWarp <= kWarpSize, "lane c writes candidate c");
+static_assert(kWarpDotTile % 4 == 0, "staged rows keep float4 alignment");
 
 static __device__ __forceinline__ void set_zero(float &v) { v = 0.0f; }
 static __device__ __forceinline__ void set_zero(float4 &v) { v = make_float4(0.f, 0.f, 0.f, 0.f); }
@@ -301,19 +318,140 @@ static __global__ void __launch_bounds__(kSddmmThreads)
     }
 }
 
+/* ---- WARP: a warp per C candidates x RB rows of a group ------------------- */
+
+/* Lane i of the warp ends with the warp-wide sum of v[i] in v[0]. Each
+ * halving keeps the half of the values that the lane's bit selects and adds
+ * the partner's copy of it: 16 + 8 + 4 + 2 + 1 shuffles for 32 sums, where
+ * 32 separate butterflies would take 160. (A template a halving: every
+ * index stays a constant, so v stays in registers.) */
+template <int HALF>
+static __device__ __forceinline__ void warp_transpose_sum(float (&v)[kWarpSize], int lane)
+{
+    const bool upper = (lane & HALF) != 0;
+#pragma unroll
+    for (int j = 0; j < HALF; j++) {
+        const float send = upper ? v[j] : v[j + HALF];
+        const float keep = upper ? v[j + HALF] : v[j];
+        v[j] = keep + __shfl_xor_sync(FULL_MASK, send, HALF);
+    }
+    if constexpr (HALF > 1)
+        warp_transpose_sum<HALF / 2>(v, lane);
+}
+
+template <int RB, int VEC>
+static __global__ void __launch_bounds__(kWarpDotThreads)
+    warp_logits_kernel(int32_t n_rows, int32_t rows_per_group, int32_t dim,
+                       const float *__restrict__ x, int32_t ldx, const float *__restrict__ out_w,
+                       const float *__restrict__ out_b, const int32_t *__restrict__ cand,
+                       int64_t cand_ld, const int32_t *__restrict__ count, int32_t first_cand,
+                       int32_t max_count, float *__restrict__ logits, int64_t ld)
+{
+    typedef typename std::conditional<VEC == 4, float4, float>::type vec_t;
+    constexpr int C = kWarpSize / RB;          /* candidates a warp */
+    constexpr int kCands = kWarpDotWarps * C; /* a block */
+    static_assert(C * RB == kWarpSize, "a sum a lane");
+    __shared__ __align__(16) float s_x[RB][kWarpDotTile];
+
+    const int32_t g = blockIdx.x;
+    const int32_t n_cand = min(__ldg(&count[g]), max_count);
+    const int32_t first = g * rows_per_group; /* < n_rows: g < ceil(n_rows / rows_per_group) */
+    const int32_t r0 = blockIdx.y * RB;       /* within the group */
+    const int32_t rows_here = min(rows_per_group, n_rows - first) - r0;
+    if (rows_here <= 0) /* block-uniform, before any barrier */
+        return;
+    const int32_t rows = min(RB, rows_here);
+    const float *xb = x + (int64_t)(first + r0) * ldx;
+    const int32_t *list = cand + (int64_t)g * cand_ld;
+    const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
+    const bool one_tile = dim <= kWarpDotTile; /* rows staged once for all candidates */
+
+    /* Candidate tiles j0 = first_cand + blockIdx.z * 8C, + gridDim.z * 8C, ...
+     * below the count (block-uniform): blocks past it return at once. */
+    const int32_t j_start = first_cand + blockIdx.z * kCands;
+    for (int32_t j0 = j_start; j0 < n_cand; j0 += gridDim.z * kCands) {
+        const int32_t jw = j0 + warp * C; /* the warp's first candidate */
+        /* Candidates past the count alias the block's first one (always
+         * valid), so the loop below needs no predicate; they are not written. */
+        const int32_t fallback = __ldg(&list[j0]);
+        const vec_t *w_rows[C];
+#pragma unroll
+        for (int c = 0; c < C; c++) {
+            const int32_t word = jw + c < n_cand ? __ldg(&list[jw + c]) : fallback;
+            w_rows[c] = reinterpret_cast<const vec_t *>(out_w + (int64_t)word * dim);
+        }
+        float acc[kWarpSize]; /* acc[c * RB + r]: candidate jw + c, row r */
+#pragma unroll
+        for (int i = 0; i < kWarpSize; i++)
+            acc[i] = 0.0f;
+
+        for (int32_t t0 = 0; t0 < dim; t0 += kWarpDotTile) {
+            const int32_t len = min(kWarpDotTile, dim - t0);
+            if (!one_tile || j0 == j_start) {
+                __syncthreads(); /* the previous tile is consumed */
+                for (int32_t i = threadIdx.x; i < RB * len; i += kWarpDotThreads) {
+                    const int32_t r = i / len, k = i - r * len;
+                    s_x[r][k] = r < rows ? __ldg(&xb[(int64_t)r * ldx + t0 + k]) : 0.0f;
+                }
+                __syncthreads();
+            }
+            const int32_t n_vec = len / VEC, v0 = t0 / VEC; /* VEC 4: dim % 4 == 0 */
+#pragma unroll 2
+            for (int32_t v = lane; v < n_vec; v += kWarpSize) {
+                vec_t wv[C];
+#pragma unroll
+                for (int c = 0; c < C; c++)
+                    wv[c] = __ldg(&w_rows[c][v0 + v]);
+#pragma unroll
+                for (int r = 0; r < RB; r++) {
+                    const vec_t xv = reinterpret_cast<const vec_t *>(s_x[r])[v];
+#pragma unroll
+                    for (int c = 0; c < C; c++)
+                        acc[c * RB + r] = dot_acc(wv[c], xv, acc[c * RB + r]);
+                }
+            }
+        }
+
+        warp_transpose_sum<kWarpSize / 2>(acc, lane);
+        const float sum = acc[0]; /* of acc[lane]: lane = c * RB + r */
+        const int32_t j = jw + lane / RB, r = lane % RB;
+        if (r < rows && j < n_cand) {
+            const float bias = out_b ? __ldg(&out_b[__ldg(&list[j])]) : 0.0f;
+            logits[(int64_t)(first + r0 + r) * ld + j] = sum + bias;
+        }
+    }
+}
+
 /* ---- launch helpers -------------------------------------------------------- */
 
+/* One call's arguments, as the GEMM and WARP kernels take them. */
+struct LogitsCall {
+    int32_t n_rows, rows_per_group, dim;
+    const float *x;
+    int32_t ldx;
+    const float *out_w, *out_b;
+    const int32_t *cand;
+    int64_t cand_ld;
+    const int32_t *count;
+    int32_t first, max_count;
+    float *logits;
+    int64_t ld;
+};
+
+template <typename Kernel>
+static void launch_logits(Kernel kernel, dim3 grid, int threads, const LogitsCall &a,
+                          cudaStream_t stream)
+{
+    kernel<<<grid, threads, 0, stream>>>(a.n_rows, a.rows_per_group, a.dim, a.x, a.ldx,
+                                         a.out_w, a.out_b, a.cand, a.cand_ld, a.count, a.first,
+                                         a.max_count, a.logits, a.ld);
+}
+
 template <int TM, int VEC>
-static void launch_gemm(dim3 grid, int32_t n_rows, int32_t rows_per_group, int32_t dim,
-                        const float *x, int32_t ldx, const float *out_w, const float *out_b,
-                        const int32_t *cand, int64_t cand_ld, const int32_t *count,
-                        int32_t first, int32_t max_count, float *logits, int64_t ld,
-                        cudaStream_t stream)
+static void launch_gemm(dim3 grid, const LogitsCall &a, cudaStream_t stream)
 {
     constexpr int KT = TM == kGemmSmallRows && VEC == 4 ? kGemmSmallK : kGemmLargeK;
-    gemm_logits_kernel<TM, KT, VEC><<<grid, GemmShape<TM>::threads, 0, stream>>>(
-        n_rows, rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, first,
-        max_count, logits, ld);
+    launch_logits(gemm_logits_kernel<TM, KT, VEC>, grid, GemmShape<TM>::threads, a, stream);
 }
 
 static bool aligned16(const void *p)
@@ -345,7 +483,7 @@ extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group
     NMT_ARG_CHECK(n_rows >= 0 && rows_per_group >= 1 && dim >= 1 && ldx >= dim);
     NMT_ARG_CHECK(max_count >= 0 && cand_ld >= max_count && ld >= max_count && first >= 0);
     NMT_ARG_CHECK(variant == NMT_LSH_LOGITS_AUTO || variant == NMT_LSH_LOGITS_GEMM ||
-                  variant == NMT_LSH_LOGITS_SDDMM);
+                  variant == NMT_LSH_LOGITS_SDDMM || variant == NMT_LSH_LOGITS_WARP);
     NMT_ARG_CHECK(n_rows == 0 || max_count == 0 || (x && out_w && cand && count && logits));
     if (n_rows == 0 || max_count <= first)
         return NMT_STATUS_OK;
@@ -353,7 +491,9 @@ extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group
     const int32_t rows_in_group = rows_per_group < n_rows ? rows_per_group : n_rows;
     const int32_t groups = (int32_t)(((int64_t)n_rows + rows_per_group - 1) / rows_per_group);
     if (variant == NMT_LSH_LOGITS_AUTO)
-        variant = rows_in_group == 1 ? NMT_LSH_LOGITS_SDDMM : NMT_LSH_LOGITS_GEMM;
+        variant = rows_in_group == 1               ? NMT_LSH_LOGITS_SDDMM
+                  : rows_in_group <= kWarpAutoRows ? NMT_LSH_LOGITS_WARP
+                                                   : NMT_LSH_LOGITS_GEMM;
 
     if (variant == NMT_LSH_LOGITS_SDDMM) {
         const int64_t cand_blocks =
@@ -369,6 +509,33 @@ extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group
                 rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld, count, first,
                 max_count, logits, ld);
         NMT_LAUNCH_RETURN("sddmm_logits_kernel");
+        return NMT_STATUS_OK;
+    }
+
+    const LogitsCall call = {n_rows, rows_per_group, dim, x, ldx, out_w, out_b, cand,
+                             cand_ld, count, first, max_count, logits, ld};
+    if (variant == NMT_LSH_LOGITS_WARP) {
+        const int rb = rows_in_group <= 4 ? 4 : 8;
+        const int64_t passes = (rows_in_group + rb - 1) / rb;
+        if (passes > kMaxGridYZ)
+            return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "nmt_cuda_lsh_logits: "
+                                 "groups of %d rows are too many for the WARP grid",
+                                 rows_in_group);
+        const int64_t per_block = kWarpDotWarps * (kWarpSize / rb);
+        const int64_t cand_tiles = ((int64_t)max_count - first + per_block - 1) / per_block;
+        const dim3 grid((unsigned)groups, (unsigned)passes,
+                        (unsigned)cand_tile_blocks(cand_tiles, passes * groups,
+                                                   kGemmTargetBlocks));
+        const bool vec4 = dim % 4 == 0 && aligned16(out_w); /* x is staged as floats */
+        if (rb == 4 && vec4)
+            launch_logits(warp_logits_kernel<4, 4>, grid, kWarpDotThreads, call, s);
+        else if (rb == 4)
+            launch_logits(warp_logits_kernel<4, 1>, grid, kWarpDotThreads, call, s);
+        else if (vec4)
+            launch_logits(warp_logits_kernel<8, 4>, grid, kWarpDotThreads, call, s);
+        else
+            launch_logits(warp_logits_kernel<8, 1>, grid, kWarpDotThreads, call, s);
+        NMT_LAUNCH_RETURN("warp_logits_kernel");
         return NMT_STATUS_OK;
     }
 
@@ -389,17 +556,13 @@ extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group
                                                kGemmTargetBlocks));
     const bool vec4 = dim % 4 == 0 && ldx % 4 == 0 && aligned16(x) && aligned16(out_w);
     if (tm == kGemmLargeRows && vec4)
-        launch_gemm<kGemmLargeRows, 4>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
-                                       cand, cand_ld, count, first, max_count, logits, ld, s);
+        launch_gemm<kGemmLargeRows, 4>(grid, call, s);
     else if (tm == kGemmLargeRows)
-        launch_gemm<kGemmLargeRows, 1>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
-                                       cand, cand_ld, count, first, max_count, logits, ld, s);
+        launch_gemm<kGemmLargeRows, 1>(grid, call, s);
     else if (vec4)
-        launch_gemm<kGemmSmallRows, 4>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
-                                       cand, cand_ld, count, first, max_count, logits, ld, s);
+        launch_gemm<kGemmSmallRows, 4>(grid, call, s);
     else
-        launch_gemm<kGemmSmallRows, 1>(grid, n_rows, rows_per_group, dim, x, ldx, out_w, out_b,
-                                       cand, cand_ld, count, first, max_count, logits, ld, s);
+        launch_gemm<kGemmSmallRows, 1>(grid, call, s);
     NMT_LAUNCH_RETURN("gemm_logits_kernel");
     return NMT_STATUS_OK;
 }

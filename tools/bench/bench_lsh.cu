@@ -16,13 +16,14 @@
  *           full / LSH crosses 1 at a given f is the break-even (summarize.py).
  *  lookup   warp-cooperative (Fig. 4b) vs naive (Fig. 4a) bucket walks on the
  *           same codes, for {K,u,W} with big buckets (8,2,500) to small ones
- *           (16,3,500); and, from the same codes to one list for all rows, the
- *           two steps (hits + candidates) vs the direct builder (lsh_direct.cu).
+ *           (16,3,500); and, from the same states to one list for all rows,
+ *           codes + hits + candidates vs the direct builder (lsh_direct.cu,
+ *           the codes computed inside it).
  *  sharing  rows 60 (12 sentences x beam 5) and 768 (64 x 12): per-row lists
  *           of f * V words (bench_lsh_data.h, make_sharing_lists: the always
  *           words, a pool shared by the sentence's rows, own random words),
- *           scored as the union over the batch (GEMM), per sentence (GEMM and
- *           SDDMM) or per row (SDDMM and GEMM).
+ *           scored as the union over the batch (GEMM), per sentence (GEMM,
+ *           SDDMM and WARP) or per row (SDDMM and GEMM).
  *  floor    every LSH logits time is printed with its floor: the gathered
  *           candidate rows (sum over groups of count x H x 4 bytes) / the
  *           device-to-device copy bandwidth measured here; the full layer's is
@@ -167,19 +168,15 @@ static void lists_two_step(step_arg *a, const int32_t *codes, int i)
                                    a->cand_ws, a->cand_ws_bytes, a->stream, &err));
 }
 
-static void run_lists_two_step(void *p, int i)
-{
-    lists_two_step((step_arg *)p, codes_at((step_arg *)p, i), i);
-}
-
-/* ... or in one go without the hit matrix (lsh_direct.cu; its workspace in
- * direct_ws, zeroed once, left zeroed by every call). */
+/* States to lists in one go, codes included, without the hit matrix
+ * (lsh_direct.cu; its workspace in direct_ws, zeroed once, left zeroed by
+ * every call). */
 static void run_lists_direct(void *p, int i)
 {
     step_arg *a = (step_arg *)p;
-    NMT_OK(nmt_cuda_lsh_candidates_direct(a->rows, a->rows_per_group, codes_at(a, i), NULL,
-                                          t_at(a, i), a->threshold, a->n_always, a->hash_cand,
-                                          a->vocab, a->hash_count, a->direct_ws,
+    NMT_OK(nmt_cuda_lsh_candidates_direct(a->rows, a->rows_per_group, x_at(a, i), a->dim, NULL,
+                                          NULL, t_at(a, i), a->threshold, a->n_always,
+                                          a->hash_cand, a->vocab, a->hash_count, a->direct_ws,
                                           a->direct_ws_bytes, a->stream, &err));
 }
 
@@ -467,12 +464,12 @@ static void lookup_part(const bench *B, const weights *wt, const nmt_lsh_index *
             a.lookup = NMT_LSH_LOOKUP_NAIVE;
             double naive = time_us(run_hits, &a, B->stream);
             BENCH_CHECK(cudaMemsetAsync(a.hits, 0, hit_bytes, B->stream));
-            /* Codes to one list for all rows: the two steps (the faster
-             * lookup) against the direct builder. */
+            /* States to one list for all rows: codes + hits (the faster
+             * lookup) + candidates against the direct builder. */
             a.rows_per_group = rows;
             a.n_always = 4 + B->top < wt->vocab ? 4 + B->top : wt->vocab;
             a.lookup = naive < warp ? NMT_LSH_LOOKUP_NAIVE : NMT_LSH_LOOKUP_WARP;
-            double two_step = time_us(run_lists_two_step, &a, B->stream);
+            double two_step = time_us(run_hashing, &a, B->stream);
             double direct = time_us(run_lists_direct, &a, B->stream);
             printf("{\"bench\":\"lsh\",\"part\":\"lookup\",\"H\":%d,\"V\":%d,\"rows\":%d,"
                    "\"K\":%d,\"u\":%d,\"W\":%d,\"mean_bucket\":%.2f,\"lookup_bucket\":%.2f,"
@@ -535,29 +532,35 @@ static void sharing_case(const bench *B, const weights *wt, int rows, double f, 
         a.count = d_count;
         a.max_count = B->tight ? max_c : V;
         a.kernel = NMT_LSH_LOGITS_GEMM;
-        double gemm = time_us(run_logits, &a, B->stream), sddmm = -1.0;
+        double gemm = time_us(run_logits, &a, B->stream), sddmm = -1.0, warp = -1.0;
         if (g[gi].sddmm) {
             a.kernel = NMT_LSH_LOGITS_SDDMM;
             sddmm = time_us(run_logits, &a, B->stream);
         }
+        if (g[gi].rows_per_group > 1 && g[gi].rows_per_group <= 16) { /* a sentence's beam */
+            a.kernel = NMT_LSH_LOGITS_WARP;
+            warp = time_us(run_logits, &a, B->stream);
+        }
         double softmax = time_us(run_softmax, &a, B->stream);
         double best = sddmm >= 0.0 && sddmm < gemm ? sddmm : gemm;
-        char sddmm_text[32];
+        best = warp >= 0.0 && warp < best ? warp : best;
+        char sddmm_text[32], warp_text[32];
         snprintf(sddmm_text, sizeof sddmm_text, sddmm >= 0.0 ? "%.3f" : "null", sddmm);
+        snprintf(warp_text, sizeof warp_text, warp >= 0.0 ? "%.3f" : "null", warp);
         printf("{\"bench\":\"lsh\",\"part\":\"sharing\",\"H\":%d,\"V\":%d,\"rows\":%d,"
                "\"beam\":%d,\"sentences\":%d,\"f\":%.4f,\"per_row\":%d,\"overlap\":%.2f,"
                "\"grouping\":\"%s\",\"rows_per_group\":%d,\"groups\":%d,\"mean_count\":%.1f,"
                "\"max_count\":%d,\"sum_count\":%lld,\"gemm_us\":%.3f,\"sddmm_us\":%s,"
-               "\"softmax_us\":%.3f,\"median_us\":%.3f,\"floor_us\":%.3f,\"full_us\":%.3f}\n",
+               "\"warp_us\":%s,\"softmax_us\":%.3f,\"median_us\":%.3f,\"floor_us\":%.3f,\"full_us\":%.3f}\n",
                H, V, rows, beam, s.sentences, f, per_row, overlap, g[gi].name,
                g[gi].rows_per_group, g[gi].groups, (double)sum / g[gi].groups, max_c,
-               (long long)sum, gemm, sddmm_text, softmax, best + softmax,
+               (long long)sum, gemm, sddmm_text, warp_text, softmax, best + softmax,
                floor_us(B, (double)sum, H), full);
         fflush(stdout);
         fprintf(stderr, "sharing V %6d rows %4d f %.3f %-8s: %4d lists of %8.1f words | GEMM %8.1f"
-                " SDDMM %8.1f softmax %7.1f | total %8.1f (floor %6.1f) vs full %8.1f us\n", V,
-                rows, f, g[gi].name, g[gi].groups, (double)sum / g[gi].groups, gemm, sddmm,
-                softmax, best + softmax, floor_us(B, (double)sum, H), full);
+                " SDDMM %8.1f WARP %8.1f softmax %7.1f | total %8.1f (floor %6.1f) vs full %8.1f"
+                " us\n", V, rows, f, g[gi].name, g[gi].groups, (double)sum / g[gi].groups, gemm,
+                sddmm, warp, softmax, best + softmax, floor_us(B, (double)sum, H), full);
         BENCH_CHECK(cudaFree(d_cand));
         BENCH_CHECK(cudaFree(d_count));
     }
