@@ -143,12 +143,9 @@ nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32
                                    void *workspace, size_t workspace_bytes, void *stream,
                                    nmt_error *err);
 
-/* 1 + 2 + 3 without the hit matrix (kernels/cuda/lsh_direct.cu): the lists
- * nmt_cuda_lsh_codes, nmt_cuda_lsh_hits on zero hits and
- * nmt_cuda_lsh_candidates would give, from the states x [n_rows, dim] (ldx).
- * codes: NULL, or [n_rows, W] where each live row's band codes are written
- * (those of nmt_cuda_lsh_codes). A block per live row computes its codes,
- * counts its matches in shared
+/* 2 + 3 without the hit matrix (kernels/cuda/lsh_direct.cu): the lists
+ * nmt_cuda_lsh_hits on zero hits followed by nmt_cuda_lsh_candidates would
+ * give, from the codes. A block per live row counts its matches in shared
  * memory (16-bit counters: W <= 65535, 2 * vocab bytes a block, refused with
  * NMT_STATUS_ERROR_UNSUPPORTED above the device's limit) and marks its
  * group's bitmap; the group's last row block to finish compacts the bitmap
@@ -162,11 +159,11 @@ nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32
  * the walk marks the bitmap directly. */
 size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t vocab);
 nmt_status nmt_cuda_lsh_candidates_direct(int32_t n_rows, int32_t rows_per_group,
-                                          const float *x, int32_t ldx, int32_t *codes,
-                                          const int32_t *row_live, const nmt_lsh_tables *t,
-                                          int32_t threshold, int32_t n_always, int32_t *cand,
-                                          int64_t cand_ld, int32_t *count, void *workspace,
-                                          size_t workspace_bytes, void *stream, nmt_error *err);
+                                          const int32_t *codes, const int32_t *row_live,
+                                          const nmt_lsh_tables *t, int32_t threshold,
+                                          int32_t n_always, int32_t *cand, int64_t cand_ld,
+                                          int32_t *count, void *workspace, size_t workspace_bytes,
+                                          void *stream, nmt_error *err);
 
 /* Once, at set-up: slots[i].skip = the number of words below `below` in slot
  * i's bucket, for every slot of t (slots: t->slots, writable; device
@@ -186,7 +183,7 @@ void nmt_cpu_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim, con
                         int64_t ld);
 
 typedef enum nmt_lsh_logits_kernel {
-    NMT_LSH_LOGITS_AUTO = 0,  /* SDDMM for single rows, WARP for groups of up to 16 rows
+    NMT_LSH_LOGITS_AUTO = 0,  /* SDDMM for single rows, WARP for groups of up to 8 rows
                                  (a sentence's beam), GEMM for larger ones */
     NMT_LSH_LOGITS_GEMM = 1,  /* tiled GEMM over the gathered candidate rows of a group */
     NMT_LSH_LOGITS_SDDMM = 2, /* a warp per (row, candidate) dot product (Gale et al.) */

@@ -65,7 +65,23 @@ static __global__ void __launch_bounds__(kCodesThreads)
     if (idx >= (int64_t)n_rows * t.w)
         return;
     const int32_t row = (int32_t)(idx / t.w), band = (int32_t)(idx - (int64_t)row * t.w);
-    codes[idx] = wta_band_code(x + (int64_t)row * ldx, t, band);
+    const float *xr = x + (int64_t)row * ldx;
+    int32_t code = 0, place = 1;
+    for (int32_t i = 0; i < t.u; i++) {
+        const int32_t *perm_p = t.perm + ((int64_t)band * t.u + i) * t.k;
+        int32_t best = 0;
+        float best_value = -INFINITY;
+        for (int32_t j = 0; j < t.k; j++) {
+            const float v = __ldg(&xr[__ldg(&perm_p[j])]);
+            if (v > best_value) {
+                best = j;
+                best_value = v;
+            }
+        }
+        code += best * place;
+        place *= t.k; /* K^u < 2^31 (checked by the launcher) */
+    }
+    codes[idx] = code;
 }
 
 /* ---- 2. hit counts (Alg. 1) ---------------------------------------------- */
@@ -257,6 +273,16 @@ static __global__ void __launch_bounds__(kRecallThreads)
 
 /* The WTA parameters the kernels rely on: K^u < 2^31 keeps the code math in
  * int32 (as nmt_lsh_index_build guarantees). */
+static bool wta_params_ok(const nmt_lsh_tables *t)
+{
+    if (t->k < 2 || t->u < 1 || t->w < 1 || t->k > t->dim || t->vocab < 1)
+        return false;
+    int64_t power = 1;
+    for (int32_t i = 0; i < t->u && power < ((int64_t)1 << 31); i++)
+        power *= t->k;
+    return power < ((int64_t)1 << 31);
+}
+
 static int32_t candidate_chunks(int32_t vocab)
 {
     return (int32_t)(((int64_t)vocab + kChunkWords - 1) / kChunkWords);

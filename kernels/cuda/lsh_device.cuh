@@ -1,6 +1,6 @@
-/* lsh_device.cuh: helpers shared by the LSH kernels (lsh.cu, lsh_direct.cu):
- * a band's WTA code, the two-probe cuckoo lookup of kernels/lsh.h's tables
- * and the warp's bucket walk. */
+/* lsh_device.cuh: device helpers shared by the LSH kernels (lsh.cu,
+ * lsh_direct.cu): the two-probe cuckoo lookup of kernels/lsh.h's tables and
+ * the warp's bucket walk. */
 #ifndef NMT_LSH_DEVICE_CUH
 #define NMT_LSH_DEVICE_CUH
 
@@ -8,43 +8,6 @@
 #include <stdint.h>
 
 #include "lsh.h"
-
-/* K >= 2, K <= dim, u >= 1, W >= 1 and K^u < 2^31 (a band's packed code is
- * an int32): what the code kernels need of the tables. */
-static inline bool wta_params_ok(const nmt_lsh_tables *t)
-{
-    if (t->k < 2 || t->u < 1 || t->w < 1 || t->k > t->dim || t->vocab < 1)
-        return false;
-    int64_t power = 1;
-    for (int32_t i = 0; i < t->u && power < ((int64_t)1 << 31); i++)
-        power *= t->k;
-    return power < ((int64_t)1 << 31);
-}
-
-/* The WTA code of band `band` of the state xr (eqs. 4-8): u argmaxes over K
- * permuted entries (strict '>' from -inf, as the CPU oracle, so ties go to
- * the first and the codes are identical), code = sum_i I_i K^i in integers
- * (K^u < 2^31: wta_params_ok). */
-static __device__ __forceinline__ int32_t wta_band_code(const float *__restrict__ xr,
-                                                        const nmt_lsh_tables &t, int32_t band)
-{
-    int32_t code = 0, place = 1;
-    for (int32_t i = 0; i < t.u; i++) {
-        const int32_t *perm_p = t.perm + ((int64_t)band * t.u + i) * t.k;
-        int32_t best = 0;
-        float best_value = -INFINITY;
-        for (int32_t j = 0; j < t.k; j++) {
-            const float v = __ldg(&xr[__ldg(&perm_p[j])]);
-            if (v > best_value) {
-                best = j;
-                best_value = v;
-            }
-        }
-        code += best * place;
-        place *= t.k;
-    }
-    return code;
-}
 
 /* First index in [lo, hi) of an ascending array whose entry is >= value (hi
  * when none). */

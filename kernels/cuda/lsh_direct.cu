@@ -1,6 +1,5 @@
-/* lsh_direct.cu: LSH candidate lists straight from the attentional states,
- * with no [rows, V] hit matrix and no codes kernel (kernels/lsh.h,
- * nmt_cuda_lsh_candidates_direct).
+/* lsh_direct.cu: LSH candidate lists straight from the band codes, with no
+ * [rows, V] hit matrix (kernels/lsh.h, nmt_cuda_lsh_candidates_direct).
  *
  * Why: on the H100 the two-step path (hits, then candidates) costs more than
  * the GEMM it saves once there are hundreds of rows: every (row, band, bucket
@@ -9,10 +8,7 @@
  *
  *  mark:    a block per live row keeps its counts in shared memory, two 16-bit
  *           counters a 32-bit word (W <= 65535 bands, so a count never carries
- *           into its neighbour). Lane i of a warp computes band i's WTA code
- *           (wta_band_code, as the codes kernel: a separate launch cost
- *           9.7 us at 320 rows on the H100, here its loads overlap other
- *           warps' walks) and looks it up, then the
+ *           into its neighbour). Lane i of a warp looks band i up, then the
  *           warp walks its 32 buckets as one stream of words (warp_walk_flat:
  *           the loads of all of them in flight together). The atomic that
  *           lifts a word's count to the threshold sets the word's bit in its
@@ -131,8 +127,7 @@ static __device__ void compact_group(int32_t g, int32_t vocab, int32_t threshold
 /* Row `row`'s matches into its group's bitmap `marks`. COUNT false:
  * threshold 1, every walked word is marked (no shared memory). */
 template <bool COUNT>
-static __device__ __forceinline__ void mark_row(int32_t row, const float *__restrict__ x,
-                                                int32_t ldx, int32_t *codes,
+static __device__ __forceinline__ void mark_row(int32_t row, const int32_t *__restrict__ codes,
                                                 const nmt_lsh_tables &t, int32_t threshold,
                                                 int32_t n_always, uint32_t *marks)
 {
@@ -145,19 +140,14 @@ static __device__ __forceinline__ void mark_row(int32_t row, const float *__rest
     }
 
     __shared__ FlatScratch s_walk[kMarkThreads / kWarpSize];
-    const float *xr = x + (int64_t)row * ldx;
+    const int32_t *row_codes = codes + (int64_t)row * t.w;
     const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
     const int n_warps = blockDim.x / kWarpSize;
     for (int32_t b0 = warp * kWarpSize; b0 < t.w; b0 += n_warps * kWarpSize) {
         const int32_t band = b0 + lane;
         int32_t start = 0, length = 0;
-        if (band < t.w) {
-            const int32_t code = wta_band_code(xr, t, band);
-            if (codes)
-                codes[(int64_t)row * t.w + band] = code;
-            /* a bucket's words ascend: those below n_always are skipped */
-            find_bucket_from(t, band, code, n_always, &start, &length);
-        }
+        if (band < t.w) /* a bucket's words ascend: those below n_always are skipped */
+            find_bucket_from(t, band, __ldg(&row_codes[band]), n_always, &start, &length);
         warp_walk_flat(t, band, start, length, &s_walk[warp], [&](int32_t word) {
             if (!COUNT) {
                 atomicOr(&marks[word >> 5], 1u << (word & 31));
@@ -175,8 +165,8 @@ static __device__ __forceinline__ void mark_row(int32_t row, const float *__rest
  * group_done: a zeroed counter a group, left zeroed. */
 template <bool COUNT>
 static __global__ void __launch_bounds__(kMarkThreads)
-    direct_mark_kernel(int32_t n_rows, const float *__restrict__ x, int32_t ldx,
-                       int32_t *codes, const int32_t *__restrict__ row_live, nmt_lsh_tables t,
+    direct_mark_kernel(int32_t n_rows, const int32_t *__restrict__ codes,
+                       const int32_t *__restrict__ row_live, nmt_lsh_tables t,
                        int32_t rows_per_group, int32_t threshold, int32_t n_always,
                        uint32_t *bitmap, int32_t bitmap_ld, uint32_t *group_done,
                        int32_t *__restrict__ cand, int64_t cand_ld, int32_t *__restrict__ count)
@@ -184,8 +174,7 @@ static __global__ void __launch_bounds__(kMarkThreads)
     __shared__ bool s_last;
     const int32_t row = blockIdx.x, g = row / rows_per_group;
     if (!row_live || __ldg(&row_live[row])) /* block-uniform: no barrier is split */
-        mark_row<COUNT>(row, x, ldx, codes, t, threshold, n_always,
-                        bitmap + (int64_t)g * bitmap_ld);
+        mark_row<COUNT>(row, codes, t, threshold, n_always, bitmap + (int64_t)g * bitmap_ld);
 
     /* Every thread's marks are visible device-wide before the block counts
      * itself in; the last of the group's rows then sees them all. */
@@ -255,18 +244,15 @@ extern "C" size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t
 }
 
 extern "C" nmt_status nmt_cuda_lsh_candidates_direct(
-    int32_t n_rows, int32_t rows_per_group, const float *x, int32_t ldx, int32_t *codes,
-    const int32_t *row_live, const nmt_lsh_tables *t, int32_t threshold, int32_t n_always,
-    int32_t *cand,
+    int32_t n_rows, int32_t rows_per_group, const int32_t *codes, const int32_t *row_live,
+    const nmt_lsh_tables *t, int32_t threshold, int32_t n_always, int32_t *cand,
     int64_t cand_ld, int32_t *count, void *workspace, size_t workspace_bytes, void *stream_ptr,
     nmt_error *err)
 {
     cudaStream_t stream = (cudaStream_t)stream_ptr;
     NMT_ARG_CHECK(t && n_rows >= 0 && rows_per_group >= 1 && t->vocab >= 1 && t->w >= 1);
     NMT_ARG_CHECK(t->w <= kMaxBands && cand_ld >= t->vocab && n_always >= 0);
-    NMT_ARG_CHECK(wta_params_ok(t) && ldx >= t->dim);
-    NMT_ARG_CHECK(n_rows == 0 || (x && t->perm && cand && count && workspace));
-    NMT_ARG_CHECK((int64_t)n_rows * t->w <= INT32_MAX);
+    NMT_ARG_CHECK(n_rows == 0 || (codes && cand && count && workspace));
     NMT_ARG_CHECK((uintptr_t)t->slots % 16 == 0 && (uintptr_t)workspace % 4 == 0);
     if (n_rows == 0)
         return NMT_STATUS_OK;
@@ -290,8 +276,8 @@ extern "C" nmt_status nmt_cuda_lsh_candidates_direct(
         NMT_LAUNCH_RETURN("direct_compact_kernel");
     } else if (threshold == 1) { /* any match: no counts */
         direct_mark_kernel<false><<<n_rows, kMarkThreads, 0, stream>>>(
-            n_rows, x, ldx, codes, row_live, *t, rows_per_group, threshold, n_always, bitmap,
-            bitmap_ld, group_done, cand, cand_ld, count);
+            n_rows, codes, row_live, *t, rows_per_group, threshold, n_always, bitmap, bitmap_ld,
+            group_done, cand, cand_ld, count);
         NMT_LAUNCH_RETURN("direct_mark_kernel");
     } else {
         const size_t smem = (size_t)((t->vocab + 1) / 2) * sizeof(uint32_t);
@@ -310,8 +296,8 @@ extern "C" nmt_status nmt_cuda_lsh_candidates_direct(
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              (int)smem));
         direct_mark_kernel<true><<<n_rows, kMarkThreads, smem, stream>>>(
-            n_rows, x, ldx, codes, row_live, *t, rows_per_group, threshold, n_always, bitmap,
-            bitmap_ld, group_done, cand, cand_ld, count);
+            n_rows, codes, row_live, *t, rows_per_group, threshold, n_always, bitmap, bitmap_ld,
+            group_done, cand, cand_ld, count);
         NMT_LAUNCH_RETURN("direct_mark_kernel");
     }
     return NMT_STATUS_OK;

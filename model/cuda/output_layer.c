@@ -6,8 +6,8 @@
  * TOP:    the same over the first n_always rows of W_out (ids 0..n_always-1).
  * LSH:    WTA codes of the feeds, cuckoo lookup, candidate lists by
  *         stream compaction (one per group: the batch, a sentence or a row;
- *         from 128 rows all three in one launch with no hit matrix, below as
- *         codes, hits and lists), logits over the candidates (the always-kept
+ *         from 128 rows lookup and lists in one launch with no hit matrix,
+ *         below as hits and lists), logits over the candidates (the always-kept
  *         prefix, ids 0..n_always-1 in every list, as one dense GEMM; the
  *         rest gathered: WARP for a sentence's rows, GEMM for bigger groups,
  *         SDDMM per row), softmax + top-K over the candidates with the ids
@@ -202,16 +202,15 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
         return NMT_STATUS_OK;
     }
     const int32_t rpg = nmt_shrink_rows_per_group(s, n_rows, beam);
+    NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, m->feed_ld, &m->lsh, m->lsh_codes, stream, err));
     const int direct = s->lists == NMT_LSH_LISTS_DIRECT ||
                        (s->lists == NMT_LSH_LISTS_AUTO && n_rows >= kDirectListRows);
-    if (direct) { /* codes, lookup and lists in one launch; the codes are not kept */
-        NMT_TRY(nmt_cuda_lsh_candidates_direct(n_rows, rpg, feed, m->feed_ld, NULL, m->row_live,
-                                               &m->lsh, s->threshold, s->n_always, m->cand, V,
+    if (direct) { /* lookup and lists in one launch */
+        NMT_TRY(nmt_cuda_lsh_candidates_direct(n_rows, rpg, m->lsh_codes, m->row_live, &m->lsh,
+                                               s->threshold, s->n_always, m->cand, V,
                                                m->cand_count, m->direct_workspace,
                                                m->direct_workspace_bytes, stream, err));
     } else {
-        NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, m->feed_ld, &m->lsh, m->lsh_codes, stream,
-                                   err));
         /* The warp-cooperative walk (the paper's Fig. 4b) wins while few rows
          * leave the GPU idle; with many rows every thread already has work and
          * its shuffles only cost (bench_lsh on the H100: 1.2-1.6x faster at 12

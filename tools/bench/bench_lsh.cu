@@ -16,9 +16,8 @@
  *           full / LSH crosses 1 at a given f is the break-even (summarize.py).
  *  lookup   warp-cooperative (Fig. 4b) vs naive (Fig. 4a) bucket walks on the
  *           same codes, for {K,u,W} with big buckets (8,2,500) to small ones
- *           (16,3,500); and, from the same states to one list for all rows,
- *           codes + hits + candidates vs the direct builder (lsh_direct.cu,
- *           the codes computed inside it).
+ *           (16,3,500); and, from the same codes to one list for all rows, the
+ *           two steps (hits + candidates) vs the direct builder (lsh_direct.cu).
  *  sharing  rows 60 (12 sentences x beam 5) and 768 (64 x 12): per-row lists
  *           of f * V words (bench_lsh_data.h, make_sharing_lists: the always
  *           words, a pool shared by the sentence's rows, own random words),
@@ -168,15 +167,19 @@ static void lists_two_step(step_arg *a, const int32_t *codes, int i)
                                    a->cand_ws, a->cand_ws_bytes, a->stream, &err));
 }
 
-/* States to lists in one go, codes included, without the hit matrix
- * (lsh_direct.cu; its workspace in direct_ws, zeroed once, left zeroed by
- * every call). */
+static void run_lists_two_step(void *p, int i)
+{
+    lists_two_step((step_arg *)p, codes_at((step_arg *)p, i), i);
+}
+
+/* ... or in one go without the hit matrix (lsh_direct.cu; its workspace in
+ * direct_ws, zeroed once, left zeroed by every call). */
 static void run_lists_direct(void *p, int i)
 {
     step_arg *a = (step_arg *)p;
-    NMT_OK(nmt_cuda_lsh_candidates_direct(a->rows, a->rows_per_group, x_at(a, i), a->dim, NULL,
-                                          NULL, t_at(a, i), a->threshold, a->n_always,
-                                          a->hash_cand, a->vocab, a->hash_count, a->direct_ws,
+    NMT_OK(nmt_cuda_lsh_candidates_direct(a->rows, a->rows_per_group, codes_at(a, i), NULL,
+                                          t_at(a, i), a->threshold, a->n_always, a->hash_cand,
+                                          a->vocab, a->hash_count, a->direct_ws,
                                           a->direct_ws_bytes, a->stream, &err));
 }
 
@@ -464,12 +467,12 @@ static void lookup_part(const bench *B, const weights *wt, const nmt_lsh_index *
             a.lookup = NMT_LSH_LOOKUP_NAIVE;
             double naive = time_us(run_hits, &a, B->stream);
             BENCH_CHECK(cudaMemsetAsync(a.hits, 0, hit_bytes, B->stream));
-            /* States to one list for all rows: codes + hits (the faster
-             * lookup) + candidates against the direct builder. */
+            /* Codes to one list for all rows: the two steps (the faster
+             * lookup) against the direct builder. */
             a.rows_per_group = rows;
             a.n_always = 4 + B->top < wt->vocab ? 4 + B->top : wt->vocab;
             a.lookup = naive < warp ? NMT_LSH_LOOKUP_NAIVE : NMT_LSH_LOOKUP_WARP;
-            double two_step = time_us(run_hashing, &a, B->stream);
+            double two_step = time_us(run_lists_two_step, &a, B->stream);
             double direct = time_us(run_lists_direct, &a, B->stream);
             printf("{\"bench\":\"lsh\",\"part\":\"lookup\",\"H\":%d,\"V\":%d,\"rows\":%d,"
                    "\"K\":%d,\"u\":%d,\"W\":%d,\"mean_bucket\":%.2f,\"lookup_bucket\":%.2f,"
