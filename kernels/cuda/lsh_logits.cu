@@ -241,6 +241,25 @@ static __global__ void __launch_bounds__(GemmShape<TM>::threads)
     }
 }
 
+/* Rows of out_w for a warp's C candidates jw .. jw + C - 1 of `list`. Those
+ * past the count alias the block's first candidate j0 (< n_cand, so always
+ * valid): the dot-product loops need no predicate, and those candidates are
+ * not written. */
+template <int C, typename vec_t>
+static __device__ __forceinline__ void warp_candidate_rows(const int32_t *__restrict__ list,
+                                                           int32_t j0, int32_t jw,
+                                                           int32_t n_cand,
+                                                           const float *__restrict__ out_w,
+                                                           int32_t dim, const vec_t *(&rows)[C])
+{
+    const int32_t fallback = __ldg(&list[j0]);
+#pragma unroll
+    for (int c = 0; c < C; c++) {
+        const int32_t word = jw + c < n_cand ? __ldg(&list[jw + c]) : fallback;
+        rows[c] = reinterpret_cast<const vec_t *>(out_w + (int64_t)word * dim);
+    }
+}
+
 /* ---- SDDMM: a warp per 8 candidates of one row ----------------------------- */
 
 template <int VEC>
@@ -266,17 +285,12 @@ static __global__ void __launch_bounds__(kSddmmThreads)
     const int32_t j_start = first_cand + blockIdx.y * kSddmmCands;
     for (int32_t j0 = j_start; j0 < n_cand; j0 += gridDim.y * kSddmmCands) {
         const int32_t jw = j0 + warp * kSddmmCandsPerWarp; /* the warp's first candidate */
-        /* Candidates past the count alias the block's first one (always
-         * valid), so the loop below needs no predicate; they are not written. */
-        const int32_t fallback = __ldg(&list[j0]);
         const vec_t *w_rows[kSddmmCandsPerWarp];
+        warp_candidate_rows(list, j0, jw, n_cand, out_w, dim, w_rows);
         float acc[kSddmmCandsPerWarp];
 #pragma unroll
-        for (int c = 0; c < kSddmmCandsPerWarp; c++) {
-            const int32_t word = jw + c < n_cand ? __ldg(&list[jw + c]) : fallback;
-            w_rows[c] = reinterpret_cast<const vec_t *>(out_w + (int64_t)word * dim);
+        for (int c = 0; c < kSddmmCandsPerWarp; c++)
             acc[c] = 0.0f;
-        }
         /* Lane c < 8 writes candidate jw + c. */
         const bool writer = lane < kSddmmCandsPerWarp && jw + lane < n_cand;
         const float bias = writer && out_b ? __ldg(&out_b[__ldg(&list[jw + lane])]) : 0.0f;
@@ -371,15 +385,8 @@ static __global__ void __launch_bounds__(kWarpDotThreads)
     const int32_t j_start = first_cand + blockIdx.z * kCands;
     for (int32_t j0 = j_start; j0 < n_cand; j0 += gridDim.z * kCands) {
         const int32_t jw = j0 + warp * C; /* the warp's first candidate */
-        /* Candidates past the count alias the block's first one (always
-         * valid), so the loop below needs no predicate; they are not written. */
-        const int32_t fallback = __ldg(&list[j0]);
         const vec_t *w_rows[C];
-#pragma unroll
-        for (int c = 0; c < C; c++) {
-            const int32_t word = jw + c < n_cand ? __ldg(&list[jw + c]) : fallback;
-            w_rows[c] = reinterpret_cast<const vec_t *>(out_w + (int64_t)word * dim);
-        }
+        warp_candidate_rows(list, j0, jw, n_cand, out_w, dim, w_rows);
         float acc[kWarpSize]; /* acc[c * RB + r]: candidate jw + c, row r */
 #pragma unroll
         for (int i = 0; i < kWarpSize; i++)
