@@ -13,6 +13,11 @@ extern "C" {
 typedef struct nmt_cuda_ctx nmt_cuda_ctx;
 
 nmt_status nmt_cuda_ctx_create(int device_index, nmt_cuda_ctx **ctx, nmt_error *err);
+/* A second context on main_ctx's device whose stream ranks below main_ctx's:
+ * for work that may run beside the main stream's and should only fill the
+ * room its kernels leave. */
+nmt_status nmt_cuda_ctx_create_side(const nmt_cuda_ctx *main_ctx, nmt_cuda_ctx **ctx,
+                                    nmt_error *err);
 void nmt_cuda_ctx_free(nmt_cuda_ctx *ctx);
 void *nmt_cuda_ctx_stream(const nmt_cuda_ctx *ctx); /* cudaStream_t */
 void *nmt_cuda_ctx_cublas(const nmt_cuda_ctx *ctx); /* cublasHandle_t */

@@ -29,11 +29,30 @@ extern "C" int nmt_cuda_device_count(void)
     return count;
 }
 
+/* Stream priorities (lower numbers first): a context's stream one step above
+ * the least, a side context's (nmt_cuda_ctx_create_side) the least, so that
+ * when both have blocks waiting the main stream's are placed first. */
+static nmt_status create_ctx(int device_index, int side, nmt_cuda_ctx **ctx, nmt_error *err);
+
 extern "C" nmt_status nmt_cuda_ctx_create(int device_index, nmt_cuda_ctx **ctx, nmt_error *err)
+{
+    return create_ctx(device_index, 0, ctx, err);
+}
+
+extern "C" nmt_status nmt_cuda_ctx_create_side(const nmt_cuda_ctx *main_ctx, nmt_cuda_ctx **ctx,
+                                               nmt_error *err)
+{
+    if (!main_ctx)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "nmt_cuda_ctx_create_side: main_ctx is NULL");
+    return create_ctx(main_ctx->device, 1, ctx, err);
+}
+
+static nmt_status create_ctx(int device_index, int side, nmt_cuda_ctx **ctx, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_cuda_ctx *c = NULL;
-    int count;
+    int count, least = 0, greatest = 0;
 
     if (!ctx)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "nmt_cuda_ctx_create: ctx is NULL");
@@ -51,7 +70,9 @@ extern "C" nmt_status nmt_cuda_ctx_create(int device_index, nmt_cuda_ctx **ctx, 
         return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "out of memory for the CUDA context");
     c->device = device_index;
     NMT_CUDA_TRY(cudaSetDevice(device_index));
-    NMT_CUDA_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    NMT_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    NMT_CUDA_TRY(cudaStreamCreateWithPriority(&c->stream, cudaStreamNonBlocking,
+                                              side || least == greatest ? least : least - 1));
     NMT_CUBLAS_TRY(cublasCreate(&c->cublas));
     NMT_CUBLAS_TRY(cublasSetStream(c->cublas, c->stream));
     /* Plain fp32 (no TF32): the CPU oracle and the golden outputs expect it. */

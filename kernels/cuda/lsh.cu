@@ -316,7 +316,8 @@ extern "C" nmt_status nmt_cuda_lsh_hits(int32_t n_rows, const int32_t *codes,
     NMT_ARG_CHECK(t->table_bits >= 0 && t->table_bits <= 30);
     NMT_ARG_CHECK(variant == NMT_LSH_LOOKUP_WARP || variant == NMT_LSH_LOOKUP_NAIVE);
     NMT_ARG_CHECK(n_rows == 0 || (codes && hits && t->slots && t->hash && t->bucket_words));
-    NMT_ARG_CHECK((uintptr_t)t->slots % 16 == 0); /* one int4 load a probe */
+    NMT_ARG_CHECK((uintptr_t)t->slots % 16 == 0 && /* one int4 load a probe */
+                  (uintptr_t)t->hash % 16 == 0);   /* and a band's hash */
     NMT_ARG_CHECK((int64_t)n_rows * t->w <= INT32_MAX);
     if (n_rows == 0)
         return NMT_STATUS_OK;

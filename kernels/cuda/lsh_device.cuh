@@ -24,24 +24,31 @@ static __device__ __forceinline__ int32_t lower_bound_i32(const int32_t *a, int3
     return lo;
 }
 
-/* The two-probe cuckoo lookup of a band's code: its slot (key, start,
- * length, skip), or all zeros when absent. */
+/* The two-probe cuckoo lookup of a band's code in `table` (t.slots, or
+ * t.packed_slots: the same places): its slot (key, start, length, skip), or
+ * all zeros when absent. */
+static __device__ __forceinline__ int4 find_slot_in(const nmt_lsh_slot *table,
+                                                    const nmt_lsh_tables &t, int32_t band,
+                                                    int32_t code)
+{
+    const int4 none = make_int4(0, 0, 0, 0);
+    /* The band's hash in one 16-byte load, issued before the code is tested:
+     * it does not wait for the code's load (a round trip less). */
+    const uint4 h = __ldg(reinterpret_cast<const uint4 *>(t.hash) + band);
+    const uint32_t band_hash[4] = {h.x, h.y, h.z, h.w};
+    if (code < 0) /* codes are >= 0; a negative one must not match the empty key -1 */
+        return none;
+    const int4 *slots = reinterpret_cast<const int4 *>(table) + ((int64_t)band << t.table_bits);
+    /* Both probes in flight at once: the second is not one more round trip. */
+    const int4 first = __ldg(&slots[nmt_lsh_hash(band_hash, 0, code, t.table_bits)]);
+    const int4 second = __ldg(&slots[nmt_lsh_hash(band_hash, 1, code, t.table_bits)]);
+    return first.x == code ? first : second.x == code ? second : none;
+}
+
 static __device__ __forceinline__ int4 find_slot(const nmt_lsh_tables &t, int32_t band,
                                                  int32_t code)
 {
-    const int4 none = make_int4(0, 0, 0, 0);
-    if (code < 0) /* codes are >= 0; a negative one must not match the empty key -1 */
-        return none;
-    const uint32_t *hp = t.hash + (int64_t)band * 4;
-    const uint32_t band_hash[4] = {__ldg(hp), __ldg(hp + 1), __ldg(hp + 2), __ldg(hp + 3)};
-    const int4 *slots = reinterpret_cast<const int4 *>(t.slots) + ((int64_t)band << t.table_bits);
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const int4 slot = __ldg(&slots[nmt_lsh_hash(band_hash, i, code, t.table_bits)]);
-        if (slot.x == code)
-            return slot;
-    }
-    return none;
+    return find_slot_in(t.slots, t, band, code);
 }
 
 /* find_slot as (start, length): length 0 when absent. */
@@ -111,63 +118,6 @@ static __device__ __forceinline__ void warp_walk_buckets(const nmt_lsh_tables &t
                 if (w[l] >= 0)
                     f(s_tag, w[l]);
         }
-    }
-}
-
-/* The direct builder's walk: the warp's 32 buckets as one stream of words.
- * An inclusive scan of the lengths numbers the words 0 .. total-1; lane l
- * takes words l, l + 32, ... with kFlatLoads loads in flight. The scan and
- * each bucket's base sit in the warp's shared scratch (32 entries each), and
- * a lane finds a word's bucket by stepping up from the previous word's: its
- * words ascend, so that is a step or two, not a search. The loads of all 32
- * buckets overlap, where warp_walk_buckets waits for each bucket in turn (32
- * L2 round trips a warp at least: 77 us of the 191 us output layer at 768
- * rows on Europarl, H100). f(word) for every word of every lane's bucket; the
- * words of one bucket are distinct, those of different buckets need not be.
- * Warp-uniform: every lane calls it (length 0 where it has no bucket). */
-static constexpr int kFlatLoads = 8;
-
-struct FlatScratch {
-    int32_t incl[32];   /* inclusive scan of the warp's bucket lengths */
-    long long base[32]; /* word i of the stream in lane o's bucket: bucket_words[base[o] + i] */
-};
-
-template <typename F>
-static __device__ __forceinline__ void warp_walk_flat(const nmt_lsh_tables &t, int32_t band,
-                                                      int32_t start, int32_t length,
-                                                      FlatScratch *scratch, F f)
-{
-    const unsigned full = 0xffffffffu;
-    const int lane = threadIdx.x & 31;
-    int32_t incl = length;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-        const int32_t v = __shfl_up_sync(full, incl, off);
-        if (lane >= off)
-            incl += v;
-    }
-    const int32_t total = __shfl_sync(full, incl, 31);
-    __syncwarp(); /* the previous call's readers are done with the scratch */
-    scratch->incl[lane] = incl;
-    scratch->base[lane] = (long long)band * t.vocab + start - (incl - length);
-    __syncwarp();
-    int owner = 0; /* the first lane whose scan is > i: grows with i */
-    for (int32_t i0 = 0; i0 < total; i0 += 32 * kFlatLoads) {
-        int32_t w[kFlatLoads];
-#pragma unroll
-        for (int l = 0; l < kFlatLoads; l++) {
-            const int32_t i = i0 + 32 * l + lane;
-            w[l] = -1; /* words are >= 0 */
-            if (i < total) {
-                while (scratch->incl[owner] <= i)
-                    owner++;
-                w[l] = __ldg(&t.bucket_words[scratch->base[owner] + i]);
-            }
-        }
-#pragma unroll
-        for (int l = 0; l < kFlatLoads; l++)
-            if (w[l] >= 0)
-                f(w[l]);
     }
 }
 

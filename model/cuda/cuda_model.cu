@@ -149,6 +149,11 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
 {
     if (!m)
         return;
+    nmt_cuda_ctx_free(m->side_ctx); /* synchronizes its stream first */
+    if (m->fork_event)
+        cudaEventDestroy((cudaEvent_t)m->fork_event);
+    if (m->join_event)
+        cudaEventDestroy((cudaEvent_t)m->join_event);
     nmt_device_weights_free(&m->w);
     if (m->arena)
         cudaFree(m->arena);

@@ -107,6 +107,11 @@ typedef struct nmt_cuda_model {
     float *full_top_values;          /* [max_rows, beam] */
     int32_t *full_top_ids;           /* [max_rows, beam] */
     unsigned long long *lsh_stats;   /* [3]: live row-steps, recall hits, candidate words */
+    /* LSH with a dense prefix: a second stream (and cuBLAS handle) for the
+     * prefix's GEMM, which needs only the feeds, beside the codes and the
+     * lists on the model's stream; forked and joined by two events. */
+    nmt_cuda_ctx *side_ctx;          /* owned; NULL when unused */
+    void *fork_event, *join_event;   /* cudaEvent_t */
 
     /* Split-activation TF32 GEMMs (nmt_cuda_model_set_tf32x2): the decoder
      * step's and the output layer's weights doubled ([w w], rows 2k floats
@@ -181,6 +186,11 @@ nmt_status nmt_cuda_model_linear(nmt_cuda_model *m, int32_t rows, int32_t n, int
                                  const float *x, int32_t ldx, const float *w, int32_t ldw,
                                  const float *w2, const float *bias, float *y, int32_t ldy,
                                  nmt_error *err);
+/* The same on another context's stream and cuBLAS handle (m->side_ctx). */
+nmt_status nmt_cuda_model_linear_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int32_t rows,
+                                    int32_t n, int32_t k, const float *x, int32_t ldx,
+                                    const float *w, int32_t ldw, const float *w2,
+                                    const float *bias, float *y, int32_t ldy, nmt_error *err);
 
 /* collect_stats with shrinking, after nmt_cuda_output_layer: scores the full
  * vocabulary too and adds the step's counts to lsh_stats (kernels/lsh.h,

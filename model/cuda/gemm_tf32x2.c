@@ -80,13 +80,22 @@ cleanup:
     return status;
 }
 
+nmt_status nmt_cuda_model_linear_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int32_t rows,
+                                    int32_t n, int32_t k, const float *x, int32_t ldx,
+                                    const float *w, int32_t ldw, const float *w2,
+                                    const float *bias, float *y, int32_t ldy, nmt_error *err)
+{
+    if (m->tf32x2 && w2 && rows >= NMT_TF32X2_MIN_ROWS)
+        return nmt_cuda_linear_tf32x2(ctx, rows, n, k, x, ldx, w2, 2 * k, bias, y, ldy,
+                                      m->split, err);
+    return nmt_cuda_linear(ctx, rows, n, k, x, ldx, w, ldw, bias, 0, y, ldy, err);
+}
+
 nmt_status nmt_cuda_model_linear(nmt_cuda_model *m, int32_t rows, int32_t n, int32_t k,
                                  const float *x, int32_t ldx, const float *w, int32_t ldw,
                                  const float *w2, const float *bias, float *y, int32_t ldy,
                                  nmt_error *err)
 {
-    if (m->tf32x2 && w2 && rows >= NMT_TF32X2_MIN_ROWS)
-        return nmt_cuda_linear_tf32x2(m->ctx, rows, n, k, x, ldx, w2, 2 * k, bias, y, ldy,
-                                      m->split, err);
-    return nmt_cuda_linear(m->ctx, rows, n, k, x, ldx, w, ldw, bias, 0, y, ldy, err);
+    return nmt_cuda_model_linear_on(m, m->ctx, rows, n, k, x, ldx, w, ldw, w2, bias, y, ldy,
+                                    err);
 }

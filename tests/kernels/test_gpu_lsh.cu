@@ -224,6 +224,36 @@ static int check_direct(const char *what, int rows, int rpg, const int32_t *d_co
     return ok;
 }
 
+/* The direct builder on the packed buckets (nmt_lsh_pack) of words >= below:
+ * packed when n_always >= below, the int32 walk otherwise; the same lists. */
+static void check_packed(const char *what, const nmt_lsh_tables *h, const nmt_lsh_tables *dt,
+                         int below, int rows, int rpg, const int32_t *d_codes,
+                         const int32_t *d_live, int threshold, int n_always, int64_t cand_ld,
+                         const int32_t *cand_cpu, const int32_t *count_cpu)
+{
+    const int64_t vectors = nmt_lsh_pack_vectors(h, below);
+    CHECK(vectors >= 0, "%s: cannot pack (vocab %d)", what, h->vocab);
+    if (vectors < 0)
+        return;
+    const size_t slot_bytes = ((size_t)h->w << h->table_bits) * sizeof(nmt_lsh_slot);
+    const size_t word_bytes = (size_t)vectors * 8 * sizeof(uint16_t);
+    nmt_lsh_slot *slots = (nmt_lsh_slot *)host_alloc(slot_bytes);
+    uint16_t *words = (uint16_t *)host_alloc(word_bytes + 16);
+    nmt_lsh_pack(h, below, slots, words);
+    nmt_lsh_tables pt = *dt;
+    void *d_slots = dev_upload(slots, slot_bytes);
+    void *d_words = dev_upload(words, word_bytes + 16); /* a vector even when empty */
+    pt.packed_slots = (const nmt_lsh_slot *)d_slots;
+    pt.packed_words = (const uint16_t *)d_words;
+    pt.packed_below = below;
+    check_direct(what, rows, rpg, d_codes, d_live, &pt, threshold, n_always, cand_ld, cand_cpu,
+                 count_cpu);
+    CUDA_OK(cudaFree(d_slots));
+    CUDA_OK(cudaFree(d_words));
+    free(slots);
+    free(words);
+}
+
 /* ---- logits ---------------------------------------------------------------- */
 
 typedef struct {
@@ -473,6 +503,12 @@ static void run_shape(const shape *s)
         check_direct("skips stored for another n_always", rows, rpg, d_codes, d_live, &skipped,
                      s->threshold, s->n_always, cand_ld, cand, count);
     }
+    check_packed("packed for n_always", tables, &dt.t, s->n_always, rows, rpg, d_codes, d_live,
+                 s->threshold, s->n_always, cand_ld, cand, count);
+    check_packed("packed for n_always / 2", tables, &dt.t, s->n_always / 2, rows, rpg, d_codes,
+                 d_live, s->threshold, s->n_always, cand_ld, cand, count);
+    check_packed("packed for n_always + 1 (not used)", tables, &dt.t, s->n_always + 1, rows, rpg,
+                 d_codes, d_live, s->threshold, s->n_always, cand_ld, cand, count);
     int32_t max_count = 1;
     for (int g = 0; g < groups; g++)
         max_count = count[g] > max_count ? count[g] : max_count;

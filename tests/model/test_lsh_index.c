@@ -3,8 +3,9 @@
  * WTA codes of the output rows, every (band, code) key finds a bucket that
  * holds exactly the words with that code (ascending), buckets partition the
  * vocabulary, absent codes are not found, cuckoo rehashes leave the tables
- * correct, bad configurations are refused by name, and builds are
- * deterministic in the seed. */
+ * correct, bad configurations are refused by name, builds are
+ * deterministic in the seed, and the packed copy (nmt_lsh_pack) holds each
+ * bucket's words above a bound. */
 #include "lsh_index.h"
 #include "test_util.h"
 
@@ -162,6 +163,49 @@ static int check_index(const nmt_lsh_index *index, const float *out_w, shape s)
     return test_failures - before;
 }
 
+/* The direct builder's packed buckets (kernels/lsh.h, nmt_lsh_pack) for words
+ * >= below: the same keys at the same places, each bucket's words >= below in
+ * order then padding, in whole vectors that follow each other from 0. */
+static void check_packed(const nmt_lsh_tables *t, int32_t below)
+{
+    const int64_t n_slots = (int64_t)1 << t->table_bits;
+    const int64_t vectors = nmt_lsh_pack_vectors(t, below);
+    CHECK(vectors >= 0, "vocab %d below %d: %lld vectors", t->vocab, below, (long long)vectors);
+    if (vectors < 0)
+        return;
+    nmt_lsh_slot *packed = malloc((size_t)(t->w * n_slots) * sizeof *packed);
+    uint16_t *words = malloc((size_t)vectors * 8 * sizeof *words + 1);
+    for (int64_t i = 0; i < vectors * 8; i++)
+        words[i] = 0x5A5A; /* poison: every entry must be written */
+    nmt_lsh_pack(t, below, packed, words);
+    int64_t next = 0;
+    int bad = 0;
+    for (int32_t b = 0; b < t->w; b++)
+        for (int64_t i = 0; i < n_slots; i++) {
+            const nmt_lsh_slot *slot = &t->slots[b * n_slots + i], *p = &packed[b * n_slots + i];
+            bad += p->key != slot->key || p->skip != 0;
+            if (slot->key < 0)
+                continue;
+            const int32_t *bucket = t->bucket_words + (int64_t)b * t->vocab + slot->start;
+            int32_t kept = 0;
+            for (int32_t j = 0; j < slot->length; j++)
+                if (bucket[j] >= below) {
+                    bad += (int64_t)p->start * 8 + kept >= vectors * 8 ||
+                           words[(int64_t)p->start * 8 + kept] != bucket[j];
+                    kept++;
+                }
+            bad += p->start != next || p->length != (kept + 7) / 8;
+            for (int32_t j = kept; j < p->length * 8 && (int64_t)p->start * 8 + j < vectors * 8;
+                 j++)
+                bad += words[(int64_t)p->start * 8 + j] != NMT_LSH_PACK_PAD;
+            next += p->length;
+        }
+    CHECK(bad == 0 && next == vectors, "packed below %d: %d entries wrong, %lld of %lld vectors",
+          below, bad, (long long)next, (long long)vectors);
+    free(packed);
+    free(words);
+}
+
 static nmt_lsh_index *build_checked(const float *out_w, shape s, uint64_t seed)
 {
     nmt_lsh_index_config config = {.k = s.k, .u = s.u, .w = s.w, .seed = seed};
@@ -192,6 +236,11 @@ static void test_shapes(void)
         if (index && check_index(index, out_w, s))
             fprintf(stderr, "  in shape K=%d u=%d W=%d vocab=%d dim=%d\n", s.k, s.u, s.w,
                     s.vocab, s.dim);
+        if (index) {
+            check_packed(nmt_lsh_index_tables(index), 0);
+            check_packed(nmt_lsh_index_tables(index), s.vocab / 3);
+            check_packed(nmt_lsh_index_tables(index), s.vocab); /* nothing left */
+        }
         nmt_lsh_index_free(index);
         free(out_w);
     }
@@ -237,6 +286,9 @@ static void expect_refused(const float *out_w, int32_t vocab, int32_t dim,
 
 static void test_refusals(void)
 {
+    /* 16-bit packed ids: no packing above 65535 words (the int32 walk serves). */
+    const nmt_lsh_tables wide = {.vocab = 65536};
+    CHECK(nmt_lsh_pack_vectors(&wide, 0) == -1, "vocab 65536 packed");
     float out_w[16 * 8] = {0};
     nmt_lsh_index_config good = {.k = 4, .u = 2, .w = 3, .seed = 1};
     nmt_lsh_index_config c = good;
