@@ -168,6 +168,21 @@ static __device__ __forceinline__ int32_t stream_owner(const int32_t *incl, int3
     return lo;
 }
 
+/* Publishes a chunk's buckets as one stream: thread i's bucket of `length`
+ * entries starting at `origin` (in the walk's array) becomes stream entries
+ * [incl - length, incl); returns the chunk's total. Ends with a barrier. */
+static __device__ __forceinline__ int32_t publish_chunk(BlockWalk *s, int32_t origin,
+                                                        int32_t length)
+{
+    typedef cub::BlockScan<int32_t, kMarkThreads> Scan;
+    int32_t incl, total;
+    Scan(s->scan).InclusiveSum(length, incl, total);
+    s->incl[threadIdx.x] = incl;
+    s->base[threadIdx.x] = origin - (incl - length);
+    __syncthreads();
+    return total;
+}
+
 /* f(word) for every word of the row's buckets (words >= n_always); the whole
  * block calls it. The words of one bucket are distinct, those of different
  * bands need not be. */
@@ -176,18 +191,13 @@ static __device__ __forceinline__ void block_walk_row(const int32_t *__restrict_
                                                       const nmt_lsh_tables &t, int32_t n_always,
                                                       BlockWalk *s, F f)
 {
-    typedef cub::BlockScan<int32_t, kMarkThreads> Scan;
     const int lane = threadIdx.x & (kWarpSize - 1), warp = threadIdx.x / kWarpSize;
     for (int32_t b0 = 0; b0 < t.w; b0 += kMarkThreads) {
         const int32_t band = b0 + threadIdx.x, n_bands = min(kMarkThreads, t.w - b0);
         int32_t start = 0, length = 0;
         if (band < t.w) /* a bucket's words ascend: those below n_always are skipped */
             find_bucket_from(t, band, __ldg(&row_codes[band]), n_always, &start, &length);
-        int32_t incl, total;
-        Scan(s->scan).InclusiveSum(length, incl, total);
-        s->incl[threadIdx.x] = incl;
-        s->base[threadIdx.x] = band < t.w ? band * t.vocab + start - (incl - length) : 0;
-        __syncthreads();
+        const int32_t total = publish_chunk(s, band < t.w ? band * t.vocab + start : 0, length);
         for (int32_t i0 = warp * kSegmentWords; i0 < total;
              i0 += (kMarkThreads / kWarpSize) * kSegmentWords) {
             int32_t owner = stream_owner(s->incl, n_bands, i0);
@@ -230,21 +240,13 @@ static __device__ __forceinline__ void block_walk_packed(const int32_t *__restri
                                                          const nmt_lsh_tables &t, BlockWalk *s,
                                                          F visit)
 {
-    typedef cub::BlockScan<int32_t, kMarkThreads> Scan;
     const uint4 *vectors = reinterpret_cast<const uint4 *>(t.packed_words);
     for (int32_t b0 = 0; b0 < t.w; b0 += kMarkThreads) {
         const int32_t band = b0 + threadIdx.x, n_bands = min(kMarkThreads, t.w - b0);
-        int32_t first = 0, length = 0;
-        if (band < t.w) {
-            const int4 slot = find_slot_in(t.packed_slots, t, band, __ldg(&row_codes[band]));
-            first = slot.y;
-            length = slot.z;
-        }
-        int32_t incl, total;
-        Scan(s->scan).InclusiveSum(length, incl, total);
-        s->incl[threadIdx.x] = incl;
-        s->base[threadIdx.x] = first - (incl - length);
-        __syncthreads();
+        int4 slot = make_int4(0, 0, 0, 0); /* (key, first vector, vectors, 0) */
+        if (band < t.w)
+            slot = find_slot_in(t.packed_slots, t, band, __ldg(&row_codes[band]));
+        const int32_t total = publish_chunk(s, slot.y, slot.z);
         const int32_t lo = (int32_t)((int64_t)threadIdx.x * total / kMarkThreads);
         const int32_t hi = (int32_t)((int64_t)(threadIdx.x + 1) * total / kMarkThreads);
         int32_t owner = lo < hi ? stream_owner(s->incl, n_bands, lo) : 0;
@@ -269,6 +271,18 @@ static __device__ __forceinline__ void block_walk_packed(const int32_t *__restri
     }
 }
 
+/* One more match of `word` in the row's 16-bit counters; its count before. */
+static __device__ __forceinline__ uint32_t count_match(uint32_t *s_counts, int32_t word)
+{
+    const int shift = (word & 1) * 16;
+    return (atomicAdd(&s_counts[word >> 1], 1u << shift) >> shift) & 0xffffu;
+}
+
+static __device__ __forceinline__ void set_mark(uint32_t *marks, int32_t word)
+{
+    atomicOr(&marks[word >> 5], 1u << (word & 31));
+}
+
 /* Row `row`'s matches into its group's bitmap `marks`. COUNT false:
  * threshold 1, every walked word is marked (no shared memory). PACKED: the
  * packed walk, else the int32 buckets'. */
@@ -287,14 +301,8 @@ static __device__ __forceinline__ void mark_row(int32_t row, const int32_t *__re
     }
     __shared__ BlockWalk s_walk;
     auto mark = [&](int32_t word) {
-        if (!COUNT) {
-            atomicOr(&marks[word >> 5], 1u << (word & 31));
-            return;
-        }
-        const int shift = (word & 1) * 16;
-        const uint32_t old = atomicAdd(&s_counts[word >> 1], 1u << shift);
-        if ((int32_t)((old >> shift) & 0xffffu) + 1 == threshold)
-            atomicOr(&marks[word >> 5], 1u << (word & 31));
+        if (!COUNT || (int32_t)count_match(s_counts, word) + 1 == threshold)
+            set_mark(marks, word);
     };
     /* A packed vector's 8 words: the 8 atomics in flight together, then
      * their results (one at a time, each waited for, they were most of the
@@ -308,17 +316,14 @@ static __device__ __forceinline__ void mark_row(int32_t row, const int32_t *__re
             word[p] = (int32_t)((pairs[p / 2] >> (16 * (p % 2))) & 0xffffu);
             live[p] = word[p] != (int32_t)NMT_LSH_PACK_PAD && word[p] >= n_always;
         }
-        uint32_t old[8];
+        uint32_t before[8];
 #pragma unroll
         for (int p = 0; p < 8; p++)
-            old[p] = live[p] && COUNT
-                         ? atomicAdd(&s_counts[word[p] >> 1], 1u << ((word[p] & 1) * 16))
-                         : 0u;
+            before[p] = live[p] && COUNT ? count_match(s_counts, word[p]) : 0u;
 #pragma unroll
         for (int p = 0; p < 8; p++)
-            if (live[p] &&
-                (!COUNT || (int32_t)((old[p] >> ((word[p] & 1) * 16)) & 0xffffu) + 1 == threshold))
-                atomicOr(&marks[word[p] >> 5], 1u << (word[p] & 31));
+            if (live[p] && (!COUNT || (int32_t)before[p] + 1 == threshold))
+                set_mark(marks, word[p]);
     };
     const int32_t *row_codes = codes + (int64_t)row * t.w;
     if (PACKED)

@@ -149,16 +149,10 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
 {
     if (!m)
         return;
-    nmt_cuda_ctx_free(m->side_ctx); /* synchronizes its stream first */
-    if (m->fork_event)
-        cudaEventDestroy((cudaEvent_t)m->fork_event);
-    if (m->join_event)
-        cudaEventDestroy((cudaEvent_t)m->join_event);
+    nmt_cuda_model_free_shrink(m); /* first: its side stream may still read the weights */
     nmt_device_weights_free(&m->w);
     if (m->arena)
         cudaFree(m->arena);
-    if (m->shrink_arena)
-        cudaFree(m->shrink_arena);
     if (m->tf32x2_arena)
         cudaFree(m->tf32x2_arena);
     free(m);

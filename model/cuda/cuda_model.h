@@ -173,6 +173,10 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
 nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink,
                                      int collect_stats, nmt_error *err);
 
+/* Frees what nmt_cuda_model_set_shrink made (arena, side stream, events);
+ * nmt_cuda_model_free calls it. */
+void nmt_cuda_model_free_shrink(nmt_cuda_model *m);
+
 /* Turns on the split-activation TF32 GEMMs (kernels/linear.h) of the
  * decoder step and the output layer. Refused (NMT_STATUS_ERROR_ARGUMENT,
  * naming the tensor) unless those weights are exact in TF32, as every fp16

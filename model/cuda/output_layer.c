@@ -217,17 +217,22 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
     m->has_shrink = 1;
     return NMT_STATUS_OK;
 cleanup:
-    if (m->shrink_arena)
-        cudaFree(m->shrink_arena);
-    m->shrink_arena = NULL;
+    nmt_cuda_model_free_shrink(m);
+    return status;
+}
+
+void nmt_cuda_model_free_shrink(nmt_cuda_model *m)
+{
+    nmt_cuda_ctx_free(m->side_ctx); /* synchronizes its stream first */
     if (m->fork_event)
         cudaEventDestroy((cudaEvent_t)m->fork_event);
     if (m->join_event)
         cudaEventDestroy((cudaEvent_t)m->join_event);
-    nmt_cuda_ctx_free(m->side_ctx);
+    if (m->shrink_arena)
+        cudaFree(m->shrink_arena);
     m->side_ctx = NULL;
     m->fork_event = m->join_event = NULL;
-    return status;
+    m->shrink_arena = NULL;
 }
 
 nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
