@@ -10,7 +10,7 @@
 #ifndef NMT_SEARCH_H
 #define NMT_SEARCH_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 
 #include <stdint.h>
 

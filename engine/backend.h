@@ -6,6 +6,8 @@
 #ifndef NMT_BACKEND_H
 #define NMT_BACKEND_H
 
+#include "nmt.h"
+
 #include "cpu_model.h"
 #include "search.h"
 
@@ -39,6 +41,10 @@ struct nmt_backend {
     const nmt_backend_vtable *vtable;
     nmt_device device;
 };
+
+/* The search's step interface over a CPU network state (cpu_backend.c):
+ * steps 1-4 then the output layer, and reorder. */
+nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state);
 
 nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_config *config,
                                   nmt_backend **backend, nmt_error *err);

@@ -1,6 +1,7 @@
-/* cpu_backend.c: the CPU reference backend: encode with model/cpu_model.c,
- * then run decoder/beam_search.c over its step interface (with the output
- * vocabulary shrunk by model/cpu_shrink.c when the config asks). */
+/* cpu_backend.c: the CPU reference backend: encode with model/cpu/, then run
+ * decoder/beam_search.c over its step interface, which this file wires to
+ * the CPU network's decoder step, output layer and reorder (the output
+ * vocabulary shrunk by model/cpu/output_layer.c when the config asks). */
 #include "backend.h"
 #include "error.h"
 
@@ -11,6 +12,28 @@ typedef struct cpu_backend {
     nmt_cpu_state *state;
 } cpu_backend;
 
+/* The step interface (decoder/search.h) over the CPU network: steps 1-4,
+ * then step 5. */
+static nmt_status cpu_step(void *state, int32_t n_rows, const int32_t *prev_tokens,
+                           float *log_probs, int32_t *attn_argmax, nmt_error *err)
+{
+    nmt_status status = nmt_cpu_decoder_step(state, n_rows, prev_tokens, attn_argmax, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    return nmt_cpu_output_layer(state, n_rows, log_probs, err);
+}
+
+static nmt_status cpu_reorder(void *state, int32_t n_rows, const int32_t *parent, nmt_error *err)
+{
+    return nmt_cpu_decoder_reorder(state, n_rows, parent, err);
+}
+
+nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state)
+{
+    const nmt_step_model step = {state, nmt_cpu_state_vocab(state), cpu_step, cpu_reorder};
+    return step;
+}
+
 static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
                                      const nmt_search_config *config,
                                      nmt_search_result *results, nmt_error *err)
@@ -19,7 +42,7 @@ static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batc
     nmt_status status = nmt_cpu_encode(self->state, batch, err);
     if (status != NMT_STATUS_OK)
         return status;
-    nmt_step_model step = nmt_cpu_step_model(self->state);
+    const nmt_step_model step = nmt_cpu_step_model(self->state);
     return nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results, err);
 }
 

@@ -6,7 +6,7 @@
 #include "backend.h"
 #include "error.h"
 #include "model.h"
-#include "source.h"
+#include "source_batch.h"
 #include "tokenizer.h"
 #include "cuda_ctx.h"
 #include "lsh_index.h"

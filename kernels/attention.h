@@ -13,7 +13,7 @@
 #ifndef NMT_KERNELS_ATTENTION_H
 #define NMT_KERNELS_ATTENTION_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 #include <stdint.h>
 
 #ifdef __cplusplus

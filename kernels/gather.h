@@ -8,7 +8,7 @@
 #ifndef NMT_KERNELS_GATHER_H
 #define NMT_KERNELS_GATHER_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 #include <stdint.h>
 
 #ifdef __cplusplus

@@ -4,7 +4,7 @@
 #ifndef NMT_KERNELS_LINEAR_H
 #define NMT_KERNELS_LINEAR_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 #include <stddef.h>
 #include <stdint.h>
 

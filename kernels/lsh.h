@@ -39,7 +39,7 @@
 #ifndef NMT_KERNELS_LSH_H
 #define NMT_KERNELS_LSH_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 #include <stddef.h>
 #include <stdint.h>
 

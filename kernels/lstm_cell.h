@@ -11,7 +11,7 @@
 #ifndef NMT_KERNELS_LSTM_CELL_H
 #define NMT_KERNELS_LSTM_CELL_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 #include <stdint.h>
 
 #ifdef __cplusplus

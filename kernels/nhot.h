@@ -5,7 +5,7 @@
 #ifndef NMT_KERNELS_NHOT_H
 #define NMT_KERNELS_NHOT_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 #include <stdint.h>
 
 #ifdef __cplusplus

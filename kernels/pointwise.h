@@ -6,7 +6,7 @@
 #ifndef NMT_KERNELS_POINTWISE_H
 #define NMT_KERNELS_POINTWISE_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 #include <stdint.h>
 
 #ifdef __cplusplus

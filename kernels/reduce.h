@@ -12,7 +12,7 @@
 #ifndef NMT_KERNELS_REDUCE_H
 #define NMT_KERNELS_REDUCE_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 #include <stdint.h>
 
 #ifdef __cplusplus

@@ -11,7 +11,7 @@
 #ifndef NMT_KERNELS_SOFTMAX_TOPK_H
 #define NMT_KERNELS_SOFTMAX_TOPK_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 #include <stddef.h>
 #include <stdint.h>
 

@@ -26,7 +26,7 @@
  * once, after the last step. */
 #include "beam_step.h"
 
-#include "cuda/cuda_check.h"
+#include "cuda_check.h"
 
 #include <cuda_pipeline.h>
 #include <math.h>

@@ -11,7 +11,7 @@
 #ifndef NMT_BEAM_STEP_H
 #define NMT_BEAM_STEP_H
 
-#include "nmt.h"
+#include "nmt_status.h"
 
 #include <stddef.h>
 #include <stdint.h>

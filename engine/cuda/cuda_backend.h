@@ -7,9 +7,9 @@
 #include "backend.h"
 #include "cuda_ctx.h"
 #include "error.h"
-#include "cuda/beam_step.h"
-#include "cuda/cuda_check.h"
-#include "cuda/cuda_model.h"
+#include "beam_step.h"
+#include "cuda_check.h"
+#include "cuda_model.h"
 #include "graph_cache.h"
 
 

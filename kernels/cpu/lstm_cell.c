@@ -2,6 +2,8 @@
  * i, f, g, o as in PyTorch; computed in double, rounded once per output. */
 #include "lstm_cell.h"
 
+#include <stddef.h>
+
 #include <math.h>
 
 static double sigmoid(double x)

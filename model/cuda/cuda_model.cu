@@ -5,7 +5,7 @@
  * allocate. */
 #include "cuda_model.h"
 
-#include "cuda/cuda_check.h"
+#include "cuda_check.h"
 #include "softmax_topk.h"
 
 #include <stdlib.h>

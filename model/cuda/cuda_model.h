@@ -100,7 +100,7 @@ typedef struct nmt_cuda_model {
     int32_t *cand_count;     /* [groups] */
     void *cand_workspace;
     size_t cand_workspace_bytes;
-    void *direct_workspace;  /* NMT_LSH_LISTS_DIRECT: group bitmaps, zero between steps */
+    void *direct_workspace;  /* NMT_LIST_BUILDER_DIRECT: group bitmaps, zero between steps */
     size_t direct_workspace_bytes;
     /* collect_stats: the full softmax's top-B words, for recall. */
     float *full_logits;              /* [max_rows, V] */

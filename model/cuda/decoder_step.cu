@@ -19,7 +19,7 @@
 #include "cuda_model.h"
 
 #include "attention.h"
-#include "cuda/cuda_check.h"
+#include "cuda_check.h"
 #include "gather.h"
 #include "linear.h"
 #include "lstm_cell.h"

@@ -19,7 +19,7 @@
  * [fwd final; bwd final] of every layer. */
 #include "cuda_model.h"
 
-#include "cuda/cuda_check.h"
+#include "cuda_check.h"
 #include "linear.h"
 #include "lstm_cell.h"
 #include "nhot.h"

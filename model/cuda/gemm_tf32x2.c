@@ -9,7 +9,7 @@
  * GEMM over 2k does both halves. Host code; runs once at create. */
 #include "cuda_model.h"
 
-#include "cuda/cuda_check.h"
+#include "cuda_check.h"
 #include "linear.h"
 
 #include <string.h>

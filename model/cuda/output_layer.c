@@ -17,7 +17,7 @@
  * Host code only; nothing allocates after nmt_cuda_model_set_shrink. */
 #include "cuda_model.h"
 
-#include "cuda/cuda_check.h"
+#include "cuda_check.h"
 #include "linear.h"
 #include "lsh.h"
 #include "softmax_topk.h"
@@ -26,7 +26,7 @@
 #include <string.h>
 
 enum { kNaiveLookupRows = 128 }; /* rows from which the naive lookup is faster */
-enum { kDirectListRows = 128 };  /* rows from which NMT_LSH_LISTS_AUTO builds lists directly */
+enum { kDirectListRows = 128 };  /* rows from which NMT_LIST_BUILDER_AUTO builds lists directly */
 enum { kDensePrefixWords = 64 };  /* n_always from which the prefix is a dense GEMM (one
                                      gathered tile below) */
 
@@ -46,11 +46,11 @@ static size_t align256(size_t bytes)
 }
 
 /* Lists a step can need at most: one per group. */
-static int32_t max_groups(const nmt_cuda_model *m, nmt_lsh_share share)
+static int32_t max_groups(const nmt_cuda_model *m, nmt_list_share share)
 {
-    if (share == NMT_LSH_SHARE_ROW)
+    if (share == NMT_LIST_SHARE_ROW)
         return m->max_rows;
-    if (share == NMT_LSH_SHARE_SENTENCE)
+    if (share == NMT_LIST_SHARE_SENTENCE)
         return m->max_sentences;
     return 1;
 }
@@ -68,7 +68,7 @@ static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s,
     memset(&l, 0, sizeof l);
     const size_t R = (size_t)m->max_rows, V = (size_t)m->vocab, B = (size_t)m->beam;
     const size_t G = (size_t)max_groups(m, s->share), i4 = sizeof(int32_t);
-    const nmt_lsh_tables *t = s->mode == NMT_SHRINK_LSH ? s->tables : NULL;
+    const nmt_lsh_tables *t = s->mode == NMT_SHRINK_METHOD_LSH ? s->tables : NULL;
     const size_t W = t ? (size_t)t->w : 0;
     size_t at = 0;
 #define PLACE(field, bytes) (l.field = at, at = align256(at + (bytes)))
@@ -76,17 +76,17 @@ static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s,
     PLACE(slots, t ? W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot) : 0);
     PLACE(hash, W * 4 * sizeof(uint32_t));
     PLACE(words, W * V * i4);
-    l.packed_vectors = t && s->lists != NMT_LSH_LISTS_HITS ? nmt_lsh_pack_vectors(t, s->n_always)
+    l.packed_vectors = t && s->lists != NMT_LIST_BUILDER_HITS ? nmt_lsh_pack_vectors(t, s->n_always)
                                                            : -1;
     const int packed = l.packed_vectors >= 0;
     PLACE(packed_slots, packed ? W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot) : 0);
     PLACE(packed_words, packed ? (size_t)l.packed_vectors * 8 * sizeof(uint16_t) : 0);
     PLACE(codes, R * W * i4);
-    PLACE(hits, t && s->lists != NMT_LSH_LISTS_DIRECT ? R * V * i4 : 0); /* two-step lists */
+    PLACE(hits, t && s->lists != NMT_LIST_BUILDER_DIRECT ? R * V * i4 : 0); /* two-step lists */
     PLACE(cand, G * V * i4);
     PLACE(count, G * i4);
     PLACE(ws, nmt_cuda_lsh_candidates_workspace_size((int32_t)G, (int32_t)V));
-    PLACE(direct, t && s->lists != NMT_LSH_LISTS_HITS
+    PLACE(direct, t && s->lists != NMT_LIST_BUILDER_HITS
                       ? nmt_cuda_lsh_direct_workspace_size((int32_t)G, (int32_t)V)
                       : 0);
     PLACE(full_logits, stats ? R * V * sizeof(float) : 0);
@@ -154,7 +154,7 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
         m->full_top_ids = (int32_t *)(base + l.full_ids);
     }
     memset(&m->lsh, 0, sizeof m->lsh);
-    if (shrink->mode == NMT_SHRINK_LSH) {
+    if (shrink->mode == NMT_SHRINK_METHOD_LSH) {
         const size_t W = (size_t)t->w, V = (size_t)t->vocab;
         m->lsh = *t;
         m->lsh.perm = (const int32_t *)(base + l.perm);
@@ -171,7 +171,7 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
                                      cudaMemcpyHostToDevice, stream));
         NMT_CUDA_TRY(cudaMemcpyAsync(base + l.words, t->bucket_words, W * V * sizeof(int32_t),
                                      cudaMemcpyHostToDevice, stream));
-        if (shrink->n_always > 0 && shrink->lists != NMT_LSH_LISTS_HITS) {
+        if (shrink->n_always > 0 && shrink->lists != NMT_LIST_BUILDER_HITS) {
             /* Each bucket's words below n_always, counted once for the direct builder. */
             NMT_TRY(nmt_cuda_lsh_slots_skip(&m->lsh, (nmt_lsh_slot *)(base + l.slots),
                                             shrink->n_always, stream, err));
@@ -185,7 +185,7 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.hits, 0, l.cand - l.hits, stream));
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.ws, 0, l.full_logits - l.ws, stream)); /* and direct */
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.stats, 0, 3 * sizeof(unsigned long long), stream));
-    if (shrink->mode == NMT_SHRINK_TOP) {
+    if (shrink->mode == NMT_SHRINK_METHOD_TOP) {
         /* The fixed list, for nmt_cuda_output_recall only: ids [0, n_always). */
         int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * ((size_t)shrink->n_always + 1));
         if (!ids) {
@@ -203,7 +203,7 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
         NMT_CUDA_TRY(e1);
         NMT_CUDA_TRY(e2);
     }
-    if (shrink->mode == NMT_SHRINK_LSH && dense_prefix(shrink) > 0) {
+    if (shrink->mode == NMT_SHRINK_METHOD_LSH && dense_prefix(shrink) > 0) {
         cudaEvent_t fork = NULL, join = NULL;
         NMT_TRY(nmt_cuda_ctx_create_side(m->ctx, &m->side_ctx, err));
         NMT_CUDA_TRY(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
@@ -256,7 +256,7 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
         return NMT_STATUS_OK;
     }
     const nmt_shrink *s = &m->shrink;
-    if (s->mode == NMT_SHRINK_TOP) {
+    if (s->mode == NMT_SHRINK_METHOD_TOP) {
         /* TOP's list is ids [0, n_always): the first rows of W_out (the specials,
          * then the most frequent words), a smaller dense layer with no list to
          * build or map, as in the paper's baseline. Same result as the CPU's
@@ -287,8 +287,8 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
                                          w->out_w, H, m->out_w2, w->out_b, m->logits, V, err));
         NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)m->join_event, side));
     }
-    const int direct = s->lists == NMT_LSH_LISTS_DIRECT ||
-                       (s->lists == NMT_LSH_LISTS_AUTO && n_rows >= kDirectListRows);
+    const int direct = s->lists == NMT_LIST_BUILDER_DIRECT ||
+                       (s->lists == NMT_LIST_BUILDER_AUTO && n_rows >= kDirectListRows);
     if (direct) { /* lookup and lists in one launch */
         NMT_TRY(nmt_cuda_lsh_candidates_direct(n_rows, rpg, m->lsh_codes, m->row_live, &m->lsh,
                                                s->threshold, s->n_always, m->cand, V,
@@ -336,7 +336,7 @@ nmt_status nmt_cuda_output_recall(nmt_cuda_model *m, int32_t n_rows, int32_t bea
                                   m->full_top_values, m->full_top_ids, NULL, m->topk_workspace,
                                   m->topk_workspace_bytes, m->stream, err));
     /* TOP: one list for every row (set up by nmt_cuda_model_set_shrink). */
-    const int32_t rpg = m->shrink.mode == NMT_SHRINK_TOP
+    const int32_t rpg = m->shrink.mode == NMT_SHRINK_METHOD_TOP
                             ? n_rows
                             : nmt_shrink_rows_per_group(&m->shrink, n_rows, beam);
     NMT_TRY(nmt_cuda_lsh_recall(n_rows, rpg,

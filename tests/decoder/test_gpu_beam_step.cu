@@ -12,7 +12,7 @@
  * of the one-warp kernel (1, 2, 31, 32 | 33, 64: the block kernel), alone
  * and as several sentences with some done. Then prepare_rows and a
  * backtrack of hand-made history are checked too. Exit 77 without a GPU. */
-#include "cuda/beam_step.h"
+#include "beam_step.h"
 #include "cuda_ctx.h"
 #include "../kernels/gpu_test_util.h"
 

@@ -5,7 +5,7 @@
  * after (the body itself no longer called). A body that breaks its capture
  * (a stream synchronize) falls back to eager runs; the least recently used
  * key is dropped when the cache is full. Exit 77 without a GPU. */
-#include "cuda/graph_cache.h"
+#include "graph_cache.h"
 #include "cuda_ctx.h"
 #include "test_util.h"
 

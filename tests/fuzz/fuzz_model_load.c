@@ -10,6 +10,7 @@
  * can be read; anything else (a crash, a sanitizer report, another status, an
  * empty message) is a finding. The seed corpus (tests/fuzz/corpus/, written
  * by make_corpus.py) holds small valid models: fp32, fp16, compressed. */
+#include "nmt.h"
 #include "model_file.h"
 
 #include <stddef.h>

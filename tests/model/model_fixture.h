@@ -8,6 +8,7 @@
 
 #define _POSIX_C_SOURCE 200809L /* mkstemp, unlink */
 
+#include "nmt.h"
 #include "model_file.h"
 #include "test_util.h"
 #include "tokenizer.h"

@@ -4,6 +4,7 @@
  * reorder moves states, padding gets no attention, refusals, and a
  * straight-line double-precision recomputation of model-v1 written here with
  * plain loops (no kernel calls) matches the engine to 1e-5. */
+#include "backend.h"  /* nmt_cpu_step_model: the search's view of the state */
 #include "cpu_model.h"
 #include "cpu_state.h" /* private: to look at the attention weights */
 #include "test_util.h"

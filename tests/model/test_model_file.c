@@ -10,6 +10,7 @@
  *   refused with a message naming the tensor, dimension or entry;
  * - I/O failures are NMT_STATUS_ERROR_IO.
  * The byte-level corruption corpus is test_model_corrupt.c. */
+#include "nmt.h"
 #include "model_fixture.h"
 
 #include <math.h>

@@ -1,0 +1,30 @@
+/* cuda_ctx.h: what every CUDA launcher needs, passed down instead of globals:
+ * the device, a stream and a cuBLAS handle bound to that stream. Plain C: the
+ * stream and handle are opaque pointers here (kernels/cuda/cuda_ctx.cu). */
+#ifndef NMT_KERNELS_CUDA_CTX_H
+#define NMT_KERNELS_CUDA_CTX_H
+
+#include "nmt_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nmt_cuda_ctx nmt_cuda_ctx;
+
+nmt_status nmt_cuda_ctx_create(int device_index, nmt_cuda_ctx **ctx, nmt_error *err);
+/* A second context on main_ctx's device whose stream ranks below main_ctx's:
+ * for work that may run beside the main stream's and should only fill the
+ * room its kernels leave. */
+nmt_status nmt_cuda_ctx_create_side(const nmt_cuda_ctx *main_ctx, nmt_cuda_ctx **ctx,
+                                    nmt_error *err);
+void nmt_cuda_ctx_free(nmt_cuda_ctx *ctx);
+void *nmt_cuda_ctx_stream(const nmt_cuda_ctx *ctx); /* cudaStream_t */
+void *nmt_cuda_ctx_cublas(const nmt_cuda_ctx *ctx); /* cublasHandle_t */
+/* Number of visible CUDA devices; 0 (not an error) when there is no driver/GPU. */
+int nmt_cuda_device_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,306 @@
+/* model.c: nmt_model_read: a validated model file (model_file.c) becomes the
+ * in-memory model v1 (model.h, ../shared/design/model-v1.md).
+ *
+ * The hyper-parameters fix the complete list of tensors and their shapes
+ * (docs/model-format.md, "Tensors"); the file must hold exactly those, every
+ * value finite. All weights live in one 64-byte aligned fp32 arena. When the
+ * file stores fp32 without compression, the arena is the file buffer itself,
+ * so loading costs one read and no copy; otherwise tensors are copied
+ * (fp16 widened exactly) into a fresh arena. */
+#include "model_file.h"
+
+#include "error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SPECS (4 + 4 * 3 * NMT_MAX_LAYERS + 4)
+
+typedef struct tensor_spec {
+    char name[48];
+    int32_t ndim;
+    int64_t dims[2];
+    float **slot; /* where the model keeps the pointer */
+} tensor_spec;
+
+static void add_spec(tensor_spec *s, int32_t *n, float **slot, int64_t rows, int64_t cols,
+                     const char *fmt, int layer, const char *dir)
+{
+    tensor_spec *t = &s[(*n)++];
+    snprintf(t->name, sizeof t->name, fmt, layer, dir);
+    t->ndim = cols ? 2 : 1;
+    t->dims[0] = rows;
+    t->dims[1] = cols;
+    t->slot = slot;
+}
+
+static void add_lstm(tensor_spec *s, int32_t *n, nmt_lstm_weights *w, const char *prefix, int layer,
+                     const char *dir)
+{
+    char fmt[48];
+    int64_t g = 4 * (int64_t)w->hidden_size;
+    static const char *const parts[4] = {"w_ih", "w_hh", "b_ih", "b_hh"};
+    float **slots[4] = {&w->w_ih, &w->w_hh, &w->b_ih, &w->b_hh};
+    int64_t cols[4] = {w->input_size, w->hidden_size, 0, 0};
+    for (int p = 0; p < 4; p++) {
+        snprintf(fmt, sizeof fmt, "%s.%%d%%s.%s", prefix, parts[p]);
+        add_spec(s, n, slots[p], g, cols[p], fmt, layer, dir);
+    }
+}
+
+/* The tensors the hyper-parameters call for, in canonical (file) order. Also
+ * sets the LSTM shape fields of `m`. */
+static int32_t list_specs(nmt_model *m, tensor_spec *s)
+{
+    const nmt_hparams *hp = &m->hp;
+    int32_t n = 0, H = hp->hidden_size, E = hp->emb_size;
+    add_spec(s, &n, &m->src_embedding, hp->src_rows, E, "src_embedding", 0, "");
+    add_spec(s, &n, &m->tgt_embedding, hp->tgt_vocab, E, "tgt_embedding", 0, "");
+    for (int l = 0; l < hp->enc_layers; l++) {
+        nmt_lstm_weights *dirs[2] = {&m->enc_fwd[l], &m->enc_bwd[l]};
+        for (int d = 0; d < 2; d++) {
+            dirs[d]->input_size = l == 0 ? E : H;
+            dirs[d]->hidden_size = H / 2;
+            add_lstm(s, &n, dirs[d], "encoder", l, d == 0 ? ".fwd" : ".bwd");
+        }
+    }
+    for (int l = 0; l < hp->dec_layers; l++) {
+        m->dec[l].input_size = l == 0 ? E + H : H;
+        m->dec[l].hidden_size = H;
+        add_lstm(s, &n, &m->dec[l], "decoder", l, "");
+    }
+    add_spec(s, &n, &m->attn_w_a, H, H, "attention.w_a", 0, "");
+    add_spec(s, &n, &m->attn_w_c, H, 2 * (int64_t)H, "attention.w_c", 0, "");
+    add_spec(s, &n, &m->out_w, hp->tgt_vocab, H, "output.w", 0, "");
+    add_spec(s, &n, &m->out_b, hp->tgt_vocab, 0, "output.b", 0, "");
+    return n;
+}
+
+static nmt_status check_specials(const nmt_vocab *v, const char *const *specials, int n,
+                                 const char *path, const char *tag, nmt_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        const char *tok = nmt_vocab_token(v, i);
+        if (!tok || strcmp(tok, specials[i]) != 0)
+            return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT,
+                                 "%s: section %s: entry %d is '%.40s', expected the special token "
+                                 "'%s'", path, tag, i, tok ? tok : "", specials[i]);
+    }
+    return NMT_STATUS_OK;
+}
+
+static void describe(nmt_model *m, int64_t params)
+{
+    const nmt_hparams *hp = &m->hp;
+    char features[64] = "word";
+    for (int32_t i = 1; i < hp->n_features; i++)
+        if (hp->features[i].kind == NMT_FEATURE_CASE)
+            strcat(features, "+case");
+    snprintf(m->description, sizeof m->description,
+             "lstm-attn-v1: emb %d, hidden %d, encoder %d bi-LSTM layers, decoder %d layers "
+             "(initial state: %s), source vocabulary %d words, features %s (%d embedding rows), "
+             "target vocabulary %d, %lld parameters",
+             hp->emb_size, hp->hidden_size, hp->enc_layers, hp->dec_layers,
+             hp->dec_init_from_encoder ? "encoder" : "zeros", hp->src_words, features, hp->src_rows,
+             hp->tgt_vocab, (long long)params);
+}
+
+/* Copies (or points at) one tensor and checks every value is finite. */
+static nmt_status place_tensor(const nmt_file_tensor *t, const uint8_t *data, float *dst,
+                               const char *path, nmt_error *err)
+{
+    uint64_t n = t->size / (t->dtype == NMT_DTYPE_F32 ? 4 : 2);
+    const uint8_t *src = data + t->offset;
+    if (t->dtype == NMT_DTYPE_F16) {
+        for (uint64_t i = 0; i < n; i++)
+            dst[i] = nmt_file_f16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+    } else if ((const uint8_t *)dst != src) {
+        memcpy(dst, src, (size_t)t->size); /* little-endian host assumed (x86, ARM) */
+    }
+    for (uint64_t i = 0; i < n; i++)
+        if (!isfinite(dst[i]))
+            return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT,
+                                 "%s: tensor '%s': element %llu is %s", path, t->name,
+                                 (unsigned long long)i, isnan(dst[i]) ? "NaN" : "infinite");
+    return NMT_STATUS_OK;
+}
+
+nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *err)
+{
+    static const char *const src_specials[] = {"<pad>", "<unk>"};
+    static const char *const tgt_specials[] = {"<pad>", "<unk>", "<s>", "</s>"};
+    nmt_status status = NMT_STATUS_OK;
+    nmt_model *m = NULL;
+    tensor_spec specs[MAX_SPECS];
+    const nmt_file_tensor *found[MAX_SPECS];
+    char what[300];
+    *out = NULL;
+    NMT_ALLOC(m, 1);
+    m->hp = f->hp;
+    snprintf(what, sizeof what, "%s: section VSRC", f->path);
+    NMT_TRY(nmt_vocab_create(f->src_tokens, f->src_lengths, f->n_src_tokens, what, &m->src_vocab,
+                             err));
+    snprintf(what, sizeof what, "%s: section VTGT", f->path);
+    NMT_TRY(nmt_vocab_create(f->tgt_tokens, f->tgt_lengths, f->n_tgt_tokens, what, &m->tgt_vocab,
+                             err));
+    NMT_TRY(check_specials(m->src_vocab, src_specials, 2, f->path, "VSRC", err));
+    NMT_TRY(check_specials(m->tgt_vocab, tgt_specials, 4, f->path, "VTGT", err));
+
+    int32_t n = list_specs(m, specs);
+    int all_f32 = 1;
+    uint64_t arena_size = 0;
+    int64_t params = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const tensor_spec *s = &specs[i];
+        const nmt_file_tensor *t = found[i] = nmt_model_file_find(f, s->name);
+        if (!t) {
+            status = nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: section TENS: missing tensor "
+                                   "'%s'", f->path, s->name);
+            goto cleanup;
+        }
+        if (t->ndim != s->ndim) {
+            status = nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: section TENS: tensor '%s': "
+                                   "%d dimensions, expected %d", f->path, s->name, t->ndim, s->ndim);
+            goto cleanup;
+        }
+        for (int d = 0; d < s->ndim; d++)
+            if (t->dims[d] != (uint64_t)s->dims[d]) {
+                status = nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: section TENS: tensor "
+                                       "'%s': dims[%d] = %llu, expected %lld", f->path, s->name, d,
+                                       (unsigned long long)t->dims[d], (long long)s->dims[d]);
+                goto cleanup;
+            }
+        all_f32 &= t->dtype == NMT_DTYPE_F32;
+        int64_t elems = s->dims[0] * (s->ndim == 2 ? s->dims[1] : 1);
+        params += elems;
+        arena_size += ((uint64_t)elems * 4 + 63) & ~(uint64_t)63;
+    }
+    if (f->n_tensors != n) {
+        for (int32_t i = 0; i < f->n_tensors; i++) {
+            int known = 0;
+            for (int32_t j = 0; j < n && !known; j++)
+                known = found[j] == &f->tensors[i];
+            if (!known) {
+                status = nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: section TENS: unexpected "
+                                       "tensor '%s' (not part of this model's architecture)",
+                                       f->path, f->tensors[i].name);
+                goto cleanup;
+            }
+        }
+    }
+
+    if (all_f32) {
+        /* The data is aligned fp32 already (model_file.c): adopt its buffer. */
+        m->arena = f->data_owner;
+        for (int32_t i = 0; i < n; i++)
+            *specs[i].slot = (float *)(void *)(f->data + found[i]->offset);
+    } else {
+        m->arena = aligned_alloc(64, (size_t)arena_size);
+        if (!m->arena) {
+            status = nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "%s: out of memory for %llu bytes "
+                                   "of weights", f->path, (unsigned long long)arena_size);
+            goto cleanup;
+        }
+        uint64_t pos = 0;
+        for (int32_t i = 0; i < n; i++) {
+            *specs[i].slot = (float *)(void *)((uint8_t *)m->arena + pos);
+            pos += (found[i]->size / (found[i]->dtype == NMT_DTYPE_F32 ? 4 : 2) * 4 + 63) &
+                   ~(uint64_t)63;
+        }
+    }
+    for (int32_t i = 0; i < n; i++)
+        NMT_TRY(place_tensor(found[i], f->data, *specs[i].slot, f->path, err));
+    if (all_f32) {
+        /* Detach the buffer from the file; its token lists pointed into it and
+         * were only needed for the vocabularies, which hold copies. */
+        if (f->data_owner == f->buffer)
+            f->buffer = NULL;
+        f->data_owner = NULL;
+        f->data = NULL;
+    }
+    describe(m, params);
+    *out = m;
+    return NMT_STATUS_OK;
+cleanup:
+    if (m && m->arena == f->data_owner)
+        m->arena = NULL; /* still the file's */
+    nmt_model_destroy(m);
+    return status;
+}
+
+nmt_status nmt_model_read(const char *path, nmt_model **model, nmt_error *err)
+{
+    if (!model)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "nmt_model_load: model is NULL");
+    *model = NULL;
+    nmt_model_file f;
+    nmt_status status = nmt_model_file_read(path, &f, err);
+    if (status == NMT_STATUS_OK)
+        status = nmt_model_from_file(&f, model, err);
+    nmt_model_file_clear(&f);
+    return status;
+}
+
+nmt_status nmt_model_load_memory(const void *bytes, size_t size, const char *name,
+                                 nmt_model **model, nmt_error *err)
+{
+    if (!model || (!bytes && size))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "nmt_model_load_memory: NULL argument");
+    *model = NULL;
+    nmt_model_file f;
+    nmt_status status = nmt_model_file_read_memory(bytes, size, name, &f, err);
+    if (status == NMT_STATUS_OK)
+        status = nmt_model_from_file(&f, model, err);
+    nmt_model_file_clear(&f);
+    return status;
+}
+
+void nmt_model_destroy(nmt_model *model)
+{
+    if (!model)
+        return;
+    nmt_vocab_free(model->src_vocab);
+    nmt_vocab_free(model->tgt_vocab);
+    free(model->arena);
+    free(model);
+}
+
+const char *nmt_model_summary(const nmt_model *model)
+{
+    return model ? model->description : "(no model)";
+}
+
+int32_t nmt_model_tensor_count(const nmt_model *model)
+{
+    tensor_spec specs[MAX_SPECS];
+    nmt_model copy = *model; /* list_specs writes shape fields */
+    return list_specs(&copy, specs);
+}
+
+int nmt_model_tensor_at(const nmt_model *model, int32_t index, nmt_model_tensor *tensor)
+{
+    tensor_spec specs[MAX_SPECS];
+    nmt_model copy = *model;
+    int32_t n = list_specs(&copy, specs);
+    if (index < 0 || index >= n)
+        return 0;
+    const tensor_spec *s = &specs[index];
+    memset(tensor, 0, sizeof *tensor);
+    memcpy(tensor->name, s->name, sizeof tensor->name);
+    tensor->ndim = s->ndim;
+    tensor->dims[0] = s->dims[0];
+    tensor->dims[1] = s->ndim == 2 ? s->dims[1] : 0;
+    tensor->data = *s->slot; /* `copy` holds the same pointers as `model` */
+    return 1;
+}
+
+int nmt_model_tensor_find(const nmt_model *model, const char *name, nmt_model_tensor *tensor)
+{
+    int32_t n = nmt_model_tensor_count(model);
+    for (int32_t i = 0; i < n; i++)
+        if (nmt_model_tensor_at(model, i, tensor) && strcmp(tensor->name, name) == 0)
+            return 1;
+    return 0;
+}

@@ -1,0 +1,183 @@
+/* nmt.h: the one public header of the nmt library.
+ *
+ * An LSTM + attention sequence-to-sequence translator (model v1, see
+ * docs/model-format.md) with batched beam search on the CPU or a CUDA GPU.
+ *
+ * Threads: an nmt_model is immutable once loaded and may be shared by any
+ * number of threads. An nmt_translator owns workspaces (and, on CUDA, a stream
+ * and a cuBLAS handle): use one translator per thread.
+ *
+ * Errors: every fallible call returns an nmt_status (0 ok, negative error) and,
+ * when `err` is not NULL, fills it with a message naming what was wrong (file,
+ * field, input line). The library never exits, aborts or prints to stdout. */
+#ifndef NMT_H
+#define NMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* nmt_status, nmt_error and nmt_status_string: the ground floor's status
+ * types (core/nmt_status.h; the installed nmt.h carries them inline). */
+#include "nmt_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NMT_VERSION_STRING "0.1.0"
+
+
+typedef enum nmt_device {
+    NMT_DEVICE_AUTO = 0, /* CUDA when built and a GPU exists, else the CPU */
+    NMT_DEVICE_CPU = 1,
+    NMT_DEVICE_CUDA = 2
+} nmt_device;
+
+/* Output-vocabulary shrinking (docs/lsh.md): score only a candidate list per
+ * step instead of the whole target vocabulary. The log-softmax then
+ * normalizes over the candidates (model-v1, step 5). */
+typedef enum nmt_shrink_mode {
+    NMT_SHRINK_NONE = 0, /* full softmax (default) */
+    NMT_SHRINK_LSH = 1,  /* LSH (Shi, Xu & Knight): hashed candidates + the T most frequent words */
+    NMT_SHRINK_TOP = 2   /* the TOP baseline: only the T most frequent words */
+} nmt_shrink_mode;
+
+/* Which hypotheses share one candidate list. */
+typedef enum nmt_lsh_share {
+    NMT_LSH_SHARE_BATCH = 0,    /* all hypotheses of the batch (one GEMM) */
+    NMT_LSH_SHARE_SENTENCE = 1, /* the hypotheses of one sentence */
+    NMT_LSH_SHARE_ROW = 2       /* none: each hypothesis its own list (SDDMM) */
+} nmt_lsh_share;
+
+/* How the CUDA engine builds the LSH lists (the same lists either way). */
+typedef enum nmt_lsh_lists {
+    NMT_LSH_LISTS_HITS = 0,   /* hit counts in a [rows, V] matrix, then compaction */
+    NMT_LSH_LISTS_DIRECT = 1, /* counts in shared memory, no hit matrix
+                                 (kernels/cuda/lsh_direct.cu) */
+    NMT_LSH_LISTS_AUTO = 2    /* default: HITS below 128 rows a step, DIRECT from 128
+                                 (bench_lsh on an H100: DIRECT 2.3-3.2x faster at 768
+                                 rows, 2.5x slower at 12; docs/lsh.md) */
+} nmt_lsh_lists;
+
+typedef struct nmt_shrink_options {
+    nmt_shrink_mode mode; /* default NMT_SHRINK_NONE */
+    int k, u, w;          /* WTA hashing {K, u, W}, default 8, 3, 500? see nmt_options_init */
+    int top;              /* T: the most frequent target words always scored */
+    int threshold;        /* t: a word is a candidate when >= t bands match */
+    nmt_lsh_share share;  /* default NMT_LSH_SHARE_BATCH */
+    unsigned seed;        /* permutations and hash tables, default 1 */
+    nmt_lsh_lists lists;  /* default NMT_LSH_LISTS_AUTO; the CPU ignores it */
+} nmt_shrink_options;
+
+/* How the CUDA backend runs the decoder's large GEMMs. */
+typedef enum nmt_gemm {
+    NMT_GEMM_FP32 = 0,  /* cuBLAS sgemm: fp32 math throughout (default) */
+    NMT_GEMM_TF32X2 = 1 /* from 64 rows a step: TF32 tensor cores on activations split
+                           in two TF32 parts, ~22-bit inputs and fp32 sums; needs
+                           weights exact in TF32 (every fp16 model file) */
+} nmt_gemm;
+
+/* Translation options. Initialize with nmt_options_init, then override. */
+typedef struct nmt_options {
+    int beam_size;       /* B, default 5 */
+    int n_best;          /* N <= B hypotheses returned per line, default 1 */
+    float alpha;         /* length penalty: score / len^alpha, default 1.0 */
+    float max_len_a;     /* max target length floor(a*S + b), default 2 */
+    int max_len_b;       /* default 10 */
+    int batch_size;      /* sentences decoded together, default 32 */
+    int max_line_bytes;  /* longer input lines are refused, default 4096 */
+    int max_src_tokens;  /* lines with more tokens are refused, default 256 */
+    int unk_replace;     /* replace UNK by the most attended source word, default 1 */
+    nmt_device device;   /* default NMT_DEVICE_AUTO */
+    int device_index;    /* CUDA device ordinal, default 0 */
+    nmt_shrink_options shrink; /* default: off (full softmax) */
+    int collect_stats;   /* fill nmt_stats: 0 off (default); 1 sentences, steps and
+                            wall time (free); 2 also the output layer's GPU time
+                            (events) and, with shrinking on, recall (slower: the
+                            full softmax is computed too) */
+    int cuda_graphs;     /* CUDA: replay decoder steps and encoder passes that recur
+                            as CUDA graphs (fewer launches), default 1; 0 launches
+                            every kernel (the same results) */
+    int warmup;          /* CUDA: decode small synthetic batches when the translator
+                            is created (~0.2 s), so that the first real batches do not
+                            pay one-time CUDA/cuBLAS costs (~150 ms), default 1 */
+    nmt_gemm cuda_gemm;  /* CUDA: the decoder's GEMMs, default NMT_GEMM_FP32 */
+    int check_every;     /* CUDA: the host reads the sentences' done flags every this
+                            many steps (1..64, default 1): finished sentences leave
+                            the batch and the loop stops at most 2x this many steps
+                            after the GPU knows; never a wait on the step in flight */
+} nmt_options;
+
+typedef struct nmt_model nmt_model;
+typedef struct nmt_translator nmt_translator;
+
+/* One hypothesis of one input line. */
+typedef struct nmt_hypothesis {
+    char *text;       /* detokenized UTF-8, owned by the result */
+    float score;      /* log-probability / length^alpha (length counts EOS) */
+    float log_prob;   /* sum of token log-probabilities, EOS included */
+    int n_tokens;     /* target tokens, EOS excluded */
+} nmt_hypothesis;
+
+/* The outcome for one input line: either hypotheses or a per-line error.
+ * A bad line never fails the batch: its status says why, the others translate. */
+typedef struct nmt_result {
+    nmt_status status;
+    char message[256];
+    int n_hypotheses;
+    nmt_hypothesis *hypotheses; /* best first */
+} nmt_result;
+
+void nmt_options_init(nmt_options *options);
+
+/* Loads and validates a model file; refuses malformed files with the reason. */
+nmt_status nmt_model_load(const char *path, nmt_model **model, nmt_error *err);
+void nmt_model_free(nmt_model *model);
+
+/* A short human-readable description (sizes, vocabularies). */
+const char *nmt_model_describe(const nmt_model *model);
+
+/* 1 when the library was built with CUDA and a GPU is visible, else 0. */
+int nmt_cuda_available(void);
+
+nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,
+                                 nmt_translator **translator, nmt_error *err);
+void nmt_translator_free(nmt_translator *translator);
+
+/* The device the translator actually runs on (never NMT_DEVICE_AUTO). */
+nmt_device nmt_translator_device(const nmt_translator *translator);
+
+/* Translates n_lines lines (UTF-8, no newline). results[i] receives line i's
+ * outcome; release each with nmt_result_clear. Returns an error only when the
+ * whole batch failed (device error, out of memory); per-line problems are
+ * reported in results[i].status. */
+nmt_status nmt_translate_batch(nmt_translator *translator, const char *const *lines, int n_lines,
+                               nmt_result *results, nmt_error *err);
+
+void nmt_result_clear(nmt_result *result);
+
+/* Counters summed over every nmt_translate_batch call of a translator made
+ * with collect_stats (zeros otherwise). Rows are hypotheses; a row-step is
+ * one live hypothesis scored at one step. */
+typedef struct nmt_stats {
+    int64_t sentences;       /* lines translated */
+    int64_t steps;           /* decoder steps, summed over batches */
+    double decode_seconds;   /* wall time inside nmt_translate_batch */
+    double output_layer_ms;  /* CUDA: GPU time of the output layer (logits, softmax,
+                                top-K, and the LSH work), events; -1 on the CPU */
+    int64_t row_steps;       /* live row-steps (shrinking on; CUDA) */
+    int64_t recall_hits;     /* row-steps whose full-softmax top-B words are all candidates */
+    int64_t candidate_words; /* candidate words scored, summed over row-steps */
+    int64_t graph_runs;      /* CUDA: decoder steps and encoder passes run as CUDA graphs
+                                (captured or replayed; cuda_graphs) */
+    int64_t eager_runs;      /* CUDA: the same, launched kernel by kernel */
+} nmt_stats;
+
+nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,
+                                nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NMT_H */

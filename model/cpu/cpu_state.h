@@ -1,0 +1,63 @@
+/* cpu_state.h: the CPU reference engine's state (private to model/cpu/: cpu_model.c,
+ * encoder.c, decoder_step.c and output_layer.c). Every buffer is allocated once in
+ * nmt_cpu_state_create for (max_sentences, beam_size, max_src); encode, step
+ * and reorder never allocate. Decoder rows are double-buffered so reorder is
+ * a gather from the current copy into the other one followed by a swap. */
+#ifndef NMT_CPU_STATE_H
+#define NMT_CPU_STATE_H
+
+#include "cpu_model.h"
+#include "shrink.h"
+
+struct nmt_cpu_state {
+    const nmt_model *model;
+    int32_t max_sentences, beam_size, max_src, max_rows;
+    int32_t emb, hidden, half, enc_layers, dec_layers, vocab;
+
+    /* Encoder workspaces, one sentence at a time. */
+    float *src_emb;       /* [max_src, E] */
+    float *layer_out[2];  /* [max_src, H]: [fwd; bwd] of the inner layers, ping-pong */
+    float *enc_gates_x;   /* [max_src, 4 * H/2]: w_ih x + b_ih for every position */
+    float *enc_gates_h;   /* [4 * H/2] */
+    float *enc_c;         /* [H/2] running cell state of one direction */
+    float *zeros;         /* [H]: the zero initial state */
+
+    /* Per sentence of the current batch. */
+    int32_t n_sentences;
+    int32_t *src_len; /* [max_sentences] */
+    float *memory;    /* [max_sentences, max_src, H]: top-layer [fwd; bwd], zero past src_len */
+    float *keys;      /* [max_sentences, max_src, H]: W_a m_j */
+
+    /* Decoder rows, double-buffered: [cur] is live. */
+    int32_t n_rows;
+    int cur;
+    float *dec_h[2][NMT_MAX_LAYERS]; /* [max_rows, H] */
+    float *dec_c[2][NMT_MAX_LAYERS]; /* [max_rows, H] */
+    float *feed[2];                  /* [max_rows, H]: input feed f_{t-1} */
+    int32_t *row_sentence[2];        /* [max_rows] */
+
+    /* Step workspaces. */
+    float *tgt_emb;     /* [max_rows, E] */
+    float *dec_gates;   /* [max_rows, 4H] */
+    float *context;     /* [max_rows, H] */
+    float *attn;        /* [max_rows, max_src] */
+    float *logits;      /* [max_rows, V] */
+
+    /* Output-layer shrinking (nmt_cpu_state_set_shrink; off while has_shrink is 0). */
+    int has_shrink;
+    nmt_shrink shrink;
+    int32_t *lsh_codes;      /* [max_rows, W] */
+    int32_t *lsh_hits;       /* [max_rows, V]: zero between steps */
+    int32_t *cand;           /* [max_rows, V]: one list per group (at most a group a row) */
+    int32_t *cand_count;     /* [max_rows] */
+    int32_t *group_first;    /* [max_rows + 1]: each group's first row, then n_rows */
+    float *cand_log_probs;   /* [V]: one row's log-softmax over its candidates */
+    /* Recall (set_shrink with measure_recall): the full softmax's top-B words. */
+    int measure_recall;
+    float *recall_values;    /* [max_rows, B] */
+    int32_t *recall_ids;     /* [max_rows, B] */
+    int64_t recall_stats[3]; /* row-steps, recalled, candidate words (nmt_cpu_lsh_recall) */
+    int64_t steps;           /* step calls */
+};
+
+#endif /* NMT_CPU_STATE_H */

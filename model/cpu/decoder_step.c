@@ -1,0 +1,95 @@
+/* decoder_step.c: the CPU reference decoder step and reorder (model-v1
+ * "Decoder", steps 1-4; step 5 is output_layer.c). Every row is independent of the others: row r attends over its
+ * own sentence (row_sentence[r]) only.
+ *
+ * x_t = [E_tgt[y_{t-1}]; f_{t-1}] is never materialized: the first layer's
+ * w_ih is applied as two column slices (embedding part, input-feed part).
+ * Likewise W_c [c; h] is two slices of W_c. */
+#include "cpu_state.h"
+
+#include "attention.h"
+#include "error.h"
+#include "gather.h"
+#include "linear.h"
+#include "lstm_cell.h"
+#include "pointwise.h"
+
+nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
+                                 const int32_t *prev_tokens, int32_t *attn_argmax,
+                                 nmt_error *err)
+{
+    const nmt_model *model = state->model;
+    int32_t E = state->emb, H = state->hidden, V = state->vocab, cur = state->cur;
+    if (n_rows < 0 || n_rows > state->n_rows)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cpu step: %d rows but the state holds %d", n_rows, state->n_rows);
+    if (n_rows == 0)
+        return NMT_STATUS_OK;
+    state->steps++;
+    if (!prev_tokens || !attn_argmax)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu step: NULL argument");
+    for (int32_t r = 0; r < n_rows; r++)
+        if (prev_tokens[r] < 0 || prev_tokens[r] >= V)
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                 "cpu step: row %d: token %d outside [0, %d)", r, prev_tokens[r],
+                                 V);
+
+    /* 1-2. Stacked LSTM; layer 0 reads [E_tgt[prev]; feed]. */
+    nmt_cpu_gather_rows(n_rows, E, model->tgt_embedding, prev_tokens, state->tgt_emb);
+    float *feed = state->feed[cur];
+    for (int32_t l = 0; l < state->dec_layers; l++) {
+        const nmt_lstm_weights *lstm = &model->dec[l];
+        float *h = state->dec_h[cur][l], *c = state->dec_c[cur][l];
+        float *gates = state->dec_gates;
+        if (l == 0) {
+            nmt_cpu_linear(n_rows, 4 * H, E, state->tgt_emb, E, lstm->w_ih, E + H, lstm->b_ih, 0,
+                           gates, 4 * H);
+            nmt_cpu_linear(n_rows, 4 * H, H, feed, H, lstm->w_ih + E, E + H, NULL, 1, gates,
+                           4 * H);
+        } else {
+            nmt_cpu_linear(n_rows, 4 * H, H, state->dec_h[cur][l - 1], H, lstm->w_ih, H,
+                           lstm->b_ih, 0, gates, 4 * H);
+        }
+        nmt_cpu_linear(n_rows, 4 * H, H, h, H, lstm->w_hh, H, lstm->b_hh, 1, gates, 4 * H);
+        nmt_cpu_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
+    }
+    const float *top = state->dec_h[cur][state->dec_layers - 1];
+
+    /* 3. Attention over each row's own sentence. */
+    nmt_cpu_attention(n_rows, H, state->max_src, state->row_sentence[cur], state->src_len,
+                      state->keys, state->memory, top, H, state->context, H, state->attn,
+                      attn_argmax);
+
+    /* 4. f_t = tanh(W_c [c_t; h_t]), kept as the next step's input feed. */
+    nmt_cpu_linear(n_rows, H, H, state->context, H, model->attn_w_c, 2 * H, NULL, 0, feed, H);
+    nmt_cpu_linear(n_rows, H, H, top, H, model->attn_w_c + H, 2 * H, NULL, 1, feed, H);
+    nmt_cpu_tanh_inplace((int64_t)n_rows * H, feed);
+
+    return NMT_STATUS_OK;
+}
+
+nmt_status nmt_cpu_decoder_reorder(nmt_cpu_state *state, int32_t n_rows, const int32_t *parent,
+                                   nmt_error *err)
+{
+    int32_t H = state->hidden, cur = state->cur, next = 1 - cur;
+    if (n_rows < 0 || n_rows > state->max_rows)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cpu reorder: %d rows outside [0, %d]", n_rows, state->max_rows);
+    if (n_rows > 0 && !parent)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu reorder: parent is NULL");
+    for (int32_t i = 0; i < n_rows; i++)
+        if (parent[i] < 0 || parent[i] >= state->n_rows)
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                 "cpu reorder: row %d: parent %d outside [0, %d)", i, parent[i],
+                                 state->n_rows);
+    for (int32_t l = 0; l < state->dec_layers; l++) {
+        nmt_cpu_gather_rows(n_rows, H, state->dec_h[cur][l], parent, state->dec_h[next][l]);
+        nmt_cpu_gather_rows(n_rows, H, state->dec_c[cur][l], parent, state->dec_c[next][l]);
+    }
+    nmt_cpu_gather_rows(n_rows, H, state->feed[cur], parent, state->feed[next]);
+    for (int32_t i = 0; i < n_rows; i++)
+        state->row_sentence[next][i] = state->row_sentence[cur][parent[i]];
+    state->cur = next;
+    state->n_rows = n_rows;
+    return NMT_STATUS_OK;
+}

@@ -1,0 +1,75 @@
+/* shrink.h: how a decoder's output layer shrinks the target vocabulary
+ * (docs/lsh.md; the kernels are kernels/lsh.h). Shared by the CPU reference
+ * step (model/cpu_shrink.c) and the CUDA step (model/cuda/output_layer.cu),
+ * which must pick the same candidate lists for the same states.
+ *
+ * Per step, with f the attentional states of the live rows:
+ *   LSH: candidates = ids [0, n_always) plus every word whose WTA band codes
+ *        match a row's in at least `threshold` bands, one list per group;
+ *   TOP: candidates = ids [0, n_always) (no hashing);
+ * then logits and the log-softmax over the candidates only; every other word
+ * gets log p = -inf. Groups: the whole batch, a sentence, or a row (share). */
+#ifndef NMT_SHRINK_H
+#define NMT_SHRINK_H
+
+#include "lsh.h"
+#include "nmt_status.h"
+
+#include <stdint.h>
+
+/* How the candidates are chosen (the API's nmt_shrink_mode minus "none"). */
+typedef enum nmt_shrink_method {
+    NMT_SHRINK_METHOD_LSH = 1, /* hashed candidates + the n_always most frequent words */
+    NMT_SHRINK_METHOD_TOP = 2  /* only the n_always most frequent words */
+} nmt_shrink_method;
+
+/* Which rows share one candidate list. */
+typedef enum nmt_list_share {
+    NMT_LIST_SHARE_BATCH = 0,    /* every row of the step (one GEMM) */
+    NMT_LIST_SHARE_SENTENCE = 1, /* the rows of one sentence */
+    NMT_LIST_SHARE_ROW = 2       /* each row its own list (SDDMM) */
+} nmt_list_share;
+
+/* How the CUDA output layer builds the lists (the same lists either way). */
+typedef enum nmt_list_builder {
+    NMT_LIST_BUILDER_HITS = 0,   /* hit counts in a [rows, V] matrix, then compaction */
+    NMT_LIST_BUILDER_DIRECT = 1, /* counts in shared memory, no hit matrix */
+    NMT_LIST_BUILDER_AUTO = 2    /* by rows a step: nmt_shrink_policy.direct_min_rows */
+} nmt_list_builder;
+
+typedef struct nmt_shrink {
+    nmt_shrink_method mode;
+    nmt_list_share share;
+    int32_t n_always;             /* 4 + T, at most the vocabulary */
+    int32_t threshold;            /* t >= 1 (TOP: hits stay 0, so only n_always words) */
+    const nmt_lsh_tables *tables; /* host tables of the index, LSH only */
+    nmt_list_builder lists;          /* CUDA: how the lists are built */
+} nmt_shrink;
+
+/* Rows a candidate list serves, for n_rows rows laid out sentence by
+ * sentence with `beam` rows each (the CUDA layout). */
+static inline int32_t nmt_shrink_rows_per_group(const nmt_shrink *s, int32_t n_rows,
+                                                int32_t beam)
+{
+    if (s->share == NMT_LIST_SHARE_ROW)
+        return 1;
+    if (s->share == NMT_LIST_SHARE_SENTENCE)
+        return beam;
+    return n_rows;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Refuses (NMT_STATUS_ERROR_ARGUMENT, the message prefixed with `who`) a
+ * shrink that is off, whose LSH tables were built for another hidden size or
+ * vocabulary, or whose n_always or threshold is out of range. */
+nmt_status nmt_shrink_check(const nmt_shrink *shrink, int32_t hidden, int32_t vocab,
+                            const char *who, nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NMT_SHRINK_H */
