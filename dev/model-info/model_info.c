@@ -6,6 +6,7 @@
  * loaded (fp16 already widened), little-endian. tools/pynmt/modelfile.py's
  * tensor_crcs computes the same numbers, which is how the exporter's
  * round-trip test compares the two sides. */
+#include "nmt.h"
 #include "model_file.h"
 
 #include <stdio.h>
