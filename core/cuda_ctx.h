@@ -23,6 +23,10 @@ void *nmt_cuda_ctx_stream(const nmt_cuda_ctx *ctx); /* cudaStream_t */
 void *nmt_cuda_ctx_cublas(const nmt_cuda_ctx *ctx); /* cublasHandle_t */
 /* Number of visible CUDA devices; 0 (not an error) when there is no driver/GPU. */
 int nmt_cuda_device_count(void);
+/* Streaming multiprocessors of CUDA device `device` (-1: the current one),
+ * which launchers size their grids by; 0 when the runtime cannot tell (no
+ * driver, a bad ordinal). */
+int nmt_cuda_sm_count(int device);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
-# carry-env.sh: sourced by tools/gpu-check.sh and tools/eval/lsh-common.sh (not
+# carry-env.sh: sourced by dev/gpu-check.sh and dev/eval/lsh-common.sh (not
 # run alone). The device image lacks libinih and libutf8proc:
-# tools/prepare-device-deps.sh copies Debian's builds into .carry/deps, and
+# dev/prepare-device-deps.sh copies Debian's builds into .carry/deps, and
 # use_carried_deps ROOT points pkg-config, CMake and the loader at them when
 # they are there.
 use_carried_deps() {

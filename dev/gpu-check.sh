@@ -6,7 +6,7 @@
 #      (NMT_TEST_SMALL=1: the small shapes)
 #   4. the benches (JSON lines into bench/), bench_torch.py, summarize.py
 #      into bench/summary.md
-#   5. end-to-end speed (tools/eval/speed, ~100 s): the CUDA engine
+#   5. end-to-end speed (dev/eval/speed, ~100 s): the CUDA engine
 #      vs the PyTorch reference decoder, beam 5, batch 1 and 64, on
 #      models/multi30k-de-en.bin over multi30k test_2016_flickr.de (all
 #      1,000 lines; NMT_SPEED_LINES=N for the first N)
@@ -37,8 +37,8 @@ jobs="${NMT_GPU_CHECK_JOBS:-$(nproc)}"
 python="${NMT_PYTHON:-python3}"
 mkdir -p "$bench_dir"
 # The device image lacks libinih and libutf8proc (docs/performance.md, "Reproducing").
-# shellcheck source=tools/carry-env.sh
-. "$root/tools/carry-env.sh"
+# shellcheck source=dev/carry-env.sh
+. "$root/dev/carry-env.sh"
 use_carried_deps "$root"
 start=$(date +%s)
 elapsed() { echo $(( $(date +%s) - start )); }
@@ -127,11 +127,11 @@ if [[ $build_status == ok ]]; then
         done
         if [[ "${NMT_GPU_CHECK_SKIP_TORCH:-0}" != 1 ]]; then
             echo "== bench_torch.py"
-            timeout 150 "$python" tools/bench/bench_torch.py >"$bench_dir/bench_torch.jsonl" \
+            timeout 150 "$python" dev/bench/bench_torch.py >"$bench_dir/bench_torch.jsonl" \
                 2>"$bench_dir/bench_torch.txt" || bench_status="$bench_status; torch failed"
             tail -3 "$bench_dir/bench_torch.txt" || true
         fi
-        if ! "$python" tools/bench/summarize.py "$bench_dir"/*.jsonl >"$bench_dir/summary.md" \
+        if ! "$python" dev/bench/summarize.py "$bench_dir"/*.jsonl >"$bench_dir/summary.md" \
                 2>"$bench_dir/summarize.err"; then
             bench_status="$bench_status; TARGET DATA MISSING (see below)"
         fi
@@ -144,10 +144,10 @@ if [[ $build_status == ok ]]; then
         if [[ "${NMT_GPU_CHECK_SKIP_SPEED:-0}" == 1 ]]; then
             speed_status="skipped (NMT_GPU_CHECK_SKIP_SPEED=1)"
         elif [[ -f $model && -f $src && -x "$build/translate" ]]; then
-            echo "== tools/eval/speed (engine cuda vs PyTorch reference, beam 5, batch 1 and 64)"
+            echo "== dev/eval/speed (engine cuda vs PyTorch reference, beam 5, batch 1 and 64)"
             speed_status=ok
             # The whole test set (1,000 lines): the reference at batch 1 takes ~25 s a run.
-            timeout 280 "$python" tools/eval/speed -m "$model" --src "$src" --lines "${NMT_SPEED_LINES:-0}" \
+            timeout 280 "$python" dev/eval/speed -m "$model" --src "$src" --lines "${NMT_SPEED_LINES:-0}" \
                 --beams 5 --batch-sizes 1,64 --repeat 3 --latency-lines 150 --device cuda \
                 --translate "$build/translate" --reference --json "$bench_dir/speed.json" \
                 >"$bench_dir/speed.txt" 2>"$bench_dir/speed.err" || speed_status="failed rc=$?"
@@ -172,13 +172,13 @@ if [[ $build_status == ok ]]; then
                 done
             fi
             # The tf32x2 GEMMs (--cuda-gemm): the engine alone at batch 64.
-            timeout 120 "$python" tools/eval/speed -m "$model" --src "$src" --lines "${NMT_SPEED_LINES:-0}" \
+            timeout 120 "$python" dev/eval/speed -m "$model" --src "$src" --lines "${NMT_SPEED_LINES:-0}" \
                 --beams 5 --batch-sizes 64 --repeat 3 --latency-lines 0 --device cuda \
                 --engine-option=--cuda-gemm=tf32x2 --translate "$build/translate" \
                 --json "$bench_dir/speed-tf32x2.json" >"$bench_dir/speed-tf32x2.txt" \
                 2>>"$bench_dir/speed.err" || speed_status="$speed_status; tf32x2 speed failed"
             # The whole test set through the CUDA engine at beams 1 and 5 with
-            # scores, for the GPU-vs-CPU agreement (tools/eval/agreement.py) and
+            # scores, for the GPU-vs-CPU agreement (dev/eval/agreement.py) and
             # BLEU, with fp32 and with tf32x2 GEMMs.
             for gemm in fp32 tf32x2; do
                 for beam in 1 5; do
@@ -206,7 +206,7 @@ if [[ -s "$bench_dir/launch-modes.txt" ]]; then
 fi
 if [[ -s "$bench_dir/speed.txt" ]]; then
     echo
-    echo "== end-to-end speed (tools/eval/speed)"
+    echo "== end-to-end speed (dev/eval/speed)"
     cat "$bench_dir/speed.txt"
     [[ -s "$bench_dir/speed-tf32x2.txt" ]] && { echo "-- with --cuda-gemm tf32x2:"; head -3 "$bench_dir/speed-tf32x2.txt"; }
 fi

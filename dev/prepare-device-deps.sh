@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Copies this machine's libinih and libutf8proc (headers, libraries, a
 # relocatable inih.pc) into .carry/deps for a GPU machine whose image lacks
-# them; tools/gpu-check.sh picks them up. Run here, then carry .carry.
+# them; dev/gpu-check.sh picks them up. Run here, then carry .carry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=.carry/deps

@@ -7,7 +7,9 @@
  * the log-softmax). Order: larger value first, ties to the lower word id.
  * When fewer than K words remain (K > V), the tail gets -INFINITY and id -1.
  * CUDA: Milakov & Gimelshein Alg. 4 with the (m, d) merge of eq. 4, and
- * Argueta & Chiang's packed 64-bit atomicMax top-N; the launcher picks. */
+ * Argueta & Chiang's packed 64-bit atomicMax top-N, in five variants
+ * (kernels/cuda/softmax_topk.cu); the launchers pick (AUTO), the _variant
+ * launchers run one by name (the benchmarks and the tests). */
 #ifndef NMT_KERNELS_SOFTMAX_TOPK_H
 #define NMT_KERNELS_SOFTMAX_TOPK_H
 
@@ -28,6 +30,29 @@ void nmt_cpu_softmax_topk(int32_t n_rows, int32_t vocab, const float *logits, in
                           int32_t k, const int32_t *excluded, int32_t n_excluded,
                           float *top_values, int32_t *top_ids, float *lse);
 
+/* The CUDA variants (kernels/cuda/softmax_topk*.cu). AUTO is the launchers'
+ * pick; another runs that kernel (UNSUPPORTED where it cannot take the call). */
+typedef enum nmt_softmax_topk_variant {
+    NMT_SOFTMAX_TOPK_AUTO = 0,   /* by rows, V, K (nmt_cuda_softmax_topk_pick) */
+    NMT_SOFTMAX_TOPK_ROW = 1,    /* a block a row ranking its threads' bests (K + n_excluded
+                                    <= 64) */
+    NMT_SOFTMAX_TOPK_FUSED = 2,  /* a block a row, warp-wide top-K in registers (K <= 64) */
+    NMT_SOFTMAX_TOPK_SPLIT = 3,  /* fused over slices of a row, the last block merges (K <= 64,
+                                    rows <= 1024, V >= 2048) */
+    NMT_SOFTMAX_TOPK_ATOMIC = 4, /* 64-bit atomicMax into a shared top-K (K <= 6144) */
+    NMT_SOFTMAX_TOPK_SORT = 5    /* keys, CUB segmented sort, the first K (any K, >= 1 by
+                                    name; no candidate lists) */
+} nmt_softmax_topk_variant;
+
+/* "auto", "row", "fused", "split", "atomic", "sort". */
+const char *nmt_cuda_softmax_topk_variant_name(nmt_softmax_topk_variant variant);
+
+/* The variant AUTO runs for such a call on the current device (candidates:
+ * nmt_cuda_softmax_topk_candidates, vocab = max_count); AUTO for a call it
+ * refuses. */
+nmt_softmax_topk_variant nmt_cuda_softmax_topk_pick(int32_t n_rows, int32_t vocab, int32_t k,
+                                                    int32_t n_excluded, int candidates);
+
 /* Bytes of device workspace nmt_cuda_softmax_topk needs on the current
  * device for any call with at most n_rows rows, vocab words and k (the split
  * variant's partial results and per-row counters; the sort fallback's keys).
@@ -36,6 +61,9 @@ void nmt_cpu_softmax_topk(int32_t n_rows, int32_t vocab, const float *logits, in
  * must not serve two calls running at the same time (two streams).
  * SIZE_MAX when CUB cannot size the sort fallback. */
 size_t nmt_cuda_softmax_topk_workspace_size(int32_t n_rows, int32_t vocab, int32_t k);
+/* The same for one variant (AUTO: the above). */
+size_t nmt_cuda_softmax_topk_variant_workspace_size(nmt_softmax_topk_variant variant,
+                                                   int32_t n_rows, int32_t vocab, int32_t k);
 
 /* Never allocates: refuses (NMT_STATUS_ERROR_ARGUMENT) a workspace smaller
  * than the call needs. */
@@ -44,6 +72,14 @@ nmt_status nmt_cuda_softmax_topk(int32_t n_rows, int32_t vocab, const float *log
                                  float *top_values, int32_t *top_ids, float *lse,
                                  void *workspace, size_t workspace_bytes, void *stream,
                                  nmt_error *err);
+/* nmt_cuda_softmax_topk with the variant named (its workspace:
+ * nmt_cuda_softmax_topk_variant_workspace_size). */
+nmt_status nmt_cuda_softmax_topk_variant(int32_t n_rows, int32_t vocab, const float *logits,
+                                         int32_t ld, int32_t k, const int32_t *excluded,
+                                         int32_t n_excluded, float *top_values, int32_t *top_ids,
+                                         float *lse, void *workspace, size_t workspace_bytes,
+                                         nmt_softmax_topk_variant variant, void *stream,
+                                         nmt_error *err);
 
 /* Candidate lists (LSH, kernels/lsh.h): row r scores only the count[g]
  * logits logits[r * ld + j], j < count[g], of its group g = r / rows_per_group,
@@ -67,6 +103,12 @@ nmt_status nmt_cuda_softmax_topk_candidates(int32_t n_rows, int32_t rows_per_gro
                                             float *top_values, int32_t *top_ids, float *lse,
                                             void *workspace, size_t workspace_bytes, void *stream,
                                             nmt_error *err);
+/* ... with the variant named (not SORT: it has no candidate mapping). */
+nmt_status nmt_cuda_softmax_topk_candidates_variant(
+    int32_t n_rows, int32_t rows_per_group, const float *logits, int64_t ld, const int32_t *cand,
+    int64_t cand_ld, const int32_t *count, int32_t max_count, int32_t k, const int32_t *excluded,
+    int32_t n_excluded, float *top_values, int32_t *top_ids, float *lse, void *workspace,
+    size_t workspace_bytes, nmt_softmax_topk_variant variant, void *stream, nmt_error *err);
 
 #ifdef __cplusplus
 }

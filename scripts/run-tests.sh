@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The test command of the README: configure, build and run every test.
 # CUDA code is built when nvcc is found; GPU tests skip without a GPU.
+# The build is scripts/demo.sh's (same directory, same RelWithDebInfo type):
+# after the demo, only the tests and tools are left to build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

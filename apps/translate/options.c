@@ -1,6 +1,7 @@
 /* options.c: command line and INI parsing for translate. The same keys work
- * in both places (`--beam 5` or `beam = 5`); values are parsed strictly, and
- * a bad one is reported with its source (option or file:line). */
+ * in both places (`--beam 5` or `beam = 5`, `--scores` or `scores = 1`);
+ * values are parsed strictly, and a bad one is reported with its source
+ * (option or file:line). The --help text is in help.c. */
 #include "options.h"
 
 #include <errno.h>
@@ -11,70 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-void translate_print_help(const char *program)
-{
-    printf(
-        "Usage: %s -m MODEL [options] < input.txt > output.txt\n"
-        "\n"
-        "Translates standard input line by line with beam search. Every input line gives\n"
-        "exactly one output line, in order; an empty line gives an empty line; an invalid\n"
-        "line (bad UTF-8, too long) is reported on stderr with its line number and gives\n"
-        "an empty line, and the rest continue.\n"
-        "\n"
-        "Options (each also an INI key of the same name, without dashes, '-' as '_'):\n"
-        "  -m, --model PATH        model file (required)\n"
-        "  -c, --config PATH       INI file with any of the options below; the command line wins\n"
-        "  -b, --beam N            beam size (default 5)\n"
-        "  -n, --n-best N          hypotheses per line (default 1); N > 1 prints\n"
-        "                          LINE<TAB>RANK<TAB>SCORE<TAB>TEXT rows, N per input line\n"
-        "      --alpha A           length penalty: score / length^A (default 1.0)\n"
-        "      --max-len-a A       maximum target length floor(A * source_tokens + B) (default 2)\n"
-        "      --max-len-b B       (default 10)\n"
-        "      --batch-size N      sentences decoded together (default 32)\n"
-        "      --device D          auto | cpu | cuda (default auto: the GPU when there is one)\n"
-        "      --device-index I    CUDA device ordinal (default 0)\n"
-        "      --no-unk-replace    keep <unk> instead of copying the most attended source word\n"
-        "      --scores            prefix each output line with its score and a tab\n"
-        "      --max-line-bytes N  refuse longer lines (default 4096)\n"
-        "      --max-src-tokens N  refuse lines with more tokens (default 256)\n"
-        "      --cuda-graphs on|off\n"
-        "                          CUDA: replay recurring decoder steps and encoder passes\n"
-        "                          as CUDA graphs (default on; off gives the same output)\n"
-        "      --warmup on|off     CUDA: warm up at start (~0.2 s) so the first lines are\n"
-        "                          not slow (default on)\n"
-        "      --check-every N     CUDA: read the done flags every N steps (1..64, default 1)\n"
-        "      --cuda-gemm G       fp32 | tf32x2: the decoder's GEMMs from 64 rows a step on\n"
-        "                          TF32 tensor cores with split activations (~fp32 accuracy;\n"
-        "                          fp16 model files only; default fp32)\n"
-        "      --progress / --no-progress\n"
-        "                          progress on stderr (default: when stderr is a terminal)\n"
-        "\n"
-        "Vocabulary shrinking (docs/lsh.md; off by default: full softmax):\n"
-        "      --lsh K,u,W,T,t     LSH (Shi, Xu & Knight): score only the words whose WTA band\n"
-        "                          codes {K,u,W} match a hypothesis's in >= t bands, plus the T\n"
-        "                          most frequent words (T >= 2 * beam)\n"
-        "      --top-words T       the TOP baseline: only the T most frequent words\n"
-        "      --lsh-share S       batch | sentence | row: hypotheses sharing one candidate\n"
-        "                          list (default sentence; row scores each pair, an SDDMM)\n"
-        "      --lsh-seed N        permutations and hash tables (default 1)\n"
-        "      --lsh-lists L       auto | hits | direct: how CUDA builds the lists (same\n"
-        "                          lists; direct skips the hit matrix; auto: direct from\n"
-        "                          128 rows a step; default auto)\n"
-        "      --stats FILE        write JSON counters after the run: decode time, steps,\n"
-        "                          output-layer GPU time, candidates and recall (slower:\n"
-        "                          time speed without it)\n"
-        "      --timing FILE       the same file with only the free counters: sentences,\n"
-        "                          steps and the decode wall time (no model load, no index\n"
-        "                          build); what tools/eval/lsh-grid times speed with\n"
-        "  -h, --help              this text\n"
-        "  -V, --version           the version\n"
-        "\n"
-        "Exit status: 0 all lines translated; 1 some lines were refused (each still has an\n"
-        "output line); 2 bad option or configuration; 3 the model could not be loaded;\n"
-        "4 translation failed (device error, out of memory).\n",
-        program);
-}
+#include <sys/stat.h>
 
 enum {
     OPT_ALPHA = 256, OPT_MAX_LEN_A, OPT_MAX_LEN_B, OPT_BATCH_SIZE, OPT_DEVICE, OPT_DEVICE_INDEX,
@@ -206,9 +144,18 @@ static int parse_share(const char *text, nmt_lsh_share *out)
     return 1;
 }
 
-/* Applies one setting by its key (INI name: "beam", "n_best", ...). Returns
- * 1 on success, 0 for a bad value, -1 for an unknown key. */
-static int apply_setting(translate_args *a, const char *key, const char *value)
+/* Which keys one source (the INI file or the command line) gave, for the
+ * checks within a source; across sources the command line wins. */
+typedef struct setting_source {
+    int lsh, top_words;
+} setting_source;
+
+/* Applies one setting by its key (INI name: "beam", "n_best", ...). A flag
+ * option (--scores) is the key with a boolean value (1/0, true/false, on/off,
+ * yes/no); "no_x = 0" is "x = 1". Returns 1 on success, 0 for a bad value, -1
+ * for an unknown key. */
+static int apply_setting(translate_args *a, const char *key, const char *value,
+                         setting_source *source)
 {
     nmt_options *o = &a->engine;
     int flag;
@@ -236,15 +183,24 @@ static int apply_setting(translate_args *a, const char *key, const char *value)
         return parse_int(value, 0, 1024, &o->device_index);
     if (!strcmp(key, "unk_replace"))
         return parse_bool(value, &o->unk_replace);
+    if (!strcmp(key, "no_unk_replace")) {
+        if (!parse_bool(value, &flag))
+            return 0;
+        o->unk_replace = !flag;
+        return 1;
+    }
     if (!strcmp(key, "scores"))
         return parse_bool(value, &a->scores);
     if (!strcmp(key, "max_line_bytes"))
         return parse_int(value, 1, 1 << 30, &o->max_line_bytes);
     if (!strcmp(key, "max_src_tokens"))
         return parse_int(value, 1, 4096, &o->max_src_tokens);
-    if (!strcmp(key, "lsh"))
+    if (!strcmp(key, "lsh")) {
+        source->lsh = 1;
         return parse_lsh(value, &o->shrink);
+    }
     if (!strcmp(key, "top_words")) {
+        source->top_words = 1;
         if (!parse_int(value, 1, 1 << 24, &o->shrink.top))
             return 0;
         o->shrink.mode = NMT_SHRINK_TOP;
@@ -274,6 +230,7 @@ static int apply_setting(translate_args *a, const char *key, const char *value)
             return 0;
         strcpy(a->stats_path, value);
         o->collect_stats = !strcmp(key, "stats") ? 2 : 1;
+        a->stats_option = o->collect_stats == 2 ? "--stats" : "--timing";
         return 1;
     }
     if (!strcmp(key, "cuda_graphs"))
@@ -291,10 +248,10 @@ static int apply_setting(translate_args *a, const char *key, const char *value)
     }
     if (!strcmp(key, "check_every"))
         return parse_int(value, 1, 64, &o->check_every);
-    if (!strcmp(key, "progress")) {
+    if (!strcmp(key, "progress") || !strcmp(key, "no_progress")) {
         if (!parse_bool(value, &flag))
             return 0;
-        a->progress = flag;
+        a->progress = !strcmp(key, "progress") ? flag : !flag;
         return 1;
     }
     return -1;
@@ -304,6 +261,7 @@ static int apply_setting(translate_args *a, const char *key, const char *value)
  * first failing line, so the handler keeps the reason and the caller adds it. */
 typedef struct ini_context {
     translate_args *args;
+    setting_source source;
     char reason[256];
 } ini_context;
 
@@ -317,7 +275,7 @@ static int on_ini_setting(void *user, const char *section, const char *name, con
                  section);
         return 0;
     }
-    int r = apply_setting(ctx->args, name, value);
+    int r = apply_setting(ctx->args, name, value, &ctx->source);
     if (r < 0)
         snprintf(ctx->reason, sizeof ctx->reason, "unknown key '%s'", name);
     else if (r == 0)
@@ -350,14 +308,60 @@ static const char *option_key(int code)
     case OPT_WARMUP: return "warmup";
     case OPT_CHECK_EVERY: return "check_every";
     case OPT_CUDA_GEMM: return "cuda_gemm";
+    case OPT_NO_UNK_REPLACE: return "no_unk_replace";
+    case OPT_SCORES: return "scores";
+    case OPT_PROGRESS: return "progress";
+    case OPT_NO_PROGRESS: return "no_progress";
     }
     return NULL;
+}
+
+static const char *const shrink_conflict = "lsh and top_words (--lsh and --top-words) exclude "
+                                           "each other";
+
+/* Reads the INI file named by -c into args. A directory opens (and reads as
+ * nothing) on Linux, so it is refused by name; a read error is not an empty
+ * file. Returns EXIT_OK or EXIT_USAGE with the reason in message. */
+static int read_config(translate_args *args, char *message, size_t message_size)
+{
+    const char *path = args->config_path;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(message, message_size, "%s: cannot open: %s", path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(message, message_size, "%s: is a directory, not an INI file", path);
+        fclose(f);
+        return EXIT_USAGE;
+    }
+    ini_context ctx = {args, {0, 0}, {0}};
+    int r = ini_parse_file(f, on_ini_setting, &ctx);
+    const int read_error = ferror(f);
+    const int read_errno = errno;
+    fclose(f);
+    if (read_error) {
+        snprintf(message, message_size, "%s: cannot read: %s", path, strerror(read_errno));
+        return EXIT_USAGE;
+    }
+    if (r != 0) {
+        snprintf(message, message_size, "%s:%d: %s", path, r,
+                 ctx.reason[0] ? ctx.reason : "syntax error");
+        return EXIT_USAGE;
+    }
+    if (ctx.source.lsh && ctx.source.top_words) {
+        snprintf(message, message_size, "%s: %s", path, shrink_conflict);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
 }
 
 int translate_args_parse(int argc, char **argv, translate_args *args, char *message,
                          size_t message_size)
 {
-    const char *short_options = "m:c:b:n:hV";
+    /* The leading ':' makes a missing value ':' (not '?', "unknown option"). */
+    const char *short_options = ":m:c:b:n:hV";
     memset(args, 0, sizeof *args);
     nmt_options_init(&args->engine);
     args->progress = -1;
@@ -376,31 +380,18 @@ int translate_args_parse(int argc, char **argv, translate_args *args, char *mess
             strcpy(args->config_path, optarg);
         }
     }
-    if (args->config_path[0]) {
-        ini_context ctx = {args, {0}};
-        int r = ini_parse(args->config_path, on_ini_setting, &ctx);
-        if (r < 0) {
-            snprintf(message, message_size, "%s: cannot open: %s", args->config_path,
-                     strerror(errno));
-            return EXIT_USAGE;
-        }
-        if (r > 0) {
-            snprintf(message, message_size, "%s:%d: %s", args->config_path, r,
-                     ctx.reason[0] ? ctx.reason : "syntax error");
-            return EXIT_USAGE;
-        }
-    }
+    if (args->config_path[0] && read_config(args, message, message_size) != EXIT_OK)
+        return EXIT_USAGE;
 
     /* Pass 2: the command line. */
-    int lsh_given = 0, top_given = 0;
+    setting_source command_line = {0, 0};
     opterr = 0;
     optind = 0;
     while ((code = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
         const char *key = option_key(code);
-        lsh_given |= code == OPT_LSH;
-        top_given |= code == OPT_TOP_WORDS;
         if (key) {
-            if (apply_setting(args, key, optarg) != 1) {
+            /* A flag (no value) is its key set to 1. */
+            if (apply_setting(args, key, optarg ? optarg : "1", &command_line) != 1) {
                 char flag[32];
                 snprintf(flag, sizeof flag, "%s", key);
                 for (char *p = flag; *p; p++)
@@ -414,10 +405,6 @@ int translate_args_parse(int argc, char **argv, translate_args *args, char *mess
         case 'c': break;
         case 'h': args->show_help = 1; break;
         case 'V': args->show_version = 1; break;
-        case OPT_NO_UNK_REPLACE: args->engine.unk_replace = 0; break;
-        case OPT_SCORES: args->scores = 1; break;
-        case OPT_PROGRESS: args->progress = 1; break;
-        case OPT_NO_PROGRESS: args->progress = 0; break;
         case ':':
             snprintf(message, message_size, "option %s needs a value", argv[optind - 1]);
             return EXIT_USAGE;
@@ -437,8 +424,8 @@ int translate_args_parse(int argc, char **argv, translate_args *args, char *mess
         snprintf(message, message_size, "no model: give -m MODEL (or model = ... in the config)");
         return EXIT_USAGE;
     }
-    if (lsh_given && top_given) {
-        snprintf(message, message_size, "--lsh and --top-words exclude each other");
+    if (command_line.lsh && command_line.top_words) {
+        snprintf(message, message_size, "command line: %s", shrink_conflict);
         return EXIT_USAGE;
     }
     if (args->engine.n_best > args->engine.beam_size) {

@@ -1,9 +1,14 @@
 /* stats_json.c: the --stats file of translate: the library's counters
  * (nmt_translator_stats) as one JSON object, with the derived means that the
- * evaluation scripts (tools/eval/lsh-grid) read. */
+ * evaluation scripts (dev/eval/lsh-grid) read. */
 #include "options.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *share_name(nmt_lsh_share share)
 {
@@ -11,20 +16,59 @@ static const char *share_name(nmt_lsh_share share)
                                                                                : "batch";
 }
 
-/* Returns 0 on success, else writes the reason into message. */
+int translate_open_stats(const translate_args *args, stats_output *out, char *message,
+                         size_t message_size)
+{
+    out->file = NULL;
+    out->created = 0;
+    int fd = open(args->stats_path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd >= 0)
+        out->created = 1;
+    else if (errno == EEXIST)
+        fd = open(args->stats_path, O_WRONLY);
+    if (fd < 0 || !(out->file = fdopen(fd, "w"))) {
+        snprintf(message, message_size, "%s: cannot write %s: %s", args->stats_option,
+                 args->stats_path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        translate_discard_stats(args, out);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+void translate_discard_stats(const translate_args *args, stats_output *out)
+{
+    if (out->file)
+        fclose(out->file);
+    if (out->created)
+        unlink(args->stats_path);
+    out->file = NULL;
+    out->created = 0;
+}
+
+/* Every fprintf is checked through the stream's error flag at the end
+ * (ferror, then fclose's own flush): a full disk loses no counter silently. */
 int translate_write_stats(const translate_args *args, const nmt_translator *translator,
-                          long lines, char *message, size_t message_size)
+                          long lines, stats_output *out, char *message, size_t message_size)
 {
     nmt_stats st;
     nmt_error err = {0};
     if (nmt_translator_stats(translator, &st, &err) != NMT_STATUS_OK) {
-        snprintf(message, message_size, "--stats: %s", err.message);
-        return -1;
+        snprintf(message, message_size, "%s: %s", args->stats_option, err.message);
+        translate_discard_stats(args, out);
+        return EXIT_FAILED;
     }
-    FILE *f = fopen(args->stats_path, "w");
-    if (!f) {
-        snprintf(message, message_size, "--stats: cannot write %s", args->stats_path);
-        return -1;
+    FILE *f = out->file;
+    out->file = NULL;
+    out->created = 0;
+    struct stat st_file;
+    if (fstat(fileno(f), &st_file) == 0 && S_ISREG(st_file.st_mode) &&
+        ftruncate(fileno(f), 0) != 0) {
+        snprintf(message, message_size, "%s: cannot truncate %s: %s", args->stats_option,
+                 args->stats_path, strerror(errno));
+        fclose(f);
+        return EXIT_IO;
     }
     const nmt_shrink_options *sh = &args->engine.shrink;
     const int cuda = nmt_translator_device(translator) == NMT_DEVICE_CUDA;
@@ -60,9 +104,11 @@ int translate_write_stats(const translate_args *args, const nmt_translator *tran
     }
     fprintf(f, "  \"recall_rows\": %lld,\n  \"recall_hits\": %lld\n}\n", (long long)st.row_steps,
             (long long)st.recall_hits);
-    if (fclose(f) != 0) {
-        snprintf(message, message_size, "--stats: error writing %s", args->stats_path);
-        return -1;
+    const int write_error = ferror(f);
+    if (fclose(f) != 0 || write_error) {
+        snprintf(message, message_size, "%s: error writing %s: %s", args->stats_option,
+                 args->stats_path, strerror(errno));
+        return EXIT_IO;
     }
-    return 0;
+    return EXIT_OK;
 }

@@ -4,10 +4,16 @@
  * reported on stderr with its line number and gives an empty line. Lines are
  * read in chunks (one at a time when stdin is a terminal, so it answers as
  * you type) and each chunk is handed to nmt_translate_batch, which sorts by
- * length and batches internally. */
+ * length and batches internally. A line keeps at most --max-line-bytes (+1)
+ * bytes in memory: the rest of a longer one is skipped, so one huge line
+ * without a newline costs no more memory than a refused short one.
+ *
+ * Every write is checked: an output that cannot be written (a full disk, a
+ * closed pipe reader) ends the run with exit status 5 and says which. */
 #include "nmt.h"
 #include "options.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +23,9 @@
 typedef struct input_line {
     char *text;
     size_t capacity;
-    int has_nul; /* an embedded NUL byte: refused here, the library takes C strings */
+    size_t bytes;      /* the line's length without "\n" / "\r\n", kept or not */
+    int too_long;      /* longer than --max-line-bytes: only a prefix was kept */
+    int has_nul;       /* an embedded NUL byte: refused here, the library takes C strings */
 } input_line;
 
 static double now_seconds(void)
@@ -27,46 +35,90 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Reads up to max_lines lines; returns how many. Strips "\n" and "\r\n". */
-static int read_chunk(FILE *in, input_line *lines, int max_lines)
+/* Reads one line, keeping at most max_bytes + 1 bytes (room for a "\r" before
+ * the "\n") and skipping the rest up to the newline. Returns 1 for a line, 0 at
+ * the end of the input (or on a read error: see ferror), -1 out of memory. */
+static int read_line(FILE *in, input_line *line, size_t max_bytes)
+{
+    const size_t keep = max_bytes + 1;
+    size_t kept = 0, total = 0;
+    int c, last = 0;
+    while ((c = getc_unlocked(in)) != EOF && c != '\n') {
+        if (kept < keep) {
+            if (kept + 1 >= line->capacity) {
+                size_t grown = line->capacity ? 2 * line->capacity : 256;
+                if (grown > keep + 1)
+                    grown = keep + 1;
+                char *text = realloc(line->text, grown);
+                if (!text)
+                    return -1;
+                line->text = text;
+                line->capacity = grown;
+            }
+            line->text[kept++] = (char)c;
+        }
+        total++;
+        last = c;
+    }
+    if (c == EOF && total == 0)
+        return 0;
+    if (!line->text) { /* an empty line: still a string */
+        line->text = malloc(1);
+        if (!line->text)
+            return -1;
+        line->capacity = 1;
+    }
+    if (last == '\r') {
+        total--;
+        if (kept > total)
+            kept = total;
+    }
+    line->text[kept] = 0;
+    line->bytes = total;
+    line->too_long = total > max_bytes;
+    line->has_nul = !line->too_long && memchr(line->text, 0, kept) != NULL;
+    return 1;
+}
+
+/* Reads up to max_lines lines; returns how many, or -1 out of memory. */
+static int read_chunk(FILE *in, input_line *lines, int max_lines, size_t max_bytes)
 {
     int n = 0;
     while (n < max_lines) {
-        input_line *line = &lines[n];
-        ssize_t len = getline(&line->text, &line->capacity, in);
-        if (len < 0)
+        int r = read_line(in, &lines[n], max_bytes);
+        if (r < 0)
+            return -1;
+        if (r == 0)
             break;
-        if (len > 0 && line->text[len - 1] == '\n')
-            line->text[--len] = 0;
-        if (len > 0 && line->text[len - 1] == '\r')
-            line->text[--len] = 0;
-        line->has_nul = strlen(line->text) != (size_t)len;
         n++;
     }
     return n;
 }
 
-static void print_result(const translate_args *args, long line_number, const nmt_result *r)
+/* Prints one input line's output: a line, or with --n-best N exactly N rows
+ * (a refused line, or one with fewer hypotheses, is padded with rows of score
+ * -inf and an empty text). Returns a negative value when a write failed. */
+static int print_result(const translate_args *args, long line_number, const nmt_result *r)
 {
     const int n_best = args->engine.n_best;
-    if (n_best > 1) {
-        if (r->status != NMT_STATUS_OK || r->n_hypotheses == 0) {
-            printf("%ld\t1\t-inf\t\n", line_number);
-            return;
-        }
-        for (int k = 0; k < r->n_hypotheses; k++)
-            printf("%ld\t%d\t%.6f\t%s\n", line_number, k + 1, r->hypotheses[k].score,
-                   r->hypotheses[k].text);
-        return;
-    }
     const int ok = r->status == NMT_STATUS_OK && r->n_hypotheses > 0;
-    if (args->scores) {
-        if (ok)
-            printf("%.6f\t", r->hypotheses[0].score);
-        else
-            printf("-inf\t");
+    if (n_best > 1) {
+        const int found = ok ? r->n_hypotheses : 0;
+        for (int k = 0; k < n_best; k++) {
+            int written = k < found ? printf("%ld\t%d\t%.6f\t%s\n", line_number, k + 1,
+                                             r->hypotheses[k].score, r->hypotheses[k].text)
+                                    : printf("%ld\t%d\t-inf\t\n", line_number, k + 1);
+            if (written < 0)
+                return -1;
+        }
+        return 0;
     }
-    printf("%s\n", ok ? r->hypotheses[0].text : "");
+    if (args->scores) {
+        int written = ok ? printf("%.6f\t", r->hypotheses[0].score) : printf("-inf\t");
+        if (written < 0)
+            return -1;
+    }
+    return printf("%s\n", ok ? r->hypotheses[0].text : "") < 0 ? -1 : 0;
 }
 
 static void show_progress(long lines, double started, int final)
@@ -75,6 +127,38 @@ static void show_progress(long lines, double started, int final)
     fprintf(stderr, "\rtranslate: %ld lines, %.1f lines/s%s", lines,
             elapsed > 0 ? (double)lines / elapsed : 0.0, final ? "\n" : "");
     fflush(stderr);
+}
+
+/* Flushes and closes standard output; 0, or -1 with errno when a write failed
+ * (fclose reports what the last flush could not write). */
+static int close_stdout(void)
+{
+    const int earlier = ferror(stdout);
+    const int saved = errno;
+    if (fclose(stdout) != 0)
+        return -1;
+    if (earlier) {
+        errno = saved ? saved : EIO;
+        return -1;
+    }
+    return 0;
+}
+
+static int write_error(const char *what)
+{
+    fprintf(stderr, "translate: error writing %s: %s\n", what, strerror(errno ? errno : EIO));
+    return EXIT_IO;
+}
+
+/* --help and --version: the text, then a checked close of stdout. */
+static int print_info(const translate_args *args, const char *program)
+{
+    errno = 0;
+    int written = args->show_help ? translate_print_help(program)
+                                  : printf("translate (nmt) %s\n", NMT_VERSION_STRING);
+    if (written < 0 || close_stdout() != 0)
+        return write_error("standard output");
+    return EXIT_OK;
 }
 
 int main(int argc, char **argv)
@@ -86,36 +170,53 @@ int main(int argc, char **argv)
         fprintf(stderr, "translate: %s\n", message);
         return code;
     }
-    if (args.show_help) {
-        translate_print_help(argv[0]);
-        return EXIT_OK;
-    }
-    if (args.show_version) {
-        printf("translate (nmt) %s\n", NMT_VERSION_STRING);
-        return EXIT_OK;
+    if (args.show_help || args.show_version)
+        return print_info(&args, argv[0]);
+
+    /* The --stats / --timing file is opened now: a bad path fails before
+     * the model is loaded, not after the whole input is translated. */
+    stats_output stats = {NULL, 0};
+    if (args.stats_path[0] &&
+        translate_open_stats(&args, &stats, message, sizeof message) != EXIT_OK) {
+        fprintf(stderr, "translate: %s\n", message);
+        return EXIT_USAGE;
     }
 
     nmt_error err = {0};
     nmt_model *model = NULL;
     nmt_translator *translator = NULL;
+    input_line *lines = NULL;
+    const char **texts = NULL;
+    nmt_result *results = NULL;
+    int chunk = 0;
     if (nmt_model_load(args.model_path, &model, &err) != NMT_STATUS_OK) {
         fprintf(stderr, "translate: cannot load the model: %s\n", err.message);
-        return EXIT_MODEL;
+        code = EXIT_MODEL;
+        goto done;
     }
     if (nmt_translator_create(model, &args.engine, &translator, &err) != NMT_STATUS_OK) {
-        fprintf(stderr, "translate: %s\n", err.message);
-        nmt_model_free(model);
-        return err.status == NMT_STATUS_ERROR_ARGUMENT ? EXIT_USAGE : EXIT_FAILED;
+        /* A bad option, or a device this build or machine does not have: both
+         * are the configuration's fault, not a failed translation. */
+        if (err.status == NMT_STATUS_ERROR_UNSUPPORTED && args.engine.device == NMT_DEVICE_CUDA)
+            fprintf(stderr, "translate: --device cuda: %s (use --device cpu or auto)\n",
+                    err.message);
+        else
+            fprintf(stderr, "translate: %s\n", err.message);
+        code = err.status == NMT_STATUS_ERROR_ARGUMENT || err.status == NMT_STATUS_ERROR_UNSUPPORTED
+                   ? EXIT_USAGE
+                   : EXIT_FAILED;
+        goto done;
     }
     if (args.engine.device == NMT_DEVICE_AUTO && nmt_translator_device(translator) == NMT_DEVICE_CPU)
         fprintf(stderr, "translate: no usable GPU, translating on the CPU\n");
 
     const int interactive = isatty(STDIN_FILENO);
     const int progress = args.progress < 0 ? isatty(STDERR_FILENO) && !interactive : args.progress;
-    const int chunk = interactive ? 1 : args.engine.batch_size * 8;
-    input_line *lines = calloc((size_t)chunk, sizeof *lines);
-    const char **texts = calloc((size_t)chunk, sizeof *texts);
-    nmt_result *results = calloc((size_t)chunk, sizeof *results);
+    const size_t max_bytes = (size_t)args.engine.max_line_bytes;
+    chunk = interactive ? 1 : args.engine.batch_size * 8;
+    lines = calloc((size_t)chunk, sizeof *lines);
+    texts = calloc((size_t)chunk, sizeof *texts);
+    results = calloc((size_t)chunk, sizeof *results);
     if (!lines || !texts || !results) {
         fprintf(stderr, "translate: out of memory\n");
         code = EXIT_FAILED;
@@ -126,38 +227,56 @@ int main(int argc, char **argv)
     int bad_lines = 0;
     const double started = now_seconds();
     int n;
-    while ((n = read_chunk(stdin, lines, chunk)) > 0) {
+    while ((n = read_chunk(stdin, lines, chunk, max_bytes)) > 0) {
         for (int i = 0; i < n; i++)
-            texts[i] = lines[i].has_nul ? "" : lines[i].text;
+            texts[i] = lines[i].has_nul || lines[i].too_long ? "" : lines[i].text;
         if (nmt_translate_batch(translator, texts, n, results, &err) != NMT_STATUS_OK) {
             fprintf(stderr, "translate: lines %ld-%ld: %s\n", line_number + 1, line_number + n,
                     err.message);
             code = EXIT_FAILED;
             goto done;
         }
+        int write_failed = 0; /* the errno of the first failed write */
         for (int i = 0; i < n; i++) {
             long number = line_number + 1 + i;
-            if (lines[i].has_nul) {
+            if (lines[i].has_nul || lines[i].too_long) {
                 nmt_result_clear(&results[i]);
                 results[i].status = NMT_STATUS_ERROR_INPUT;
-                snprintf(results[i].message, sizeof results[i].message,
-                         "contains a NUL byte");
+                if (lines[i].too_long)
+                    snprintf(results[i].message, sizeof results[i].message,
+                             "line too long: %zu bytes, the limit is %zu", lines[i].bytes,
+                             max_bytes);
+                else
+                    snprintf(results[i].message, sizeof results[i].message,
+                             "contains a NUL byte");
             }
             if (results[i].status != NMT_STATUS_OK) {
                 fprintf(stderr, "translate: line %ld: %s\n", number, results[i].message);
                 bad_lines++;
             }
-            print_result(&args, number, &results[i]);
+            if (!write_failed && print_result(&args, number, &results[i]) < 0)
+                write_failed = errno ? errno : EIO;
             nmt_result_clear(&results[i]);
         }
         line_number += n;
-        fflush(stdout);
+        if (write_failed || fflush(stdout) != 0 || ferror(stdout)) {
+            if (write_failed)
+                errno = write_failed;
+            code = write_error("standard output");
+            goto done;
+        }
         if (progress)
             show_progress(line_number, started, 0);
     }
-    if (ferror(stdin)) {
-        fprintf(stderr, "translate: error reading standard input after line %ld\n", line_number);
+    if (n < 0) {
+        fprintf(stderr, "translate: out of memory reading line %ld\n", line_number + 1);
         code = EXIT_FAILED;
+        goto done;
+    }
+    if (ferror(stdin)) {
+        fprintf(stderr, "translate: error reading standard input after line %ld: %s\n",
+                line_number, strerror(errno));
+        code = EXIT_IO;
         goto done;
     }
     if (progress)
@@ -166,16 +285,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "translate: %d of %ld lines refused (empty output lines)\n", bad_lines,
                 line_number);
     code = bad_lines ? EXIT_BAD_LINES : EXIT_OK;
-    if (args.stats_path[0] &&
-        translate_write_stats(&args, translator, line_number, message, sizeof message) != 0) {
-        fprintf(stderr, "translate: %s\n", message);
-        code = EXIT_FAILED;
+    if (close_stdout() != 0) {
+        code = write_error("standard output");
+        goto done;
+    }
+    if (stats.file) {
+        int stats_code = translate_write_stats(&args, translator, line_number, &stats, message,
+                                               sizeof message);
+        if (stats_code != EXIT_OK) {
+            fprintf(stderr, "translate: %s\n", message);
+            code = stats_code;
+        }
     }
 done:
-    if (fflush(stdout) != 0 && code == EXIT_OK) {
-        fprintf(stderr, "translate: error writing standard output\n");
-        code = EXIT_FAILED;
-    }
+    translate_discard_stats(&args, &stats); /* a run that did not get to write it */
     if (lines)
         for (int i = 0; i < chunk; i++)
             free(lines[i].text);

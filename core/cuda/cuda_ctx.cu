@@ -1,7 +1,8 @@
 /* cuda_ctx.cu: the CUDA context every launcher is handed instead of globals:
  * a device ordinal, a non-blocking stream on it and a cuBLAS handle bound to
  * that stream. nmt_cuda_device_count answers 0, not an error, on a machine
- * without a driver or a GPU, so callers (and the tests) can skip cleanly. */
+ * without a driver or a GPU, so callers (and the tests) can skip cleanly;
+ * nmt_cuda_sm_count is the one query of a device's SM count. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -27,6 +28,16 @@ extern "C" int nmt_cuda_device_count(void)
         return 0;
     }
     return count;
+}
+
+extern "C" int nmt_cuda_sm_count(int device)
+{
+    int sms = 0;
+    if (device < 0 && cudaGetDevice(&device) != cudaSuccess)
+        return 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+        return 0;
+    return sms;
 }
 
 /* Stream priorities (lower numbers first): a context's stream one step above

@@ -1,9 +1,8 @@
 /* bench_lsh_data.h: the inputs of bench_lsh.cu (header only, static, included
- * by that one program): the NMT_OK check, comma lists from the environment,
- * random Gaussian weights and decoder states made on the device, the LSH
- * index built on the host and copied to the device (copies for the L2
- * rotation), bucket statistics, and the candidate lists of the
- * fixed-fraction and sharing parts, drawn on the host.
+ * by that one program): random Gaussian weights and decoder states made on
+ * the device, the LSH index built on the host and copied to the device
+ * (copies for the L2 rotation), bucket statistics, and the candidate lists of
+ * the fixed-fraction and sharing parts, drawn on the host.
  *
  * Decoder states: row r of copy c is base[c, r / beam] + 0.3 * noise[c, r],
  * all entries N(0, 1): the beam hypotheses of one sentence are near each
@@ -19,66 +18,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "align.h"
 #include "bench_util.h"
 #include "lsh.h"
 #include "lsh_index.h"
-
-/* Runs an nmt_* call whose last argument is &err; on failure prints the call,
- * the file, the line and the library's message, and exits. */
-#define NMT_OK(call)                                                                       \
-    do {                                                                                   \
-        nmt_error err = {};                                                                \
-        if ((call) != NMT_STATUS_OK) {                                                     \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, err.message);   \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-/* ---- environment lists -------------------------------------------------- */
-
-/* Numbers separated by anything that cannot start a number (",", ":", " "). */
-static int parse_doubles(const char *env, const double *defaults, int n_defaults, double *out,
-                         int cap)
-{
-    const char *v = getenv(env);
-    int n = 0;
-    if (!v || !*v) {
-        for (n = 0; n < n_defaults && n < cap; n++)
-            out[n] = defaults[n];
-        return n;
-    }
-    while (*v && n < cap) {
-        char *end;
-        double x = strtod(v, &end);
-        if (end == v) {
-            v++;
-            continue;
-        }
-        out[n++] = x;
-        v = end;
-    }
-    return n;
-}
-
-static int parse_ints(const char *env, const int *defaults, int n_defaults, int *out, int cap)
-{
-    double d[64], tmp[64];
-    int nd = n_defaults < 64 ? n_defaults : 64;
-    for (int i = 0; i < nd; i++)
-        d[i] = defaults[i];
-    int n = parse_doubles(env, d, nd, tmp, cap < 64 ? cap : 64);
-    for (int i = 0; i < n; i++)
-        out[i] = (int)tmp[i];
-    return n;
-}
-
-static int in_list(int x, const int *list, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (list[i] == x)
-            return 1;
-    return 0;
-}
 
 /* ---- random numbers ----------------------------------------------------- */
 
@@ -144,20 +87,15 @@ typedef struct {
     size_t bytes; /* one copy */
 } dev_index;
 
-static size_t align256(size_t x)
-{
-    return (x + 255) & ~(size_t)255;
-}
-
 /* Copies enough to rotate over more than 2x L2 (at most 16). */
 static void dev_index_upload(const nmt_lsh_tables *h, dev_index *d)
 {
     size_t n_perm = (size_t)h->u * h->w * h->k, n_slots = (size_t)h->w << h->table_bits;
     size_t n_hash = (size_t)h->w * 4, n_words = (size_t)h->w * h->vocab;
-    size_t o_slots = align256(n_perm * sizeof(int32_t));
-    size_t o_hash = o_slots + align256(n_slots * sizeof(nmt_lsh_slot));
-    size_t o_words = o_hash + align256(n_hash * sizeof(uint32_t));
-    d->bytes = o_words + align256(n_words * sizeof(int32_t));
+    size_t o_slots = nmt_align_up(n_perm * sizeof(int32_t), 256);
+    size_t o_hash = o_slots + nmt_align_up(n_slots * sizeof(nmt_lsh_slot), 256);
+    size_t o_words = o_hash + nmt_align_up(n_hash * sizeof(uint32_t), 256);
+    d->bytes = o_words + nmt_align_up(n_words * sizeof(int32_t), 256);
     d->copies = bench_copies(d->bytes);
     d->copies = d->copies > 16 ? 16 : d->copies;
     d->tables = (nmt_lsh_tables *)malloc(d->copies * sizeof(nmt_lsh_tables));

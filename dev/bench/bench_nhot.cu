@@ -82,20 +82,8 @@ static void run_cusparse(void *p, int i)
 int main(void)
 {
     static const int d_ns[] = {1, 2, 5, 10, 50, 100};
-    int ns[16], n_ns = 0;
-    const char *env = getenv("NMT_BENCH_NS");
-    if (env && *env) {
-        char *end;
-        while (*env && n_ns < 16) {
-            ns[n_ns++] = (int)strtol(env, &end, 10);
-            env = *end == ',' ? end + 1 : end;
-            if (*end != ',' )
-                break;
-        }
-    } else {
-        for (int i = 0; i < 6; i++)
-            ns[n_ns++] = d_ns[i];
-    }
+    int ns[16];
+    const int n_ns = parse_ints("NMT_BENCH_NS", d_ns, 6, ns, 16);
 
     nhot_arg a = {};
     BENCH_CHECK(cudaSetDevice(0));

@@ -7,14 +7,21 @@
  * index over copies bigger than 2x the 50 MB L2 (bench_copies); a
  * device-to-device copy measured in the same program gives the bandwidth
  * every kernel is compared with (bytes moved = read + write). Results go to
- * stdout as JSON lines (one per measurement), tables go to stderr. */
+ * stdout as JSON lines (one per measurement), tables go to stderr.
+ * Also shared by the programs: the NMT_OK check, number lists from the
+ * command line or the environment, command-line options, and the error of a
+ * device result against its CPU twin. */
 #ifndef NMT_BENCH_UTIL_H
 #define NMT_BENCH_UTIL_H
 
 #include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "nmt_status.h"
 
 #define BENCH_CHECK(call)                                                                  \
     do {                                                                                   \
@@ -26,12 +33,162 @@
         }                                                                                  \
     } while (0)
 
+/* Runs an nmt_* call whose last argument is &err; on failure prints the call,
+ * the file, the line and the library's message, and exits. */
+#define NMT_OK(call)                                                                       \
+    do {                                                                                   \
+        nmt_error err = {};                                                                \
+        if ((call) != NMT_STATUS_OK) {                                                     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, err.message);   \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
 #define BENCH_L2_FLUSH_BYTES (128u << 20) /* rotate inputs over > 2x the 50 MB L2 */
 
 static int bench_env_int(const char *name, int fallback)
 {
     const char *v = getenv(name);
     return v && *v ? atoi(v) : fallback;
+}
+
+/* ---- number lists and options ------------------------------------------- */
+
+/* Numbers in `text` separated by anything that cannot start a number (",",
+ * ":", " "); NULL or empty text gives the defaults. */
+static int parse_doubles_text(const char *v, const double *defaults, int n_defaults,
+                              double *out, int cap)
+{
+    int n = 0;
+    if (!v || !*v) {
+        for (n = 0; n < n_defaults && n < cap; n++)
+            out[n] = defaults[n];
+        return n;
+    }
+    while (*v && n < cap) {
+        char *end;
+        double x = strtod(v, &end);
+        if (end == v) {
+            v++;
+            continue;
+        }
+        out[n++] = x;
+        v = end;
+    }
+    return n;
+}
+
+static int parse_ints_text(const char *v, const int *defaults, int n_defaults, int *out, int cap)
+{
+    double d[64], tmp[64];
+    int nd = n_defaults < 64 ? n_defaults : 64;
+    for (int i = 0; i < nd; i++)
+        d[i] = defaults[i];
+    int n = parse_doubles_text(v, d, nd, tmp, cap < 64 ? cap : 64);
+    for (int i = 0; i < n; i++)
+        out[i] = (int)tmp[i];
+    return n;
+}
+
+/* The same from the environment variable `env`. */
+static int parse_doubles(const char *env, const double *defaults, int n_defaults, double *out,
+                         int cap)
+{
+    return parse_doubles_text(getenv(env), defaults, n_defaults, out, cap);
+}
+
+static int parse_ints(const char *env, const int *defaults, int n_defaults, int *out, int cap)
+{
+    return parse_ints_text(getenv(env), defaults, n_defaults, out, cap);
+}
+
+static int in_list(int x, const int *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == x)
+            return 1;
+    return 0;
+}
+
+/* Options: "--name value" or "--name=value" (the value), "--name" alone (a
+ * flag). bench_options_check exits with a message on an option not in
+ * `known` (NULL-terminated; a trailing '=' marks one that takes a value). */
+static const char *bench_option(int argc, char **argv, const char *name)
+{
+    const size_t n = strlen(name);
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], name, n) != 0)
+            continue;
+        if (argv[i][n] == '=')
+            return argv[i] + n + 1;
+        if (argv[i][n] == '\0' && i + 1 < argc)
+            return argv[i + 1];
+    }
+    return NULL;
+}
+
+static int bench_flag(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static void bench_options_check(int argc, char **argv, const char *const *known,
+                                const char *usage)
+{
+    for (int i = 1; i < argc; i++) {
+        int found = 0;
+        for (const char *const *k = known; *k && !found; k++) {
+            size_t n = strcspn(*k, "=");
+            if (strncmp(argv[i], *k, n) != 0 || (argv[i][n] != '\0' && argv[i][n] != '='))
+                continue;
+            found = 1;
+            if ((*k)[n] == '=' && argv[i][n] == '\0')
+                i++; /* its value */
+        }
+        if (!found) {
+            fprintf(stderr, "unknown option %s\n%s", argv[i], usage);
+            exit(2);
+        }
+    }
+}
+
+/* The next name of a comma list (*list advances past it); 0 at the end. */
+static int bench_next_name(const char **list, char *name, size_t cap)
+{
+    const char *p = *list;
+    if (!p || !*p)
+        return 0;
+    size_t n = strcspn(p, ",");
+    snprintf(name, cap, "%.*s", (int)n, p);
+    *list = p[n] ? p + n + 1 : p + n;
+    return 1;
+}
+
+/* ---- a device result against its CPU twin --------------------------------- */
+
+/* The largest |got - want| (NaN on either side: infinity; equal infinities: 0). */
+static double bench_max_abs_err(const float *got, const float *want, size_t n)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] == want[i])
+            continue;
+        double e = fabs((double)got[i] - (double)want[i]);
+        if (!(e <= worst))
+            worst = e == e ? e : INFINITY;
+    }
+    return worst;
+}
+
+static size_t bench_count_diff_i32(const int32_t *got, const int32_t *want, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += got[i] != want[i];
+    return bad;
 }
 
 static int bench_repeats(void)

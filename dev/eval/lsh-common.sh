@@ -4,15 +4,15 @@
 # summary. The caller sets NAME, OUT, WORK and the grid variables (GRID, TOPS,
 # THRESHOLDS, TOP_BASELINE, ...) with its own defaults before calling.
 
-# shellcheck source=tools/carry-env.sh
-. tools/carry-env.sh
+# shellcheck source=dev/carry-env.sh
+. dev/carry-env.sh
 
 run() { echo "+ $*"; "$@"; }
 
 # Tees everything into $OUT/$NAME.log and, on exit, packs $WORK/<parts...>
 # (hypotheses, --stats files, engine logs; never models) into one tarball.
 lsh_begin() {
-    export PYTHONPATH=tools${PYTHONPATH:+:$PYTHONPATH}
+    export PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH}
     export PYTHONUNBUFFERED=1
     mkdir -p "$WORK"
     exec > >(tee -a "$OUT/$NAME.log") 2>&1
@@ -58,7 +58,7 @@ lsh_run_grid() {
     local label=$1 model=$2 src=$3 ref=$4 grid_status=0
     echo "=== LSH grid (budget ${EVAL_BUDGET}s)"
     # shellcheck disable=SC2086
-    run "$PYTHON" tools/eval/lsh-grid --translate "$TRANSLATE" -m "$model" --label "$label" \
+    run "$PYTHON" dev/eval/lsh-grid --translate "$TRANSLATE" -m "$model" --label "$label" \
         --src "$src" --ref "$ref" --device "$DEVICE" --beams "$BEAMS" --grid "$GRID" \
         --tops "$TOPS" --thresholds "$THRESHOLDS" --top-baseline "$TOP_BASELINE" \
         --shares "$SHARES" --share-settings "$SHARE_SETTINGS" --batch-size "$BATCH_SIZE" \
@@ -67,9 +67,9 @@ lsh_run_grid() {
         --work "$WORK/lsh" --json "$OUT/$NAME.json" --markdown "$OUT/$NAME.md" \
         ${GRID_ARGS:-} || grid_status=$?
     if "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
-        run "$PYTHON" tools/eval/plot-lsh "$OUT/$NAME.json" -o "$OUT/$NAME.png" || true
+        run "$PYTHON" dev/eval/plot-lsh "$OUT/$NAME.json" -o "$OUT/$NAME.png" || true
     else
-        echo "matplotlib not importable here: plot later with tools/eval/plot-lsh $NAME.json"
+        echo "matplotlib not importable here: plot later with dev/eval/plot-lsh $NAME.json"
     fi
     echo "=== summary"
     sed -n '/^## Summary/,/^## Results/p' "$OUT/$NAME.md" || true

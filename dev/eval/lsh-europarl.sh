@@ -3,9 +3,9 @@
 #
 #   1. builds the CUDA engine (BUILD_DIR, default build-gpu) unless TRANSLATE is set;
 #   2. unless MODEL names an existing model file: trains the Italian->English
-#      word-level model with tools/train/train-europarl.sh (time budget
+#      word-level model with python/train/train-europarl.sh (time budget
 #      TIME_BUDGET, scratch WORK) and evaluates the $WORK/model.fp16.bin it exports;
-#   3. runs tools/eval/lsh-grid at beams 5 and 12 on the test split
+#   3. runs dev/eval/lsh-grid at beams 5 and 12 on the test split
 #      ($DATA/test.it.gz -> test.en.gz, 3,000 lines) within EVAL_BUDGET seconds:
 #      full softmax (its BLEU is the model's), the LSH grid, the TOP baseline, and
 #      batch / sentence / row sharing on the first SHARE_SETTINGS LSH settings;
@@ -15,7 +15,7 @@
 #      summary and log) and, when matplotlib is importable, lsh-europarl.png.
 #
 # On the device (carry .carry: data in .carry/data/europarl-it-en, libraries in
-# .carry/deps):  tools/eval/lsh-europarl.sh "$OUT"
+# .carry/deps):  dev/eval/lsh-europarl.sh "$OUT"
 # Environment (all optional): DATA (.carry/data/europarl-it-en), WORK (out/europarl),
 # MODEL (skip training), TRANSLATE (skip the build), BUILD_DIR (build-gpu), PYTHON
 # (python3), DEVICE (cuda), TIME_BUDGET (training seconds, the trainer's default
@@ -41,18 +41,18 @@ SHARES=${SHARES:-sentence,batch,row} SHARE_SETTINGS=${SHARE_SETTINGS:-1}
 BATCH_SIZE=${BATCH_SIZE:-64} SPEED_BATCH=${SPEED_BATCH:-64} SPEED_LINES=${SPEED_LINES:-600}
 REPEATS=${REPEATS:-3} QUALITY_LINES=${QUALITY_LINES:-0}
 NAME=lsh-europarl
-# shellcheck source=tools/eval/lsh-common.sh
-. tools/eval/lsh-common.sh
+# shellcheck source=dev/eval/lsh-common.sh
+. dev/eval/lsh-common.sh
 
 lsh_begin lsh train-out
 ls -la "$DATA"
 lsh_build_engine
 
 if [ -z "${MODEL:-}" ] || [ ! -f "$MODEL" ]; then
-    echo "=== training (tools/train/train-europarl.sh, budget ${TIME_BUDGET:-the trainer default}s)"
+    echo "=== training (python/train/train-europarl.sh, budget ${TIME_BUDGET:-the trainer default}s)"
     export WORK
     [ -n "${TIME_BUDGET:-}" ] && export TIME_BUDGET
-    run tools/train/train-europarl.sh "$WORK/train-out"
+    run python/train/train-europarl.sh "$WORK/train-out"
     MODEL=$WORK/model.fp16.bin
 fi
 [ -f "$MODEL" ] || { echo "no model at $MODEL"; exit 1; }

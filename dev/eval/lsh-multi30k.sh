@@ -3,7 +3,7 @@
 # ~4.8k target words), on one H100.
 #
 #   1. builds the CUDA engine (BUILD_DIR, default build-gpu) unless TRANSLATE is set;
-#   2. runs tools/eval/lsh-grid at beams 5 and 12 on test_2016_flickr (1,000 lines)
+#   2. runs dev/eval/lsh-grid at beams 5 and 12 on test_2016_flickr (1,000 lines)
 #      within EVAL_BUDGET seconds: full softmax, the LSH grid (smaller T than on
 #      Europarl: the vocabulary is ~7x smaller), the TOP baseline, and batch /
 #      sentence / row sharing on the first SHARE_SETTINGS LSH settings;
@@ -12,7 +12,7 @@
 #      matplotlib is importable, lsh-multi30k.png.
 #
 # On the device (carry .carry: data in .carry/data/multi30k, libraries in .carry/deps):
-#   tools/eval/lsh-multi30k.sh "$OUT"
+#   dev/eval/lsh-multi30k.sh "$OUT"
 # Environment (all optional): MODEL (models/multi30k-de-en.bin), DATA
 # (.carry/data/multi30k), WORK (out/multi30k-lsh), TRANSLATE (skip the build), BUILD_DIR
 # (build-gpu), PYTHON (python3), DEVICE (cuda), EVAL_BUDGET (150), BEAMS (5,12), GRID
@@ -38,8 +38,8 @@ SHARES=${SHARES:-sentence,batch,row} SHARE_SETTINGS=${SHARE_SETTINGS:-1}
 BATCH_SIZE=${BATCH_SIZE:-64} SPEED_BATCH=${SPEED_BATCH:-64} SPEED_LINES=${SPEED_LINES:-1000}
 REPEATS=${REPEATS:-3} QUALITY_LINES=${QUALITY_LINES:-0}
 NAME=lsh-multi30k
-# shellcheck source=tools/eval/lsh-common.sh
-. tools/eval/lsh-common.sh
+# shellcheck source=dev/eval/lsh-common.sh
+. dev/eval/lsh-common.sh
 
 lsh_begin lsh
 ls -la "$MODEL" "$DATA/test_2016_flickr.de.gz" "$DATA/test_2016_flickr.en.gz"

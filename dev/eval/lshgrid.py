@@ -8,7 +8,7 @@ list (--shares: batch, sentence, row).
 
 Each (beam, setting) has:
   - one quality run over the whole --src at --batch-size with --stats FILE:
-    sacreBLEU (cased, 13a, as tools/eval/bleu), the mean candidate words per
+    sacreBLEU (cased, 13a, as dev/eval/bleu), the mean candidate words per
     live hypothesis-step ("vocab/row"), recall (the fraction of live
     hypothesis-steps whose full-softmax top-B words all lie in the candidate
     list) and the output-layer time (the engine's own timer, in the --stats
@@ -52,10 +52,10 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-# The report half (also what tests/tools/test_lsh_grid.py reaches through this module).
-from pynmt.lshreport import (COLUMN_HELP, COLUMNS, MODES, SHARES, best_under_loss,  # noqa: F401
-                             derive, fmt, interpolate, markdown_table, pareto,
-                             plot_panels, ratio, render_markdown, table_rows)
+# The report half (also what tests/dev/test_lsh_grid.py reaches through this module).
+from lshreport import (COLUMN_HELP, COLUMNS, MODES, SHARES, best_under_loss,  # noqa: F401
+                       derive, fmt, interpolate, markdown_table, pareto,
+                       plot_panels, ratio, render_markdown, table_rows)
 
 
 
@@ -242,7 +242,7 @@ def read_text_lines(path: str) -> list[str]:
     """pynmt.data.read_lines (plain, .gz, .xz); a copy of its two rules when
     pynmt.data cannot be imported (it imports torch)."""
     try:
-        from .data import read_lines
+        from pynmt.data import read_lines
     except ImportError:
         import gzip
         import lzma
@@ -300,7 +300,7 @@ def run_engine(cmd, text, log_path=None, timeout=None):
 
 
 def score_bleu(hyps: list[str], refs: list[str], tokenize="13a", lowercase=False):
-    """sacreBLEU corpus score with tools/eval/bleu's settings (cased, 13a):
+    """sacreBLEU corpus score with dev/eval/bleu's settings (cased, 13a):
     (score, full string, signature)."""
     import sacrebleu
     metric = sacrebleu.metrics.BLEU(tokenize=tokenize, lowercase=lowercase)
@@ -359,7 +359,7 @@ def make_parser():
     p = argparse.ArgumentParser(
         prog="lsh-grid", description=doc[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n\n".join(doc[1:]) + "\n\nExample:\n  tools/eval/lsh-grid -m model.bin "
+        epilog="\n\n".join(doc[1:]) + "\n\nExample:\n  dev/eval/lsh-grid -m model.bin "
         "--src test.it.gz --ref test.en.gz --beams 5,12 --grid '16,3,500;8,3,500' --tops 1000,2000 "
         "--thresholds 1,2 --time-budget 240 --work out/lsh --json out/lsh/grid.json")
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -557,7 +557,7 @@ def main(argv=None) -> int:
         pass
     started = time.time()
     doc = {"meta": {
-        "tool": "tools/eval/lsh-grid", "label": args.label or os.path.basename(args.model),
+        "tool": "dev/eval/lsh-grid", "label": args.label or os.path.basename(args.model),
         "model": args.model, "src": args.src, "ref": args.ref, "lines": len(src),
         "translate": args.translate, "device_option": args.device, "device": None, "gpu": gpu,
         "host": socket.gethostname(), "engine_options": args.engine_option,

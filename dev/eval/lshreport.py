@@ -1,4 +1,4 @@
-"""Reporting for tools/eval/lsh-grid and tools/eval/plot-lsh: the arithmetic
+"""Reporting for dev/eval/lsh-grid and dev/eval/plot-lsh: the arithmetic
 against the full softmax (loss, speedups, the TOP curve), the markdown tables
 and the plot panels. Pure functions of the records (dicts) in the grid JSON;
 no engine runs, no matplotlib."""
@@ -228,7 +228,7 @@ COLUMN_HELP = """\
 - decode s: whole-decode seconds of the speed runs (the engine's --timing clock); speedup: full softmax's / this."""
 
 
-# --- plot data (tools/eval/plot-lsh) -----------------------------------------
+# --- plot data (dev/eval/plot-lsh) -----------------------------------------
 
 def plot_panels(docs: list[dict], x: str = "speedup") -> list[dict]:
     """Groups lsh-grid results for plotting, one panel per (model label, beam):

@@ -3,7 +3,7 @@
  *     name dtype dims crc32
  * where dtype is the file's storage type (f32 or f16), dims are joined by 'x'
  * and crc32 (8 hex digits) is zlib's CRC-32 of the tensor's fp32 values as
- * loaded (fp16 already widened), little-endian. tools/pynmt/modelfile.py's
+ * loaded (fp16 already widened), little-endian. python/pynmt/modelfile.py's
  * tensor_crcs computes the same numbers, which is how the exporter's
  * round-trip test compares the two sides. */
 #include "nmt.h"

@@ -10,7 +10,7 @@
 # strings; an empty one is the full softmax).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-. "$root/tools/carry-env.sh"
+. "$root/dev/carry-env.sh"
 use_carried_deps "$root"
 a="${A:?A: the first translate binary}" b="${B:?B: the second translate binary}"
 model="${MODEL:?MODEL: the model file}" src="${SRC:?SRC: gzip source text}"

@@ -4,14 +4,14 @@
 #   2. ncu kernel times (gpu__time_duration, serialized: no launch gaps) of a
 #      window of decode steps at batch 1 and 64, and of the softmax + top-K
 #      kernel in bench_softmax_topk at small rows
-#   3. tables (tools/profile/kernel_times.py) into $OUT/profile.md
-# Run after a build into build-gpu (tools/gpu-check.sh does one). Env:
+#   3. tables (dev/profile/kernel_times.py) into $OUT/profile.md
+# Run after a build into build-gpu (dev/gpu-check.sh does one). Env:
 # PROFILE_MODEL, PROFILE_SRC, NMT_PROFILE_SKIP_NCU=1, NMT_PROFILE_SOFTMAX_CASES
 # (space-separated rows,V,K triples; empty skips the softmax kernel timings).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-. "$root/tools/carry-env.sh"
+. "$root/dev/carry-env.sh"
 use_carried_deps "$root"
 dest="${OUT:-out}"
 mkdir -p "$dest"
@@ -44,7 +44,7 @@ ncu_run() { # name, input file, then the command (its stdout is dropped)
     timeout 240 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
         --log-file "$work/$name.csv" "$@" <"$input" >/dev/null 2>"$work/$name.err" ||
         { echo "ncu $name failed"; tail -5 "$work/$name.err"; }
-    python3 tools/profile/kernel_times.py "$work/$name.csv" >>"$report"
+    python3 dev/profile/kernel_times.py "$work/$name.csv" >>"$report"
 }
 if [[ "${NMT_PROFILE_SKIP_NCU:-0}" != 1 ]]; then
     # --warmup off: the windows count launches from the first real batch.

@@ -6,7 +6,7 @@
 #      runs) and the output layer's GPU time (one --stats run);
 #   2. ncu kernel times (gpu__time_duration, serialized) of a window of decode
 #      steps (launches SKIP.. SKIP+COUNT, --warmup off, graphs off), tabled per
-#      kernel by tools/profile/kernel_times.py.
+#      kernel by dev/profile/kernel_times.py.
 # Writes $OUT/lsh-profile.md (and the raw CSVs). Env: MODEL, SRC (gzip),
 # TRANSLATE (build-gpu/translate), LINES (128), BEAM (12), BATCH (64), REPEATS
 # (3), SKIP (600), COUNT (800), SETTINGS (';'-separated option strings; an
@@ -14,7 +14,7 @@
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-. "$root/tools/carry-env.sh"
+. "$root/dev/carry-env.sh"
 use_carried_deps "$root"
 dest="${OUT:-out}"
 mkdir -p "$dest"
@@ -73,6 +73,6 @@ n=0
 for opts in "${list[@]}"; do
     n=$((n + 1))
     echo "### \`${opts:-full softmax}\`" >>"$report"
-    python3 tools/profile/kernel_times.py "$dest/ncu-$n.csv" >>"$report"
+    python3 dev/profile/kernel_times.py "$dest/ncu-$n.csv" >>"$report"
 done
 cat "$report"

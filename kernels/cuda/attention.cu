@@ -39,17 +39,18 @@
 
 #include "attention.h"
 #include "cuda_check.h"
+#include "cuda_ctx.h"
+#include "device.cuh"
 
-#define FULL_MASK 0xffffffffu
 static constexpr int kThreads = 256;
-static constexpr int kWarps = kThreads / 32;
+static constexpr int kWarps = kThreads / kWarpSize;
 static constexpr int kScorePositions = 2; /* positions a warp scores at once */
 static constexpr int kScoreFloats = 16;   /* floats of H a lane loads per position */
 static constexpr int kContextBatch = 8;   /* memory rows a thread has in flight */
 static constexpr int kMaxSlices = 8;
 static constexpr int kMinSliceFloats = 128; /* a slice is at least a warp of float4 */
 static constexpr int kMinGroupWidth = 8;    /* at most kThreads / 8 position groups */
-static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps");
+static_assert(kThreads % kWarpSize == 0 && kThreads <= 1024, "whole warps");
 static_assert(kScoreFloats % 4 == 0, "whole float4 slots");
 
 /* float4 or float lanes: the same code for the aligned and the scalar path. */
@@ -130,7 +131,7 @@ static __global__ void __launch_bounds__(kThreads, 2)
     float *s_exp = s_dynamic + max_src; /* [max_src]: exp(score - max) */
     __shared__ Vec s_group_sums[kThreads];
 
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = threadIdx.x, lane = tid & (kWarpSize - 1), warp = tid >> 5;
     const int32_t row = blockIdx.x;
     const int32_t n_vec = hidden / V; /* H in lanes of V floats */
 
@@ -159,11 +160,11 @@ static __global__ void __launch_bounds__(kThreads, 2)
      * is read by every warp; after the first it comes from L1. */
     for (int32_t j0 = warp * kScorePositions; j0 < len; j0 += kWarps * kScorePositions) {
         float part[kScorePositions][4] = {};
-        for (int32_t base = lane; base < n_vec; base += 32 * kSlots) {
+        for (int32_t base = lane; base < n_vec; base += kWarpSize * kSlots) {
             Vec q[kSlots], k[kScorePositions][kSlots];
 #pragma unroll
             for (int v = 0; v < kSlots; v++) {
-                int32_t i = base + v * 32;
+                int32_t i = base + v * kWarpSize;
                 q[v] = i < n_vec ? __ldg(&q_row[i]) : Lane<V>::zero();
 #pragma unroll
                 for (int p = 0; p < kScorePositions; p++)
@@ -182,10 +183,10 @@ static __global__ void __launch_bounds__(kThreads, 2)
         for (int p = 0; p < kScorePositions; p++)
             dot[p] = (part[p][0] + part[p][1]) + (part[p][2] + part[p][3]);
 #pragma unroll
-        for (int off = 16; off > 0; off /= 2)
+        for (int off = kWarpSize / 2; off > 0; off /= 2)
 #pragma unroll
             for (int p = 0; p < kScorePositions; p++)
-                dot[p] += __shfl_xor_sync(FULL_MASK, dot[p], off);
+                dot[p] += __shfl_xor_sync(kFullMask, dot[p], off);
         if (lane == 0)
 #pragma unroll
             for (int p = 0; p < kScorePositions; p++)
@@ -197,19 +198,17 @@ static __global__ void __launch_bounds__(kThreads, 2)
     /* Softmax: each warp reduces all the scores itself (S is small), the
      * same way, so every warp of every slice holds the same m and d. */
     int m_key = ordered_int(-INFINITY);
-    for (int32_t j = lane; j < len; j += 32)
+    for (int32_t j = lane; j < len; j += kWarpSize)
         m_key = max(m_key, ordered_int(s_score[j]));
-    const float m = ordered_float(__reduce_max_sync(FULL_MASK, m_key));
+    const float m = ordered_float(__reduce_max_sync(kFullMask, m_key));
     float d = 0.0f;
-    for (int32_t j = lane; j < len; j += 32) {
+    for (int32_t j = lane; j < len; j += kWarpSize) {
         float e = expf(s_score[j] - m);
         d += e;
         if (warp == 0)
             s_exp[j] = e;
     }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2)
-        d += __shfl_xor_sync(FULL_MASK, d, off);
+    d = warp_sum(d);
     const float inv_d = len > 0 ? 1.0f / d : 0.0f;
     __syncthreads();
 
@@ -250,7 +249,7 @@ static __global__ void __launch_bounds__(kThreads, 2)
      * ints: one redux for the largest, one for its lowest index). */
     if (blockIdx.y == 0 && warp == kWarps - 1 && (weights || argmax)) {
         int best_key = -1, best_i = INT32_MAX;
-        for (int32_t j = lane; j < max_src; j += 32) {
+        for (int32_t j = lane; j < max_src; j += kWarpSize) {
             float a = j < len ? s_exp[j] * inv_d : 0.0f;
             if (weights)
                 weights[(int64_t)row * max_src + j] = a;
@@ -260,8 +259,8 @@ static __global__ void __launch_bounds__(kThreads, 2)
             }
         }
         if (argmax) {
-            int key = __reduce_max_sync(FULL_MASK, best_key);
-            int best = __reduce_min_sync(FULL_MASK, best_key == key ? best_i : INT32_MAX);
+            int key = __reduce_max_sync(kFullMask, best_key);
+            int best = __reduce_min_sync(kFullMask, best_key == key ? best_i : INT32_MAX);
             if (lane == 0)
                 argmax[row] = len > 0 ? best : -1;
         }
@@ -288,8 +287,6 @@ static nmt_status launch(int32_t n_rows, int32_t slices, int32_t slice_vec, int3
     return NMT_STATUS_OK;
 }
 
-static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-
 extern "C" nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
                                          const int32_t *row_sentence, const int32_t *src_len,
                                          const float *keys, const float *memory,
@@ -304,11 +301,14 @@ extern "C" nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t
     if (n_rows == 0)
         return NMT_STATUS_OK;
     size_t smem = 2 * (size_t)max_src * sizeof(float);
-    int device = 0, smem_optin = 0, sms = 0;
+    int device = 0, smem_optin = 0;
     NMT_CUDA_RETURN(cudaGetDevice(&device));
     NMT_CUDA_RETURN(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                            device));
-    NMT_CUDA_RETURN(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const int sms = nmt_cuda_sm_count(device);
+    if (sms < 1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_CUDA,
+                             "attention: the SM count of device %d cannot be queried", device);
     if (smem + kThreads * sizeof(float4) + 1024 > (size_t)smem_optin)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                              "attention: 2 x max_src %d floats exceed shared memory", max_src);
@@ -318,8 +318,8 @@ extern "C" nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t
                              hidden);
 
     const bool vec4 = hidden % 4 == 0 && ld_query % 4 == 0 && ld_context % 4 == 0 &&
-                      aligned16(keys) && aligned16(memory) && aligned16(query) &&
-                      aligned16(context);
+                      nmt_is_aligned(keys, 16) && nmt_is_aligned(memory, 16) &&
+                      nmt_is_aligned(query, 16) && nmt_is_aligned(context, 16);
     const int32_t n_vec = vec4 ? hidden / 4 : hidden;
 
     /* Split the context over H while the grid is smaller than the GPU; a

@@ -12,9 +12,9 @@
  * bandwidth, is the cost, which is why the segments share one launch. */
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include <type_traits>
 
 #include "cuda_check.h"
+#include "device.cuh"
 #include "gather.h"
 
 static constexpr int kMaxThreads = 256;
@@ -24,7 +24,7 @@ static __global__ void __launch_bounds__(kMaxThreads)
     gather_rows_kernel(int32_t dim_vec, const float *__restrict__ src,
                        const int32_t *__restrict__ index, float *__restrict__ dst)
 {
-    typedef typename std::conditional<VEC == 4, float4, float>::type vec_t;
+    typedef float_vec<VEC> vec_t;
     const int32_t row = blockIdx.x;
     const int32_t c = blockIdx.y * blockDim.x + threadIdx.x;
     if (c >= dim_vec)
@@ -87,7 +87,7 @@ extern "C" nmt_status nmt_cuda_gather_rows(int32_t n_rows, int32_t dim, const fl
     if (n_rows == 0 || dim == 0)
         return NMT_STATUS_OK;
     cudaStream_t s = (cudaStream_t)stream;
-    if (dim % 4 == 0 && (uintptr_t)src % 16 == 0 && (uintptr_t)dst % 16 == 0)
+    if (dim % 4 == 0 && nmt_is_aligned(src, 16) && nmt_is_aligned(dst, 16))
         return launch<4>(n_rows, dim, src, index, dst, s, err);
     return launch<1>(n_rows, dim, src, index, dst, s, err);
 }

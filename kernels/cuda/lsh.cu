@@ -31,12 +31,10 @@
 #include <stdint.h>
 
 #include "cuda_check.h"
+#include "device.cuh"
 #include "lsh.h"
 #include "lsh_device.cuh"
 
-#define FULL_MASK 0xffffffffu
-
-static constexpr int kWarpSize = 32;
 static constexpr int kCodesThreads = 128;
 static constexpr int kHitsThreads = 256;
 static constexpr int kRecallThreads = 256;
@@ -160,7 +158,7 @@ static __global__ void __launch_bounds__(kMarkThreads)
     uint32_t my_word = 0;
 #pragma unroll
     for (int i = 0; i < kMaskWords; i++) {
-        const uint32_t m = __ballot_sync(FULL_MASK, (bits >> i) & 1);
+        const uint32_t m = __ballot_sync(kFullMask, (bits >> i) & 1);
         if (lane == i)
             my_word = m;
     }
@@ -175,10 +173,7 @@ static __global__ void __launch_bounds__(kMarkThreads)
             m |= s_marks[w][lane];
         marks[((int64_t)g * n_chunks + chunk) * kMaskWords + lane] = m;
     }
-    int n = __popc(m);
-#pragma unroll
-    for (int off = kWarpSize / 2; off > 0; off /= 2)
-        n += __shfl_xor_sync(FULL_MASK, n, off);
+    const int n = warp_sum(__popc(m));
     if (lane == 0)
         chunk_counts[(int64_t)g * n_chunks + chunk] = n;
 }
@@ -231,14 +226,6 @@ static __device__ __forceinline__ bool list_contains(const int32_t *list, int32_
 {
     const int32_t lo = lower_bound_i32(list, 0, n, word);
     return lo < n && __ldg(&list[lo]) == word;
-}
-
-static __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v)
-{
-#pragma unroll
-    for (int off = kWarpSize / 2; off > 0; off /= 2)
-        v += __shfl_xor_sync(FULL_MASK, v, off);
-    return v;
 }
 
 static __global__ void __launch_bounds__(kRecallThreads)

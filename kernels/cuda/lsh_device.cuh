@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "device.cuh"
 #include "lsh.h"
 
 /* First index in [lo, hi) of an ascending array whose entry is >= value (hi
@@ -86,8 +87,8 @@ static __device__ __forceinline__ void find_bucket_from(const nmt_lsh_tables &t,
  * lane calls it (length 0 where it has no bucket).
  * Each lane issues kWalkLoads predicated loads (words i, i + 32, ...) before
  * any f: the walk is bound by the latency of those L2 loads, and one load at a
- * time left a bucket of 100 words three round trips long (about 60% of a
- * decoder step's LSH time at 768 rows on the H100). */
+ * time makes a bucket of 100 words three dependent round trips (time the
+ * walk: bench_lsh --variant lookup-warp,lookup-naive --rows 12,768). */
 static constexpr int kWalkLoads = 4;
 
 template <typename F>
@@ -95,22 +96,21 @@ static __device__ __forceinline__ void warp_walk_buckets(const nmt_lsh_tables &t
                                                          int32_t start, int32_t length,
                                                          int32_t tag, F f)
 {
-    const unsigned full = 0xffffffffu;
-    const int lane = threadIdx.x & 31;
-    uint32_t pending = __ballot_sync(full, length > 0);
+    const int lane = threadIdx.x & (kWarpSize - 1);
+    uint32_t pending = __ballot_sync(kFullMask, length > 0);
     while (pending) {
         const int src = __ffs(pending) - 1;
         pending &= pending - 1;
-        const int32_t n = __shfl_sync(full, length, src);
-        const int32_t s_start = __shfl_sync(full, start, src);
-        const int32_t s_band = __shfl_sync(full, band, src);
-        const int32_t s_tag = __shfl_sync(full, tag, src);
+        const int32_t n = __shfl_sync(kFullMask, length, src);
+        const int32_t s_start = __shfl_sync(kFullMask, start, src);
+        const int32_t s_band = __shfl_sync(kFullMask, band, src);
+        const int32_t s_tag = __shfl_sync(kFullMask, tag, src);
         const int32_t *words = t.bucket_words + (int64_t)s_band * t.vocab + s_start;
-        for (int32_t i0 = 0; i0 < n; i0 += 32 * kWalkLoads) {
+        for (int32_t i0 = 0; i0 < n; i0 += kWarpSize * kWalkLoads) {
             int32_t w[kWalkLoads];
 #pragma unroll
             for (int l = 0; l < kWalkLoads; l++) {
-                const int32_t i = i0 + 32 * l + lane;
+                const int32_t i = i0 + kWarpSize * l + lane;
                 w[l] = i < n ? __ldg(&words[i]) : -1; /* words are >= 0 */
             }
 #pragma unroll

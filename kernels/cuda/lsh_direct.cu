@@ -1,10 +1,11 @@
 /* lsh_direct.cu: LSH candidate lists straight from the band codes, with no
  * [rows, V] hit matrix (kernels/lsh.h, nmt_cuda_lsh_candidates_direct).
  *
- * Why: on the H100 the two-step path (hits, then candidates) costs more than
- * the GEMM it saves once there are hundreds of rows: every (row, band, bucket
- * word) is a global atomic into a matrix of rows x V ints, and the compaction
- * reads all of it back (docs/lsh.md, "Results on the H100").
+ * Why: the two-step path (hits, then candidates) costs more than the GEMM it
+ * saves once there are hundreds of rows: every (row, band, bucket word) is a
+ * global atomic into a matrix of rows x V ints, and the compaction reads all
+ * of it back (compare: bench_lsh --variant two-step,direct --rows 12,768
+ * --group 0; docs/lsh.md).
  *
  *  mark:    a block per live row keeps its counts in shared memory, two 16-bit
  *           counters a 32-bit word (W <= 65535 bands, so a count never carries
@@ -30,10 +31,9 @@
  *           ascending, clears the bitmap and the counter for the next call
  *           and writes count[g]. In the mark kernel, not a second one: a
  *           group's list is compacted as soon as its rows are marked, while
- *           other groups still walk, and the step has one launch less (the
- *           separate kernel took 7.4 us of sentence lists and 18.4 us of row
- *           lists at 320 rows, H100). Threshold <= 0 (every word) marks
- *           nothing: a compaction kernel alone, a block per group.
+ *           other groups still walk, and the step has one launch less.
+ *           Threshold <= 0 (every word) marks nothing: a compaction kernel
+ *           alone, a block per group.
  * Same lists as nmt_cuda_lsh_hits (zero hits) + nmt_cuda_lsh_candidates; the
  * CPU oracle is nmt_cpu_lsh_hits + nmt_cpu_lsh_candidates. */
 #include <cub/block/block_scan.cuh>
@@ -41,12 +41,10 @@
 #include <stdint.h>
 
 #include "cuda_check.h"
+#include "device.cuh"
 #include "lsh.h"
 #include "lsh_device.cuh"
 
-#define FULL_MASK 0xffffffffu
-
-static constexpr int kWarpSize = 32;
 static constexpr int kMarkThreads = 512;    /* a block per row: a band a thread at W = 500
                                                (the walk is latency-bound; the counters
                                                allow 3 blocks an SM at V = 30k) */
@@ -67,7 +65,7 @@ static __device__ __forceinline__ uint32_t word_bits(const uint32_t *marks, int3
                                                      int32_t vocab, int32_t from, bool all)
 {
     const int32_t w0 = q * 32;
-    uint32_t bits = all ? FULL_MASK : __ldcg(&marks[q]);
+    uint32_t bits = all ? kFullMask : __ldcg(&marks[q]);
     if (from > w0)
         bits &= from - w0 >= 32 ? 0u : ~((1u << (from - w0)) - 1u);
     if (vocab - w0 < 32)
@@ -77,9 +75,9 @@ static __device__ __forceinline__ uint32_t word_bits(const uint32_t *marks, int3
 
 /* The whole block (THREADS threads) writes group g's list and count and
  * clears its bitmap. Ids below n_always are in every list at their own index:
- * written by all threads at once (a thousand-word prefix written bit by bit
- * by the few threads owning its bitmap words took 5.6 us, H100), and only the
- * bitmap past them is scanned (the walks never mark below n_always). */
+ * written by all threads at once (bit by bit, by the few threads owning its
+ * bitmap words, a prefix of thousands of words was a long serial tail), and
+ * only the bitmap past them is scanned (the walks never mark below n_always). */
 template <int THREADS>
 static __device__ void compact_group(int32_t g, int32_t vocab, int32_t threshold,
                                      int32_t n_always, uint32_t *bitmap, int32_t bitmap_ld,
@@ -138,10 +136,9 @@ static __device__ void compact_group(int32_t g, int32_t vocab, int32_t threshold
  * block-wide inclusive scan of the lengths numbers the chunk's words 0 ..
  * total-1, and the warps take segments of kSegmentWords words in turn, lane l
  * words l, l + 32, ... of its warp's segment with kFlatLoads loads in
- * flight. Per warp (32 bands each), the walks of a row's 16 warps differed
- * by up to 2x and the block waited for the longest at its barrier (27% of the
- * kernel's stall samples at beam 5 on Europarl, H100 ncu); a block-wide
- * stream leaves at most one segment of difference. A word's bucket is found
+ * flight. Walked per warp (32 bands each), the walks of a row's 16 warps
+ * differed by up to 2x and the block waited for the longest at its barrier; a
+ * block-wide stream leaves at most one segment of difference. A word's bucket is found
  * by a binary search for the segment's first word, then by stepping up from
  * the previous word's: the words ascend, so that is a step or two. Offsets
  * are 32-bit (the launcher checks w * vocab). */

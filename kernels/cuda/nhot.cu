@@ -15,19 +15,15 @@
  * before upload). */
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include <type_traits>
 
 #include "cuda_check.h"
+#include "device.cuh"
 #include "nhot.h"
 
-#define FULL_MASK 0xffffffffu
 static constexpr int kThreads = 256; /* 8 warps, each its own (row, segment) */
 static constexpr int kInFlight = 8;  /* table loads a lane issues before it adds */
-static_assert(kThreads % 32 == 0, "whole warps");
-static_assert(32 % kInFlight == 0, "a batch of pairs splits into whole steps");
-
-static __device__ __forceinline__ void set_zero(float &x) { x = 0.0f; }
-static __device__ __forceinline__ void set_zero(float4 &x) { x = make_float4(0.f, 0.f, 0.f, 0.f); }
+static_assert(kThreads % kWarpSize == 0, "whole warps");
+static_assert(kWarpSize % kInFlight == 0, "a batch of pairs splits into whole steps");
 
 template <int VEC>
 static __global__ void __launch_bounds__(kThreads)
@@ -36,20 +32,20 @@ static __global__ void __launch_bounds__(kThreads)
                 const float *__restrict__ values, const float *__restrict__ table,
                 float *__restrict__ out)
 {
-    typedef typename std::conditional<VEC == 4, float4, float>::type vec_t;
-    const int lane = threadIdx.x & 31;
-    const int64_t unit = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / 32;
+    typedef float_vec<VEC> vec_t;
+    const int lane = threadIdx.x & (kWarpSize - 1);
+    const int64_t unit = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / kWarpSize;
     if (unit >= (int64_t)n_rows * segments) /* warp-uniform */
         return;
     const int32_t row = (int32_t)(unit / segments), seg = (int32_t)(unit - (int64_t)row * segments);
-    const int32_t c = seg * 32 + lane;
+    const int32_t c = seg * kWarpSize + lane;
     const bool active = c < dim_vec;
     const int32_t cc = active ? c : 0; /* inactive lanes load a valid column, never store */
     const int32_t begin = __ldg(&row_ptr[row]), end = __ldg(&row_ptr[row + 1]);
     const vec_t *tab = reinterpret_cast<const vec_t *>(table);
     float acc[VEC] = {};
-    for (int32_t base = begin; base < end; base += 32) {
-        const int n = min(32, end - base);
+    for (int32_t base = begin; base < end; base += kWarpSize) {
+        const int n = min(kWarpSize, end - base);
         int32_t my_col = 0;
         float my_val = 0.0f;
         if (lane < n) {
@@ -62,8 +58,8 @@ static __global__ void __launch_bounds__(kThreads)
 #pragma unroll
             for (int u = 0; u < kInFlight; u++) {
                 /* Steps past n add a zero vector with weight 0. */
-                int32_t z = __shfl_sync(FULL_MASK, my_col, (j0 + u) & 31);
-                float yu = __shfl_sync(FULL_MASK, my_val, (j0 + u) & 31);
+                int32_t z = __shfl_sync(kFullMask, my_col, (j0 + u) & (kWarpSize - 1));
+                float yu = __shfl_sync(kFullMask, my_val, (j0 + u) & (kWarpSize - 1));
                 y[u] = j0 + u < n ? yu : 0.0f;
                 if (j0 + u < n)
                     b[u] = __ldg(&tab[(int64_t)z * dim_vec + cc]);
@@ -94,9 +90,9 @@ static nmt_status launch(int32_t n_rows, int32_t dim, const int32_t *row_ptr,
                          const int32_t *cols, const float *values, const float *table,
                          float *out, cudaStream_t stream, nmt_error *err)
 {
-    const int32_t dim_vec = dim / VEC, segments = (dim_vec + 31) / 32;
+    const int32_t dim_vec = dim / VEC, segments = (dim_vec + kWarpSize - 1) / kWarpSize;
     const int64_t warps = (int64_t)n_rows * segments;
-    const int64_t blocks = (warps + kThreads / 32 - 1) / (kThreads / 32);
+    const int64_t blocks = (warps + kThreads / kWarpSize - 1) / (kThreads / kWarpSize);
     if (blocks > 0x7fffffffLL)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "nhot_lookup: %d rows x %d "
                              "columns is too many", n_rows, dim);
@@ -116,7 +112,7 @@ extern "C" nmt_status nmt_cuda_nhot_lookup(int32_t n_rows, int32_t dim, int32_t 
     if (n_rows == 0 || dim == 0)
         return NMT_STATUS_OK;
     cudaStream_t s = (cudaStream_t)stream;
-    bool aligned = ((uintptr_t)table % 16 == 0) && ((uintptr_t)out % 16 == 0);
+    bool aligned = nmt_is_aligned(table, 16) && nmt_is_aligned(out, 16);
     if (dim % 4 == 0 && aligned)
         return launch<4>(n_rows, dim, row_ptr, cols, values, table, out, s, err);
     return launch<1>(n_rows, dim, row_ptr, cols, values, table, out, s, err);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Exports a training checkpoint (tools/train/train.py) to model.bin.
+"""Exports a training checkpoint (python/train/train.py) to model.bin.
 
 The checkpoint's weights are mapped to the file's tensor names by
 pynmt.network (the one place that knows the correspondence) and written in

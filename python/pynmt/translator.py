@@ -1,6 +1,6 @@
 """Text in, text out around pynmt.search: tokenization, batching, UNK replacement.
 
-Batching mirrors the C tool (tools/translate/translate.c, engine/translator.c)
+Batching mirrors the C tool (apps/translate/translate.c, engine/translator.c)
 so that speed comparisons are like for like: lines are taken in chunks of
 8 x batch_size, each chunk is sorted longest first (stable), and decoded
 batch_size sentences at a time. Empty lines give empty output; lines over

@@ -5,13 +5,13 @@
 #
 # Europarl it-en (../shared/data/europarl-it-en, already tokenized; copied to
 # .carry/data/europarl-it-en so it travels to the device) -> tokenized and
-# mapped by tools/train/preprocess.py; that takes ~100 s of Python for 300k
+# mapped by python/train/preprocess.py; that takes ~100 s of Python for 300k
 # pairs, so the result is cached in $PREPARED (.pkl.xz) and a cache made
 # beforehand (on any machine, same command with TIME_BUDGET=0) is reused.
 # Then train.py (time-budgeted, bf16 autocast), export of best.pt to fp32 and
 # fp16 model.bin. The fp16 model is split into 15 MB parts with a sha256 so
 # that it can come back through the device's 16 MB file limit
-# (tools/train/join-parts.sh rejoins and checks it).
+# (python/train/join-parts.sh rejoins and checks it).
 #
 # Sizes: E=128, H=512, 2 layers; source vocabulary capped at 20,000 words,
 # target at 30,004 ids: ~29M parameters, ~59 MB as fp16.
@@ -30,7 +30,7 @@ PREPARED=${PREPARED:-.carry/europarl/prepared.pkl.xz}
 PYTHON=${PYTHON:-python3}
 TIME_BUDGET=${TIME_BUDGET:-420}
 DEVICE=${DEVICE:-cuda}
-export PYTHONPATH=tools${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT" "$WORK"
 started=$(date +%s)
@@ -42,7 +42,7 @@ data_args=(--data "$DATA" --src-lang it --tgt-lang en --train-prefix train --val
            --max-src-len 50 --max-tgt-len 50 --prepared "$PREPARED")
 
 if [ "$TIME_BUDGET" = 0 ]; then  # only the cache, and the model size it implies
-    $PYTHON tools/train/preprocess.py "${data_args[@]}" --emb-size 128 --hidden-size 512 --layers 2
+    $PYTHON python/train/preprocess.py "${data_args[@]}" --emb-size 128 --hidden-size 512 --layers 2
     exit 0
 fi
 
@@ -52,15 +52,15 @@ $PYTHON -c 'import sys, torch; print("python", sys.version.split()[0], "torch", 
 echo "=== training (budget ${TIME_BUDGET}s) ==="
 rm -rf "$WORK/ckpt"
 # shellcheck disable=SC2086
-$PYTHON tools/train/train.py "${data_args[@]}" --save-dir "$WORK/ckpt" --device "$DEVICE" \
+$PYTHON python/train/train.py "${data_args[@]}" --save-dir "$WORK/ckpt" --device "$DEVICE" \
     --time-budget "$TIME_BUDGET" --emb-size 128 --hidden-size 512 --layers 2 \
     --dropout 0.2 --label-smoothing 0.1 --lr 1e-3 --batch-tokens 6000 --amp bf16 \
     --max-epochs 10 --patience 3 --seed 1234 --log-interval 200 \
     --valid-batch-size 256 ${TRAIN_ARGS:-}
 
 echo "=== export ==="
-$PYTHON tools/export/export.py "$WORK/ckpt/best.pt" -o "$WORK/model.fp32.bin"
-$PYTHON tools/export/export.py "$WORK/ckpt/best.pt" -o "$WORK/model.fp16.bin" --fp16
+$PYTHON python/export/export.py "$WORK/ckpt/best.pt" -o "$WORK/model.fp32.bin"
+$PYTHON python/export/export.py "$WORK/ckpt/best.pt" -o "$WORK/model.fp16.bin" --fp16
 cp "$WORK/ckpt/train.log" "$WORK/ckpt/history.json" "$OUT/"
 (cd "$WORK" && sha256sum model.fp16.bin > model.fp16.bin.sha256 &&
  split -b 15000000 -d model.fp16.bin model.fp16.bin.part)

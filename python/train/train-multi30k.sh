@@ -20,7 +20,7 @@ WORK=${WORK:-out/multi30k}
 PYTHON=${PYTHON:-python3}
 TIME_BUDGET=${TIME_BUDGET:-360}
 DEVICE=${DEVICE:-cuda}
-export PYTHONPATH=tools${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT" "$WORK"
 rm -rf "$WORK/ckpt"
@@ -43,7 +43,7 @@ ls "$DATA"
 
 echo "=== training (budget ${TIME_BUDGET}s) ==="
 # shellcheck disable=SC2086
-$PYTHON tools/train/train.py --data "$DATA" --src-lang de --tgt-lang en \
+$PYTHON python/train/train.py --data "$DATA" --src-lang de --tgt-lang en \
     --save-dir "$WORK/ckpt" --device "$DEVICE" --time-budget "$TIME_BUDGET" \
     --emb-size 256 --hidden-size 512 --layers 2 --src-min-freq 2 --tgt-min-freq 3 \
     --dropout 0.3 --label-smoothing 0.1 --lr 1e-3 --batch-tokens 2000 \
@@ -51,8 +51,8 @@ $PYTHON tools/train/train.py --data "$DATA" --src-lang de --tgt-lang en \
 train_done=$(date +%s)
 
 echo "=== export ==="
-$PYTHON tools/export/export.py "$WORK/ckpt/best.pt" -o "$WORK/model.fp32.bin"
-$PYTHON tools/export/export.py "$WORK/ckpt/best.pt" -o "$WORK/model.fp16.bin" --fp16
+$PYTHON python/export/export.py "$WORK/ckpt/best.pt" -o "$WORK/model.fp32.bin"
+$PYTHON python/export/export.py "$WORK/ckpt/best.pt" -o "$WORK/model.fp16.bin" --fp16
 
 echo "=== BLEU (reference decoder over model.bin) ==="
 mkdir -p "$WORK/eval"
@@ -60,7 +60,7 @@ score() {  # name model split [translator args...]
     local name=$1 model=$2 split=$3
     shift 3
     echo "--- $name $split"
-    $PYTHON tools/eval/bleu -m "$model" --src "$DATA/$split.de.gz" --ref "$DATA/$split.en.gz" \
+    $PYTHON dev/eval/bleu -m "$model" --src "$DATA/$split.de.gz" --ref "$DATA/$split.en.gz" \
         --json "$WORK/eval/$name.$split.json" --save-hyp "$WORK/eval/$name.$split.hyp" "$@"
 }
 for split in test_2016_flickr val; do

@@ -17,7 +17,7 @@ cleanly (validated and saved) before the budget runs out.
 Checkpoints (save-dir/last.pt each epoch, save-dir/best.pt at the best
 validation BLEU) hold the weights, the vocabularies, the hyper-parameters as
 model.bin stores them, the optimizer and RNG states (for --resume) and the
-history; tools/export/export.py turns one into model.bin.
+history; python/export/export.py turns one into model.bin.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Writes the fuzz seed corpus (tests/fuzz/corpus/): small valid model files
 in every storage form, a few hundred bytes to 2 KB each.
 
-    PYTHONPATH=tools python3 tests/fuzz/make_corpus.py tests/fuzz/corpus
+    PYTHONPATH=python python3 tests/fuzz/make_corpus.py tests/fuzz/corpus
 """
 import os
 import sys

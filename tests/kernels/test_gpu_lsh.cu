@@ -1,25 +1,16 @@
-/* test_gpu_lsh.cu: the CUDA LSH kernels (kernels/lsh.h) and the candidate
- * softmax + top-K (softmax_topk.h) against their CPU oracles, over an index
- * built by nmt_lsh_index_build from a random W_out and uploaded.
- *
- * Shapes reach 1 row, vocab 1, 7, 333, 3000, 5000, 35000, odd dims (3, 33)
- * and K = dim, W from 1 to 70, groups of 1, 3, 5 rows and of all rows (16-
- * and 64-row GEMM tiles), float4 and scalar loads, dead rows, and the fused
- * (one and two slots), split and atomic softmax variants. Per shape:
+/* test_gpu_lsh.cu: the CUDA LSH steps 1-3 and the recall statistics
+ * (kernels/lsh.h) against their CPU oracles, over an index built by
+ * nmt_lsh_index_build from a random W_out and uploaded (the shapes and the
+ * set-up: lsh_test_fixture.h; the logits and the softmax over the lists:
+ * test_gpu_lsh_logits.cu). Per shape:
  *  - codes identical; hits identical for both lookups (NAIVE on top of a
  *    random base: hits accumulate);
  *  - candidate lists and counts identical, entries past the count untouched,
  *    hits zero afterwards; on the LSH hits and on dense random hits (long
  *    lists across many chunks); the workspace starts as garbage;
- *  - logits of GEMM, SDDMM and AUTO within the rigorous bound of any fp32
- *    summation order, |err| <= (dim + 2) u sum|x_k w_k| + u |ref| (u = 2^-24),
- *    against the double CPU result; entries past the count untouched (poison),
- *    and the lists' entries past the count are garbage that must not be read;
- *  - softmax + top-K over the candidates: quantized logits (many exact ties,
- *    which both sides must give to the lower word), excluded words, K > count,
- *    logits past the count NaN (must not be read); max_count = vocab (split
- *    plans cut in the kernel) and the tight bound; ids identical, values and
- *    lse to ~1e-5;
+ *  - the direct builder's lists identical, twice on one workspace, with the
+ *    slots' stored skips (for this n_always and for another) and on the
+ *    packed buckets (used or not, by their packed_below);
  *  - recall statistics identical (accumulated on a nonzero start).
  * NMT_TEST_SMALL=1 (under compute-sanitizer) keeps the small shapes only. */
 #include <math.h>
@@ -31,92 +22,8 @@
 #include "gpu_test_util.h"
 #include "lsh.h"
 #include "lsh_index.h"
-#include "softmax_topk.h"
+#include "lsh_test_fixture.h"
 #include "test_util.h"
-
-typedef struct {
-    int vocab, dim, k, u, w;  /* output layer and WTA parameters */
-    int rows, rows_per_group; /* rows_per_group == rows: one group */
-    int threshold, n_always;
-    int pad;   /* ldx = dim + pad; logits and lists get vocab + pad */
-    int dead;  /* every 4th row (from row 1) is dead */
-    int top_k; /* softmax K */
-    int bias;  /* out_b or NULL */
-    const char *what;
-} shape;
-
-static const shape shapes[] = {
-    {1, 3, 2, 1, 1, 1, 1, 1, 4, 0, 0, 5, 1, "vocab 1, 1 row"},
-    {7, 3, 3, 2, 4, 3, 1, 1, 4, 1, 1, 10, 1, "vocab 7, K = dim = 3, top-K > count"},
-    {333, 33, 8, 2, 16, 5, 3, 2, 10, 1, 1, 8, 1, "groups of 3, dim 33"},
-    {333, 33, 33, 1, 7, 7, 7, 1, 4, 0, 0, 100, 0, "K = dim = 33, all rows, no bias, K 100"},
-    {3000, 24, 6, 2, 24, 2, 1, 2, 30, 0, 1, 40, 1, "2 rows: split, two slots a lane"},
-    {333, 16, 4, 2, 1, 33, 33, 1, 4, 0, 0, 3, 1, "W = 1, 33 rows: 64-row tiles"},
-    {5000, 2, 2, 3, 8, 40, 5, 4, 4, 0, 1, 3, 1, "dim 2: buckets of ~600 words"},
-    {5000, 500, 16, 2, 64, 12, 5, 3, 100, 0, 1, 5, 1, "W = 64, groups of 5, dim 500"},
-    {5000, 64, 8, 3, 70, 100, 100, 4, 50, 4, 1, 100, 1, "W = 70, 100 rows one group, K 100"},
-    {1000, 12, 2, 2, 12, 300, 1, 1, 990, 0, 1, 5, 1, "300 per-row lists: blocks loop tiles"},
-    {35000, 256, 16, 2, 32, 6, 1, 2, 200, 3, 0, 10, 1, "per-row lists, ldx % 4 != 0"},
-    {35000, 500, 8, 2, 20, 1, 1, 2, 4, 0, 0, 64, 1, "1 row, vocab 35000, K 64"},
-    {3000, 32, 8, 2, 40, 24, 12, 2, 1000, 1, 1, 24, 1, "top 1000 of 3000: walks skip prefixes"},
-    {20000, 64, 8, 3, 50, 48, 12, 3, 5000, 0, 1, 24, 1, "top 5000 of 20000, sentence groups"},
-    {3000, 16, 4, 2, 8, 200, 10, 2, 50, 0, 1, 62, 1, "200 rows, K 62 + 3 excluded: fused"},
-    {500, 1100, 40, 3, 10, 9, 3, 2, 20, 0, 1, 5, 1, "dim 1100, K 40, u 3"},
-    {120, 3100, 8, 2, 6, 5, 5, 1, 10, 0, 0, 5, 1, "dim 3100, 5 rows"},
-};
-
-static int g_small;
-static void *g_topk_ws;
-static size_t g_topk_ws_bytes;
-
-#define POISON_WORD ((int32_t)0xA5A5A5A5) /* POISON_I32 as an int32 */
-
-static int compare_i32(const char *what, const int32_t *got, const int32_t *want, size_t n)
-{
-    size_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (got[i] != want[i]) {
-            if (bad < 5)
-                fprintf(stderr, "  %s[%zu]: got %d want %d\n", what, i, got[i], want[i]);
-            bad++;
-        }
-    }
-    if (bad)
-        fprintf(stderr, "  %s: %zu of %zu differ\n", what, bad, n);
-    return bad == 0;
-}
-
-static int32_t *alloc_i32(size_t n) { return (int32_t *)host_alloc(n * sizeof(int32_t)); }
-static float *alloc_f32(size_t n) { return (float *)host_alloc(n * sizeof(float)); }
-
-/* ---- device copy of the index's tables ------------------------------------ */
-
-typedef struct {
-    nmt_lsh_tables t; /* device pointers */
-    void *buf[4];
-} dev_tables;
-
-static dev_tables upload_tables(const nmt_lsh_tables *h)
-{
-    dev_tables d;
-    d.t = *h;
-    size_t n_perm = (size_t)h->u * h->w * h->k, n_slots = (size_t)h->w << h->table_bits;
-    d.buf[0] = dev_upload(h->perm, n_perm * sizeof(int32_t));
-    d.buf[1] = dev_upload(h->slots, n_slots * sizeof(nmt_lsh_slot));
-    d.buf[2] = dev_upload(h->hash, (size_t)h->w * 4 * sizeof(uint32_t));
-    d.buf[3] = dev_upload(h->bucket_words, (size_t)h->w * h->vocab * sizeof(int32_t));
-    d.t.perm = (const int32_t *)d.buf[0];
-    d.t.slots = (const nmt_lsh_slot *)d.buf[1];
-    d.t.hash = (const uint32_t *)d.buf[2];
-    d.t.bucket_words = (const int32_t *)d.buf[3];
-    return d;
-}
-
-static void free_tables(dev_tables *d)
-{
-    for (int i = 0; i < 4; i++)
-        CUDA_OK(cudaFree(d->buf[i]));
-}
 
 /* ---- candidates ------------------------------------------------------------ */
 
@@ -254,192 +161,31 @@ static void check_packed(const char *what, const nmt_lsh_tables *h, const nmt_ls
     free(words);
 }
 
-/* ---- logits ---------------------------------------------------------------- */
-
-typedef struct {
-    int rows, rpg, dim, ldx;
-    const float *x, *out_w, *out_b;         /* host */
-    const float *d_x, *d_w, *d_b;           /* device */
-    const int32_t *cand, *count;            /* host (CPU lists) */
-    const int32_t *d_cand, *d_count;        /* device copies, garbage past the count */
-    int64_t cand_ld, ld;
-} logits_case;
-
-/* Entries first <= j < count against the CPU; the rest must stay poison. */
-static int check_logits(const logits_case *c, const float *want, const double *bound,
-                        nmt_lsh_logits_kernel variant, int32_t first, int32_t max_count,
-                        const char *what)
-{
-    const size_t n = (size_t)c->rows * c->ld;
-    float *d_logits = (float *)dev_output(n * sizeof(float), POISON_F32);
-    nmt_error err = {};
-    nmt_status st = nmt_cuda_lsh_logits(c->rows, c->rpg, c->dim, c->d_x, c->ldx, c->d_w, c->d_b,
-                                        c->d_cand, c->cand_ld, c->d_count, first, max_count,
-                                        d_logits, c->ld, variant, NULL, &err);
-    CHECK(st == NMT_STATUS_OK, "%s: logits status %d: %s", what, (int)st, err.message);
-    float *got = alloc_f32(n);
-    int ok = dev_download(got, d_logits, n * sizeof(float), POISON_F32, what);
-    double max_err = 0, max_ratio = 0;
-    size_t bad = 0, touched = 0;
-    for (int r = 0; r < c->rows; r++) {
-        int32_t cnt = c->count[r / c->rpg];
-        for (int64_t j = 0; j < c->ld; j++) {
-            size_t i = (size_t)r * c->ld + j;
-            if (j >= cnt || j < first) {
-                uint32_t bits;
-                memcpy(&bits, &got[i], 4);
-                touched += bits != 0xFFFFFFFFu;
-                continue;
-            }
-            double e = fabs((double)got[i] - (double)want[i]);
-            double ratio = e / bound[i];
-            if (!(ratio <= 1.0)) { /* NaN fails too */
-                if (bad < 5)
-                    fprintf(stderr, "  logits[%d, %lld]: got %.9g want %.9g (bound %.3g)\n", r,
-                            (long long)j, got[i], want[i], bound[i]);
-                bad++;
-            }
-            max_err = e > max_err ? e : max_err;
-            max_ratio = ratio > max_ratio ? ratio : max_ratio;
-        }
-    }
-    if (touched)
-        fprintf(stderr, "  logits: %zu entries below %d or past the count were written\n",
-                touched, first);
-    ok &= bad == 0 && touched == 0;
-    fprintf(stderr, "  logits %s: max abs error %.3g, max error / bound %.3g\n", what, max_err,
-            max_ratio);
-    CHECK(ok, "logits %s", what);
-    CUDA_OK(cudaFree(d_logits));
-    free(got);
-    return ok;
-}
-
-/* ---- softmax + top-K over candidates ----------------------------------------- */
-
-static int check_softmax(int rows, int rpg, int vocab, int64_t ld, const int32_t *cand,
-                         const int32_t *d_cand, int64_t cand_ld, const int32_t *count,
-                         const int32_t *d_count, int top_k, int32_t max_count, const char *what)
-{
-    const size_t n = (size_t)rows * ld, n_top = (size_t)rows * top_k;
-    float *z = alloc_f32(n);
-    for (int r = 0; r < rows; r++) {
-        int32_t cnt = count[r / rpg];
-        for (int64_t j = 0; j < ld; j++) {
-            float v = floorf(test_rand_uniform(-8.0f, 8.0f) * 4.0f) / 4.0f; /* exact ties */
-            z[(size_t)r * ld + j] = j < cnt ? v : NAN; /* past the count: never read */
-        }
-    }
-    /* Excluded words: PAD (0), the best candidate of row 0, one out of range. */
-    int32_t best = 0;
-    for (int32_t j = 1; j < count[0]; j++)
-        if (z[j] > z[best])
-            best = j;
-    int32_t excluded[3] = {0, cand[best], vocab + 5};
-    float *want_v = alloc_f32(n_top), *want_lse = alloc_f32(rows);
-    int32_t *want_i = alloc_i32(n_top);
-    nmt_cpu_softmax_topk_candidates(rows, rpg, z, ld, cand, cand_ld, count, top_k, excluded, 3,
-                                    want_v, want_i, want_lse);
-
-    float *d_z = (float *)dev_upload(z, n * sizeof(float));
-    int32_t *d_excl = (int32_t *)dev_upload(excluded, sizeof excluded);
-    float *d_v = (float *)dev_output(n_top * sizeof(float), POISON_F32);
-    int32_t *d_i = (int32_t *)dev_output(n_top * sizeof(int32_t), POISON_I32);
-    float *d_lse = (float *)dev_output(rows * sizeof(float), POISON_F32);
-    size_t need = nmt_cuda_softmax_topk_workspace_size(rows, max_count, top_k);
-    CHECK(need <= g_topk_ws_bytes, "%s: workspace %zu > %zu", what, need, g_topk_ws_bytes);
-    nmt_error err = {};
-    nmt_status st = nmt_cuda_softmax_topk_candidates(
-        rows, rpg, d_z, ld, d_cand, cand_ld, d_count, max_count, top_k, d_excl, 3, d_v, d_i, d_lse,
-        g_topk_ws, g_topk_ws_bytes, NULL, &err);
-    CHECK(st == NMT_STATUS_OK, "%s: softmax status %d: %s", what, (int)st, err.message);
-
-    float *got_v = alloc_f32(n_top), *got_lse = alloc_f32(rows);
-    int32_t *got_i = alloc_i32(n_top);
-    int ok = dev_download(got_v, d_v, n_top * sizeof(float), POISON_F32, what);
-    ok &= dev_download(got_i, d_i, n_top * sizeof(int32_t), POISON_I32, what);
-    ok &= dev_download(got_lse, d_lse, rows * sizeof(float), POISON_F32, what);
-    ok &= test_close_f32("lse", got_lse, want_lse, rows, 1e-5, 1e-6);
-    ok &= test_close_f32("top_values", got_v, want_v, n_top, 2e-5, 1e-5);
-    ok &= compare_i32("top_ids", got_i, want_i, n_top);
-    fprintf(stderr, "  softmax_topk_candidates %s: K %d, max_count %d: %s\n", what, top_k,
-            max_count, ok ? "ok" : "FAIL");
-    CHECK(ok, "softmax_topk_candidates %s", what);
-
-    CUDA_OK(cudaFree(d_z));
-    CUDA_OK(cudaFree(d_excl));
-    CUDA_OK(cudaFree(d_v));
-    CUDA_OK(cudaFree(d_i));
-    CUDA_OK(cudaFree(d_lse));
-    free(z);
-    free(want_v);
-    free(want_lse);
-    free(want_i);
-    free(got_v);
-    free(got_lse);
-    free(got_i);
-    return ok;
-}
-
 /* ---- one shape ----------------------------------------------------------------- */
 
 static void run_shape(const shape *s)
 {
-    const int vocab = s->vocab, dim = s->dim, rows = s->rows, rpg = s->rows_per_group;
-    const int ldx = dim + s->pad, groups = (rows + rpg - 1) / rpg;
-    const int64_t cand_ld = vocab + s->pad, ld = vocab + s->pad;
-    char what[200];
-    snprintf(what, sizeof what, "V %d dim %d K %d u %d W %d rows %d/%d (%s)", vocab, dim, s->k,
-             s->u, s->w, rows, rpg, s->what);
-    fprintf(stderr, "%s\n", what);
+    lsh_case c;
+    fprintf(stderr, "V %d dim %d K %d u %d W %d rows %d/%d (%s)\n", s->vocab, s->dim, s->k, s->u,
+            s->w, s->rows, s->rows_per_group, s->what);
     const int failures_before = test_failures;
-
-    /* The output layer and its index. */
-    float *out_w = alloc_f32((size_t)vocab * dim), *out_b = alloc_f32(vocab);
-    test_fill_uniform(out_w, (size_t)vocab * dim, -1.0f, 1.0f);
-    test_fill_uniform(out_b, vocab, -0.5f, 0.5f);
-    nmt_lsh_index_config config = {s->k, s->u, s->w, test_rand_u64()};
-    nmt_lsh_index *index = NULL;
-    nmt_error err = {};
-    nmt_status st = nmt_lsh_index_build(out_w, vocab, dim, &config, &index, &err);
-    CHECK(st == NMT_STATUS_OK, "index build: %s", err.message);
-    if (st != NMT_STATUS_OK) {
-        free(out_w);
-        free(out_b);
+    if (!lsh_case_make(s, &c))
         return;
-    }
-    const nmt_lsh_tables *tables = nmt_lsh_index_tables(index);
-    dev_tables dt = upload_tables(tables);
-
-    /* Attentional states: half near an output row (many shared codes), half
-     * random; the padding is NaN and must never be read. */
-    float *x = alloc_f32((size_t)rows * ldx);
-    for (int r = 0; r < rows; r++) {
-        float *xr = x + (size_t)r * ldx;
-        int near = test_rand_int(0, 2);
-        const float *wr = out_w + (size_t)test_rand_int(0, vocab) * dim;
-        for (int p = 0; p < dim; p++)
-            xr[p] = near ? wr[p] + test_rand_uniform(-0.05f, 0.05f) : test_rand_uniform(-1, 1);
-        for (int p = dim; p < ldx; p++)
-            xr[p] = NAN;
-    }
-    int32_t *live = NULL;
-    if (s->dead) {
-        live = alloc_i32(rows);
-        for (int r = 0; r < rows; r++)
-            live[r] = r % 4 != 1;
-    }
-    float *d_x = (float *)dev_upload(x, (size_t)rows * ldx * sizeof(float));
-    float *d_w = (float *)dev_upload(out_w, (size_t)vocab * dim * sizeof(float));
-    float *d_b = (float *)dev_upload(out_b, vocab * sizeof(float));
-    int32_t *d_live = live ? (int32_t *)dev_upload(live, rows * sizeof(int32_t)) : NULL;
+    const char *what = c.what;
+    const int vocab = c.vocab, rows = c.rows, rpg = c.rpg, ldx = c.ldx, groups = c.groups;
+    const int64_t cand_ld = c.cand_ld;
+    const nmt_lsh_tables *tables = c.tables;
+    dev_tables dt = c.dt;
+    const int32_t *live = c.live, *d_live = c.d_live;
+    nmt_error err = {};
+    nmt_status st;
 
     /* 1. codes */
     const size_t n_codes = (size_t)rows * s->w;
-    int32_t *codes = alloc_i32(n_codes), *got_codes = alloc_i32(n_codes);
-    nmt_cpu_lsh_codes(rows, x, ldx, tables, codes);
+    const int32_t *codes = c.codes;
+    int32_t *got_codes = alloc_i32(n_codes);
     int32_t *d_codes = (int32_t *)dev_output(n_codes * sizeof(int32_t), POISON_I32);
-    st = nmt_cuda_lsh_codes(rows, d_x, ldx, &dt.t, d_codes, NULL, &err);
+    st = nmt_cuda_lsh_codes(rows, c.d_x, ldx, &dt.t, d_codes, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "codes status %d: %s", (int)st, err.message);
     int ok = dev_download(got_codes, d_codes, n_codes * sizeof(int32_t), POISON_I32, "codes");
     ok &= compare_i32("codes", got_codes, codes, n_codes);
@@ -449,9 +195,8 @@ static void run_shape(const shape *s)
 
     /* 2. hits: WARP from zero, NAIVE on a random base (+=). */
     const size_t n_hits = (size_t)rows * vocab;
-    int32_t *hits = alloc_i32(n_hits), *base = alloc_i32(n_hits), *got = alloc_i32(n_hits);
-    memset(hits, 0, n_hits * sizeof(int32_t));
-    nmt_cpu_lsh_hits(rows, codes, live, tables, hits);
+    const int32_t *hits = c.hits;
+    int32_t *base = alloc_i32(n_hits), *got = alloc_i32(n_hits);
     for (size_t i = 0; i < n_hits; i++)
         base[i] = test_rand_int(0, 3);
     const nmt_lsh_lookup lookups[2] = {NMT_LSH_LOOKUP_WARP, NMT_LSH_LOOKUP_NAIVE};
@@ -478,8 +223,7 @@ static void run_shape(const shape *s)
         nonzero += hits[i] != 0;
     fprintf(stderr, "  hits: %zu of %zu counters nonzero\n", nonzero, n_hits);
 
-    /* 3. candidates: on dense random hits (long lists), then on the LSH hits,
-     * whose lists the later steps use. */
+    /* 3. candidates: on dense random hits (long lists), then on the LSH hits. */
     const size_t n_cand = (size_t)groups * cand_ld;
     int32_t *cand = alloc_i32(n_cand), *count = alloc_i32(groups);
     for (size_t i = 0; i < n_hits; i++)
@@ -509,54 +253,10 @@ static void run_shape(const shape *s)
                  d_live, s->threshold, s->n_always, cand_ld, cand, count);
     check_packed("packed for n_always + 1 (not used)", tables, &dt.t, s->n_always + 1, rows, rpg,
                  d_codes, d_live, s->threshold, s->n_always, cand_ld, cand, count);
-    int32_t max_count = 1;
-    for (int g = 0; g < groups; g++)
-        max_count = count[g] > max_count ? count[g] : max_count;
-    /* Device lists with garbage past the count: a kernel reading it would
-     * use 0xA5A5A5A5 as a word id and fault. */
+
+    /* 4. recall: the full top-3, some in the list, some random, some -1 */
     int32_t *d_cand = (int32_t *)dev_upload(cand, n_cand * sizeof(int32_t));
     int32_t *d_count = (int32_t *)dev_upload(count, groups * sizeof(int32_t));
-
-    /* 4. logits */
-    const size_t n_logits = (size_t)rows * ld;
-    float *want = alloc_f32(n_logits);
-    memset(want, POISON_F32, n_logits * sizeof(float));
-    const float *bias = s->bias ? out_b : NULL;
-    nmt_cpu_lsh_logits(rows, rpg, dim, x, ldx, out_w, bias, cand, cand_ld, count, 0, want, ld);
-    double *bound = (double *)host_alloc(n_logits * sizeof(double));
-    const double u = ldexp(1.0, -24);
-    for (int r = 0; r < rows; r++) {
-        const int g = r / rpg;
-        for (int32_t j = 0; j < count[g]; j++) {
-            const float *wr = out_w + (size_t)cand[(size_t)g * cand_ld + j] * dim;
-            double mag = bias ? fabs((double)bias[cand[(size_t)g * cand_ld + j]]) : 0.0;
-            for (int p = 0; p < dim; p++)
-                mag += fabs((double)x[(size_t)r * ldx + p] * wr[p]);
-            const size_t i = (size_t)r * ld + j;
-            bound[i] = (dim + 2) * u * mag + u * fabs((double)want[i]) + 1e-30;
-        }
-    }
-    logits_case lc = {rows, rpg, dim, ldx, x, out_w, bias, d_x, d_w, bias ? d_b : NULL,
-                      cand, count, d_cand, d_count, cand_ld, ld};
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_GEMM, 0, vocab, "GEMM, max_count = vocab");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_SDDMM, 0, max_count, "SDDMM, tight max_count");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_WARP, 0, vocab, "WARP, max_count = vocab");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_AUTO, 0, max_count, "AUTO, tight max_count");
-    /* The engine's call: the n_always prefix is its dense GEMM's. */
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_GEMM, s->n_always, vocab,
-                 "GEMM past the always-kept prefix");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_SDDMM, s->n_always, max_count,
-                 "SDDMM past the always-kept prefix");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_WARP, s->n_always, max_count,
-                 "WARP past the always-kept prefix");
-
-    /* 5. softmax + top-K over the candidates */
-    check_softmax(rows, rpg, vocab, ld, cand, d_cand, cand_ld, count, d_count, s->top_k, vocab,
-                  "max_count = vocab");
-    check_softmax(rows, rpg, vocab, ld, cand, d_cand, cand_ld, count, d_count, s->top_k,
-                  max_count, "tight max_count");
-
-    /* 6. recall: the full top-3, some in the list, some random, some -1 */
     const int b = 3;
     int32_t *top = alloc_i32((size_t)rows * b);
     for (int r = 0; r < rows; r++) {
@@ -583,82 +283,39 @@ static void run_shape(const shape *s)
 
     fprintf(stderr, "%s %s\n", test_failures == failures_before ? "ok  " : "FAIL", what);
 
-    free_tables(&dt);
-    nmt_lsh_index_free(index);
-    CUDA_OK(cudaFree(d_x));
-    CUDA_OK(cudaFree(d_w));
-    CUDA_OK(cudaFree(d_b));
-    if (d_live)
-        CUDA_OK(cudaFree(d_live));
     CUDA_OK(cudaFree(d_codes));
     CUDA_OK(cudaFree(d_cand));
     CUDA_OK(cudaFree(d_count));
     CUDA_OK(cudaFree(d_top));
     CUDA_OK(cudaFree(d_stats));
-    free(out_w);
-    free(out_b);
-    free(x);
-    free(live);
-    free(codes);
     free(got_codes);
-    free(hits);
     free(base);
     free(got);
     free(cand);
     free(count);
-    free(want);
-    free(bound);
     free(top);
-}
-
-static int shape_is_small(const shape *s)
-{
-    return (size_t)s->vocab * s->dim <= 400000 && (size_t)s->rows * s->vocab <= 300000;
+    lsh_case_free(&c);
 }
 
 int main(void)
 {
     gpu_test_require_device("test_gpu_lsh");
     test_seed();
-    const char *small = getenv("NMT_TEST_SMALL");
-    g_small = small && *small == '1';
-    const size_t n_shapes = sizeof shapes / sizeof shapes[0];
-
-    /* One softmax workspace, zeroed once, for every call (the split counters
-     * must come back to zero); max_count <= vocab needs no more than vocab. */
-    for (size_t i = 0; i < n_shapes; i++) {
-        size_t b = nmt_cuda_softmax_topk_workspace_size(shapes[i].rows, shapes[i].vocab,
-                                                        shapes[i].top_k);
-        g_topk_ws_bytes = b > g_topk_ws_bytes ? b : g_topk_ws_bytes;
-    }
-    CUDA_OK(cudaMalloc(&g_topk_ws, g_topk_ws_bytes));
-    CUDA_OK(cudaMemset(g_topk_ws, 0, g_topk_ws_bytes));
-    CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
-
-    for (size_t i = 0; i < n_shapes; i++)
-        if (!g_small || shape_is_small(&shapes[i]))
+    const int small = test_small();
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (!small || shape_is_small(&shapes[i]))
             run_shape(&shapes[i]);
 
-    /* Refusals: K > 512 with candidates; rows_per_group 0. */
+    /* Refusals: rows_per_group 0. */
     nmt_error err = {};
     int32_t *d_one = NULL;
     float *d_f = NULL;
     CUDA_OK(cudaMalloc(&d_one, 1024 * sizeof(int32_t)));
     CUDA_OK(cudaMalloc(&d_f, 1024 * sizeof(float)));
-    nmt_status st = nmt_cuda_softmax_topk_candidates(1, 1, d_f, 1000, d_one, 1000, d_one, 1000,
-                                                     513, NULL, 0, d_f, d_one, NULL, g_topk_ws,
-                                                     g_topk_ws_bytes, NULL, &err);
-    CHECK(st == NMT_STATUS_ERROR_UNSUPPORTED, "K = 513 with candidates: status %d", (int)st);
-    st = nmt_cuda_lsh_candidates(1, 0, 10, d_one, 1, 4, d_one, 10, d_one, d_f, 4096, NULL, &err);
+    nmt_status st =
+        nmt_cuda_lsh_candidates(1, 0, 10, d_one, 1, 4, d_one, 10, d_one, d_f, 4096, NULL, &err);
     CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "rows_per_group 0: status %d", (int)st);
-    st = nmt_cuda_lsh_logits(1, 1, 4, d_f, 4, d_f, NULL, d_one, 10, d_one, 0, 10, d_f, 10,
-                             (nmt_lsh_logits_kernel)7, NULL, &err);
-    CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "logits variant 7: status %d", (int)st);
-    st = nmt_cuda_lsh_logits(1, 1, 4, d_f, 4, d_f, NULL, d_one, 10, d_one, -1, 10, d_f, 10,
-                             NMT_LSH_LOGITS_GEMM, NULL, &err);
-    CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "logits first -1: status %d", (int)st);
     CUDA_OK(cudaFree(d_one));
     CUDA_OK(cudaFree(d_f));
-    CUDA_OK(cudaFree(g_topk_ws));
     return test_finish("test_gpu_lsh");
 }

@@ -3,10 +3,12 @@
  * (few rows, 1..32 warps), fused (1..8 warps, one and two slots a lane),
  * split (rows << SMs, K x V past the row kernel's bound), atomic
  * (64 < K <= 512), sort (K > 512); K > V, V = 1, odd and padded ld,
- * excluded ids, quantized logits (exact ties), k = 0 and lse = NULL. One
- * workspace, zeroed once, serves every shape in turn, so the split variant's
- * per-row counters must come back to zero after each call; a workspace too
- * small is refused.
+ * excluded ids, quantized logits (exact ties), k = 0 and lse = NULL. Each
+ * shape runs through the launcher (AUTO, its pick logged) and then through
+ * every variant by name (nmt_cuda_softmax_topk_variant) that can take it;
+ * each variant must have run somewhere. One workspace, zeroed once, serves
+ * every call in turn, so the split variant's per-row counters must come back
+ * to zero after each call; a workspace too small is refused.
  * Ids must match exactly: both sides rank by the float logit, then the lower
  * id; values (z - lse) and lse to ~1e-5. */
 #include <math.h>
@@ -61,47 +63,51 @@ static const shape shapes[] = {
     {2, 700, 1000, 1, 0, 2, 1, "sort K>V"},
 };
 
+static const nmt_softmax_topk_variant kVariants[] = {
+    NMT_SOFTMAX_TOPK_AUTO,  NMT_SOFTMAX_TOPK_ROW,    NMT_SOFTMAX_TOPK_FUSED,
+    NMT_SOFTMAX_TOPK_SPLIT, NMT_SOFTMAX_TOPK_ATOMIC, NMT_SOFTMAX_TOPK_SORT};
+enum { N_VARIANTS = sizeof kVariants / sizeof kVariants[0] };
+
 static void *g_workspace;
 static size_t g_workspace_bytes;
+static int g_ran[N_VARIANTS]; /* shapes each variant took */
 
-static int run_shape(const shape *s)
+/* One call of `variant` against the CPU's answer (want_*); returns 1 when it
+ * matched, 0 when it did not, -1 when the variant cannot take the shape. */
+static int check_variant(const shape *s, nmt_softmax_topk_variant variant, const float *d_logits,
+                         const int32_t *d_excl, const float *want_v, const int32_t *want_i,
+                         const float *want_lse)
 {
     const int rows = s->rows, vocab = s->vocab, k = s->k, ld = s->vocab + s->pad;
-    size_t n_logits = (size_t)rows * ld, n_top = (size_t)rows * k;
-    float *logits = (float *)host_alloc(n_logits * sizeof(float));
-    for (size_t i = 0; i < n_logits; i++) {
-        float z = test_rand_uniform(-8.0f, 8.0f);
-        logits[i] = s->ties ? floorf(z * 4.0f) / 4.0f : z; /* quantized: many exact ties */
-    }
-    /* Excluded: id 0, the row-0 argmax (a word that would surely be picked), out of range. */
-    int32_t excluded[3] = {0, 0, vocab + 5};
-    for (int w = 1; w < vocab; w++)
-        if (logits[w] > logits[excluded[1]])
-            excluded[1] = w;
-    int n_excluded = s->n_excluded;
-
-    float *want_v = (float *)host_alloc(n_top * sizeof(float));
-    int32_t *want_i = (int32_t *)host_alloc(n_top * sizeof(int32_t));
-    float *want_lse = (float *)host_alloc(rows * sizeof(float));
-    nmt_cpu_softmax_topk(rows, vocab, logits, ld, k, excluded, n_excluded, want_v, want_i,
-                         want_lse);
-
-    float *d_logits = (float *)dev_upload(logits, n_logits * sizeof(float));
-    int32_t *d_excl = (int32_t *)dev_upload(excluded, sizeof excluded);
+    const size_t n_top = (size_t)rows * k;
     float *d_v = (float *)dev_output(n_top * sizeof(float), POISON_F32);
     int32_t *d_i = (int32_t *)dev_output(n_top * sizeof(int32_t), POISON_I32);
     float *d_lse = s->with_lse ? (float *)dev_output(rows * sizeof(float), POISON_F32) : NULL;
     nmt_error err = {};
-    nmt_status st = nmt_cuda_softmax_topk(rows, vocab, d_logits, ld, k, d_excl, n_excluded,
-                                          k ? d_v : NULL, k ? d_i : NULL, d_lse, g_workspace,
-                                          g_workspace_bytes, NULL, &err);
-    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
+    nmt_status st =
+        variant == NMT_SOFTMAX_TOPK_AUTO /* the library's entry point */
+            ? nmt_cuda_softmax_topk(rows, vocab, d_logits, ld, k, d_excl, s->n_excluded,
+                                    k ? d_v : NULL, k ? d_i : NULL, d_lse, g_workspace,
+                                    g_workspace_bytes, NULL, &err)
+            : nmt_cuda_softmax_topk_variant(rows, vocab, d_logits, ld, k, d_excl, s->n_excluded,
+                                            k ? d_v : NULL, k ? d_i : NULL, d_lse, g_workspace,
+                                            g_workspace_bytes, variant, NULL, &err);
+    char what[200];
+    snprintf(what, sizeof what, "%s: rows %d V %d K %d ld %d (%s)",
+             nmt_cuda_softmax_topk_variant_name(variant), rows, vocab, k, ld, s->variant);
+    if (variant != NMT_SOFTMAX_TOPK_AUTO && st == NMT_STATUS_ERROR_UNSUPPORTED) {
+        fprintf(stderr, "n/a  %s\n", what);
+        cudaFree(d_v);
+        cudaFree(d_i);
+        if (d_lse)
+            cudaFree(d_lse);
+        return -1;
+    }
+    CHECK(st == NMT_STATUS_OK, "%s: status %d: %s", what, (int)st, err.message);
 
     float *got_v = (float *)host_alloc(n_top * sizeof(float));
     int32_t *got_i = (int32_t *)host_alloc(n_top * sizeof(int32_t));
     float *got_lse = (float *)host_alloc(rows * sizeof(float));
-    char what[160];
-    snprintf(what, sizeof what, "rows %d V %d K %d ld %d (%s)", rows, vocab, k, ld, s->variant);
     dev_download(got_v, d_v, n_top * sizeof(float), POISON_F32, what);
     dev_download(got_i, d_i, n_top * sizeof(int32_t), POISON_I32, what);
     int ok = 1;
@@ -124,42 +130,81 @@ static int run_shape(const shape *s)
     ok &= bad_ids == 0;
     CHECK(ok, "%s", what);
     fprintf(stderr, "%s %s\n", ok ? "ok  " : "FAIL", what);
-
-    cudaFree(d_logits);
-    cudaFree(d_excl);
     cudaFree(d_v);
     cudaFree(d_i);
     if (d_lse)
         cudaFree(d_lse);
-    free(logits);
-    free(want_v);
-    free(want_i);
-    free(want_lse);
     free(got_v);
     free(got_i);
     free(got_lse);
     return ok;
 }
 
+/* Fresh logits for the shape, the CPU's answer, then every variant. */
+static void run_shape(const shape *s)
+{
+    const int rows = s->rows, vocab = s->vocab, k = s->k, ld = s->vocab + s->pad;
+    size_t n_logits = (size_t)rows * ld, n_top = (size_t)rows * k;
+    float *logits = (float *)host_alloc(n_logits * sizeof(float));
+    for (size_t i = 0; i < n_logits; i++) {
+        float z = test_rand_uniform(-8.0f, 8.0f);
+        logits[i] = s->ties ? floorf(z * 4.0f) / 4.0f : z; /* quantized: many exact ties */
+    }
+    /* Excluded: id 0, the row-0 argmax (a word that would surely be picked), out of range. */
+    int32_t excluded[3] = {0, 0, vocab + 5};
+    for (int w = 1; w < vocab; w++)
+        if (logits[w] > logits[excluded[1]])
+            excluded[1] = w;
+
+    float *want_v = (float *)host_alloc(n_top * sizeof(float));
+    int32_t *want_i = (int32_t *)host_alloc(n_top * sizeof(int32_t));
+    float *want_lse = (float *)host_alloc(rows * sizeof(float));
+    nmt_cpu_softmax_topk(rows, vocab, logits, ld, k, excluded, s->n_excluded, want_v, want_i,
+                         want_lse);
+    float *d_logits = (float *)dev_upload(logits, n_logits * sizeof(float));
+    int32_t *d_excl = (int32_t *)dev_upload(excluded, sizeof excluded);
+    fprintf(stderr, "rows %d V %d K %d: AUTO picks %s\n", rows, vocab, k,
+            nmt_cuda_softmax_topk_variant_name(
+                nmt_cuda_softmax_topk_pick(rows, vocab, k, s->n_excluded, 0)));
+    for (int v = 0; v < N_VARIANTS; v++)
+        if (check_variant(s, kVariants[v], d_logits, d_excl, want_v, want_i, want_lse) >= 0)
+            g_ran[v]++;
+    cudaFree(d_logits);
+    cudaFree(d_excl);
+    free(logits);
+    free(want_v);
+    free(want_i);
+    free(want_lse);
+}
+
+/* NMT_TEST_SMALL=1 (under compute-sanitizer) keeps the small shapes only. */
+static int shape_runs(const shape *s, const char *small)
+{
+    return !(small && *small == '1' && (size_t)s->rows * s->vocab > 300000);
+}
+
 int main(void)
 {
     gpu_test_require_device("test_gpu_softmax_topk");
     test_seed();
-    /* NMT_TEST_SMALL=1 (under compute-sanitizer) keeps the small shapes only. */
     const char *small = getenv("NMT_TEST_SMALL");
     const size_t n_shapes = sizeof shapes / sizeof shapes[0];
-    for (size_t i = 0; i < n_shapes; i++) {
-        size_t b = nmt_cuda_softmax_topk_workspace_size(shapes[i].rows, shapes[i].vocab,
-                                                        shapes[i].k);
-        CHECK(b != SIZE_MAX, "workspace size for shape %zu", i);
-        g_workspace_bytes = b > g_workspace_bytes ? b : g_workspace_bytes;
-    }
+    for (size_t i = 0; i < n_shapes; i++)
+        for (int v = 0; v < N_VARIANTS && shape_runs(&shapes[i], small); v++) {
+            size_t b = nmt_cuda_softmax_topk_variant_workspace_size(kVariants[v], shapes[i].rows,
+                                                                    shapes[i].vocab, shapes[i].k);
+            CHECK(b != SIZE_MAX, "workspace size for shape %zu", i);
+            g_workspace_bytes = b != SIZE_MAX && b > g_workspace_bytes ? b : g_workspace_bytes;
+        }
     CUDA_OK(cudaMalloc(&g_workspace, g_workspace_bytes));
     CUDA_OK(cudaMemset(g_workspace, 0, g_workspace_bytes));
     CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
     for (size_t i = 0; i < n_shapes; i++)
-        if (!(small && *small == '1' && (size_t)shapes[i].rows * shapes[i].vocab > 300000))
+        if (shape_runs(&shapes[i], small))
             run_shape(&shapes[i]);
+    for (int v = 0; v < N_VARIANTS; v++)
+        CHECK(g_ran[v] > 0, "variant %s ran on no shape",
+              nmt_cuda_softmax_topk_variant_name(kVariants[v]));
 
     /* Bad arguments are refused with a message, not launched. */
     nmt_error err = {};

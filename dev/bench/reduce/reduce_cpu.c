@@ -1,4 +1,5 @@
-/* reduce.c: CPU multi-mode reduction and broadcast add (kernels/reduce.h).
+/* reduce_cpu.c: CPU multi-mode reduction and broadcast add (reduce.h), the
+ * oracle of reduce.cu.
  * Both walk explicit coordinates: reduce_sum visits each output element and
  * sums its reduced sub-tensor in double; broadcast_add maps every element's
  * coordinates onto y's axes. */

@@ -1,4 +1,4 @@
-"""tools/pynmt/modelfile.py against the C library, both ways.
+"""python/pynmt/modelfile.py against the C library, both ways.
 
 1. Python reads the C test model (NMT_TEST_MODEL) and its tensor CRCs equal
    model-info's; re-writing it from Python gives the same bytes.

@@ -83,7 +83,8 @@ grep -q "bad.ini:1: unknown key 'beem'" "$TMP/ini.err" || fail "INI error messag
 head -c 100 "$M" > "$TMP/trunc.bin"
 "$T" -m "$TMP/trunc.bin" < /dev/null 2> "$TMP/trunc.err"; [ $? -eq 3 ] || fail "truncated model: expected exit 3"
 [ -s "$TMP/trunc.err" ] || fail "truncated model: no message"
-"$T" --help | grep -q "Usage:" || fail "--help"
+"$T" --help > "$TMP/help.txt" || fail "--help: exit $?"  # a file: grep -q would close a pipe early
+grep -q "Usage:" "$TMP/help.txt" || fail "--help: no usage line"
 : | "$T" -m "$M" --device cpu > "$TMP/empty.out" 2>/dev/null || fail "empty input exit $?"
 [ ! -s "$TMP/empty.out" ] || fail "empty input gave output"
 

@@ -1,9 +1,10 @@
-/* test_gpu_reduce.cu: nmt_cuda_reduce_sum and nmt_cuda_broadcast_add against
- * the CPU twins over shapes reaching every kernel the launchers pick: kept
- * innermost axis (float4 and scalar, split with atomics), reduced innermost
- * axis (groups of 1, 4 and 32 lanes, split), nothing reduced (copy), 1..6
- * axes with size-1 axes, every mask of a 3-D shape, and broadcast with y
- * along the inner or outer axes, in place (out == x) too.
+/* test_gpu_reduce.cu: nmt_cuda_reduce_sum and nmt_cuda_broadcast_add (the lab's
+ * reduce op, reduce.h: not library code) against the CPU twins over shapes
+ * reaching every kernel the launchers pick: kept innermost axis (float4 and
+ * scalar, split with atomics), reduced innermost axis (groups of 1, 4 and 32
+ * lanes, split), nothing reduced (copy), 1..6 axes with size-1 axes, every
+ * mask of a 3-D shape, and broadcast with y along the inner or outer axes, in
+ * place (out == x) too.
  * Sums: fp32 partials (atomics when split) vs double, so the tolerance grows
  * with sqrt(number of summed elements). */
 #include <math.h>

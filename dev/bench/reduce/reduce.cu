@@ -19,15 +19,16 @@
  *  the last bits of the sum depend on timing).
  *  broadcast: each thread adds y to four float4s of x, recomputing y's row
  *      offset only when the row changes (the "sliding" reuse).
- * Sizes: fewer than 2^32 outputs, reduced elements and float4s. */
+ * Sizes: fewer than 2^32 outputs, reduced elements and float4s.
+ * Lab code (reduce.h says why): built into bench_reduce and its tests only. */
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include <type_traits>
 
 #include "cuda_check.h"
+#include "cuda_ctx.h"
+#include "device.cuh"
 #include "reduce.h"
 
-#define FULL_MASK 0xffffffffu
 static constexpr int kThreads = 256;
 static constexpr int kItems = 4;         /* broadcast: float4s per thread */
 static constexpr int kMaxAxes = 3;       /* after canonicalization, per kind */
@@ -52,7 +53,7 @@ struct BcastAxes {
     int64_t y_stride[NMT_REDUCE_MAX_DIMS];
 };
 
-template <int VEC> using vec_t = typename std::conditional<VEC == 4, float4, float>::type;
+template <int VEC> using vec_t = float_vec<VEC>;
 
 static __device__ __forceinline__ float vsum(float v) { return v; }
 static __device__ __forceinline__ float vsum(float4 v) { return (v.x + v.y) + (v.z + v.w); }
@@ -188,7 +189,7 @@ static __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     }
 #pragma unroll
     for (int off = GS / 2; off > 0; off /= 2)
-        acc += __shfl_xor_sync(FULL_MASK, acc, off, GS);
+        acc += __shfl_xor_sync(kFullMask, acc, off, GS);
     if (active && lane_g == 0) {
         if (splits == 1)
             out[o] = acc;
@@ -257,14 +258,11 @@ static int canonicalize(int32_t ndim, const int64_t *dims, uint32_t mask, int64_
     return n;
 }
 
-
+/* The device's SMs (an A100's 108 when the runtime cannot tell). */
 static int sm_count(void)
 {
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-        return 108;
-    return sms;
+    const int sms = nmt_cuda_sm_count(-1);
+    return sms > 0 ? sms : 108;
 }
 
 static uint32_t pow2_ceil(uint64_t v)

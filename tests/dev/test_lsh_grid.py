@@ -1,9 +1,9 @@
-"""tools/eval/lsh-grid and tools/eval/plot-lsh without the engine.
+"""dev/eval/lsh-grid and dev/eval/plot-lsh without the engine.
 
 Checks the grid-spec parsing and its errors, the run order (baselines first,
 lists interleaved), the engine command lines, the BLEU-loss / speedup /
 vs-TOP arithmetic on hand-made stats, the markdown table, the plot script's
-grouping (pynmt.lshgrid.plot_panels; matplotlib is never imported), and,
+grouping (lshgrid.plot_panels; matplotlib is never imported), and,
 when sacreBLEU is importable, a whole grid run against a fake translate
 program (a Python script that copies its input and writes a --stats file).
 """
@@ -16,10 +16,11 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOOLS = os.path.join(HERE, "..", "..", "tools")
-sys.path.insert(0, TOOLS)
+EVAL = os.path.join(HERE, "..", "..", "dev", "eval")  # lshgrid.py, lshreport.py, the scripts
+PYTHON_DIR = os.path.join(HERE, "..", "..", "python")  # pynmt
+sys.path[:0] = [EVAL, PYTHON_DIR]
 
-from pynmt import lshgrid as g  # noqa: E402
+import lshgrid as g  # noqa: E402
 
 failures = []
 
@@ -184,12 +185,12 @@ check("matplotlib" not in sys.modules, "lshgrid does not import matplotlib")
 # plot-lsh imports without matplotlib at module level
 import importlib.machinery  # noqa: E402
 import importlib.util  # noqa: E402
-loader = importlib.machinery.SourceFileLoader("plot_lsh", os.path.join(TOOLS, "eval", "plot-lsh"))
+loader = importlib.machinery.SourceFileLoader("plot_lsh", os.path.join(EVAL, "plot-lsh"))
 spec = importlib.util.spec_from_loader("plot_lsh", loader)
 plot_lsh = importlib.util.module_from_spec(spec)
 loader.exec_module(plot_lsh)
 check("matplotlib" not in sys.modules, "plot-lsh imports matplotlib only when plotting")
-check(plot_lsh.plot_panels is g.plot_panels, "plot-lsh groups with pynmt.lshgrid.plot_panels")
+check(plot_lsh.plot_panels is g.plot_panels, "plot-lsh groups with lshgrid.plot_panels")
 
 # --- a whole run against a fake engine ------------------------------------------
 FAKE = r'''#!/usr/bin/env python3
@@ -242,9 +243,9 @@ if have_sacrebleu:
                 "--grid", "8,3,100", "--tops", "50,200", "--thresholds", "1", "--top-baseline", "20,500",
                 "--shares", "batch,row", "--share-settings", "1", "--speed-lines", "10",
                 "--repeats", "1", "--work", os.path.join(tmp, "w"), "--json", out]
-        run = subprocess.run([sys.executable, os.path.join(TOOLS, "eval", "lsh-grid")] + argv,
+        run = subprocess.run([sys.executable, os.path.join(EVAL, "lsh-grid")] + argv,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             env=dict(os.environ, PYTHONPATH=TOOLS))
+                             env=dict(os.environ, PYTHONPATH=PYTHON_DIR))
         check(run.returncode == 0, f"fake run exit {run.returncode}")
         if run.returncode:
             print(run.stderr)
@@ -260,9 +261,9 @@ if have_sacrebleu:
         check(os.path.exists(os.path.join(tmp, "w", "grid.md")), "markdown written")
         check(os.path.exists(os.path.join(tmp, "w", "hyps", "b2.lsh8-3-100.T50.t1.batch.txt")), "hyps kept")
         # the time budget: everything past the baselines is skipped with a 0.01 s budget
-        rc = subprocess.run([sys.executable, os.path.join(TOOLS, "eval", "lsh-grid")] + argv +
+        rc = subprocess.run([sys.executable, os.path.join(EVAL, "lsh-grid")] + argv +
                             ["--time-budget", "0.01", "--json", out], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=TOOLS)).returncode
+                            stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=PYTHON_DIR)).returncode
         res = json.load(open(out))
         check(rc == 0 and [r["mode"] for r in res["records"] if r["status"] == "ok"] == ["full", "full"]
               and len(res["meta"]["skipped"]) == 10 and not res["meta"]["complete"],

@@ -8,7 +8,7 @@ network rebuilt from the file computes the same logits as the original.
 No training. Exit 77 (skipped) when torch is not importable.
 
 Environment: NMT_BINARY_DIR (for model-info; without it only (a) and (c)
-run and the test says so), PYTHONPATH containing tools/.
+run and the test says so), PYTHONPATH containing python/.
 """
 
 import os
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
 try:
     import torch

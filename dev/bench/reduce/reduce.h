@@ -2,6 +2,12 @@
  * (Dikbayir et al.: several axes reduced in one launch through virtual
  * coordinates; broadcast without replicating the smaller operand).
  *
+ * Lab code, not library code: the seed's reduce/broadcast kernels, kept to be
+ * benchmarked against cuBLAS/CUB (bench_reduce) and tested against their CPU
+ * twin (test_gpu_reduce, test_cpu_reduce); built only into those programs
+ * (dev/bench/reduce/). No library path calls them: the engine's bias adds and
+ * attention sums are fused into other kernels (linear, lstm_cell, attention).
+ *
  * A tensor of ndim <= NMT_REDUCE_MAX_DIMS dimensions dims[0..ndim).
  * reduce_sum: out = sum of x over every axis whose bit is set in reduce_mask;
  *   out has the kept axes in order (an empty shape is one element).
@@ -9,8 +15,8 @@
  *   y_mask (in order) and is repeated along the others. out may alias x.
  * Bias add is y_mask = last axis; the beam-score add into candidate scores is
  * y_mask = first axis. */
-#ifndef NMT_KERNELS_REDUCE_H
-#define NMT_KERNELS_REDUCE_H
+#ifndef NMT_BENCH_REDUCE_H
+#define NMT_BENCH_REDUCE_H
 
 #include "nmt_status.h"
 #include <stdint.h>
@@ -21,7 +27,7 @@ extern "C" {
 
 #define NMT_REDUCE_MAX_DIMS 6
 
-/* The argument checks both devices share (kernels/cpu/reduce.c): ndim in
+/* The argument checks both devices share (reduce_cpu.c): ndim in
  * [1, NMT_REDUCE_MAX_DIMS], every dimension >= 1, no mask bit past ndim. */
 nmt_status nmt_reduce_check_shape(const char *op, int32_t ndim, const int64_t *dims,
                                   uint32_t mask, nmt_error *err);

@@ -1,6 +1,6 @@
-"""tools/pynmt/tokenizer.py against tests/data/tokenizer_cases.tsv (every
+"""python/pynmt/tokenizer.py against tests/data/tokenizer_cases.tsv (every
 column, plus the round trip) and the UTF-8 check on invalid input. The C
-tokenizer passes the same vectors (tests/model/test_tokenizer.c)."""
+tokenizer passes the same vectors (tests/text/test_tokenizer.c)."""
 
 import os
 import re
@@ -9,7 +9,7 @@ import unicodedata
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("NMT_SOURCE_DIR", os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
 from pynmt import tokenizer  # noqa: E402
 

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# translate's options as a new user meets them: a missing value is named as
+# such; the INI file and the command line refuse the same combinations and
+# accept the same keys (flags as key = 1/0); -c refuses a directory; --n-best N
+# gives N rows for every line, refused ones included; --device cuda without a
+# usable GPU is a configuration error (2); --help, the README's option table
+# and its exit statuses agree.
+set -uo pipefail
+: "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
+T=$NMT_TRANSLATE
+M=$NMT_TEST_MODEL
+SRC=${NMT_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# check NAME CODE PATTERN: the last command's exit status ($code) and its stderr ($TMP/err)
+check() {
+    [ "$code" -eq "$2" ] || fail "$1: exit $code, expected $2 ($(head -c 300 "$TMP/err"))"
+    grep -q -- "$3" "$TMP/err" || fail "$1: stderr lacks '$3': $(head -c 300 "$TMP/err")"
+}
+
+# 1. an option without its value: "needs a value", not "unknown option"
+for opt in --beam -b --stats --lsh --device; do
+    "$T" -m "$M" $opt < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+    check "$opt without a value" 2 "option $opt needs a value"
+    grep -q "unknown option" "$TMP/err" && fail "$opt without a value: called unknown"
+done
+"$T" -m "$M" --bogus < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+check "--bogus" 2 "unknown option '--bogus'"
+
+# 2. --lsh and --top-words exclude each other in the INI file as on the command line
+"$T" -m "$M" --device cpu --lsh 8,3,16,20,2 --top-words 20 < /dev/null 2> "$TMP/err"; code=$?
+check "--lsh with --top-words" 2 "exclude each other"
+printf 'lsh = 8,3,16,20,2\ntop_words = 20\n' > "$TMP/both.ini"
+"$T" -m "$M" --device cpu -c "$TMP/both.ini" < /dev/null 2> "$TMP/err"; code=$?
+check "INI lsh with top_words" 2 "both.ini: lsh and top_words (--lsh and --top-words) exclude each other"
+# across the two, the command line wins as for every key
+printf 'lsh = 8,3,16,20,2\n' > "$TMP/lsh.ini"
+echo 'ein mann' | "$T" -m "$M" --device cpu -c "$TMP/lsh.ini" --top-words 20 > /dev/null 2> "$TMP/err"
+code=$?; [ $code -eq 0 ] || fail "INI lsh, command line --top-words: exit $code ($(cat "$TMP/err"))"
+
+# 3. every flag is an INI key taking 1/0 (true/false, on/off, yes/no)
+printf 'ein mann\nzwei kinder spielen\n' > "$TMP/in.txt"
+"$T" -m "$M" --device cpu --no-unk-replace --scores < "$TMP/in.txt" > "$TMP/cli.out" 2>/dev/null
+printf 'no_unk_replace = 1\nscores = true\nno_progress = yes\n' > "$TMP/flags.ini"
+"$T" -m "$M" --device cpu -c "$TMP/flags.ini" < "$TMP/in.txt" > "$TMP/ini.out" 2> "$TMP/err"; code=$?
+[ $code -eq 0 ] || fail "flags as INI keys: exit $code ($(cat "$TMP/err"))"
+cmp -s "$TMP/cli.out" "$TMP/ini.out" || fail "no_unk_replace = 1, scores = true differ from the flags"
+printf 'no_unk_replace = 0\nscores = off\nprogress = 0\n' > "$TMP/off.ini"
+"$T" -m "$M" --device cpu < "$TMP/in.txt" > "$TMP/plain.out" 2>/dev/null
+"$T" -m "$M" --device cpu -c "$TMP/off.ini" < "$TMP/in.txt" > "$TMP/off.out" 2> "$TMP/err" ||
+    fail "flags = 0 in the INI: exit $? ($(cat "$TMP/err"))"
+cmp -s "$TMP/plain.out" "$TMP/off.out" || fail "flags = 0 in the INI changed the output"
+printf 'scores = maybe\n' > "$TMP/maybe.ini"
+"$T" -m "$M" -c "$TMP/maybe.ini" < /dev/null 2> "$TMP/err"; code=$?
+check "scores = maybe" 2 "maybe.ini:1: bad value for scores: 'maybe'"
+
+# 4. -c must name a readable file, not a directory (which reads as empty)
+"$T" -m "$M" --device cpu -c "$TMP" < /dev/null 2> "$TMP/err"; code=$?
+check "-c DIRECTORY" 2 "is a directory"
+"$T" -m "$M" --device cpu -c "$TMP/missing.ini" < /dev/null 2> "$TMP/err"; code=$?
+check "-c missing file" 2 "missing.ini: cannot open"
+
+# 5. --n-best N: N rows per input line, the refused line (invalid UTF-8) and
+# the empty line included, each LINE RANK SCORE TEXT
+printf 'ein mann\nbad \xff line\n\n' > "$TMP/nbest.in"
+"$T" -m "$M" --device cpu -b 3 -n 3 < "$TMP/nbest.in" > "$TMP/nbest.out" 2> "$TMP/err"; code=$?
+check "--n-best 3 with a refused line" 1 "line 2:"
+[ "$(wc -l < "$TMP/nbest.out")" -eq 9 ] || fail "--n-best 3: expected 9 rows, got: $(cat "$TMP/nbest.out")"
+for n in 1 2 3; do
+    ranks=$(awk -F'\t' -v n=$n 'NF == 4 && $1 == n { printf "%s ", $2 }' "$TMP/nbest.out")
+    [ "$ranks" = "1 2 3 " ] || fail "--n-best 3: line $n has ranks '$ranks', expected '1 2 3 '"
+done
+[ "$(grep -c "^2	[123]	-inf	\$" "$TMP/nbest.out")" -eq 3 ] ||
+    fail "--n-best 3: the refused line 2 is not three rows 'LINE RANK -inf <empty>'"
+
+# 6. --device cuda where no GPU is usable (none visible here; or a build
+# without CUDA): a configuration error, exit 2, saying what to do
+echo 'ein mann' | CUDA_VISIBLE_DEVICES='' "$T" -m "$M" --device cuda > /dev/null 2> "$TMP/err"; code=$?
+check "--device cuda without a GPU" 2 "\-\-device cuda"
+grep -q "use --device cpu" "$TMP/err" || fail "--device cuda without a GPU: no hint ($(cat "$TMP/err"))"
+
+# 7. --help, the README and the exit statuses agree
+"$T" --help > "$TMP/help.txt" || fail "--help: exit $?"
+for opt in $(grep -oE -- '--[a-z][a-z0-9-]+' "$TMP/help.txt" | sort -u); do
+    grep -q -- "\`[^\`]*$opt" "$SRC/README.md" || fail "README's option table lacks $opt (in --help)"
+done
+for opt in $(sed -n '/^| option | default | meaning/,/^$/p' "$SRC/README.md" |
+             grep -oE -- '--[a-z][a-z0-9-]+' | sort -u); do
+    grep -q -- "$opt" "$TMP/help.txt" || fail "README's option table has $opt, --help does not"
+done
+for status in 0 1 2 3 4 5; do
+    grep -qE "(^|: |; )$status [a-z]" "$TMP/help.txt" || fail "--help does not document exit status $status"
+    grep -qE "(^|: |; )$status [a-z]" "$SRC/README.md" || fail "README does not document exit status $status"
+done
+
+if [ $failures -ne 0 ]; then echo "test_cli_options: $failures failures" >&2; exit 1; fi
+echo "test_cli_options: passed"
