@@ -4,7 +4,7 @@
  * first 64-byte aligned offset after the previous one, zero padding,
  * tensors in the given order at 64-byte aligned offsets in DATA. The file is
  * written next to its destination and renamed, so a reader never sees half a
- * file. tools/pynmt/modelfile.py writes the same bytes for the same input. */
+ * file. python/pynmt/modelfile.py writes the same bytes for the same input. */
 #include "model_file_impl.h"
 
 #include <errno.h>

@@ -61,10 +61,10 @@ typedef enum nmt_lsh_lists {
 
 typedef struct nmt_shrink_options {
     nmt_shrink_mode mode; /* default NMT_SHRINK_NONE */
-    int k, u, w;          /* WTA hashing {K, u, W}, default 8, 3, 500? see nmt_options_init */
-    int top;              /* T: the most frequent target words always scored */
-    int threshold;        /* t: a word is a candidate when >= t bands match */
-    nmt_lsh_share share;  /* default NMT_LSH_SHARE_BATCH */
+    int k, u, w;          /* WTA hashing {K, u, W}, default 8, 3, 500 */
+    int top;              /* T: the most frequent target words always scored, default 2000 */
+    int threshold;        /* t: a word is a candidate when >= t bands match, default 6 */
+    nmt_lsh_share share;  /* default NMT_LSH_SHARE_SENTENCE */
     unsigned seed;        /* permutations and hash tables, default 1 */
     nmt_lsh_lists lists;  /* default NMT_LSH_LISTS_AUTO; the CPU ignores it */
 } nmt_shrink_options;

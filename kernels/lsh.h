@@ -24,7 +24,7 @@
  * 0..3), so every list starts 0, 1, ..., n_always - 1 and a special id's
  * candidate index is its word id; lists are ascending, so "ties to the lower
  * candidate index" is "ties to the lower word id", as in the full softmax.
- * The target vocabulary is stored most frequent first (tools/train/preprocess.py),
+ * The target vocabulary is stored most frequent first (python/train/preprocess.py),
  * so the T most frequent words are ids 4 .. T + 3: n_always = 4 + T.
  *
  * Groups are uniform: group g holds rows [g * rows_per_group, (g + 1) *

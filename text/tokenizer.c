@@ -1,7 +1,7 @@
 /* tokenizer.c: tokenization with joiners, case features and detokenization.
  *
  * The rules (docs/tokenization.md, pinned by tests/data/tokenizer_cases.tsv,
- * mirrored by tools/pynmt/tokenizer.py):
+ * mirrored by python/pynmt/tokenizer.py):
  *   1. the line must be valid UTF-8; U+FEFF is removed, then NFC (utf8proc);
  *   2. separators (White_Space, other Cc controls, U+200B) split chunks and
  *      are dropped;

@@ -3,11 +3,11 @@
 
 softmax_topk: torch.topk(torch.log_softmax(x, -1), K); nhot: embedding_bag
 (mode="sum", per_sample_weights); reduce: torch.sum over the axes and a
-broadcast add. Timed exactly like tools/bench/bench_util.h: after warm-up a
+broadcast add. Timed exactly like dev/bench/bench_util.h: after warm-up a
 pair of CUDA events brackets NMT_BENCH_BATCH (20) back-to-back calls, the
 time per call is that over the batch, and the result is the median of
 NMT_BENCH_REPEATS (20) such runs; inputs rotate over copies bigger than 2x L2. Prints JSON lines (impl "torch")
-that tools/bench/summarize.py joins with the C benches. Exits 0 with a note
+that dev/bench/summarize.py joins with the C benches. Exits 0 with a note
 on stderr when torch or a GPU is missing. Same env knobs as the C benches.
 """
 import json

@@ -1,6 +1,6 @@
 /* cuda_warmup.c: the CUDA backend's warm-up (cuda_backend.h).
  *
- * Measured on the H100 before it existed (tools/bench/bench_passes.c,
+ * Measured on the H100 before it existed (dev/bench/bench_passes.c,
  * docs/performance.md): the first batch of a process took ~150 ms against
  * ~10 ms for the same batch later, and the first sentence of a new length at
  * batch 1 ~50 ms. That is one-time work in the CUDA and cuBLAS runtimes

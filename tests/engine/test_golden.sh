@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The CPU engine reproduces the PyTorch reference decoder's golden outputs
-# (tools/reference/translate.py over models/multi30k-de-en.bin) on the first
+# (python/reference/translate.py over models/multi30k-de-en.bin) on the first
 # 200 lines of test_2016_flickr, beams 1 and 5: identical text on every line,
 # scores within 1e-4. The golden files are regenerated with:
-#   PYTHONPATH=tools python3 tools/reference/translate.py -m models/multi30k-de-en.bin \
+#   PYTHONPATH=python python3 python/reference/translate.py -m models/multi30k-de-en.bin \
 #       --beam B --scores < tests/data/golden/test_2016_flickr.200.de
 set -euo pipefail
 : "${NMT_SOURCE_DIR:?}" "${NMT_TRANSLATE:?}"

@@ -2,7 +2,7 @@
  * tests/data/tokenizer_cases.tsv (every column; the format is described in the
  * file's header), and nmt_utf8_valid / nmt_tokenize on invalid UTF-8
  * (overlong, surrogate, past U+10FFFF, truncated, 0xFF) with the offset. The
- * Python tokenizer passes the same vectors (tests/tools/test_tokenizer_py.py). */
+ * Python tokenizer passes the same vectors (tests/python/test_tokenizer_py.py). */
 #include "test_util.h"
 #include "tokenizer.h"
 #include "utf8.h"
