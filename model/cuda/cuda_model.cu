@@ -5,6 +5,7 @@
  * allocate. */
 #include "cuda_model.h"
 
+#include "align.h"
 #include "cuda_check.h"
 #include "softmax_topk.h"
 
@@ -19,7 +20,7 @@ typedef struct carver {
 
 static void *carve(carver *c, size_t bytes)
 {
-    size_t at = (c->used + 255) / 256 * 256;
+    size_t at = nmt_align_up(c->used, 256);
     c->used = at + bytes;
     return c->base ? c->base + at : NULL;
 }

@@ -7,17 +7,13 @@
  * activations need splitting into two TF32 parts for a tensor-core GEMM of
  * about fp32 accuracy; the weights are stored twice side by side so that one
  * GEMM over 2k does both halves. Host code; runs once at create. */
+#include "align.h"
 #include "cuda_model.h"
 
 #include "cuda_check.h"
 #include "linear.h"
 
 #include <string.h>
-
-static size_t align256(size_t bytes)
-{
-    return (bytes + 255) / 256 * 256;
-}
 
 /* dst [n, 2k] = [src src], src [n, k] dense (device to device). */
 static nmt_status double_rows(float *dst, const float *src, int32_t n, int32_t k, nmt_error *err)
@@ -53,14 +49,14 @@ nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err)
     size_t bytes = 0, off_dec[NMT_MAX_LAYERS], off_c, off_out, off_split;
     for (int32_t l = 0; l < L; l++) {
         off_dec[l] = bytes;
-        bytes += align256((size_t)4 * H * 2 * m->w.dec_ld[l] * sizeof(float));
+        bytes += nmt_align_up((size_t)4 * H * 2 * m->w.dec_ld[l] * sizeof(float), 256);
     }
     off_c = bytes;
-    bytes += align256((size_t)H * 2 * (2 * H) * sizeof(float));
+    bytes += nmt_align_up((size_t)H * 2 * (2 * H) * sizeof(float), 256);
     off_out = bytes;
-    bytes += align256((size_t)V * 2 * H * sizeof(float));
+    bytes += nmt_align_up((size_t)V * 2 * H * sizeof(float), 256);
     off_split = bytes;
-    bytes += align256((size_t)m->max_rows * 2 * (E + 2 * H) * sizeof(float));
+    bytes += nmt_align_up((size_t)m->max_rows * 2 * (E + 2 * H) * sizeof(float), 256);
     NMT_CUDA_TRY(cudaMalloc(&m->tf32x2_arena, bytes));
     char *base = (char *)m->tf32x2_arena;
     for (int32_t l = 0; l < L; l++) {

@@ -15,6 +15,7 @@
  *         mapped back to words. The list sizes stay on the device: kernels
  *         are launched for the bound (V) and blocks past a list's end return.
  * Host code only; nothing allocates after nmt_cuda_model_set_shrink. */
+#include "align.h"
 #include "cuda_model.h"
 
 #include "cuda_check.h"
@@ -38,11 +39,6 @@ enum { kDensePrefixWords = 64 };  /* n_always from which the prefix is a dense G
 static int32_t dense_prefix(const nmt_shrink *s)
 {
     return s->n_always >= kDensePrefixWords ? s->n_always : 0;
-}
-
-static size_t align256(size_t bytes)
-{
-    return (bytes + 255) / 256 * 256;
 }
 
 /* Lists a step can need at most: one per group. */
@@ -71,7 +67,7 @@ static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s,
     const nmt_lsh_tables *t = s->mode == NMT_SHRINK_METHOD_LSH ? s->tables : NULL;
     const size_t W = t ? (size_t)t->w : 0;
     size_t at = 0;
-#define PLACE(field, bytes) (l.field = at, at = align256(at + (bytes)))
+#define PLACE(field, bytes) (l.field = at, at = nmt_align_up(at + (bytes), 256))
     PLACE(perm, t ? (size_t)t->u * W * (size_t)t->k * i4 : 0);
     PLACE(slots, t ? W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot) : 0);
     PLACE(hash, W * 4 * sizeof(uint32_t));
