@@ -103,16 +103,16 @@ static void layer_case(const bench *B, const weights *wt, const dev_index *d, in
     for (int s = 0; s < samples; s++) {
         int32_t c = 0;
         run_hashing(&a, s);
-        BENCH_CHECK(cudaMemcpyAsync(&c, a.hash_count, sizeof c, cudaMemcpyDeviceToHost,
-                                    B->stream));
-        BENCH_CHECK(cudaStreamSynchronize(B->stream));
+        CUDA_OK(cudaMemcpyAsync(&c, a.hash_count, sizeof c, cudaMemcpyDeviceToHost,
+                                B->stream));
+        CUDA_OK(cudaStreamSynchronize(B->stream));
         count += c;
     }
     count /= samples;
     double logits = time_us(run_logits, &a, B->stream);
     double softmax = time_us(run_softmax, &a, B->stream);
     double lookup = time_us(run_hits, &a, B->stream);
-    BENCH_CHECK(cudaMemsetAsync(a.hits, 0, (size_t)rows * V * sizeof(int32_t), B->stream));
+    CUDA_OK(cudaMemsetAsync(a.hits, 0, (size_t)rows * V * sizeof(int32_t), B->stream));
     double compact = fmax(0.0, hashing - hash - lookup);
 
     emit_case("full", wt, rows, a.k);
@@ -142,8 +142,8 @@ static void layer_case(const bench *B, const weights *wt, const dev_index *d, in
         c = c < 4 ? 4 : (c > V ? V : c);
         int32_t n_always = a.n_always < c ? a.n_always : c;
         c = make_fixed_list(V, c, n_always, 77u + (uint64_t)fi, list);
-        BENCH_CHECK(cudaMemcpy(d_cand, list, c * sizeof(int32_t), cudaMemcpyHostToDevice));
-        BENCH_CHECK(cudaMemcpy(d_count, &c, sizeof c, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(d_cand, list, c * sizeof(int32_t), cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(d_count, &c, sizeof c, cudaMemcpyHostToDevice));
         a.max_count = B->tight ? c : V;
         double total = time_us(run_lsh, &a, B->stream);
         double f_logits = time_us(run_logits, &a, B->stream);
@@ -159,8 +159,8 @@ static void layer_case(const bench *B, const weights *wt, const dev_index *d, in
     fprintf(stderr, "\n");
     fflush(stdout);
     free(list);
-    BENCH_CHECK(cudaFree(d_cand));
-    BENCH_CHECK(cudaFree(d_count));
+    CUDA_OK(cudaFree(d_cand));
+    CUDA_OK(cudaFree(d_count));
     step_free(&a);
 }
 
@@ -194,10 +194,10 @@ static void lookup_part(const bench *B, const weights *wt, const nmt_lsh_index *
             size_t hit_bytes = (size_t)rows * wt->vocab * sizeof(int32_t);
             a.lookup = NMT_LSH_LOOKUP_WARP;
             double warp = time_us(run_hits, &a, B->stream);
-            BENCH_CHECK(cudaMemsetAsync(a.hits, 0, hit_bytes, B->stream));
+            CUDA_OK(cudaMemsetAsync(a.hits, 0, hit_bytes, B->stream));
             a.lookup = NMT_LSH_LOOKUP_NAIVE;
             double naive = time_us(run_hits, &a, B->stream);
-            BENCH_CHECK(cudaMemsetAsync(a.hits, 0, hit_bytes, B->stream));
+            CUDA_OK(cudaMemsetAsync(a.hits, 0, hit_bytes, B->stream));
             /* Codes to one list for all rows: the two steps (the faster
              * lookup) against the direct builder. */
             a.rows_per_group = rows;
@@ -257,10 +257,10 @@ static void sharing_case(const bench *B, const weights *wt, int rows, double f, 
         }
         int32_t *d_cand = (int32_t *)dev_alloc((size_t)g[gi].groups * V * sizeof(int32_t));
         int32_t *d_count = (int32_t *)dev_alloc(g[gi].groups * sizeof(int32_t));
-        BENCH_CHECK(cudaMemcpy2D(d_cand, V * sizeof(int32_t), g[gi].cand, V * sizeof(int32_t),
-                                 max_c * sizeof(int32_t), g[gi].groups, cudaMemcpyHostToDevice));
-        BENCH_CHECK(cudaMemcpy(d_count, g[gi].count, g[gi].groups * sizeof(int32_t),
-                               cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy2D(d_cand, V * sizeof(int32_t), g[gi].cand, V * sizeof(int32_t),
+                             max_c * sizeof(int32_t), g[gi].groups, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(d_count, g[gi].count, g[gi].groups * sizeof(int32_t),
+                           cudaMemcpyHostToDevice));
         a.rows_per_group = g[gi].rows_per_group;
         a.cand = d_cand;
         a.count = d_count;
@@ -295,8 +295,8 @@ static void sharing_case(const bench *B, const weights *wt, int rows, double f, 
                 " SDDMM %8.1f WARP %8.1f softmax %7.1f | total %8.1f (floor %6.1f) vs full %8.1f"
                 " us\n", V, rows, f, g[gi].name, g[gi].groups, (double)sum / g[gi].groups, gemm,
                 sddmm, warp, softmax, best + softmax, floor_us(B, (double)sum, H), full);
-        BENCH_CHECK(cudaFree(d_cand));
-        BENCH_CHECK(cudaFree(d_count));
+        CUDA_OK(cudaFree(d_cand));
+        CUDA_OK(cudaFree(d_count));
     }
     step_free(&a);
     sharing_lists_free(&s);
@@ -389,8 +389,8 @@ int main(int argc, char **argv)
     NMT_OK(nmt_cuda_ctx_create(0, &B.ctx, &err));
     B.stream = (cudaStream_t)nmt_cuda_ctx_stream(B.ctx);
     B.copy_gbps = bench_copy_bandwidth(B.stream);
-    BENCH_CHECK(cudaMalloc(&B.excluded, sizeof k_excluded));
-    BENCH_CHECK(cudaMemcpy(B.excluded, k_excluded, sizeof k_excluded, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMalloc(&B.excluded, sizeof k_excluded));
+    CUDA_OK(cudaMemcpy(B.excluded, k_excluded, sizeof k_excluded, cudaMemcpyHostToDevice));
 
     if (variants) {
         static const int v_dims[] = {512}, v_vocabs[] = {30000}, v_rows[] = {320}, v_group[] = {5};
@@ -405,7 +405,7 @@ int main(int argc, char **argv)
         const char *first = bench_option(argc, argv, "--first");
         variant_mode(&B, variants, dims, n_dims, vocabs, n_vocabs, rows, n_rows, groups, n_groups,
                      count ? atoi(count) : 0, first ? atoi(first) : 0);
-        BENCH_CHECK(cudaFree(B.excluded));
+        CUDA_OK(cudaFree(B.excluded));
         nmt_cuda_ctx_free(B.ctx);
         if (g_lsh_failures)
             fprintf(stderr, "bench_lsh: %d case(s) differ from the CPU\n", g_lsh_failures);
@@ -439,7 +439,7 @@ int main(int argc, char **argv)
             weights_free(&wt);
         }
     }
-    BENCH_CHECK(cudaFree(B.excluded));
+    CUDA_OK(cudaFree(B.excluded));
     nmt_cuda_ctx_free(B.ctx);
     return 0;
 }

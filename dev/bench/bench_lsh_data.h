@@ -68,7 +68,7 @@ static void make_states(float *x, int copies, int rows, int dim, int beam, uint6
                         cudaStream_t stream)
 {
     fill_states<<<1024, 256, 0, stream>>>(x, copies, rows, dim, beam, seed);
-    BENCH_CHECK(cudaGetLastError());
+    CUDA_OK(cudaGetLastError());
 }
 
 /* Host generator for the candidate lists. */
@@ -102,17 +102,17 @@ static void dev_index_upload(const nmt_lsh_tables *h, dev_index *d)
     d->blocks = (char **)malloc(d->copies * sizeof(char *));
     for (int c = 0; c < d->copies; c++) {
         char *b;
-        BENCH_CHECK(cudaMalloc(&b, d->bytes));
+        CUDA_OK(cudaMalloc(&b, d->bytes));
         if (c == 0) {
-            BENCH_CHECK(cudaMemcpy(b, h->perm, n_perm * sizeof(int32_t), cudaMemcpyHostToDevice));
-            BENCH_CHECK(cudaMemcpy(b + o_slots, h->slots, n_slots * sizeof(nmt_lsh_slot),
-                                   cudaMemcpyHostToDevice));
-            BENCH_CHECK(cudaMemcpy(b + o_hash, h->hash, n_hash * sizeof(uint32_t),
-                                   cudaMemcpyHostToDevice));
-            BENCH_CHECK(cudaMemcpy(b + o_words, h->bucket_words, n_words * sizeof(int32_t),
-                                   cudaMemcpyHostToDevice));
+            CUDA_OK(cudaMemcpy(b, h->perm, n_perm * sizeof(int32_t), cudaMemcpyHostToDevice));
+            CUDA_OK(cudaMemcpy(b + o_slots, h->slots, n_slots * sizeof(nmt_lsh_slot),
+                               cudaMemcpyHostToDevice));
+            CUDA_OK(cudaMemcpy(b + o_hash, h->hash, n_hash * sizeof(uint32_t),
+                               cudaMemcpyHostToDevice));
+            CUDA_OK(cudaMemcpy(b + o_words, h->bucket_words, n_words * sizeof(int32_t),
+                               cudaMemcpyHostToDevice));
         } else {
-            BENCH_CHECK(cudaMemcpy(b, d->blocks[0], d->bytes, cudaMemcpyDeviceToDevice));
+            CUDA_OK(cudaMemcpy(b, d->blocks[0], d->bytes, cudaMemcpyDeviceToDevice));
         }
         d->blocks[c] = b;
         d->tables[c] = *h;
@@ -126,7 +126,7 @@ static void dev_index_upload(const nmt_lsh_tables *h, dev_index *d)
 static void dev_index_free(dev_index *d)
 {
     for (int c = 0; c < d->copies; c++)
-        BENCH_CHECK(cudaFree(d->blocks[c]));
+        CUDA_OK(cudaFree(d->blocks[c]));
     free(d->tables);
     free(d->blocks);
     memset(d, 0, sizeof *d);
@@ -297,28 +297,28 @@ static void weights_make(int dim, int vocab, cudaStream_t stream, weights *wt)
     size_t n = (size_t)vocab * dim;
     wt->w_copies = bench_copies(n * sizeof(float));
     wt->w_copies = wt->w_copies > 64 ? 64 : wt->w_copies;
-    BENCH_CHECK(cudaMalloc(&wt->w, n * wt->w_copies * sizeof(float)));
-    BENCH_CHECK(cudaMalloc(&wt->b, (size_t)vocab * wt->w_copies * sizeof(float)));
+    CUDA_OK(cudaMalloc(&wt->w, n * wt->w_copies * sizeof(float)));
+    CUDA_OK(cudaMalloc(&wt->b, (size_t)vocab * wt->w_copies * sizeof(float)));
     uint64_t seed = (uint64_t)dim * 1000003u + vocab;
     fill_gauss<<<1024, 256, 0, stream>>>(wt->w, n, 1.0f / sqrtf((float)dim), seed);
     fill_gauss<<<256, 256, 0, stream>>>(wt->b, vocab, 0.1f, seed + 7);
-    BENCH_CHECK(cudaGetLastError());
+    CUDA_OK(cudaGetLastError());
     for (int c = 1; c < wt->w_copies; c++) {
-        BENCH_CHECK(cudaMemcpyAsync(wt->w + n * c, wt->w, n * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream));
-        BENCH_CHECK(cudaMemcpyAsync(wt->b + (size_t)vocab * c, wt->b, vocab * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream));
+        CUDA_OK(cudaMemcpyAsync(wt->w + n * c, wt->w, n * sizeof(float),
+                                cudaMemcpyDeviceToDevice, stream));
+        CUDA_OK(cudaMemcpyAsync(wt->b + (size_t)vocab * c, wt->b, vocab * sizeof(float),
+                                cudaMemcpyDeviceToDevice, stream));
     }
     wt->host_w = (float *)malloc(n * sizeof(float));
-    BENCH_CHECK(cudaMemcpyAsync(wt->host_w, wt->w, n * sizeof(float), cudaMemcpyDeviceToHost,
-                                stream));
-    BENCH_CHECK(cudaStreamSynchronize(stream));
+    CUDA_OK(cudaMemcpyAsync(wt->host_w, wt->w, n * sizeof(float), cudaMemcpyDeviceToHost,
+                            stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
 }
 
 static void weights_free(weights *wt)
 {
-    BENCH_CHECK(cudaFree(wt->w));
-    BENCH_CHECK(cudaFree(wt->b));
+    CUDA_OK(cudaFree(wt->w));
+    CUDA_OK(cudaFree(wt->b));
     free(wt->host_w);
     memset(wt, 0, sizeof *wt);
 }

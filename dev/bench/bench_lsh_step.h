@@ -183,17 +183,17 @@ static double time_us(bench_fn fn, void *arg, cudaStream_t stream)
 {
     cudaEvent_t start, stop;
     float ms = 0.0f;
-    BENCH_CHECK(cudaEventCreate(&start));
-    BENCH_CHECK(cudaEventCreate(&stop));
+    CUDA_OK(cudaEventCreate(&start));
+    CUDA_OK(cudaEventCreate(&stop));
     fn(arg, 0);
-    BENCH_CHECK(cudaEventRecord(start, stream));
+    CUDA_OK(cudaEventRecord(start, stream));
     fn(arg, 1);
     fn(arg, 2);
-    BENCH_CHECK(cudaEventRecord(stop, stream));
-    BENCH_CHECK(cudaEventSynchronize(stop));
-    BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    BENCH_CHECK(cudaEventDestroy(start));
-    BENCH_CHECK(cudaEventDestroy(stop));
+    CUDA_OK(cudaEventRecord(stop, stream));
+    CUDA_OK(cudaEventSynchronize(stop));
+    CUDA_OK(cudaEventElapsedTime(&ms, start, stop));
+    CUDA_OK(cudaEventDestroy(start));
+    CUDA_OK(cudaEventDestroy(stop));
     double est_us = ms * 500.0;
     int batch = bench_batch();
     if (est_us * batch > kRunUs)
@@ -214,7 +214,7 @@ static double floor_us(const bench *B, double words, int dim)
 static void *dev_alloc(size_t bytes)
 {
     void *p;
-    BENCH_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    CUDA_OK(cudaMalloc(&p, bytes ? bytes : 1));
     return p;
 }
 
@@ -235,9 +235,9 @@ static void codes_make(step_arg *a, const dev_index *d)
     a->tables = d->tables;
     a->t_copies = d->copies;
     if (a->codes_all)
-        BENCH_CHECK(cudaFree(a->codes_all));
+        CUDA_OK(cudaFree(a->codes_all));
     if (a->codes)
-        BENCH_CHECK(cudaFree(a->codes));
+        CUDA_OK(cudaFree(a->codes));
     a->codes_all = (int32_t *)dev_alloc((size_t)a->x_copies * a->rows * d->tables[0].w *
                                         sizeof(int32_t));
     a->codes = (int32_t *)dev_alloc((size_t)a->rows * d->tables[0].w * sizeof(int32_t));
@@ -263,8 +263,8 @@ static void step_alloc(const bench *B, const weights *wt, step_arg *a, int rows,
     a->k = 2 * beam_for(rows);
     a->rows = rows;
     a->hits = (int32_t *)dev_alloc((size_t)rows * wt->vocab * sizeof(int32_t));
-    BENCH_CHECK(cudaMemset(a->hits, 0, (size_t)rows * wt->vocab * sizeof(int32_t)));
-    BENCH_CHECK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemset(a->hits, 0, (size_t)rows * wt->vocab * sizeof(int32_t)));
+    CUDA_OK(cudaDeviceSynchronize());
     a->hash_cand = (int32_t *)dev_alloc((size_t)n_groups * wt->vocab * sizeof(int32_t));
     a->hash_count = (int32_t *)dev_alloc(n_groups * sizeof(int32_t));
     a->logits = (float *)dev_alloc((size_t)rows * wt->vocab * sizeof(float));
@@ -278,12 +278,12 @@ static void step_alloc(const bench *B, const weights *wt, step_arg *a, int rows,
         exit(1);
     }
     a->sm_ws = dev_alloc(a->sm_ws_bytes);
-    BENCH_CHECK(cudaMemset(a->sm_ws, 0, a->sm_ws_bytes));
-    BENCH_CHECK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemset(a->sm_ws, 0, a->sm_ws_bytes));
+    CUDA_OK(cudaDeviceSynchronize());
     a->direct_ws_bytes = nmt_cuda_lsh_direct_workspace_size(n_groups, wt->vocab);
     a->direct_ws = dev_alloc(a->direct_ws_bytes);
-    BENCH_CHECK(cudaMemset(a->direct_ws, 0, a->direct_ws_bytes));
-    BENCH_CHECK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemset(a->direct_ws, 0, a->direct_ws_bytes));
+    CUDA_OK(cudaDeviceSynchronize());
 }
 
 static void step_free(step_arg *a)
@@ -292,7 +292,7 @@ static void step_free(step_arg *a)
                     a->logits, a->top_v,     a->top_i,   a->cand_ws, a->sm_ws, a->direct_ws};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
-            BENCH_CHECK(cudaFree(bufs[i]));
+            CUDA_OK(cudaFree(bufs[i]));
     memset(a, 0, sizeof *a);
 }
 

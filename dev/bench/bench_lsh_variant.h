@@ -72,8 +72,8 @@ static int g_lsh_failures;
 static void *host_copy(const void *d, size_t bytes)
 {
     void *h = malloc(bytes ? bytes : 1);
-    BENCH_CHECK(cudaDeviceSynchronize());
-    BENCH_CHECK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
     return h;
 }
 
@@ -108,11 +108,11 @@ static void variant_logits(const bench *B, const weights *wt, const lsh_variant 
         count[g] = make_fixed_list(V, s->count, n_always, 88u + g, cand + (size_t)g * V);
         words += count[g] > s->first ? count[g] - s->first : 0;
     }
-    BENCH_CHECK(cudaMemcpy(a.hash_cand, cand, (size_t)groups * V * sizeof(int32_t),
-                           cudaMemcpyHostToDevice));
-    BENCH_CHECK(cudaMemcpy(a.hash_count, count, groups * sizeof(int32_t),
-                           cudaMemcpyHostToDevice));
-    BENCH_CHECK(cudaDeviceSynchronize()); /* pageable copies may still be in flight */
+    CUDA_OK(cudaMemcpy(a.hash_cand, cand, (size_t)groups * V * sizeof(int32_t),
+                       cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(a.hash_count, count, groups * sizeof(int32_t),
+                       cudaMemcpyHostToDevice));
+    CUDA_OK(cudaDeviceSynchronize()); /* pageable copies may still be in flight */
     a.rows_per_group = s->group;
     a.cand = a.hash_cand;
     a.count = a.hash_count;
@@ -180,8 +180,8 @@ static void variant_index(const bench *B, const weights *wt, const nmt_lsh_index
     const char *check = "codes_and_hits_differ";
     bench_fn fn = run_hits;
     if (v->kind == LSH_LOOKUP) {
-        BENCH_CHECK(cudaMemset(a.hits, 0, n_hits * sizeof(int32_t)));
-        BENCH_CHECK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMemset(a.hits, 0, n_hits * sizeof(int32_t)));
+        CUDA_OK(cudaDeviceSynchronize());
         run_hits(&a, 0);
         int32_t *got = (int32_t *)host_copy(a.hits, n_hits * sizeof(int32_t));
         bad += bench_count_diff_i32(got, hits, n_hits);
@@ -205,7 +205,7 @@ static void variant_index(const bench *B, const weights *wt, const nmt_lsh_index
         free(got);
     }
     const double us = time_us(fn, &a, B->stream);
-    BENCH_CHECK(cudaMemsetAsync(a.hits, 0, n_hits * sizeof(int32_t), B->stream));
+    CUDA_OK(cudaMemsetAsync(a.hits, 0, n_hits * sizeof(int32_t), B->stream));
     report(B, v, s, us, 0.0, check, (double)bad, bad == 0);
     free(x);
     free(codes);

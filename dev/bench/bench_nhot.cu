@@ -86,8 +86,8 @@ int main(void)
     const int n_ns = parse_ints("NMT_BENCH_NS", d_ns, 6, ns, 16);
 
     nhot_arg a = {};
-    BENCH_CHECK(cudaSetDevice(0));
-    BENCH_CHECK(cudaStreamCreateWithFlags(&a.stream, cudaStreamNonBlocking));
+    CUDA_OK(cudaSetDevice(0));
+    CUDA_OK(cudaStreamCreateWithFlags(&a.stream, cudaStreamNonBlocking));
     double copy_gbps = bench_copy_bandwidth(a.stream);
     CUBLAS_OK(cublasCreate(&a.cublas));
     CUBLAS_OK(cublasSetStream(a.cublas, a.stream));
@@ -102,18 +102,18 @@ int main(void)
     for (size_t i = 0; i < (size_t)TABLE_ROWS * DIM; i++)
         h_table[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
     for (int c = 0; c < a.copies; c++) {
-        BENCH_CHECK(cudaMalloc(&a.table[c], table_bytes));
-        BENCH_CHECK(cudaMemcpy(a.table[c], h_table, table_bytes, cudaMemcpyHostToDevice));
-        BENCH_CHECK(cudaMalloc(&a.dense[c], dense_bytes));
+        CUDA_OK(cudaMalloc(&a.table[c], table_bytes));
+        CUDA_OK(cudaMemcpy(a.table[c], h_table, table_bytes, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMalloc(&a.dense[c], dense_bytes));
         CUSPARSE_OK(cusparseCreateDnMat(&a.tab_desc[c], TABLE_ROWS, DIM, DIM, a.table[c],
                                         CUDA_R_32F, CUSPARSE_ORDER_ROW));
     }
-    BENCH_CHECK(cudaMalloc(&a.out, (size_t)ROWS * DIM * sizeof(float)));
+    CUDA_OK(cudaMalloc(&a.out, (size_t)ROWS * DIM * sizeof(float)));
     CUSPARSE_OK(cusparseCreateDnMat(&a.out_desc, ROWS, DIM, DIM, a.out, CUDA_R_32F,
                                     CUSPARSE_ORDER_ROW));
-    BENCH_CHECK(cudaMalloc(&a.row_ptr, (ROWS + 1) * sizeof(int32_t)));
-    BENCH_CHECK(cudaMalloc(&a.cols, (size_t)ROWS * 100 * sizeof(int32_t)));
-    BENCH_CHECK(cudaMalloc(&a.values, (size_t)ROWS * 100 * sizeof(float)));
+    CUDA_OK(cudaMalloc(&a.row_ptr, (ROWS + 1) * sizeof(int32_t)));
+    CUDA_OK(cudaMalloc(&a.cols, (size_t)ROWS * 100 * sizeof(int32_t)));
+    CUDA_OK(cudaMalloc(&a.values, (size_t)ROWS * 100 * sizeof(float)));
 
     fprintf(stderr, "%4s | %9s %9s | %9s %7s | %9s %7s\n", "N", "ours us", "floor us",
             "cublas us", "ratio", "cusparse", "ratio");
@@ -133,11 +133,11 @@ int main(void)
                 h_vals[r * n + e] = 1.0f / n;
                 h_dense[(size_t)r * TABLE_ROWS + col] = 1.0f / n;
             }
-        BENCH_CHECK(cudaMemcpy(a.row_ptr, h_rp, (ROWS + 1) * sizeof(int32_t), cudaMemcpyHostToDevice));
-        BENCH_CHECK(cudaMemcpy(a.cols, h_cols, (size_t)ROWS * n * sizeof(int32_t), cudaMemcpyHostToDevice));
-        BENCH_CHECK(cudaMemcpy(a.values, h_vals, (size_t)ROWS * n * sizeof(float), cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(a.row_ptr, h_rp, (ROWS + 1) * sizeof(int32_t), cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(a.cols, h_cols, (size_t)ROWS * n * sizeof(int32_t), cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(a.values, h_vals, (size_t)ROWS * n * sizeof(float), cudaMemcpyHostToDevice));
         for (int c = 0; c < a.copies; c++)
-            BENCH_CHECK(cudaMemcpy(a.dense[c], h_dense, dense_bytes, cudaMemcpyHostToDevice));
+            CUDA_OK(cudaMemcpy(a.dense[c], h_dense, dense_bytes, cudaMemcpyHostToDevice));
         CUSPARSE_OK(cusparseCreateCsr(&a.sp, ROWS, TABLE_ROWS, (int64_t)ROWS * n, a.row_ptr, a.cols,
                                       a.values, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
                                       CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
@@ -147,7 +147,7 @@ int main(void)
                                             CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a.sp,
                                             a.tab_desc[0], &zero, a.out_desc, CUDA_R_32F,
                                             CUSPARSE_SPMM_ALG_DEFAULT, &buf));
-        BENCH_CHECK(cudaMalloc(&a.sp_buffer, buf ? buf : 1));
+        CUDA_OK(cudaMalloc(&a.sp_buffer, buf ? buf : 1));
 
         double ours = bench_time_us(run_ours, &a, a.stream);
         double blas = bench_time_us(run_cublas, &a, a.stream);
@@ -167,7 +167,7 @@ int main(void)
         fprintf(stderr, "%4d | %9.2f %9.2f | %9.2f %6.1fx | %9.2f %6.1fx\n", n, ours, floor_us,
                 blas, blas / ours, sparse, sparse / ours);
         CUSPARSE_OK(cusparseDestroySpMat(a.sp));
-        BENCH_CHECK(cudaFree(a.sp_buffer));
+        CUDA_OK(cudaFree(a.sp_buffer));
         free(h_rp);
         free(h_cols);
         free(h_vals);
@@ -175,14 +175,14 @@ int main(void)
     }
     for (int c = 0; c < a.copies; c++) {
         CUSPARSE_OK(cusparseDestroyDnMat(a.tab_desc[c]));
-        BENCH_CHECK(cudaFree(a.table[c]));
-        BENCH_CHECK(cudaFree(a.dense[c]));
+        CUDA_OK(cudaFree(a.table[c]));
+        CUDA_OK(cudaFree(a.dense[c]));
     }
     CUSPARSE_OK(cusparseDestroyDnMat(a.out_desc));
-    BENCH_CHECK(cudaFree(a.out));
-    BENCH_CHECK(cudaFree(a.row_ptr));
-    BENCH_CHECK(cudaFree(a.cols));
-    BENCH_CHECK(cudaFree(a.values));
+    CUDA_OK(cudaFree(a.out));
+    CUDA_OK(cudaFree(a.row_ptr));
+    CUDA_OK(cudaFree(a.cols));
+    CUDA_OK(cudaFree(a.values));
     CUBLAS_OK(cublasDestroy(a.cublas));
     CUSPARSE_OK(cusparseDestroy(a.cusparse));
     free(h_table);

@@ -61,14 +61,14 @@ int main(void)
         {"add y over axis 1", 3, {a3, a3, c3}, 2, 1},
     };
     rarg a = {};
-    BENCH_CHECK(cudaSetDevice(0));
-    BENCH_CHECK(cudaStreamCreateWithFlags(&a.stream, cudaStreamNonBlocking));
+    CUDA_OK(cudaSetDevice(0));
+    CUDA_OK(cudaStreamCreateWithFlags(&a.stream, cudaStreamNonBlocking));
     double copy_gbps = bench_copy_bandwidth(a.stream);
-    BENCH_CHECK(cudaMalloc(&a.x, n * sizeof(float)));
-    BENCH_CHECK(cudaMalloc(&a.out, n * sizeof(float)));
-    BENCH_CHECK(cudaMalloc(&a.y, n * sizeof(float)));
-    BENCH_CHECK(cudaMemset(a.x, 0, n * sizeof(float)));
-    BENCH_CHECK(cudaMemset(a.y, 0, n * sizeof(float)));
+    CUDA_OK(cudaMalloc(&a.x, n * sizeof(float)));
+    CUDA_OK(cudaMalloc(&a.out, n * sizeof(float)));
+    CUDA_OK(cudaMalloc(&a.y, n * sizeof(float)));
+    CUDA_OK(cudaMemset(a.x, 0, n * sizeof(float)));
+    CUDA_OK(cudaMemset(a.y, 0, n * sizeof(float)));
     fprintf(stderr, "%-24s %-22s %5s | %9s %9s %8s\n", "case", "dims", "mask", "us", "GB/s",
             "of copy");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -99,9 +99,9 @@ int main(void)
         fprintf(stderr, "%-24s %-22s %5u | %9.1f %9.1f %7.0f%%\n", c->name, dims, c->mask, us,
                 gbps, 100.0 * gbps / copy_gbps);
     }
-    BENCH_CHECK(cudaFree(a.x));
-    BENCH_CHECK(cudaFree(a.y));
-    BENCH_CHECK(cudaFree(a.out));
-    BENCH_CHECK(cudaStreamDestroy(a.stream));
+    CUDA_OK(cudaFree(a.x));
+    CUDA_OK(cudaFree(a.y));
+    CUDA_OK(cudaFree(a.out));
+    CUDA_OK(cudaStreamDestroy(a.stream));
     return 0;
 }

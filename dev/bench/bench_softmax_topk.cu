@@ -129,7 +129,7 @@ static void run_cub(void *p, int i)
     safe_log_softmax<<<a->rows, 256, 0, a->stream>>>(a->vocab, a->logits[i % a->copies], a->lp,
                                                      a->ids);
     size_t temp = a->temp_bytes;
-    BENCH_CHECK(cub::DeviceSegmentedRadixSort::SortPairsDescending(
+    CUDA_OK(cub::DeviceSegmentedRadixSort::SortPairsDescending(
         a->temp, temp, a->lp, a->lp_sorted, a->ids, a->ids_sorted, (int64_t)a->rows * a->vocab,
         a->rows, a->offsets, a->offsets + 1, 0, 32, a->stream));
     take_first_k<<<(a->rows * a->k + 255) / 256, 256, 0, a->stream>>>(
@@ -221,23 +221,23 @@ static void variant_case(variant_arg *a, double copy_gbps)
     char shape[96];
     snprintf(shape, sizeof shape, "rows %d V %d K %d", a->rows, a->vocab, a->k);
     a->copies = bench_copies(n * sizeof(float));
-    BENCH_CHECK(cudaMalloc(&a->logits_block, n * a->copies * sizeof(float)));
+    CUDA_OK(cudaMalloc(&a->logits_block, n * a->copies * sizeof(float)));
     fill_logits<<<1024, 256, 0, a->stream>>>(a->logits_block, n * a->copies, 1234u);
-    BENCH_CHECK(cudaGetLastError());
+    CUDA_OK(cudaGetLastError());
     float *z = (float *)malloc(n * sizeof(float));
-    BENCH_CHECK(cudaMemcpyAsync(z, a->logits_block, n * sizeof(float), cudaMemcpyDeviceToHost,
-                                a->stream));
+    CUDA_OK(cudaMemcpyAsync(z, a->logits_block, n * sizeof(float), cudaMemcpyDeviceToHost,
+                            a->stream));
     int32_t *cand = NULL, *count = NULL;
     if (a->lists) {
         cand = (int32_t *)calloc((size_t)groups * a->vocab, sizeof(int32_t));
         count = (int32_t *)malloc(groups * sizeof(int32_t));
         make_lists(groups, a->vocab, a->lists, cand, count);
-        BENCH_CHECK(cudaMalloc(&a->cand, (size_t)groups * a->vocab * sizeof(int32_t)));
-        BENCH_CHECK(cudaMalloc(&a->count, groups * sizeof(int32_t)));
-        BENCH_CHECK(cudaMemcpy(a->cand, cand, (size_t)groups * a->vocab * sizeof(int32_t),
-                               cudaMemcpyHostToDevice));
-        BENCH_CHECK(cudaMemcpy(a->count, count, groups * sizeof(int32_t),
-                               cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMalloc(&a->cand, (size_t)groups * a->vocab * sizeof(int32_t)));
+        CUDA_OK(cudaMalloc(&a->count, groups * sizeof(int32_t)));
+        CUDA_OK(cudaMemcpy(a->cand, cand, (size_t)groups * a->vocab * sizeof(int32_t),
+                           cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(a->count, count, groups * sizeof(int32_t),
+                           cudaMemcpyHostToDevice));
         snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " lists %d/%d rows",
                  a->lists, a->group);
     }
@@ -246,12 +246,12 @@ static void variant_case(variant_arg *a, double copy_gbps)
         fprintf(stderr, "bench_softmax_topk: no workspace size for %s at %s\n", name, shape);
         exit(1);
     }
-    BENCH_CHECK(cudaMalloc(&a->ws, a->ws_bytes));
-    BENCH_CHECK(cudaMemset(a->ws, 0, a->ws_bytes));
-    BENCH_CHECK(cudaMalloc(&a->top_v, (n_top ? n_top : 1) * sizeof(float)));
-    BENCH_CHECK(cudaMalloc(&a->top_i, (n_top ? n_top : 1) * sizeof(int32_t)));
-    BENCH_CHECK(cudaMalloc(&a->lse, a->rows * sizeof(float)));
-    BENCH_CHECK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMalloc(&a->ws, a->ws_bytes));
+    CUDA_OK(cudaMemset(a->ws, 0, a->ws_bytes));
+    CUDA_OK(cudaMalloc(&a->top_v, (n_top ? n_top : 1) * sizeof(float)));
+    CUDA_OK(cudaMalloc(&a->top_i, (n_top ? n_top : 1) * sizeof(int32_t)));
+    CUDA_OK(cudaMalloc(&a->lse, a->rows * sizeof(float)));
+    CUDA_OK(cudaDeviceSynchronize());
 
     nmt_error err = {};
     nmt_status st = variant_call(a, 0, &err);
@@ -261,7 +261,7 @@ static void variant_case(variant_arg *a, double copy_gbps)
         fprintf(stderr, "bench_softmax_topk: %s at %s: %s\n", name, shape, err.message);
         exit(1);
     } else {
-        BENCH_CHECK(cudaStreamSynchronize(a->stream)); /* the copies below do not wait for it */
+        CUDA_OK(cudaStreamSynchronize(a->stream)); /* the copies below do not wait for it */
         float *want_v = (float *)malloc((n_top + 1) * sizeof(float));
         float *got_v = (float *)malloc((n_top + 1) * sizeof(float));
         int32_t *want_i = (int32_t *)malloc((n_top + 1) * sizeof(int32_t));
@@ -274,10 +274,10 @@ static void variant_case(variant_arg *a, double copy_gbps)
         else
             nmt_cpu_softmax_topk(a->rows, a->vocab, z, a->vocab, a->k, k_excluded, 2, want_v,
                                  want_i, want_lse);
-        BENCH_CHECK(cudaMemcpy(got_v, a->top_v, n_top * sizeof(float), cudaMemcpyDeviceToHost));
-        BENCH_CHECK(cudaMemcpy(got_i, a->top_i, n_top * sizeof(int32_t), cudaMemcpyDeviceToHost));
-        BENCH_CHECK(cudaMemcpy(got_lse, a->lse, a->rows * sizeof(float),
-                               cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(got_v, a->top_v, n_top * sizeof(float), cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(got_i, a->top_i, n_top * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(got_lse, a->lse, a->rows * sizeof(float),
+                           cudaMemcpyDeviceToHost));
         const double value_err = bench_max_abs_err(got_v, want_v, n_top);
         const double lse_err = bench_max_abs_err(got_lse, want_lse, a->rows);
         const size_t bad_ids = bench_count_diff_i32(got_i, want_i, n_top);
@@ -312,7 +312,7 @@ static void variant_case(variant_arg *a, double copy_gbps)
     void *bufs[] = {a->logits_block, a->cand, a->count, a->ws, a->top_v, a->top_i, a->lse};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
-            BENCH_CHECK(cudaFree(bufs[i]));
+            CUDA_OK(cudaFree(bufs[i]));
     a->logits_block = a->top_v = a->lse = NULL;
     a->cand = a->count = a->top_i = NULL;
     a->ws = NULL;
@@ -375,12 +375,12 @@ int main(int argc, char **argv)
     int baseline = bench_env_int("NMT_BENCH_BASELINE", 1);
 
     cudaStream_t stream;
-    BENCH_CHECK(cudaSetDevice(0));
-    BENCH_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUDA_OK(cudaSetDevice(0));
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     double copy_gbps = bench_copy_bandwidth(stream);
     int32_t *d_excl;
-    BENCH_CHECK(cudaMalloc(&d_excl, sizeof k_excluded));
-    BENCH_CHECK(cudaMemcpy(d_excl, k_excluded, sizeof k_excluded, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMalloc(&d_excl, sizeof k_excluded));
+    CUDA_OK(cudaMemcpy(d_excl, k_excluded, sizeof k_excluded, cudaMemcpyHostToDevice));
 
     if (variants) {
         const char *p = variants;
@@ -405,8 +405,8 @@ int main(int argc, char **argv)
                             variant_case(&a, copy_gbps);
                     }
         }
-        BENCH_CHECK(cudaFree(d_excl));
-        BENCH_CHECK(cudaStreamDestroy(stream));
+        CUDA_OK(cudaFree(d_excl));
+        CUDA_OK(cudaStreamDestroy(stream));
         if (g_failures)
             fprintf(stderr, "bench_softmax_topk: %d case(s) differ from the CPU\n", g_failures);
         return g_failures ? 1 : 0;
@@ -424,32 +424,32 @@ int main(int argc, char **argv)
             size_t n = (size_t)a.rows * a.vocab, bytes = n * sizeof(float);
             a.copies = bench_copies(bytes);
             a.logits = (float **)malloc(a.copies * sizeof(float *));
-            BENCH_CHECK(cudaMalloc(&a.logits_block, bytes * a.copies));
+            CUDA_OK(cudaMalloc(&a.logits_block, bytes * a.copies));
             fill_logits<<<1024, 256, 0, stream>>>(a.logits_block, n * a.copies, 1234u);
-            BENCH_CHECK(cudaGetLastError());
+            CUDA_OK(cudaGetLastError());
             for (int c = 0; c < a.copies; c++)
                 a.logits[c] = a.logits_block + n * c;
             int max_k = 0;
             for (int ki = 0; ki < n_k; ki++)
                 max_k = k_list[ki] > max_k ? k_list[ki] : max_k;
-            BENCH_CHECK(cudaMalloc(&a.top_v, (size_t)a.rows * max_k * sizeof(float)));
-            BENCH_CHECK(cudaMalloc(&a.top_i, (size_t)a.rows * max_k * sizeof(int)));
+            CUDA_OK(cudaMalloc(&a.top_v, (size_t)a.rows * max_k * sizeof(float)));
+            CUDA_OK(cudaMalloc(&a.top_i, (size_t)a.rows * max_k * sizeof(int)));
             a.workspace_bytes = nmt_cuda_softmax_topk_workspace_size(a.rows, a.vocab, max_k);
-            BENCH_CHECK(cudaMalloc(&a.workspace, a.workspace_bytes));
-            BENCH_CHECK(cudaMemset(a.workspace, 0, a.workspace_bytes));
-            BENCH_CHECK(cudaDeviceSynchronize());
+            CUDA_OK(cudaMalloc(&a.workspace, a.workspace_bytes));
+            CUDA_OK(cudaMemset(a.workspace, 0, a.workspace_bytes));
+            CUDA_OK(cudaDeviceSynchronize());
             double cub_us = 0.0;
             if (baseline) {
-                BENCH_CHECK(cudaMalloc(&a.lp, bytes));
-                BENCH_CHECK(cudaMalloc(&a.lp_sorted, bytes));
-                BENCH_CHECK(cudaMalloc(&a.ids, n * sizeof(int)));
-                BENCH_CHECK(cudaMalloc(&a.ids_sorted, n * sizeof(int)));
-                BENCH_CHECK(cudaMalloc(&a.offsets, (a.rows + 1) * sizeof(int)));
+                CUDA_OK(cudaMalloc(&a.lp, bytes));
+                CUDA_OK(cudaMalloc(&a.lp_sorted, bytes));
+                CUDA_OK(cudaMalloc(&a.ids, n * sizeof(int)));
+                CUDA_OK(cudaMalloc(&a.ids_sorted, n * sizeof(int)));
+                CUDA_OK(cudaMalloc(&a.offsets, (a.rows + 1) * sizeof(int)));
                 row_offsets<<<(a.rows + 256) / 256, 256, 0, stream>>>(a.rows, a.vocab, a.offsets);
-                BENCH_CHECK(cub::DeviceSegmentedRadixSort::SortPairsDescending(
+                CUDA_OK(cub::DeviceSegmentedRadixSort::SortPairsDescending(
                     NULL, a.temp_bytes, a.lp, a.lp_sorted, a.ids, a.ids_sorted, (int64_t)n,
                     a.rows, a.offsets, a.offsets + 1, 0, 32, stream));
-                BENCH_CHECK(cudaMalloc(&a.temp, a.temp_bytes));
+                CUDA_OK(cudaMalloc(&a.temp, a.temp_bytes));
                 /* The sort does not depend on K: time it once, with the largest K copy. */
                 a.k = max_k;
                 cub_us = bench_time_us(run_cub, &a, stream);
@@ -465,22 +465,22 @@ int main(int argc, char **argv)
                         a.vocab, a.k, us, 100.0 * floor_us / us, cub_us,
                         baseline ? cub_us / us : 0.0);
             }
-            BENCH_CHECK(cudaFree(a.logits_block));
+            CUDA_OK(cudaFree(a.logits_block));
             free(a.logits);
-            BENCH_CHECK(cudaFree(a.top_v));
-            BENCH_CHECK(cudaFree(a.top_i));
-            BENCH_CHECK(cudaFree(a.workspace));
+            CUDA_OK(cudaFree(a.top_v));
+            CUDA_OK(cudaFree(a.top_i));
+            CUDA_OK(cudaFree(a.workspace));
             if (baseline) {
-                BENCH_CHECK(cudaFree(a.lp));
-                BENCH_CHECK(cudaFree(a.lp_sorted));
-                BENCH_CHECK(cudaFree(a.ids));
-                BENCH_CHECK(cudaFree(a.ids_sorted));
-                BENCH_CHECK(cudaFree(a.offsets));
-                BENCH_CHECK(cudaFree(a.temp));
+                CUDA_OK(cudaFree(a.lp));
+                CUDA_OK(cudaFree(a.lp_sorted));
+                CUDA_OK(cudaFree(a.ids));
+                CUDA_OK(cudaFree(a.ids_sorted));
+                CUDA_OK(cudaFree(a.offsets));
+                CUDA_OK(cudaFree(a.temp));
             }
         }
     }
-    BENCH_CHECK(cudaFree(d_excl));
-    BENCH_CHECK(cudaStreamDestroy(stream));
+    CUDA_OK(cudaFree(d_excl));
+    CUDA_OK(cudaStreamDestroy(stream));
     return 0;
 }

@@ -10,7 +10,8 @@
  * stdout as JSON lines (one per measurement), tables go to stderr.
  * Also shared by the programs: the NMT_OK check, number lists from the
  * command line or the environment, command-line options, and the error of a
- * device result against its CPU twin. */
+ * device result against its CPU twin. The CUDA check, CUDA_OK, is the GPU
+ * tests' tests/common/cuda_ok.h. */
 #ifndef NMT_BENCH_UTIL_H
 #define NMT_BENCH_UTIL_H
 
@@ -21,17 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_ok.h" /* CUDA_OK (tests/common) */
 #include "nmt_status.h"
-
-#define BENCH_CHECK(call)                                                                  \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
-                    cudaGetErrorString(e_));                                               \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 /* Runs an nmt_* call whose last argument is &err; on failure prints the call,
  * the file, the line and the library's message, and exits. */
@@ -219,25 +211,25 @@ static double bench_time_us_batch(bench_fn fn, void *arg, cudaStream_t stream, i
     batch = batch < 1 ? 1 : batch;
     float *ms = (float *)malloc(repeats * sizeof(float));
     cudaEvent_t start, stop;
-    BENCH_CHECK(cudaEventCreate(&start));
-    BENCH_CHECK(cudaEventCreate(&stop));
+    CUDA_OK(cudaEventCreate(&start));
+    CUDA_OK(cudaEventCreate(&stop));
     for (int i = 0; i < warmup; i++)
         fn(arg, call++);
-    BENCH_CHECK(cudaStreamSynchronize(stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
     for (int i = 0; i < repeats; i++) {
-        BENCH_CHECK(cudaEventRecord(start, stream));
+        CUDA_OK(cudaEventRecord(start, stream));
         for (int j = 0; j < batch; j++)
             fn(arg, call++);
-        BENCH_CHECK(cudaEventRecord(stop, stream));
-        BENCH_CHECK(cudaEventSynchronize(stop));
-        BENCH_CHECK(cudaEventElapsedTime(&ms[i], start, stop));
+        CUDA_OK(cudaEventRecord(stop, stream));
+        CUDA_OK(cudaEventSynchronize(stop));
+        CUDA_OK(cudaEventElapsedTime(&ms[i], start, stop));
         ms[i] /= (float)batch;
     }
-    BENCH_CHECK(cudaGetLastError());
+    CUDA_OK(cudaGetLastError());
     qsort(ms, repeats, sizeof(float), cmp_float);
     double median = repeats % 2 ? ms[repeats / 2] : 0.5 * (ms[repeats / 2 - 1] + ms[repeats / 2]);
-    BENCH_CHECK(cudaEventDestroy(start));
-    BENCH_CHECK(cudaEventDestroy(stop));
+    CUDA_OK(cudaEventDestroy(start));
+    CUDA_OK(cudaEventDestroy(stop));
     free(ms);
     return median * 1000.0;
 }
@@ -258,7 +250,7 @@ static void copy_once(void *p, int i)
 {
     copy_arg *a = (copy_arg *)p;
     (void)i;
-    BENCH_CHECK(cudaMemcpyAsync(a->dst, a->src, a->bytes, cudaMemcpyDeviceToDevice, a->stream));
+    CUDA_OK(cudaMemcpyAsync(a->dst, a->src, a->bytes, cudaMemcpyDeviceToDevice, a->stream));
 }
 
 /* Device-to-device copy bandwidth in GB/s (read + write bytes) on 256 MB. */
@@ -267,16 +259,16 @@ static double bench_copy_bandwidth(cudaStream_t stream)
     copy_arg a;
     a.bytes = (size_t)256 << 20;
     a.stream = stream;
-    BENCH_CHECK(cudaMalloc(&a.src, a.bytes));
-    BENCH_CHECK(cudaMalloc(&a.dst, a.bytes));
-    BENCH_CHECK(cudaMemset(a.src, 1, a.bytes));
-    BENCH_CHECK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMalloc(&a.src, a.bytes));
+    CUDA_OK(cudaMalloc(&a.dst, a.bytes));
+    CUDA_OK(cudaMemset(a.src, 1, a.bytes));
+    CUDA_OK(cudaDeviceSynchronize());
     double us = bench_time_us(copy_once, &a, stream);
-    BENCH_CHECK(cudaFree(a.src));
-    BENCH_CHECK(cudaFree(a.dst));
+    CUDA_OK(cudaFree(a.src));
+    CUDA_OK(cudaFree(a.dst));
     double gbps = 2.0 * a.bytes / (us * 1e3);
     cudaDeviceProp prop;
-    BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
     printf("{\"bench\":\"copy\",\"device\":\"%s\",\"bytes\":%zu,\"median_us\":%.3f,"
            "\"gbps\":%.1f}\n", prop.name, 2 * a.bytes, us, gbps);
     fprintf(stderr, "device %s: device-to-device copy %.1f GB/s (read + write)\n", prop.name,

@@ -1,6 +1,7 @@
 /* gpu_test_util.h: small helpers shared by the GPU kernel tests (header only,
  * static): the no-GPU skip, device buffers poisoned before the call with a
- * guard region after the output that must stay untouched, and copies back. */
+ * guard region after the output that must stay untouched, and copies back.
+ * CUDA_OK, the check, is tests/common/cuda_ok.h (the benches use it too). */
 #ifndef NMT_GPU_TEST_UTIL_H
 #define NMT_GPU_TEST_UTIL_H
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "cuda_ctx.h"
+#include "cuda_ok.h" /* CUDA_OK */
 /* test_util.c is compiled as C; its header has no extern "C" guards. */
 extern "C" {
 #include "test_util.h"
@@ -18,16 +20,6 @@ extern "C" {
 #define GUARD_BYTES 256
 #define POISON_F32 0xFF /* every float byte 0xFF: a NaN */
 #define POISON_I32 0xA5 /* 0xA5A5A5A5: no id, no -1 */
-
-#define CUDA_OK(call)                                                                      \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
-                    cudaGetErrorString(e_));                                               \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 /* Exits 77 (skipped) when no GPU is visible. */
 static void gpu_test_require_device(const char *name)
