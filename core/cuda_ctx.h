@@ -21,6 +21,8 @@ nmt_status nmt_cuda_ctx_create_side(const nmt_cuda_ctx *main_ctx, nmt_cuda_ctx *
 void nmt_cuda_ctx_free(nmt_cuda_ctx *ctx);
 void *nmt_cuda_ctx_stream(const nmt_cuda_ctx *ctx); /* cudaStream_t */
 void *nmt_cuda_ctx_cublas(const nmt_cuda_ctx *ctx); /* cublasHandle_t */
+/* Makes ctx's device the calling thread's current one. */
+nmt_status nmt_cuda_ctx_activate(const nmt_cuda_ctx *ctx, nmt_error *err);
 /* Number of visible CUDA devices; 0 (not an error) when there is no driver/GPU. */
 int nmt_cuda_device_count(void);
 /* Streaming multiprocessors of CUDA device `device` (-1: the current one),

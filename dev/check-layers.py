@@ -2,8 +2,9 @@
 """check-layers.py: the library's floors (docs/architecture.md), checked from
 the sources: every `#include "..."` of a library file must name a header of
 its own folder or of a folder on a lower floor. Two folders on one floor may
-not include each other (no cycles), and only the engine includes the public
-header. Exits 1 naming each offending include; 0 prints a one-line summary.
+not include each other (no cycles), only the engine includes the public
+header, and a private header (name ending in _impl.h) is included only by
+files of its own directory. Exits 1 naming each offending include; 0 prints a one-line summary.
 
 Headers are included by bare name, so each header name must be unique across
 the library (also checked). The per-floor CMake targets enforce the same rule
@@ -34,6 +35,7 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     root = os.path.abspath(root)
     headers = {}  # name -> folder
+    header_paths = {}  # name -> path
     sources = []  # (path, folder)
     problems = []
     for folder in FLOORS:
@@ -47,6 +49,7 @@ def main():
                     if name in headers and headers[name] != folder:
                         problems.append(f"header name {name} is in both {headers[name]}/ and {folder}/")
                     headers[name] = folder
+                    header_paths[name] = path
     n_includes = 0
     for path, folder in sources:
         rel = os.path.relpath(path, root)
@@ -60,6 +63,11 @@ def main():
                 problems.append(f"{rel}:{line}: includes \"{match.group(1)}\", not a library header")
                 continue
             n_includes += 1
+            if name.endswith("_impl.h") and os.path.dirname(rel) != os.path.relpath(
+                    os.path.dirname(header_paths[name]), root):
+                problems.append(f"{rel}:{line}: includes {name}, private to "
+                                f"{os.path.relpath(os.path.dirname(header_paths[name]), root)}/")
+                continue
             if target == folder:
                 continue
             if target == "include":

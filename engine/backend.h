@@ -20,7 +20,8 @@ typedef struct nmt_backend nmt_backend;
 /* What a backend is sized and set up for, once. */
 typedef struct nmt_backend_config {
     int32_t max_sentences, beam, max_src;
-    const nmt_shrink *shrink; /* NULL: full softmax; else must outlive the backend */
+    const nmt_shrink *shrink; /* NULL: full softmax; else read at create (the backend builds
+                                 and owns the index it needs) */
     int collect_stats;        /* count into nmt_stats (slower) */
     int cuda_graphs;          /* CUDA: replay repeated steps as graphs */
     int warmup;               /* CUDA: warm up at create */

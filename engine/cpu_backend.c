@@ -10,6 +10,7 @@
 typedef struct cpu_backend {
     nmt_backend base;
     nmt_cpu_state *state;
+    nmt_lsh_index *lsh_index; /* LSH shrinking: the index the state's output layer reads */
 } cpu_backend;
 
 /* The step interface (decoder/search.h) over the CPU network: steps 1-4,
@@ -52,6 +53,7 @@ static void cpu_backend_free(nmt_backend *backend)
     if (!self)
         return;
     nmt_cpu_state_free(self->state);
+    nmt_lsh_index_free(self->lsh_index);
     free(self);
 }
 
@@ -83,9 +85,13 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
     self->base.device = NMT_DEVICE_CPU;
     NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
                                  &self->state, err));
-    if (config->shrink)
-        NMT_TRY(nmt_cpu_state_set_shrink(self->state, config->shrink,
-                                         config->collect_stats >= 2, err));
+    if (config->shrink) {
+        nmt_shrink shrink = *config->shrink;
+        NMT_TRY(nmt_shrink_index_build(&shrink, model->out_w, model->hp.tgt_vocab,
+                                       model->hp.hidden_size, &self->lsh_index, err));
+        shrink.tables = self->lsh_index ? nmt_lsh_index_tables(self->lsh_index) : NULL;
+        NMT_TRY(nmt_cpu_state_set_shrink(self->state, &shrink, config->collect_stats >= 2, err));
+    }
     *backend = &self->base;
     return NMT_STATUS_OK;
 cleanup:

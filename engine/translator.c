@@ -9,7 +9,6 @@
 #include "source_batch.h"
 #include "tokenizer.h"
 #include "cuda_ctx.h"
-#include "lsh_index.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +22,6 @@ struct nmt_translator {
     nmt_backend *backend;
     nmt_source_builder source;
     nmt_search_result *search_results; /* [batch_size] */
-    nmt_lsh_index *lsh_index;          /* NMT_SHRINK_LSH only */
     nmt_shrink shrink;                 /* the backend's view of options.shrink */
     nmt_stats stats;                   /* collect_stats: the translator's part */
 };
@@ -121,26 +119,32 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     return NMT_STATUS_OK;
 }
 
-/* The index and the backends' view of options->shrink (before the backend). */
-static nmt_status setup_shrink(nmt_translator *t, nmt_error *err)
+/* The API's shrink enums and the shrink wing's have the same values. */
+_Static_assert((int)NMT_SHRINK_LSH == (int)NMT_SHRINK_METHOD_LSH &&
+                   (int)NMT_SHRINK_TOP == (int)NMT_SHRINK_METHOD_TOP,
+               "shrink modes");
+_Static_assert((int)NMT_LSH_SHARE_BATCH == (int)NMT_LIST_SHARE_BATCH &&
+                   (int)NMT_LSH_SHARE_SENTENCE == (int)NMT_LIST_SHARE_SENTENCE &&
+                   (int)NMT_LSH_SHARE_ROW == (int)NMT_LIST_SHARE_ROW,
+               "list sharing");
+_Static_assert((int)NMT_LSH_LISTS_HITS == (int)NMT_LIST_BUILDER_HITS &&
+                   (int)NMT_LSH_LISTS_DIRECT == (int)NMT_LIST_BUILDER_DIRECT &&
+                   (int)NMT_LSH_LISTS_AUTO == (int)NMT_LIST_BUILDER_AUTO,
+               "list builders");
+
+/* The backends' view of options->shrink (each backend builds the index it
+ * needs from it). */
+static void setup_shrink(nmt_translator *t)
 {
-    nmt_status status = NMT_STATUS_OK;
     const nmt_shrink_options *o = &t->options.shrink;
     const int32_t V = t->model->hp.tgt_vocab;
-    t->shrink.mode = o->mode;
-    t->shrink.share = o->share;
+    t->shrink.mode = (nmt_shrink_method)o->mode;
+    t->shrink.share = (nmt_list_share)o->share;
     t->shrink.n_always = 4 + o->top < V ? 4 + o->top : V;
     t->shrink.threshold = o->mode == NMT_SHRINK_LSH ? o->threshold : 1;
+    t->shrink.index = (nmt_lsh_index_config){o->k, o->u, o->w, o->seed};
     t->shrink.tables = NULL;
-    t->shrink.lists = o->lists;
-    if (o->mode == NMT_SHRINK_LSH) {
-        nmt_lsh_index_config config = {o->k, o->u, o->w, o->seed};
-        NMT_TRY(nmt_lsh_index_build(t->model->out_w, V, t->model->hp.hidden_size, &config,
-                                    &t->lsh_index, err));
-        t->shrink.tables = nmt_lsh_index_tables(t->lsh_index);
-    }
-cleanup:
-    return status;
+    t->shrink.lists = (nmt_list_builder)o->lists;
 }
 
 void nmt_translator_free(nmt_translator *t)
@@ -150,7 +154,6 @@ void nmt_translator_free(nmt_translator *t)
     if (t->backend)
         t->backend->vtable->free(t->backend);
     nmt_source_builder_free(&t->source);
-    nmt_lsh_index_free(t->lsh_index);
     free(t->search_results);
     free(t);
 }
@@ -181,7 +184,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     t->search.bos_id = NMT_BOS_ID;
     t->search.eos_id = NMT_EOS_ID;
     if (options->shrink.mode != NMT_SHRINK_NONE)
-        NMT_TRY(setup_shrink(t, err));
+        setup_shrink(t);
     const nmt_backend_config config = {
         options->batch_size, options->beam_size, options->max_src_tokens,
         options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
@@ -199,12 +202,6 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     }
     if (!t->backend)
         NMT_TRY(nmt_cpu_backend_create(model, &config, &t->backend, err));
-    if (t->backend->device == NMT_DEVICE_CUDA && t->lsh_index) {
-        /* The CUDA backend holds its own copy of the tables on the device. */
-        nmt_lsh_index_free(t->lsh_index);
-        t->lsh_index = NULL;
-        t->shrink.tables = NULL;
-    }
     NMT_TRY(nmt_source_builder_init(&t->source, model, batch, max_src, err));
     NMT_ALLOC(t->search_results, batch);
     *translator = t;

@@ -54,9 +54,8 @@ typedef enum nmt_lsh_lists {
     NMT_LSH_LISTS_HITS = 0,   /* hit counts in a [rows, V] matrix, then compaction */
     NMT_LSH_LISTS_DIRECT = 1, /* counts in shared memory, no hit matrix
                                  (kernels/cuda/lsh_direct.cu) */
-    NMT_LSH_LISTS_AUTO = 2    /* default: HITS below 128 rows a step, DIRECT from 128
-                                 (bench_lsh on an H100: DIRECT 2.3-3.2x faster at 768
-                                 rows, 2.5x slower at 12; docs/lsh.md) */
+    NMT_LSH_LISTS_AUTO = 2    /* default: HITS for steps of few rows, DIRECT for many
+                                 (the switch and its measurement: docs/lsh.md, "Policy") */
 } nmt_lsh_lists;
 
 typedef struct nmt_shrink_options {

@@ -175,21 +175,6 @@ nmt_status nmt_cuda_lsh_candidates_direct(int32_t n_rows, int32_t rows_per_group
                                           int32_t *count, void *workspace, size_t workspace_bytes,
                                           void *stream, nmt_error *err);
 
-/* Once, at set-up (host tables, host memory): the direct builder's packed
- * copy. Each bucket's words >= below, ascending, as 16-bit ids in whole 8-word
- * vectors (16 bytes, padded with NMT_LSH_PACK_PAD), the buckets of a band one
- * after another; packed_slots is t->slots with start = the bucket's first
- * vector, length = its vectors (0 when no word is >= below), skip = 0, so one
- * cuckoo probe pair finds it. Half the bytes of the int32 buckets and none of
- * the words below `below` (a top-T of thousands): the Europarl index at T =
- * 2000 fits the H100's L2, and a thread loads 8 words at a time.
- * nmt_lsh_pack_vectors: the vectors needed, or -1 when the tables cannot be
- * packed (vocab > 65535, or more than 2^31 - 1 vectors). nmt_lsh_pack fills
- * packed_slots [w << table_bits] and packed_words [8 * vectors]. */
-int64_t nmt_lsh_pack_vectors(const nmt_lsh_tables *t, int32_t below);
-void nmt_lsh_pack(const nmt_lsh_tables *t, int32_t below, nmt_lsh_slot *packed_slots,
-                  uint16_t *packed_words);
-
 /* Once, at set-up: slots[i].skip = the number of words below `below` in slot
  * i's bucket, for every slot of t (slots: t->slots, writable; device
  * pointers). The caller then sets t->skip_below = below, and the direct

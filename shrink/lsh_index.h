@@ -1,5 +1,5 @@
 /* lsh_index.h: the LSH index of a model's output layer (kernels/lsh.h), built
- * on the host when a translator is created with LSH on.
+ * on the host by a backend created with LSH on (nmt_shrink_index_build).
  *
  * Built from W_out [vocab, dim]: P = u * W random partial permutations (the
  * first K positions of a permutation of the dim entries, from `seed`), the
@@ -38,6 +38,21 @@ void nmt_lsh_index_free(nmt_lsh_index *index);
 /* Host pointers into the index (valid until it is freed). */
 const nmt_lsh_tables *nmt_lsh_index_tables(const nmt_lsh_index *index);
 
+
+/* Once, when a backend takes the index (host tables, host memory; the
+ * packer is shrink/lsh_pack.c): the direct builder's packed copy. Each
+ * bucket's words >= below, ascending, as 16-bit ids in whole 8-word vectors (16 bytes, padded with NMT_LSH_PACK_PAD), the buckets of a band one
+ * after another; packed_slots is t->slots with start = the bucket's first
+ * vector, length = its vectors (0 when no word is >= below), skip = 0, so one
+ * cuckoo probe pair finds it. Half the bytes of the int32 buckets and none of
+ * the words below `below` (a top-T of thousands): the Europarl index at T =
+ * 2000 fits the H100's L2, and a thread loads 8 words at a time.
+ * nmt_lsh_pack_vectors: the vectors needed, or -1 when the tables cannot be
+ * packed (vocab > 65535, or more than 2^31 - 1 vectors). nmt_lsh_pack fills
+ * packed_slots [w << table_bits] and packed_words [8 * vectors]. */
+int64_t nmt_lsh_pack_vectors(const nmt_lsh_tables *t, int32_t below);
+void nmt_lsh_pack(const nmt_lsh_tables *t, int32_t below, nmt_lsh_slot *packed_slots,
+                  uint16_t *packed_words);
 
 /* Build statistics: rebuilds after a cuckoo cycle, the most distinct codes in
  * one band, and the largest bucket. */

@@ -1,6 +1,6 @@
-/* shrink.c: the check both engines make before they take a shrink
- * (model/shrink.h): the CPU state (model/cpu_shrink.c) and the CUDA model
- * (model/cuda/output_layer.c). */
+/* shrink.c: what both backends do with a shrink (shrink/shrink.h): check it
+ * before the network takes it (model/cpu/output_layer.c,
+ * model/cuda/output_layer.c) and build the index it needs. */
 #include "shrink.h"
 
 #include "error.h"
@@ -20,4 +20,13 @@ nmt_status nmt_shrink_check(const nmt_shrink *shrink, int32_t hidden, int32_t vo
                              "%s shrink: n_always %d outside [4, %d] or threshold %d < 1", who,
                              shrink->n_always, vocab, shrink->threshold);
     return NMT_STATUS_OK;
+}
+
+nmt_status nmt_shrink_index_build(const nmt_shrink *shrink, const float *out_w, int32_t vocab,
+                                  int32_t dim, nmt_lsh_index **index, nmt_error *err)
+{
+    *index = NULL;
+    if (!shrink || shrink->mode != NMT_SHRINK_METHOD_LSH)
+        return NMT_STATUS_OK;
+    return nmt_lsh_index_build(out_w, vocab, dim, &shrink->index, index, err);
 }

@@ -1,6 +1,6 @@
 /* shrink.h: how a decoder's output layer shrinks the target vocabulary
- * (docs/lsh.md; the kernels are kernels/lsh.h). Shared by the CPU reference
- * step (model/cpu_shrink.c) and the CUDA step (model/cuda/output_layer.cu),
+ * (docs/lsh.md; the kernels are kernels/lsh.h). Shared by the CPU output
+ * layer (model/cpu/output_layer.c) and the CUDA one (model/cuda/output_layer.c),
  * which must pick the same candidate lists for the same states.
  *
  * Per step, with f the attentional states of the live rows:
@@ -13,6 +13,7 @@
 #define NMT_SHRINK_H
 
 #include "lsh.h"
+#include "lsh_index.h"
 #include "nmt_status.h"
 
 #include <stdint.h>
@@ -34,7 +35,7 @@ typedef enum nmt_list_share {
 typedef enum nmt_list_builder {
     NMT_LIST_BUILDER_HITS = 0,   /* hit counts in a [rows, V] matrix, then compaction */
     NMT_LIST_BUILDER_DIRECT = 1, /* counts in shared memory, no hit matrix */
-    NMT_LIST_BUILDER_AUTO = 2    /* by rows a step: nmt_shrink_policy.direct_min_rows */
+    NMT_LIST_BUILDER_AUTO = 2    /* by rows a step: nmt_shrink_policy.direct_lists_min_rows */
 } nmt_list_builder;
 
 typedef struct nmt_shrink {
@@ -42,9 +43,38 @@ typedef struct nmt_shrink {
     nmt_list_share share;
     int32_t n_always;             /* 4 + T, at most the vocabulary */
     int32_t threshold;            /* t >= 1 (TOP: hits stay 0, so only n_always words) */
-    const nmt_lsh_tables *tables; /* host tables of the index, LSH only */
-    nmt_list_builder lists;          /* CUDA: how the lists are built */
+    nmt_lsh_index_config index;   /* LSH: the index the backend builds (K, u, W, seed) */
+    const nmt_lsh_tables *tables; /* LSH: host tables of the backend's index, when set */
+    nmt_list_builder lists;       /* CUDA: how the lists are built */
 } nmt_shrink;
+
+/* Every automatic choice between the CUDA output layer's shrink variants,
+ * one place (model/cuda/output_layer.c reads it; the kernels' own tuning is
+ * their policy structs, kernels/cuda/lsh_logits.cu and softmax_topk.cu).
+ * Each value was set on the H100 by the command beside it (the bench
+ * program in the build directory, dev/bench/bench_lsh.cu); docs/lsh.md,
+ * "Policy", has the figures. */
+typedef struct nmt_shrink_policy {
+    /* The hits builder's lookup: the warp-cooperative bucket walk (the
+     * paper's Fig. 4b) below this many rows a step, a thread per bucket from
+     * it: few rows leave the GPU idle and the warp's shuffles pay, with many
+     * every thread has work and they only cost. Measured 1.2-2.2x faster at
+     * 12 rows, 0.45-0.95x at 768; 128 lies between, untuned.
+     *   bench_lsh --variant lookup-warp,lookup-naive --rows 12,768 --group 0 --vocabs 50000 */
+    int32_t naive_lookup_min_rows;
+    /* NMT_LIST_BUILDER_AUTO: the two-step (hits) builder below this many rows
+     * a step, the direct one from it. Direct 0.60-0.91x of two-step at 12
+     * rows, 2.8-5.6x faster at 768; 128 lies between, untuned.
+     *   bench_lsh --variant two-step,direct --rows 12,768 --group 0 --vocabs 50000 */
+    int32_t direct_lists_min_rows;
+    /* n_always from which the always-kept prefix's logits are one dense GEMM
+     * on a side stream instead of gathered with the list: below, the prefix
+     * fits one gathered tile (not measured below 64). */
+    int32_t dense_prefix_min_words;
+} nmt_shrink_policy;
+
+/* The policy every backend uses: {128, 128, 64}. */
+#define NMT_SHRINK_POLICY_DEFAULT {128, 128, 64}
 
 /* Rows a candidate list serves, for n_rows rows laid out sentence by
  * sentence with `beam` rows each (the CUDA layout). */
@@ -67,6 +97,11 @@ extern "C" {
  * vocabulary, or whose n_always or threshold is out of range. */
 nmt_status nmt_shrink_check(const nmt_shrink *shrink, int32_t hidden, int32_t vocab,
                             const char *who, nmt_error *err);
+
+/* The index a backend needs for `shrink` (LSH: built from W_out [vocab,
+ * dim] with shrink->index; TOP: none, *index = NULL). The backend owns it. */
+nmt_status nmt_shrink_index_build(const nmt_shrink *shrink, const float *out_w, int32_t vocab,
+                                  int32_t dim, nmt_lsh_index **index, nmt_error *err);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,14 @@ extern "C" int nmt_cuda_sm_count(int device)
  * when both have blocks waiting the main stream's are placed first. */
 static nmt_status create_ctx(int device_index, int side, nmt_cuda_ctx **ctx, nmt_error *err);
 
+extern "C" nmt_status nmt_cuda_ctx_activate(const nmt_cuda_ctx *ctx, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    NMT_CUDA_TRY(cudaSetDevice(ctx->device));
+cleanup:
+    return status;
+}
+
 extern "C" nmt_status nmt_cuda_ctx_create(int device_index, nmt_cuda_ctx **ctx, nmt_error *err)
 {
     return create_ctx(device_index, 0, ctx, err);

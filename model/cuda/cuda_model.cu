@@ -1,71 +1,37 @@
 /* cuda_model.cu: creation and release of the CUDA model state
- * (model/cuda/cuda_model.h). Checks the shapes model v1 computes with,
- * uploads the weights, and carves every workspace for (max_sentences, beam,
- * max_src) out of one device allocation, so encode, step and reorder never
- * allocate. */
-#include "cuda_model.h"
+ * (model/cuda/cuda_model_impl.h). Checks the shapes model v1 computes with,
+ * uploads the weights, and has each part carve its workspace for
+ * (max_sentences, beam, max_src) out of its own device allocation, so
+ * encode, step and output layer never allocate. */
+#include "cuda_model_impl.h"
 
 #include "align.h"
 #include "cuda_check.h"
-#include "softmax_topk.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Bump allocator over the arena: pass 1 (base NULL) only measures. */
-typedef struct carver {
-    char *base;
-    size_t used;
-} carver;
-
-static void *carve(carver *c, size_t bytes)
+void *nmt_carve(nmt_carver *c, size_t bytes)
 {
     size_t at = nmt_align_up(c->used, 256);
     c->used = at + bytes;
     return c->base ? c->base + at : NULL;
 }
 
-static void carve_all(nmt_cuda_model *m, carver *c)
+nmt_status nmt_cuda_arena_carve(void **arena, void (*layout)(nmt_cuda_model *, nmt_carver *),
+                                nmt_cuda_model *m, nmt_error *err)
 {
-    const size_t N = (size_t)m->max_sentences, S = (size_t)m->max_src;
-    const size_t E = (size_t)m->emb, H = (size_t)m->hidden, half = (size_t)m->half;
-    const size_t R = (size_t)m->max_rows, V = (size_t)m->vocab, K = 2 * (size_t)m->beam;
-    const size_t f = sizeof(float), i = sizeof(int32_t);
-    m->enc_x = (float *)carve(c, S * N * E * f);
-    m->enc_out[0] = (float *)carve(c, S * N * H * f);
-    m->enc_out[1] = (float *)carve(c, S * N * H * f);
-    m->enc_gates_x = (float *)carve(c, S * N * 4 * half * f);
-    m->enc_gates_h = (float *)carve(c, N * 4 * half * f);
-    m->enc_c[0] = (float *)carve(c, N * half * f);
-    m->enc_c[1] = (float *)carve(c, N * half * f);
-    m->memory = (float *)carve(c, N * S * H * f);
-    m->keys = (float *)carve(c, N * S * H * f);
-    for (int32_t l = 0; l < m->dec_layers; l++)
-        m->dec_x_ld[l] = (int32_t)(l ? 2 * H : E + 2 * H);
-    m->feed_ld = m->dec_x_ld[0];
-    for (int b = 0; b < 2; b++) {
-        for (int32_t l = 0; l < m->dec_layers; l++) {
-            m->dec_x[b][l] = (float *)carve(c, R * (size_t)m->dec_x_ld[l] * f);
-            m->dec_c[b][l] = (float *)carve(c, R * H * f);
-            /* NULL while measuring: offsets from a NULL base mean nothing. */
-            m->dec_h[b][l] = m->dec_x[b][l] ? m->dec_x[b][l] + (l ? H : E + H) : NULL;
-        }
-        m->feed[b] = m->dec_x[b][0] ? m->dec_x[b][0] + E : NULL;
-    }
-    m->attn_in = (float *)carve(c, R * 2 * H * f);
-    m->gates = (float *)carve(c, R * 4 * H * f);
-    m->logits = (float *)carve(c, R * V * f);
-    m->top_values = (float *)carve(c, R * K * f);
-    m->top_ids = (int32_t *)carve(c, R * K * i);
-    m->lse = (float *)carve(c, R * f);
-    m->topk_workspace_bytes = nmt_cuda_softmax_topk_workspace_size((int32_t)R, (int32_t)V,
-                                                                   (int32_t)K);
-    m->topk_workspace = carve(c, m->topk_workspace_bytes);
-    m->attn_argmax = (int32_t *)carve(c, R * i);
-    m->row_tokens = (int32_t *)carve(c, R * i);
-    m->row_sentence = (int32_t *)carve(c, R * i);
-    m->row_parent = (int32_t *)carve(c, R * i);
-    m->row_live = (int32_t *)carve(c, R * i);
+    nmt_status status = NMT_STATUS_OK;
+    nmt_carver c = {NULL, 0};
+    layout(m, &c);
+    NMT_CUDA_TRY(cudaMalloc(arena, c.used > 0 ? c.used : 1));
+    c.base = (char *)*arena;
+    c.used = 0;
+    layout(m, &c);
+    return NMT_STATUS_OK;
+cleanup:
+    *arena = NULL;
+    return status;
 }
 
 static nmt_status check_shapes(const nmt_model *model, nmt_error *err)
@@ -101,7 +67,6 @@ nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_cuda_model *m = NULL;
-    carver c = {NULL, 0};
     *out = NULL;
     if (max_sentences < 1 || beam < 1 || beam > 256 || max_src < 1 ||
         (int64_t)max_sentences * beam > INT32_MAX / 4 || max_src > INT32_MAX / 4)
@@ -126,19 +91,9 @@ nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
     m->dec_layers = model->hp.dec_layers;
     m->vocab = model->hp.tgt_vocab;
     NMT_TRY(nmt_device_weights_upload(model, &m->w, err));
-    carve_all(m, &c);
-    if (m->topk_workspace_bytes == SIZE_MAX) {
-        status = nmt_error_set(err, NMT_STATUS_ERROR_CUDA, "cuda model: cannot size the top-K "
-                               "workspace (V %d, K %d)", m->vocab, 2 * beam);
-        goto cleanup;
-    }
-    NMT_CUDA_TRY(cudaMalloc(&m->arena, c.used));
-    c.base = (char *)m->arena;
-    c.used = 0;
-    carve_all(m, &c);
-    /* Once: every softmax_topk call leaves its counters at zero again. */
-    NMT_CUDA_TRY(cudaMemsetAsync(m->topk_workspace, 0, m->topk_workspace_bytes,
-                                 (cudaStream_t)m->stream));
+    NMT_TRY(nmt_cuda_encoder_part_create(m, err));
+    NMT_TRY(nmt_cuda_decoder_part_create(m, err));
+    NMT_TRY(nmt_cuda_output_part_create(m, err));
     *out = m;
     return NMT_STATUS_OK;
 cleanup:
@@ -150,11 +105,21 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
 {
     if (!m)
         return;
-    nmt_cuda_model_free_shrink(m); /* first: its side stream may still read the weights */
+    nmt_cuda_output_part_free_shrink(m); /* first: its side stream may still read the weights */
     nmt_device_weights_free(&m->w);
-    if (m->arena)
-        cudaFree(m->arena);
-    if (m->tf32x2_arena)
-        cudaFree(m->tf32x2_arena);
+    void *arenas[] = {m->enc.arena, m->dec.arena, m->out.arena, m->probe.arena, m->tf32x2.arena};
+    for (size_t i = 0; i < sizeof arenas / sizeof arenas[0]; i++)
+        if (arenas[i])
+            cudaFree(arenas[i]);
     free(m);
+}
+
+void *nmt_cuda_model_stream(const nmt_cuda_model *m)
+{
+    return m->stream;
+}
+
+int32_t nmt_cuda_model_vocab(const nmt_cuda_model *m)
+{
+    return m->vocab;
 }

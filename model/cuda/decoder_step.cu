@@ -2,6 +2,8 @@
  * hypothesis rows on the device (model/cuda/cuda_model.h; the oracle is the
  * CPU step model). Step 5, the output layer, is model/cuda/output_layer.c.
  *
+ * The part owns the double-buffered decoder rows (cuda_model_impl.h); the
+ * search says which buffer is live, the step reads it and writes the other.
  * Per step, for n rows (every row of every active sentence, B per sentence):
  *   inputs: one gather launch builds the new live rows from the old ones by
  *     back-pointer (feed, h, c of every layer) and writes E_tgt[prev token]
@@ -16,7 +18,7 @@
  * where it picks one), down from 6 + 4 per layer + 4 with separate tensors:
  * at a few rows the launches, not the bytes, are the cost. Nothing here
  * allocates or synchronizes. */
-#include "cuda_model.h"
+#include "cuda_model_impl.h"
 
 #include "attention.h"
 #include "cuda_check.h"
@@ -27,64 +29,91 @@
 
 static_assert(2 * NMT_MAX_LAYERS + 1 <= NMT_GATHER_MAX_SEGMENTS, "one gather for the step inputs");
 
-/* New row r <- old row row_parent[r] (feed, every h and c) and the target
- * embedding of row_tokens[r]; the other buffer becomes live. */
-static nmt_status gather_step_inputs(nmt_cuda_model *m, int32_t n_rows, nmt_error *err)
+static void layout_decoder(nmt_cuda_model *m, nmt_carver *c)
 {
-    const int32_t E = m->emb, H = m->hidden, L = m->dec_layers;
-    const int cur = m->cur, next = 1 - m->cur;
-    nmt_gather_segment seg[NMT_GATHER_MAX_SEGMENTS];
-    int n = 0;
-    seg[n++] = (nmt_gather_segment){m->w.tgt_embedding, m->row_tokens, m->dec_x[next][0], E, E,
-                                    m->dec_x_ld[0]};
-    /* Layer 0's feed and h are adjacent: one segment of 2H. */
-    seg[n++] = (nmt_gather_segment){m->feed[cur], m->row_parent, m->feed[next], 2 * H,
-                                    m->dec_x_ld[0], m->dec_x_ld[0]};
-    for (int32_t l = 1; l < L; l++)
-        seg[n++] = (nmt_gather_segment){m->dec_h[cur][l], m->row_parent, m->dec_h[next][l], H,
-                                        m->dec_x_ld[l], m->dec_x_ld[l]};
-    for (int32_t l = 0; l < L; l++)
-        seg[n++] = (nmt_gather_segment){m->dec_c[cur][l], m->row_parent, m->dec_c[next][l], H, H,
-                                        H};
-    nmt_status status = nmt_cuda_gather_segments(n_rows, n, seg, m->stream, err);
-    if (status == NMT_STATUS_OK)
-        m->cur = next;
-    return status;
+    const size_t E = (size_t)m->emb, H = (size_t)m->hidden, R = (size_t)m->max_rows;
+    const size_t f = sizeof(float);
+    nmt_cuda_decoder_part *p = &m->dec;
+    for (int32_t l = 0; l < m->dec_layers; l++)
+        p->x_ld[l] = (int32_t)(l ? 2 * H : E + 2 * H);
+    p->feed_ld = p->x_ld[0];
+    for (int b = 0; b < 2; b++) {
+        for (int32_t l = 0; l < m->dec_layers; l++) {
+            p->x[b][l] = (float *)nmt_carve(c, R * (size_t)p->x_ld[l] * f);
+            p->c[b][l] = (float *)nmt_carve(c, R * H * f);
+            /* NULL while measuring: offsets from a NULL base mean nothing. */
+            p->h[b][l] = p->x[b][l] ? p->x[b][l] + (l ? H : E + H) : NULL;
+        }
+        p->feed[b] = p->x[b][0] ? p->x[b][0] + E : NULL;
+    }
+    p->attn_in = (float *)nmt_carve(c, R * 2 * H * f);
+    p->gates = (float *)nmt_carve(c, R * 4 * H * f);
+    p->attn_argmax = (int32_t *)nmt_carve(c, R * sizeof(int32_t));
 }
 
-nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int32_t n_rows, const int32_t *src_len,
+nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err)
+{
+    return nmt_cuda_arena_carve(&m->dec.arena, layout_decoder, m, err);
+}
+
+/* New row r <- row rows->parent[r] of buffer cur (feed, every h and c) and
+ * the target embedding of rows->tokens[r], into buffer next. */
+static nmt_status gather_step_inputs(nmt_cuda_model *m, int cur, int32_t n_rows,
+                                     const nmt_cuda_rows *rows, nmt_error *err)
+{
+    const int32_t E = m->emb, H = m->hidden, L = m->dec_layers;
+    const int next = 1 - cur;
+    const nmt_cuda_decoder_part *d = &m->dec;
+    nmt_gather_segment seg[NMT_GATHER_MAX_SEGMENTS];
+    int n = 0;
+    seg[n++] = (nmt_gather_segment){m->w.tgt_embedding, rows->tokens, d->x[next][0], E, E,
+                                    d->x_ld[0]};
+    /* Layer 0's feed and h are adjacent: one segment of 2H. */
+    seg[n++] = (nmt_gather_segment){d->feed[cur], rows->parent, d->feed[next], 2 * H, d->x_ld[0],
+                                    d->x_ld[0]};
+    for (int32_t l = 1; l < L; l++)
+        seg[n++] = (nmt_gather_segment){d->h[cur][l], rows->parent, d->h[next][l], H, d->x_ld[l],
+                                        d->x_ld[l]};
+    for (int32_t l = 0; l < L; l++)
+        seg[n++] = (nmt_gather_segment){d->c[cur][l], rows->parent, d->c[next][l], H, H, H};
+    return nmt_cuda_gather_segments(n_rows, n, seg, m->stream, err);
+}
+
+nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
+                                 const nmt_cuda_rows *rows, const int32_t *src_len,
                                  int32_t src_stride, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     void *stream = m->stream;
     const int32_t H = m->hidden, L = m->dec_layers;
     const nmt_device_weights *w = &m->w;
-    if (n_rows < 1 || n_rows > m->max_rows)
+    const nmt_cuda_tf32x2_part *t2 = &m->tf32x2;
+    nmt_cuda_decoder_part *d = &m->dec;
+    if (n_rows < 1 || n_rows > m->max_rows || (buf != 0 && buf != 1) || !rows)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cuda decoder step: %d rows (max %d)", n_rows, m->max_rows);
+                             "cuda decoder step: %d rows (max %d), buffer %d", n_rows,
+                             m->max_rows, buf);
 
-    status = gather_step_inputs(m, n_rows, err);
-    if (status != NMT_STATUS_OK)
-        return status;
-    const int cur = m->cur;
-    float *h_top = m->attn_in + H; /* the top layer's second copy of h */
+    const int cur = 1 - buf;       /* the rows gathered into */
+    float *h_top = d->attn_in + H; /* the top layer's second copy of h */
+    NMT_TRY(gather_step_inputs(m, buf, n_rows, rows, err));
     for (int32_t l = 0; l < L; l++) {
-        const int32_t ld = m->dec_x_ld[l];
-        float *h_next = l + 1 < L ? m->dec_x[cur][l + 1] : h_top;
-        const int32_t ld_next = l + 1 < L ? m->dec_x_ld[l + 1] : 2 * H;
-        NMT_TRY(nmt_cuda_model_linear(m, n_rows, 4 * H, w->dec_ld[l], m->dec_x[cur][l], ld,
-                                      w->dec_w[l], w->dec_ld[l], m->dec_w2[l], NULL, m->gates,
+        const int32_t ld = d->x_ld[l];
+        float *h_next = l + 1 < L ? d->x[cur][l + 1] : h_top;
+        const int32_t ld_next = l + 1 < L ? d->x_ld[l + 1] : 2 * H;
+        NMT_TRY(nmt_cuda_model_linear(m, n_rows, 4 * H, w->dec_ld[l], d->x[cur][l], ld,
+                                      w->dec_w[l], w->dec_ld[l], t2->dec_w2[l], NULL, d->gates,
                                       4 * H, err));
-        NMT_TRY(nmt_cuda_lstm_cell(n_rows, H, m->gates, 4 * H, NULL, w->dec_bias[l],
-                                   m->dec_c[cur][l], m->dec_c[cur][l], m->dec_h[cur][l], ld,
-                                   h_next, ld_next, stream, err));
+        NMT_TRY(nmt_cuda_lstm_cell(n_rows, H, d->gates, 4 * H, NULL, w->dec_bias[l],
+                                   d->c[cur][l], d->c[cur][l], d->h[cur][l], ld, h_next, ld_next,
+                                   stream, err));
     }
-    NMT_TRY(nmt_cuda_attention(n_rows, H, src_stride, m->row_sentence, src_len, m->keys,
-                               m->memory, h_top, 2 * H, m->attn_in, 2 * H, NULL, m->attn_argmax,
-                               stream, err));
-    NMT_TRY(nmt_cuda_model_linear(m, n_rows, H, 2 * H, m->attn_in, 2 * H, w->attn_w_c, 2 * H,
-                                  m->attn_w_c2, NULL, m->feed[cur], m->feed_ld, err));
-    NMT_TRY(nmt_cuda_tanh_rows(n_rows, H, m->feed[cur], m->feed_ld, stream, err));
+    NMT_TRY(nmt_cuda_attention(n_rows, H, src_stride, rows->sentence, src_len, m->enc.keys,
+                               m->enc.memory, h_top, 2 * H, d->attn_in, 2 * H, NULL,
+                               d->attn_argmax, stream, err));
+    NMT_TRY(nmt_cuda_model_linear(m, n_rows, H, 2 * H, d->attn_in, 2 * H, w->attn_w_c, 2 * H,
+                                  t2->attn_w_c2, NULL, d->feed[cur], d->feed_ld, err));
+    NMT_TRY(nmt_cuda_tanh_rows(n_rows, H, d->feed[cur], d->feed_ld, stream, err));
 cleanup:
     return status;
 }

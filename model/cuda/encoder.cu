@@ -1,5 +1,5 @@
 /* encoder.cu: the model v1 encoder on the device for a whole batch
- * (model/cuda/cuda_model.h; the oracle is model/encoder_cpu.c).
+ * (model/cuda/cuda_model.h; the oracle is model/cpu/encoder.c).
  *
  * N-hot embedding of every token of the batch in one launch, straight into
  * the time-major layout (row t * n + i; the host built the CSR in that order,
@@ -17,7 +17,7 @@
  * The top layer is copied to the sentence-major memory bank (zero past each
  * length), keys = memory W_a^T in one GEMM, and the decoder's slot-0 rows get
  * [fwd final; bwd final] of every layer. */
-#include "cuda_model.h"
+#include "cuda_model_impl.h"
 
 #include "cuda_check.h"
 #include "linear.h"
@@ -25,6 +25,28 @@
 #include "nhot.h"
 
 static const int THREADS = 256;
+
+static void layout_encoder(nmt_cuda_model *m, nmt_carver *c)
+{
+    const size_t N = (size_t)m->max_sentences, S = (size_t)m->max_src;
+    const size_t E = (size_t)m->emb, H = (size_t)m->hidden, half = (size_t)m->half;
+    const size_t f = sizeof(float);
+    nmt_cuda_encoder_part *p = &m->enc;
+    p->x = (float *)nmt_carve(c, S * N * E * f);
+    p->out[0] = (float *)nmt_carve(c, S * N * H * f);
+    p->out[1] = (float *)nmt_carve(c, S * N * H * f);
+    p->gates_x = (float *)nmt_carve(c, S * N * 4 * half * f);
+    p->gates_h = (float *)nmt_carve(c, N * 4 * half * f);
+    p->c[0] = (float *)nmt_carve(c, N * half * f);
+    p->c[1] = (float *)nmt_carve(c, N * half * f);
+    p->memory = (float *)nmt_carve(c, N * S * H * f);
+    p->keys = (float *)nmt_carve(c, N * S * H * f);
+}
+
+nmt_status nmt_cuda_encoder_part_create(nmt_cuda_model *m, nmt_error *err)
+{
+    return nmt_cuda_arena_carve(&m->enc.arena, layout_encoder, m, err);
+}
 
 /* memory[i, j, :] = j < len_i ? top[j * n + i, :] : 0 */
 static __global__ void to_sentence_major(int32_t n, int32_t stride, int32_t hidden,
@@ -85,7 +107,7 @@ static nmt_status run_direction(nmt_cuda_model *m, const nmt_cuda_encoder_input 
     const int32_t n = in->n_sentences, stride = in->src_stride, half = m->half, H = m->hidden;
     const int32_t g = 4 * half, col = reverse ? half : 0;
     NMT_TRY(nmt_cuda_linear(m->ctx, stride * n, g, in_dim, x, in_dim, lstm->w_ih, in_dim,
-                            lstm->b_ih, 0, m->enc_gates_x, g, err));
+                            lstm->b_ih, 0, m->enc.gates_x, g, err));
     NMT_CUDA_TRY(cudaMemsetAsync(c, 0, sizeof(float) * (size_t)n * half, stream));
     for (int32_t step = 0; step < stride; step++) {
         const int32_t t = reverse ? stride - 1 - step : step;
@@ -96,19 +118,20 @@ static nmt_status run_direction(nmt_cuda_model *m, const nmt_cuda_encoder_input 
         if (n_rec > 0)
             NMT_TRY(nmt_cuda_linear(m->ctx, n_rec, g, half,
                                     out + (int64_t)t_prev * n * H + col, H, lstm->w_hh, half,
-                                    NULL, 0, m->enc_gates_h, g, err));
+                                    NULL, 0, m->enc.gates_h, g, err));
         if (n_rec < active)
-            NMT_CUDA_TRY(cudaMemsetAsync(m->enc_gates_h + (int64_t)n_rec * g, 0,
+            NMT_CUDA_TRY(cudaMemsetAsync(m->enc.gates_h + (int64_t)n_rec * g, 0,
                                          sizeof(float) * (size_t)(active - n_rec) * g, stream));
-        NMT_TRY(nmt_cuda_lstm_cell(active, half, m->enc_gates_x + (int64_t)t * n * g, g,
-                                   m->enc_gates_h, lstm->b_hh, c, c,
+        NMT_TRY(nmt_cuda_lstm_cell(active, half, m->enc.gates_x + (int64_t)t * n * g, g,
+                                   m->enc.gates_h, lstm->b_hh, c, c,
                                    out + (int64_t)t * n * H + col, H, NULL, 0, stream, err));
     }
 cleanup:
     return status;
 }
 
-nmt_status nmt_cuda_encode(nmt_cuda_model *m, const nmt_cuda_encoder_input *in, nmt_error *err)
+nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_input *in,
+                           nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     cudaStream_t stream = (cudaStream_t)m->stream;
@@ -117,36 +140,36 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, const nmt_cuda_encoder_input *in, 
     const int32_t E = m->emb, beam = in->beam;
     const int64_t rows = (int64_t)stride * n, dec_rows = (int64_t)n * beam;
     const int init = model->hp.dec_init_from_encoder;
-    const float *x = m->enc_x;
+    const float *x = m->enc.x;
     int32_t in_dim = E;
     float *top = NULL;
     if (n < 1 || n > m->max_sentences || stride < 1 || stride > m->max_src || beam < 1 ||
-        beam > m->beam || in->active[0] != n)
+        beam > m->beam || in->active[0] != n || (buf != 0 && buf != 1))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda encode: %d sentences, stride %d, beam %d, active[0] %d", n,
                              stride, beam, in->active[0]);
 
     NMT_TRY(nmt_cuda_nhot_lookup((int32_t)rows, E, model->hp.src_rows, in->row_ptr, in->cols,
-                                 in->values, m->w.src_embedding, m->enc_x, stream, err));
+                                 in->values, m->w.src_embedding, m->enc.x, stream, err));
     for (int32_t l = 0; l < m->dec_layers; l++) {
-        NMT_CUDA_TRY(cudaMemset2DAsync(m->dec_h[m->cur][l], sizeof(float) * m->dec_x_ld[l], 0,
+        NMT_CUDA_TRY(cudaMemset2DAsync(m->dec.h[buf][l], sizeof(float) * m->dec.x_ld[l], 0,
                                        sizeof(float) * H, dec_rows, stream));
-        NMT_CUDA_TRY(cudaMemsetAsync(m->dec_c[m->cur][l], 0, sizeof(float) * dec_rows * H,
+        NMT_CUDA_TRY(cudaMemsetAsync(m->dec.c[buf][l], 0, sizeof(float) * dec_rows * H,
                                      stream));
     }
-    NMT_CUDA_TRY(cudaMemset2DAsync(m->feed[m->cur], sizeof(float) * m->feed_ld, 0,
+    NMT_CUDA_TRY(cudaMemset2DAsync(m->dec.feed[buf], sizeof(float) * m->dec.feed_ld, 0,
                                    sizeof(float) * H, dec_rows, stream));
 
     for (int32_t l = 0; l < m->enc_layers; l++) {
-        float *out = m->enc_out[l % 2];
+        float *out = m->enc.out[l % 2];
         /* Padding rows are never written by a direction: keep them finite. */
         NMT_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float) * rows * H, stream));
-        NMT_TRY(run_direction(m, in, &m->w.enc_fwd[l], x, in_dim, 0, out, m->enc_c[0], err));
-        NMT_TRY(run_direction(m, in, &m->w.enc_bwd[l], x, in_dim, 1, out, m->enc_c[1], err));
+        NMT_TRY(run_direction(m, in, &m->w.enc_fwd[l], x, in_dim, 0, out, m->enc.c[0], err));
+        NMT_TRY(run_direction(m, in, &m->w.enc_bwd[l], x, in_dim, 1, out, m->enc.c[1], err));
         if (init) {
             encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
-                n, m->half, beam, in->src_len, out, m->enc_c[0], m->enc_c[1],
-                m->dec_h[m->cur][l], m->dec_x_ld[l], m->dec_c[m->cur][l]);
+                n, m->half, beam, in->src_len, out, m->enc.c[0], m->enc.c[1],
+                m->dec.h[buf][l], m->dec.x_ld[l], m->dec.c[buf][l]);
             NMT_LAUNCH_TRY("encoder_finals");
         }
         x = out;
@@ -154,11 +177,11 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, const nmt_cuda_encoder_input *in, 
         top = out;
     }
     to_sentence_major<<<grid_for(rows * H), THREADS, 0, stream>>>(n, stride, H, in->src_len, top,
-                                                                  m->memory);
+                                                                  m->enc.memory);
     NMT_LAUNCH_TRY("to_sentence_major");
     /* keys[i, j] = W_a m_j; zero rows of memory give zero keys (no bias). */
-    NMT_TRY(nmt_cuda_linear(m->ctx, (int32_t)rows, H, H, m->memory, H, m->w.attn_w_a, H, NULL, 0,
-                            m->keys, H, err));
+    NMT_TRY(nmt_cuda_linear(m->ctx, (int32_t)rows, H, H, m->enc.memory, H, m->w.attn_w_a, H, NULL, 0,
+                            m->enc.keys, H, err));
 cleanup:
     return status;
 }

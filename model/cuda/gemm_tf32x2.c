@@ -1,5 +1,5 @@
 /* gemm_tf32x2.c: the decoder's optional split-activation TF32 GEMMs
- * (model/cuda/cuda_model.h, kernels/linear.h).
+ * (model/cuda/cuda_model_impl.h, kernels/linear.h).
  *
  * At batch 64 and beam 5 (320 rows) the step's four GEMMs are fp32 SIMT
  * work, ~5 GFLOP a step, and most of the step's time (docs/performance.md).
@@ -8,7 +8,7 @@
  * about fp32 accuracy; the weights are stored twice side by side so that one
  * GEMM over 2k does both halves. Host code; runs once at create. */
 #include "align.h"
-#include "cuda_model.h"
+#include "cuda_model_impl.h"
 
 #include "cuda_check.h"
 #include "linear.h"
@@ -57,22 +57,22 @@ nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err)
     bytes += nmt_align_up((size_t)V * 2 * H * sizeof(float), 256);
     off_split = bytes;
     bytes += nmt_align_up((size_t)m->max_rows * 2 * (E + 2 * H) * sizeof(float), 256);
-    NMT_CUDA_TRY(cudaMalloc(&m->tf32x2_arena, bytes));
-    char *base = (char *)m->tf32x2_arena;
+    NMT_CUDA_TRY(cudaMalloc(&m->tf32x2.arena, bytes));
+    char *base = (char *)m->tf32x2.arena;
     for (int32_t l = 0; l < L; l++) {
-        m->dec_w2[l] = (float *)(base + off_dec[l]);
-        NMT_TRY(double_rows(m->dec_w2[l], m->w.dec_w[l], 4 * H, m->w.dec_ld[l], err));
+        m->tf32x2.dec_w2[l] = (float *)(base + off_dec[l]);
+        NMT_TRY(double_rows(m->tf32x2.dec_w2[l], m->w.dec_w[l], 4 * H, m->w.dec_ld[l], err));
     }
-    m->attn_w_c2 = (float *)(base + off_c);
-    NMT_TRY(double_rows(m->attn_w_c2, m->w.attn_w_c, H, 2 * H, err));
-    m->out_w2 = (float *)(base + off_out);
-    NMT_TRY(double_rows(m->out_w2, m->w.out_w, V, H, err));
-    m->split = (float *)(base + off_split);
-    m->tf32x2 = 1;
+    m->tf32x2.attn_w_c2 = (float *)(base + off_c);
+    NMT_TRY(double_rows(m->tf32x2.attn_w_c2, m->w.attn_w_c, H, 2 * H, err));
+    m->tf32x2.out_w2 = (float *)(base + off_out);
+    NMT_TRY(double_rows(m->tf32x2.out_w2, m->w.out_w, V, H, err));
+    m->tf32x2.split = (float *)(base + off_split);
+    m->tf32x2.on = 1;
     return NMT_STATUS_OK;
 cleanup:
-    cudaFree(m->tf32x2_arena);
-    m->tf32x2_arena = NULL;
+    cudaFree(m->tf32x2.arena);
+    m->tf32x2.arena = NULL;
     return status;
 }
 
@@ -81,9 +81,9 @@ nmt_status nmt_cuda_model_linear_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int32_
                                     const float *w, int32_t ldw, const float *w2,
                                     const float *bias, float *y, int32_t ldy, nmt_error *err)
 {
-    if (m->tf32x2 && w2 && rows >= NMT_TF32X2_MIN_ROWS)
+    if (m->tf32x2.on && w2 && rows >= NMT_TF32X2_MIN_ROWS)
         return nmt_cuda_linear_tf32x2(ctx, rows, n, k, x, ldx, w2, 2 * k, bias, y, ldy,
-                                      m->split, err);
+                                      m->tf32x2.split, err);
     return nmt_cuda_linear(ctx, rows, n, k, x, ldx, w, ldw, bias, 0, y, ldy, err);
 }
 

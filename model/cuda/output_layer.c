@@ -1,22 +1,25 @@
-/* output_layer.c: step 5 of the decoder on the device (model/cuda/cuda_model.h):
- * logits, log-softmax and the 2B best words of every row, over the whole
- * vocabulary or over LSH / TOP candidate lists (model/shrink.h, docs/lsh.md).
+/* output_layer.c: step 5 of the decoder on the device (model/cuda/cuda_model.h),
+ * the output-layer part of the network and its workspace: logits,
+ * log-softmax and the 2B best words of every row, over the whole vocabulary
+ * or over LSH / TOP candidate lists (shrink/shrink.h, docs/lsh.md).
  *
  * Full:   cuBLAS GEMM (+ bias), fused softmax + top-K.
  * TOP:    the same over the first n_always rows of W_out (ids 0..n_always-1).
  * LSH:    WTA codes of the feeds, cuckoo lookup, candidate lists by
  *         stream compaction (one per group: the batch, a sentence or a row;
- *         from 128 rows lookup and lists in one launch with no hit matrix,
- *         below as hits and lists), logits over the candidates (the always-kept
+ *         lookup and lists in one launch with no hit matrix from
+ *         nmt_shrink_policy's rows, below as hits and lists), logits over
+ *         the candidates (the always-kept
  *         prefix, ids 0..n_always-1 in every list, as one dense GEMM on a
  *         second stream beside the codes and lists; the
  *         rest gathered: WARP for a sentence's rows, GEMM for bigger groups,
  *         SDDMM per row), softmax + top-K over the candidates with the ids
  *         mapped back to words. The list sizes stay on the device: kernels
  *         are launched for the bound (V) and blocks past a list's end return.
+ * The recall probe (--stats) is output_probe.c, off this path.
  * Host code only; nothing allocates after nmt_cuda_model_set_shrink. */
 #include "align.h"
-#include "cuda_model.h"
+#include "cuda_model_impl.h"
 
 #include "cuda_check.h"
 #include "linear.h"
@@ -26,19 +29,44 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { kNaiveLookupRows = 128 }; /* rows from which the naive lookup is faster */
-enum { kDirectListRows = 128 };  /* rows from which NMT_LIST_BUILDER_AUTO builds lists directly */
-enum { kDensePrefixWords = 64 };  /* n_always from which the prefix is a dense GEMM (one
-                                     gathered tile below) */
+static void layout_output(nmt_cuda_model *m, nmt_carver *c)
+{
+    const size_t R = (size_t)m->max_rows, V = (size_t)m->vocab, K = 2 * (size_t)m->beam;
+    nmt_cuda_output_part *p = &m->out;
+    p->logits = (float *)nmt_carve(c, R * V * sizeof(float));
+    p->top_values = (float *)nmt_carve(c, R * K * sizeof(float));
+    p->top_ids = (int32_t *)nmt_carve(c, R * K * sizeof(int32_t));
+    p->lse = (float *)nmt_carve(c, R * sizeof(float));
+    p->topk_workspace = nmt_carve(c, p->topk_workspace_bytes);
+}
+
+nmt_status nmt_cuda_output_part_create(nmt_cuda_model *m, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_cuda_output_part *p = &m->out;
+    const nmt_shrink_policy policy = NMT_SHRINK_POLICY_DEFAULT;
+    p->policy = policy;
+    p->topk_workspace_bytes = nmt_cuda_softmax_topk_workspace_size(m->max_rows, m->vocab,
+                                                                   2 * m->beam);
+    if (p->topk_workspace_bytes == SIZE_MAX)
+        return nmt_error_set(err, NMT_STATUS_ERROR_CUDA, "cuda model: cannot size the top-K "
+                             "workspace (V %d, K %d)", m->vocab, 2 * m->beam);
+    NMT_TRY(nmt_cuda_arena_carve(&p->arena, layout_output, m, err));
+    /* Once: every softmax_topk call leaves its counters at zero again. */
+    NMT_CUDA_TRY(cudaMemsetAsync(p->topk_workspace, 0, p->topk_workspace_bytes,
+                                 (cudaStream_t)m->stream));
+cleanup:
+    return status;
+}
 
 /* Every list starts with ids 0..n_always-1 at their own index (kernels/lsh.h),
  * so those logits are one dense GEMM over the first rows of W_out for all
  * rows, as TOP's layer: per group they would be gathered again and again
  * (64 sentence lists at batch 64 read the top-T rows 64 times). The
  * gathered kernel takes the rest. The prefix's width, 0 for none. */
-static int32_t dense_prefix(const nmt_shrink *s)
+static int32_t dense_prefix(const nmt_cuda_output_part *p)
 {
-    return s->n_always >= kDensePrefixWords ? s->n_always : 0;
+    return p->shrink.n_always >= p->policy.dense_prefix_min_words ? p->shrink.n_always : 0;
 }
 
 /* Lists a step can need at most: one per group. */
@@ -54,15 +82,15 @@ static int32_t max_groups(const nmt_cuda_model *m, nmt_list_share share)
 /* Offsets of every shrink buffer in one arena (base 0 measures). */
 typedef struct shrink_layout {
     size_t perm, slots, hash, words, packed_slots, packed_words, codes, hits, cand, count, ws,
-        direct, full_logits, full_values, full_ids, stats, total;
+        direct, total;
     int64_t packed_vectors; /* the direct builder's packed buckets (nmt_lsh_pack); -1: none */
 } shrink_layout;
 
-static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s, int stats)
+static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s)
 {
     shrink_layout l;
     memset(&l, 0, sizeof l);
-    const size_t R = (size_t)m->max_rows, V = (size_t)m->vocab, B = (size_t)m->beam;
+    const size_t R = (size_t)m->max_rows, V = (size_t)m->vocab;
     const size_t G = (size_t)max_groups(m, s->share), i4 = sizeof(int32_t);
     const nmt_lsh_tables *t = s->mode == NMT_SHRINK_METHOD_LSH ? s->tables : NULL;
     const size_t W = t ? (size_t)t->w : 0;
@@ -85,18 +113,14 @@ static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s,
     PLACE(direct, t && s->lists != NMT_LIST_BUILDER_HITS
                       ? nmt_cuda_lsh_direct_workspace_size((int32_t)G, (int32_t)V)
                       : 0);
-    PLACE(full_logits, stats ? R * V * sizeof(float) : 0);
-    PLACE(full_values, stats ? R * B * sizeof(float) : 0);
-    PLACE(full_ids, stats ? R * B * i4 : 0);
-    PLACE(stats, 3 * sizeof(unsigned long long));
 #undef PLACE
     l.total = at;
     return l;
 }
 
-/* The direct builder's packed buckets of the host tables t (kernels/lsh.h,
- * nmt_lsh_pack), words >= below, into the arena; m->lsh points at them. */
-static nmt_status upload_packed(nmt_cuda_model *m, const nmt_lsh_tables *t, int32_t below,
+/* The direct builder's packed buckets of the host tables t (shrink/lsh_index.h,
+ * nmt_lsh_pack), words >= below, into the arena; p->lsh points at them. */
+static nmt_status upload_packed(nmt_cuda_output_part *p, const nmt_lsh_tables *t, int32_t below,
                                 const shrink_layout *l, char *base, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
@@ -113,160 +137,155 @@ static nmt_status upload_packed(nmt_cuda_model *m, const nmt_lsh_tables *t, int3
     nmt_lsh_pack(t, below, slots, words);
     NMT_CUDA_TRY(cudaMemcpy(base + l->packed_slots, slots, slot_bytes, cudaMemcpyHostToDevice));
     NMT_CUDA_TRY(cudaMemcpy(base + l->packed_words, words, word_bytes, cudaMemcpyHostToDevice));
-    m->lsh.packed_slots = (const nmt_lsh_slot *)(base + l->packed_slots);
-    m->lsh.packed_words = (const uint16_t *)(base + l->packed_words);
-    m->lsh.packed_below = below;
+    p->lsh.packed_slots = (const nmt_lsh_slot *)(base + l->packed_slots);
+    p->lsh.packed_words = (const uint16_t *)(base + l->packed_words);
+    p->lsh.packed_below = below;
 cleanup:
     free(slots);
     free(words);
     return status;
 }
 
-nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink,
-                                     int collect_stats, nmt_error *err)
+/* The host tables t on the device (LSH). */
+static nmt_status upload_index(nmt_cuda_model *m, const nmt_shrink *shrink,
+                               const shrink_layout *l, char *base, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    if (!m || m->shrink_arena)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda shrink: no model, or set twice");
-    NMT_TRY(nmt_shrink_check(shrink, m->hidden, m->vocab, "cuda", err));
-    const nmt_lsh_tables *t = shrink->tables;
-    const shrink_layout l = layout_shrink(m, shrink, collect_stats);
+    nmt_cuda_output_part *p = &m->out;
     cudaStream_t stream = (cudaStream_t)m->stream;
-    NMT_CUDA_TRY(cudaMalloc(&m->shrink_arena, l.total));
-    char *base = (char *)m->shrink_arena;
-    m->shrink = *shrink;
-    m->lsh_codes = (int32_t *)(base + l.codes);
-    m->lsh_hits = (int32_t *)(base + l.hits);
-    m->cand = (int32_t *)(base + l.cand);
-    m->cand_count = (int32_t *)(base + l.count);
-    m->cand_workspace = base + l.ws;
-    m->cand_workspace_bytes = l.direct - l.ws;
-    m->direct_workspace = base + l.direct;
-    m->direct_workspace_bytes = l.full_logits - l.direct;
-    m->lsh_stats = (unsigned long long *)(base + l.stats);
-    if (collect_stats) {
-        m->full_logits = (float *)(base + l.full_logits);
-        m->full_top_values = (float *)(base + l.full_values);
-        m->full_top_ids = (int32_t *)(base + l.full_ids);
+    const nmt_lsh_tables *t = shrink->tables;
+    const size_t W = (size_t)t->w, V = (size_t)t->vocab;
+    p->lsh = *t;
+    p->lsh.perm = (const int32_t *)(base + l->perm);
+    p->lsh.slots = (const nmt_lsh_slot *)(base + l->slots);
+    p->lsh.hash = (const uint32_t *)(base + l->hash);
+    p->lsh.bucket_words = (const int32_t *)(base + l->words);
+    NMT_CUDA_TRY(cudaMemcpyAsync(base + l->perm, t->perm,
+                                 (size_t)t->u * W * (size_t)t->k * sizeof(int32_t),
+                                 cudaMemcpyHostToDevice, stream));
+    NMT_CUDA_TRY(cudaMemcpyAsync(base + l->slots, t->slots,
+                                 W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot),
+                                 cudaMemcpyHostToDevice, stream));
+    NMT_CUDA_TRY(cudaMemcpyAsync(base + l->hash, t->hash, W * 4 * sizeof(uint32_t),
+                                 cudaMemcpyHostToDevice, stream));
+    NMT_CUDA_TRY(cudaMemcpyAsync(base + l->words, t->bucket_words, W * V * sizeof(int32_t),
+                                 cudaMemcpyHostToDevice, stream));
+    if (shrink->n_always > 0 && shrink->lists != NMT_LIST_BUILDER_HITS) {
+        /* Each bucket's words below n_always, counted once for the direct builder. */
+        NMT_TRY(nmt_cuda_lsh_slots_skip(&p->lsh, (nmt_lsh_slot *)(base + l->slots),
+                                        shrink->n_always, stream, err));
+        p->lsh.skip_below = shrink->n_always;
     }
-    memset(&m->lsh, 0, sizeof m->lsh);
-    if (shrink->mode == NMT_SHRINK_METHOD_LSH) {
-        const size_t W = (size_t)t->w, V = (size_t)t->vocab;
-        m->lsh = *t;
-        m->lsh.perm = (const int32_t *)(base + l.perm);
-        m->lsh.slots = (const nmt_lsh_slot *)(base + l.slots);
-        m->lsh.hash = (const uint32_t *)(base + l.hash);
-        m->lsh.bucket_words = (const int32_t *)(base + l.words);
-        NMT_CUDA_TRY(cudaMemcpyAsync(base + l.perm, t->perm,
-                                     (size_t)t->u * W * (size_t)t->k * sizeof(int32_t),
-                                     cudaMemcpyHostToDevice, stream));
-        NMT_CUDA_TRY(cudaMemcpyAsync(base + l.slots, t->slots,
-                                     W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot),
-                                     cudaMemcpyHostToDevice, stream));
-        NMT_CUDA_TRY(cudaMemcpyAsync(base + l.hash, t->hash, W * 4 * sizeof(uint32_t),
-                                     cudaMemcpyHostToDevice, stream));
-        NMT_CUDA_TRY(cudaMemcpyAsync(base + l.words, t->bucket_words, W * V * sizeof(int32_t),
-                                     cudaMemcpyHostToDevice, stream));
-        if (shrink->n_always > 0 && shrink->lists != NMT_LIST_BUILDER_HITS) {
-            /* Each bucket's words below n_always, counted once for the direct builder. */
-            NMT_TRY(nmt_cuda_lsh_slots_skip(&m->lsh, (nmt_lsh_slot *)(base + l.slots),
-                                            shrink->n_always, stream, err));
-            m->lsh.skip_below = shrink->n_always;
-        }
-        if (l.packed_vectors >= 0)
-            NMT_TRY(upload_packed(m, t, shrink->n_always, &l, base, err));
-    }
-    /* Hits start (and every candidates call leaves them) at zero; so do the
-     * counters of the candidates workspace and the stats. */
-    NMT_CUDA_TRY(cudaMemsetAsync(base + l.hits, 0, l.cand - l.hits, stream));
-    NMT_CUDA_TRY(cudaMemsetAsync(base + l.ws, 0, l.full_logits - l.ws, stream)); /* and direct */
-    NMT_CUDA_TRY(cudaMemsetAsync(base + l.stats, 0, 3 * sizeof(unsigned long long), stream));
-    if (shrink->mode == NMT_SHRINK_METHOD_TOP) {
-        /* The fixed list, for nmt_cuda_output_recall only: ids [0, n_always). */
-        int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * ((size_t)shrink->n_always + 1));
-        if (!ids) {
-            status = nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "cuda shrink: out of memory");
-            goto cleanup;
-        }
-        for (int32_t i = 0; i < shrink->n_always; i++)
-            ids[i] = i;
-        ids[shrink->n_always] = shrink->n_always;
-        cudaError_t e1 = cudaMemcpy(m->cand, ids, sizeof(int32_t) * (size_t)shrink->n_always,
-                                    cudaMemcpyHostToDevice);
-        cudaError_t e2 = cudaMemcpy(m->cand_count, ids + shrink->n_always, sizeof(int32_t),
-                                    cudaMemcpyHostToDevice);
-        free(ids);
-        NMT_CUDA_TRY(e1);
-        NMT_CUDA_TRY(e2);
-    }
-    if (shrink->mode == NMT_SHRINK_METHOD_LSH && dense_prefix(shrink) > 0) {
-        cudaEvent_t fork = NULL, join = NULL;
-        NMT_TRY(nmt_cuda_ctx_create_side(m->ctx, &m->side_ctx, err));
-        NMT_CUDA_TRY(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-        m->fork_event = fork;
-        NMT_CUDA_TRY(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-        m->join_event = join;
-    }
-    /* The host tables may be freed once this returns. */
-    NMT_CUDA_TRY(cudaStreamSynchronize(stream));
-    m->shrink.tables = NULL;
-    m->has_shrink = 1;
-    return NMT_STATUS_OK;
+    if (l->packed_vectors >= 0)
+        NMT_TRY(upload_packed(p, t, shrink->n_always, l, base, err));
 cleanup:
-    nmt_cuda_model_free_shrink(m);
     return status;
 }
 
-void nmt_cuda_model_free_shrink(nmt_cuda_model *m)
-{
-    nmt_cuda_ctx_free(m->side_ctx); /* synchronizes its stream first */
-    if (m->fork_event)
-        cudaEventDestroy((cudaEvent_t)m->fork_event);
-    if (m->join_event)
-        cudaEventDestroy((cudaEvent_t)m->join_event);
-    if (m->shrink_arena)
-        cudaFree(m->shrink_arena);
-    m->side_ctx = NULL;
-    m->fork_event = m->join_event = NULL;
-    m->shrink_arena = NULL;
-}
-
-nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
-                                 const int32_t *excluded, int32_t n_excluded, nmt_error *err)
+/* TOP's fixed list, ids [0, n_always), for the recall probe only. */
+static nmt_status write_top_list(nmt_cuda_output_part *p, int32_t n_always, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
+    int32_t *ids = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n_always + 1));
+    if (!ids)
+        return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "cuda shrink: out of memory");
+    for (int32_t i = 0; i < n_always; i++)
+        ids[i] = i;
+    ids[n_always] = n_always;
+    NMT_CUDA_TRY(cudaMemcpy(p->cand, ids, sizeof(int32_t) * (size_t)n_always,
+                            cudaMemcpyHostToDevice));
+    NMT_CUDA_TRY(cudaMemcpy(p->cand_count, ids + n_always, sizeof(int32_t),
+                            cudaMemcpyHostToDevice));
+cleanup:
+    free(ids);
+    return status;
+}
+
+nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink, int probe,
+                                     nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (!m || m->out.shrink_arena)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda shrink: no model, or set twice");
+    NMT_TRY(nmt_shrink_check(shrink, m->hidden, m->vocab, "cuda", err));
+    nmt_cuda_output_part *p = &m->out;
+    const shrink_layout l = layout_shrink(m, shrink);
+    cudaStream_t stream = (cudaStream_t)m->stream;
+    NMT_CUDA_TRY(cudaMalloc(&p->shrink_arena, l.total));
+    char *base = (char *)p->shrink_arena;
+    p->shrink = *shrink;
+    p->lsh_codes = (int32_t *)(base + l.codes);
+    p->lsh_hits = (int32_t *)(base + l.hits);
+    p->cand = (int32_t *)(base + l.cand);
+    p->cand_count = (int32_t *)(base + l.count);
+    p->cand_workspace = base + l.ws;
+    p->cand_workspace_bytes = l.direct - l.ws;
+    p->direct_workspace = base + l.direct;
+    p->direct_workspace_bytes = l.total - l.direct;
+    memset(&p->lsh, 0, sizeof p->lsh);
+    if (shrink->mode == NMT_SHRINK_METHOD_LSH)
+        NMT_TRY(upload_index(m, shrink, &l, base, err));
+    /* Hits start (and every candidates call leaves them) at zero; so do the
+     * counters of the candidates and direct workspaces. */
+    NMT_CUDA_TRY(cudaMemsetAsync(base + l.hits, 0, l.cand - l.hits, stream));
+    NMT_CUDA_TRY(cudaMemsetAsync(base + l.ws, 0, l.total - l.ws, stream)); /* and direct */
+    if (shrink->mode == NMT_SHRINK_METHOD_TOP)
+        NMT_TRY(write_top_list(p, shrink->n_always, err));
+    if (shrink->mode == NMT_SHRINK_METHOD_LSH && dense_prefix(p) > 0) {
+        cudaEvent_t fork = NULL, join = NULL;
+        NMT_TRY(nmt_cuda_ctx_create_side(m->ctx, &p->side_ctx, err));
+        NMT_CUDA_TRY(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+        p->fork_event = fork;
+        NMT_CUDA_TRY(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+        p->join_event = join;
+    }
+    if (probe)
+        NMT_TRY(nmt_cuda_probe_part_create(m, err));
+    /* The host tables may be freed once this returns. */
+    NMT_CUDA_TRY(cudaStreamSynchronize(stream));
+    p->shrink.tables = NULL;
+    p->has_shrink = 1;
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_cuda_output_part_free_shrink(m);
+    return status;
+}
+
+int nmt_cuda_model_shrunk(const nmt_cuda_model *m)
+{
+    return m->out.has_shrink;
+}
+
+void nmt_cuda_output_part_free_shrink(nmt_cuda_model *m)
+{
+    nmt_cuda_output_part *p = &m->out;
+    nmt_cuda_ctx_free(p->side_ctx); /* synchronizes its stream first */
+    if (p->fork_event)
+        cudaEventDestroy((cudaEvent_t)p->fork_event);
+    if (p->join_event)
+        cudaEventDestroy((cudaEvent_t)p->join_event);
+    if (p->shrink_arena)
+        cudaFree(p->shrink_arena);
+    p->side_ctx = NULL;
+    p->fork_event = p->join_event = NULL;
+    p->shrink_arena = NULL;
+    p->has_shrink = 0;
+}
+
+/* LSH: codes, lists and logits over the lists, then softmax + top-K. */
+static nmt_status shrunk_layer(nmt_cuda_model *m, const float *feed, int32_t n_rows,
+                               int32_t beam, const int32_t *live, const int32_t *excluded,
+                               int32_t n_excluded, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_cuda_output_part *p = &m->out;
     void *stream = m->stream;
-    const int32_t H = m->hidden, V = m->vocab;
-    const float *feed = m->feed[m->cur];
+    const int32_t H = m->hidden, V = m->vocab, ld = m->dec.feed_ld;
     const nmt_device_weights *w = &m->w;
-    if (n_rows < 1 || n_rows > m->max_rows || beam < 1 || beam > m->beam)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cuda output layer: %d rows (max %d), beam %d (max %d)", n_rows,
-                             m->max_rows, beam, m->beam);
-    if (!m->has_shrink) {
-        NMT_TRY(nmt_cuda_model_linear(m, n_rows, V, H, feed, m->feed_ld, w->out_w, H, m->out_w2,
-                                      w->out_b, m->logits, V, err));
-        NMT_TRY(nmt_cuda_softmax_topk(n_rows, V, m->logits, V, 2 * beam, excluded, n_excluded,
-                                      m->top_values, m->top_ids, m->lse, m->topk_workspace,
-                                      m->topk_workspace_bytes, stream, err));
-        return NMT_STATUS_OK;
-    }
-    const nmt_shrink *s = &m->shrink;
-    if (s->mode == NMT_SHRINK_METHOD_TOP) {
-        /* TOP's list is ids [0, n_always): the first rows of W_out (the specials,
-         * then the most frequent words), a smaller dense layer with no list to
-         * build or map, as in the paper's baseline. Same result as the CPU's
-         * candidates path with no hits. */
-        NMT_TRY(nmt_cuda_model_linear(m, n_rows, s->n_always, H, feed, m->feed_ld, w->out_w, H,
-                                      m->out_w2, w->out_b, m->logits, V, err));
-        NMT_TRY(nmt_cuda_softmax_topk(n_rows, s->n_always, m->logits, V, 2 * beam, excluded,
-                                      n_excluded, m->top_values, m->top_ids, m->lse,
-                                      m->topk_workspace, m->topk_workspace_bytes, stream, err));
-        return NMT_STATUS_OK;
-    }
+    const nmt_shrink *s = &p->shrink;
     const int32_t rpg = nmt_shrink_rows_per_group(s, n_rows, beam);
-    const int32_t dense = dense_prefix(s);
-    NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, m->feed_ld, &m->lsh, m->lsh_codes, stream, err));
+    const int32_t dense = dense_prefix(p);
+    NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, ld, &p->lsh, p->lsh_codes, stream, err));
     if (dense > 0) {
         /* The prefix's GEMM needs only the feeds: on the side stream, beside
          * the lists (a latency-bound kernel with issue slots to spare), joined
@@ -276,68 +295,78 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int32_t n_rows, int32_t beam
          * fills the room they leave (forked first, its blocks held the SMs
          * and the builder's last blocks started up to 22 us late, by a
          * per-block timer on the H100). */
-        cudaStream_t side = (cudaStream_t)nmt_cuda_ctx_stream(m->side_ctx);
-        NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)m->fork_event, (cudaStream_t)stream));
-        NMT_CUDA_TRY(cudaStreamWaitEvent(side, (cudaEvent_t)m->fork_event, 0));
-        NMT_TRY(nmt_cuda_model_linear_on(m, m->side_ctx, n_rows, dense, H, feed, m->feed_ld,
-                                         w->out_w, H, m->out_w2, w->out_b, m->logits, V, err));
-        NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)m->join_event, side));
+        cudaStream_t side = (cudaStream_t)nmt_cuda_ctx_stream(p->side_ctx);
+        NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)p->fork_event, (cudaStream_t)stream));
+        NMT_CUDA_TRY(cudaStreamWaitEvent(side, (cudaEvent_t)p->fork_event, 0));
+        NMT_TRY(nmt_cuda_model_linear_on(m, p->side_ctx, n_rows, dense, H, feed, ld, w->out_w, H,
+                                         m->tf32x2.out_w2, w->out_b, p->logits, V, err));
+        NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)p->join_event, side));
     }
     const int direct = s->lists == NMT_LIST_BUILDER_DIRECT ||
-                       (s->lists == NMT_LIST_BUILDER_AUTO && n_rows >= kDirectListRows);
+                       (s->lists == NMT_LIST_BUILDER_AUTO &&
+                        n_rows >= p->policy.direct_lists_min_rows);
     if (direct) { /* lookup and lists in one launch */
-        NMT_TRY(nmt_cuda_lsh_candidates_direct(n_rows, rpg, m->lsh_codes, m->row_live, &m->lsh,
-                                               s->threshold, s->n_always, m->cand, V,
-                                               m->cand_count, m->direct_workspace,
-                                               m->direct_workspace_bytes, stream, err));
+        NMT_TRY(nmt_cuda_lsh_candidates_direct(n_rows, rpg, p->lsh_codes, live, &p->lsh,
+                                               s->threshold, s->n_always, p->cand, V,
+                                               p->cand_count, p->direct_workspace,
+                                               p->direct_workspace_bytes, stream, err));
     } else {
-        /* The warp-cooperative walk (the paper's Fig. 4b) wins while few rows
-         * leave the GPU idle; with many rows every thread already has work and
-         * its shuffles only cost (bench_lsh on the H100: 1.2-1.6x faster at 12
-         * rows, 0.44-0.93x at 768; the switch at 128 lies between the two
-         * measured sizes, untuned; docs/lsh.md). */
-        const nmt_lsh_lookup lookup = n_rows >= kNaiveLookupRows ? NMT_LSH_LOOKUP_NAIVE
-                                                                 : NMT_LSH_LOOKUP_WARP;
-        NMT_TRY(nmt_cuda_lsh_hits(n_rows, m->lsh_codes, m->row_live, &m->lsh, lookup,
-                                  m->lsh_hits, stream, err));
-        NMT_TRY(nmt_cuda_lsh_candidates(n_rows, rpg, V, m->lsh_hits, s->threshold, s->n_always,
-                                        m->cand, V, m->cand_count, m->cand_workspace,
-                                        m->cand_workspace_bytes, stream, err));
+        const nmt_lsh_lookup lookup = n_rows >= p->policy.naive_lookup_min_rows
+                                          ? NMT_LSH_LOOKUP_NAIVE
+                                          : NMT_LSH_LOOKUP_WARP;
+        NMT_TRY(nmt_cuda_lsh_hits(n_rows, p->lsh_codes, live, &p->lsh, lookup, p->lsh_hits,
+                                  stream, err));
+        NMT_TRY(nmt_cuda_lsh_candidates(n_rows, rpg, V, p->lsh_hits, s->threshold, s->n_always,
+                                        p->cand, V, p->cand_count, p->cand_workspace,
+                                        p->cand_workspace_bytes, stream, err));
     }
-    NMT_TRY(nmt_cuda_lsh_logits(n_rows, rpg, H, feed, m->feed_ld, w->out_w, w->out_b, m->cand,
-                                V, m->cand_count, dense, V, m->logits, V, NMT_LSH_LOGITS_AUTO,
+    NMT_TRY(nmt_cuda_lsh_logits(n_rows, rpg, H, feed, ld, w->out_w, w->out_b, p->cand, V,
+                                p->cand_count, dense, V, p->logits, V, NMT_LSH_LOGITS_AUTO,
                                 stream, err));
     if (dense > 0)
-        NMT_CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)m->join_event, 0));
-    NMT_TRY(nmt_cuda_softmax_topk_candidates(n_rows, rpg, m->logits, V, m->cand, V,
-                                             m->cand_count, V, 2 * beam, excluded, n_excluded,
-                                             m->top_values, m->top_ids, m->lse,
-                                             m->topk_workspace, m->topk_workspace_bytes, stream,
+        NMT_CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)p->join_event, 0));
+    NMT_TRY(nmt_cuda_softmax_topk_candidates(n_rows, rpg, p->logits, V, p->cand, V,
+                                             p->cand_count, V, 2 * beam, excluded, n_excluded,
+                                             p->top_values, p->top_ids, p->lse,
+                                             p->topk_workspace, p->topk_workspace_bytes, stream,
                                              err));
 cleanup:
     return status;
 }
 
-nmt_status nmt_cuda_output_recall(nmt_cuda_model *m, int32_t n_rows, int32_t beam,
-                                  const int32_t *excluded, int32_t n_excluded, nmt_error *err)
+nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int32_t beam,
+                                 const nmt_cuda_rows *rows, const int32_t *excluded,
+                                 int32_t n_excluded, nmt_cuda_scores *out, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
+    nmt_cuda_output_part *p = &m->out;
+    void *stream = m->stream;
     const int32_t H = m->hidden, V = m->vocab;
-    if (!m->has_shrink || !m->full_logits)
+    if (n_rows < 1 || n_rows > m->max_rows || beam < 1 || beam > m->beam ||
+        (buf != 0 && buf != 1) || !rows || !out)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cuda output recall: needs shrinking and collect_stats");
-    NMT_TRY(nmt_cuda_linear(m->ctx, n_rows, V, H, m->feed[m->cur], m->feed_ld, m->w.out_w, H,
-                            m->w.out_b, 0, m->full_logits, V, err));
-    NMT_TRY(nmt_cuda_softmax_topk(n_rows, V, m->full_logits, V, beam, excluded, n_excluded,
-                                  m->full_top_values, m->full_top_ids, NULL, m->topk_workspace,
-                                  m->topk_workspace_bytes, m->stream, err));
-    /* TOP: one list for every row (set up by nmt_cuda_model_set_shrink). */
-    const int32_t rpg = m->shrink.mode == NMT_SHRINK_METHOD_TOP
-                            ? n_rows
-                            : nmt_shrink_rows_per_group(&m->shrink, n_rows, beam);
-    NMT_TRY(nmt_cuda_lsh_recall(n_rows, rpg,
-                                m->row_live, m->full_top_ids, beam, m->cand, V, m->cand_count,
-                                m->lsh_stats, m->stream, err));
+                             "cuda output layer: %d rows (max %d), beam %d (max %d), buffer %d",
+                             n_rows, m->max_rows, beam, m->beam, buf);
+    const float *feed = m->dec.feed[buf];
+    const nmt_device_weights *w = &m->w;
+    /* Full: every word. TOP: ids [0, n_always), the first rows of W_out (the
+     * specials, then the most frequent words), a smaller dense layer with no
+     * list to build or map, as in the paper's baseline; the same result as
+     * the CPU's candidates path with no hits. */
+    const int32_t cols = !p->has_shrink ? V
+                         : p->shrink.mode == NMT_SHRINK_METHOD_TOP ? p->shrink.n_always
+                                                                   : 0;
+    if (cols > 0) {
+        NMT_TRY(nmt_cuda_model_linear(m, n_rows, cols, H, feed, m->dec.feed_ld, w->out_w, H,
+                                      m->tf32x2.out_w2, w->out_b, p->logits, V, err));
+        NMT_TRY(nmt_cuda_softmax_topk(n_rows, cols, p->logits, V, 2 * beam, excluded, n_excluded,
+                                      p->top_values, p->top_ids, p->lse, p->topk_workspace,
+                                      p->topk_workspace_bytes, stream, err));
+    } else {
+        NMT_TRY(shrunk_layer(m, feed, n_rows, beam, rows->live, excluded, n_excluded, err));
+    }
+    *out = (nmt_cuda_scores){p->top_values, p->top_ids, p->logits, V, p->lse,
+                             m->dec.attn_argmax};
 cleanup:
     return status;
 }

@@ -1,12 +1,12 @@
-/* device_weights.cu: uploads the fp32 host tensors of a model v1 into one
- * device arena (model/cuda/cuda_model.h). One cudaMalloc for all of them, so
+/* weights.cu: uploads the fp32 host tensors of a model v1 into one
+ * device arena (model/cuda/cuda_model_impl.h). One cudaMalloc for all of them, so
  * the weights are one block of device memory freed at once; every tensor
  * starts on a 256-byte boundary (cuBLAS and vector loads like aligned rows).
- * The decoder's LSTM layers are stored fused (cuda_model.h): W_ih and W_hh
+ * The decoder's LSTM layers are stored fused (cuda_model_impl.h): W_ih and W_hh
  * side by side in one matrix (two strided copies) and their biases summed
  * on the host. Done once per backend: plain synchronous copies from pageable
  * memory. */
-#include "cuda_model.h"
+#include "cuda_model_impl.h"
 
 #include "cuda_check.h"
 

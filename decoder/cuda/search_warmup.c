@@ -1,4 +1,4 @@
-/* cuda_warmup.c: the CUDA backend's warm-up (cuda_backend.h).
+/* search_warmup.c: the GPU search's warm-up (decoder/cuda/cuda_search.h).
  *
  * Measured on the H100 before it existed (dev/bench/bench_passes.c,
  * docs/performance.md): the first batch of a process took ~150 ms against
@@ -11,7 +11,7 @@
  * step has (every power of two of sentences up to the backend's maximum) and
  * the encoder's time-major row counts (source lengths of every power of two).
  * Sentences are runs of one feature row, capped at a few target steps. */
-#include "cuda_backend.h"
+#include "cuda_search_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +19,10 @@
 enum { kWarmSteps = 9 }; /* a few steps, past the first done-flag checks */
 
 /* Decodes n sentences; sentence i has max(1, longest * (n - i) / n) tokens. */
-static nmt_status warm_batch(cuda_backend *self, int32_t n, int32_t longest, int32_t *buf,
+static nmt_status warm_batch(nmt_cuda_search *self, int32_t n, int32_t longest, int32_t *buf,
                              float *values, nmt_search_result *results, nmt_error *err)
 {
-    const int32_t kinds = self->model->hp.n_features > 0 ? self->model->hp.n_features : 1;
+    const int32_t kinds = self->config.feature_kinds;
     int32_t *src_len = buf, *token_offset = buf + n, *row_ptr = token_offset + n + 1;
     int32_t tokens = 0;
     token_offset[0] = 0;
@@ -37,23 +37,23 @@ static nmt_status warm_batch(cuda_backend *self, int32_t n, int32_t longest, int
         row_ptr[t] = t * kinds;
     for (int32_t e = 0; e < tokens * kinds; e++) {
         /* Any valid feature row: the unknown word, then the extra rows. */
-        cols[e] = e % kinds == 0 ? NMT_UNK_ID : self->model->hp.src_rows - 1;
+        cols[e] = e % kinds == 0 ? NMT_UNK_ID : self->config.src_rows - 1;
         values[e] = 1.0f;
     }
     const nmt_source_batch batch = {n, src_len, token_offset, row_ptr, cols, values};
-    const nmt_search_config config = {self->beam, 1, 1.0f, 0.0f, kWarmSteps,
+    const nmt_search_config config = {self->config.beam, 1, 1.0f, 0.0f, kWarmSteps,
                                       NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID};
-    nmt_status status = nmt_cuda_backend_decode(&self->base, &batch, &config, results, err);
+    nmt_status status = nmt_cuda_search_run(self, &batch, &config, results, err);
     for (int32_t i = 0; i < n; i++)
         nmt_search_result_clear(&results[i]);
     return status;
 }
 
-nmt_status nmt_cuda_backend_warm_up(cuda_backend *self, nmt_error *err)
+nmt_status nmt_cuda_search_warm_up(nmt_cuda_search *self, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    const int32_t N = self->max_sentences, S = self->max_src;
-    const int32_t kinds = self->model->hp.n_features > 0 ? self->model->hp.n_features : 1;
+    const int32_t N = self->config.max_sentences, S = self->config.max_src;
+    const int32_t kinds = self->config.feature_kinds;
     const size_t tokens = (size_t)N * (size_t)S, feats = tokens * (size_t)kinds;
     int32_t *buf = NULL;
     float *values = NULL;
@@ -75,13 +75,11 @@ nmt_status nmt_cuda_backend_warm_up(cuda_backend *self, nmt_error *err)
         if (n == N)
             break;
     }
-    NMT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)self->net->stream));
-    /* Counters start at zero for the caller's work. */
-    self->steps = 0;
-    self->graph_runs = self->eager_runs = 0;
-    self->output_layer_ms = 0.0;
-    if (self->net->has_shrink && self->net->lsh_stats)
-        NMT_CUDA_TRY(cudaMemset(self->net->lsh_stats, 0, 3 * sizeof(unsigned long long)));
+    NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
+    /* Counters start at zero for the caller's work (the model's own, the
+     * probe's, are the caller's to reset). */
+    memset(&self->counts_now, 0, sizeof self->counts_now);
+    self->counts_now.output_layer_ms = self->config.timed ? 0.0 : -1.0;
 cleanup:
     free(buf);
     free(values);

@@ -1,57 +1,75 @@
-/* cuda_decode.c: one batch through the CUDA backend (engine/cuda/cuda_backend.h):
- * host-side validation, sorting and packing, then the step loop that only
- * launches, then one copy of the finished hypotheses. The design (row
- * layout, done-flag checks, compaction) is described in cuda_backend.c. */
-#include "cuda_backend.h"
+/* beam_search.c (decoder/cuda/): one batch of the GPU beam search
+ * (cuda_search.h), the twin of decoder/beam_search.c: host-side validation,
+ * sorting and packing, then the step loop that only launches, then one copy
+ * of the finished hypotheses.
+ *
+ * Rows: row p * B + k is slot k of the sentence at position p of the active
+ * list. Every check_every steps the host reads the done flags it asked for
+ * at the previous check (an event recorded check_every steps earlier, so it
+ * never waits on the step it just launched), stops if every sentence is
+ * done, and otherwise compacts the list: the alive sentences move to a
+ * prefix through the reorder gather that runs anyway (rows.parent maps a new
+ * row to the old layout), so done sentences stop costing work. A done
+ * sentence still in the list (done since the last snapshot) costs its rows
+ * for at most 2 * check_every steps; its beam block returns at once.
+ * Launches: a step's launches are the same every other step between
+ * compactions (the row buffers swap), and at batch 1 the same for every
+ * sentence of a length; the encoder's are the same for every batch of the
+ * same lengths. Both go through a graph cache (graph_cache.h) that replays a
+ * captured CUDA graph once a key recurs, which removes the host's launch
+ * work between the kernels (docs/performance.md measures it). The step
+ * number lives on the device (beam_step.h) so a replayed step needs no new
+ * argument. */
+#include "cuda_search_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static nmt_status check_batch(const cuda_backend *self, const nmt_source_batch *batch,
+static nmt_status check_batch(const nmt_cuda_search *self, const nmt_source_batch *batch,
                               const nmt_search_config *config, nmt_error *err)
 {
     const nmt_status bad = NMT_STATUS_ERROR_ARGUMENT;
-    const int32_t n = batch->n_sentences, V = self->model->hp.tgt_vocab;
-    const int32_t src_rows = self->model->hp.src_rows;
-    if (n < 1 || n > self->max_sentences)
-        return nmt_error_set(err, bad, "cuda decode: %d sentences outside [1, %d]", n,
-                             self->max_sentences);
-    if (config->beam_size < 1 || config->beam_size > self->beam)
-        return nmt_error_set(err, bad, "cuda decode: beam %d outside [1, %d] (the backend's)",
-                             config->beam_size, self->beam);
+    const int32_t n = batch->n_sentences, V = self->model.vocab_size;
+    const int32_t src_rows = self->config.src_rows;
+    if (n < 1 || n > self->config.max_sentences)
+        return nmt_error_set(err, bad, "cuda search: %d sentences outside [1, %d]", n,
+                             self->config.max_sentences);
+    if (config->beam_size < 1 || config->beam_size > self->config.beam)
+        return nmt_error_set(err, bad, "cuda search: beam %d outside [1, %d] (the backend's)",
+                             config->beam_size, self->config.beam);
     if (config->n_best < 1 || config->n_best > config->beam_size)
-        return nmt_error_set(err, bad, "cuda decode: n_best %d outside [1, beam %d]",
+        return nmt_error_set(err, bad, "cuda search: n_best %d outside [1, beam %d]",
                              config->n_best, config->beam_size);
     if (!isfinite(config->alpha) || !isfinite(config->max_len_a))
-        return nmt_error_set(err, bad, "cuda decode: alpha or max_len_a is not finite");
+        return nmt_error_set(err, bad, "cuda search: alpha or max_len_a is not finite");
     const int32_t ids[3] = {config->pad_id, config->bos_id, config->eos_id};
     for (int i = 0; i < 3; i++)
         if (ids[i] < 0 || ids[i] >= V)
-            return nmt_error_set(err, bad, "cuda decode: special id %d outside [0, %d)", ids[i],
+            return nmt_error_set(err, bad, "cuda search: special id %d outside [0, %d)", ids[i],
                                  V);
     if (config->eos_id == config->pad_id || config->eos_id == config->bos_id)
-        return nmt_error_set(err, bad, "cuda decode: eos_id equals pad_id or bos_id");
+        return nmt_error_set(err, bad, "cuda search: eos_id equals pad_id or bos_id");
     /* Shrunk lists start with ids 0..3, so EOS's column is its id (beam step). */
-    if (self->net->has_shrink && config->eos_id > 3)
-        return nmt_error_set(err, bad, "cuda decode: shrinking needs eos_id < 4 (got %d)",
+    if (self->model.shrunk && config->eos_id > 3)
+        return nmt_error_set(err, bad, "cuda search: shrinking needs eos_id < 4 (got %d)",
                              config->eos_id);
     if (!batch->src_len || !batch->token_offset || !batch->row_ptr)
-        return nmt_error_set(err, bad, "cuda decode: NULL batch array");
+        return nmt_error_set(err, bad, "cuda search: NULL batch array");
     for (int32_t s = 0; s < n; s++) {
         const int32_t len = batch->src_len[s], first = batch->token_offset[s];
-        if (len < 1 || len > self->max_src || first < 0 || batch->token_offset[s + 1] - first != len)
-            return nmt_error_set(err, bad, "cuda decode: sentence %d: %d tokens (max %d) or "
-                                 "token_offset [%d, %d) disagrees", s, len, self->max_src, first,
+        if (len < 1 || len > self->config.max_src || first < 0 || batch->token_offset[s + 1] - first != len)
+            return nmt_error_set(err, bad, "cuda search: sentence %d: %d tokens (max %d) or "
+                                 "token_offset [%d, %d) disagrees", s, len, self->config.max_src, first,
                                  batch->token_offset[s + 1]);
         for (int32_t tok = first; tok < first + len; tok++) {
             /* The device N-hot lookup trusts the CSR: check it here. */
             if (batch->row_ptr[tok + 1] < batch->row_ptr[tok])
-                return nmt_error_set(err, bad, "cuda decode: sentence %d: row_ptr decreases", s);
+                return nmt_error_set(err, bad, "cuda search: sentence %d: row_ptr decreases", s);
             for (int32_t e = batch->row_ptr[tok]; e < batch->row_ptr[tok + 1]; e++)
                 if (!batch->cols || !batch->values || batch->cols[e] < 0 ||
                     batch->cols[e] >= src_rows)
-                    return nmt_error_set(err, bad, "cuda decode: sentence %d: feature row %d "
+                    return nmt_error_set(err, bad, "cuda search: sentence %d: feature row %d "
                                          "outside [0, %d)", s, batch->cols ? batch->cols[e] : -1,
                                          src_rows);
         }
@@ -61,14 +79,14 @@ static nmt_status check_batch(const cuda_backend *self, const nmt_source_batch *
 
 /* order: longest first, ties in batch order (a stable counting sort);
  * active[t]: how many sentences are longer than t. Returns the longest. */
-static int32_t sort_by_length(cuda_backend *self, const nmt_source_batch *batch)
+static int32_t sort_by_length(nmt_cuda_search *self, const nmt_source_batch *batch)
 {
     const int32_t n = batch->n_sentences;
-    memset(self->counts, 0, sizeof(int32_t) * (size_t)(self->max_src + 2));
+    memset(self->counts, 0, sizeof(int32_t) * (size_t)(self->config.max_src + 2));
     for (int32_t s = 0; s < n; s++)
         self->counts[batch->src_len[s]]++;
     int32_t at = 0;
-    for (int32_t len = self->max_src; len >= 1; len--) {
+    for (int32_t len = self->config.max_src; len >= 1; len--) {
         int32_t c = self->counts[len];
         self->counts[len] = at;
         at += c;
@@ -109,14 +127,15 @@ static input_layout layout_input(void *base, int32_t n, int32_t stride, int64_t 
 
 /* The encoder pass as a graph body (graph_cache.h): no host effects. */
 typedef struct encode_work {
-    nmt_cuda_model *net;
+    const nmt_cuda_step_model *model;
+    int buf;
     const nmt_cuda_encoder_input *in;
 } encode_work;
 
 static nmt_status encode_body(void *arg, nmt_error *err)
 {
     const encode_work *w = (const encode_work *)arg;
-    return nmt_cuda_encode(w->net, w->in, err);
+    return w->model->encode(w->model->self, w->buf, w->in, err);
 }
 
 /* What the encoder's launches depend on besides device data: sizes, the
@@ -129,11 +148,11 @@ typedef struct encode_key {
 _Static_assert(sizeof(encode_key) == 4 * sizeof(int32_t) + 4 * sizeof(void *),
                "encode_key has padding");
 
-/* One decoder step: prepare_rows, the model, the output layer, the beam
- * step. Re-runnable: it sets net->cur from its argument before the
- * gather swaps it. */
+/* One decoder step: prepare_rows, the model's step and output layer, the
+ * beam step. Re-runnable: everything it launches is a function of its
+ * argument. */
 typedef struct step_work {
-    cuda_backend *self;
+    nmt_cuda_search *self;
     const nmt_beam_device *b;
     int32_t n_active, beam, stride;
     const int32_t *src_len, *excluded, *old_pos;
@@ -145,25 +164,31 @@ static nmt_status step_body(void *arg, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     const step_work *w = (const step_work *)arg;
-    cuda_backend *self = w->self;
-    nmt_cuda_model *net = self->net;
-    cudaStream_t stream = (cudaStream_t)net->stream;
-    const int32_t rows = w->n_active * w->beam;
-    net->cur = w->cur;
+    nmt_cuda_search *self = w->self;
+    const nmt_cuda_step_model *model = &self->model;
+    cudaStream_t stream = self->stream;
+    const int32_t n_rows = w->n_active * w->beam;
+    const nmt_cuda_rows rows = {self->row_tokens, self->row_sentence, self->row_parent,
+                                self->row_live};
+    const int next = 1 - w->cur;
+    nmt_cuda_scores scores;
     NMT_TRY(nmt_cuda_beam_prepare_rows(w->b, w->n_active, self->act_dev, w->old_pos,
-                                       net->row_tokens, net->row_sentence, net->row_parent,
-                                       net->row_live, stream, err));
-    NMT_TRY(nmt_cuda_decoder_step(net, rows, w->src_len, w->stride, err));
+                                       self->row_tokens, self->row_sentence, self->row_parent,
+                                       self->row_live, stream, err));
+    NMT_TRY(model->step(model->self, w->cur, n_rows, &rows, w->src_len, w->stride, err));
     if (w->timed_step >= 0)
         NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * w->timed_step], stream));
-    NMT_TRY(nmt_cuda_output_layer(net, rows, w->beam, w->excluded, 2, err));
+    NMT_TRY(model->output(model->self, next, n_rows, w->beam, &rows, w->excluded, 2, &scores,
+                          err));
     if (w->timed_step >= 0) {
         NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * w->timed_step + 1], stream));
-        if (net->has_shrink)
-            NMT_TRY(nmt_cuda_output_recall(net, rows, w->beam, w->excluded, 2, err));
+        if (model->probe)
+            NMT_TRY(model->probe(model->self, next, n_rows, w->beam, &rows, w->excluded, 2,
+                                 err));
     }
-    NMT_TRY(nmt_cuda_beam_step(w->b, w->n_active, self->act_dev, net->top_values, net->top_ids,
-                               net->logits, net->vocab, net->lse, net->attn_argmax, stream, err));
+    NMT_TRY(nmt_cuda_beam_step(w->b, w->n_active, self->act_dev, scores.top_values,
+                               scores.top_ids, scores.logits, scores.ld_logits, scores.lse,
+                               scores.attn_argmax, stream, err));
 cleanup:
     return status;
 }
@@ -177,27 +202,27 @@ typedef struct step_key {
 
 /* Runs body through the graph cache (eagerly when graphs are off) and counts
  * how it ran, for nmt_stats. */
-static nmt_status run_cached(cuda_backend *self, const void *key, size_t key_bytes,
+static nmt_status run_cached(nmt_cuda_search *self, const void *key, size_t key_bytes,
                              nmt_graph_body body, void *arg, nmt_error *err)
 {
     nmt_graph_run how = NMT_GRAPH_EAGER;
-    nmt_status status = nmt_graph_cache_run(self->graphs, key, key_bytes, self->net->stream,
-                                            body, arg, &how, err);
+    nmt_status status = nmt_graph_cache_run(self->graphs, key, key_bytes, self->stream, body,
+                                            arg, &how, err);
     if (how == NMT_GRAPH_EAGER)
-        self->eager_runs++;
+        self->counts_now.eager_runs++;
     else
-        self->graph_runs++;
+        self->counts_now.graph_runs++;
     return status;
 }
 
-size_t nmt_cuda_backend_key_bytes(int32_t max_src)
+size_t nmt_cuda_search_key_bytes(int32_t max_src)
 {
     const size_t enc = sizeof(encode_key) + sizeof(int32_t) * (size_t)max_src;
     return enc > sizeof(step_key) ? enc : sizeof(step_key);
 }
 
 /* Copies the search results of sorted sentence i into results[order[i]]. */
-static nmt_status fill_results(const cuda_backend *self, int32_t n, const nmt_beam_results *r,
+static nmt_status fill_results(const nmt_cuda_search *self, int32_t n, const nmt_beam_results *r,
                                nmt_search_result *results, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
@@ -206,7 +231,7 @@ static nmt_status fill_results(const cuda_backend *self, int32_t n, const nmt_be
         const int32_t n_hyps = r->n_hypotheses[i];
         if (n_hyps < 0 || n_hyps > r->n_best)
             return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
-                                 "cuda decode: sentence %d has %d hypotheses", i, n_hyps);
+                                 "cuda search: sentence %d has %d hypotheses", i, n_hyps);
         NMT_ALLOC(out->hypotheses, n_hyps);
         for (int32_t h = 0; h < n_hyps; h++) {
             const size_t o = (size_t)i * r->n_best + h;
@@ -214,7 +239,7 @@ static nmt_status fill_results(const cuda_backend *self, int32_t n, const nmt_be
             const int32_t length = r->length[o];
             if (length < 0 || length > r->max_tokens)
                 return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
-                                     "cuda decode: hypothesis of %d tokens", length);
+                                     "cuda search: hypothesis of %d tokens", length);
             NMT_ALLOC(hyp->tokens, length);
             NMT_ALLOC(hyp->attn_argmax, length);
             out->n_hypotheses = h + 1; /* from here on, clear frees it */
@@ -231,20 +256,18 @@ cleanup:
     return status;
 }
 
-nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
-                                   const nmt_search_config *config, nmt_search_result *results,
-                                   nmt_error *err)
+nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *batch,
+                               const nmt_search_config *config, nmt_search_result *results,
+                               nmt_error *err)
 {
-    cuda_backend *self = (cuda_backend *)backend;
-    nmt_cuda_model *net = self->net;
     nmt_status status = NMT_STATUS_OK;
-    if (!batch || !config || !results)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda decode: NULL argument");
+    if (!self || !batch || !config || !results)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda search: NULL argument");
     for (int32_t i = 0; i < batch->n_sentences; i++)
         results[i] = (nmt_search_result){0, NULL};
     NMT_TRY(check_batch(self, batch, config, err));
-    NMT_CUDA_TRY(cudaSetDevice(self->device));
-    cudaStream_t stream = (cudaStream_t)net->stream;
+    NMT_CUDA_TRY(cudaSetDevice(self->config.device));
+    cudaStream_t stream = self->stream;
     const int32_t n = batch->n_sentences, B = config->beam_size;
     const int32_t stride = sort_by_length(self, batch);
 
@@ -258,11 +281,11 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
         nnz += batch->row_ptr[first + len] - batch->row_ptr[first];
     }
     const int32_t hist_len = longest > 1 ? longest - 1 : 1;
-    NMT_TRY(nmt_cuda_backend_ensure_input(self, nnz, err));
-    NMT_TRY(nmt_cuda_backend_ensure_history(self, hist_len, err));
-    const int timed = self->collect_stats >= 2;
+    NMT_TRY(nmt_cuda_search_ensure_input(self, nnz, err));
+    NMT_TRY(nmt_cuda_search_ensure_history(self, hist_len, err));
+    const int timed = self->config.timed;
     if (timed)
-        NMT_TRY(nmt_cuda_backend_ensure_events(self, longest, err));
+        NMT_TRY(nmt_cuda_search_ensure_events(self, longest, err));
 
     /* Pack: time-major CSR (row t * n + i, padding rows empty) and the rest. */
     input_layout host = layout_input(self->input_host, n, stride, nnz);
@@ -302,11 +325,11 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
                                   dev.values, B};
     {
         /* Keyed by the active counts too: at batch 1 the key is the length. */
-        const encode_key key = {n, stride, B, net->cur, dev.src_len, dev.row_ptr, dev.cols,
+        const encode_key key = {n, stride, B, self->cur, dev.src_len, dev.row_ptr, dev.cols,
                                 dev.values};
         memcpy(self->key, &key, sizeof key);
         memcpy(self->key + sizeof key, self->active, sizeof(int32_t) * (size_t)stride);
-        encode_work work = {net, &enc};
+        encode_work work = {&self->model, self->cur, &enc};
         NMT_TRY(run_cached(self, self->key, sizeof key + sizeof(int32_t) * (size_t)stride,
                            encode_body, &work, err));
     }
@@ -325,12 +348,12 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
     for (int32_t step = 1; step <= longest; step++) {
         /* A step right after a compaction (old_pos) or with timing events
          * runs eagerly; the others go through the graph cache. */
-        const int cur = net->cur;
+        const int cur = self->cur;
         step_work work = {self, &b, n_active, B, stride, dev.src_len, dev.excluded, old_pos,
                           cur, timed ? steps_run : -1};
         if (old_pos || timed) {
             NMT_TRY(step_body(&work, err));
-            self->eager_runs++;
+            self->counts_now.eager_runs++;
         } else {
             step_key key;
             memset(&key, 0, sizeof key);
@@ -339,10 +362,10 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
             key.src_len = dev.src_len, key.excluded = dev.excluded;
             NMT_TRY(run_cached(self, &key, sizeof key, step_body, &work, err));
         }
-        net->cur = 1 - cur;
+        self->cur = 1 - cur;
         old_pos = NULL;
         steps_run++;
-        if (step % self->check_every != 0 || step == longest)
+        if (step % self->config.check_every != 0 || step == longest)
             continue;
         if (have_snapshot) {
             /* The flags copied check_every steps ago: done on the GPU unless
@@ -387,15 +410,15 @@ nmt_status nmt_cuda_backend_decode(nmt_backend *backend, const nmt_source_batch 
             float ms = 0.0f;
             NMT_CUDA_TRY(cudaEventElapsedTime(&ms, self->layer_events[2 * i],
                                               self->layer_events[2 * i + 1]));
-            self->output_layer_ms += ms;
+            self->counts_now.output_layer_ms += ms;
         }
-    self->steps += steps_run;
+    self->counts_now.steps += steps_run;
     NMT_TRY(fill_results(self, n, &r_host, results, err));
     return NMT_STATUS_OK;
 
 cleanup:
     /* Leave no work in flight on the pinned buffers the next batch reuses. */
-    cudaStreamSynchronize((cudaStream_t)net->stream);
+    cudaStreamSynchronize(self->stream);
     for (int32_t i = 0; i < batch->n_sentences; i++)
         nmt_search_result_clear(&results[i]);
     return status;

@@ -1,0 +1,101 @@
+/* cuda_search.h: the batched beam search on the GPU, the twin of
+ * decoder/search.h (same model-v1 semantics, the same results). Like the CPU
+ * search it never touches weights: it drives any network behind
+ * nmt_cuda_step_model, whose calls mirror the CPU step interface (prepare
+ * the rows, step, output) with the data left on the device. The engine's
+ * CUDA backend wires model/cuda/ into it (engine/cuda/cuda_backend.c).
+ *
+ * Per batch (decoder/cuda/beam_search.c): sentences sorted longest first
+ * (results mapped back), the time-major feature CSR packed and copied up in
+ * one transfer, encode, then a step loop that only launches: prepare_rows
+ * (decoder/cuda/beam_step.cu), step, output, beam step; scores,
+ * back-pointers, history and finished hypotheses stay on the device, and
+ * one copy brings the n-best token sequences back. */
+#ifndef NMT_CUDA_SEARCH_H
+#define NMT_CUDA_SEARCH_H
+
+#include "search.h"
+#include "source_batch.h"
+#include "step_io.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A network as the GPU search drives it. Every call launches on `stream`
+ * (a cudaStream_t) and must be capturable in a CUDA graph: no host
+ * synchronization, no allocation, launches that depend only on the
+ * arguments. The network keeps its decoder rows in two buffers; `buf` names
+ * the live one (step reads buf, writes 1 - buf). */
+typedef struct nmt_cuda_step_model {
+    void *self;
+    void *stream;
+    int32_t vocab_size;
+    int shrunk; /* shrunk output layer: EOS must be one of ids 0..3 (its column is its id) */
+    /* Encodes a batch; rows p * beam of buffer buf get sentence p's initial
+     * state, the other slots zeros. */
+    nmt_status (*encode)(void *self, int buf, const nmt_cuda_encoder_input *in, nmt_error *err);
+    /* Steps 1-4: new row r continues row rows->parent[r] of buffer buf with
+     * token rows->tokens[r]; the result is buffer 1 - buf. */
+    nmt_status (*step)(void *self, int buf, int32_t n_rows, const nmt_cuda_rows *rows,
+                       const int32_t *src_len, int32_t src_stride, nmt_error *err);
+    /* Step 5 over buffer buf: the 2 * beam best words of every row and
+     * what the beam step reads besides (nmt_cuda_scores). */
+    nmt_status (*output)(void *self, int buf, int32_t n_rows, int32_t beam,
+                         const nmt_cuda_rows *rows, const int32_t *excluded, int32_t n_excluded,
+                         nmt_cuda_scores *scores, nmt_error *err);
+    /* NULL, or a measurement run after output when the search is timed
+     * (collect_stats 2): the recall probe of a shrunk layer. */
+    nmt_status (*probe)(void *self, int buf, int32_t n_rows, int32_t beam,
+                        const nmt_cuda_rows *rows, const int32_t *excluded, int32_t n_excluded,
+                        nmt_error *err);
+} nmt_cuda_step_model;
+
+/* What a search is sized and set up for, once. */
+typedef struct nmt_cuda_search_config {
+    int device;                      /* CUDA device of the stream */
+    int32_t max_sentences, beam, max_src;
+    int32_t src_rows;                /* source feature rows: the CSR's columns are checked */
+    int32_t feature_kinds;           /* feature rows a token usually has (sizes, warm-up) */
+    int32_t check_every;             /* steps between done-flag checks */
+    int cuda_graphs;                 /* replay repeated steps and encoder passes as graphs */
+    int timed;                       /* time each step's output layer (and run the probe) */
+} nmt_cuda_search_config;
+
+typedef struct nmt_cuda_search nmt_cuda_search;
+
+/* The model must outlive the search. */
+nmt_status nmt_cuda_search_create(const nmt_cuda_step_model *model,
+                                  const nmt_cuda_search_config *config,
+                                  nmt_cuda_search **search, nmt_error *err);
+void nmt_cuda_search_free(nmt_cuda_search *search);
+
+/* Translates one batch: fills results[i] for sentence i (release each with
+ * nmt_search_result_clear). The step loop never allocates; it waits only on
+ * the done flags it asked for check_every steps earlier. */
+nmt_status nmt_cuda_search_run(nmt_cuda_search *search, const nmt_source_batch *batch,
+                               const nmt_search_config *config, nmt_search_result *results,
+                               nmt_error *err);
+
+/* Decodes small synthetic batches (every power-of-two batch size up to the
+ * maximum, source lengths of every power of two, a few steps each) and
+ * clears the counters, so that one-time costs (cuBLAS's set-up, kernels
+ * loaded on first use, the first graph captures) are paid at create, not by
+ * the first real batches (decoder/cuda/search_warmup.c). */
+nmt_status nmt_cuda_search_warm_up(nmt_cuda_search *search, nmt_error *err);
+
+/* Counters since create or the last warm-up. */
+typedef struct nmt_cuda_search_counts {
+    int64_t steps;
+    int64_t graph_runs, eager_runs; /* steps and encoder passes, by how they ran */
+    double output_layer_ms;         /* timed searches only, else -1 */
+} nmt_cuda_search_counts;
+nmt_cuda_search_counts nmt_cuda_search_get_counts(const nmt_cuda_search *search);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NMT_CUDA_SEARCH_H */

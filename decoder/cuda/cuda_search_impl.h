@@ -1,0 +1,64 @@
+/* cuda_search_impl.h: private to decoder/cuda/: the GPU search's state,
+ * shared by search_buffers.c (create, buffers, free), beam_search.c (one
+ * batch) and search_warmup.c. */
+#ifndef NMT_CUDA_SEARCH_IMPL_H
+#define NMT_CUDA_SEARCH_IMPL_H
+
+#include "beam_step.h"
+#include "cuda_check.h"
+#include "cuda_search.h"
+#include "error.h"
+#include "graph_cache.h"
+
+struct nmt_cuda_search {
+    nmt_cuda_step_model model;
+    nmt_cuda_search_config config;
+    cudaStream_t stream;
+    int cur; /* the model's live row buffer */
+
+    /* Per batch input: [excluded 2][src_len N][max_len N][row_ptr S*N + 1][cols][values]. */
+    int64_t nnz_cap;
+    void *input_dev, *input_host; /* host: pinned */
+    size_t input_bytes;
+    /* Beam state, fixed size (N, B), and the step's rows. */
+    void *state_dev;
+    nmt_beam_device beam_dev; /* pointers into state_dev and hist_dev */
+    int32_t *act_dev;         /* [2N]: active list, then old positions after a compaction */
+    int32_t *row_tokens, *row_sentence, *row_parent, *row_live; /* [N * B] */
+    /* History and results: depend on the longest max length. */
+    int32_t hist_cap;         /* history steps held */
+    void *hist_dev, *results_dev, *results_host; /* host: pinned */
+    size_t results_bytes;
+    /* Pinned small transfers and the check event. */
+    int32_t *done_host; /* [N] */
+    int32_t *act_host;  /* [2N] */
+    cudaEvent_t check_event;
+    int event_created;
+    /* Host scratch. */
+    int32_t *order;    /* [N]: sorted position -> batch sentence */
+    int32_t *counts;   /* [max_src + 2] */
+    int32_t *active;   /* [max_src]: sentences longer than t */
+    int32_t *host_act; /* [N]: the active list as the device holds it */
+    int32_t *host_old; /* [N]: old positions of a compaction */
+    /* timed: a pair of events around each step's output layer (created
+     * between batches, read after a batch's final sync). */
+    cudaEvent_t *layer_events; /* [2 * events_cap] */
+    int32_t events_cap;
+    nmt_cuda_search_counts counts_now;
+    /* CUDA graphs of repeated steps and encoder passes (graph_cache.h);
+     * NULL when off. key: host scratch for building a key. */
+    nmt_graph_cache *graphs;
+    unsigned char *key;
+};
+
+/* Bytes of the key scratch: a step key or an encoder key with max_src entries. */
+size_t nmt_cuda_search_key_bytes(int32_t max_src);
+
+/* (Re)allocate the per-batch input buffers for nnz features, the history
+ * and results for hist_len steps, the timing events for `steps` steps: only
+ * grow, only between batches. */
+nmt_status nmt_cuda_search_ensure_input(nmt_cuda_search *s, int64_t nnz, nmt_error *err);
+nmt_status nmt_cuda_search_ensure_history(nmt_cuda_search *s, int32_t hist_len, nmt_error *err);
+nmt_status nmt_cuda_search_ensure_events(nmt_cuda_search *s, int32_t steps, nmt_error *err);
+
+#endif /* NMT_CUDA_SEARCH_IMPL_H */

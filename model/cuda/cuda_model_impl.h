@@ -1,0 +1,184 @@
+/* cuda_model_impl.h: private to model/cuda/ (dev/check-layers.py refuses an
+ * *_impl.h included from another folder): the state behind nmt_cuda_model.
+ *
+ * The network is the weights plus three parts, each owning the workspace it
+ * computes in (one device allocation a part, sized once at create, so
+ * encode, step and output layer never allocate):
+ *   encoder       (encoder.cu):      time-major scratch and the memory bank
+ *   decoder step  (decoder_step.cu): the double-buffered decoder rows
+ *   output layer  (output_layer.c):  logits, top-K, and the shrink wing's
+ *                                    device index and lists
+ * and two options: the recall probe (output_probe.c) and the split TF32
+ * GEMMs (gemm_tf32x2.c).
+ *
+ * Layouts (n sentences of the batch, sorted longest first by the search):
+ * - encoder time-major: row t * n + i is sentence i's token t (padding rows
+ *   are computed by the input GEMM but never enter a recurrence);
+ * - memory, keys: [n, src_stride, H] sentence-major, src_stride = the longest
+ *   sentence of the batch, rows past a sentence's length are zero;
+ * - decoder rows: model/cuda/step_io.h. */
+#ifndef NMT_CUDA_MODEL_IMPL_H
+#define NMT_CUDA_MODEL_IMPL_H
+
+#include "cuda_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same fields as nmt_model's tensors, pointing into one device allocation,
+ * except the decoder LSTMs: each layer is one [4H, in + H] matrix [W_ih W_hh]
+ * (dec_w, rows dec_ld floats apart) and one bias b_ih + b_hh (dec_bias), so
+ * a layer is one GEMM over the row [input; h] (decoder_step.cu). */
+typedef struct nmt_device_weights {
+    void *arena;
+    size_t arena_bytes;
+    float *src_embedding, *tgt_embedding;
+    nmt_lstm_weights enc_fwd[NMT_MAX_LAYERS], enc_bwd[NMT_MAX_LAYERS];
+    float *dec_w[NMT_MAX_LAYERS], *dec_bias[NMT_MAX_LAYERS];
+    int32_t dec_ld[NMT_MAX_LAYERS];
+    float *attn_w_a, *attn_w_c, *out_w, *out_b;
+} nmt_device_weights;
+
+/* Uploads every tensor of `model` (current device) into one arena. */
+nmt_status nmt_device_weights_upload(const nmt_model *model, nmt_device_weights *weights,
+                                     nmt_error *err);
+void nmt_device_weights_free(nmt_device_weights *weights);
+
+/* Encoder workspace, time-major [max_src * max_sentences, .]. */
+typedef struct nmt_cuda_encoder_part {
+    void *arena;
+    float *x;            /* [., E]: N-hot source embeddings */
+    float *out[2];       /* [., H]: [fwd; bwd] of a layer, ping-pong */
+    float *gates_x;      /* [., 4 * H/2]: w_ih x + b_ih of one direction */
+    float *gates_h;      /* [max_sentences, 4 * H/2] */
+    float *c[2];         /* [max_sentences, H/2]: running c, forward and backward */
+    float *memory, *keys; /* [max_sentences, src_stride, H]: read by the decoder step */
+} nmt_cuda_encoder_part;
+
+/* Decoder rows [max_rows, .], double-buffered (the search says which buffer
+ * is live). Each layer's GEMM input is one row buffer x[.][l] = [input; h_l]:
+ *   layer 0: [E_tgt(prev token); feed f_{t-1}; h_0]   (E + 2H floats)
+ *   layer l: [h_{l-1}; h_l]                            (2H floats)
+ * h and feed point into those rows (strides x_ld, feed_ld); the cells write
+ * h twice: into its own slot and into the next layer's input (the top
+ * layer's into attn_in). */
+typedef struct nmt_cuda_decoder_part {
+    void *arena;
+    float *x[2][NMT_MAX_LAYERS];
+    int32_t x_ld[NMT_MAX_LAYERS];
+    float *h[2][NMT_MAX_LAYERS]; /* inside x, rows x_ld[l] apart */
+    float *c[2][NMT_MAX_LAYERS]; /* [., H] */
+    float *feed[2];              /* inside x[.][0]: f_{t-1}, rows feed_ld apart */
+    int32_t feed_ld;
+    float *attn_in;              /* [., 2H]: [context; h_top], the W_c GEMM's input */
+    float *gates;                /* [., 4H] */
+    int32_t *attn_argmax;        /* [.] */
+} nmt_cuda_decoder_part;
+
+/* Output layer: logits and top-K [max_rows, .], and with shrinking the
+ * device index and the candidate lists (one per group: batch, sentence or
+ * row). */
+typedef struct nmt_cuda_output_part {
+    void *arena;
+    float *logits;           /* [., V] */
+    float *top_values;       /* [., 2 * beam] */
+    int32_t *top_ids;        /* [., 2 * beam] */
+    float *lse;              /* [.] */
+    void *topk_workspace;    /* nmt_cuda_softmax_topk's, zeroed at create */
+    size_t topk_workspace_bytes;
+
+    int has_shrink;
+    nmt_shrink shrink;       /* tables NULL once uploaded */
+    nmt_shrink_policy policy;
+    nmt_lsh_tables lsh;      /* the index on the device */
+    void *shrink_arena;      /* every buffer below */
+    int32_t *lsh_codes;      /* [max_rows, W] */
+    int32_t *lsh_hits;       /* [max_rows, V]: zero between steps */
+    int32_t *cand;           /* [groups, V] */
+    int32_t *cand_count;     /* [groups] */
+    void *cand_workspace;
+    size_t cand_workspace_bytes;
+    void *direct_workspace;  /* NMT_LIST_BUILDER_DIRECT: group bitmaps, zero between steps */
+    size_t direct_workspace_bytes;
+    /* LSH with a dense prefix: a second stream (and cuBLAS handle) for the
+     * prefix's GEMM, which needs only the feeds, beside the codes and the
+     * lists on the model's stream; forked and joined by two events. */
+    nmt_cuda_ctx *side_ctx;  /* owned; NULL when unused */
+    void *fork_event, *join_event; /* cudaEvent_t */
+} nmt_cuda_output_part;
+
+/* The recall probe (collect_stats 2 with shrinking): the full softmax's
+ * top-B words of each row, and the counts. */
+typedef struct nmt_cuda_probe_part {
+    void *arena;
+    float *full_logits;            /* [max_rows, V] */
+    float *full_top_values;        /* [max_rows, beam] */
+    int32_t *full_top_ids;         /* [max_rows, beam] */
+    unsigned long long *counts;    /* [3]: live row-steps, recall hits, candidate words */
+} nmt_cuda_probe_part;
+
+/* Split-activation TF32 GEMMs: the decoder step's and the output layer's
+ * weights doubled ([w w], rows 2k floats apart) and the split scratch; used
+ * from NMT_TF32X2_MIN_ROWS rows. */
+typedef struct nmt_cuda_tf32x2_part {
+    int on;
+    void *arena;
+    float *dec_w2[NMT_MAX_LAYERS], *attn_w_c2, *out_w2;
+    float *split;            /* [max_rows, 2 * (E + 2H)] */
+} nmt_cuda_tf32x2_part;
+
+/* Rows from which the GEMMs use nmt_cuda_linear_tf32x2 when it is on: below,
+ * they read the weights, not compute, and the doubled weights are twice the
+ * bytes (docs/performance.md, "TF32x2"). */
+enum { NMT_TF32X2_MIN_ROWS = 64 };
+
+struct nmt_cuda_model {
+    const nmt_model *model;
+    nmt_cuda_ctx *ctx; /* not owned */
+    void *stream;      /* cudaStream_t of ctx */
+    nmt_device_weights w;
+    int32_t max_sentences, beam, max_src, max_rows;
+    int32_t emb, hidden, half, enc_layers, dec_layers, vocab;
+    nmt_cuda_encoder_part enc;
+    nmt_cuda_decoder_part dec;
+    nmt_cuda_output_part out;
+    nmt_cuda_probe_part probe;
+    nmt_cuda_tf32x2_part tf32x2;
+};
+
+/* Each part's workspace, allocated by nmt_cuda_model_create and freed by
+ * nmt_cuda_model_free (the part's file). */
+nmt_status nmt_cuda_encoder_part_create(nmt_cuda_model *m, nmt_error *err);
+nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err);
+nmt_status nmt_cuda_output_part_create(nmt_cuda_model *m, nmt_error *err);
+nmt_status nmt_cuda_probe_part_create(nmt_cuda_model *m, nmt_error *err);
+void nmt_cuda_output_part_free_shrink(nmt_cuda_model *m);
+
+/* y = x . w^T (+ bias) for `rows` rows by the model's GEMM path: the split
+ * TF32 one (w2 = w doubled) when on and rows >= NMT_TF32X2_MIN_ROWS, else
+ * fp32 sgemm; _on: on another context's stream and cuBLAS handle. */
+nmt_status nmt_cuda_model_linear(nmt_cuda_model *m, int32_t rows, int32_t n, int32_t k,
+                                 const float *x, int32_t ldx, const float *w, int32_t ldw,
+                                 const float *w2, const float *bias, float *y, int32_t ldy,
+                                 nmt_error *err);
+nmt_status nmt_cuda_model_linear_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int32_t rows,
+                                    int32_t n, int32_t k, const float *x, int32_t ldx,
+                                    const float *w, int32_t ldw, const float *w2,
+                                    const float *bias, float *y, int32_t ldy, nmt_error *err);
+
+/* Bump allocator over a part's arena: pass 1 (base NULL) only measures. */
+typedef struct nmt_carver {
+    char *base;
+    size_t used;
+} nmt_carver;
+void *nmt_carve(nmt_carver *c, size_t bytes);
+/* Runs layout once to measure, allocates *arena, runs it again to carve. */
+nmt_status nmt_cuda_arena_carve(void **arena, void (*layout)(nmt_cuda_model *, nmt_carver *),
+                                nmt_cuda_model *m, nmt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NMT_CUDA_MODEL_IMPL_H */
