@@ -58,7 +58,7 @@ static void cpu_backend_free(nmt_backend *backend)
 }
 
 /* The CPU oracle measures no GPU time; it counts steps and, with shrinking
- * and collect_stats 2, recall as nmt_cuda_output_recall does. */
+ * and collect_stats 2, recall as nmt_cuda_output_probe does. */
 static void cpu_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
 {
     const cpu_backend *self = (const cpu_backend *)backend;

@@ -51,21 +51,23 @@ typedef struct nmt_shrink {
 /* Every automatic choice between the CUDA output layer's shrink variants,
  * one place (model/cuda/output_layer.c reads it; the kernels' own tuning is
  * their policy structs, kernels/cuda/lsh_logits.cu and softmax_topk.cu).
- * Each value was set on the H100 by the command beside it (the bench
- * program in the build directory, dev/bench/bench_lsh.cu); docs/lsh.md,
- * "Policy", has the figures. */
+ * Each value was set on an H100 with the command beside it (the bench
+ * program of the build directory, dev/bench/bench_lsh.cu, which checks each
+ * variant against its CPU twin before timing it); docs/lsh.md, "Automatic
+ * choices", has the table. The two 128-row switches lie between the two
+ * measured sizes, 12 and 768 rows, where each variant wins clearly. */
 typedef struct nmt_shrink_policy {
     /* The hits builder's lookup: the warp-cooperative bucket walk (the
      * paper's Fig. 4b) below this many rows a step, a thread per bucket from
-     * it: few rows leave the GPU idle and the warp's shuffles pay, with many
-     * every thread has work and they only cost. Measured 1.2-2.2x faster at
-     * 12 rows, 0.45-0.95x at 768; 128 lies between, untuned.
-     *   bench_lsh --variant lookup-warp,lookup-naive --rows 12,768 --group 0 --vocabs 50000 */
+     * it: few rows leave the GPU idle and the warp's shuffles pay; with many,
+     * every thread has work and the shuffles only cost.
+     *   bench_lsh --variant lookup-warp,lookup-naive --rows 12,768 --group 0
+     *             --vocabs 50000 --params 8,2,500 */
     int32_t naive_lookup_min_rows;
     /* NMT_LIST_BUILDER_AUTO: the two-step (hits) builder below this many rows
-     * a step, the direct one from it. Direct 0.60-0.91x of two-step at 12
-     * rows, 2.8-5.6x faster at 768; 128 lies between, untuned.
-     *   bench_lsh --variant two-step,direct --rows 12,768 --group 0 --vocabs 50000 */
+     * a step, the direct one (no hit matrix) from it.
+     *   bench_lsh --variant two-step,direct --rows 12,768 --group 0
+     *             --vocabs 50000 --params 8,2,500 */
     int32_t direct_lists_min_rows;
     /* n_always from which the always-kept prefix's logits are one dense GEMM
      * on a side stream instead of gathered with the list: below, the prefix

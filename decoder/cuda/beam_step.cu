@@ -27,6 +27,7 @@
 #include "beam_step.h"
 
 #include "cuda_check.h"
+#include "device.cuh"
 
 #include <cuda_pipeline.h>
 #include <math.h>
@@ -35,7 +36,7 @@
 #define BEAM_MAX 256
 #define WARP_BEAM_MAX 32 /* beams up to this take the one-warp kernel: a lane a slot */
 static_assert((BEAM_THREADS & (BEAM_THREADS - 1)) == 0, "BEAM_THREADS: a power of two");
-static_assert(WARP_BEAM_MAX <= 32, "WARP_BEAM_MAX: one lane per slot");
+static_assert(WARP_BEAM_MAX <= kWarpSize, "WARP_BEAM_MAX: one lane per slot");
 
 typedef struct beam_candidate {
     float score;
@@ -224,7 +225,7 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
                      attn_argmax + row0);
 }
 
-static __global__ void __launch_bounds__(32)
+static __global__ void __launch_bounds__(kWarpSize)
 beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
                       const int32_t *top_ids, const float *logits, int32_t ld_logits,
                       const float *lse, const int32_t *attn_argmax)
@@ -243,7 +244,7 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
     /* Every read that does not need the sentence goes out at once. */
     const int32_t s = act[p];
     const int32_t attn = has_slot ? attn_argmax[row0 + lane] : 0;
-    for (int32_t i = lane; i < n_top; i += 32) {
+    for (int32_t i = lane; i < n_top; i += kWarpSize) {
         __pipeline_memcpy_async(top_value + i, top_values + row0 * K + i, sizeof(float));
         __pipeline_memcpy_async(top_word + i, top_ids + row0 * K + i, sizeof(int32_t));
     }
@@ -276,11 +277,11 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
         /* Butterfly: every lane ends with the same best, as the order is
          * total (slots differ; the no-candidates are all equal). */
         beam_candidate best = head;
-        for (int32_t mask = 16; mask > 0; mask /= 2) {
+        for (int32_t mask = kWarpSize / 2; mask > 0; mask /= 2) {
             beam_candidate other;
-            other.score = __shfl_xor_sync(0xffffffffu, best.score, mask);
-            other.slot = __shfl_xor_sync(0xffffffffu, best.slot, mask);
-            other.word = __shfl_xor_sync(0xffffffffu, best.word, mask);
+            other.score = __shfl_xor_sync(kFullMask, best.score, mask);
+            other.slot = __shfl_xor_sync(kFullMask, best.slot, mask);
+            other.word = __shfl_xor_sync(kFullMask, best.word, mask);
             if (candidate_before(other, best))
                 best = other;
         }
@@ -391,7 +392,7 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
     if (b->beam <= WARP_BEAM_MAX) {
         const size_t list_bytes =
             (size_t)b->beam * 2 * b->beam * (sizeof(float) + sizeof(int32_t));
-        beam_step_warp_kernel<<<n_active, 32, list_bytes, (cudaStream_t)stream>>>(
+        beam_step_warp_kernel<<<n_active, kWarpSize, list_bytes, (cudaStream_t)stream>>>(
             *b, act, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
         NMT_LAUNCH_TRY("beam_step_warp_kernel");
     } else {

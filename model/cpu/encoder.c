@@ -1,4 +1,4 @@
-/* encoder_cpu.c: the CPU reference encoder (model-v1 "Encoder").
+/* encoder.c: the CPU reference encoder (model-v1 "Encoder").
  *
  * One sentence at a time, so no padding ever enters a recurrence and a
  * sentence's result never depends on its batch: N-hot source embedding, then

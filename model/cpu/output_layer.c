@@ -51,7 +51,7 @@ void nmt_cpu_state_counters(const nmt_cpu_state *state, int64_t *steps, int64_t 
 
 /* The full softmax's top-B words of every row (PAD and BOS excluded, as the
  * search excludes them) against each group's list: the oracle of
- * nmt_cuda_output_recall. The candidate logits are no longer needed, so the
+ * nmt_cuda_output_probe. The candidate logits are no longer needed, so the
  * full logits reuse their buffer. */
 static void count_recall(nmt_cpu_state *state, int32_t n_rows, const float *feed,
                          const int32_t *group_first, int32_t n_groups)

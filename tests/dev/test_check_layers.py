@@ -1,7 +1,8 @@
 """test_check_layers.py: dev/check-layers.py passes on the tree as it is and
 fails, naming the file, on a planted upward include (kernels/ including a
-decoder/ header), a same-floor include (text/ including a kernels/ header) and
-a lower floor including the public header."""
+decoder/ header), a same-floor include (text/ including a kernels/ header), a
+lower floor including the public header, and the engine including a private
+header of the network (model/cuda/cuda_model_impl.h) or of the GPU search."""
 import os
 import shutil
 import subprocess
@@ -31,7 +32,9 @@ def main():
     assert rc == 0, f"the tree itself fails: {out}"
     cases = [("kernels/cpu/nhot.c", '#include "search.h"', "up a floor"),
              ("text/utf8.c", '#include "linear.h"', "same floor"),
-             ("model/source_batch.c", '#include "nmt.h"', "only engine/ may")]
+             ("model/source_batch.c", '#include "nmt.h"', "only engine/ may"),
+             ("engine/cpu_backend.c", '#include "cuda_model_impl.h"', "private to model/cuda/"),
+             ("engine/translator.c", '#include "cuda_search_impl.h"', "private to decoder/cuda/")]
     for rel, line, expect in cases:
         with tempfile.TemporaryDirectory() as tmp:
             for folder in FOLDERS:
