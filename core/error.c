@@ -17,6 +17,10 @@ const char *nmt_status_string(nmt_status status)
     case NMT_STATUS_ERROR_CUDA: return "CUDA error";
     case NMT_STATUS_ERROR_UNSUPPORTED: return "unsupported";
     case NMT_STATUS_ERROR_INTERNAL: return "internal error";
+    case NMT_STATUS_BUSY: return "busy";
+    case NMT_STATUS_CANCELLED: return "cancelled";
+    case NMT_STATUS_DEADLINE: return "deadline exceeded";
+    case NMT_STATUS_CLOSED: return "service closed";
     }
     return "unknown status";
 }

@@ -17,7 +17,11 @@ typedef enum nmt_status {
     NMT_STATUS_ERROR_MEMORY = -5,      /* an allocation failed */
     NMT_STATUS_ERROR_CUDA = -6,        /* a CUDA, cuBLAS or cuSPARSE call failed */
     NMT_STATUS_ERROR_UNSUPPORTED = -7, /* e.g. CUDA asked for but not built or no GPU */
-    NMT_STATUS_ERROR_INTERNAL = -8     /* a broken invariant: a bug, please report */
+    NMT_STATUS_ERROR_INTERNAL = -8,    /* a broken invariant: a bug, please report */
+    NMT_STATUS_BUSY = -9,              /* the service's queue is full: retry later */
+    NMT_STATUS_CANCELLED = -10,        /* cancelled by the caller or a shutdown */
+    NMT_STATUS_DEADLINE = -11,         /* not translated before the request's deadline */
+    NMT_STATUS_CLOSED = -12            /* the service is shut down */
 } nmt_status;
 
 /* Filled by a failing call: the status and a message naming the cause. */

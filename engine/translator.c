@@ -3,6 +3,8 @@
  * Valid lines are sorted by length (longest first, so each batch has little
  * spread), decoded batch by batch on the chosen backend, and their
  * hypotheses detokenized with unknown-word replacement (model-v1). */
+#include "translator.h"
+
 #include "backend.h"
 #include "error.h"
 #include "model.h"
@@ -332,12 +334,57 @@ static void sort_by_length(int32_t *order, int32_t *scratch, int32_t n, const nm
 nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int n_lines,
                                nmt_result *results, nmt_error *err)
 {
+    return nmt_translator_run(t, lines, n_lines, NULL, results, err);
+}
+
+nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_overrides *o,
+                                       nmt_error *err)
+{
+    const nmt_options *opt = &t->options;
+    if (o->beam_size < 1 || o->beam_size > opt->beam_size)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "beam_size %d: must be in 1..%d (the translator's)", o->beam_size,
+                             opt->beam_size);
+    if (o->n_best < 1 || o->n_best > o->beam_size)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "n_best %d: must be in 1..%d",
+                             o->n_best, o->beam_size);
+    if (!(o->alpha >= 0.0f && o->alpha <= 10.0f))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "alpha %g: must be in 0..10",
+                             o->alpha);
+    if (!(o->max_len_a >= 0.0f && o->max_len_a <= 100.0f) || o->max_len_b < 0 ||
+        o->max_len_b > 10000 || (o->max_len_a == 0.0f && o->max_len_b == 0))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "max length %g * S + %d: a in 0..100, b in 0..10000, not both 0",
+                             o->max_len_a, o->max_len_b);
+    return NMT_STATUS_OK;
+}
+
+nmt_search_overrides nmt_translator_search(const nmt_translator *t)
+{
+    const nmt_search_overrides o = {t->search.beam_size, t->search.n_best, t->search.alpha,
+                                    t->search.max_len_a, t->search.max_len_b};
+    return o;
+}
+
+nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n_lines,
+                              const nmt_search_overrides *overrides, nmt_result *results,
+                              nmt_error *err)
+{
     nmt_status status = NMT_STATUS_OK;
     nmt_tokens *tokens = NULL;
     int32_t *order = NULL, *scratch = NULL;
     if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_batch: bad arguments");
     memset(results, 0, sizeof *results * (size_t)n_lines);
+    nmt_search_config search = t->search;
+    if (overrides) {
+        NMT_TRY(nmt_translator_check_search(t, overrides, err));
+        search.beam_size = overrides->beam_size;
+        search.n_best = overrides->n_best;
+        search.alpha = overrides->alpha;
+        search.max_len_a = overrides->max_len_a;
+        search.max_len_b = overrides->max_len_b;
+    }
     NMT_ALLOC(tokens, n_lines);
     NMT_ALLOC(order, n_lines);
     NMT_ALLOC(scratch, n_lines);
@@ -381,7 +428,7 @@ nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int 
             NMT_TRY(nmt_source_builder_add(&t->source, &tokens[order[first + k]], err));
         nmt_source_batch source = nmt_source_builder_batch(&t->source);
         memset(t->search_results, 0, sizeof *t->search_results * (size_t)count);
-        status = t->backend->vtable->decode(t->backend, &source, &t->search, t->search_results,
+        status = t->backend->vtable->decode(t->backend, &source, &search, t->search_results,
                                             err);
         for (int32_t k = 0; k < count && status == NMT_STATUS_OK; k++) {
             int32_t line = order[first + k];

@@ -175,6 +175,110 @@ typedef struct nmt_stats {
 nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,
                                 nmt_error *err);
 
+/* ---- the service: many callers, one sentence each ------------------------
+ *
+ * A thread-safe, asynchronous front over translators (engine/service.c):
+ * any thread submits a line and gets a request handle back at once; worker
+ * threads (one per device, or cpu_workers on the CPU) take queued requests
+ * in arrival order, batch the ones with the same search options, translate
+ * them and complete the handles (and call the callback, if any). A
+ * sentence's translation does not depend on what it was batched with: the
+ * service answers what nmt_translate_batch answers for the same options. */
+typedef struct nmt_service nmt_service;
+typedef struct nmt_request nmt_request;
+
+typedef struct nmt_service_options {
+    nmt_options translator;  /* each worker's translator; beam_size is the largest beam a
+                                request may ask for, batch_size the most sentences a batch
+                                holds; device AUTO/CPU/CUDA as for a translator */
+    int n_devices;           /* CUDA: workers on these device ordinals (0: one worker on
+                                translator.device_index) */
+    const int *devices;
+    int cpu_workers;         /* CPU: worker threads, each with its own translator, default 1 */
+    int queue_capacity;      /* requests waiting at most; more are refused with
+                                NMT_STATUS_BUSY, default 4096 */
+    int max_delay_us;        /* a worker with fewer than batch_size waiting requests waits
+                                this long after the oldest one arrived for more, default 0 */
+} nmt_service_options;
+
+void nmt_service_options_init(nmt_service_options *options);
+
+/* Per-request search options; every field at its init value means "the
+ * service's" (nmt_request_options_init). */
+typedef struct nmt_request_options {
+    int beam_size;       /* 1..the service's beam_size; 0: the service's */
+    int n_best;          /* 1..beam_size; 0: the service's */
+    float alpha;         /* < 0: the service's */
+    float max_len_a;     /* < 0: the service's */
+    int max_len_b;       /* < 0: the service's */
+    int shrink;          /* -1: the service's; 0: full softmax; 1: the service's shrinking
+                            (refused when the service has none) */
+    double deadline_ms;  /* > 0: complete with NMT_STATUS_DEADLINE unless translated within
+                            this many milliseconds of submit; 0: none */
+} nmt_request_options;
+
+void nmt_request_options_init(nmt_request_options *options);
+
+/* Called once per request from the thread that completes it (a worker, or
+ * the caller of nmt_request_cancel / nmt_service_shutdown), with the
+ * request's result (valid during the call, and until nmt_request_free for a
+ * kept handle). It must not block for long: it holds up the worker. */
+typedef void (*nmt_request_callback)(nmt_request *request, const nmt_result *result,
+                                     void *user);
+
+/* Creates the workers and their translators (and warms them up). */
+nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options *options,
+                              nmt_service **service, nmt_error *err);
+
+/* Queues one line (copied). *request (when request is not NULL) is the
+ * handle, to be released with nmt_request_free; with request NULL the
+ * service releases it after the callback. Returns at once:
+ * NMT_STATUS_BUSY when the queue is full, NMT_STATUS_CLOSED after shutdown,
+ * NMT_STATUS_ERROR_ARGUMENT for bad options (nothing queued in each case).
+ * options may be NULL (the service's). */
+nmt_status nmt_service_submit(nmt_service *service, const char *line,
+                              const nmt_request_options *options,
+                              nmt_request_callback callback, void *user,
+                              nmt_request **request, nmt_error *err);
+
+/* Waits until the request is complete or timeout_ms passed (< 0: no limit);
+ * returns 1 when complete, 0 on timeout. */
+int nmt_request_wait(nmt_request *request, double timeout_ms);
+/* 1 when complete (never blocks). */
+int nmt_request_done(const nmt_request *request);
+/* The outcome once complete (NULL before): status OK with hypotheses, a
+ * per-line error as nmt_translate_batch gives, or NMT_STATUS_CANCELLED /
+ * NMT_STATUS_DEADLINE / a service error. */
+const nmt_result *nmt_request_result(const nmt_request *request);
+/* Cancels a request not yet complete: a queued one completes at once with
+ * NMT_STATUS_CANCELLED; one being translated completes so when its batch
+ * ends. No effect on a complete request. */
+void nmt_request_cancel(nmt_request *request);
+/* Releases the handle (cancelling the request if not complete). */
+void nmt_request_free(nmt_request *request);
+
+typedef struct nmt_service_stats {
+    int64_t queued, running;           /* now */
+    int64_t submitted, completed;      /* completed counts every outcome below */
+    int64_t failed;                    /* completed with a line or service error */
+    int64_t cancelled, expired;        /* NMT_STATUS_CANCELLED, NMT_STATUS_DEADLINE */
+    int64_t rejected;                  /* submits refused with NMT_STATUS_BUSY */
+    int64_t batches, batch_sentences;  /* batches translated and their sentences */
+} nmt_service_stats;
+
+void nmt_service_stats_get(nmt_service *service, nmt_service_stats *stats);
+
+/* Stops taking requests (later submits: NMT_STATUS_CLOSED), then with drain
+ * translates everything queued, without it cancels what is queued
+ * (NMT_STATUS_CANCELLED); batches already running finish either way. Returns
+ * when the workers have stopped; *finished and *cancelled (may be NULL) count
+ * the queued requests translated and cancelled by it. Idempotent. */
+void nmt_service_shutdown(nmt_service *service, int drain, int64_t *finished,
+                          int64_t *cancelled);
+/* Shuts down without draining if still running, then frees the service.
+ * Request handles stay valid until their nmt_request_free. */
+void nmt_service_free(nmt_service *service);
+
 #ifdef __cplusplus
 }
 #endif

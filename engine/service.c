@@ -1,0 +1,507 @@
+/* service.c: the thread-safe asynchronous service (include/nmt.h,
+ * "the service"): a bounded FIFO of requests, worker threads that each own
+ * translators (full softmax, and with the service's shrinking when it has
+ * one) and batch the queued requests with the same search options, and
+ * request handles completed once, with a callback or for wait/poll.
+ *
+ * Locking: the service's mutex guards the queue and the counters, `work`
+ * wakes the workers; each request has its own mutex and condition for its
+ * state (engine/service_request.h), so a handle outlives the service.
+ * Translations and callbacks run outside every mutex.
+ *
+ * Batching: a worker takes the oldest queued request, waits (max_delay_us
+ * after that request's arrival) while fewer than batch_size requests are
+ * queued, then takes every queued request with the same options, in order,
+ * up to batch_size. Requests whose deadline passed are completed with
+ * NMT_STATUS_DEADLINE instead of translated; a translation that ends after
+ * the deadline is discarded the same way. */
+#define _POSIX_C_SOURCE 200809L /* pthread, clock_gettime */
+
+#include "service_request.h"
+
+#include "error.h"
+#include "translator.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct service_worker {
+    nmt_service *service;
+    pthread_t thread;
+    int started;
+    nmt_translator *full, *shrunk; /* shrunk: NULL unless the service shrinks */
+    /* Batch scratch, sized batch_size once. */
+    nmt_request **batch;
+    const char **lines;
+    nmt_result *results;
+} service_worker;
+
+struct nmt_service {
+    nmt_service_options options;
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    nmt_request_queue queue;
+    int closing, drain, n_workers;
+    service_worker *workers;
+    nmt_search_overrides defaults;
+    int default_shrink;
+    nmt_service_stats stats;
+    int64_t shutdown_finished, shutdown_cancelled;
+};
+
+void nmt_service_options_init(nmt_service_options *options)
+{
+    memset(options, 0, sizeof *options);
+    nmt_options_init(&options->translator);
+    options->cpu_workers = 1;
+    options->queue_capacity = 4096;
+}
+
+void nmt_request_options_init(nmt_request_options *options)
+{
+    options->beam_size = 0;
+    options->n_best = 0;
+    options->alpha = -1.0f;
+    options->max_len_a = -1.0f;
+    options->max_len_b = -1;
+    options->shrink = -1;
+    options->deadline_ms = 0.0;
+}
+
+/* ---- completing requests ----------------------------------------------------- */
+
+/* Under the service's lock: marks r complete with `result` (moved in) and
+ * counts it. */
+static void complete_locked(nmt_service *s, nmt_request *r, nmt_result *result)
+{
+    pthread_mutex_lock(&r->lock);
+    r->result = *result;
+    memset(result, 0, sizeof *result);
+    r->state = NMT_REQUEST_DONE;
+    const nmt_status status = r->result.status;
+    pthread_mutex_unlock(&r->lock);
+    s->stats.completed++;
+    if (status == NMT_STATUS_CANCELLED)
+        s->stats.cancelled++;
+    else if (status == NMT_STATUS_DEADLINE)
+        s->stats.expired++;
+    else if (status != NMT_STATUS_OK)
+        s->stats.failed++;
+}
+
+/* After complete_locked, outside every lock: the callback, then the waiters
+ * wake and the service's reference goes. */
+static void after_complete(nmt_request *r)
+{
+    if (r->callback)
+        r->callback(r, &r->result, r->user);
+    pthread_mutex_lock(&r->lock);
+    pthread_cond_broadcast(&r->done);
+    const int last = --r->refs == 0;
+    pthread_mutex_unlock(&r->lock);
+    if (last)
+        nmt_request_destroy(r);
+}
+
+static void status_result(nmt_result *result, nmt_status status, const char *message)
+{
+    memset(result, 0, sizeof *result);
+    result->status = status;
+    nmt_request_set_message(result, message);
+}
+
+/* ---- the workers ----------------------------------------------------------- */
+
+/* Under the lock: waits for work and takes a batch into w->batch; returns its
+ * size, 0 when the worker should stop. */
+static int take_batch_locked(service_worker *w)
+{
+    nmt_service *s = w->service;
+    const int cap = s->options.translator.batch_size;
+    for (;;) {
+        if (s->queue.count > 0 && !(s->closing && !s->drain)) {
+            nmt_request *first = s->queue.head;
+            const double due = first->submitted + 1e-6 * s->options.max_delay_us;
+            if (s->queue.count < cap && !s->closing && nmt_request_now() < due) {
+                struct timespec until = nmt_request_timespec(due);
+                pthread_cond_timedwait(&s->work, &s->lock, &until);
+                continue;
+            }
+            int n = 0;
+            for (nmt_request *r = s->queue.head; r && n < cap;) {
+                nmt_request *next = r->next;
+                if (nmt_request_same_search(r, first)) {
+                    nmt_request_queue_remove(&s->queue, r);
+                    pthread_mutex_lock(&r->lock);
+                    r->state = NMT_REQUEST_RUNNING;
+                    pthread_mutex_unlock(&r->lock);
+                    w->batch[n++] = r;
+                }
+                r = next;
+            }
+            s->stats.queued = s->queue.count;
+            s->stats.running += n;
+            if (s->closing)
+                s->shutdown_finished += n;
+            return n;
+        }
+        if (s->closing)
+            return 0;
+        pthread_cond_wait(&s->work, &s->lock);
+    }
+}
+
+/* Translates w->batch[0..n) (all with the same search options): the ones
+ * whose deadline has passed are not translated. */
+static void run_batch(service_worker *w, int n)
+{
+    const nmt_request *first = w->batch[0];
+    nmt_translator *t = first->shrink ? w->shrunk : w->full;
+    const double now = nmt_request_now();
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        nmt_request *r = w->batch[i];
+        if (r->deadline > 0.0 && now > r->deadline) {
+            status_result(&w->results[i], NMT_STATUS_DEADLINE,
+                          "the deadline passed before the translation started");
+            continue;
+        }
+        w->lines[m++] = r->line;
+    }
+    nmt_result *out = w->results + n; /* [m]: the translated ones, then moved */
+    nmt_error err = {0};
+    const nmt_status status = m > 0 ? nmt_translator_run(t, w->lines, m, &first->search, out,
+                                                          &err)
+                                    : NMT_STATUS_OK;
+    const double end = nmt_request_now();
+    for (int i = 0, k = 0; i < n; i++) {
+        nmt_request *r = w->batch[i];
+        if (r->deadline > 0.0 && now > r->deadline)
+            continue;
+        nmt_result *res = &out[k++];
+        if (status != NMT_STATUS_OK && res->status == NMT_STATUS_OK)
+            status_result(res, status, err.message); /* defensive: run marks every line */
+        if (r->deadline > 0.0 && end > r->deadline) {
+            nmt_result_clear(res);
+            status_result(res, NMT_STATUS_DEADLINE, "the translation ended after the deadline");
+        }
+        w->results[i] = *res;
+        memset(res, 0, sizeof *res);
+    }
+    pthread_mutex_lock(&w->service->lock);
+    nmt_service *s = w->service;
+    s->stats.batches++;
+    s->stats.batch_sentences += m;
+    s->stats.running -= n;
+    for (int i = 0; i < n; i++) {
+        nmt_request *r = w->batch[i];
+        pthread_mutex_lock(&r->lock);
+        const int cancel = r->cancel;
+        pthread_mutex_unlock(&r->lock);
+        if (cancel) {
+            nmt_result_clear(&w->results[i]);
+            status_result(&w->results[i], NMT_STATUS_CANCELLED, "cancelled while translated");
+        }
+        complete_locked(s, r, &w->results[i]);
+    }
+    pthread_mutex_unlock(&s->lock);
+    for (int i = 0; i < n; i++)
+        after_complete(w->batch[i]);
+}
+
+static void *worker_main(void *arg)
+{
+    service_worker *w = (service_worker *)arg;
+    nmt_service *s = w->service;
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        const int n = take_batch_locked(w);
+        pthread_mutex_unlock(&s->lock);
+        if (n == 0)
+            return NULL;
+        run_batch(w, n);
+    }
+}
+
+/* ---- create, submit, shutdown ---------------------------------------------- */
+
+static nmt_status create_worker(nmt_service *s, service_worker *w, const nmt_model *model,
+                                nmt_device device, int device_index, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const int cap = s->options.translator.batch_size;
+    nmt_options o = s->options.translator;
+    o.device = device;
+    o.device_index = device_index;
+    w->service = s;
+    if (o.shrink.mode != NMT_SHRINK_NONE)
+        NMT_TRY(nmt_translator_create(model, &o, &w->shrunk, err));
+    o.shrink.mode = NMT_SHRINK_NONE;
+    NMT_TRY(nmt_translator_create(model, &o, &w->full, err));
+    NMT_ALLOC(w->batch, cap);
+    NMT_ALLOC(w->lines, cap);
+    NMT_ALLOC(w->results, 2 * (size_t)cap);
+cleanup:
+    return status;
+}
+
+static void free_worker(service_worker *w)
+{
+    nmt_translator_free(w->full);
+    nmt_translator_free(w->shrunk);
+    free(w->batch);
+    free(w->lines);
+    free(w->results);
+}
+
+nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options *options,
+                              nmt_service **service, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_service *s = NULL;
+    if (!model || !options || !service)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "service_create: NULL argument");
+    *service = NULL;
+    const nmt_options *o = &options->translator;
+    const int cuda = o->device == NMT_DEVICE_CUDA ||
+                     (o->device == NMT_DEVICE_AUTO && nmt_cuda_available());
+    if (options->queue_capacity < 1 || options->max_delay_us < 0 ||
+        options->max_delay_us > 10000000 || options->n_devices < 0 ||
+        (options->n_devices > 0 && !options->devices) ||
+        (!cuda && (options->cpu_workers < 1 || options->cpu_workers > 256)))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "service_create: queue_capacity %d (>= 1), max_delay_us %d "
+                             "(0..10^7), %d devices, cpu_workers %d (1..256)",
+                             options->queue_capacity, options->max_delay_us,
+                             options->n_devices, options->cpu_workers);
+    NMT_ALLOC(s, 1);
+    s->options = *options;
+    s->options.devices = NULL;
+    pthread_mutex_init(&s->lock, NULL);
+    nmt_request_cond_init(&s->work);
+    const int n = cuda ? (options->n_devices > 0 ? options->n_devices : 1) : options->cpu_workers;
+    NMT_ALLOC(s->workers, n);
+    for (int i = 0; i < n; i++) {
+        const int index = cuda && options->n_devices > 0 ? options->devices[i] : o->device_index;
+        s->n_workers = i + 1;
+        NMT_TRY(create_worker(s, &s->workers[i], model, cuda ? NMT_DEVICE_CUDA : NMT_DEVICE_CPU,
+                              index, err));
+    }
+    s->defaults = nmt_translator_search(s->workers[0].full);
+    s->default_shrink = o->shrink.mode != NMT_SHRINK_NONE;
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0) {
+            status = nmt_error_set(err, NMT_STATUS_ERROR_MEMORY,
+                                   "service_create: cannot start worker thread %d", i);
+            goto cleanup;
+        }
+        s->workers[i].started = 1;
+    }
+    *service = s;
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_service_free(s);
+    return status;
+}
+
+/* The request's search options from the caller's (NULL: the service's). */
+static nmt_status resolve_options(const nmt_service *s, const nmt_request_options *o,
+                                  nmt_request *r, nmt_error *err)
+{
+    nmt_request_options d;
+    nmt_request_options_init(&d);
+    if (!o)
+        o = &d;
+    r->search = s->defaults;
+    r->shrink = s->default_shrink;
+    if (o->beam_size != 0)
+        r->search.beam_size = o->beam_size;
+    if (o->n_best != 0)
+        r->search.n_best = o->n_best;
+    else if (r->search.n_best > r->search.beam_size)
+        r->search.n_best = r->search.beam_size;
+    if (o->alpha >= 0.0f || isnan(o->alpha))
+        r->search.alpha = o->alpha;
+    if (o->max_len_a >= 0.0f || isnan(o->max_len_a))
+        r->search.max_len_a = o->max_len_a;
+    if (o->max_len_b >= 0)
+        r->search.max_len_b = o->max_len_b;
+    if (o->shrink < -1 || o->shrink > 1 || (o->shrink == 1 && !s->default_shrink))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "shrink %d: must be -1, 0 or 1 (1 only on a service with shrinking)",
+                             o->shrink);
+    if (o->shrink >= 0)
+        r->shrink = o->shrink;
+    if (!(o->deadline_ms >= 0.0) || o->deadline_ms > 1e9)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "deadline_ms %g: must be in 0..1e9", o->deadline_ms);
+    r->deadline = o->deadline_ms > 0.0 ? r->submitted + 1e-3 * o->deadline_ms : 0.0;
+    return nmt_translator_check_search(s->workers[0].full, &r->search, err);
+}
+
+nmt_status nmt_service_submit(nmt_service *s, const char *line, const nmt_request_options *o,
+                              nmt_request_callback callback, void *user,
+                              nmt_request **request, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_request *r = NULL;
+    if (request)
+        *request = NULL;
+    if (!s || !line)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "service_submit: NULL argument");
+    NMT_TRY(nmt_request_create(line, callback, user, request ? 2 : 1, &r, err));
+    r->service = s;
+    NMT_TRY(resolve_options(s, o, r, err));
+    pthread_mutex_lock(&s->lock);
+    if (s->closing || s->queue.count >= s->options.queue_capacity) {
+        const int closed = s->closing;
+        if (!closed)
+            s->stats.rejected++;
+        pthread_mutex_unlock(&s->lock);
+        status = closed ? nmt_error_set(err, NMT_STATUS_CLOSED, "the service is shut down")
+                        : nmt_error_set(err, NMT_STATUS_BUSY,
+                                        "the service's queue is full (%d requests)",
+                                        s->options.queue_capacity);
+        goto cleanup;
+    }
+    nmt_request_queue_push(&s->queue, r);
+    s->stats.submitted++;
+    s->stats.queued = s->queue.count;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->lock);
+    if (request)
+        *request = r;
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_request_destroy(r);
+    return status;
+}
+
+int nmt_request_wait(nmt_request *r, double timeout_ms)
+{
+    const struct timespec until = nmt_request_timespec(nmt_request_now() + 1e-3 * timeout_ms);
+    pthread_mutex_lock(&r->lock);
+    while (r->state != NMT_REQUEST_DONE) {
+        if (timeout_ms < 0.0)
+            pthread_cond_wait(&r->done, &r->lock);
+        else if (pthread_cond_timedwait(&r->done, &r->lock, &until) != 0)
+            break;
+    }
+    const int done = r->state == NMT_REQUEST_DONE;
+    pthread_mutex_unlock(&r->lock);
+    return done;
+}
+
+int nmt_request_done(const nmt_request *r)
+{
+    nmt_request *m = (nmt_request *)r; /* the lock is not part of the value */
+    pthread_mutex_lock(&m->lock);
+    const int done = r->state == NMT_REQUEST_DONE;
+    pthread_mutex_unlock(&m->lock);
+    return done;
+}
+
+const nmt_result *nmt_request_result(const nmt_request *r)
+{
+    return nmt_request_done(r) ? &r->result : NULL;
+}
+
+/* Under the service's lock: a queued request leaves the queue and completes
+ * as cancelled (returns 1: the caller runs after_complete), a running one is
+ * marked (0). */
+static int cancel_locked(nmt_service *s, nmt_request *r, const char *why)
+{
+    pthread_mutex_lock(&r->lock);
+    const nmt_request_state state = r->state;
+    if (state == NMT_REQUEST_RUNNING)
+        r->cancel = 1;
+    pthread_mutex_unlock(&r->lock);
+    if (state != NMT_REQUEST_QUEUED)
+        return 0;
+    nmt_result result;
+    nmt_request_queue_remove(&s->queue, r);
+    s->stats.queued = s->queue.count;
+    status_result(&result, NMT_STATUS_CANCELLED, why);
+    complete_locked(s, r, &result);
+    return 1;
+}
+
+void nmt_request_cancel(nmt_request *r)
+{
+    if (!r || nmt_request_done(r))
+        return; /* a complete request may have outlived its service */
+    nmt_service *s = r->service;
+    pthread_mutex_lock(&s->lock);
+    const int completed = cancel_locked(s, r, "cancelled by the caller");
+    pthread_mutex_unlock(&s->lock);
+    if (completed)
+        after_complete(r);
+}
+
+void nmt_request_free(nmt_request *r)
+{
+    if (!r)
+        return;
+    nmt_request_cancel(r);
+    pthread_mutex_lock(&r->lock);
+    const int last = --r->refs == 0;
+    pthread_mutex_unlock(&r->lock);
+    if (last)
+        nmt_request_destroy(r);
+}
+
+void nmt_service_stats_get(nmt_service *s, nmt_service_stats *stats)
+{
+    pthread_mutex_lock(&s->lock);
+    *stats = s->stats;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void nmt_service_shutdown(nmt_service *s, int drain, int64_t *finished, int64_t *cancelled)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    const int first = !s->closing;
+    if (first) {
+        s->closing = 1;
+        s->drain = drain;
+        s->shutdown_finished = s->shutdown_cancelled = 0;
+    }
+    /* Without draining, what is queued is cancelled here, one at a time
+     * (the callbacks run outside the lock). */
+    while (first && !drain && s->queue.head) {
+        nmt_request *r = s->queue.head;
+        cancel_locked(s, r, "cancelled by the service's shutdown");
+        s->shutdown_cancelled++;
+        pthread_mutex_unlock(&s->lock);
+        after_complete(r);
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_cond_broadcast(&s->work);
+    pthread_mutex_unlock(&s->lock);
+    for (int i = 0; i < s->n_workers; i++)
+        if (s->workers[i].started) {
+            pthread_join(s->workers[i].thread, NULL);
+            s->workers[i].started = 0;
+        }
+    if (finished)
+        *finished = s->shutdown_finished;
+    if (cancelled)
+        *cancelled = s->shutdown_cancelled;
+}
+
+void nmt_service_free(nmt_service *s)
+{
+    if (!s)
+        return;
+    nmt_service_shutdown(s, 0, NULL, NULL);
+    for (int i = 0; i < s->n_workers; i++)
+        free_worker(&s->workers[i]);
+    free(s->workers);
+    pthread_cond_destroy(&s->work);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}

@@ -1,0 +1,112 @@
+/* service_request.c: requests, their queue and the service's clock
+ * (engine/service_request.h). */
+#define _POSIX_C_SOURCE 200809L /* pthread, clock_gettime */
+
+#include "service_request.h"
+
+#include "error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+nmt_status nmt_request_create(const char *line, nmt_request_callback callback, void *user,
+                              int refs, nmt_request **request, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_request *r = NULL;
+    const size_t len = strlen(line);
+    NMT_ALLOC(r, 1);
+    NMT_ALLOC(r->line, len + 1);
+    memcpy(r->line, line, len + 1);
+    pthread_mutex_init(&r->lock, NULL);
+    nmt_request_cond_init(&r->done);
+    r->refs = refs;
+    r->callback = callback;
+    r->user = user;
+    r->submitted = nmt_request_now();
+    *request = r;
+    return NMT_STATUS_OK;
+cleanup:
+    free(r);
+    return status;
+}
+
+void nmt_request_destroy(nmt_request *r)
+{
+    if (!r)
+        return;
+    nmt_result_clear(&r->result);
+    pthread_cond_destroy(&r->done);
+    pthread_mutex_destroy(&r->lock);
+    free(r->line);
+    free(r);
+}
+
+void nmt_request_queue_push(nmt_request_queue *q, nmt_request *r)
+{
+    r->next = NULL;
+    r->prev = q->tail;
+    if (q->tail)
+        q->tail->next = r;
+    else
+        q->head = r;
+    q->tail = r;
+    q->count++;
+}
+
+void nmt_request_queue_remove(nmt_request_queue *q, nmt_request *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        q->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        q->tail = r->prev;
+    r->prev = r->next = NULL;
+    q->count--;
+}
+
+int nmt_request_same_search(const nmt_request *a, const nmt_request *b)
+{
+    const nmt_search_overrides *x = &a->search, *y = &b->search;
+    return a->shrink == b->shrink && x->beam_size == y->beam_size && x->n_best == y->n_best &&
+           x->alpha == y->alpha && x->max_len_a == y->max_len_a && x->max_len_b == y->max_len_b;
+}
+
+double nmt_request_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+struct timespec nmt_request_timespec(double seconds)
+{
+    struct timespec ts;
+    if (seconds > 4e9)
+        seconds = 4e9;
+    ts.tv_sec = (time_t)seconds;
+    ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+void nmt_request_cond_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+void nmt_request_set_message(nmt_result *result, const char *message)
+{
+    snprintf(result->message, sizeof result->message, "%s", message ? message : "");
+}

@@ -1,0 +1,67 @@
+/* service_request.h: private to engine/: a service request (the public
+ * nmt_request), the service's FIFO of them, and the clock the service keeps
+ * deadlines and batching delays by (engine/service_request.c).
+ *
+ * A request is shared by the service (until it is complete and its callback
+ * returned) and by its handle (until nmt_request_free): refs counts them and
+ * the last one destroys it. Its own mutex guards state, refs, cancel and
+ * result; the service's mutex guards the queue links. Lock order: the
+ * service's, then a request's. */
+#ifndef NMT_SERVICE_REQUEST_H
+#define NMT_SERVICE_REQUEST_H
+
+#include "nmt.h"
+#include "translator.h"
+
+#include <pthread.h>
+#include <time.h>
+
+typedef enum nmt_request_state {
+    NMT_REQUEST_QUEUED = 0,
+    NMT_REQUEST_RUNNING = 1,
+    NMT_REQUEST_DONE = 2
+} nmt_request_state;
+
+struct nmt_request {
+    nmt_service *service;         /* valid while the request is not complete */
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    nmt_request_state state;
+    int refs;
+    int cancel;                   /* asked while running */
+    nmt_result result;            /* once DONE */
+    char *line;                   /* owned copy */
+    nmt_search_overrides search;  /* resolved: what the translation uses */
+    int shrink;                   /* 1: the service's shrinking */
+    double submitted, deadline;   /* nmt_request_now() seconds; deadline 0: none */
+    nmt_request_callback callback;
+    void *user;
+    nmt_request *prev, *next;     /* the queue's links (service mutex) */
+};
+
+typedef struct nmt_request_queue {
+    nmt_request *head, *tail;
+    int count;
+} nmt_request_queue;
+
+nmt_status nmt_request_create(const char *line, nmt_request_callback callback, void *user,
+                              int refs, nmt_request **request, nmt_error *err);
+void nmt_request_destroy(nmt_request *request);
+
+void nmt_request_queue_push(nmt_request_queue *queue, nmt_request *request);
+void nmt_request_queue_remove(nmt_request_queue *queue, nmt_request *request);
+
+/* Requests that may share a batch: the same search options and shrinking. */
+int nmt_request_same_search(const nmt_request *a, const nmt_request *b);
+
+/* Monotonic seconds, and the CLOCK_MONOTONIC time point of one (for
+ * condition variables created with that clock). */
+double nmt_request_now(void);
+struct timespec nmt_request_timespec(double seconds);
+/* A condition variable on CLOCK_MONOTONIC. */
+void nmt_request_cond_init(pthread_cond_t *cond);
+
+/* result's message (truncated to fit). */
+void nmt_request_set_message(nmt_result *result, const char *message);
+
+#endif /* NMT_SERVICE_REQUEST_H */
