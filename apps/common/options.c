@@ -1,7 +1,8 @@
-/* options.c: command line and INI parsing for translate. The same keys work
- * in both places (`--beam 5` or `beam = 5`, `--scores` or `scores = 1`);
- * values are parsed strictly, and a bad one is reported with its source
- * (option or file:line). The --help text is in help.c. */
+/* options.c: command line and INI parsing for the programs (translate, and
+ * nmt-server with its own keys on top). The same keys work in both places
+ * (`--beam 5` or `beam = 5`, `--scores` or `scores = 1`); values are parsed
+ * strictly, and a bad one is reported with its source (option or
+ * file:line). The --help texts are the programs'. */
 #include "options.h"
 
 #include <errno.h>
@@ -53,7 +54,7 @@ static const struct option long_options[] = {
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
 
-static int parse_int(const char *text, long lo, long hi, int *out)
+int app_parse_int(const char *text, long lo, long hi, int *out)
 {
     char *end;
     errno = 0;
@@ -75,7 +76,7 @@ static int parse_float(const char *text, double lo, double hi, float *out)
     return 1;
 }
 
-static int parse_bool(const char *text, int *out)
+int app_parse_bool(const char *text, int *out)
 {
     if (!strcasecmp(text, "1") || !strcasecmp(text, "true") || !strcasecmp(text, "yes") ||
         !strcasecmp(text, "on"))
@@ -113,7 +114,7 @@ static int parse_lsh(const char *text, nmt_shrink_options *out)
             return 0;
         memcpy(part, p, len);
         part[len] = 0;
-        if (!parse_int(part, 1, 1 << 24, &v[n++]))
+        if (!app_parse_int(part, 1, 1 << 24, &v[n++]))
             return 0;
         p += len;
         if (!*p)
@@ -166,42 +167,42 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return 1;
     }
     if (!strcmp(key, "beam"))
-        return parse_int(value, 1, 256, &o->beam_size);
+        return app_parse_int(value, 1, 256, &o->beam_size);
     if (!strcmp(key, "n_best"))
-        return parse_int(value, 1, 256, &o->n_best);
+        return app_parse_int(value, 1, 256, &o->n_best);
     if (!strcmp(key, "alpha"))
         return parse_float(value, 0.0, 10.0, &o->alpha);
     if (!strcmp(key, "max_len_a"))
         return parse_float(value, 0.0, 100.0, &o->max_len_a);
     if (!strcmp(key, "max_len_b"))
-        return parse_int(value, 0, 10000, &o->max_len_b);
+        return app_parse_int(value, 0, 10000, &o->max_len_b);
     if (!strcmp(key, "batch_size"))
-        return parse_int(value, 1, 4096, &o->batch_size);
+        return app_parse_int(value, 1, 4096, &o->batch_size);
     if (!strcmp(key, "device"))
         return parse_device(value, &o->device);
     if (!strcmp(key, "device_index"))
-        return parse_int(value, 0, 1024, &o->device_index);
+        return app_parse_int(value, 0, 1024, &o->device_index);
     if (!strcmp(key, "unk_replace"))
-        return parse_bool(value, &o->unk_replace);
+        return app_parse_bool(value, &o->unk_replace);
     if (!strcmp(key, "no_unk_replace")) {
-        if (!parse_bool(value, &flag))
+        if (!app_parse_bool(value, &flag))
             return 0;
         o->unk_replace = !flag;
         return 1;
     }
     if (!strcmp(key, "scores"))
-        return parse_bool(value, &a->scores);
+        return app_parse_bool(value, &a->scores);
     if (!strcmp(key, "max_line_bytes"))
-        return parse_int(value, 1, 1 << 30, &o->max_line_bytes);
+        return app_parse_int(value, 1, 1 << 30, &o->max_line_bytes);
     if (!strcmp(key, "max_src_tokens"))
-        return parse_int(value, 1, 4096, &o->max_src_tokens);
+        return app_parse_int(value, 1, 4096, &o->max_src_tokens);
     if (!strcmp(key, "lsh")) {
         source->lsh = 1;
         return parse_lsh(value, &o->shrink);
     }
     if (!strcmp(key, "top_words")) {
         source->top_words = 1;
-        if (!parse_int(value, 1, 1 << 24, &o->shrink.top))
+        if (!app_parse_int(value, 1, 1 << 24, &o->shrink.top))
             return 0;
         o->shrink.mode = NMT_SHRINK_TOP;
         return 1;
@@ -220,7 +221,7 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return 1;
     }
     if (!strcmp(key, "lsh_seed")) {
-        if (!parse_int(value, 0, 2147483647, &flag))
+        if (!app_parse_int(value, 0, 2147483647, &flag))
             return 0;
         o->shrink.seed = (unsigned)flag;
         return 1;
@@ -234,9 +235,9 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return 1;
     }
     if (!strcmp(key, "cuda_graphs"))
-        return parse_bool(value, &o->cuda_graphs);
+        return app_parse_bool(value, &o->cuda_graphs);
     if (!strcmp(key, "warmup"))
-        return parse_bool(value, &o->warmup);
+        return app_parse_bool(value, &o->warmup);
     if (!strcmp(key, "cuda_gemm")) {
         if (!strcmp(value, "fp32"))
             o->cuda_gemm = NMT_GEMM_FP32;
@@ -247,9 +248,9 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return 1;
     }
     if (!strcmp(key, "check_every"))
-        return parse_int(value, 1, 64, &o->check_every);
+        return app_parse_int(value, 1, 64, &o->check_every);
     if (!strcmp(key, "progress") || !strcmp(key, "no_progress")) {
-        if (!parse_bool(value, &flag))
+        if (!app_parse_bool(value, &flag))
             return 0;
         a->progress = !strcmp(key, "progress") ? flag : !flag;
         return 1;
@@ -261,6 +262,7 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
  * first failing line, so the handler keeps the reason and the caller adds it. */
 typedef struct ini_context {
     translate_args *args;
+    const app_extra_settings *extra;
     setting_source source;
     char reason[256];
 } ini_context;
@@ -268,14 +270,18 @@ typedef struct ini_context {
 static int on_ini_setting(void *user, const char *section, const char *name, const char *value)
 {
     ini_context *ctx = user;
+    const app_extra_settings *extra = ctx->extra;
     if (ctx->reason[0])
         return 0;
-    if (section[0] && strcmp(section, "translate")) {
-        snprintf(ctx->reason, sizeof ctx->reason, "unknown section [%s] (use [translate])",
-                 section);
+    const int own = extra && extra->section && !strcmp(section, extra->section);
+    if (section[0] && strcmp(section, "translate") && !own) {
+        snprintf(ctx->reason, sizeof ctx->reason, "unknown section [%s] (use [translate]%s%s%s)",
+                 section, extra ? " or [" : "", extra ? extra->section : "", extra ? "]" : "");
         return 0;
     }
-    int r = apply_setting(ctx->args, name, value, &ctx->source);
+    int r = own ? -1 : apply_setting(ctx->args, name, value, &ctx->source);
+    if (r < 0 && extra)
+        r = extra->apply(extra->ctx, name, value);
     if (r < 0)
         snprintf(ctx->reason, sizeof ctx->reason, "unknown key '%s'", name);
     else if (r == 0)
@@ -322,7 +328,8 @@ static const char *const shrink_conflict = "lsh and top_words (--lsh and --top-w
 /* Reads the INI file named by -c into args. A directory opens (and reads as
  * nothing) on Linux, so it is refused by name; a read error is not an empty
  * file. Returns EXIT_OK or EXIT_USAGE with the reason in message. */
-static int read_config(translate_args *args, char *message, size_t message_size)
+static int read_config(translate_args *args, const app_extra_settings *extra, char *message,
+                       size_t message_size)
 {
     const char *path = args->config_path;
     FILE *f = fopen(path, "r");
@@ -336,7 +343,7 @@ static int read_config(translate_args *args, char *message, size_t message_size)
         fclose(f);
         return EXIT_USAGE;
     }
-    ini_context ctx = {args, {0, 0}, {0}};
+    ini_context ctx = {args, extra, {0, 0}, {0}};
     int r = ini_parse_file(f, on_ini_setting, &ctx);
     const int read_error = ferror(f);
     const int read_errno = errno;
@@ -360,8 +367,39 @@ static int read_config(translate_args *args, char *message, size_t message_size)
 int translate_args_parse(int argc, char **argv, translate_args *args, char *message,
                          size_t message_size)
 {
+    return app_args_parse(argc, argv, args, NULL, message, message_size);
+}
+
+enum { kBaseOptions = sizeof long_options / sizeof long_options[0] - 1, kExtraCode = 1000,
+       kExtraMax = 32 };
+
+/* The long options of translate, then the program's own (codes kExtraCode + i). */
+static int merge_options(const app_extra_settings *extra, struct option *merged)
+{
+    int n = 0;
+    for (int i = 0; i < kBaseOptions; i++)
+        merged[n++] = long_options[i];
+    for (int i = 0; extra && extra->options[i].name; i++) {
+        if (i >= kExtraMax)
+            return 0;
+        merged[n] = extra->options[i];
+        merged[n].flag = NULL;
+        merged[n++].val = kExtraCode + i;
+    }
+    merged[n] = (struct option){NULL, 0, NULL, 0};
+    return 1;
+}
+
+int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_settings *extra,
+                   char *message, size_t message_size)
+{
     /* The leading ':' makes a missing value ':' (not '?', "unknown option"). */
     const char *short_options = ":m:c:b:n:hV";
+    struct option merged[kBaseOptions + kExtraMax + 1];
+    if (!merge_options(extra, merged)) {
+        snprintf(message, message_size, "too many program options");
+        return EXIT_USAGE;
+    }
     memset(args, 0, sizeof *args);
     nmt_options_init(&args->engine);
     args->progress = -1;
@@ -371,7 +409,7 @@ int translate_args_parse(int argc, char **argv, translate_args *args, char *mess
     opterr = 0;
     optind = 0;
     int code;
-    while ((code = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+    while ((code = getopt_long(argc, argv, short_options, merged, NULL)) != -1) {
         if (code == 'c') {
             if (strlen(optarg) >= sizeof args->config_path) {
                 snprintf(message, message_size, "--config: path too long");
@@ -380,14 +418,27 @@ int translate_args_parse(int argc, char **argv, translate_args *args, char *mess
             strcpy(args->config_path, optarg);
         }
     }
-    if (args->config_path[0] && read_config(args, message, message_size) != EXIT_OK)
+    if (args->config_path[0] && read_config(args, extra, message, message_size) != EXIT_OK)
         return EXIT_USAGE;
 
     /* Pass 2: the command line. */
     setting_source command_line = {0, 0};
     opterr = 0;
     optind = 0;
-    while ((code = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+    while ((code = getopt_long(argc, argv, short_options, merged, NULL)) != -1) {
+        if (code >= kExtraCode) {
+            /* The program's own: the key is the option's name with '_' for '-'. */
+            char key[64];
+            snprintf(key, sizeof key, "%s", merged[kBaseOptions + code - kExtraCode].name);
+            for (char *p = key; *p; p++)
+                *p = *p == '-' ? '_' : *p;
+            if (extra->apply(extra->ctx, key, optarg ? optarg : "1") != 1) {
+                snprintf(message, message_size, "bad value for --%s: '%s'",
+                         merged[kBaseOptions + code - kExtraCode].name, optarg ? optarg : "");
+                return EXIT_USAGE;
+            }
+            continue;
+        }
         const char *key = option_key(code);
         if (key) {
             /* A flag (no value) is its key set to 1. */

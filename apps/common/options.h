@@ -1,10 +1,12 @@
-/* options.h: the translate program's settings, from an INI file (inih) and
- * the command line; the command line wins. */
-#ifndef NMT_TRANSLATE_OPTIONS_H
-#define NMT_TRANSLATE_OPTIONS_H
+/* options.h: the programs' settings, from an INI file (inih) and the
+ * command line; the command line wins. translate's keys are every
+ * program's; nmt-server adds its own (app_extra_settings). */
+#ifndef NMT_APP_OPTIONS_H
+#define NMT_APP_OPTIONS_H
 
 #include "nmt.h"
 
+#include <getopt.h>
 #include <stdio.h>
 
 enum {
@@ -34,6 +36,27 @@ typedef struct translate_args {
 int translate_args_parse(int argc, char **argv, translate_args *args, char *message,
                          size_t message_size);
 
+/* A program's own settings besides translate's: its long options
+ * (NULL-terminated, has_arg as getopt's; the key is the name with '_' for
+ * '-'), its INI section, and the function that applies one by key: 1 done,
+ * 0 bad value, -1 unknown key. In the INI file its keys go in its section
+ * (or in [translate] beside the common ones). */
+typedef struct app_extra_settings {
+    const struct option *options;
+    const char *section;
+    int (*apply)(void *ctx, const char *key, const char *value);
+    void *ctx;
+} app_extra_settings;
+
+/* translate_args_parse with a program's own settings (extra may be NULL). */
+int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_settings *extra,
+                   char *message, size_t message_size);
+
+/* Strict parsers for extra settings: 1 when text is a whole number in
+ * [lo, hi] / a boolean (1/0, true/false, yes/no, on/off). */
+int app_parse_int(const char *text, long lo, long hi, int *out);
+int app_parse_bool(const char *text, int *out);
+
 /* Prints --help on stdout; returns what printf returned (negative: a write error). */
 int translate_print_help(const char *program);
 
@@ -56,4 +79,4 @@ void translate_discard_stats(const translate_args *args, stats_output *out);
 int translate_write_stats(const translate_args *args, const nmt_translator *translator,
                           long lines, stats_output *out, char *message, size_t message_size);
 
-#endif
+#endif /* NMT_APP_OPTIONS_H */

@@ -1,0 +1,125 @@
+/* main.c: nmt-server (docs/server.md): loads the model, creates the service
+ * and listens; prints "nmt-server: listening on http://HOST:PORT" on stdout
+ * once it accepts requests. SIGTERM or SIGINT (or --max-requests answered)
+ * starts a graceful stop: new requests get 503, those in flight are
+ * answered (bounded by --timeout), then the service drains and the program
+ * exits 0. Exit codes as translate's: 2 usage, 3 model, 4 service or
+ * listening failed. */
+#include "server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void wait_idle(server *s)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += s->settings.timeout_s;
+    pthread_mutex_lock(&s->lock);
+    s->draining = 1;
+    while (s->in_flight > 0)
+        if (pthread_cond_timedwait(&s->idle, &s->lock, &until) != 0)
+            break;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Until a stop signal or max_requests answered. */
+static int wait_for_stop(server *s, const sigset_t *signals)
+{
+    for (;;) {
+        const struct timespec tick = {0, 100 * 1000 * 1000};
+        const int sig = sigtimedwait(signals, NULL, &tick);
+        if (sig > 0)
+            return sig;
+        pthread_mutex_lock(&s->lock);
+        const int done = s->settings.max_requests > 0 && s->requests >= s->settings.max_requests;
+        pthread_mutex_unlock(&s->lock);
+        if (done)
+            return 0;
+    }
+}
+
+static nmt_service_options service_options(const server_args *a)
+{
+    nmt_service_options o;
+    nmt_service_options_init(&o);
+    o.translator = a->common.engine;
+    o.cpu_workers = a->server.cpu_workers;
+    o.queue_capacity = a->server.queue_capacity;
+    o.max_delay_us = a->server.max_delay_us;
+    o.n_devices = a->server.n_devices;
+    o.devices = a->server.devices;
+    return o;
+}
+
+int main(int argc, char **argv)
+{
+    static server_args args;
+    char message[1024];
+    const char *program = argc > 0 ? argv[0] : "nmt-server";
+    if (server_args_parse(argc, argv, &args, message, sizeof message) != EXIT_OK) {
+        fprintf(stderr, "nmt-server: %s\n", message);
+        return EXIT_USAGE;
+    }
+    if (args.common.show_help)
+        return server_print_help(program) < 0 || fflush(stdout) != 0 ? EXIT_IO : EXIT_OK;
+    if (args.common.show_version)
+        return printf("nmt-server (nmt %s)\n", "0.1") < 0 || fflush(stdout) != 0 ? EXIT_IO
+                                                                                 : EXIT_OK;
+    /* The stop signals are taken by sigtimedwait only: blocked before any
+     * thread starts, so every thread inherits the mask. A client that hangs
+     * up must not kill the process. */
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    nmt_model *model = NULL;
+    nmt_error err = {0};
+    if (nmt_model_load(args.common.model_path, &model, &err) != NMT_STATUS_OK) {
+        fprintf(stderr, "nmt-server: %s\n", err.message);
+        return EXIT_MODEL;
+    }
+    static server s;
+    s.settings = args.server;
+    server_metrics_init(&s.metrics);
+    pthread_mutex_init(&s.lock, NULL);
+    pthread_cond_init(&s.idle, NULL);
+    const nmt_service_options so = service_options(&args);
+    if (nmt_service_create(model, &so, &s.service, &err) != NMT_STATUS_OK) {
+        fprintf(stderr, "nmt-server: %s\n", err.message);
+        nmt_model_free(model);
+        return EXIT_FAILED;
+    }
+    int port = 0;
+    if (server_http_start(&s, &port, message, sizeof message) != 0) {
+        fprintf(stderr, "nmt-server: %s\n", message);
+        nmt_service_free(s.service);
+        nmt_model_free(model);
+        return EXIT_FAILED;
+    }
+    if (printf("nmt-server: listening on http://%s:%d\n", s.settings.host, port) < 0 ||
+        fflush(stdout) != 0)
+        fprintf(stderr, "nmt-server: cannot write to stdout: %s\n", strerror(errno));
+
+    const int sig = wait_for_stop(&s, &signals);
+    fprintf(stderr, "nmt-server: %s; answering what is in flight\n",
+            sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "max-requests answered");
+    wait_idle(&s);
+    server_http_stop(&s);
+    int64_t finished = 0, cancelled = 0;
+    nmt_service_shutdown(s.service, 1, &finished, &cancelled);
+    nmt_service_stats st;
+    nmt_service_stats_get(s.service, &st);
+    fprintf(stderr, "nmt-server: stopped after %lld requests (%lld sentences in %lld batches)\n",
+            (long long)s.requests, (long long)st.completed, (long long)st.batches);
+    nmt_service_free(s.service);
+    nmt_model_free(model);
+    return EXIT_OK;
+}

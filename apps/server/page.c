@@ -1,0 +1,31 @@
+/* page.c: the page at GET /: type a sentence, see its translation (it calls
+ * POST /translator/translate like any client). */
+#include "server.h"
+
+const char server_page_html[] =
+    "<!DOCTYPE html>\n"
+    "<html lang=\"en\"><head><meta charset=\"utf-8\"><title>nmt-server</title>\n"
+    "<style>body{font-family:sans-serif;max-width:40em;margin:2em auto}"
+    "textarea{width:100%;height:5em}#out{white-space:pre-wrap;margin-top:1em}"
+    "#err{color:#a00}</style></head>\n"
+    "<body><h1>nmt-server</h1>\n"
+    "<p>One sentence a line.</p>\n"
+    "<textarea id=\"src\" autofocus></textarea><br>\n"
+    "<button id=\"go\">Translate</button>\n"
+    "<div id=\"out\"></div><div id=\"err\"></div>\n"
+    "<script>\n"
+    "document.getElementById('go').onclick = async function () {\n"
+    "  const lines = document.getElementById('src').value.split('\\n').filter(l => l.trim());\n"
+    "  const out = document.getElementById('out'), err = document.getElementById('err');\n"
+    "  out.textContent = ''; err.textContent = '';\n"
+    "  if (!lines.length) return;\n"
+    "  try {\n"
+    "    const r = await fetch('/translator/translate', {method: 'POST',\n"
+    "      headers: {'Content-Type': 'application/json'},\n"
+    "      body: JSON.stringify(lines.map((src, id) => ({src, id})))});\n"
+    "    const j = await r.json();\n"
+    "    if (!r.ok) { err.textContent = j.error || r.statusText; return; }\n"
+    "    out.textContent = j[0].map(h => h.tgt).join('\\n');\n"
+    "  } catch (e) { err.textContent = String(e); }\n"
+    "};\n"
+    "</script></body></html>\n";

@@ -1,0 +1,121 @@
+/* server_options.c: nmt-server's settings: translate's (apps/common/options.c)
+ * plus the server's own keys, on the command line (--port 8080) or in the
+ * INI file's [server] section (port = 8080). */
+#include "server.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct option server_options[] = {
+    {"host", required_argument, NULL, 0},
+    {"port", required_argument, NULL, 0},
+    {"max-body-bytes", required_argument, NULL, 0},
+    {"max-sentences", required_argument, NULL, 0},
+    {"max-connections", required_argument, NULL, 0},
+    {"timeout", required_argument, NULL, 0},
+    {"max-requests", required_argument, NULL, 0},
+    {"workers", required_argument, NULL, 0},
+    {"queue-capacity", required_argument, NULL, 0},
+    {"max-delay-us", required_argument, NULL, 0},
+    {"devices", required_argument, NULL, 0},
+    {NULL, 0, NULL, 0}};
+
+/* "0,1,3": device ordinals. */
+static int parse_devices(const char *text, server_settings *s)
+{
+    char part[16];
+    s->n_devices = 0;
+    for (const char *p = text;;) {
+        const size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof part || s->n_devices == 16)
+            return 0;
+        memcpy(part, p, len);
+        part[len] = '\0';
+        if (!app_parse_int(part, 0, 1024, &s->devices[s->n_devices++]))
+            return 0;
+        p += len;
+        if (!*p)
+            return 1;
+        p++;
+    }
+}
+
+static int apply_server_setting(void *ctx, const char *key, const char *value)
+{
+    server_settings *s = ctx;
+    if (!strcmp(key, "host")) {
+        if (strlen(value) >= sizeof s->host)
+            return 0;
+        strcpy(s->host, value);
+        return 1;
+    }
+    if (!strcmp(key, "port"))
+        return app_parse_int(value, 0, 65535, &s->port);
+    if (!strcmp(key, "max_body_bytes"))
+        return app_parse_int(value, 64, 1 << 30, &s->max_body_bytes);
+    if (!strcmp(key, "max_sentences"))
+        return app_parse_int(value, 1, 1 << 20, &s->max_sentences);
+    if (!strcmp(key, "max_connections"))
+        return app_parse_int(value, 1, 65536, &s->max_connections);
+    if (!strcmp(key, "timeout"))
+        return app_parse_int(value, 1, 3600, &s->timeout_s);
+    if (!strcmp(key, "max_requests"))
+        return app_parse_int(value, 0, 2147483647, &s->max_requests);
+    if (!strcmp(key, "workers"))
+        return app_parse_int(value, 1, 256, &s->cpu_workers);
+    if (!strcmp(key, "queue_capacity"))
+        return app_parse_int(value, 1, 1 << 24, &s->queue_capacity);
+    if (!strcmp(key, "max_delay_us"))
+        return app_parse_int(value, 0, 10000000, &s->max_delay_us);
+    if (!strcmp(key, "devices"))
+        return parse_devices(value, s);
+    return -1;
+}
+
+int server_args_parse(int argc, char **argv, server_args *args, char *message, size_t size)
+{
+    server_settings *s = &args->server;
+    memset(s, 0, sizeof *s);
+    strcpy(s->host, "127.0.0.1");
+    s->port = 5000; /* OpenNMT-py's default */
+    s->max_body_bytes = 1 << 20;
+    s->max_sentences = 256;
+    s->max_connections = 1024;
+    s->timeout_s = 30;
+    s->cpu_workers = 1;
+    s->queue_capacity = 4096;
+    s->max_delay_us = 500;
+    const app_extra_settings extra = {server_options, "server", apply_server_setting, s};
+    return app_args_parse(argc, argv, &args->common, &extra, message, size);
+}
+
+int server_print_help(const char *program)
+{
+    return printf(
+        "usage: %s -m MODEL [options]\n"
+        "\n"
+        "Serves translations over HTTP/1.1 (docs/server.md):\n"
+        "  POST /translator/translate  [{\"src\": \"...\", \"id\": 1}, ...]  (OpenNMT-py's REST "
+        "API)\n"
+        "  GET  /health, /translator/health, /metrics (Prometheus), / (a page to try it)\n"
+        "\n"
+        "Server options (also keys of the INI file's [server] section):\n"
+        "  --host ADDR           IPv4 address to listen on (127.0.0.1)\n"
+        "  --port N              port, 0 for any free one (5000); printed at start\n"
+        "  --workers N           CPU worker threads (1)\n"
+        "  --devices LIST        CUDA devices, one worker each (e.g. 0,1; default --device-index)\n"
+        "  --queue-capacity N    sentences waiting at most; more get 503 (4096)\n"
+        "  --max-delay-us N      how long a worker waits for a batch to fill (500)\n"
+        "  --max-body-bytes N    larger bodies get 413 (1048576)\n"
+        "  --max-sentences N     more items in one request get 413 (256)\n"
+        "  --max-connections N   open connections at most (1024)\n"
+        "  --timeout S           idle connections are closed after S seconds (30)\n"
+        "  --max-requests N      stop gracefully after N requests (0: never)\n"
+        "\n"
+        "Every translate option works here too (-c CONFIG, -b BEAM, --batch-size, --device,\n"
+        "--lsh, ...; see translate --help): they set the defaults of every request, and\n"
+        "--beam and --batch-size the largest a request and a batch may be. A request item may\n"
+        "set beam_size, n_best, alpha, max_len_a, max_len_b, shrink and deadline_ms.\n"
+        "SIGTERM or SIGINT: stop accepting, answer what is in flight, exit 0.\n",
+        program);
+}

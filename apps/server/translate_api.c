@@ -1,0 +1,227 @@
+/* translate_api.c: POST /translator/translate, OpenNMT-py's REST API over the
+ * service (server.h). The body is a JSON array of items {"src": text, "id":
+ * any}; the answer is [[{"src", "tgt", "n_best", "pred_score"}, ...]], each
+ * item's n_best hypotheses in item order, or {"error", "status": "error"}
+ * with a 4xx/5xx code. An item may also set beam_size, n_best, alpha,
+ * max_len_a, max_len_b, shrink (bool) and deadline_ms: each item is one
+ * service request. Everything is checked before anything is queued. */
+#include "server.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void server_error(server_response *out, unsigned code, const char *message)
+{
+    json_t *o = json_pack("{s:s, s:s}", "error", message, "status", "error");
+    out->code = code;
+    out->content_type = "application/json";
+    out->body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    out->length = out->body ? strlen(out->body) : 0;
+    json_decref(o);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* An optional integer / number / boolean field of item i; 0 with a message
+ * when present with the wrong type or out of range. */
+static int get_int(json_t *item, const char *key, int lo, int hi, int *out, char *msg,
+                   size_t size, size_t i)
+{
+    json_t *v = json_object_get(item, key);
+    if (!v)
+        return 1;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        snprintf(msg, size, "item %zu: \"%s\" must be an integer in %d..%d", i, key, lo, hi);
+        return 0;
+    }
+    *out = (int)json_integer_value(v);
+    return 1;
+}
+
+static int get_number(json_t *item, const char *key, double lo, double hi, double *out,
+                      char *msg, size_t size, size_t i)
+{
+    json_t *v = json_object_get(item, key);
+    if (!v)
+        return 1;
+    if (!json_is_number(v) || !(json_number_value(v) >= lo && json_number_value(v) <= hi)) {
+        snprintf(msg, size, "item %zu: \"%s\" must be a number in %g..%g", i, key, lo, hi);
+        return 0;
+    }
+    *out = json_number_value(v);
+    return 1;
+}
+
+/* Item i's request options; 0 with a message for a bad field. */
+static int item_options(json_t *item, size_t i, nmt_request_options *o, char *msg, size_t size)
+{
+    nmt_request_options_init(o);
+    double alpha = -1.0, len_a = -1.0, deadline = 0.0;
+    json_t *shrink = json_object_get(item, "shrink");
+    if (!get_int(item, "beam_size", 1, 256, &o->beam_size, msg, size, i) ||
+        !get_int(item, "n_best", 1, 256, &o->n_best, msg, size, i) ||
+        !get_int(item, "max_len_b", 0, 10000, &o->max_len_b, msg, size, i) ||
+        !get_number(item, "alpha", 0.0, 10.0, &alpha, msg, size, i) ||
+        !get_number(item, "max_len_a", 0.0, 100.0, &len_a, msg, size, i) ||
+        !get_number(item, "deadline_ms", 0.0, 1e9, &deadline, msg, size, i))
+        return 0;
+    if (shrink && !json_is_boolean(shrink)) {
+        snprintf(msg, size, "item %zu: \"shrink\" must be true or false", i);
+        return 0;
+    }
+    if (shrink)
+        o->shrink = json_is_true(shrink);
+    if (alpha >= 0.0)
+        o->alpha = (float)alpha;
+    if (len_a >= 0.0)
+        o->max_len_a = (float)len_a;
+    o->deadline_ms = deadline;
+    return 1;
+}
+
+/* The HTTP answer for a failed item's status. */
+static unsigned code_for(nmt_status status)
+{
+    switch (status) {
+    case NMT_STATUS_ERROR_INPUT:
+    case NMT_STATUS_ERROR_ARGUMENT: return 400;
+    case NMT_STATUS_BUSY:
+    case NMT_STATUS_CLOSED:
+    case NMT_STATUS_CANCELLED: return 503;
+    case NMT_STATUS_DEADLINE: return 504;
+    default: return 500;
+    }
+}
+
+/* Checks the body and queues every item; on success *requests holds n handles. */
+static int submit_all(server *s, json_t *root, nmt_request **requests, server_response *out)
+{
+    char msg[300];
+    const size_t n = json_array_size(root);
+    nmt_request_options *options = calloc(n, sizeof *options);
+    if (!options) {
+        server_error(out, 500, "out of memory");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = json_array_get(root, i);
+        json_t *src = json_object_get(item, "src");
+        if (!json_is_object(item) || !json_is_string(src)) {
+            snprintf(msg, sizeof msg, "item %zu: must be an object with a string \"src\"", i);
+            server_error(out, 400, msg);
+            free(options);
+            return 0;
+        }
+        if (!item_options(item, i, &options[i], msg, sizeof msg)) {
+            server_error(out, 400, msg);
+            free(options);
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        nmt_error err = {0};
+        json_t *src = json_object_get(json_array_get(root, i), "src");
+        const nmt_status st = nmt_service_submit(s->service, json_string_value(src), &options[i],
+                                                 NULL, NULL, &requests[i], &err);
+        if (st != NMT_STATUS_OK) {
+            for (size_t k = 0; k < i; k++)
+                nmt_request_free(requests[k]); /* cancels what is queued */
+            snprintf(msg, sizeof msg, "item %zu: %s", i, err.message);
+            server_error(out, code_for(st), msg);
+            out->retry_after = st == NMT_STATUS_BUSY ? 1 : 0;
+            free(options);
+            return 0;
+        }
+    }
+    free(options);
+    return 1;
+}
+
+/* Waits for every request and writes the OpenNMT-py answer (or the first
+ * failed item's error). */
+static void answer(json_t *root, nmt_request **requests, size_t n, server_response *out)
+{
+    json_t *list = json_array(), *wrapper = json_array();
+    char msg[400];
+    int failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        nmt_request_wait(requests[i], -1.0);
+        const nmt_result *r = nmt_request_result(requests[i]);
+        if (failed)
+            continue;
+        if (r->status != NMT_STATUS_OK) {
+            snprintf(msg, sizeof msg, "item %zu: %s", i, r->message);
+            server_error(out, code_for(r->status), msg);
+            failed = 1;
+            continue;
+        }
+        json_t *item = json_array_get(root, i);
+        for (int h = 0; h < r->n_hypotheses; h++) {
+            json_t *e = json_pack("{s:O, s:s, s:i, s:f}", "src", json_object_get(item, "src"),
+                                  "tgt", r->hypotheses[h].text, "n_best", r->n_hypotheses,
+                                  "pred_score", (double)r->hypotheses[h].score);
+            json_t *id = json_object_get(item, "id");
+            if (e && id)
+                json_object_set(e, "id", id);
+            if (!e || json_array_append_new(list, e) != 0) {
+                server_error(out, 500, "out of memory");
+                failed = 1;
+                break;
+            }
+        }
+    }
+    if (!failed) {
+        json_array_append(wrapper, list);
+        out->code = 200;
+        out->content_type = "application/json";
+        out->body = json_dumps(wrapper, JSON_COMPACT);
+        out->length = out->body ? strlen(out->body) : 0;
+        if (!out->body)
+            server_error(out, 500, "out of memory");
+    }
+    json_decref(list);
+    json_decref(wrapper);
+}
+
+void server_translate(server *s, const char *body, size_t length, server_response *out)
+{
+    json_error_t error;
+    char msg[300];
+    const double started = now_seconds();
+    json_t *root = json_loadb(body, length, JSON_REJECT_DUPLICATES, &error);
+    if (!root) {
+        snprintf(msg, sizeof msg, "malformed JSON at line %d column %d: %s", error.line,
+                 error.column, error.text);
+        server_error(out, 400, msg);
+        return;
+    }
+    const size_t n = json_is_array(root) ? json_array_size(root) : 0;
+    if (n == 0 || n > (size_t)s->settings.max_sentences) {
+        snprintf(msg, sizeof msg, "the body must be a JSON array of 1..%d items",
+                 s->settings.max_sentences);
+        server_error(out, n > 0 ? 413 : 400, msg);
+        json_decref(root);
+        return;
+    }
+    nmt_request **requests = calloc(n, sizeof *requests);
+    if (!requests) {
+        server_error(out, 500, "out of memory");
+    } else if (submit_all(s, root, requests, out)) {
+        answer(root, requests, n, out);
+        for (size_t i = 0; i < n; i++)
+            nmt_request_free(requests[i]);
+        if (out->code == 200)
+            server_metrics_translation(&s->metrics, (int)n, now_seconds() - started);
+    }
+    free(requests);
+    json_decref(root);
+}
