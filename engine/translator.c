@@ -240,8 +240,10 @@ void nmt_result_clear(nmt_result *result)
 {
     if (!result)
         return;
-    for (int i = 0; i < result->n_hypotheses; i++)
+    for (int i = 0; i < result->n_hypotheses; i++) {
         free(result->hypotheses[i].text);
+        free(result->hypotheses[i].alignment);
+    }
     free(result->hypotheses);
     memset(result, 0, sizeof *result);
 }
@@ -288,11 +290,14 @@ static nmt_status fill_result(const nmt_translator *t, const nmt_search_result *
     for (int32_t k = 0; k < found->n_hypotheses; k++) {
         const nmt_search_hypothesis *h = &found->hypotheses[k];
         nmt_hypothesis *out = &result->hypotheses[k];
+        result->n_hypotheses = k + 1; /* from here on, clear frees it */
         NMT_TRY(hypothesis_to_text(t, h, source, &out->text, err));
         out->score = h->score;
         out->log_prob = h->log_prob;
         out->n_tokens = h->length;
-        result->n_hypotheses = k + 1;
+        NMT_ALLOC(out->alignment, h->length > 0 ? h->length : 1);
+        for (int32_t i = 0; i < h->length; i++)
+            out->alignment[i] = h->attn_argmax ? h->attn_argmax[i] : -1;
     }
     if (found->n_hypotheses == 0)
         set_line_error(result, NMT_STATUS_ERROR_INTERNAL, "the search found no hypothesis");

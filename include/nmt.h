@@ -116,6 +116,8 @@ typedef struct nmt_hypothesis {
     float score;      /* log-probability / length^alpha (length counts EOS) */
     float log_prob;   /* sum of token log-probabilities, EOS included */
     int n_tokens;     /* target tokens, EOS excluded */
+    int *alignment;   /* [n_tokens]: for each target token, the source token (0-based, as
+                         tokenized) it attended most; owned by the result */
 } nmt_hypothesis;
 
 /* The outcome for one input line: either hypotheses or a per-line error.

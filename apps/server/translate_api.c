@@ -3,8 +3,11 @@
  * any}; the answer is [[{"src", "tgt", "n_best", "pred_score"}, ...]], each
  * item's n_best hypotheses in item order, or {"error", "status": "error"}
  * with a 4xx/5xx code. An item may also set beam_size, n_best, alpha,
- * max_len_a, max_len_b, shrink (bool) and deadline_ms: each item is one
- * service request. Everything is checked before anything is queued. */
+ * max_len_a, max_len_b, shrink (bool) and deadline_ms, and "align": true
+ * adds OpenNMT-py's "align" to each hypothesis (["s-t s-t ..."]: source
+ * token s is the one target token t attended most, 0-based, as tokenized).
+ * Each item is one service request. Everything is checked before anything
+ * is queued. */
 #include "server.h"
 
 #include <jansson.h>
@@ -78,6 +81,11 @@ static int item_options(json_t *item, size_t i, nmt_request_options *o, char *ms
         snprintf(msg, size, "item %zu: \"shrink\" must be true or false", i);
         return 0;
     }
+    json_t *align = json_object_get(item, "align");
+    if (align && !json_is_boolean(align)) {
+        snprintf(msg, size, "item %zu: \"align\" must be true or false", i);
+        return 0;
+    }
     if (shrink)
         o->shrink = json_is_true(shrink);
     if (alpha >= 0.0)
@@ -146,6 +154,24 @@ static int submit_all(server *s, json_t *root, nmt_request **requests, server_re
     return 1;
 }
 
+/* OpenNMT-py's alignment of a hypothesis: ["s-t s-t ..."]. */
+static json_t *alignment_json(const nmt_hypothesis *h)
+{
+    size_t size = 1, at = 0;
+    for (int t = 0; t < h->n_tokens; t++)
+        size += 24;
+    char *text = malloc(size);
+    if (!text)
+        return NULL;
+    text[0] = '\0';
+    for (int t = 0; t < h->n_tokens; t++)
+        at += (size_t)snprintf(text + at, size - at, "%s%d-%d", t ? " " : "",
+                               h->alignment ? h->alignment[t] : -1, t);
+    json_t *list = json_pack("[s]", text);
+    free(text);
+    return list;
+}
+
 /* Waits for every request and writes the OpenNMT-py answer (or the first
  * failed item's error). */
 static void answer(json_t *root, nmt_request **requests, size_t n, server_response *out)
@@ -172,6 +198,8 @@ static void answer(json_t *root, nmt_request **requests, size_t n, server_respon
             json_t *id = json_object_get(item, "id");
             if (e && id)
                 json_object_set(e, "id", id);
+            if (e && json_is_true(json_object_get(item, "align")))
+                json_object_set_new(e, "align", alignment_json(&r->hypotheses[h]));
             if (!e || json_array_append_new(list, e) != 0) {
                 server_error(out, 500, "out of memory");
                 failed = 1;

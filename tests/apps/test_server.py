@@ -92,6 +92,12 @@ def good_requests(port, lines, ref):
     check(not errors, f"concurrent answers differ from translate's: {errors[:3]}")
     code, body = post(port, [{"src": s} for s in lines[:8]])
     check(code == 200 and [h["tgt"] for h in body[0]] == ref[:8], "an 8-item request")
+    code, body = post(port, [{"src": lines[3], "align": True}])
+    align = body[0][0].get("align") if code == 200 else None
+    pairs = [p.split("-") for p in align[0].split()] if align and align[0] else []
+    check(code == 200 and body[0][0]["tgt"] == ref[3] and isinstance(align, list) and pairs and
+          all(int(t) == k and 0 <= int(s) < 64 for k, (s, t) in enumerate(pairs)),
+          f"align: {code} {body}")
     code, body = post(port, [{"src": lines[0], "n_best": 2}])
     check(code == 200 and len(body[0]) == 2 and all(h["n_best"] == 2 for h in body[0]) and
           body[0][0]["tgt"] == ref[0] and body[0][0]["pred_score"] >= body[0][1]["pred_score"],
@@ -110,6 +116,7 @@ def bad_requests(port, good_line, good_ref):
         ([{"src": "ein", "beam_size": 99}], 400, "beam above the server's"),
         ([{"src": "ein", "beam_size": "3"}], 400, "beam as a string"),
         ([{"src": "ein", "shrink": True}], 400, "shrinking on a server without it"),
+        ([{"src": "ein", "align": 1}], 400, "align as a number"),
         ([{"src": "hund " * 100}], 400, "a line over max_line_bytes"),
     ]
     for body, want, what in cases:
@@ -152,7 +159,7 @@ def endpoints(port, n_sent):
             values[key] = float(value)
     check(code == 200 and values.get("nmt_queue_depth") == 0, "/metrics: queue depth 0")
     check(values.get("nmt_translate_sentences_total", 0) >= n_sent, "/metrics: sentences")
-    check(values.get('nmt_http_responses_total{class="4xx"}', 0) >= 11, "/metrics: 4xx counted")
+    check(values.get('nmt_http_responses_total{class="4xx"}', 0) >= 12, "/metrics: 4xx counted")
     check(values.get('nmt_request_latency_seconds_bucket{le="+Inf"}') ==
           values.get("nmt_request_latency_seconds_count"), "/metrics: histogram count")
 

@@ -87,6 +87,9 @@ static int same_result(const nmt_result *a, const nmt_result *b)
         if (strcmp(x->text, y->text) != 0 || x->score != y->score || x->log_prob != y->log_prob ||
             x->n_tokens != y->n_tokens)
             return 0;
+        for (int t = 0; t < x->n_tokens; t++)
+            if (!x->alignment || !y->alignment || x->alignment[t] != y->alignment[t])
+                return 0;
     }
     return 1;
 }
@@ -162,6 +165,14 @@ static void test_determinism(void)
               err.message);
         nmt_translator_free(t);
     }
+    /* Each target token's alignment is a source token (at most one a byte). */
+    for (int i = 0; i < N_LINES; i++)
+        for (int h = 0; h < ref[1][i].n_hypotheses; h++)
+            for (int t = 0; t < ref[1][i].hypotheses[h].n_tokens; t++) {
+                const int a = ref[1][i].hypotheses[h].alignment[t];
+                CHECK(a >= 0 && a < (int)strlen(lines[i]), "line %d hyp %d token %d aligned to "
+                      "source token %d", i, h, t, a);
+            }
     CHECK(ref[0][0].status == NMT_STATUS_ERROR_INPUT && ref[0][1].status == NMT_STATUS_ERROR_INPUT,
           "the bad lines are refused by the translator (%d, %d)", ref[0][0].status,
           ref[0][1].status);
