@@ -1,0 +1,277 @@
+"""The C API of libnmt through ctypes: the structs of include/nmt.h (and
+core/nmt_status.h) field for field, the function prototypes, and finding and
+loading the shared library.
+
+The structs must match the C declarations exactly (order, types, array
+sizes): tests/python/test_nmt_binding.py compiles a C program against the
+built nmt.h and compares every sizeof and offsetof with these."""
+
+import ctypes
+import ctypes.util
+import os
+import threading
+
+# ---- enums (C enums are int-sized here: plain ints in the structs) ------------
+
+STATUS_OK = 0
+STATUS_ERROR_IO = -1
+STATUS_ERROR_FORMAT = -2
+STATUS_ERROR_INPUT = -3
+STATUS_ERROR_ARGUMENT = -4
+STATUS_ERROR_MEMORY = -5
+STATUS_ERROR_CUDA = -6
+STATUS_ERROR_UNSUPPORTED = -7
+STATUS_ERROR_INTERNAL = -8
+STATUS_BUSY = -9
+STATUS_CANCELLED = -10
+STATUS_DEADLINE = -11
+STATUS_CLOSED = -12
+
+DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA = 0, 1, 2
+SHRINK_NONE, SHRINK_LSH, SHRINK_TOP = 0, 1, 2
+LSH_SHARE_BATCH, LSH_SHARE_SENTENCE, LSH_SHARE_ROW = 0, 1, 2
+LSH_LISTS_HITS, LSH_LISTS_DIRECT, LSH_LISTS_AUTO = 0, 1, 2
+GEMM_FP32, GEMM_TF32X2 = 0, 1
+
+# The C names of the enum constants above, for the layout test.
+ENUM_CONSTANTS = {
+    "NMT_STATUS_OK": STATUS_OK, "NMT_STATUS_ERROR_IO": STATUS_ERROR_IO,
+    "NMT_STATUS_ERROR_FORMAT": STATUS_ERROR_FORMAT, "NMT_STATUS_ERROR_INPUT": STATUS_ERROR_INPUT,
+    "NMT_STATUS_ERROR_ARGUMENT": STATUS_ERROR_ARGUMENT,
+    "NMT_STATUS_ERROR_MEMORY": STATUS_ERROR_MEMORY, "NMT_STATUS_ERROR_CUDA": STATUS_ERROR_CUDA,
+    "NMT_STATUS_ERROR_UNSUPPORTED": STATUS_ERROR_UNSUPPORTED,
+    "NMT_STATUS_ERROR_INTERNAL": STATUS_ERROR_INTERNAL, "NMT_STATUS_BUSY": STATUS_BUSY,
+    "NMT_STATUS_CANCELLED": STATUS_CANCELLED, "NMT_STATUS_DEADLINE": STATUS_DEADLINE,
+    "NMT_STATUS_CLOSED": STATUS_CLOSED,
+    "NMT_DEVICE_AUTO": DEVICE_AUTO, "NMT_DEVICE_CPU": DEVICE_CPU, "NMT_DEVICE_CUDA": DEVICE_CUDA,
+    "NMT_SHRINK_NONE": SHRINK_NONE, "NMT_SHRINK_LSH": SHRINK_LSH, "NMT_SHRINK_TOP": SHRINK_TOP,
+    "NMT_LSH_SHARE_BATCH": LSH_SHARE_BATCH, "NMT_LSH_SHARE_SENTENCE": LSH_SHARE_SENTENCE,
+    "NMT_LSH_SHARE_ROW": LSH_SHARE_ROW,
+    "NMT_LSH_LISTS_HITS": LSH_LISTS_HITS, "NMT_LSH_LISTS_DIRECT": LSH_LISTS_DIRECT,
+    "NMT_LSH_LISTS_AUTO": LSH_LISTS_AUTO,
+    "NMT_GEMM_FP32": GEMM_FP32, "NMT_GEMM_TF32X2": GEMM_TF32X2,
+}
+
+_enum = ctypes.c_int
+
+# ---- structs --------------------------------------------------------------------
+
+
+class nmt_error(ctypes.Structure):
+    _fields_ = [("status", _enum), ("message", ctypes.c_char * 512)]
+
+
+class nmt_shrink_options(ctypes.Structure):
+    _fields_ = [
+        ("mode", _enum),
+        ("k", ctypes.c_int), ("u", ctypes.c_int), ("w", ctypes.c_int),
+        ("top", ctypes.c_int),
+        ("threshold", ctypes.c_int),
+        ("share", _enum),
+        ("seed", ctypes.c_uint),
+        ("lists", _enum),
+    ]
+
+
+class nmt_options(ctypes.Structure):
+    _fields_ = [
+        ("beam_size", ctypes.c_int),
+        ("n_best", ctypes.c_int),
+        ("alpha", ctypes.c_float),
+        ("max_len_a", ctypes.c_float),
+        ("max_len_b", ctypes.c_int),
+        ("batch_size", ctypes.c_int),
+        ("max_line_bytes", ctypes.c_int),
+        ("max_src_tokens", ctypes.c_int),
+        ("unk_replace", ctypes.c_int),
+        ("device", _enum),
+        ("device_index", ctypes.c_int),
+        ("shrink", nmt_shrink_options),
+        ("collect_stats", ctypes.c_int),
+        ("cuda_graphs", ctypes.c_int),
+        ("warmup", ctypes.c_int),
+        ("cuda_gemm", _enum),
+        ("check_every", ctypes.c_int),
+    ]
+
+
+class nmt_hypothesis(ctypes.Structure):
+    _fields_ = [
+        ("text", ctypes.c_char_p),  # owned by the result: read, never assigned
+        ("score", ctypes.c_float),
+        ("log_prob", ctypes.c_float),
+        ("n_tokens", ctypes.c_int),
+    ]
+
+
+class nmt_result(ctypes.Structure):
+    _fields_ = [
+        ("status", _enum),
+        ("message", ctypes.c_char * 256),
+        ("n_hypotheses", ctypes.c_int),
+        ("hypotheses", ctypes.POINTER(nmt_hypothesis)),
+    ]
+
+
+class nmt_stats(ctypes.Structure):
+    _fields_ = [
+        ("sentences", ctypes.c_int64),
+        ("steps", ctypes.c_int64),
+        ("decode_seconds", ctypes.c_double),
+        ("output_layer_ms", ctypes.c_double),
+        ("row_steps", ctypes.c_int64),
+        ("recall_hits", ctypes.c_int64),
+        ("candidate_words", ctypes.c_int64),
+        ("graph_runs", ctypes.c_int64),
+        ("eager_runs", ctypes.c_int64),
+    ]
+
+
+class nmt_service_options(ctypes.Structure):
+    _fields_ = [
+        ("translator", nmt_options),
+        ("n_devices", ctypes.c_int),
+        ("devices", ctypes.POINTER(ctypes.c_int)),
+        ("cpu_workers", ctypes.c_int),
+        ("queue_capacity", ctypes.c_int),
+        ("max_delay_us", ctypes.c_int),
+    ]
+
+
+class nmt_request_options(ctypes.Structure):
+    _fields_ = [
+        ("beam_size", ctypes.c_int),
+        ("n_best", ctypes.c_int),
+        ("alpha", ctypes.c_float),
+        ("max_len_a", ctypes.c_float),
+        ("max_len_b", ctypes.c_int),
+        ("shrink", ctypes.c_int),
+        ("deadline_ms", ctypes.c_double),
+    ]
+
+
+class nmt_service_stats(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int64) for name in (
+        "queued", "running", "submitted", "completed", "failed", "cancelled", "expired",
+        "rejected", "batches", "batch_sentences")]
+
+
+# Every struct above with its C name, for the layout test.
+STRUCTS = [nmt_error, nmt_shrink_options, nmt_options, nmt_hypothesis, nmt_result, nmt_stats,
+           nmt_service_options, nmt_request_options, nmt_service_stats]
+
+# void (*nmt_request_callback)(nmt_request *, const nmt_result *, void *user)
+REQUEST_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(nmt_result),
+                                    ctypes.c_void_p)
+
+# ---- prototypes -------------------------------------------------------------------
+
+_P = ctypes.POINTER
+_vp = ctypes.c_void_p
+_PROTOTYPES = {
+    # name: (restype, argtypes)
+    "nmt_status_string": (ctypes.c_char_p, [_enum]),
+    "nmt_options_init": (None, [_P(nmt_options)]),
+    "nmt_model_load": (_enum, [ctypes.c_char_p, _P(_vp), _P(nmt_error)]),
+    "nmt_model_free": (None, [_vp]),
+    "nmt_model_describe": (ctypes.c_char_p, [_vp]),
+    "nmt_cuda_available": (ctypes.c_int, []),
+    "nmt_translator_create": (_enum, [_vp, _P(nmt_options), _P(_vp), _P(nmt_error)]),
+    "nmt_translator_free": (None, [_vp]),
+    "nmt_translator_device": (_enum, [_vp]),
+    "nmt_translate_batch": (_enum, [_vp, _P(ctypes.c_char_p), ctypes.c_int, _P(nmt_result),
+                                    _P(nmt_error)]),
+    "nmt_result_clear": (None, [_P(nmt_result)]),
+    "nmt_translator_stats": (_enum, [_vp, _P(nmt_stats), _P(nmt_error)]),
+    "nmt_service_options_init": (None, [_P(nmt_service_options)]),
+    "nmt_request_options_init": (None, [_P(nmt_request_options)]),
+    "nmt_service_create": (_enum, [_vp, _P(nmt_service_options), _P(_vp), _P(nmt_error)]),
+    "nmt_service_submit": (_enum, [_vp, ctypes.c_char_p, _P(nmt_request_options),
+                                   REQUEST_CALLBACK, _vp, _P(_vp), _P(nmt_error)]),
+    "nmt_request_wait": (ctypes.c_int, [_vp, ctypes.c_double]),
+    "nmt_request_done": (ctypes.c_int, [_vp]),
+    "nmt_request_result": (_P(nmt_result), [_vp]),
+    "nmt_request_cancel": (None, [_vp]),
+    "nmt_request_free": (None, [_vp]),
+    "nmt_service_stats_get": (None, [_vp, _P(nmt_service_stats)]),
+    "nmt_service_shutdown": (None, [_vp, ctypes.c_int, _P(ctypes.c_int64),
+                                    _P(ctypes.c_int64)]),
+    "nmt_service_free": (None, [_vp]),
+}
+
+
+class LibraryNotFoundError(OSError):
+    """libnmt could not be found or loaded; the message lists what was tried."""
+
+
+# The repository's usual build folder, relative to python/nmt/, when the
+# package sits in a source checkout (an installed one finds the library the
+# other ways).
+_REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BUILD_PATHS = ([os.path.join(_REPO_ROOT, "build", "libnmt.so")]
+               if os.path.exists(os.path.join(_REPO_ROOT, "include", "nmt.h")) else [])
+
+_loaded = {}
+_loaded_lock = threading.Lock()
+
+
+def _open(path):
+    """dlopens path and declares every prototype (AttributeError for a
+    library without them: not libnmt, or an older one)."""
+    lib = ctypes.CDLL(path)  # CDLL: the GIL is released during every call
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+def locate(library=None, environ=None, find=None, build_paths=None):
+    """Returns (candidates, tried): the paths or names to dlopen in order,
+    and the notes on the sources that gave nothing, for the error message.
+
+    The order: `library` (explicit), $NMT_LIBRARY, ctypes.util.find_library
+    ("nmt"), then the repository's build folder. An explicit library or
+    $NMT_LIBRARY is the only candidate when given (no silent fallback)."""
+    environ = os.environ if environ is None else environ
+    find = ctypes.util.find_library if find is None else find
+    build_paths = BUILD_PATHS if build_paths is None else build_paths
+    if library:
+        return [os.fspath(library)], []
+    if environ.get("NMT_LIBRARY"):
+        return [environ["NMT_LIBRARY"]], ["library= (not given)"]
+    tried = ["library= (not given)", "$NMT_LIBRARY (not set)"]
+    candidates = []
+    found = find("nmt")
+    if found:
+        candidates.append(found)
+    else:
+        tried.append("ctypes.util.find_library('nmt') (nothing found)")
+    for path in build_paths:
+        if os.path.exists(path):
+            candidates.append(path)
+        else:
+            tried.append("%s (no such file)" % path)
+    return candidates, tried
+
+
+def load_library(library=None):
+    """Loads libnmt (once per path) and returns the ctypes library.
+
+    Raises LibraryNotFoundError naming every place tried."""
+    candidates, tried = locate(library)
+    with _loaded_lock:
+        for candidate in candidates:
+            if candidate in _loaded:
+                return _loaded[candidate]
+            try:
+                lib = _open(candidate)
+            except (OSError, AttributeError) as e:
+                tried.append("%s (%s)" % (candidate, e))
+                continue
+            _loaded[candidate] = lib
+            return lib
+    raise LibraryNotFoundError(
+        "libnmt not found; tried: " + "; ".join(tried) +
+        ". Build it (cmake -S . -B build && make -C build nmt), install it "
+        "(cmake --install build), or name it: NMT_LIBRARY=/path/to/libnmt.so or library=...")

@@ -1,0 +1,189 @@
+"""Statuses, exceptions and the Python values copied out of the C results."""
+
+import dataclasses
+import enum
+
+from . import _capi
+
+
+class Status(enum.IntEnum):
+    """nmt_status (core/nmt_status.h)."""
+    OK = _capi.STATUS_OK
+    ERROR_IO = _capi.STATUS_ERROR_IO
+    ERROR_FORMAT = _capi.STATUS_ERROR_FORMAT
+    ERROR_INPUT = _capi.STATUS_ERROR_INPUT
+    ERROR_ARGUMENT = _capi.STATUS_ERROR_ARGUMENT
+    ERROR_MEMORY = _capi.STATUS_ERROR_MEMORY
+    ERROR_CUDA = _capi.STATUS_ERROR_CUDA
+    ERROR_UNSUPPORTED = _capi.STATUS_ERROR_UNSUPPORTED
+    ERROR_INTERNAL = _capi.STATUS_ERROR_INTERNAL
+    BUSY = _capi.STATUS_BUSY
+    CANCELLED = _capi.STATUS_CANCELLED
+    DEADLINE = _capi.STATUS_DEADLINE
+    CLOSED = _capi.STATUS_CLOSED
+
+
+def status_of(value):
+    try:
+        return Status(value)
+    except ValueError:  # a newer library's status: keep the number
+        return value
+
+
+class Error(Exception):
+    """A failed call of the library: .status (a Status) and .message (the
+    library's message, naming the file, field or option)."""
+
+    def __init__(self, status, message):
+        self.status = status_of(status)
+        self.message = message
+        super().__init__(message)
+
+
+class ArgumentError(Error, ValueError):
+    """NMT_STATUS_ERROR_ARGUMENT: an option out of range."""
+
+
+class Busy(Error):
+    """NMT_STATUS_BUSY: the service's queue is full; retry later."""
+
+
+class Closed(Error):
+    """NMT_STATUS_CLOSED: the service is shut down (or closed)."""
+
+
+_ERRORS = {Status.ERROR_ARGUMENT: ArgumentError, Status.BUSY: Busy, Status.CLOSED: Closed}
+
+
+def error_from(status, message):
+    return _ERRORS.get(status, Error)(status, message)
+
+
+def raise_error(err):
+    """Raises the exception for a filled nmt_error."""
+    raise error_from(err.status, err.message.decode("utf-8", "replace"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Hypothesis:
+    """One translation of a line: text, score (log_prob / length^alpha, the
+    length counting EOS), log_prob (EOS included), n_tokens (EOS excluded)."""
+    text: str
+    score: float
+    log_prob: float
+    n_tokens: int
+
+
+class Result:
+    """One input line's outcome: .hypotheses (best first; empty unless ok),
+    .status (Status.OK or why the line was refused or not translated) and
+    .message. A sequence of its hypotheses: result[0].text is the best."""
+    __slots__ = ("hypotheses", "status", "message")
+
+    def __init__(self, hypotheses, status=Status.OK, message=""):
+        self.hypotheses = hypotheses
+        self.status = status_of(status)
+        self.message = message
+
+    @property
+    def ok(self):
+        return self.status == Status.OK
+
+    @property
+    def text(self):
+        """The best hypothesis' text ("" when not ok)."""
+        return self.hypotheses[0].text if self.hypotheses else ""
+
+    def raise_for_status(self):
+        """Raises nmt.Error when not ok, else returns self."""
+        if not self.ok:
+            raise error_from(self.status, self.message)
+        return self
+
+    def __len__(self):
+        return len(self.hypotheses)
+
+    def __getitem__(self, i):
+        return self.hypotheses[i]
+
+    def __iter__(self):
+        return iter(self.hypotheses)
+
+    def __eq__(self, other):
+        if not isinstance(other, Result):
+            return NotImplemented
+        return (self.status, self.message, self.hypotheses) == (
+            other.status, other.message, other.hypotheses)
+
+    def __repr__(self):
+        if self.ok:
+            return "Result(%r)" % (self.hypotheses,)
+        return "Result(status=%s, message=%r)" % (getattr(self.status, "name", self.status),
+                                                  self.message)
+
+
+def copy_result(r):
+    """A Result from an nmt_result (copied: the C memory can go after)."""
+    hyps = []
+    if r.status == _capi.STATUS_OK:
+        for k in range(r.n_hypotheses):
+            h = r.hypotheses[k]
+            hyps.append(Hypothesis((h.text or b"").decode("utf-8", "replace"), float(h.score),
+                                   float(h.log_prob), int(h.n_tokens)))
+    return Result(hyps, r.status, r.message.decode("utf-8", "replace"))
+
+
+def line_error(message):
+    """The per-line refusal for a line the library cannot take (as translate
+    does for an embedded NUL byte)."""
+    return Result([], Status.ERROR_INPUT, message)
+
+
+def encode_line(line):
+    """(bytes, None) for the library, or (None, a Result refusing the line)."""
+    if isinstance(line, (bytes, bytearray, memoryview)):
+        data = bytes(line)
+    elif isinstance(line, str):
+        try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return None, line_error("not encodable as UTF-8: %s" % e.reason)
+    else:
+        raise TypeError("a line is str or bytes, not %s" % type(line).__name__)
+    if b"\0" in data:
+        return None, line_error("contains a NUL byte")
+    return data, None
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslatorStats:
+    """nmt_stats: counters of a translator made with collect_stats."""
+    sentences: int
+    steps: int
+    decode_seconds: float
+    output_layer_ms: float
+    row_steps: int
+    recall_hits: int
+    candidate_words: int
+    graph_runs: int
+    eager_runs: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ServiceStats:
+    """nmt_service_stats: queued and running now, the rest counted since
+    the service was created."""
+    queued: int
+    running: int
+    submitted: int
+    completed: int
+    failed: int
+    cancelled: int
+    expired: int
+    rejected: int
+    batches: int
+    batch_sentences: int
+
+
+def copy_struct(cls, s):
+    return cls(**{f.name: getattr(s, f.name) for f in dataclasses.fields(cls)})

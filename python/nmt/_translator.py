@@ -1,0 +1,359 @@
+"""Model and Translator: nmt_model and nmt_translator."""
+
+import collections
+import concurrent.futures
+import ctypes
+import os
+import threading
+
+from . import _capi
+from ._results import (TranslatorStats, copy_result, copy_struct, encode_line, raise_error)
+
+_DEVICES = {"auto": _capi.DEVICE_AUTO, "cpu": _capi.DEVICE_CPU, "cuda": _capi.DEVICE_CUDA}
+_DEVICE_NAMES = {v: k for k, v in _DEVICES.items()}
+_SHARES = {"batch": _capi.LSH_SHARE_BATCH, "sentence": _capi.LSH_SHARE_SENTENCE,
+           "row": _capi.LSH_SHARE_ROW}
+_LISTS = {"hits": _capi.LSH_LISTS_HITS, "direct": _capi.LSH_LISTS_DIRECT,
+          "auto": _capi.LSH_LISTS_AUTO}
+_GEMMS = {"fp32": _capi.GEMM_FP32, "tf32x2": _capi.GEMM_TF32X2}
+
+# The search options a translate_batch call may change (a translator each).
+SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b")
+# As the C fields hold them (a float as float32), so that keys compare equal.
+_SEARCH_CONV = {"beam_size": int, "n_best": int, "max_len_b": int,
+                "alpha": lambda v: ctypes.c_float(v).value,
+                "max_len_a": lambda v: ctypes.c_float(v).value}
+# Cached translators for per-call search options, per Translator.
+_CACHE_SIZE = 4
+
+
+_background = threading.local()
+
+
+def _mark_background():
+    _background.flag = True
+
+
+class Model:
+    """A loaded model file (nmt_model_load): immutable, shared by any number
+    of translators and services, freed when the last of them and this object
+    are gone (or at close(), deferred until then).
+
+    library: the libnmt to use (a path); default: $NMT_LIBRARY, then
+    ctypes.util.find_library("nmt"), then the repository's build/libnmt.so."""
+
+    def __init__(self, path, library=None):
+        self._lib = _capi.load_library(library)
+        self.path = os.fspath(path)
+        self._ptr = None
+        self._users = 0
+        self._closing = False
+        self._lock = threading.Lock()
+        handle = ctypes.c_void_p()
+        err = _capi.nmt_error()
+        if self._lib.nmt_model_load(os.fsencode(self.path), ctypes.byref(handle),
+                                    ctypes.byref(err)) != _capi.STATUS_OK:
+            raise_error(err)
+        self._ptr = handle.value
+
+    def describe(self):
+        """The library's one-line description (sizes, vocabularies)."""
+        return self._lib.nmt_model_describe(self._handle()).decode("utf-8", "replace")
+
+    def _handle(self):
+        if self._ptr is None or self._closing:
+            raise ValueError("the model is closed")
+        return self._ptr
+
+    def _acquire(self):
+        """A translator or service starts using the C model."""
+        with self._lock:
+            ptr = self._handle()
+            self._users += 1
+            return ptr
+
+    def _release(self):
+        with self._lock:
+            self._users -= 1
+            self._free_if_unused()
+
+    def _free_if_unused(self):
+        if self._closing and self._users == 0 and self._ptr is not None:
+            self._lib.nmt_model_free(self._ptr)
+            self._ptr = None
+
+    def close(self):
+        """Frees the model once no translator or service uses it any more."""
+        with self._lock:
+            self._closing = True
+            self._free_if_unused()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_ptr", None) is not None and getattr(self, "_lock", None) is not None:
+            self.close()
+
+    def __repr__(self):
+        return "nmt.Model(%r)" % self.path
+
+
+def as_model(model_or_path, library):
+    if isinstance(model_or_path, Model):
+        return model_or_path
+    return Model(model_or_path, library=library)
+
+
+def parse_device(device, device_index):
+    """("auto"|"cpu"|"cuda"|"cuda:N", index) -> (nmt_device, device_index)."""
+    name = str(device).lower()
+    if name.startswith("cuda:"):
+        name, index = "cuda", name[5:]
+        if not index.isdigit():
+            raise ValueError("device %r: cuda:N with N a device ordinal" % device)
+        device_index = int(index)
+    if name not in _DEVICES:
+        raise ValueError("device %r: auto, cpu, cuda or cuda:N" % device)
+    return _DEVICES[name], device_index
+
+
+def _choice(table, what, value):
+    try:
+        return table[str(value).lower()]
+    except KeyError:
+        raise ValueError("%s %r: one of %s" % (what, value, ", ".join(table))) from None
+
+
+def _ints(value, n, what):
+    if isinstance(value, str):
+        value = value.split(",")
+    try:
+        values = [int(v) for v in value]
+    except (TypeError, ValueError):
+        raise ValueError("%s %r: %d integers" % (what, value, n)) from None
+    if len(values) != n:
+        raise ValueError("%s %r: %d integers" % (what, value, n))
+    return values
+
+
+def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_best=None,
+                 alpha=None, max_len_a=None, max_len_b=None, batch_size=None,
+                 max_line_bytes=None, max_src_tokens=None, unk_replace=None, lsh=None,
+                 top_words=None, lsh_share=None, lsh_seed=None, lsh_lists=None,
+                 collect_stats=None, cuda_graphs=None, warmup=None, cuda_gemm=None,
+                 check_every=None):
+    """Fills an nmt_options: the library's defaults (nmt_options_init), then
+    every argument that is not None. The library checks the values."""
+    lib.nmt_options_init(ctypes.byref(o))
+    o.device, o.device_index = parse_device(
+        device, o.device_index if device_index is None else int(device_index))
+    for name, value, conv in (("beam_size", beam_size, int), ("n_best", n_best, int),
+                              ("alpha", alpha, float), ("max_len_a", max_len_a, float),
+                              ("max_len_b", max_len_b, int), ("batch_size", batch_size, int),
+                              ("max_line_bytes", max_line_bytes, int),
+                              ("max_src_tokens", max_src_tokens, int),
+                              ("unk_replace", unk_replace, int),
+                              ("collect_stats", collect_stats, int),
+                              ("cuda_graphs", cuda_graphs, int), ("warmup", warmup, int),
+                              ("check_every", check_every, int)):
+        if value is not None:
+            setattr(o, name, conv(value))
+    if lsh is not None and top_words is not None:
+        raise ValueError("lsh and top_words exclude each other")
+    if lsh is not None:
+        k, u, w, top, threshold = _ints(lsh, 5, "lsh (K,u,W,T,t)")
+        o.shrink.mode = _capi.SHRINK_LSH
+        o.shrink.k, o.shrink.u, o.shrink.w, o.shrink.top, o.shrink.threshold = (
+            k, u, w, top, threshold)
+    if top_words is not None:
+        o.shrink.mode = _capi.SHRINK_TOP
+        o.shrink.top = int(top_words)
+    if lsh_share is not None:
+        o.shrink.share = _choice(_SHARES, "lsh_share", lsh_share)
+    if lsh_seed is not None:
+        o.shrink.seed = int(lsh_seed)
+    if lsh_lists is not None:
+        o.shrink.lists = _choice(_LISTS, "lsh_lists", lsh_lists)
+    if cuda_gemm is not None:
+        o.cuda_gemm = _choice(_GEMMS, "cuda_gemm", cuda_gemm)
+    return o
+
+
+def device_name(device):
+    return _DEVICE_NAMES.get(device, str(device))
+
+
+class Translator:
+    """A translator (nmt_translator) over a model: whole batches of lines.
+
+    Translator(model_or_path, device="auto", beam_size=5, n_best=1,
+    batch_size=32, alpha=1.0, max_len_a=2, max_len_b=10, lsh=None, ...):
+    every option of nmt_options (None: the library's default, shown here),
+    with lsh=(K,u,W,T,t) or top_words=T for vocabulary shrinking. device
+    "cuda:N" picks a GPU. Raises nmt.Error (nmt.ArgumentError for a bad
+    option) when the model or the translator cannot be made.
+
+    Calls are serialized (a lock): share one between threads if you like, but
+    use one per thread to translate in parallel (the GIL is released while the
+    library works)."""
+
+    def __init__(self, model, device="auto", library=None, **options):
+        self.model = as_model(model, library)
+        self._lib = self.model._lib
+        self._options = fill_options(self._lib, _capi.nmt_options(), device, **options)
+        self._lock = threading.Lock()
+        self._translators = collections.OrderedDict()  # search options -> C translator
+        self._executor = None
+        self._model_ptr = self.model._acquire()
+        try:
+            self._default_key = self._key({})
+            self._get(self._default_key)
+        except BaseException:
+            self.model._release()
+            self._model_ptr = None
+            raise
+
+    # -- the C translators ------------------------------------------------------
+
+    def _key(self, overrides):
+        unknown = set(overrides) - set(SEARCH_OPTIONS)
+        if unknown:
+            raise TypeError("unknown option(s): %s (per call: %s)" % (
+                ", ".join(sorted(unknown)), ", ".join(SEARCH_OPTIONS)))
+        o = self._options
+        return tuple(getattr(o, name) if overrides.get(name) is None else
+                     _SEARCH_CONV[name](overrides[name]) for name in SEARCH_OPTIONS)
+
+    def _get(self, key):
+        """The C translator for these search options (made on first use; the
+        least recently used beyond a few is freed). Under self._lock or in
+        __init__."""
+        if self._model_ptr is None:
+            raise ValueError("the translator is closed")
+        ptr = self._translators.get(key)
+        if ptr is not None:
+            self._translators.move_to_end(key)
+            return ptr
+        o = _capi.nmt_options.from_buffer_copy(self._options)
+        for name, value in zip(SEARCH_OPTIONS, key):
+            setattr(o, name, value)
+        handle = ctypes.c_void_p()
+        err = _capi.nmt_error()
+        if self._lib.nmt_translator_create(self._model_ptr, ctypes.byref(o), ctypes.byref(handle),
+                                           ctypes.byref(err)) != _capi.STATUS_OK:
+            raise_error(err)
+        self._translators[key] = handle.value
+        while len(self._translators) > _CACHE_SIZE:
+            old_key = next(k for k in self._translators if k != self._default_key)
+            self._lib.nmt_translator_free(self._translators.pop(old_key))
+        return handle.value
+
+    # -- translating ------------------------------------------------------------
+
+    @property
+    def device(self):
+        """The device the translator runs on: "cpu" or "cuda"."""
+        with self._lock:
+            return device_name(self._lib.nmt_translator_device(self._get(self._default_key)))
+
+    def translate_batch(self, lines, **options):
+        """Translates lines (str or UTF-8 bytes) and returns one nmt.Result per
+        line, in order: .hypotheses (nmt.Hypothesis: text, score, log_prob,
+        n_tokens; best first, n_best of them) when .ok, else .status and
+        .message say why the line was refused (a bad line never fails the
+        others). options: beam_size, n_best, alpha, max_len_a, max_len_b for
+        this call (another translator, made once and cached). Raises nmt.Error
+        when the whole batch failed (device error, out of memory)."""
+        lines = list(lines)
+        key = self._key(options)
+        if not lines:
+            return []
+        results = [None] * len(lines)
+        data = []
+        for i, line in enumerate(lines):
+            encoded, refused = encode_line(line)
+            results[i] = refused
+            data.append(encoded if refused is None else b"")
+        n = len(lines)
+        c_lines = (ctypes.c_char_p * n)(*data)
+        c_results = (_capi.nmt_result * n)()
+        err = _capi.nmt_error()
+        with self._lock:
+            ptr = self._get(key)
+            status = self._lib.nmt_translate_batch(ptr, c_lines, n, c_results, ctypes.byref(err))
+        try:
+            if status != _capi.STATUS_OK:
+                raise_error(err)
+            for i in range(n):
+                if results[i] is None:
+                    results[i] = copy_result(c_results[i])
+        finally:
+            for i in range(n):
+                self._lib.nmt_result_clear(ctypes.byref(c_results[i]))
+        return results
+
+    def translate(self, line, **options):
+        """translate_batch([line], **options)[0]."""
+        return self.translate_batch([line], **options)[0]
+
+    def translate_batch_async(self, lines, **options):
+        """translate_batch in this translator's background thread: returns a
+        concurrent.futures.Future of the list of Results. Calls run one at a
+        time, in order."""
+        lines = list(lines)
+        with self._lock:
+            if self._model_ptr is None:
+                raise ValueError("the translator is closed")
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="nmt-translator",
+                    initializer=_mark_background)
+            executor = self._executor
+        return executor.submit(self.translate_batch, lines, **options)
+
+    def stats(self):
+        """nmt.TranslatorStats summed over the calls with the constructor's
+        search options (zeros unless made with collect_stats=1 or 2)."""
+        st = _capi.nmt_stats()
+        err = _capi.nmt_error()
+        with self._lock:
+            if self._lib.nmt_translator_stats(self._get(self._default_key), ctypes.byref(st),
+                                              ctypes.byref(err)) != _capi.STATUS_OK:
+                raise_error(err)
+        return copy_struct(TranslatorStats, st)
+
+    # -- lifetime ---------------------------------------------------------------
+
+    def close(self):
+        """Waits for the background calls, then frees the C translators.
+        Idempotent."""
+        executor = self._executor
+        if executor is not None:
+            # Not from its own thread (a last reference dropped there).
+            executor.shutdown(wait=not getattr(_background, "flag", False))
+        with self._lock:
+            if self._model_ptr is None:
+                return
+            for ptr in self._translators.values():
+                self._lib.nmt_translator_free(ptr)
+            self._translators.clear()
+            self._model_ptr = None
+        self.model._release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_model_ptr", None) is not None:
+            self.close()
+
+    def __repr__(self):
+        return "nmt.Translator(%r, beam_size=%d, n_best=%d)" % (
+            self.model, self._options.beam_size, self._options.n_best)

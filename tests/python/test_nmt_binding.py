@@ -1,0 +1,556 @@
+"""test_nmt_binding.py: the Python package nmt (python/nmt: ctypes over
+libnmt) on the CPU with the test model.
+
+- the ctypes structs against the C ones: every sizeof, alignment and offsetof
+  and every enum constant, from a C program compiled here against the built
+  nmt.h (skipped without a C compiler);
+- Translator answers equal translate's (text and score, 1-best and n-best,
+  LSH shrinking) for the same lines and options; per-call search options;
+  n-best order; per-line refusals (invalid UTF-8, NUL, too long, lone
+  surrogate) beside good lines; the asynchronous variant;
+- Service futures equal Translator results under 4 submitting threads with
+  mixed per-request options; BUSY at capacity, cancel of a queued request,
+  a deadline, shutdown with and without draining, CLOSED after it, options
+  refused at submit, counters; a fire-and-forget service kept alive by its
+  request and closed off its worker's thread; close() refused in a callback;
+- errors: a missing or malformed model file, bad options, the library not
+  found (the message names what was tried); the wheel builds (pip).
+
+Runs under pytest (python3 -m pytest tests/python/test_nmt_binding.py) or as
+a script (ctest: pytest when installed, else a plain runner)."""
+
+import concurrent.futures
+import ctypes
+import gc
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("NMT_SOURCE_DIR", os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+
+import nmt  # noqa: E402
+from nmt import _capi  # noqa: E402
+
+try:
+    import pytest
+except ImportError:
+    pytest = None
+
+BINARY_DIR = os.environ.get("NMT_BINARY_DIR", os.path.join(SOURCE_DIR, "build"))
+LIBRARY = os.path.join(BINARY_DIR, "libnmt.so")
+MODEL = os.environ.get("NMT_TEST_MODEL", os.path.join(BINARY_DIR, "test-model.bin"))
+TRANSLATE = os.environ.get("NMT_TRANSLATE", os.path.join(BINARY_DIR, "translate"))
+WORDS = ["ein", "mann", "frau", "hund", "spielt", "im", "park", "Haus", "rot", "Ball", ".", "!",
+         "Zwei", "kind", "läuft", "über", "die", "Straße"]
+OPTIONS = dict(device="cpu", beam_size=3, max_len_b=8)
+CLI_OPTIONS = ["--device", "cpu", "-b", "3", "--max-len-b", "8"]
+BAD = b"Ein \xff Hund"  # invalid UTF-8: refused by the library
+
+
+class Skipped(Exception):
+    pass
+
+
+def skip(reason):
+    if pytest is not None:
+        pytest.skip(reason)
+    raise Skipped(reason)
+
+
+def make_lines(n=24, seed=7):
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9))) for _ in range(n)]
+
+
+LINES = make_lines()
+_shared = {}
+
+
+def model():
+    if "model" not in _shared:
+        for path in (LIBRARY, MODEL):
+            if not os.path.exists(path):
+                skip("%s not built (NMT_BINARY_DIR=%s)" % (path, BINARY_DIR))
+        # A stale struct would read C memory wrongly (a crash): fail first.
+        diff = compare_layout()
+        assert not diff, "python/nmt/_capi.py vs nmt.h (ctypes, C): %s" % diff
+        _shared["model"] = nmt.Model(MODEL, library=LIBRARY)
+    return _shared["model"]
+
+
+def translator(**options):
+    return nmt.Translator(model(), **dict(OPTIONS, **options))
+
+
+def run_cli(args, data):
+    if not os.path.exists(TRANSLATE):
+        skip("translate not built")
+    p = subprocess.run([TRANSLATE, "-m", MODEL, *args], input=data, capture_output=True,
+                       timeout=300)
+    assert p.returncode in (0, 1), p.stderr.decode()
+    return p.stdout.decode("utf-8").split("\n")[:-1]
+
+
+# ---- the structs ------------------------------------------------------------------
+
+
+def compare_layout():
+    """{what: (ctypes, C)} for every difference between _capi's structs and
+    enums and the built nmt.h's (a C program prints sizeof, _Alignof,
+    offsetof and the constants); None without a C compiler. Once."""
+    if "layout" in _shared:
+        return _shared["layout"]
+    header = os.path.join(BINARY_DIR, "include", "nmt.h")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc or not os.path.exists(header):
+        _shared["layout"] = None
+        return None
+    lines = ['#include "nmt.h"', "#include <stdio.h>", "#include <stddef.h>",
+             "int main(void) {"]
+    expect = {"version": nmt.__version__}
+    for s in _capi.STRUCTS:
+        name = s.__name__
+        lines.append('printf("%s sizeof %%zu\\n", sizeof(%s));' % (name, name))
+        lines.append('printf("%s alignof %%zu\\n", _Alignof(%s));' % (name, name))
+        expect["%s sizeof" % name] = ctypes.sizeof(s)
+        expect["%s alignof" % name] = ctypes.alignment(s)
+        for field, ftype in s._fields_:
+            lines.append('printf("%s.%s offsetof %%zu\\n", offsetof(%s, %s));'
+                         % (name, field, name, field))
+            lines.append('printf("%s.%s sizeof %%zu\\n", sizeof(((%s *)0)->%s));'
+                         % (name, field, name, field))
+            expect["%s.%s offsetof" % (name, field)] = getattr(s, field).offset
+            expect["%s.%s sizeof" % (name, field)] = ctypes.sizeof(ftype)
+    for enum in ("nmt_status", "nmt_device", "nmt_shrink_mode", "nmt_lsh_share", "nmt_lsh_lists",
+                 "nmt_gemm"):
+        lines.append('printf("%s sizeof %%zu\\n", sizeof(%s));' % (enum, enum))
+        expect["%s sizeof" % enum] = ctypes.sizeof(ctypes.c_int)
+    for const, value in _capi.ENUM_CONSTANTS.items():
+        lines.append('printf("%s value %%d\\n", (int)%s);' % (const, const))
+        expect["%s value" % const] = value
+    lines.append('printf("version %s\\n", NMT_VERSION_STRING);')
+    lines.append("return 0; }")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
+        with open(src, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        subprocess.run([cc, "-std=c11", "-I", os.path.dirname(header), src, "-o", exe],
+                       check=True)
+        out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
+    got = {}
+    for line in out.splitlines():
+        key, value = line.rsplit(" ", 1)
+        got[key] = value if key == "version" else int(value)
+    diff = {k: (expect.get(k), got.get(k)) for k in set(expect) | set(got)
+            if expect.get(k) != got.get(k)}
+    _shared["layout"] = diff
+    return diff
+
+
+def test_struct_layout():
+    diff = compare_layout()
+    if diff is None:
+        skip("no C compiler or no built nmt.h")
+    assert not diff, "python/nmt/_capi.py vs nmt.h (ctypes, C): %s" % diff
+
+
+# ---- the translator ---------------------------------------------------------------
+
+
+def rows_of(result, n_best):
+    """translate's n-best rows for one Result: (score as printed, text)."""
+    rows = [("%.6f" % h.score, h.text) for h in result.hypotheses] if result.ok else []
+    return rows + [("-inf", "")] * (n_best - len(rows))
+
+
+def test_translator_matches_cli():
+    py_lines = LINES + [BAD, ""]
+    data = b"".join((x if isinstance(x, bytes) else x.encode()) + b"\n" for x in py_lines)
+    # 1-best with scores
+    with translator() as t:
+        assert t.device == "cpu"
+        results = t.translate_batch(py_lines)
+    cli = run_cli(CLI_OPTIONS + ["--scores"], data)
+    assert len(cli) == len(results)
+    for r, row in zip(results, cli):
+        score, text = row.split("\t", 1)
+        assert (score, text) == rows_of(r, 1)[0]
+    assert not results[-2].ok and results[-2].status == nmt.Status.ERROR_INPUT
+    assert results[-1].ok and results[-1].text == ""
+    # n-best 3
+    with translator(n_best=3) as t:
+        results = t.translate_batch(py_lines)
+    cli = run_cli(CLI_OPTIONS + ["--n-best", "3"], data)
+    assert len(cli) == 3 * len(results)
+    for i, r in enumerate(results):
+        rows = [tuple(row.split("\t")[2:]) for row in cli[3 * i:3 * i + 3]]
+        assert rows == rows_of(r, 3), (i, rows, r)
+    # LSH shrinking (nmt_shrink_options through ctypes)
+    with translator(lsh=(4, 2, 8, 10, 2), lsh_share="row") as t:
+        results = t.translate_batch(LINES)
+    cli = run_cli(CLI_OPTIONS + ["--scores", "--lsh", "4,2,8,10,2", "--lsh-share", "row"],
+                  data[:data.index(BAD)])
+    assert [tuple(row.split("\t", 1)) for row in cli] == [rows_of(r, 1)[0] for r in results]
+
+
+def test_per_call_options_and_n_best():
+    with translator(n_best=3) as t3:
+        ref = t3.translate_batch(LINES)
+    with translator(beam_size=4, alpha=0.6) as t:
+        assert t.translate_batch(LINES, beam_size=3, n_best=3, alpha=1.0) == ref
+        for _ in range(6):  # more search options than the cache holds
+            for beam in (1, 2, 3):
+                t.translate(LINES[0], beam_size=beam)
+        assert t.translate_batch(LINES, beam_size=3, n_best=3, alpha=1.0) == ref
+        try:
+            t.translate("x", beam_size=2, n_best=3)
+            raise AssertionError("n_best above the beam was accepted")
+        except nmt.ArgumentError as e:
+            assert e.status == nmt.Status.ERROR_ARGUMENT and "n_best" in e.message.lower()
+        try:
+            t.translate("x", beam=3)
+            raise AssertionError("an unknown option was accepted")
+        except TypeError:
+            pass
+    for r in ref:
+        assert r.ok and len(r) == 3
+        scores = [h.score for h in r]
+        assert scores == sorted(scores, reverse=True)
+        for h in r:
+            assert isinstance(h, nmt.Hypothesis) and isinstance(h.text, str)
+            assert isinstance(h.n_tokens, int) and h.log_prob <= 0.0
+
+
+def test_line_errors():
+    with translator(max_line_bytes=60) as t:
+        results = t.translate_batch(["ein hund", BAD, "a\0b", "hund " * 20, "\ud800 hund",
+                                     b"ein mann"])
+        assert results[0].ok and results[5].ok
+        for r in results[1:5]:
+            assert not r.ok and r.status == nmt.Status.ERROR_INPUT and r.message
+            assert r.hypotheses == [] and r.text == ""
+            try:
+                r.raise_for_status()
+                raise AssertionError("raise_for_status did not raise")
+            except nmt.Error as e:
+                assert e.status == nmt.Status.ERROR_INPUT
+        assert "UTF-8" in results[1].message and "NUL" in results[2].message
+        assert "too long" in results[3].message
+        assert t.translate_batch([]) == []
+        try:
+            t.translate_batch([1])
+            raise AssertionError("a number was accepted as a line")
+        except TypeError:
+            pass
+
+
+def test_async():
+    with translator() as t:
+        ref = t.translate_batch(LINES)
+        futures = [t.translate_batch_async(LINES[i:i + 5]) for i in range(0, len(LINES), 5)]
+        got = [r for f in futures for r in f.result(timeout=120)]
+        assert got == ref
+        stats = t.stats()
+        assert stats.sentences == 0  # collect_stats off
+    try:
+        t.translate("ein hund")
+        raise AssertionError("a closed translator translated")
+    except ValueError:
+        pass
+    with translator(collect_stats=1) as t:
+        t.translate_batch(LINES)
+        assert t.stats().sentences == len(LINES)
+
+
+def test_model_lifetime():
+    model()
+    m = nmt.Model(MODEL, library=LIBRARY)
+    assert "vocabulary" in m.describe()
+    t = nmt.Translator(m, **OPTIONS)
+    m.close()  # deferred: the translator still uses it
+    assert t.translate(LINES[0]).ok
+    t.close()
+    t.close()
+    assert m._ptr is None
+    with nmt.Translator(MODEL, library=LIBRARY, **OPTIONS) as t2:  # from a path
+        assert t2.translate(LINES[0]).ok
+
+
+# ---- the service ------------------------------------------------------------------
+
+
+def service(**options):
+    return nmt.Service(model(), **dict(OPTIONS, **options))
+
+
+KINDS = [{}, dict(beam_size=2, n_best=2, alpha=0.6)]
+
+
+def test_service_matches_translator():
+    lines = LINES + [BAD]
+    with translator() as t:
+        ref = [t.translate_batch(lines, **kind) for kind in KINDS]
+    failures = []
+    with service(workers=2, max_delay_us=2000) as s:
+        def client(seed):
+            rng = random.Random(seed)
+            order = [(k, i) for k in range(len(KINDS)) for i in range(len(lines))]
+            rng.shuffle(order)
+            futures = [(k, i, s.submit(lines[i], **KINDS[k])) for k, i in order]
+            for k, i, f in futures:
+                if f.result(timeout=120) != ref[k][i]:
+                    failures.append((seed, k, i))
+        threads = [threading.Thread(target=client, args=(seed,)) for seed in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert s.translate_batch(lines, **KINDS[1]) == ref[1]
+        assert s.translate(lines[0]) == ref[0][0]
+        st = s.stats()
+    assert not failures, failures
+    total = (4 * len(KINDS) + 1) * len(lines) + 1
+    assert st.submitted == total and st.completed == total, st
+    assert st.queued == 0 and st.running == 0 and st.rejected == 0 and st.cancelled == 0
+    assert st.failed == 4 * len(KINDS) + 1 and st.batch_sentences == total
+    assert s.closed
+
+
+def test_service_contract():
+    with translator() as t:
+        ref = t.translate_batch(LINES)
+    s = service(queue_capacity=2, max_delay_us=800000)  # requests wait in the queue
+    a, b = s.submit(LINES[5]), s.submit(LINES[6])
+    try:
+        s.submit(LINES[7])
+        raise AssertionError("a third request at capacity 2 was queued")
+    except nmt.Busy as e:
+        assert e.status == nmt.Status.BUSY and "full" in e.message
+    assert not b.done() and b.cancel() and b.cancelled()
+    try:
+        b.result()
+        raise AssertionError("a cancelled future has a result")
+    except concurrent.futures.CancelledError:
+        pass
+    assert a.result(timeout=30) == ref[5]
+    assert not a.cancel() and not a.cancelled()
+    d = s.submit(LINES[8], deadline_ms=1)
+    assert d.result(timeout=30).status == nmt.Status.DEADLINE
+    for bad in (dict(beam_size=4), dict(beam_size=2, n_best=3), dict(deadline_ms=-5),
+                dict(shrink=True)):
+        try:
+            s.submit(LINES[8], **bad)
+            raise AssertionError("accepted %s" % bad)
+        except nmt.ArgumentError as e:
+            assert isinstance(e, ValueError) and e.status == nmt.Status.ERROR_ARGUMENT
+    nul = s.submit("a\0b")  # refused in Python: done at once, not counted
+    assert nul.done() and nul.result().status == nmt.Status.ERROR_INPUT
+    q = [s.submit(LINES[9]), s.submit(LINES[10])]
+    assert s.shutdown(drain=False) == (0, 2)
+    assert all(f.cancelled() for f in q)
+    try:
+        s.submit(LINES[9])
+        raise AssertionError("a submit after shutdown was queued")
+    except nmt.Closed as e:
+        assert e.status == nmt.Status.CLOSED
+    assert s.shutdown() == (0, 2)  # idempotent: the same counts
+    st = s.stats()
+    assert (st.submitted, st.completed, st.cancelled, st.expired, st.rejected) == (5, 5, 3, 1, 1)
+    s.close()
+    s.close()
+    for call in (lambda: s.submit(LINES[0]), s.stats):
+        try:
+            call()
+            raise AssertionError("a closed service answered")
+        except nmt.Closed:
+            pass
+
+    # Shutdown with draining translates what is queued; shrink=False on a
+    # service with shrinking gives the full softmax's answer.
+    with service(queue_capacity=8, max_delay_us=5000000, top_words=10) as s:
+        futures = [s.submit(LINES[i], shrink=False) for i in range(2, 5)]
+        assert s.shutdown(drain=True) == (3, 0)
+        assert [f.result(timeout=0) for f in futures] == ref[2:5]
+
+    # translate_batch waits for its own requests while the queue is full.
+    with service(queue_capacity=2, max_delay_us=50000) as s:
+        assert s.translate_batch(LINES) == ref
+        assert s.stats().rejected > 0
+
+
+def test_service_fire_and_forget_and_callbacks():
+    with translator() as t:
+        ref = t.translate(LINES[3])
+    # The service is referenced only by its request: kept until the answer,
+    # then closed on another thread than the worker calling back.
+    gc.collect()
+    users = model()._users
+    s = service()
+    gone = weakref.ref(s)
+    future = s.submit(LINES[3])
+    del s
+    assert future.result(timeout=60) == ref
+    deadline = time.monotonic() + 60
+    while (gone() is not None or model()._users != users) and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+    assert gone() is None and model()._users == users
+    errors = []
+    with service(max_delay_us=5000000) as s:  # held in the queue until the shutdown
+        f = s.submit(LINES[3])
+
+        def on_done(fut):
+            try:
+                s.close()
+                errors.append("close() ran in a callback")
+            except RuntimeError:
+                errors.append(None)
+        f.add_done_callback(on_done)
+        assert s.shutdown(drain=True) == (1, 0)  # the worker translates it and calls back
+        assert f.result(timeout=0) == ref
+    assert errors == [None]
+
+
+# ---- errors -----------------------------------------------------------------------
+
+
+def test_errors():
+    model()
+    try:
+        nmt.Model("/nonexistent/model.bin", library=LIBRARY)
+        raise AssertionError("a missing model loaded")
+    except nmt.Error as e:
+        assert e.status == nmt.Status.ERROR_IO and "/nonexistent/model.bin" in e.message
+    with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+        f.write(b"not a model file at all" * 10)
+        f.flush()
+        try:
+            nmt.Model(f.name, library=LIBRARY)
+            raise AssertionError("a malformed model loaded")
+        except nmt.Error as e:
+            assert e.status == nmt.Status.ERROR_FORMAT, e
+    for bad in (dict(device="tpu"), dict(lsh=(1, 2, 3)), dict(lsh_share="all"),
+                dict(lsh=(8, 3, 500, 20, 2), top_words=10)):
+        try:
+            translator(**bad)
+            raise AssertionError("accepted %s" % bad)
+        except ValueError:
+            pass
+    for bad in (dict(beam_size=0), dict(batch_size=-1), dict(n_best=4)):
+        try:
+            translator(**bad)
+            raise AssertionError("accepted %s" % bad)
+        except nmt.ArgumentError as e:
+            assert e.message
+    try:
+        service(workers=0)
+        raise AssertionError("a service without workers was made")
+    except nmt.ArgumentError:
+        pass
+    if not nmt.cuda_available(LIBRARY):
+        try:
+            translator(device="cuda")
+            raise AssertionError("device cuda without a GPU")
+        except nmt.Error as e:
+            assert e.status in (nmt.Status.ERROR_UNSUPPORTED, nmt.Status.ERROR_CUDA), e
+
+
+def test_library_not_found():
+    try:
+        nmt.load_library("/nonexistent/libnmt.so")
+        raise AssertionError("loaded a missing library")
+    except nmt.LibraryNotFoundError as e:
+        assert "/nonexistent/libnmt.so" in str(e)
+    candidates, tried = _capi.locate(environ={}, find=lambda name: None,
+                                     build_paths=["/nonexistent/build/libnmt.so"])
+    assert candidates == []
+    text = "; ".join(tried)
+    for what in ("library=", "NMT_LIBRARY", "find_library", "/nonexistent/build/libnmt.so"):
+        assert what in text, text
+    assert _capi.locate(environ={"NMT_LIBRARY": "/x/libnmt.so"})[0] == ["/x/libnmt.so"]
+    assert _capi.locate("/y/libnmt.so", environ={"NMT_LIBRARY": "/x"})[0] == ["/y/libnmt.so"]
+    # The whole message, from a fresh interpreter with nothing to find.
+    code = ("import ctypes.util, nmt, nmt._capi as c\n"
+            "ctypes.util.find_library = lambda name: None\n"
+            "c.BUILD_PATHS[:] = ['/nonexistent/build/libnmt.so']\n"
+            "try:\n    nmt.Model('m.bin')\nexcept nmt.LibraryNotFoundError as e:\n"
+            "    print(e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "NMT_LIBRARY"}
+    env["PYTHONPATH"] = os.path.join(SOURCE_DIR, "python")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    for what in ("libnmt not found", "$NMT_LIBRARY (not set)", "find_library('nmt')",
+                 "/nonexistent/build/libnmt.so (no such file)"):
+        assert what in out.stdout, out.stdout
+    env["NMT_LIBRARY"] = "/nonexistent/env/libnmt.so"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert "/nonexistent/env/libnmt.so" in out.stdout, out.stdout + out.stderr
+
+
+def test_wheel():
+    """pip builds the package (pyproject.toml) without a compiler."""
+    pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True)
+    if pip.returncode != 0:
+        skip("no pip")
+    try:
+        import setuptools.command.bdist_wheel  # noqa: F401 (setuptools >= 70.1)
+    except ImportError:
+        try:
+            import setuptools  # noqa: F401
+            import wheel  # noqa: F401
+        except ImportError:
+            skip("no setuptools with bdist_wheel (python3-setuptools, python3-wheel)")
+    with tempfile.TemporaryDirectory() as tmp:  # a copy: the build leaves files behind
+        src = os.path.join(tmp, "src")
+        os.mkdir(src)
+        shutil.copy(os.path.join(SOURCE_DIR, "python", "pyproject.toml"), src)
+        shutil.copytree(os.path.join(SOURCE_DIR, "python", "nmt"), os.path.join(src, "nmt"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation",
+                              "--no-deps", "--no-index", "-q", "-w", tmp, src],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stdout + out.stderr
+        wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
+        assert len(wheels) == 1, wheels
+        names = zipfile.ZipFile(os.path.join(tmp, wheels[0])).namelist()
+    for name in ("__init__.py", "_capi.py", "_results.py", "_translator.py", "_service.py"):
+        assert "nmt/" + name in names, names
+
+
+def run_plain():
+    """Without pytest: every test_ function in order; exit 0, 1 or 77 (all skipped)."""
+    tests = [(n, f) for n, f in globals().items() if n.startswith("test_") and callable(f)]
+    failed, skipped = [], 0
+    for name, fn in tests:
+        try:
+            fn()
+            print("PASS", name)
+        except Skipped as e:
+            skipped += 1
+            print("SKIP", name, e)
+        except Exception:
+            import traceback
+            traceback.print_exc()
+            failed.append(name)
+            print("FAIL", name)
+    if failed:
+        return 1
+    return 77 if skipped == len(tests) else 0
+
+
+if __name__ == "__main__":
+    if pytest is not None:
+        code = pytest.main([__file__, "-q", "-p", "no:cacheprovider"])
+        sys.exit(77 if code == pytest.ExitCode.NO_TESTS_COLLECTED else int(code))
+    sys.exit(run_plain())
