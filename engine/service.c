@@ -57,6 +57,7 @@ void nmt_service_options_init(nmt_service_options *options)
     nmt_options_init(&options->translator);
     options->cpu_workers = 1;
     options->queue_capacity = 4096;
+    options->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
 }
 
 void nmt_request_options_init(nmt_request_options *options)

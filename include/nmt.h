@@ -200,7 +200,8 @@ typedef struct nmt_service_options {
     int queue_capacity;      /* requests waiting at most; more are refused with
                                 NMT_STATUS_BUSY, default 4096 */
     int max_delay_us;        /* a worker with fewer than batch_size waiting requests waits
-                                this long after the oldest one arrived for more, default 0 */
+                                this long after the oldest one arrived for more, default 100
+                                (docs/performance.md, "Batching delay") */
 } nmt_service_options;
 
 void nmt_service_options_init(nmt_service_options *options);

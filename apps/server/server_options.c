@@ -84,7 +84,7 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     s->timeout_s = 30;
     s->cpu_workers = 1;
     s->queue_capacity = 4096;
-    s->max_delay_us = 500;
+    s->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
     const app_extra_settings extra = {server_options, "server", apply_server_setting, s};
     return app_args_parse(argc, argv, &args->common, &extra, message, size);
 }
@@ -105,7 +105,7 @@ int server_print_help(const char *program)
         "  --workers N           CPU worker threads (1)\n"
         "  --devices LIST        CUDA devices, one worker each (e.g. 0,1; default --device-index)\n"
         "  --queue-capacity N    sentences waiting at most; more get 503 (4096)\n"
-        "  --max-delay-us N      how long a worker waits for a batch to fill (500)\n"
+        "  --max-delay-us N      how long a worker waits for a batch to fill (100)\n"
         "  --max-body-bytes N    larger bodies get 413 (1048576)\n"
         "  --max-sentences N     more items in one request get 413 (256)\n"
         "  --max-connections N   open connections at most (1024)\n"
