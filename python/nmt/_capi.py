@@ -101,6 +101,7 @@ class nmt_hypothesis(ctypes.Structure):
         ("score", ctypes.c_float),
         ("log_prob", ctypes.c_float),
         ("n_tokens", ctypes.c_int),
+        ("alignment", ctypes.POINTER(ctypes.c_int)),  # [n_tokens], owned by the result
     ]
 
 

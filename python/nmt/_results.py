@@ -67,11 +67,14 @@ def raise_error(err):
 @dataclasses.dataclass(frozen=True)
 class Hypothesis:
     """One translation of a line: text, score (log_prob / length^alpha, the
-    length counting EOS), log_prob (EOS included), n_tokens (EOS excluded)."""
+    length counting EOS), log_prob (EOS included), n_tokens (EOS excluded),
+    alignment (for each target token, the source token, 0-based as
+    tokenized, it attended most)."""
     text: str
     score: float
     log_prob: float
     n_tokens: int
+    alignment: tuple = ()
 
 
 class Result:
@@ -128,8 +131,10 @@ def copy_result(r):
     if r.status == _capi.STATUS_OK:
         for k in range(r.n_hypotheses):
             h = r.hypotheses[k]
+            n = int(h.n_tokens)
+            alignment = tuple(h.alignment[:n]) if h.alignment else ()
             hyps.append(Hypothesis((h.text or b"").decode("utf-8", "replace"), float(h.score),
-                                   float(h.log_prob), int(h.n_tokens)))
+                                   float(h.log_prob), n, alignment))
     return Result(hyps, r.status, r.message.decode("utf-8", "replace"))
 
 

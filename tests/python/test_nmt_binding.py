@@ -228,6 +228,7 @@ def test_per_call_options_and_n_best():
         for h in r:
             assert isinstance(h, nmt.Hypothesis) and isinstance(h.text, str)
             assert isinstance(h.n_tokens, int) and h.log_prob <= 0.0
+            assert len(h.alignment) == h.n_tokens and all(i >= 0 for i in h.alignment)
 
 
 def test_line_errors():
