@@ -114,9 +114,11 @@ class Service:
     batch the requests as they arrive, per-request options and deadlines.
 
     Service(model_or_path, device="auto", workers=1, devices=None,
-    batch_size=32, max_delay_us=0, queue_capacity=4096, beam_size=5, ...):
-    beam_size is the largest beam a request may ask for, batch_size the most
-    sentences a batch holds; the other keywords are Translator's. Raises
+    batch_size=32, max_delay_us, queue_capacity=4096, beam_size=5, ...)
+    (None: nmt_service_options_init's default): beam_size is the largest
+    beam a request may ask for, batch_size the most sentences a batch holds,
+    max_delay_us how long a worker waits for a batch to fill; the other
+    keywords are Translator's. Raises
     nmt.Error when the model or the workers cannot be made.
 
     Thread-safe: submit from any thread. A context manager: on exit, shuts
