@@ -117,21 +117,38 @@ static __device__ void split_chosen(const nmt_beam_device &b, int32_t s, int32_t
         b.done[s] = 1;
 }
 
+/* Slot k of sentence s to its step-1 state, started at step `start`. */
+static __device__ void begin_sentence(const nmt_beam_device &b, int32_t s, int32_t k,
+                                      int32_t bos_id, int32_t start)
+{
+    const int64_t e = (int64_t)s * b.beam + k;
+    b.scores[e] = k == 0 ? 0.0f : -INFINITY;
+    b.tokens[e] = bos_id;
+    b.parents[e] = 0;
+    if (k == 0) {
+        b.done[s] = 0;
+        b.n_finished[s] = 0;
+        b.start[s] = start;
+    }
+}
+
 static __global__ void beam_init_kernel(nmt_beam_device b, int32_t n, int32_t bos_id)
 {
     int32_t e = blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n * b.beam)
         return;
-    int32_t k = e % b.beam;
-    b.scores[e] = k == 0 ? 0.0f : -INFINITY;
-    b.tokens[e] = bos_id;
-    b.parents[e] = 0;
     if (e == 0)
         *b.step = 0;
-    if (k == 0) {
-        b.done[e / b.beam] = 0;
-        b.n_finished[e / b.beam] = 0;
-    }
+    begin_sentence(b, e / b.beam, e % b.beam, bos_id, 0);
+}
+
+static __global__ void beam_join_kernel(nmt_beam_device b, const int32_t *slots, int32_t n,
+                                        int32_t bos_id)
+{
+    int32_t e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n * b.beam)
+        return;
+    begin_sentence(b, slots[e / b.beam], e % b.beam, bos_id, *b.step);
 }
 
 static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
@@ -169,7 +186,7 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
     if (b.done[s])
         return; /* uniform across the block */
     const int64_t row0 = (int64_t)p * B;
-    const int32_t step = *b.step;
+    const int32_t step = *b.step - b.start[s];
     const int last_step = step >= b.max_len[s];
     for (int32_t k = tid; k < B; k += BEAM_THREADS) {
         base[k] = b.scores[(int64_t)s * B + k];
@@ -250,7 +267,7 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
     }
     __pipeline_commit();
     const int32_t done = b.done[s], max_len = b.max_len[s], n_fin = b.n_finished[s];
-    const int32_t step = *b.step;
+    const int32_t step = *b.step - b.start[s];
     const float base = has_slot ? b.scores[(int64_t)s * B + lane] : -INFINITY;
     if (done) {
         __pipeline_wait_prior(0); /* no copy may land after the block's memory is freed */
@@ -301,11 +318,12 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
         split_chosen(b, s, step, last_step, chosen, n_chosen, n_fin, slot_attn);
 }
 
-static __global__ void backtrack_kernel(nmt_beam_device b, nmt_beam_results r)
+static __global__ void backtrack_kernel(nmt_beam_device b, const int32_t *slots,
+                                        nmt_beam_results r)
 {
     __shared__ int32_t order[2 * BEAM_MAX];
     __shared__ int32_t n_out;
-    const int32_t s = blockIdx.x, K = 2 * b.beam;
+    const int32_t out = blockIdx.x, s = slots ? slots[out] : out, K = 2 * b.beam;
     const int64_t fin0 = (int64_t)s * K;
     if (threadIdx.x == 0) {
         /* Stable insertion sort by normalized score, best first: equal
@@ -320,11 +338,11 @@ static __global__ void backtrack_kernel(nmt_beam_device b, nmt_beam_results r)
             order[j] = i;
         }
         n_out = n_fin < r.n_best ? n_fin : r.n_best;
-        r.n_hypotheses[s] = n_out;
+        r.n_hypotheses[out] = n_out;
     }
     __syncthreads();
     for (int32_t h = threadIdx.x; h < n_out; h += blockDim.x) {
-        const int64_t f = fin0 + order[h], o = (int64_t)s * r.n_best + h;
+        const int64_t f = fin0 + order[h], o = (int64_t)out * r.n_best + h;
         int32_t length = b.fin_length[f] - 1;
         if (length > r.max_tokens)
             length = r.max_tokens; /* cannot happen: length < max_len - 1 + 1 */
@@ -350,10 +368,10 @@ nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int
                               void *stream, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    if (n_sentences < 1 || b->beam < 1 || b->beam > BEAM_MAX)
+    if (n_sentences < 1 || b->beam < 1 || b->beam > BEAM_MAX || !b->start || !b->step)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "beam init: %d sentences, beam %d (max %d)", n_sentences, b->beam,
-                             BEAM_MAX);
+                             "beam init: %d sentences, beam %d (max %d), step and start set",
+                             n_sentences, b->beam, BEAM_MAX);
     beam_init_kernel<<<blocks_for((int64_t)n_sentences * b->beam, 256), 256, 0,
                        (cudaStream_t)stream>>>(*b, n_sentences, bos_id);
     NMT_LAUNCH_TRY("beam_init_kernel");
@@ -385,10 +403,12 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
                               const int32_t *attn_argmax, void *stream, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    if (n_active < 1 || b->beam < 1 || b->beam > BEAM_MAX || b->hist_len < 1 || !b->step)
+    if (n_active < 1 || b->beam < 1 || b->beam > BEAM_MAX || b->hist_len < 1 || !b->step ||
+        !b->start)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "beam step: %d active, beam %d (max %d), hist_len %d, step %s",
-                             n_active, b->beam, BEAM_MAX, b->hist_len, b->step ? "set" : "NULL");
+                             "beam step: %d active, beam %d (max %d), hist_len %d, step %s, "
+                             "start %s", n_active, b->beam, BEAM_MAX, b->hist_len,
+                             b->step ? "set" : "NULL", b->start ? "set" : "NULL");
     if (b->beam <= WARP_BEAM_MAX) {
         const size_t list_bytes =
             (size_t)b->beam * 2 * b->beam * (sizeof(float) + sizeof(int32_t));
@@ -413,8 +433,39 @@ nmt_status nmt_cuda_beam_backtrack(const nmt_beam_device *b, int32_t n_sentences
                              "beam backtrack: %d sentences, n_best %d (beam %d), max_tokens %d "
                              "(need %d)", n_sentences, r->n_best, b->beam, r->max_tokens,
                              b->hist_len);
-    backtrack_kernel<<<n_sentences, 32, 0, (cudaStream_t)stream>>>(*b, *r);
+    backtrack_kernel<<<n_sentences, 32, 0, (cudaStream_t)stream>>>(*b, NULL, *r);
     NMT_LAUNCH_TRY("backtrack_kernel");
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_beam_backtrack_slots(const nmt_beam_device *b, const int32_t *slots,
+                                         int32_t n_slots, const nmt_beam_results *r,
+                                         void *stream, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (n_slots < 1 || !slots || r->n_best < 1 || r->n_best > b->beam ||
+        r->max_tokens < b->hist_len)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "beam backtrack: %d slots, n_best %d (beam %d), max_tokens %d "
+                             "(need %d)", n_slots, r->n_best, b->beam, r->max_tokens,
+                             b->hist_len);
+    backtrack_kernel<<<n_slots, 32, 0, (cudaStream_t)stream>>>(*b, slots, *r);
+    NMT_LAUNCH_TRY("backtrack_kernel");
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_beam_join(const nmt_beam_device *b, const int32_t *slots, int32_t n_slots,
+                              int32_t bos_id, void *stream, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (n_slots < 1 || !slots || b->beam < 1 || b->beam > BEAM_MAX || !b->start || !b->step)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "beam join: %d slots, beam %d",
+                             n_slots, b->beam);
+    beam_join_kernel<<<blocks_for((int64_t)n_slots * b->beam, 256), 256, 0,
+                       (cudaStream_t)stream>>>(*b, slots, n_slots, bos_id);
+    NMT_LAUNCH_TRY("beam_join_kernel");
 cleanup:
     return status;
 }

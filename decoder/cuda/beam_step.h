@@ -37,6 +37,9 @@ typedef struct nmt_beam_device {
     int32_t *hist_token, *hist_attn, *hist_parent; /* [n, hist_len, B] */
     int32_t *step; /* [1]: the step being taken, 1-based: beam_init sets 0, prepare_rows
                       adds 1, beam_step reads it (so a captured step replays as is) */
+    int32_t *start; /* [n]: *step when the sentence began (beam_init: 0; beam_join: the
+                       steps taken so far); sentence s is at its own step *step - start[s],
+                       so sentences can join a running search */
 } nmt_beam_device;
 
 /* Finished results of a batch, carved from one buffer (nmt_beam_results_carve)
@@ -73,6 +76,12 @@ static inline size_t nmt_beam_results_carve(void *base, int32_t n_sentences, int
 nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int32_t bos_id,
                               void *stream, nmt_error *err);
 
+/* Sentences joining a running search: each listed sentence (slots: device
+ * [n_slots]) gets the step-1 state of beam_init and start = *step, so its
+ * next step is its own step 1; the others are untouched. */
+nmt_status nmt_cuda_beam_join(const nmt_beam_device *b, const int32_t *slots, int32_t n_slots,
+                              int32_t bos_id, void *stream, nmt_error *err);
+
 /* Begins a step: *b->step += 1, and for the n_active * B rows of the list
  * act: row_tokens (the slot's last
  * token), row_sentence, and row_parent = old_pos[p] * B + parent slot, the
@@ -101,6 +110,11 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
  * hist_len). */
 nmt_status nmt_cuda_beam_backtrack(const nmt_beam_device *b, int32_t n_sentences,
                                    const nmt_beam_results *r, void *stream, nmt_error *err);
+/* The same for the listed sentences only (slots: device [n_slots]): result i
+ * is sentence slots[i]'s. */
+nmt_status nmt_cuda_beam_backtrack_slots(const nmt_beam_device *b, const int32_t *slots,
+                                         int32_t n_slots, const nmt_beam_results *r,
+                                         void *stream, nmt_error *err);
 
 #ifdef __cplusplus
 }

@@ -10,8 +10,10 @@
  * logits - lse), -inf/-1 tails of short top lists, and values on a 0.25 grid
  * so ties are frequent and every sum is exact. Then the beams at the edges
  * of the one-warp kernel (1, 2, 31, 32 | 33, 64: the block kernel), alone
- * and as several sentences with some done. Then prepare_rows and a
- * backtrack of hand-made history are checked too. Exit 77 without a GPU. */
+ * and as several sentences with some done. Sentences are at different steps
+ * of their own (start[s]: they joined a running search at different times).
+ * Then prepare_rows, beam_join, and a backtrack of hand-made history (all
+ * sentences, and a slot list) are checked too. Exit 77 without a GPU. */
 #include "beam_step.h"
 #include "cuda_ctx.h"
 #include "../kernels/gpu_test_util.h"
@@ -53,14 +55,15 @@ static int cand_before(const cand &a, const cand &b)
 }
 
 /* The C twin: one step for the active list, straight from the rules. */
-static void twin_step(host_state &h, const std::vector<int32_t> &act, int32_t step, float alpha,
+static void twin_step(host_state &h, const std::vector<int32_t> &act,
+                      const std::vector<int32_t> &steps, float alpha,
                       const std::vector<float> &top_v, const std::vector<int32_t> &top_i,
                       const std::vector<float> &logits, int32_t V, const std::vector<float> &lse,
                       const std::vector<int32_t> &attn)
 {
     const int32_t B = h.B, K = h.K;
     for (size_t p = 0; p < act.size(); p++) {
-        const int32_t s = act[p];
+        const int32_t s = act[p], step = steps[s];
         if (h.done[s])
             continue;
         const int last = step >= h.max_len[s];
@@ -163,8 +166,15 @@ static void expect_equal(const char *what, int case_id, const std::vector<T> &go
 static void random_case(int case_id, int32_t B, int32_t n, int force_done)
 {
     const int32_t K = 2 * B;
-    const int32_t V = test_rand_int(5, 4 * B + 12), step = test_rand_int(1, 6);
-    const int32_t hist_len = step + test_rand_int(0, 3);
+    /* The search is at global step G; sentence s joined at start[s] and is at
+     * its own step G - start[s] in 1..6. */
+    const int32_t V = test_rand_int(5, 4 * B + 12), G = test_rand_int(6, 12);
+    const int32_t hist_len = 6 + test_rand_int(0, 3);
+    std::vector<int32_t> steps(n), start(n);
+    for (int32_t s = 0; s < n; s++) {
+        steps[s] = test_rand_int(1, 7);
+        start[s] = G - steps[s];
+    }
     const float alphas[3] = {1.0f, 0.6f, 0.0f};
     const float alpha = alphas[test_rand_int(0, 3)];
     host_state h;
@@ -176,6 +186,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     const size_t entries = (size_t)n * hist_len * B;
     h.hist_token.assign(entries, -5), h.hist_attn.assign(entries, -5), h.hist_parent.assign(entries, -5);
     for (int32_t s = 0; s < n; s++) {
+        const int32_t step = steps[s];
         h.max_len[s] = test_rand_int(0, 3) == 0 ? step : step + test_rand_int(1, 4);
         h.done[s] = test_rand_int(0, 6) == 0;
         h.n_finished[s] = step == 1 ? 0 : test_rand_int(0, B);
@@ -239,7 +250,8 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     b.fin_length = upload(h.fin_length), b.fin_parent = upload(h.fin_parent);
     b.hist_token = upload(h.hist_token), b.hist_attn = upload(h.hist_attn);
     b.hist_parent = upload(h.hist_parent);
-    b.step = upload(std::vector<int32_t>{step}); /* the step number lives on the device */
+    b.step = upload(std::vector<int32_t>{G}); /* the step number lives on the device */
+    b.start = upload(start);
     int32_t *d_act = upload(act), *d_top_i = upload(top_i), *d_attn = upload(attn);
     float *d_top_v = upload(top_v), *d_logits = upload(logits), *d_lse = upload(lse);
 
@@ -248,7 +260,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
                                        d_logits, V, d_lse, d_attn, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "case %d: beam step: %s", case_id, err.message);
     CUDA_OK(cudaDeviceSynchronize());
-    twin_step(h, act, step, alpha, top_v, top_i, logits, V, lse, attn);
+    twin_step(h, act, steps, alpha, top_v, top_i, logits, V, lse, attn);
 
     expect_equal("scores", case_id, download(b.scores, h.scores.size()), h.scores);
     expect_equal("tokens", case_id, download(b.tokens, h.tokens.size()), h.tokens);
@@ -265,7 +277,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     std::vector<float> fin_score = download(b.fin_score, h.fin_score.size());
     CHECK(test_close_f32("fin_score", fin_score.data(), h.fin_score.data(), fin_score.size(),
                          1e-6, 1e-6),
-          "case %d (B %d, step %d, alpha %g)", case_id, B, step, alpha);
+          "case %d (B %d, global step %d, alpha %g)", case_id, B, G, alpha);
 
     /* prepare_rows after a compaction that reverses the list. */
     std::vector<int32_t> old_pos(act.size()), new_act(act.size());
@@ -281,7 +293,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
                                     &err);
     CHECK(st == NMT_STATUS_OK, "case %d: prepare rows: %s", case_id, err.message);
     std::vector<int32_t> got = download(d_rows, 4 * rows);
-    CHECK(download(b.step, 1)[0] == step + 1, "case %d: prepare_rows did not advance the step",
+    CHECK(download(b.step, 1)[0] == G + 1, "case %d: prepare_rows did not advance the step",
           case_id);
     for (size_t r = 0; r < rows; r++) {
         size_t p = r / B, k = r % B;
@@ -298,7 +310,61 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     void *ptrs[] = {(void *)b.max_len, b.scores, b.tokens, b.parents, b.done, b.n_finished,
                     b.fin_log_prob, b.fin_score, b.fin_length, b.fin_parent, b.hist_token,
                     b.hist_attn, b.hist_parent, d_act, d_top_i, d_attn, d_top_v, d_logits,
-                    d_lse, d_new_act, d_old, d_rows, b.step};
+                    d_lse, d_new_act, d_old, d_rows, b.step, b.start};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        CUDA_OK(cudaFree(ptrs[i]));
+}
+
+/* beam_join: the listed sentences get the step-1 state with start = the
+ * current step; the others keep every field. */
+static void join_case(int32_t B, int32_t n)
+{
+    const int32_t G = test_rand_int(0, 40);
+    std::vector<float> scores((size_t)n * B);
+    std::vector<int32_t> tokens((size_t)n * B), parents((size_t)n * B), done(n), n_fin(n), start(n);
+    for (size_t e = 0; e < scores.size(); e++) {
+        scores[e] = grid(-6, 0);
+        tokens[e] = test_rand_int(4, 50);
+        parents[e] = test_rand_int(0, B);
+    }
+    for (int32_t s = 0; s < n; s++) {
+        done[s] = test_rand_int(0, 2);
+        n_fin[s] = test_rand_int(0, B);
+        start[s] = test_rand_int(0, G + 1);
+    }
+    std::vector<int32_t> slots;
+    for (int32_t s = 0; s < n; s++)
+        if (test_rand_int(0, 2) || slots.empty())
+            slots.push_back(s);
+    for (size_t i = slots.size(); i > 1; i--)
+        std::swap(slots[i - 1], slots[(size_t)test_rand_int(0, (int32_t)i)]);
+    nmt_beam_device b;
+    memset(&b, 0, sizeof b);
+    b.beam = B;
+    b.scores = upload(scores), b.tokens = upload(tokens), b.parents = upload(parents);
+    b.done = upload(done), b.n_finished = upload(n_fin), b.start = upload(start);
+    b.step = upload(std::vector<int32_t>{G});
+    int32_t *d_slots = upload(slots);
+    nmt_error err = {NMT_STATUS_OK, ""};
+    CHECK(nmt_cuda_beam_join(&b, d_slots, (int32_t)slots.size(), BOS, NULL, &err) ==
+              NMT_STATUS_OK, "join: %s", err.message);
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int32_t s : slots) {
+        done[s] = 0, n_fin[s] = 0, start[s] = G;
+        for (int32_t k = 0; k < B; k++) {
+            scores[(size_t)s * B + k] = k == 0 ? 0.0f : -INFINITY;
+            tokens[(size_t)s * B + k] = BOS;
+            parents[(size_t)s * B + k] = 0;
+        }
+    }
+    expect_equal("join scores", B, download(b.scores, scores.size()), scores);
+    expect_equal("join tokens", B, download(b.tokens, tokens.size()), tokens);
+    expect_equal("join parents", B, download(b.parents, parents.size()), parents);
+    expect_equal("join done", B, download(b.done, done.size()), done);
+    expect_equal("join n_finished", B, download(b.n_finished, n_fin.size()), n_fin);
+    expect_equal("join start", B, download(b.start, start.size()), start);
+    CHECK(download(b.step, 1)[0] == G, "join changed the step");
+    void *ptrs[] = {b.scores, b.tokens, b.parents, b.done, b.n_finished, b.start, b.step, d_slots};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CUDA_OK(cudaFree(ptrs[i]));
 }
@@ -363,6 +429,24 @@ static void backtrack_case(void)
         CHECK(r_host.tokens[hist_len + t] == want1[t] && r_host.attn[hist_len + t] == want1_attn[t],
               "hyp 1 token %d: %d (attn %d)", t, r_host.tokens[hist_len + t],
               r_host.attn[hist_len + t]);
+    /* By slots, reversed: result 0 is sentence 1 (none), result 1 sentence 0. */
+    const std::vector<int32_t> slots = {1, 0};
+    int32_t *d_slots = upload(slots);
+    CUDA_OK(cudaMemset(d_res, 0xff, bytes));
+    CUDA_OK(cudaDeviceSynchronize());
+    st = nmt_cuda_beam_backtrack_slots(&b, d_slots, 2, &r_dev, NULL, &err);
+    CHECK(st == NMT_STATUS_OK, "backtrack by slots: %s", err.message);
+    CUDA_OK(cudaMemcpy(host.data(), d_res, bytes, cudaMemcpyDeviceToHost));
+    CHECK(r_host.n_hypotheses[0] == 0 && r_host.n_hypotheses[1] == 2,
+          "by slots: n_hypotheses %d %d", r_host.n_hypotheses[0], r_host.n_hypotheses[1]);
+    const size_t o = 2; /* result 1, hypothesis 0 */
+    CHECK(r_host.length[o] == 2 && r_host.score[o] == -1.0f && r_host.log_prob[o] == -3.0f,
+          "by slots: first of sentence 0: length %d, %g %g", r_host.length[o], r_host.score[o],
+          r_host.log_prob[o]);
+    for (int32_t t = 0; t < 2; t++)
+        CHECK(r_host.tokens[o * hist_len + t] == want0[t], "by slots: token %d: %d", t,
+              r_host.tokens[o * hist_len + t]);
+    CUDA_OK(cudaFree(d_slots));
     void *ptrs[] = {b.n_finished, b.fin_log_prob, b.fin_score, b.fin_length, b.fin_parent,
                     b.hist_token, b.hist_attn, b.hist_parent, d_res};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
@@ -387,6 +471,8 @@ int main(void)
             const int32_t n = c < 3 ? 1 : test_rand_int(3, edge_beams[e] > 32 ? 6 : 9);
             random_case(1000 + 100 * e + c, edge_beams[e], n, c >= 3);
         }
+    for (int c = 0; c < 40 && test_failures < 20; c++)
+        join_case(test_rand_int(1, 40), test_rand_int(1, 12));
     backtrack_case();
     return test_finish("test_gpu_beam_step");
 }
