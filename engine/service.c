@@ -30,7 +30,8 @@
 typedef struct service_worker {
     nmt_service *service;
     pthread_t thread;
-    int started;
+    int started; /* set once at create */
+    int joined;  /* under the service's shutdown_lock */
     nmt_translator *full, *shrunk; /* shrunk: NULL unless the service shrinks */
     /* Batch scratch, sized batch_size once. */
     nmt_request **batch;
@@ -40,6 +41,7 @@ typedef struct service_worker {
 
 struct nmt_service {
     nmt_service_options options;
+    pthread_mutex_t shutdown_lock; /* one nmt_service_shutdown at a time (it joins) */
     pthread_mutex_t lock;
     pthread_cond_t work;
     nmt_request_queue queue;
@@ -280,6 +282,7 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
     NMT_ALLOC(s, 1);
     s->options = *options;
     s->options.devices = NULL;
+    pthread_mutex_init(&s->shutdown_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     nmt_request_cond_init(&s->work);
     const int n = cuda ? (options->n_devices > 0 ? options->n_devices : 1) : options->cpu_workers;
@@ -460,10 +463,23 @@ void nmt_service_stats_get(nmt_service *s, nmt_service_stats *stats)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* 1 when the calling thread is one of s's workers (a callback). */
+static int on_worker(const nmt_service *s)
+{
+    for (int i = 0; i < s->n_workers; i++)
+        if (s->workers[i].started && pthread_equal(pthread_self(), s->workers[i].thread))
+            return 1;
+    return 0;
+}
+
 void nmt_service_shutdown(nmt_service *s, int drain, int64_t *finished, int64_t *cancelled)
 {
     if (!s)
         return;
+    /* From a callback: stop intake only; joining would wait for this thread. */
+    const int from_worker = on_worker(s);
+    if (!from_worker)
+        pthread_mutex_lock(&s->shutdown_lock);
     pthread_mutex_lock(&s->lock);
     const int first = !s->closing;
     if (first) {
@@ -483,11 +499,13 @@ void nmt_service_shutdown(nmt_service *s, int drain, int64_t *finished, int64_t 
     }
     pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->lock);
-    for (int i = 0; i < s->n_workers; i++)
-        if (s->workers[i].started) {
+    for (int i = 0; i < s->n_workers && !from_worker; i++)
+        if (s->workers[i].started && !s->workers[i].joined) {
             pthread_join(s->workers[i].thread, NULL);
-            s->workers[i].started = 0;
+            s->workers[i].joined = 1;
         }
+    if (!from_worker)
+        pthread_mutex_unlock(&s->shutdown_lock);
     if (finished)
         *finished = s->shutdown_finished;
     if (cancelled)
@@ -504,5 +522,6 @@ void nmt_service_free(nmt_service *s)
     free(s->workers);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->shutdown_lock);
     free(s);
 }

@@ -275,11 +275,16 @@ void nmt_service_stats_get(nmt_service *service, nmt_service_stats *stats);
  * translates everything queued, without it cancels what is queued
  * (NMT_STATUS_CANCELLED); batches already running finish either way. Returns
  * when the workers have stopped; *finished and *cancelled (may be NULL) count
- * the queued requests translated and cancelled by it. Idempotent. */
+ * the queued requests translated and cancelled by the shutdown (a repeated
+ * call gives the first one's counts). Any thread may call it, several at
+ * once; from a request's callback it only stops intake and returns at once
+ * (the workers stop after their batches). */
 void nmt_service_shutdown(nmt_service *service, int drain, int64_t *finished,
                           int64_t *cancelled);
 /* Shuts down without draining if still running, then frees the service.
- * Request handles stay valid until their nmt_request_free. */
+ * Request handles stay valid until their nmt_request_free (every request is
+ * complete by then). Not from a request's callback, and not while another
+ * thread still calls the service or cancels one of its requests. */
 void nmt_service_free(nmt_service *service);
 
 #ifdef __cplusplus

@@ -341,6 +341,64 @@ static void test_contract(void)
     nmt_service_free(s);
 }
 
+/* ---- shutdown from several threads at once, and from a callback --------- */
+
+static int shutdown_thread(void *arg)
+{
+    int64_t finished = -1, cancelled = -1;
+    nmt_service_shutdown(arg, 1, &finished, &cancelled);
+    return finished >= 0 && cancelled == 0 ? 0 : 1;
+}
+
+static atomic_int stopped_from_callback;
+
+static void stop_in_callback(nmt_request *request, const nmt_result *result, void *user)
+{
+    (void)request;
+    (void)result;
+    nmt_service_shutdown(user, 1, NULL, NULL); /* returns at once on a worker */
+    atomic_store(&stopped_from_callback, 1);
+}
+
+static void test_shutdown_races(void)
+{
+    nmt_service *s = slow_service(64, 1, 0);
+    if (!s)
+        return;
+    nmt_request *r[8];
+    for (int i = 0; i < 8; i++)
+        CHECK(submit(s, lines[2 + i], NULL, &r[i]) == NMT_STATUS_OK, "race submit %d", i);
+    thrd_t t[4];
+    for (int i = 0; i < 4; i++)
+        thrd_create(&t[i], shutdown_thread, s);
+    int bad = 0;
+    for (int i = 0; i < 4; i++) {
+        int rc = 1;
+        thrd_join(t[i], &rc);
+        bad += rc;
+    }
+    CHECK(bad == 0, "%d of 4 concurrent shutdowns saw wrong counts", bad);
+    for (int i = 0; i < 8; i++) {
+        CHECK(nmt_request_done(r[i]) && same_result(nmt_request_result(r[i]), &ref[2][2 + i]),
+              "request %d after concurrent draining shutdowns", i);
+        nmt_request_free(r[i]);
+    }
+    nmt_service_free(s);
+
+    s = slow_service(64, 1, 0);
+    if (!s)
+        return;
+    nmt_error err = {0};
+    CHECK(nmt_service_submit(s, lines[3], NULL, stop_in_callback, s, NULL, &err) ==
+              NMT_STATUS_OK, "%s", err.message);
+    for (int i = 0; i < 500 && !atomic_load(&stopped_from_callback); i++)
+        thrd_sleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    CHECK(atomic_load(&stopped_from_callback), "the callback's shutdown returned");
+    nmt_request *late = NULL;
+    CHECK(submit(s, lines[4], NULL, &late) == NMT_STATUS_CLOSED, "closed after it");
+    nmt_service_free(s); /* joins the workers */
+}
+
 int main(void)
 {
     test_seed();
@@ -364,6 +422,7 @@ int main(void)
         lines[i] = text[i];
     test_determinism();
     test_contract();
+    test_shutdown_races();
     for (int k = 0; k < N_KINDS; k++)
         for (int i = 0; i < N_LINES; i++)
             nmt_result_clear(&ref[k][i]);
