@@ -19,12 +19,17 @@ enum {
     OPT_ALPHA = 256, OPT_MAX_LEN_A, OPT_MAX_LEN_B, OPT_BATCH_SIZE, OPT_DEVICE, OPT_DEVICE_INDEX,
     OPT_NO_UNK_REPLACE, OPT_SCORES, OPT_MAX_LINE_BYTES, OPT_MAX_SRC_TOKENS, OPT_PROGRESS,
     OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
-    OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_CUDA_GEMM
+    OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_CUDA_GEMM,
+    OPT_ALIGNMENT, OPT_QUIET
 };
 
 static const struct option long_options[] = {
     {"model", required_argument, NULL, 'm'},
     {"config", required_argument, NULL, 'c'},
+    {"input", required_argument, NULL, 'i'},
+    {"output", required_argument, NULL, 'o'},
+    {"alignment", no_argument, NULL, OPT_ALIGNMENT},
+    {"quiet", no_argument, NULL, OPT_QUIET},
     {"beam", required_argument, NULL, 'b'},
     {"n-best", required_argument, NULL, 'n'},
     {"alpha", required_argument, NULL, OPT_ALPHA},
@@ -166,6 +171,17 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         strcpy(a->model_path, value);
         return 1;
     }
+    if (!strcmp(key, "input") || !strcmp(key, "output")) {
+        char *path = !strcmp(key, "input") ? a->input_path : a->output_path;
+        if (!value[0] || strlen(value) >= sizeof a->input_path)
+            return 0;
+        strcpy(path, value);
+        return 1;
+    }
+    if (!strcmp(key, "alignment"))
+        return app_parse_bool(value, &a->alignment);
+    if (!strcmp(key, "quiet"))
+        return app_parse_bool(value, &a->quiet);
     if (!strcmp(key, "beam"))
         return app_parse_int(value, 1, 256, &o->beam_size);
     if (!strcmp(key, "n_best"))
@@ -293,6 +309,10 @@ static const char *option_key(int code)
 {
     switch (code) {
     case 'm': return "model";
+    case 'i': return "input";
+    case 'o': return "output";
+    case OPT_ALIGNMENT: return "alignment";
+    case OPT_QUIET: return "quiet";
     case 'b': return "beam";
     case 'n': return "n_best";
     case OPT_ALPHA: return "alpha";
@@ -394,7 +414,7 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
                    char *message, size_t message_size)
 {
     /* The leading ':' makes a missing value ':' (not '?', "unknown option"). */
-    const char *short_options = ":m:c:b:n:hV";
+    const char *short_options = ":m:c:i:o:b:n:hV";
     struct option merged[kBaseOptions + kExtraMax + 1];
     if (!merge_options(extra, merged)) {
         snprintf(message, message_size, "too many program options");
@@ -465,8 +485,8 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
         }
     }
     if (optind < argc) {
-        snprintf(message, message_size, "unexpected argument '%s' (input comes from stdin)",
-                 argv[optind]);
+        snprintf(message, message_size,
+                 "unexpected argument '%s' (input comes from stdin or -i FILE)", argv[optind]);
         return EXIT_USAGE;
     }
     if (args->show_help || args->show_version)

@@ -28,6 +28,10 @@ typedef struct translate_args {
     int show_help;
     int show_version;
     char stats_path[1024]; /* --stats / --timing: JSON counters written here after the run */
+    char input_path[1024];  /* -i: read this file instead of standard input */
+    char output_path[1024]; /* -o: write this file instead of standard output */
+    int alignment;  /* append " ||| s-t ..." (source token s attended most by target token t) */
+    int quiet;      /* no progress and no notes on stderr; errors still */
     const char *stats_option; /* "--stats" or "--timing", for messages */
 } translate_args;
 

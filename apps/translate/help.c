@@ -8,6 +8,7 @@ int translate_print_help(const char *program)
 {
     return printf(
         "Usage: %s -m MODEL [options] < input.txt > output.txt\n"
+        "       %s -m MODEL -i input.txt -o output.txt [options]\n"
         "\n"
         "Translates standard input line by line with beam search. Every input line gives\n"
         "exactly one output line, in order; an empty line gives an empty line; an invalid\n"
@@ -18,6 +19,13 @@ int translate_print_help(const char *program)
         "'-' as '_', e.g. beam = 5; a flag takes 1 or 0, e.g. no_unk_replace = 1):\n"
         "  -m, --model PATH        model file (required)\n"
         "  -c, --config PATH       INI file with any of the options below; the command line wins\n"
+        "  -i, --input FILE        read FILE instead of standard input\n"
+        "  -o, --output FILE       write FILE instead of standard output (created or truncated\n"
+        "                          before the model loads)\n"
+        "      --alignment         append \" ||| s-t s-t ...\" to each output line (and n-best\n"
+        "                          row): target token t attended source token s most (0-based,\n"
+        "                          as tokenized; Marian's and fast_align's i-j format)\n"
+        "      --quiet             no progress and no notes on stderr (errors still)\n"
         "  -b, --beam N            beam size (default 5)\n"
         "  -n, --n-best N          hypotheses per line (default 1); N > 1 prints\n"
         "                          LINE<TAB>RANK<TAB>SCORE<TAB>TEXT rows, N per input line\n"
@@ -69,5 +77,5 @@ int translate_print_help(const char *program)
         "GPU, an unwritable --stats/--timing path); 3 the model could not be loaded;\n"
         "4 translation failed (device error, out of memory); 5 an I/O error: reading\n"
         "standard input or writing standard output or the --stats/--timing file failed.\n",
-        program);
+        program, program);
 }

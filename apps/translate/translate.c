@@ -95,30 +95,49 @@ static int read_chunk(FILE *in, input_line *lines, int max_lines, size_t max_byt
     return n;
 }
 
+/* " ||| s-t s-t ..." of a hypothesis (--alignment). */
+static int print_alignment(FILE *out, const nmt_hypothesis *h)
+{
+    if (fputs(" |||", out) == EOF)
+        return -1;
+    for (int t = 0; t < h->n_tokens; t++)
+        if (fprintf(out, " %d-%d", h->alignment ? h->alignment[t] : -1, t) < 0)
+            return -1;
+    return 0;
+}
+
 /* Prints one input line's output: a line, or with --n-best N exactly N rows
  * (a refused line, or one with fewer hypotheses, is padded with rows of score
  * -inf and an empty text). Returns a negative value when a write failed. */
-static int print_result(const translate_args *args, long line_number, const nmt_result *r)
+static int print_result(const translate_args *args, FILE *out, long line_number,
+                        const nmt_result *r)
 {
     const int n_best = args->engine.n_best;
     const int ok = r->status == NMT_STATUS_OK && r->n_hypotheses > 0;
     if (n_best > 1) {
         const int found = ok ? r->n_hypotheses : 0;
         for (int k = 0; k < n_best; k++) {
-            int written = k < found ? printf("%ld\t%d\t%.6f\t%s\n", line_number, k + 1,
-                                             r->hypotheses[k].score, r->hypotheses[k].text)
-                                    : printf("%ld\t%d\t-inf\t\n", line_number, k + 1);
-            if (written < 0)
+            int written = k < found ? fprintf(out, "%ld\t%d\t%.6f\t%s", line_number, k + 1,
+                                              r->hypotheses[k].score, r->hypotheses[k].text)
+                                    : fprintf(out, "%ld\t%d\t-inf\t", line_number, k + 1);
+            if (written < 0 || (args->alignment && k < found &&
+                                print_alignment(out, &r->hypotheses[k]) < 0) ||
+                (args->alignment && k >= found && fputs(" |||", out) == EOF) ||
+                fputc('\n', out) == EOF)
                 return -1;
         }
         return 0;
     }
     if (args->scores) {
-        int written = ok ? printf("%.6f\t", r->hypotheses[0].score) : printf("-inf\t");
+        int written = ok ? fprintf(out, "%.6f\t", r->hypotheses[0].score) : fprintf(out, "-inf\t");
         if (written < 0)
             return -1;
     }
-    return printf("%s\n", ok ? r->hypotheses[0].text : "") < 0 ? -1 : 0;
+    if (fputs(ok ? r->hypotheses[0].text : "", out) == EOF)
+        return -1;
+    if (args->alignment && (ok ? print_alignment(out, &r->hypotheses[0]) : (fputs(" |||", out) == EOF ? -1 : 0)) < 0)
+        return -1;
+    return fputc('\n', out) == EOF ? -1 : 0;
 }
 
 static void show_progress(long lines, double started, int final)
@@ -129,13 +148,13 @@ static void show_progress(long lines, double started, int final)
     fflush(stderr);
 }
 
-/* Flushes and closes standard output; 0, or -1 with errno when a write failed
+/* Flushes and closes an output; 0, or -1 with errno when a write failed
  * (fclose reports what the last flush could not write). */
-static int close_stdout(void)
+static int close_output(FILE *out)
 {
-    const int earlier = ferror(stdout);
+    const int earlier = ferror(out);
     const int saved = errno;
-    if (fclose(stdout) != 0)
+    if (fclose(out) != 0)
         return -1;
     if (earlier) {
         errno = saved ? saved : EIO;
@@ -156,7 +175,7 @@ static int print_info(const translate_args *args, const char *program)
     errno = 0;
     int written = args->show_help ? translate_print_help(program)
                                   : printf("translate (nmt) %s\n", NMT_VERSION_STRING);
-    if (written < 0 || close_stdout() != 0)
+    if (written < 0 || close_output(stdout) != 0)
         return write_error("standard output");
     return EXIT_OK;
 }
@@ -179,6 +198,23 @@ int main(int argc, char **argv)
     if (args.stats_path[0] &&
         translate_open_stats(&args, &stats, message, sizeof message) != EXIT_OK) {
         fprintf(stderr, "translate: %s\n", message);
+        return EXIT_USAGE;
+    }
+
+    /* -i and -o are opened now too, for the same reason. */
+    FILE *in = stdin, *out = stdout;
+    const char *out_name = args.output_path[0] ? args.output_path : "standard output";
+    const char *in_name = args.input_path[0] ? args.input_path : "standard input";
+    if (args.input_path[0] && !(in = fopen(args.input_path, "r"))) {
+        fprintf(stderr, "translate: -i %s: cannot open: %s\n", args.input_path, strerror(errno));
+        translate_discard_stats(&args, &stats);
+        return EXIT_USAGE;
+    }
+    if (args.output_path[0] && !(out = fopen(args.output_path, "w"))) {
+        fprintf(stderr, "translate: -o %s: cannot open: %s\n", args.output_path, strerror(errno));
+        translate_discard_stats(&args, &stats);
+        if (in != stdin)
+            fclose(in);
         return EXIT_USAGE;
     }
 
@@ -207,11 +243,14 @@ int main(int argc, char **argv)
                    : EXIT_FAILED;
         goto done;
     }
-    if (args.engine.device == NMT_DEVICE_AUTO && nmt_translator_device(translator) == NMT_DEVICE_CPU)
+    if (args.engine.device == NMT_DEVICE_AUTO && nmt_translator_device(translator) == NMT_DEVICE_CPU &&
+        !args.quiet)
         fprintf(stderr, "translate: no usable GPU, translating on the CPU\n");
 
-    const int interactive = isatty(STDIN_FILENO);
-    const int progress = args.progress < 0 ? isatty(STDERR_FILENO) && !interactive : args.progress;
+    const int interactive = isatty(fileno(in));
+    const int progress = args.quiet ? 0
+                         : args.progress < 0 ? isatty(STDERR_FILENO) && !interactive
+                                             : args.progress;
     const size_t max_bytes = (size_t)args.engine.max_line_bytes;
     chunk = interactive ? 1 : args.engine.batch_size * 8;
     lines = calloc((size_t)chunk, sizeof *lines);
@@ -227,7 +266,7 @@ int main(int argc, char **argv)
     int bad_lines = 0;
     const double started = now_seconds();
     int n;
-    while ((n = read_chunk(stdin, lines, chunk, max_bytes)) > 0) {
+    while ((n = read_chunk(in, lines, chunk, max_bytes)) > 0) {
         for (int i = 0; i < n; i++)
             texts[i] = lines[i].has_nul || lines[i].too_long ? "" : lines[i].text;
         if (nmt_translate_batch(translator, texts, n, results, &err) != NMT_STATUS_OK) {
@@ -254,15 +293,15 @@ int main(int argc, char **argv)
                 fprintf(stderr, "translate: line %ld: %s\n", number, results[i].message);
                 bad_lines++;
             }
-            if (!write_failed && print_result(&args, number, &results[i]) < 0)
+            if (!write_failed && print_result(&args, out, number, &results[i]) < 0)
                 write_failed = errno ? errno : EIO;
             nmt_result_clear(&results[i]);
         }
         line_number += n;
-        if (write_failed || fflush(stdout) != 0 || ferror(stdout)) {
+        if (write_failed || fflush(out) != 0 || ferror(out)) {
             if (write_failed)
                 errno = write_failed;
-            code = write_error("standard output");
+            code = write_error(out_name);
             goto done;
         }
         if (progress)
@@ -273,8 +312,8 @@ int main(int argc, char **argv)
         code = EXIT_FAILED;
         goto done;
     }
-    if (ferror(stdin)) {
-        fprintf(stderr, "translate: error reading standard input after line %ld: %s\n",
+    if (ferror(in)) {
+        fprintf(stderr, "translate: error reading %s after line %ld: %s\n", in_name,
                 line_number, strerror(errno));
         code = EXIT_IO;
         goto done;
@@ -285,9 +324,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "translate: %d of %ld lines refused (empty output lines)\n", bad_lines,
                 line_number);
     code = bad_lines ? EXIT_BAD_LINES : EXIT_OK;
-    if (close_stdout() != 0) {
-        code = write_error("standard output");
-        goto done;
+    {
+        FILE *closing = out;
+        out = NULL;
+        if (close_output(closing) != 0) {
+            code = write_error(out_name);
+            goto done;
+        }
     }
     if (stats.file) {
         int stats_code = translate_write_stats(&args, translator, line_number, &stats, message,
@@ -299,6 +342,10 @@ int main(int argc, char **argv)
     }
 done:
     translate_discard_stats(&args, &stats); /* a run that did not get to write it */
+    if (out && out != stdout)
+        fclose(out); /* the run failed already; what was written stays */
+    if (in != stdin)
+        fclose(in);
     if (lines)
         for (int i = 0; i < chunk; i++)
             free(lines[i].text);

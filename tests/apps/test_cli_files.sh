@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# translate's file options and alignment output: -i/-o give what stdin/stdout
+# give; a bad -i or -o path fails at once (exit 2) before any work, an -o that
+# cannot be written exits 5 naming it; --alignment appends " ||| s-t ..." to
+# every line and n-best row (t = 0..n-1 in order, s a source token) and leaves
+# the text as it was; --quiet silences the notes, not the errors.
+set -uo pipefail
+: "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
+T=$NMT_TRANSLATE
+M=$NMT_TEST_MODEL
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+printf 'ein mann läuft im park .\nzwei hund\n\nein \xff hund\nrot Ball !\n' > "$TMP/in.txt"
+O=(--device cpu -b 3 --max-len-b 6)
+
+"$T" -m "$M" "${O[@]}" < "$TMP/in.txt" > "$TMP/std.txt" 2> "$TMP/std.err"; code=$?
+[ $code -eq 1 ] || fail "stdin run: exit $code, expected 1 (one refused line)"
+"$T" -m "$M" "${O[@]}" -i "$TMP/in.txt" -o "$TMP/file.txt" 2> "$TMP/file.err"; code=$?
+[ $code -eq 1 ] || fail "-i/-o run: exit $code, expected 1"
+cmp -s "$TMP/std.txt" "$TMP/file.txt" || fail "-i/-o output differs from stdin/stdout's"
+[ "$(wc -l < "$TMP/file.txt")" -eq 5 ] || fail "-o has $(wc -l < "$TMP/file.txt") lines, not 5"
+grep -q "line 4" "$TMP/file.err" || fail "-i: the refused line 4 is not reported"
+
+"$T" -m "$M" "${O[@]}" -i "$TMP/missing.txt" > /dev/null 2> "$TMP/err"; code=$?
+[ $code -eq 2 ] && grep -q "missing.txt: cannot open" "$TMP/err" || fail "missing -i: exit $code"
+"$T" -m "$TMP/no-model.bin" -i "$TMP/in.txt" -o "$TMP/no/such/dir/out.txt" 2> "$TMP/err"; code=$?
+[ $code -eq 2 ] && grep -q "out.txt: cannot open" "$TMP/err" ||
+    fail "-o in a missing directory: exit $code (before the model: $(cat "$TMP/err"))"
+if [ -w /dev/full ]; then
+    "$T" -m "$M" "${O[@]}" -i "$TMP/in.txt" -o /dev/full 2> "$TMP/err"; code=$?
+    [ $code -eq 5 ] && grep -q "error writing /dev/full" "$TMP/err" || fail "-o /dev/full: exit $code"
+fi
+
+# --alignment: the text before " ||| " is the plain output; pairs s-t with t = 0, 1, ...
+"$T" -m "$M" "${O[@]}" --alignment -i "$TMP/in.txt" > "$TMP/align.txt" 2> /dev/null
+python3 - "$TMP/std.txt" "$TMP/align.txt" <<'PY' || failures=$((failures + 1))
+import sys
+plain = open(sys.argv[1], encoding="utf-8").read().split("\n")[:-1]
+aligned = open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]
+ok = len(plain) == len(aligned) == 5
+for p, a in zip(plain, aligned):
+    text, sep, pairs = a.partition(" |||")
+    pairs = [x.split("-") for x in pairs.split()]
+    ok = ok and sep and text == p
+    ok = ok and all(int(t) == k and 0 <= int(s) < 64 for k, (s, t) in enumerate(pairs))
+    ok = ok and (len(pairs) > 0) == (p != "")
+if not ok:
+    print("FAIL: --alignment output", plain, aligned, file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+"$T" -m "$M" "${O[@]}" -n 2 --alignment -i "$TMP/in.txt" > "$TMP/nbest.txt" 2> /dev/null
+[ "$(grep -c ' |||' "$TMP/nbest.txt")" -eq 10 ] || fail "--alignment with -n 2: not 10 rows with ' |||'"
+
+# --quiet: no notes (the CPU fallback of --device auto), errors still.
+"$T" -m "$M" -b 3 --max-len-b 6 --device auto --quiet -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"
+grep -q "translating on the CPU\|lines/s" "$TMP/err" && fail "--quiet printed a note: $(cat "$TMP/err")"
+grep -q "line 4" "$TMP/err" || fail "--quiet hid the refused line's error"
+exit $((failures > 0))
