@@ -32,6 +32,7 @@ typedef struct translate_args {
     char output_path[1024]; /* -o: write this file instead of standard output */
     int alignment;  /* append " ||| s-t ..." (source token s attended most by target token t) */
     int quiet;      /* no progress and no notes on stderr; errors still */
+    int nbest_marian; /* --n-best-format marian: "ID ||| TEXT ||| F0= LOGPROB ||| SCORE" rows */
     const char *stats_option; /* "--stats" or "--timing", for messages */
 } translate_args;
 

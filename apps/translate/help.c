@@ -30,6 +30,8 @@ int translate_print_help(const char *program)
         "  -n, --n-best N          hypotheses per line (default 1); N > 1 prints\n"
         "                          LINE<TAB>RANK<TAB>SCORE<TAB>TEXT rows, N per input line\n"
         "                          (a refused line: N rows of score -inf, empty text)\n"
+        "      --n-best-format F   tsv (the rows above) | marian: \"ID ||| TEXT ||| F0= LOGPROB\n"
+        "                          ||| SCORE\" rows, ID the 0-based line (Marian's n-best lists)\n"
         "      --alpha A           length penalty: score / length^A (default 1.0)\n"
         "      --max-len-a A       maximum target length floor(A * source_tokens + B) (default 2)\n"
         "      --max-len-b B       (default 10)\n"

@@ -117,9 +117,16 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
     if (n_best > 1) {
         const int found = ok ? r->n_hypotheses : 0;
         for (int k = 0; k < n_best; k++) {
-            int written = k < found ? fprintf(out, "%ld\t%d\t%.6f\t%s", line_number, k + 1,
-                                              r->hypotheses[k].score, r->hypotheses[k].text)
-                                    : fprintf(out, "%ld\t%d\t-inf\t", line_number, k + 1);
+            const nmt_hypothesis *h = k < found ? &r->hypotheses[k] : NULL;
+            int written;
+            if (args->nbest_marian)
+                written = h ? fprintf(out, "%ld ||| %s ||| F0= %.6f ||| %.6f", line_number - 1,
+                                      h->text, h->log_prob, h->score)
+                            : fprintf(out, "%ld |||  ||| F0= -inf ||| -inf", line_number - 1);
+            else
+                written = h ? fprintf(out, "%ld\t%d\t%.6f\t%s", line_number, k + 1, h->score,
+                                      h->text)
+                            : fprintf(out, "%ld\t%d\t-inf\t", line_number, k + 1);
             if (written < 0 || (args->alignment && k < found &&
                                 print_alignment(out, &r->hypotheses[k]) < 0) ||
                 (args->alignment && k >= found && fputs(" |||", out) == EOF) ||

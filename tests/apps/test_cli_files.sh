@@ -53,6 +53,25 @@ PY
 "$T" -m "$M" "${O[@]}" -n 2 --alignment -i "$TMP/in.txt" > "$TMP/nbest.txt" 2> /dev/null
 [ "$(grep -c ' |||' "$TMP/nbest.txt")" -eq 10 ] || fail "--alignment with -n 2: not 10 rows with ' |||'"
 
+# --n-best-format marian: "ID ||| TEXT ||| F0= LOGPROB ||| SCORE", IDs 0-based, the
+# same texts and scores as the tsv rows.
+"$T" -m "$M" "${O[@]}" -n 2 -i "$TMP/in.txt" > "$TMP/tsv.txt" 2> /dev/null
+"$T" -m "$M" "${O[@]}" -n 2 --n-best-format marian -i "$TMP/in.txt" > "$TMP/marian.txt" 2> /dev/null
+python3 - "$TMP/tsv.txt" "$TMP/marian.txt" <<'PY' || failures=$((failures + 1))
+import sys
+tsv = [l.split("\t") for l in open(sys.argv[1], encoding="utf-8").read().split("\n")[:-1]]
+mar = [l.split(" ||| ") for l in open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]]
+ok = len(tsv) == len(mar) == 10
+for t, m in zip(tsv, mar):
+    ok = ok and len(m) == 4 and int(m[0]) == int(t[0]) - 1 and m[1] == t[3]
+    ok = ok and m[2].startswith("F0= ") and m[3] == t[2]
+if not ok:
+    print("FAIL: --n-best-format marian", tsv[:3], mar[:3], file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+"$T" -m "$M" "${O[@]}" --n-best-format moses -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"; code=$?
+[ $code -eq 2 ] || fail "--n-best-format moses: exit $code, expected 2"
+
 # --quiet: no notes (the CPU fallback of --device auto), errors still.
 "$T" -m "$M" -b 3 --max-len-b 6 --device auto --quiet -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"
 grep -q "translating on the CPU\|lines/s" "$TMP/err" && fail "--quiet printed a note: $(cat "$TMP/err")"
