@@ -9,6 +9,8 @@
  * heuristics, buffers growing); later passes are the steady state. */
 #include "nmt.h"
 
+#include "bench_lines.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,36 +21,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int read_lines(const char *path, char ***lines_out)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    char **lines = NULL, *text = NULL;
-    size_t cap = 0;
-    int n = 0, room = 0;
-    ssize_t len;
-    while ((len = getline(&text, &cap, f)) >= 0) {
-        if (len > 0 && text[len - 1] == '\n')
-            text[--len] = 0;
-        if (n == room) {
-            room = room ? 2 * room : 256;
-            char **grown = realloc(lines, sizeof *lines * (size_t)room);
-            if (!grown)
-                break;
-            lines = grown;
-        }
-        lines[n] = strdup(text);
-        if (!lines[n])
-            break;
-        n++;
-    }
-    free(text);
-    fclose(f);
-    *lines_out = lines;
-    return n;
 }
 
 int main(int argc, char **argv)
@@ -76,7 +48,7 @@ int main(int argc, char **argv)
             options.cuda_gemm = NMT_GEMM_TF32X2;
     }
     char **lines = NULL;
-    const int n = read_lines(argv[2], &lines);
+    const int n = bench_read_lines(argv[2], 0, &lines);
     if (n < 1 || batch < 1 || beam < 1 || passes < 1) {
         fprintf(stderr, "%s: no lines in %s, or a bad number\n", argv[0], argv[2]);
         return 2;

@@ -27,6 +27,8 @@
 #define _GNU_SOURCE /* getline */
 #include "nmt.h"
 
+#include "bench_lines.h"
+
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
@@ -70,37 +72,6 @@ static uint64_t mix(uint64_t z)
 static double uniform(uint64_t key)
 {
     return (double)(mix(key) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-static int read_lines(const char *path, int max, char ***out)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    char **lines = NULL, *text = NULL;
-    size_t cap = 0;
-    int n = 0, room = 0;
-    ssize_t len;
-    while ((max <= 0 || n < max) && (len = getline(&text, &cap, f)) >= 0) {
-        if (len > 0 && text[len - 1] == '\n')
-            text[--len] = 0;
-        if (n == room) {
-            room = room ? 2 * room : 256;
-            char **grown = realloc(lines, sizeof *lines * (size_t)room);
-            if (!grown)
-                break;
-            lines = grown;
-        }
-        lines[n] = strdup(text);
-        if (!lines[n])
-            break;
-        n++;
-    }
-    const int bad = ferror(f);
-    free(text);
-    fclose(f);
-    *out = lines;
-    return bad ? -1 : n;
 }
 
 /* Checks one completed request's result against the offline translation. */
@@ -257,7 +228,7 @@ int main(int argc, char **argv)
         return 2;
     }
     nmt_error err = {0};
-    b.n_lines = read_lines(input, max_lines, &b.lines);
+    b.n_lines = bench_read_lines(input, max_lines, &b.lines);
     if (b.n_lines <= 0 || nmt_model_load(model_path, &b.model, &err) != NMT_STATUS_OK) {
         fprintf(stderr, "bench_service: %s: %s\n", b.n_lines <= 0 ? input : model_path,
                 b.n_lines <= 0 ? "no lines" : err.message);
