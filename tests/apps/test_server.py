@@ -60,10 +60,10 @@ def get(port, path):
         return e.code, e.read().decode()
 
 
-def start_server():
+def start_server(max_requests=2000):
     cmd = [SERVER, "-m", MODEL, *OPTIONS, "--port", "0", "--workers", "2", "--max-delay-us",
            "2000", "--max-body-bytes", "4096", "--max-sentences", "8", "--timeout", "2",
-           "--max-requests", "2000"]
+           "--max-requests", str(max_requests)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()  # "nmt-server: listening on http://127.0.0.1:PORT"
     if "listening on" not in line:
