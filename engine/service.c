@@ -12,7 +12,8 @@
  * Batching: a worker takes the oldest queued request, waits (max_delay_us
  * after that request's arrival) while fewer than batch_size requests are
  * queued, then takes every queued request with the same options, in order,
- * up to batch_size. Requests whose deadline passed are completed with
+ * up to batch_size sentences and max_batch_tokens source tokens (counted at
+ * submit, on the caller's thread). Requests whose deadline passed are completed with
  * NMT_STATUS_DEADLINE instead of translated; a translation that ends after
  * the deadline is discarded the same way. */
 #define _POSIX_C_SOURCE 200809L /* pthread, clock_gettime */
@@ -133,9 +134,14 @@ static int take_batch_locked(service_worker *w)
                 continue;
             }
             int n = 0;
+            int64_t tokens = 0;
+            const int max_tokens = s->options.max_batch_tokens;
             for (nmt_request *r = s->queue.head; r && n < cap;) {
                 nmt_request *next = r->next;
                 if (nmt_request_same_search(r, first)) {
+                    if (max_tokens > 0 && n > 0 && tokens + r->tokens > max_tokens)
+                        break; /* in arrival order: the next batch starts with it */
+                    tokens += r->tokens;
                     nmt_request_queue_remove(&s->queue, r);
                     pthread_mutex_lock(&r->lock);
                     r->state = NMT_REQUEST_RUNNING;
@@ -271,6 +277,7 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
     const int cuda = o->device == NMT_DEVICE_CUDA ||
                      (o->device == NMT_DEVICE_AUTO && nmt_cuda_available());
     if (options->queue_capacity < 1 || options->max_delay_us < 0 ||
+        options->max_batch_tokens < 0 ||
         options->max_delay_us > 10000000 || options->n_devices < 0 ||
         (options->n_devices > 0 && !options->devices) ||
         (!cuda && (options->cpu_workers < 1 || options->cpu_workers > 256)))

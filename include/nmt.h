@@ -202,6 +202,8 @@ typedef struct nmt_service_options {
     int max_delay_us;        /* a worker with fewer than batch_size waiting requests waits
                                 this long after the oldest one arrived for more, default 100
                                 (docs/performance.md, "Batching delay") */
+    int max_batch_tokens;    /* a batch holds at most this many source tokens in all (a longer
+                                sentence goes alone); 0 (default): only batch_size limits */
 } nmt_service_options;
 
 void nmt_service_options_init(nmt_service_options *options);

@@ -341,6 +341,40 @@ static void test_contract(void)
     nmt_service_free(s);
 }
 
+/* ---- max_batch_tokens ---------------------------------------------------- */
+
+static void test_max_batch_tokens(void)
+{
+    nmt_service_options so;
+    nmt_service_options_init(&so);
+    so.translator = base_options();
+    so.translator.shrink.mode = NMT_SHRINK_NONE;
+    so.max_delay_us = 300000; /* the 8 requests queue up before the first batch */
+    so.max_batch_tokens = 7;
+    nmt_service *s = NULL;
+    nmt_error err = {0};
+    CHECK(nmt_service_create(model, &so, &s, &err) == NMT_STATUS_OK, "%s", err.message);
+    if (!s)
+        return;
+    /* 3 tokens each: at most 2 a batch under 7 tokens, so 4 batches of 2. */
+    nmt_request *r[8];
+    for (int i = 0; i < 8; i++)
+        CHECK(submit(s, "ein mann läuft", NULL, &r[i]) == NMT_STATUS_OK, "tokens submit %d", i);
+    for (int i = 0; i < 8; i++) {
+        CHECK(nmt_request_wait(r[i], 20000.0) &&
+                  nmt_request_result(r[i])->status == NMT_STATUS_OK, "tokens request %d", i);
+        nmt_request_free(r[i]);
+    }
+    nmt_service_stats st;
+    nmt_service_stats_get(s, &st);
+    CHECK(st.batches == 4 && st.batch_sentences == 8, "max_batch_tokens 7: %lld batches of %lld "
+          "sentences, want 4 of 2", (long long)st.batches, (long long)st.batch_sentences);
+    nmt_service_free(s);
+    so.max_batch_tokens = -1;
+    CHECK(nmt_service_create(model, &so, &s, &err) == NMT_STATUS_ERROR_ARGUMENT && !s,
+          "max_batch_tokens -1 is refused");
+}
+
 /* ---- shutdown from several threads at once, and from a callback --------- */
 
 static int shutdown_thread(void *arg)
@@ -423,6 +457,7 @@ int main(void)
     test_determinism();
     test_contract();
     test_shutdown_races();
+    test_max_batch_tokens();
     for (int k = 0; k < N_KINDS; k++)
         for (int i = 0; i < N_LINES; i++)
             nmt_result_clear(&ref[k][i]);
