@@ -136,6 +136,7 @@ class nmt_service_options(ctypes.Structure):
         ("cpu_workers", ctypes.c_int),
         ("queue_capacity", ctypes.c_int),
         ("max_delay_us", ctypes.c_int),
+        ("max_batch_tokens", ctypes.c_int),
     ]
 
 

@@ -114,10 +114,12 @@ class Service:
     batch the requests as they arrive, per-request options and deadlines.
 
     Service(model_or_path, device="auto", workers=1, devices=None,
-    batch_size=32, max_delay_us, queue_capacity=4096, beam_size=5, ...)
+    batch_size=32, max_delay_us, max_batch_tokens, queue_capacity=4096,
+    beam_size=5, ...)
     (None: nmt_service_options_init's default): beam_size is the largest
     beam a request may ask for, batch_size the most sentences a batch holds,
-    max_delay_us how long a worker waits for a batch to fill; the other
+    max_delay_us how long a worker waits for a batch to fill,
+    max_batch_tokens the source tokens a batch holds at most; the other
     keywords are Translator's. Raises
     nmt.Error when the model or the workers cannot be made.
 
@@ -125,7 +127,8 @@ class Service:
     down draining the queue, then closes."""
 
     def __init__(self, model, device="auto", workers=None, devices=None, batch_size=None,
-                 max_delay_us=None, queue_capacity=None, library=None, **options):
+                 max_delay_us=None, queue_capacity=None, max_batch_tokens=None, library=None,
+                 **options):
         self.model = as_model(model, library)
         self._lib = self.model._lib
         so = _capi.nmt_service_options()
@@ -137,6 +140,8 @@ class Service:
             so.queue_capacity = int(queue_capacity)
         if max_delay_us is not None:
             so.max_delay_us = int(max_delay_us)
+        if max_batch_tokens is not None:
+            so.max_batch_tokens = int(max_batch_tokens)
         device_array = None
         if devices:
             device_array = (ctypes.c_int * len(devices))(*[int(d) for d in devices])
