@@ -131,6 +131,14 @@ typedef struct nmt_result {
 
 void nmt_options_init(nmt_options *options);
 
+/* sizeof of a public struct by its name ("nmt_options", "nmt_hypothesis",
+ * "nmt_result", "nmt_stats", "nmt_error", "nmt_service_options",
+ * "nmt_request_options", "nmt_service_stats", "nmt_shrink_options"), 0 for
+ * another name: a binding (python/nmt) checks its own layouts against the
+ * library it loaded, so a library of another version is refused at load
+ * instead of misread. */
+size_t nmt_struct_size(const char *name);
+
 /* Loads and validates a model file; refuses malformed files with the reason. */
 nmt_status nmt_model_load(const char *path, nmt_model **model, nmt_error *err);
 void nmt_model_free(nmt_model *model);

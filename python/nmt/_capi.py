@@ -199,7 +199,14 @@ _PROTOTYPES = {
     "nmt_service_shutdown": (None, [_vp, ctypes.c_int, _P(ctypes.c_int64),
                                     _P(ctypes.c_int64)]),
     "nmt_service_free": (None, [_vp]),
+    "nmt_struct_size": (ctypes.c_size_t, [ctypes.c_char_p]),
 }
+
+# The structs whose layout the library reports (nmt_struct_size): checked at
+# load, so that a libnmt of another layout is refused, not misread.
+CHECKED_STRUCTS = ("nmt_options", "nmt_hypothesis", "nmt_result", "nmt_stats", "nmt_error",
+                   "nmt_service_options", "nmt_request_options", "nmt_service_stats",
+                   "nmt_shrink_options")
 
 
 class LibraryNotFoundError(OSError):
@@ -225,6 +232,11 @@ def _open(path):
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
+    for name in CHECKED_STRUCTS:
+        theirs, ours = lib.nmt_struct_size(name.encode()), ctypes.sizeof(globals()[name])
+        if theirs != ours:
+            raise AttributeError("%s: %s is %d bytes there, %d in this package (another "
+                                 "version of libnmt)" % (path, name, theirs, ours))
     return lib
 
 

@@ -163,6 +163,28 @@ def test_struct_layout():
     assert not diff, "python/nmt/_capi.py vs nmt.h (ctypes, C): %s" % diff
 
 
+def test_runtime_layout_check():
+    """The library reports its structs' sizes (nmt_struct_size) and a binding
+    whose layout differs is refused at load, naming the struct."""
+    lib = nmt.load_library(LIBRARY)
+    for name in _capi.CHECKED_STRUCTS:
+        assert lib.nmt_struct_size(name.encode()) == ctypes.sizeof(getattr(_capi, name)), name
+    assert lib.nmt_struct_size(b"no_such_struct") == 0
+    real = _capi.nmt_stats
+
+    class shorter(ctypes.Structure):
+        _fields_ = real._fields_[:-1]
+
+    _capi.nmt_stats = shorter
+    try:
+        _capi._open(LIBRARY)
+        raise AssertionError("a library of another nmt_stats layout was accepted")
+    except AttributeError as e:
+        assert "nmt_stats" in str(e) and "another version" in str(e), str(e)
+    finally:
+        _capi.nmt_stats = real
+
+
 # ---- the translator ---------------------------------------------------------------
 
 
