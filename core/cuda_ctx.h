@@ -29,6 +29,9 @@ int nmt_cuda_device_count(void);
  * which launchers size their grids by; 0 when the runtime cannot tell (no
  * driver, a bad ordinal). */
 int nmt_cuda_sm_count(int device);
+/* Bytes of device memory in use (by every process) and in all on CUDA
+ * device `device` (cudaMemGetInfo); 0 and 0 when the runtime cannot tell. */
+void nmt_cuda_memory_info(int device, long long *used, long long *total);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@
 
 #include "service_request.h"
 
+#include "cuda_ctx.h"
 #include "error.h"
 #include "translator.h"
 
@@ -34,6 +35,7 @@ typedef struct service_worker {
     int started; /* set once at create */
     int joined;  /* under the service's shutdown_lock */
     nmt_translator *full, *shrunk; /* shrunk: NULL unless the service shrinks */
+    int device_index;              /* CUDA */
     /* Batch scratch, sized batch_size once. */
     nmt_request **batch;
     const char **lines;
@@ -52,6 +54,7 @@ struct nmt_service {
     int default_shrink;
     nmt_service_stats stats;
     int64_t shutdown_finished, shutdown_cancelled;
+    int cuda;                  /* the workers run on CUDA devices */
 };
 
 void nmt_service_options_init(nmt_service_options *options)
@@ -245,6 +248,7 @@ static nmt_status create_worker(nmt_service *s, service_worker *w, const nmt_mod
     o.device = device;
     o.device_index = device_index;
     w->service = s;
+    w->device_index = device_index;
     if (o.shrink.mode != NMT_SHRINK_NONE)
         NMT_TRY(nmt_translator_create(model, &o, &w->shrunk, err));
     o.shrink.mode = NMT_SHRINK_NONE;
@@ -300,6 +304,7 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
         NMT_TRY(create_worker(s, &s->workers[i], model, cuda ? NMT_DEVICE_CUDA : NMT_DEVICE_CPU,
                               index, err));
     }
+    s->cuda = cuda;
     s->defaults = nmt_translator_search(s->workers[0].full);
     s->default_shrink = o->shrink.mode != NMT_SHRINK_NONE;
     for (int i = 0; i < n; i++) {
@@ -468,6 +473,17 @@ void nmt_service_stats_get(nmt_service *s, nmt_service_stats *stats)
     pthread_mutex_lock(&s->lock);
     *stats = s->stats;
     pthread_mutex_unlock(&s->lock);
+    stats->device_memory_used = stats->device_memory_total = 0;
+    for (int i = 0; s->cuda && i < s->n_workers; i++) {
+        int seen = 0; /* each device once */
+        for (int k = 0; k < i; k++)
+            seen |= s->workers[k].device_index == s->workers[i].device_index;
+        long long used = 0, total = 0;
+        if (!seen)
+            nmt_cuda_memory_info(s->workers[i].device_index, &used, &total);
+        stats->device_memory_used += used;
+        stats->device_memory_total += total;
+    }
 }
 
 /* 1 when the calling thread is one of s's workers (a callback). */

@@ -277,6 +277,9 @@ typedef struct nmt_service_stats {
     int64_t cancelled, expired;        /* NMT_STATUS_CANCELLED, NMT_STATUS_DEADLINE */
     int64_t rejected;                  /* submits refused with NMT_STATUS_BUSY */
     int64_t batches, batch_sentences;  /* batches translated and their sentences */
+    int64_t device_memory_used;        /* CUDA: bytes in use on the workers' devices (every
+                                          process's, cudaMemGetInfo); 0 on the CPU */
+    int64_t device_memory_total;       /* CUDA: those devices' memory; 0 on the CPU */
 } nmt_service_stats;
 
 void nmt_service_stats_get(nmt_service *service, nmt_service_stats *stats);

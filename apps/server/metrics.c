@@ -119,11 +119,18 @@ char *server_metrics_text(server_metrics *m, nmt_service *service)
                    "# TYPE nmt_batches_total counter\nnmt_batches_total %lld\n"
                    "# HELP nmt_batch_sentences_total Sentences in those batches (fill = this / "
                    "batches).\n"
-                   "# TYPE nmt_batch_sentences_total counter\nnmt_batch_sentences_total %lld\n",
+                   "# TYPE nmt_batch_sentences_total counter\nnmt_batch_sentences_total %lld\n"
+                   "# HELP nmt_device_memory_used_bytes GPU memory in use on the workers' "
+                   "devices (0 on the CPU).\n"
+                   "# TYPE nmt_device_memory_used_bytes gauge\nnmt_device_memory_used_bytes %lld\n"
+                   "# HELP nmt_device_memory_total_bytes GPU memory of those devices.\n"
+                   "# TYPE nmt_device_memory_total_bytes gauge\nnmt_device_memory_total_bytes "
+                   "%lld\n",
                    (long long)st.queued, (long long)st.running, (long long)st.submitted,
                    (long long)st.completed, (long long)st.failed, (long long)st.cancelled,
                    (long long)st.expired, (long long)st.rejected, (long long)st.batches,
-                   (long long)st.batch_sentences);
+                   (long long)st.batch_sentences, (long long)st.device_memory_used,
+                   (long long)st.device_memory_total);
     if (!ok) {
         free(t.data);
         return NULL;

@@ -40,6 +40,24 @@ extern "C" int nmt_cuda_sm_count(int device)
     return sms;
 }
 
+extern "C" void nmt_cuda_memory_info(int device, long long *used, long long *total)
+{
+    size_t free_bytes = 0, total_bytes = 0;
+    int current = 0;
+    *used = *total = 0;
+    if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+        *used = (long long)(total_bytes - free_bytes);
+        *total = (long long)total_bytes;
+    } else {
+        (void)cudaGetLastError();
+    }
+    cudaSetDevice(current);
+}
+
 /* Stream priorities (lower numbers first): a context's stream one step above
  * the least, a side context's (nmt_cuda_ctx_create_side) the least, so that
  * when both have blocks waiting the main stream's are placed first. */

@@ -6,3 +6,9 @@ int nmt_cuda_device_count(void)
 {
     return 0;
 }
+
+void nmt_cuda_memory_info(int device, long long *used, long long *total)
+{
+    (void)device;
+    *used = *total = 0;
+}

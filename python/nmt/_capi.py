@@ -155,7 +155,7 @@ class nmt_request_options(ctypes.Structure):
 class nmt_service_stats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int64) for name in (
         "queued", "running", "submitted", "completed", "failed", "cancelled", "expired",
-        "rejected", "batches", "batch_sentences")]
+        "rejected", "batches", "batch_sentences", "device_memory_used", "device_memory_total")]
 
 
 # Every struct above with its C name, for the layout test.

@@ -188,6 +188,8 @@ class ServiceStats:
     rejected: int
     batches: int
     batch_sentences: int
+    device_memory_used: int = 0   # CUDA: bytes in use on the workers' devices
+    device_memory_total: int = 0
 
 
 def copy_struct(cls, s):

@@ -264,7 +264,8 @@ class Service:
 
     def stats(self):
         """nmt.ServiceStats: queued, running, submitted, completed, failed,
-        cancelled, expired, rejected, batches, batch_sentences."""
+        cancelled, expired, rejected, batches, batch_sentences, and on CUDA
+        device_memory_used / device_memory_total (bytes)."""
         st = _capi.nmt_service_stats()
         ptr = self._enter()
         try:
