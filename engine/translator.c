@@ -99,6 +99,10 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             "cuda_gemm %d: unknown", (int)o->cuda_gemm);
     REQUIRE(o->check_every >= 1 && o->check_every <= 64, "check_every %d: must be in 1..64",
             o->check_every);
+    REQUIRE(o->input_tokens == 0 || o->input_tokens == 1, "input_tokens %d: must be 0 or 1",
+            o->input_tokens);
+    REQUIRE(o->output_tokens == 0 || o->output_tokens == 1, "output_tokens %d: must be 0 or 1",
+            o->output_tokens);
     const nmt_shrink_options *sh = &o->shrink;
     REQUIRE(sh->mode == NMT_SHRINK_NONE || sh->mode == NMT_SHRINK_LSH || sh->mode == NMT_SHRINK_TOP,
             "shrink mode %d: unknown", (int)sh->mode);
@@ -254,6 +258,29 @@ static void set_line_error(nmt_result *result, nmt_status status, const char *me
     snprintf(result->message, sizeof result->message, "%s", message);
 }
 
+/* output_tokens: the pieces joined by single spaces (malloc'ed). */
+static nmt_status join_tokens(const char *const *pieces, int32_t n, char **text, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    size_t bytes = 1;
+    for (int32_t i = 0; i < n; i++)
+        bytes += strlen(pieces[i]) + 1;
+    char *out = NULL;
+    NMT_ALLOC(out, bytes);
+    size_t at = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const size_t len = strlen(pieces[i]);
+        if (i)
+            out[at++] = ' ';
+        memcpy(out + at, pieces[i], len);
+        at += len;
+    }
+    out[at] = '\0';
+    *text = out;
+cleanup:
+    return status;
+}
+
 /* Hypothesis token ids -> text, replacing UNK by the most attended source
  * token's original form. */
 static nmt_status hypothesis_to_text(const nmt_translator *t, const nmt_search_hypothesis *h,
@@ -276,7 +303,10 @@ static nmt_status hypothesis_to_text(const nmt_translator *t, const nmt_search_h
             goto cleanup;
         }
     }
-    status = nmt_detokenize(pieces, h->length, text, err);
+    if (t->options.output_tokens)
+        status = join_tokens(pieces, h->length, text, err);
+    else
+        status = nmt_detokenize(pieces, h->length, text, err);
 cleanup:
     free(pieces);
     return status;
@@ -405,7 +435,9 @@ nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n
             snprintf(msg, sizeof msg, "line too long: %zu bytes, the limit is %d", len,
                      t->options.max_line_bytes);
             set_line_error(&results[i], NMT_STATUS_ERROR_INPUT, msg);
-        } else if (nmt_tokenize(lines[i], len, &tokens[i], &line_err) != NMT_STATUS_OK) {
+        } else if ((t->options.input_tokens
+                        ? nmt_tokenize_pretokenized(lines[i], len, &tokens[i], &line_err)
+                        : nmt_tokenize(lines[i], len, &tokens[i], &line_err)) != NMT_STATUS_OK) {
             if (line_err.status == NMT_STATUS_ERROR_MEMORY) {
                 status = nmt_error_set(err, line_err.status, "%s", line_err.message);
                 goto cleanup;

@@ -105,6 +105,10 @@ typedef struct nmt_options {
                             many steps (1..64, default 1): finished sentences leave
                             the batch and the loop stops at most 2x this many steps
                             after the GPU knows; never a wait on the step in flight */
+    int input_tokens;    /* 1: lines are pre-tokenized, tokens separated by whitespace and
+                            taken as they are (docs/tokenization.md); 0 (default): raw text */
+    int output_tokens;   /* 1: hypotheses are the target tokens separated by single spaces,
+                            not detokenized; 0 (default): text */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;
@@ -112,7 +116,7 @@ typedef struct nmt_translator nmt_translator;
 
 /* One hypothesis of one input line. */
 typedef struct nmt_hypothesis {
-    char *text;       /* detokenized UTF-8, owned by the result */
+    char *text;       /* detokenized UTF-8 (output_tokens: the tokens), owned by the result */
     float score;      /* log-probability / length^alpha (length counts EOS) */
     float log_prob;   /* sum of token log-probabilities, EOS included */
     int n_tokens;     /* target tokens, EOS excluded */

@@ -30,6 +30,8 @@ nmt_status nmt_source_builder_init(nmt_source_builder *builder, const nmt_model 
     builder->max_sentences = max_sentences;
     builder->max_tokens = max_sentences * max_src;
     const int32_t features = model->hp.n_features;
+    for (int32_t f = 0; f < features; f++)
+        builder->cased |= model->hp.features[f].kind == NMT_FEATURE_CASE;
     NMT_ALLOC(builder->src_len, max_sentences);
     NMT_ALLOC(builder->token_offset, max_sentences + 1);
     NMT_ALLOC(builder->row_ptr, builder->max_tokens + 1);
@@ -65,9 +67,12 @@ nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens 
         for (int32_t f = 0; f < hp->n_features; f++) {
             const nmt_feature_table *table = &hp->features[f];
             int32_t id = 0;
-            if (table->kind == NMT_FEATURE_WORD)
-                id = nmt_vocab_lookup(builder->model->src_vocab, token->key,
-                                      strlen(token->key), NMT_UNK_ID);
+            if (table->kind == NMT_FEATURE_WORD) {
+                /* The lowercased key when the case is a feature of its own,
+                 * else the token as written (a cased vocabulary). */
+                const char *word = builder->cased ? token->key : token->text;
+                id = nmt_vocab_lookup(builder->model->src_vocab, word, strlen(word), NMT_UNK_ID);
+            }
             else if (table->kind == NMT_FEATURE_CASE)
                 id = (int32_t)token->case_class;
             builder->cols[e] = table->first_row + id;

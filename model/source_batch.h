@@ -22,6 +22,7 @@ typedef struct nmt_source_batch {
 
 typedef struct nmt_source_builder {
     const nmt_model *model;
+    int cased; /* the model has a case feature: words are looked up lowercased */
     int32_t max_sentences, max_tokens;
     int32_t n_sentences, n_tokens;
     int32_t *src_len, *token_offset, *row_ptr, *cols;

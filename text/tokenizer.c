@@ -141,6 +141,27 @@ cleanup:
     return status;
 }
 
+/* The tokens' offsets become pointers now that the buffer no longer moves;
+ * out takes the buffer. */
+static nmt_status finish_tokens(byte_buffer *buf, const token_offsets *toks, int32_t n_toks,
+                                nmt_tokens *out, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (n_toks > 0) {
+        NMT_ALLOC(out->tokens, n_toks);
+        for (int32_t t = 0; t < n_toks; t++) {
+            out->tokens[t].text = buf->data + toks[t].text;
+            out->tokens[t].key = buf->data + toks[t].key;
+            out->tokens[t].case_class = toks[t].case_class;
+        }
+        out->storage = buf->data;
+        buf->data = NULL;
+    }
+    out->n = n_toks;
+cleanup:
+    return status;
+}
+
 void nmt_tokens_clear(nmt_tokens *tokens)
 {
     if (!tokens)
@@ -237,22 +258,72 @@ nmt_status nmt_tokenize(const char *text, size_t len, nmt_tokens *out, nmt_error
     CLOSE_TOKEN();
 #undef CLOSE_TOKEN
 
-    /* Offsets become pointers now that the buffer no longer moves. */
-    if (n_toks > 0) {
-        NMT_ALLOC(out->tokens, n_toks);
-        for (int32_t t = 0; t < n_toks; t++) {
-            out->tokens[t].text = buf.data + toks[t].text;
-            out->tokens[t].key = buf.data + toks[t].key;
-            out->tokens[t].case_class = toks[t].case_class;
-        }
-        out->storage = buf.data;
-        buf.data = NULL;
-    }
-    out->n = n_toks;
+    NMT_TRY(finish_tokens(&buf, toks, n_toks, out, err));
 
 cleanup:
     free(stripped);
     free(nfc);
+    free(buf.data);
+    free(toks);
+    return status;
+}
+
+nmt_status nmt_tokenize_pretokenized(const char *text, size_t len, nmt_tokens *out,
+                                     nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    byte_buffer buf = {0};
+    token_offsets *toks = NULL;
+    int32_t n_toks = 0, cap_toks = 0;
+    if (!out || (!text && len > 0))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "nmt_tokenize: NULL argument");
+    nmt_tokens_clear(out);
+    size_t bad;
+    if (!nmt_utf8_valid(text, len, &bad))
+        return nmt_error_set(err, NMT_STATUS_ERROR_INPUT,
+                             "invalid UTF-8 at byte offset %zu (byte 0x%02X)", bad,
+                             (unsigned char)text[bad]);
+    if (len > (size_t)INT32_MAX / 4)
+        return nmt_error_set(err, NMT_STATUS_ERROR_INPUT, "input of %zu bytes is too long", len);
+    /* Tokens are the runs between separators, taken as they are: a leading
+     * joiner glues a token to the previous one, a lone joiner is the escape. */
+    size_t i = 0;
+    while (i < len) {
+        int32_t cp;
+        size_t start = i;
+        while (i < len) {
+            int n = nmt_utf8_decode(text + i, len - i, &cp);
+            if (is_separator(cp))
+                break;
+            i += (size_t)n;
+        }
+        size_t end = i;
+        if (end > start) {
+            const int glued = end - start > JOINER_LEN && !memcmp(text + start, NMT_JOINER,
+                                                                  JOINER_LEN);
+            const char *body = text + start + (glued ? JOINER_LEN : 0);
+            const size_t body_len = end - start - (glued ? JOINER_LEN : 0);
+            /* The escape, written out or as a lone joiner, stays the escape. */
+            const int escape = (body_len == ESCAPE_LEN && !memcmp(body, NMT_JOINER_ESCAPE,
+                                                                  ESCAPE_LEN)) ||
+                               (!glued && body_len == JOINER_LEN &&
+                                !memcmp(body, NMT_JOINER, JOINER_LEN));
+            if (escape)
+                NMT_TRY(emit_token(&buf, &toks, &n_toks, &cap_toks, NMT_JOINER_ESCAPE,
+                                   ESCAPE_LEN, glued, 1, err));
+            else
+                NMT_TRY(emit_token(&buf, &toks, &n_toks, &cap_toks, body, body_len, glued, 0,
+                                   err));
+        }
+        while (i < len) { /* the separators */
+            int n = nmt_utf8_decode(text + i, len - i, &cp);
+            if (!is_separator(cp))
+                break;
+            i += (size_t)n;
+        }
+    }
+    NMT_TRY(finish_tokens(&buf, toks, n_toks, out, err));
+cleanup:
     free(buf.data);
     free(toks);
     return status;

@@ -52,6 +52,14 @@ int nmt_utf8_valid(const char *s, size_t len, size_t *bad_offset);
 nmt_status nmt_tokenize(const char *text, size_t len, nmt_tokens *out, nmt_error *err);
 void nmt_tokens_clear(nmt_tokens *tokens);
 
+/* Pre-tokenized input: the tokens are the runs between whitespace, taken as
+ * they are (no normalization, no splitting); a token starting with the
+ * joiner is glued to the previous one; NMT_JOINER_ESCAPE (or a lone joiner)
+ * is the escape token.
+ * Case classes and keys as nmt_tokenize's. */
+nmt_status nmt_tokenize_pretokenized(const char *text, size_t len, nmt_tokens *out,
+                                     nmt_error *err);
+
 /* Joins tokens back into text (malloc'd, NUL-terminated, caller frees):
  * single spaces between tokens, none before a token starting with the joiner
  * (which is removed); NMT_JOINER_ESCAPE becomes U+FFED again. */

@@ -92,6 +92,8 @@ class nmt_options(ctypes.Structure):
         ("warmup", ctypes.c_int),
         ("cuda_gemm", _enum),
         ("check_every", ctypes.c_int),
+        ("input_tokens", ctypes.c_int),
+        ("output_tokens", ctypes.c_int),
     ]
 
 

@@ -3,7 +3,8 @@
 # give; a bad -i or -o path fails at once (exit 2) before any work, an -o that
 # cannot be written exits 5 naming it; --alignment appends " ||| s-t ..." to
 # every line and n-best row (t = 0..n-1 in order, s a source token) and leaves
-# the text as it was; --quiet silences the notes, not the errors.
+# the text as it was; --n-best-format marian; --input-format/--output-format
+# tokens; --quiet silences the notes, not the errors.
 set -uo pipefail
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
@@ -71,6 +72,45 @@ sys.exit(0 if ok else 1)
 PY
 "$T" -m "$M" "${O[@]}" --n-best-format moses -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"; code=$?
 [ $code -eq 2 ] || fail "--n-best-format moses: exit $code, expected 2"
+
+# --input-format tokens: the tokenizer's tokens, joined by spaces, translate as the raw
+# lines; --output-format tokens, detokenized, gives the text output (pynmt's tokenizer,
+# the engine's twin, makes and joins the tokens).
+python3 - "$TMP/in.txt" "$TMP/tok.txt" <<'PY'
+import sys
+from pynmt import tokenizer
+lines = open(sys.argv[1], "rb").read().split(b"\n")[:-1]
+out = []
+for raw in lines:
+    ok, _ = tokenizer.utf8_valid(raw)
+    out.append(" ".join(t.text for t in tokenizer.tokenize(raw)) if ok else raw.decode("latin-1"))
+open(sys.argv[2], "w", encoding="utf-8").write("\n".join(out) + "\n")
+PY
+"$T" -m "$M" "${O[@]}" --input-format tokens -i "$TMP/tok.txt" > "$TMP/from_tokens.txt" 2> /dev/null
+python3 - "$TMP/std.txt" "$TMP/from_tokens.txt" <<'PY' || failures=$((failures + 1))
+import sys
+a = open(sys.argv[1], encoding="utf-8").read().split("\n")
+b = open(sys.argv[2], encoding="utf-8").read().split("\n")
+bad = [i for i in range(len(a)) if i != 3 and a[i] != b[i]]  # line 4 is refused either way
+if len(a) != len(b) or bad:
+    print("FAIL: --input-format tokens differs on lines", bad, file=sys.stderr)
+    sys.exit(1)
+PY
+"$T" -m "$M" "${O[@]}" --output-format tokens -i "$TMP/in.txt" > "$TMP/tokens_out.txt" 2> /dev/null
+python3 - "$TMP/std.txt" "$TMP/tokens_out.txt" <<'PY' || failures=$((failures + 1))
+import sys
+from pynmt import tokenizer
+text = open(sys.argv[1], encoding="utf-8").read().split("\n")[:-1]
+toks = open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]
+ok = len(text) == len(toks) and all(tokenizer.detokenize(t.split(" ") if t else []) == x
+                                    for t, x in zip(toks, text))
+if not ok:
+    print("FAIL: --output-format tokens does not detokenize to the text output", toks, text,
+          file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+"$T" -m "$M" "${O[@]}" --input-format words -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"; code=$?
+[ $code -eq 2 ] || fail "--input-format words: exit $code, expected 2"
 
 # --quiet: no notes (the CPU fallback of --device auto), errors still.
 "$T" -m "$M" -b 3 --max-len-b 6 --device auto --quiet -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"

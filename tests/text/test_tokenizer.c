@@ -125,6 +125,27 @@ static void check_case(int line_no, char **fields)
           detok_expected);
     free(detok);
 
+    /* Pre-tokenized input: the expected texts joined by spaces give the same
+     * tokens (texts, keys, case classes), whatever the whitespace between. */
+    size_t joined_len = 0;
+    char joined[4096];
+    for (int i = 0; i < n_texts && joined_len + strlen(expected_texts[i]) + 3 < sizeof joined;
+         i++)
+        joined_len += (size_t)snprintf(joined + joined_len, sizeof joined - joined_len, "%s%s",
+                                       i ? (i % 2 ? " " : " \t ") : "", expected_texts[i]);
+    nmt_tokens pre = {0};
+    st = nmt_tokenize_pretokenized(joined, joined_len, &pre, &err);
+    CHECK(st == NMT_STATUS_OK && pre.n == toks.n, "line %d: pretokenized '%s': %d tokens, %d "
+          "expected (%s)", line_no, joined, pre.n, toks.n, err.message);
+    for (int i = 0; st == NMT_STATUS_OK && i < pre.n && i < toks.n; i++)
+        CHECK(!strcmp(pre.tokens[i].text, toks.tokens[i].text) &&
+                  !strcmp(pre.tokens[i].key, toks.tokens[i].key) &&
+                  pre.tokens[i].case_class == toks.tokens[i].case_class,
+              "line %d token %d: pretokenized '%s'/'%s'/%d, tokenized '%s'/'%s'/%d", line_no, i,
+              pre.tokens[i].text, pre.tokens[i].key, (int)pre.tokens[i].case_class,
+              toks.tokens[i].text, toks.tokens[i].key, (int)toks.tokens[i].case_class);
+    nmt_tokens_clear(&pre);
+
     /* Tokenizing into a used nmt_tokens replaces its contents. */
     st = nmt_tokenize(fields[0], (size_t)input_len, &toks, &err);
     CHECK(st == NMT_STATUS_OK && toks.n == n_texts, "line %d: second tokenize", line_no);
