@@ -99,6 +99,8 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             "cuda_gemm %d: unknown", (int)o->cuda_gemm);
     REQUIRE(o->check_every >= 1 && o->check_every <= 64, "check_every %d: must be in 1..64",
             o->check_every);
+    REQUIRE(o->max_batch_tokens >= 0, "max_batch_tokens %d: must be 0 (off) or positive",
+            o->max_batch_tokens);
     REQUIRE(o->input_tokens == 0 || o->input_tokens == 1, "input_tokens %d: must be 0 or 1",
             o->input_tokens);
     REQUIRE(o->output_tokens == 0 || o->output_tokens == 1, "output_tokens %d: must be 0 or 1",
@@ -456,10 +458,18 @@ nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n
     }
     sort_by_length(order, scratch, n_valid, tokens);
 
-    const int32_t batch = t->options.batch_size;
+    const int32_t batch = t->options.batch_size, max_tokens = t->options.max_batch_tokens;
     const double started = seconds_now();
-    for (int32_t first = 0; first < n_valid; first += batch) {
-        int32_t count = n_valid - first < batch ? n_valid - first : batch;
+    for (int32_t first = 0, count = 0; first < n_valid; first += count) {
+        /* batch_size sentences at most, and max_batch_tokens source tokens
+         * (a longer sentence goes alone). */
+        int64_t in_batch = 0;
+        for (count = 0; count < batch && first + count < n_valid; count++) {
+            const int32_t n = tokens[order[first + count]].n;
+            if (max_tokens > 0 && count > 0 && in_batch + n > max_tokens)
+                break;
+            in_batch += n;
+        }
         nmt_source_builder_reset(&t->source);
         for (int32_t k = 0; k < count; k++)
             NMT_TRY(nmt_source_builder_add(&t->source, &tokens[order[first + k]], err));

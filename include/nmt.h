@@ -83,7 +83,7 @@ typedef struct nmt_options {
     float alpha;         /* length penalty: score / len^alpha, default 1.0 */
     float max_len_a;     /* max target length floor(a*S + b), default 2 */
     int max_len_b;       /* default 10 */
-    int batch_size;      /* sentences decoded together, default 32 */
+    int batch_size;      /* sentences decoded together at most, default 32 */
     int max_line_bytes;  /* longer input lines are refused, default 4096 */
     int max_src_tokens;  /* lines with more tokens are refused, default 256 */
     int unk_replace;     /* replace UNK by the most attended source word, default 1 */
@@ -109,6 +109,9 @@ typedef struct nmt_options {
                             taken as they are (docs/tokenization.md); 0 (default): raw text */
     int output_tokens;   /* 1: hypotheses are the target tokens separated by single spaces,
                             not detokenized; 0 (default): text */
+    int max_batch_tokens; /* a batch holds at most this many source tokens (lines sorted
+                             longest first; a longer line goes alone) as well as at most
+                             batch_size lines; 0 (default): only batch_size */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;

@@ -20,7 +20,8 @@ enum {
     OPT_NO_UNK_REPLACE, OPT_SCORES, OPT_MAX_LINE_BYTES, OPT_MAX_SRC_TOKENS, OPT_PROGRESS,
     OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
     OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_CUDA_GEMM,
-    OPT_ALIGNMENT, OPT_QUIET, OPT_NBEST_FORMAT, OPT_INPUT_FORMAT, OPT_OUTPUT_FORMAT
+    OPT_ALIGNMENT, OPT_QUIET, OPT_NBEST_FORMAT, OPT_INPUT_FORMAT, OPT_OUTPUT_FORMAT,
+    OPT_MAX_BATCH_TOKENS
 };
 
 static const struct option long_options[] = {
@@ -32,6 +33,7 @@ static const struct option long_options[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"n-best-format", required_argument, NULL, OPT_NBEST_FORMAT},
     {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
+    {"max-batch-tokens", required_argument, NULL, OPT_MAX_BATCH_TOKENS},
     {"output-format", required_argument, NULL, OPT_OUTPUT_FORMAT},
     {"beam", required_argument, NULL, 'b'},
     {"n-best", required_argument, NULL, 'n'},
@@ -185,6 +187,8 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return app_parse_bool(value, &a->alignment);
     if (!strcmp(key, "quiet"))
         return app_parse_bool(value, &a->quiet);
+    if (!strcmp(key, "max_batch_tokens"))
+        return app_parse_int(value, 0, 1 << 24, &o->max_batch_tokens);
     if (!strcmp(key, "input_format")) {
         if (strcmp(value, "raw") && strcmp(value, "tokens"))
             return 0;
@@ -336,6 +340,7 @@ static const char *option_key(int code)
     case OPT_QUIET: return "quiet";
     case OPT_NBEST_FORMAT: return "n_best_format";
     case OPT_INPUT_FORMAT: return "input_format";
+    case OPT_MAX_BATCH_TOKENS: return "max_batch_tokens";
     case OPT_OUTPUT_FORMAT: return "output_format";
     case 'b': return "beam";
     case 'n': return "n_best";

@@ -51,7 +51,7 @@ static nmt_service_options service_options(const server_args *a)
     o.cpu_workers = a->server.cpu_workers;
     o.queue_capacity = a->server.queue_capacity;
     o.max_delay_us = a->server.max_delay_us;
-    o.max_batch_tokens = a->server.max_batch_tokens;
+    o.max_batch_tokens = a->common.engine.max_batch_tokens; /* translate's option */
     o.n_devices = a->server.n_devices;
     o.devices = a->server.devices;
     return o;

@@ -17,7 +17,6 @@ static const struct option server_options[] = {
     {"workers", required_argument, NULL, 0},
     {"queue-capacity", required_argument, NULL, 0},
     {"max-delay-us", required_argument, NULL, 0},
-    {"max-batch-tokens", required_argument, NULL, 0},
     {"devices", required_argument, NULL, 0},
     {NULL, 0, NULL, 0}};
 
@@ -68,8 +67,6 @@ static int apply_server_setting(void *ctx, const char *key, const char *value)
         return app_parse_int(value, 1, 1 << 24, &s->queue_capacity);
     if (!strcmp(key, "max_delay_us"))
         return app_parse_int(value, 0, 10000000, &s->max_delay_us);
-    if (!strcmp(key, "max_batch_tokens"))
-        return app_parse_int(value, 0, 1 << 24, &s->max_batch_tokens);
     if (!strcmp(key, "devices"))
         return parse_devices(value, s);
     return -1;
@@ -109,7 +106,7 @@ int server_print_help(const char *program)
         "  --devices LIST        CUDA devices, one worker each (e.g. 0,1; default --device-index)\n"
         "  --queue-capacity N    sentences waiting at most; more get 503 (4096)\n"
         "  --max-delay-us N      how long a worker waits for a batch to fill (100)\n"
-        "  --max-batch-tokens N  source tokens a batch holds at most (0: only --batch-size)\n"
+        "  --max-batch-tokens N  (translate's) source tokens a batch holds at most\n"
         "  --max-body-bytes N    larger bodies get 413 (1048576)\n"
         "  --max-sentences N     more items in one request get 413 (256)\n"
         "  --max-connections N   open connections at most (1024)\n"

@@ -94,6 +94,7 @@ class nmt_options(ctypes.Structure):
         ("check_every", ctypes.c_int),
         ("input_tokens", ctypes.c_int),
         ("output_tokens", ctypes.c_int),
+        ("max_batch_tokens", ctypes.c_int),
     ]
 
 

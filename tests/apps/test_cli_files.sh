@@ -112,6 +112,30 @@ PY
 "$T" -m "$M" "${O[@]}" --input-format words -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"; code=$?
 [ $code -eq 2 ] || fail "--input-format words: exit $code, expected 2"
 
+# --max-batch-tokens: the same translations in more, smaller batches (more decoder
+# steps summed over the batches, from --timing's counters).
+python3 -c "
+import random
+r = random.Random(3)
+w = 'ein mann frau hund spielt im park Haus rot Ball . ! Zwei kind'.split()
+print('\n'.join(' '.join(r.choice(w) for _ in range(r.randint(1, 9))) for _ in range(40)))" \
+    > "$TMP/forty.txt"
+"$T" -m "$M" "${O[@]}" --batch-size 64 -i "$TMP/forty.txt" -o "$TMP/b64.txt" \
+    --timing "$TMP/b64.json" 2> /dev/null
+"$T" -m "$M" "${O[@]}" --batch-size 64 --max-batch-tokens 12 -i "$TMP/forty.txt" \
+    -o "$TMP/t12.txt" --timing "$TMP/t12.json" 2> /dev/null
+cmp -s "$TMP/b64.txt" "$TMP/t12.txt" || fail "--max-batch-tokens 12 changed the translations"
+python3 - "$TMP/b64.json" "$TMP/t12.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+a, b = (json.load(open(p))["steps"] for p in sys.argv[1:3])
+if not b > a:
+    print("FAIL: --max-batch-tokens 12 took %d steps, one batch %d: not smaller batches" % (b, a),
+          file=sys.stderr)
+    sys.exit(1)
+PY
+"$T" -m "$M" "${O[@]}" --max-batch-tokens -1 -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"; code=$?
+[ $code -eq 2 ] || fail "--max-batch-tokens -1: exit $code, expected 2"
+
 # --quiet: no notes (the CPU fallback of --device auto), errors still.
 "$T" -m "$M" -b 3 --max-len-b 6 --device auto --quiet -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"
 grep -q "translating on the CPU\|lines/s" "$TMP/err" && fail "--quiet printed a note: $(cat "$TMP/err")"
