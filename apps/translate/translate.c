@@ -147,11 +147,12 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
     return fputc('\n', out) == EOF ? -1 : 0;
 }
 
-static void show_progress(long lines, double started, int final)
+static void show_progress(long lines, long long tokens, double started, int final)
 {
     double elapsed = now_seconds() - started;
-    fprintf(stderr, "\rtranslate: %ld lines, %.1f lines/s%s", lines,
-            elapsed > 0 ? (double)lines / elapsed : 0.0, final ? "\n" : "");
+    fprintf(stderr, "\rtranslate: %ld lines, %.1f lines/s, %.0f target tokens/s%s", lines,
+            elapsed > 0 ? (double)lines / elapsed : 0.0,
+            elapsed > 0 ? (double)tokens / elapsed : 0.0, final ? "\n" : "");
     fflush(stderr);
 }
 
@@ -270,6 +271,7 @@ int main(int argc, char **argv)
     }
 
     long line_number = 0;
+    long long target_tokens = 0; /* of the best hypotheses, for the progress line */
     int bad_lines = 0;
     const double started = now_seconds();
     int n;
@@ -300,6 +302,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "translate: line %ld: %s\n", number, results[i].message);
                 bad_lines++;
             }
+            if (results[i].status == NMT_STATUS_OK && results[i].n_hypotheses > 0)
+                target_tokens += results[i].hypotheses[0].n_tokens;
             if (!write_failed && print_result(&args, out, number, &results[i]) < 0)
                 write_failed = errno ? errno : EIO;
             nmt_result_clear(&results[i]);
@@ -312,7 +316,7 @@ int main(int argc, char **argv)
             goto done;
         }
         if (progress)
-            show_progress(line_number, started, 0);
+            show_progress(line_number, target_tokens, started, 0);
     }
     if (n < 0) {
         fprintf(stderr, "translate: out of memory reading line %ld\n", line_number + 1);
@@ -326,7 +330,7 @@ int main(int argc, char **argv)
         goto done;
     }
     if (progress)
-        show_progress(line_number, started, 1);
+        show_progress(line_number, target_tokens, started, 1);
     if (bad_lines)
         fprintf(stderr, "translate: %d of %ld lines refused (empty output lines)\n", bad_lines,
                 line_number);
