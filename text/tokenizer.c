@@ -173,15 +173,10 @@ void nmt_tokens_clear(nmt_tokens *tokens)
     tokens->storage = NULL;
 }
 
-nmt_status nmt_tokenize(const char *text, size_t len, nmt_tokens *out, nmt_error *err)
+/* What both tokenizers refuse: NULL arguments, invalid UTF-8 (with the
+ * first bad byte's offset), a line too long to index; clears out. */
+static nmt_status check_line(const char *text, size_t len, nmt_tokens *out, nmt_error *err)
 {
-    nmt_status status = NMT_STATUS_OK;
-    char *stripped = NULL;
-    utf8proc_uint8_t *nfc = NULL;
-    byte_buffer buf = {0};
-    token_offsets *toks = NULL;
-    int32_t n_toks = 0, cap_toks = 0;
-
     if (!out || (!text && len > 0))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "nmt_tokenize: NULL argument");
     nmt_tokens_clear(out);
@@ -192,6 +187,19 @@ nmt_status nmt_tokenize(const char *text, size_t len, nmt_tokens *out, nmt_error
                              (unsigned char)text[bad]);
     if (len > (size_t)INT32_MAX / 4)
         return nmt_error_set(err, NMT_STATUS_ERROR_INPUT, "input of %zu bytes is too long", len);
+    return NMT_STATUS_OK;
+}
+
+nmt_status nmt_tokenize(const char *text, size_t len, nmt_tokens *out, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    char *stripped = NULL;
+    utf8proc_uint8_t *nfc = NULL;
+    byte_buffer buf = {0};
+    token_offsets *toks = NULL;
+    int32_t n_toks = 0, cap_toks = 0;
+
+    NMT_TRY(check_line(text, len, out, err));
 
     /* Drop U+FEFF (byte order mark / zero-width no-break space) before NFC so
      * that the result is NFC even where it stood between combining marks. */
@@ -275,16 +283,7 @@ nmt_status nmt_tokenize_pretokenized(const char *text, size_t len, nmt_tokens *o
     byte_buffer buf = {0};
     token_offsets *toks = NULL;
     int32_t n_toks = 0, cap_toks = 0;
-    if (!out || (!text && len > 0))
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "nmt_tokenize: NULL argument");
-    nmt_tokens_clear(out);
-    size_t bad;
-    if (!nmt_utf8_valid(text, len, &bad))
-        return nmt_error_set(err, NMT_STATUS_ERROR_INPUT,
-                             "invalid UTF-8 at byte offset %zu (byte 0x%02X)", bad,
-                             (unsigned char)text[bad]);
-    if (len > (size_t)INT32_MAX / 4)
-        return nmt_error_set(err, NMT_STATUS_ERROR_INPUT, "input of %zu bytes is too long", len);
+    NMT_TRY(check_line(text, len, out, err));
     /* Tokens are the runs between separators, taken as they are: a leading
      * joiner glues a token to the previous one, a lone joiner is the escape. */
     size_t i = 0;
