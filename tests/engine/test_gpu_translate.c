@@ -107,28 +107,40 @@ static int translate_with(const nmt_model *model, const nmt_options *options,
     return st == NMT_STATUS_OK;
 }
 
-/* 1 when both runs gave bit-identical hypotheses. */
+/* 1 when both hypotheses align every target token to the same source token. */
+static int same_alignment(const nmt_hypothesis *x, const nmt_hypothesis *y)
+{
+    if (x->n_tokens != y->n_tokens || (x->n_tokens > 0 && (!x->alignment || !y->alignment)))
+        return 0;
+    for (int t = 0; t < x->n_tokens; t++)
+        if (x->alignment[t] != y->alignment[t])
+            return 0;
+    return 1;
+}
+
+/* 1 when both runs gave bit-identical hypotheses (alignments included). */
 static int identical_line(const nmt_result *a, const nmt_result *b)
 {
     if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)
         return 0;
     for (int h = 0; h < a->n_hypotheses; h++) {
         const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
-        if (strcmp(x->text, y->text) || x->score != y->score || x->log_prob != y->log_prob)
+        if (strcmp(x->text, y->text) || x->score != y->score || x->log_prob != y->log_prob ||
+            !same_alignment(x, y))
             return 0;
     }
     return 1;
 }
 
-/* 1 when every hypothesis of the line has the same text, length and a score
- * within 1e-3 on both devices. */
+/* 1 when every hypothesis of the line has the same text, length, alignment
+ * and a score within 1e-3 on both devices. */
 static int same_line(const nmt_result *a, const nmt_result *b)
 {
     if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)
         return 0;
     for (int h = 0; h < a->n_hypotheses; h++) {
         const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
-        if (strcmp(x->text, y->text) || x->n_tokens != y->n_tokens ||
+        if (strcmp(x->text, y->text) || x->n_tokens != y->n_tokens || !same_alignment(x, y) ||
             fabsf(x->score - y->score) > 1e-3f || fabsf(x->log_prob - y->log_prob) > 1e-3f)
             return 0;
     }
