@@ -45,6 +45,8 @@ void nmt_options_init(nmt_options *options)
     options->cuda_graphs = 1;
     options->warmup = 1;
     options->check_every = 1;
+    options->input_tokens = -1; /* the model file's tokenizer key decides */
+    options->output_tokens = -1;
     /* Shrinking stays off: LSH always loses some BLEU against the full
      * softmax (docs/lsh.md, "Defaults"). The LSH parameters are the grid's
      * best trade-off over both beams on Europarl it-en: {8,3,500}, T = 2000,
@@ -101,10 +103,10 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             o->check_every);
     REQUIRE(o->max_batch_tokens >= 0, "max_batch_tokens %d: must be 0 (off) or positive",
             o->max_batch_tokens);
-    REQUIRE(o->input_tokens == 0 || o->input_tokens == 1, "input_tokens %d: must be 0 or 1",
-            o->input_tokens);
-    REQUIRE(o->output_tokens == 0 || o->output_tokens == 1, "output_tokens %d: must be 0 or 1",
-            o->output_tokens);
+    REQUIRE(o->input_tokens >= -1 && o->input_tokens <= 1,
+            "input_tokens %d: must be -1 (the model's), 0 or 1", o->input_tokens);
+    REQUIRE(o->output_tokens >= -1 && o->output_tokens <= 1,
+            "output_tokens %d: must be -1 (the model's), 0 or 1", o->output_tokens);
     const nmt_shrink_options *sh = &o->shrink;
     REQUIRE(sh->mode == NMT_SHRINK_NONE || sh->mode == NMT_SHRINK_LSH || sh->mode == NMT_SHRINK_TOP,
             "shrink mode %d: unknown", (int)sh->mode);
@@ -183,6 +185,10 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     NMT_ALLOC(t, 1);
     t->model = model;
     t->options = *options;
+    if (t->options.input_tokens < 0)
+        t->options.input_tokens = model->hp.pretokenized;
+    if (t->options.output_tokens < 0)
+        t->options.output_tokens = model->hp.pretokenized;
     t->search.beam_size = options->beam_size;
     t->search.n_best = options->n_best;
     t->search.alpha = options->alpha;

@@ -47,6 +47,8 @@ typedef struct nmt_hparams {
     int32_t n_features;   /* feature kinds, the word first */
     nmt_feature_table features[NMT_MAX_FEATURE_KINDS];
     int32_t dec_init_from_encoder; /* 1: decoder starts from encoder finals; 0: zeros */
+    int32_t pretokenized; /* 1 (optional key tokenizer=pretokenized): the model's text is
+                             tokenized outside the engine: input and output are tokens */
 } nmt_hparams;
 
 /* One LSTM: gates = w_ih x + b_ih + w_hh h + b_hh, gate order i, f, g, o. */

@@ -12,12 +12,14 @@
 
 enum {
     KEY_MODEL, KEY_EMB, KEY_HIDDEN, KEY_ENC_LAYERS, KEY_DEC_LAYERS, KEY_SRC_WORDS, KEY_TGT_VOCAB,
-    KEY_FEATURES, KEY_DEC_INIT, N_KEYS
+    KEY_FEATURES, KEY_DEC_INIT, KEY_TOKENIZER, N_KEYS
 };
+/* Keys from here on may be left out (defaults: tokenizer=engine). */
+enum { N_REQUIRED_KEYS = KEY_TOKENIZER };
 
 static const char *const key_names[N_KEYS] = {
     "model", "emb_size", "hidden_size", "enc_layers", "dec_layers", "src_words", "tgt_vocab",
-    "features", "dec_init",
+    "features", "dec_init", "tokenizer",
 };
 
 /* Rows each feature kind adds to the source embedding (the word kind's rows
@@ -165,6 +167,14 @@ nmt_status nmt_hparams_parse(const char *text, size_t len, const char *where, nm
             features_len = vlen;
             features_line = line;
             break;
+        case KEY_TOKENIZER:
+            if (value_is(v, vlen, "pretokenized"))
+                hp->pretokenized = 1;
+            else if (!value_is(v, vlen, "engine"))
+                return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT,
+                                     "%s: line %d: tokenizer: expected engine or pretokenized",
+                                     where, line);
+            break;
         case KEY_DEC_INIT:
             if (value_is(v, vlen, "encoder"))
                 hp->dec_init_from_encoder = 1;
@@ -195,7 +205,7 @@ nmt_status nmt_hparams_parse(const char *text, size_t len, const char *where, nm
         }
         }
     }
-    for (int key = 0; key < N_KEYS; key++)
+    for (int key = 0; key < N_REQUIRED_KEYS; key++)
         if (!seen[key])
             return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: missing key '%s'", where,
                                  key_names[key]);
@@ -235,6 +245,8 @@ size_t nmt_hparams_format(const nmt_hparams *hp, char *out, size_t cap)
                      "dec_layers=%d\nsrc_words=%d\ntgt_vocab=%d\nfeatures=%s\ndec_init=%s\n",
                      hp->emb_size, hp->hidden_size, hp->enc_layers, hp->dec_layers, hp->src_words,
                      hp->tgt_vocab, features, hp->dec_init_from_encoder ? "encoder" : "zeros");
+    if (n >= 0 && (size_t)n < cap && hp->pretokenized) /* only when not the default */
+        n += snprintf(out + n, cap - (size_t)n, "tokenizer=pretokenized\n");
     if (n < 0 || (size_t)n >= cap)
         return 0;
     /* Round trip through the parser so a writer never emits what a reader refuses. */

@@ -189,16 +189,17 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return app_parse_bool(value, &a->quiet);
     if (!strcmp(key, "max_batch_tokens"))
         return app_parse_int(value, 0, 1 << 24, &o->max_batch_tokens);
-    if (!strcmp(key, "input_format")) {
-        if (strcmp(value, "raw") && strcmp(value, "tokens"))
+    if (!strcmp(key, "input_format") || !strcmp(key, "output_format")) {
+        const int input = !strcmp(key, "input_format");
+        int *field = input ? &o->input_tokens : &o->output_tokens;
+        if (!strcmp(value, "auto"))
+            *field = -1;
+        else if (!strcmp(value, input ? "raw" : "text"))
+            *field = 0;
+        else if (!strcmp(value, "tokens"))
+            *field = 1;
+        else
             return 0;
-        o->input_tokens = !strcmp(value, "tokens");
-        return 1;
-    }
-    if (!strcmp(key, "output_format")) {
-        if (strcmp(value, "text") && strcmp(value, "tokens"))
-            return 0;
-        o->output_tokens = !strcmp(value, "tokens");
         return 1;
     }
     if (!strcmp(key, "n_best_format")) {

@@ -27,6 +27,7 @@ MAX_UNPACKED = 1 << 34
 SECTION_ORDER = ("HPAR", "VSRC", "VTGT", "TENS", "DATA")
 HPAR_KEYS = ("model", "emb_size", "hidden_size", "enc_layers", "dec_layers",
              "src_words", "tgt_vocab", "features", "dec_init")
+OPTIONAL_HPAR_KEYS = {"tokenizer": "engine"}  # key: default (written only when not it)
 INT_KEYS = HPAR_KEYS[1:7]
 FEATURE_ROWS = {"word": 0, "case": 4}
 SRC_SPECIALS = ("<pad>", "<unk>")
@@ -91,7 +92,7 @@ def format_hparams(hparams):
     """Canonical HPAR text (the C writer's key order)."""
     hp = dict(hparams)
     hp.setdefault("model", "lstm-attn-v1")
-    unknown = set(hp) - set(HPAR_KEYS)
+    unknown = set(hp) - set(HPAR_KEYS) - set(OPTIONAL_HPAR_KEYS)
     if unknown:
         raise ValueError(f"unknown hyper-parameters {sorted(unknown)}")
     hp["features"] = ",".join(_features(hp["features"]))
@@ -100,6 +101,9 @@ def format_hparams(hparams):
         if key not in hp:
             raise ValueError(f"missing hyper-parameter '{key}'")
         lines.append(f"{key}={int(hp[key]) if key in INT_KEYS else hp[key]}\n")
+    for key, default in OPTIONAL_HPAR_KEYS.items():
+        if hp.get(key, default) != default:  # the default is not written (older readers)
+            lines.append(f"{key}={hp[key]}\n")
     text = "".join(lines)
     parse_hparams(text.encode("ascii"))  # refuse what the reader would refuse
     return text.encode("ascii")
@@ -117,7 +121,7 @@ def parse_hparams(data):
         if "=" not in line:
             raise ValueError(f"section HPAR: line {number}: expected key=value")
         key, value = line.split("=", 1)
-        if key not in HPAR_KEYS:
+        if key not in HPAR_KEYS and key not in OPTIONAL_HPAR_KEYS:
             raise ValueError(f"section HPAR: line {number}: unknown key '{key}'")
         if key in seen:
             raise ValueError(f"section HPAR: line {number}: duplicate key '{key}' (first on line {seen[key]})")
@@ -150,6 +154,9 @@ def parse_hparams(data):
     if hp["dec_init"] == "encoder" and hp["enc_layers"] != hp["dec_layers"]:
         raise ValueError(f"section HPAR: line {seen['dec_init']}: dec_init = encoder needs "
                          "enc_layers = dec_layers")
+    if hp.setdefault("tokenizer", "engine") not in ("engine", "pretokenized"):
+        raise ValueError(f"section HPAR: line {seen['tokenizer']}: tokenizer: expected engine or "
+                         "pretokenized")
     return hp
 
 

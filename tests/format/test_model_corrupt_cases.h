@@ -298,6 +298,9 @@ static void test_targeted(const uint8_t *b, size_t len, const uint8_t *zb, size_
 
     /* HPAR. */
     expect_hpar(&base, "hidden_size=10\n", "hidden_size=11\n", "line 3: hidden_size = 11 must be even");
+    /* The optional tokenizer key: a bad value and a repeat are refused. */
+    expect_hpar(&base, "dec_init=", "tokenizer=bpe\ndec_init=", "tokenizer: expected engine or pretokenized");
+    expect_hpar(&base, "dec_init=", "tokenizer=engine\ntokenizer=engine\ndec_init=", "duplicate key 'tokenizer'");
     expect_hpar(&base, "hidden_size=10\n", "hidden_size=1099511627776\n", "line 3: hidden_size: '1099511627776' is not a decimal integer");
     expect_hpar(&base, "hidden_size=10\n", "hidden_size=2000000\n", "hidden_size = 2000000 out of range");
     expect_hpar(&base, "hidden_size=10\n", "hidden_size=-10\n", "not a decimal integer");
