@@ -314,8 +314,8 @@ def _reorder(entries, specials_onmt, specials_engine, what):
     taken = set(index)
     index += [i for i in range(len(entries)) if i not in taken]
     out = list(specials_engine) + [entries[i] for i in index[len(specials_engine):]]
-    if len(set(out)) != len(out):
-        clash = [e for e in specials_engine if out.count(e) > 1]
+    clash = [e for e in specials_engine if out.count(e) > 1]
+    if clash:  # (other duplicates are named by _check_entries)
         raise Refused(f"{what}: the ordinary entry {clash[0]!r} would clash with the engine's "
                       "special token of that name")
     return out, index
