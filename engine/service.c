@@ -282,7 +282,7 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
                      (o->device == NMT_DEVICE_AUTO && nmt_cuda_available());
     if (options->queue_capacity < 1 || options->max_delay_us < 0 ||
         options->max_batch_tokens < 0 ||
-        options->max_delay_us > 10000000 || options->n_devices < 0 ||
+        options->max_delay_us > 10000000 || options->n_devices < -1 ||
         (options->n_devices > 0 && !options->devices) ||
         (!cuda && (options->cpu_workers < 1 || options->cpu_workers > 256)))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
@@ -296,10 +296,17 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
     pthread_mutex_init(&s->shutdown_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     nmt_request_cond_init(&s->work);
-    const int n = cuda ? (options->n_devices > 0 ? options->n_devices : 1) : options->cpu_workers;
+    const int all = options->n_devices < 0 ? nmt_cuda_device_count() : 0;
+    const int n = !cuda ? options->cpu_workers
+                  : all > 0 ? all
+                  : options->n_devices > 0 ? options->n_devices
+                                           : 1;
     NMT_ALLOC(s->workers, n);
     for (int i = 0; i < n; i++) {
-        const int index = cuda && options->n_devices > 0 ? options->devices[i] : o->device_index;
+        const int index = !cuda ? o->device_index
+                          : all > 0 ? i
+                          : options->n_devices > 0 ? options->devices[i]
+                                                   : o->device_index;
         s->n_workers = i + 1;
         NMT_TRY(create_worker(s, &s->workers[i], model, cuda ? NMT_DEVICE_CUDA : NMT_DEVICE_CPU,
                               index, err));

@@ -210,7 +210,7 @@ typedef struct nmt_service_options {
                                 request may ask for, batch_size the most sentences a batch
                                 holds; device AUTO/CPU/CUDA as for a translator */
     int n_devices;           /* CUDA: workers on these device ordinals (0: one worker on
-                                translator.device_index) */
+                                translator.device_index; -1: one on every visible device) */
     const int *devices;
     int cpu_workers;         /* CPU: worker threads, each with its own translator, default 1 */
     int queue_capacity;      /* requests waiting at most; more are refused with

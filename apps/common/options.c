@@ -21,7 +21,7 @@ enum {
     OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
     OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_CUDA_GEMM,
     OPT_ALIGNMENT, OPT_QUIET, OPT_NBEST_FORMAT, OPT_INPUT_FORMAT, OPT_OUTPUT_FORMAT,
-    OPT_MAX_BATCH_TOKENS
+    OPT_MAX_BATCH_TOKENS, OPT_WORKERS, OPT_DEVICES
 };
 
 static const struct option long_options[] = {
@@ -34,6 +34,8 @@ static const struct option long_options[] = {
     {"n-best-format", required_argument, NULL, OPT_NBEST_FORMAT},
     {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
     {"max-batch-tokens", required_argument, NULL, OPT_MAX_BATCH_TOKENS},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"devices", required_argument, NULL, OPT_DEVICES},
     {"output-format", required_argument, NULL, OPT_OUTPUT_FORMAT},
     {"beam", required_argument, NULL, 'b'},
     {"n-best", required_argument, NULL, 'n'},
@@ -112,6 +114,36 @@ static int parse_device(const char *text, nmt_device *out)
     return 1;
 }
 
+/* "0,1,3" (device ordinals, each once) or "all" (n_devices -1). */
+static int parse_devices(const char *text, translate_args *a)
+{
+    char part[16];
+    a->n_devices = 0;
+    if (!strcmp(text, "all")) {
+        a->n_devices = -1;
+        return 1;
+    }
+    for (const char *p = text;;) {
+        const size_t len = strcspn(p, ",");
+        const int max = (int)(sizeof a->devices / sizeof a->devices[0]);
+        if (len == 0 || len >= sizeof part || a->n_devices == max)
+            return 0;
+        memcpy(part, p, len);
+        part[len] = '\0';
+        int d;
+        if (!app_parse_int(part, 0, 1024, &d))
+            return 0;
+        for (int i = 0; i < a->n_devices; i++)
+            if (a->devices[i] == d)
+                return 0;
+        a->devices[a->n_devices++] = d;
+        p += len;
+        if (!*p)
+            return 1;
+        p++;
+    }
+}
+
 /* "K,u,W,T,t": five integers, each in range (the engine checks the rest). */
 static int parse_lsh(const char *text, nmt_shrink_options *out)
 {
@@ -187,6 +219,10 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return app_parse_bool(value, &a->alignment);
     if (!strcmp(key, "quiet"))
         return app_parse_bool(value, &a->quiet);
+    if (!strcmp(key, "workers"))
+        return app_parse_int(value, 1, 256, &a->workers);
+    if (!strcmp(key, "devices"))
+        return parse_devices(value, a);
     if (!strcmp(key, "max_batch_tokens"))
         return app_parse_int(value, 0, 1 << 24, &o->max_batch_tokens);
     if (!strcmp(key, "input_format") || !strcmp(key, "output_format")) {
@@ -342,6 +378,8 @@ static const char *option_key(int code)
     case OPT_NBEST_FORMAT: return "n_best_format";
     case OPT_INPUT_FORMAT: return "input_format";
     case OPT_MAX_BATCH_TOKENS: return "max_batch_tokens";
+    case OPT_WORKERS: return "workers";
+    case OPT_DEVICES: return "devices";
     case OPT_OUTPUT_FORMAT: return "output_format";
     case 'b': return "beam";
     case 'n': return "n_best";
@@ -453,6 +491,7 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
     memset(args, 0, sizeof *args);
     nmt_options_init(&args->engine);
     args->progress = -1;
+    args->workers = 1;
     message[0] = 0;
 
     /* Pass 1: only the config file, so its settings come before the command line's. */

@@ -33,6 +33,9 @@ typedef struct translate_args {
     int alignment;  /* append " ||| s-t ..." (source token s attended most by target token t) */
     int quiet;      /* no progress and no notes on stderr; errors still */
     int nbest_marian; /* --n-best-format marian: "ID ||| TEXT ||| F0= LOGPROB ||| SCORE" rows */
+    int workers;      /* CPU: translators working in parallel (default 1) */
+    int n_devices;    /* CUDA: --devices 0,1,... or all (-1); 0: --device-index alone */
+    int devices[64];
     const char *stats_option; /* "--stats" or "--timing", for messages */
 } translate_args;
 
@@ -79,9 +82,10 @@ int translate_open_stats(const translate_args *args, stats_output *out, char *me
                          size_t message_size);
 void translate_discard_stats(const translate_args *args, stats_output *out);
 
-/* Writes the JSON counters and closes the file. Returns EXIT_OK, or EXIT_FAILED
+/* Writes the JSON counters (summed over the translators) and closes the file. Returns EXIT_OK, or EXIT_FAILED
  * (the counters) or EXIT_IO (the write) with the reason in message. */
-int translate_write_stats(const translate_args *args, const nmt_translator *translator,
-                          long lines, stats_output *out, char *message, size_t message_size);
+int translate_write_stats(const translate_args *args, const nmt_translator *const *translators,
+                          int n_translators, long lines, stats_output *out, char *message,
+                          size_t message_size);
 
 #endif /* NMT_APP_OPTIONS_H */

@@ -48,12 +48,12 @@ static nmt_service_options service_options(const server_args *a)
     nmt_service_options o;
     nmt_service_options_init(&o);
     o.translator = a->common.engine;
-    o.cpu_workers = a->server.cpu_workers;
+    o.cpu_workers = a->common.workers;
     o.queue_capacity = a->server.queue_capacity;
     o.max_delay_us = a->server.max_delay_us;
     o.max_batch_tokens = a->common.engine.max_batch_tokens; /* translate's option */
-    o.n_devices = a->server.n_devices;
-    o.devices = a->server.devices;
+    o.n_devices = a->common.n_devices;
+    o.devices = a->common.devices;
     return o;
 }
 

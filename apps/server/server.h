@@ -20,9 +20,7 @@ typedef struct server_settings {
     int max_connections;    /* open connections at most */
     int timeout_s;          /* idle connection timeout (slow clients) */
     int max_requests;       /* stop (gracefully) after this many requests; 0: never */
-    int cpu_workers, queue_capacity, max_delay_us;
-    int n_devices;
-    int devices[16];
+    int queue_capacity, max_delay_us;
 } server_settings;
 
 typedef struct server_args {

@@ -14,31 +14,9 @@ static const struct option server_options[] = {
     {"max-connections", required_argument, NULL, 0},
     {"timeout", required_argument, NULL, 0},
     {"max-requests", required_argument, NULL, 0},
-    {"workers", required_argument, NULL, 0},
     {"queue-capacity", required_argument, NULL, 0},
     {"max-delay-us", required_argument, NULL, 0},
-    {"devices", required_argument, NULL, 0},
     {NULL, 0, NULL, 0}};
-
-/* "0,1,3": device ordinals. */
-static int parse_devices(const char *text, server_settings *s)
-{
-    char part[16];
-    s->n_devices = 0;
-    for (const char *p = text;;) {
-        const size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof part || s->n_devices == 16)
-            return 0;
-        memcpy(part, p, len);
-        part[len] = '\0';
-        if (!app_parse_int(part, 0, 1024, &s->devices[s->n_devices++]))
-            return 0;
-        p += len;
-        if (!*p)
-            return 1;
-        p++;
-    }
-}
 
 static int apply_server_setting(void *ctx, const char *key, const char *value)
 {
@@ -61,14 +39,10 @@ static int apply_server_setting(void *ctx, const char *key, const char *value)
         return app_parse_int(value, 1, 3600, &s->timeout_s);
     if (!strcmp(key, "max_requests"))
         return app_parse_int(value, 0, 2147483647, &s->max_requests);
-    if (!strcmp(key, "workers"))
-        return app_parse_int(value, 1, 256, &s->cpu_workers);
     if (!strcmp(key, "queue_capacity"))
         return app_parse_int(value, 1, 1 << 24, &s->queue_capacity);
     if (!strcmp(key, "max_delay_us"))
         return app_parse_int(value, 0, 10000000, &s->max_delay_us);
-    if (!strcmp(key, "devices"))
-        return parse_devices(value, s);
     return -1;
 }
 
@@ -82,7 +56,6 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     s->max_sentences = 256;
     s->max_connections = 1024;
     s->timeout_s = 30;
-    s->cpu_workers = 1;
     s->queue_capacity = 4096;
     s->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
     const app_extra_settings extra = {server_options, "server", apply_server_setting, s};
@@ -102,8 +75,8 @@ int server_print_help(const char *program)
         "Server options (also keys of the INI file's [server] section):\n"
         "  --host ADDR           IPv4 address to listen on (127.0.0.1)\n"
         "  --port N              port, 0 for any free one (5000); printed at start\n"
-        "  --workers N           CPU worker threads (1)\n"
-        "  --devices LIST        CUDA devices, one worker each (e.g. 0,1; default --device-index)\n"
+        "  --workers N           (translate's) CPU worker threads (1)\n"
+        "  --devices LIST|all    (translate's) CUDA devices, one worker each\n"
         "  --queue-capacity N    sentences waiting at most; more get 503 (4096)\n"
         "  --max-delay-us N      how long a worker waits for a batch to fill (100)\n"
         "  --max-batch-tokens N  (translate's) source tokens a batch holds at most\n"

@@ -49,15 +49,38 @@ void translate_discard_stats(const translate_args *args, stats_output *out)
 
 /* Every fprintf is checked through the stream's error flag at the end
  * (ferror, then fclose's own flush): a full disk loses no counter silently. */
-int translate_write_stats(const translate_args *args, const nmt_translator *translator,
-                          long lines, stats_output *out, char *message, size_t message_size)
+int translate_write_stats(const translate_args *args, const nmt_translator *const *translators,
+                          int n_translators, long lines, stats_output *out, char *message,
+                          size_t message_size)
 {
     nmt_stats st;
+    memset(&st, 0, sizeof st);
     nmt_error err = {0};
-    if (nmt_translator_stats(translator, &st, &err) != NMT_STATUS_OK) {
-        snprintf(message, message_size, "%s: %s", args->stats_option, err.message);
-        translate_discard_stats(args, out);
-        return EXIT_FAILED;
+    const nmt_translator *translator = translators[0];
+    /* Several workers: their counters summed (decode_seconds too: the
+     * workers' time, not the wall time). */
+    for (int i = 0; i < n_translators; i++) {
+        nmt_stats one;
+        if (nmt_translator_stats(translators[i], &one, &err) != NMT_STATUS_OK) {
+            snprintf(message, message_size, "%s: %s", args->stats_option, err.message);
+            translate_discard_stats(args, out);
+            return EXIT_FAILED;
+        }
+        if (i == 0) {
+            st = one;
+            continue;
+        }
+        st.sentences += one.sentences;
+        st.steps += one.steps;
+        st.decode_seconds += one.decode_seconds;
+        st.output_layer_ms = st.output_layer_ms >= 0 && one.output_layer_ms >= 0
+                                 ? st.output_layer_ms + one.output_layer_ms
+                                 : -1.0;
+        st.row_steps += one.row_steps;
+        st.recall_hits += one.recall_hits;
+        st.candidate_words += one.candidate_words;
+        st.graph_runs += one.graph_runs;
+        st.eager_runs += one.eager_runs;
     }
     FILE *f = out->file;
     out->file = NULL;

@@ -4,7 +4,9 @@
  * reported on stderr with its line number and gives an empty line. Lines are
  * read in chunks (one at a time when stdin is a terminal, so it answers as
  * you type) and each chunk is handed to nmt_translate_batch, which sorts by
- * length and batches internally. A line keeps at most --max-line-bytes (+1)
+ * length and batches internally. With --workers or --devices, several
+ * translators take chunks in parallel and the chunks are written back in
+ * input order (pool.h): the same output as one translator's. A line keeps at most --max-line-bytes (+1)
  * bytes in memory: the rest of a longer one is skipped, so one huge line
  * without a newline costs no more memory than a refused short one.
  *
@@ -12,6 +14,7 @@
  * closed pipe reader) ends the run with exit status 5 and says which. */
 #include "nmt.h"
 #include "options.h"
+#include "pool.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,13 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct input_line {
-    char *text;
-    size_t capacity;
-    size_t bytes;      /* the line's length without "\n" / "\r\n", kept or not */
-    int too_long;      /* longer than --max-line-bytes: only a prefix was kept */
-    int has_nul;       /* an embedded NUL byte: refused here, the library takes C strings */
-} input_line;
 
 static double now_seconds(void)
 {
@@ -177,6 +173,112 @@ static int write_error(const char *what)
     return EXIT_IO;
 }
 
+/* Writes a translated chunk: one line (or n-best rows) per input line, a
+ * refused line reported on stderr. Returns -1 with errno when a write failed
+ * (the rest is still reported and cleared). */
+static int write_chunk(const translate_args *args, FILE *out, chunk_slot *slot,
+                       size_t max_bytes, int *bad_lines, long long *target_tokens)
+{
+    int write_failed = 0; /* the errno of the first failed write */
+    for (int i = 0; i < slot->n; i++) {
+        const long number = slot->first_line + 1 + i;
+        const input_line *line = &slot->lines[i];
+        nmt_result *r = &slot->results[i];
+        if (line->has_nul || line->too_long) {
+            nmt_result_clear(r);
+            r->status = NMT_STATUS_ERROR_INPUT;
+            if (line->too_long)
+                snprintf(r->message, sizeof r->message,
+                         "line too long: %zu bytes, the limit is %zu", line->bytes, max_bytes);
+            else
+                snprintf(r->message, sizeof r->message, "contains a NUL byte");
+        }
+        if (r->status != NMT_STATUS_OK) {
+            fprintf(stderr, "translate: line %ld: %s\n", number, r->message);
+            (*bad_lines)++;
+        }
+        if (r->status == NMT_STATUS_OK && r->n_hypotheses > 0)
+            *target_tokens += r->hypotheses[0].n_tokens;
+        if (!write_failed && print_result(args, out, number, r) < 0)
+            write_failed = errno ? errno : EIO;
+        nmt_result_clear(r);
+    }
+    if (write_failed)
+        errno = write_failed;
+    return write_failed ? -1 : 0;
+}
+
+/* One translator, or one a worker: --workers N on the CPU, one a device of
+ * --devices on CUDA. EXIT_OK, or the exit status with the reason printed. */
+static int create_translators(const translate_args *args, const nmt_model *model,
+                              nmt_translator **out, int *n_out)
+{
+    nmt_options o = args->engine;
+    int n = 1, devices[64];
+    if (args->n_devices != 0) {
+        if (o.device == NMT_DEVICE_CPU) {
+            fprintf(stderr, "translate: --devices is for CUDA (use --workers on the CPU)\n");
+            return EXIT_USAGE;
+        }
+        o.device = NMT_DEVICE_CUDA;
+        n = args->n_devices;
+        for (int i = 0; i < n && n > 0; i++)
+            devices[i] = args->devices[i];
+        if (n < 0) { /* all: as many as can be created, from 0 */
+            n = 0;
+            while (n < 64) {
+                nmt_options probe = o;
+                probe.device_index = n;
+                nmt_translator *t = NULL;
+                nmt_error err = {0};
+                if (nmt_translator_create(model, &probe, &t, &err) != NMT_STATUS_OK)
+                    break;
+                out[n] = t;
+                devices[n] = n;
+                n++;
+            }
+            if (n == 0) {
+                fprintf(stderr, "translate: --devices all: no CUDA device could be used\n");
+                return EXIT_USAGE;
+            }
+            *n_out = n;
+            return EXIT_OK;
+        }
+    } else if (args->workers > 1) {
+        if (o.device == NMT_DEVICE_CUDA) {
+            fprintf(stderr, "translate: --workers is for the CPU (use --devices on CUDA)\n");
+            return EXIT_USAGE;
+        }
+        n = args->workers;
+    }
+    for (int i = 0; i < n; i++) {
+        nmt_options oi = o;
+        if (args->n_devices > 0)
+            oi.device_index = devices[i];
+        nmt_error err = {0};
+        if (nmt_translator_create(model, &oi, &out[i], &err) != NMT_STATUS_OK) {
+            /* A bad option, or a device this build or machine does not have: both
+             * are the configuration's fault, not a failed translation. */
+            if (err.status == NMT_STATUS_ERROR_UNSUPPORTED && oi.device == NMT_DEVICE_CUDA)
+                fprintf(stderr, "translate: --device cuda: %s (use --device cpu or auto)\n",
+                        err.message);
+            else
+                fprintf(stderr, "translate: %s%s\n", err.message,
+                        args->n_devices > 0 ? " (--devices)" : "");
+            return err.status == NMT_STATUS_ERROR_ARGUMENT ||
+                           err.status == NMT_STATUS_ERROR_UNSUPPORTED
+                       ? EXIT_USAGE
+                       : EXIT_FAILED;
+        }
+        *n_out = i + 1;
+        if (i == 0 && args->workers > 1 && nmt_translator_device(out[0]) == NMT_DEVICE_CUDA) {
+            fprintf(stderr, "translate: --workers is for the CPU (use --devices on CUDA)\n");
+            return EXIT_USAGE;
+        }
+    }
+    return EXIT_OK;
+}
+
 /* --help and --version: the text, then a checked close of stdout. */
 static int print_info(const translate_args *args, const char *program)
 {
@@ -228,29 +330,19 @@ int main(int argc, char **argv)
 
     nmt_error err = {0};
     nmt_model *model = NULL;
-    nmt_translator *translator = NULL;
-    input_line *lines = NULL;
-    const char **texts = NULL;
-    nmt_result *results = NULL;
+    nmt_translator *translators[64] = {NULL};
+    int n_translators = 0;
+    chunk_pool *pool = NULL;
     int chunk = 0;
     if (nmt_model_load(args.model_path, &model, &err) != NMT_STATUS_OK) {
         fprintf(stderr, "translate: cannot load the model: %s\n", err.message);
         code = EXIT_MODEL;
         goto done;
     }
-    if (nmt_translator_create(model, &args.engine, &translator, &err) != NMT_STATUS_OK) {
-        /* A bad option, or a device this build or machine does not have: both
-         * are the configuration's fault, not a failed translation. */
-        if (err.status == NMT_STATUS_ERROR_UNSUPPORTED && args.engine.device == NMT_DEVICE_CUDA)
-            fprintf(stderr, "translate: --device cuda: %s (use --device cpu or auto)\n",
-                    err.message);
-        else
-            fprintf(stderr, "translate: %s\n", err.message);
-        code = err.status == NMT_STATUS_ERROR_ARGUMENT || err.status == NMT_STATUS_ERROR_UNSUPPORTED
-                   ? EXIT_USAGE
-                   : EXIT_FAILED;
+    code = create_translators(&args, model, translators, &n_translators);
+    if (code != EXIT_OK)
         goto done;
-    }
+    nmt_translator *const translator = translators[0];
     if (args.engine.device == NMT_DEVICE_AUTO && nmt_translator_device(translator) == NMT_DEVICE_CPU &&
         !args.quiet)
         fprintf(stderr, "translate: no usable GPU, translating on the CPU\n");
@@ -261,65 +353,57 @@ int main(int argc, char **argv)
                                              : args.progress;
     const size_t max_bytes = (size_t)args.engine.max_line_bytes;
     chunk = interactive ? 1 : args.engine.batch_size * 8;
-    lines = calloc((size_t)chunk, sizeof *lines);
-    texts = calloc((size_t)chunk, sizeof *texts);
-    results = calloc((size_t)chunk, sizeof *results);
-    if (!lines || !texts || !results) {
+    if (chunk_pool_create(translators, n_translators, chunk, &pool) != 0) {
         fprintf(stderr, "translate: out of memory\n");
         code = EXIT_FAILED;
         goto done;
     }
 
-    long line_number = 0;
+    long line_number = 0, lines_read = 0;
     long long target_tokens = 0; /* of the best hypotheses, for the progress line */
-    int bad_lines = 0;
+    int bad_lines = 0, eof = 0, in_flight = 0, n = 0;
     const double started = now_seconds();
-    int n;
-    while ((n = read_chunk(in, lines, chunk, max_bytes)) > 0) {
-        for (int i = 0; i < n; i++)
-            texts[i] = lines[i].has_nul || lines[i].too_long ? "" : lines[i].text;
-        if (nmt_translate_batch(translator, texts, n, results, &err) != NMT_STATUS_OK) {
-            fprintf(stderr, "translate: lines %ld-%ld: %s\n", line_number + 1, line_number + n,
-                    err.message);
+    for (;;) {
+        /* Read ahead while a slot is free (one chunk at a time when typing). */
+        while (!eof && in_flight < chunk_pool_capacity(pool) && !(interactive && in_flight)) {
+            chunk_slot *slot = chunk_pool_next(pool);
+            n = read_chunk(in, slot->lines, chunk, max_bytes);
+            if (n <= 0) {
+                eof = 1;
+                break;
+            }
+            for (int i = 0; i < n; i++)
+                slot->texts[i] = slot->lines[i].has_nul || slot->lines[i].too_long
+                                     ? ""
+                                     : slot->lines[i].text;
+            slot->n = n;
+            slot->first_line = lines_read;
+            lines_read += n;
+            chunk_pool_submit(pool, slot);
+            in_flight++;
+        }
+        chunk_slot *slot = chunk_pool_oldest(pool);
+        if (!slot)
+            break;
+        in_flight--;
+        if (slot->status != NMT_STATUS_OK) {
+            fprintf(stderr, "translate: lines %ld-%ld: %s\n", slot->first_line + 1,
+                    slot->first_line + slot->n, slot->err.message);
             code = EXIT_FAILED;
             goto done;
         }
-        int write_failed = 0; /* the errno of the first failed write */
-        for (int i = 0; i < n; i++) {
-            long number = line_number + 1 + i;
-            if (lines[i].has_nul || lines[i].too_long) {
-                nmt_result_clear(&results[i]);
-                results[i].status = NMT_STATUS_ERROR_INPUT;
-                if (lines[i].too_long)
-                    snprintf(results[i].message, sizeof results[i].message,
-                             "line too long: %zu bytes, the limit is %zu", lines[i].bytes,
-                             max_bytes);
-                else
-                    snprintf(results[i].message, sizeof results[i].message,
-                             "contains a NUL byte");
-            }
-            if (results[i].status != NMT_STATUS_OK) {
-                fprintf(stderr, "translate: line %ld: %s\n", number, results[i].message);
-                bad_lines++;
-            }
-            if (results[i].status == NMT_STATUS_OK && results[i].n_hypotheses > 0)
-                target_tokens += results[i].hypotheses[0].n_tokens;
-            if (!write_failed && print_result(&args, out, number, &results[i]) < 0)
-                write_failed = errno ? errno : EIO;
-            nmt_result_clear(&results[i]);
-        }
-        line_number += n;
-        if (write_failed || fflush(out) != 0 || ferror(out)) {
-            if (write_failed)
-                errno = write_failed;
+        if (write_chunk(&args, out, slot, max_bytes, &bad_lines, &target_tokens) != 0 ||
+            fflush(out) != 0 || ferror(out)) {
             code = write_error(out_name);
             goto done;
         }
+        line_number += slot->n;
+        chunk_pool_release(pool, slot);
         if (progress)
             show_progress(line_number, target_tokens, started, 0);
     }
     if (n < 0) {
-        fprintf(stderr, "translate: out of memory reading line %ld\n", line_number + 1);
+        fprintf(stderr, "translate: out of memory reading line %ld\n", lines_read + 1);
         code = EXIT_FAILED;
         goto done;
     }
@@ -344,7 +428,8 @@ int main(int argc, char **argv)
         }
     }
     if (stats.file) {
-        int stats_code = translate_write_stats(&args, translator, line_number, &stats, message,
+        int stats_code = translate_write_stats(&args, (const nmt_translator *const *)translators,
+                                               n_translators, line_number, &stats, message,
                                                sizeof message);
         if (stats_code != EXIT_OK) {
             fprintf(stderr, "translate: %s\n", message);
@@ -357,13 +442,9 @@ done:
         fclose(out); /* the run failed already; what was written stays */
     if (in != stdin)
         fclose(in);
-    if (lines)
-        for (int i = 0; i < chunk; i++)
-            free(lines[i].text);
-    free(lines);
-    free(texts);
-    free(results);
-    nmt_translator_free(translator);
+    chunk_pool_free(pool); /* first: its workers use the translators */
+    for (int i = 0; i < n_translators; i++)
+        nmt_translator_free(translators[i]);
     nmt_model_free(model);
     return code;
 }

@@ -1,0 +1,173 @@
+/* pool.c: translate's chunks in flight (pool.h). The ring's slots are taken
+ * in order: `read` counts the chunks handed over, `written` the chunks
+ * released; a worker takes the oldest ready slot. */
+#include "pool.h"
+
+#include <stdlib.h>
+
+enum { SLOT_FREE = 0, SLOT_READY, SLOT_RUNNING, SLOT_DONE };
+
+typedef struct pool_worker {
+    chunk_pool *pool;
+    nmt_translator *translator;
+    pthread_t thread;
+    int started;
+} pool_worker;
+
+struct chunk_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    chunk_slot *slots;
+    int n_slots;
+    long read, written, taken; /* chunks handed over, released, taken by workers */
+    int stopping;              /* workers take no more chunks */
+    int chunk;                 /* lines a slot holds */
+    pool_worker *workers;
+    int n_workers;
+};
+
+static void translate_slot(nmt_translator *translator, chunk_slot *slot)
+{
+    slot->err = (nmt_error){NMT_STATUS_OK, ""};
+    slot->status = nmt_translate_batch(translator, slot->texts, slot->n, slot->results,
+                                       &slot->err);
+}
+
+static void *worker_main(void *arg)
+{
+    pool_worker *w = arg;
+    chunk_pool *p = w->pool;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->stopping && p->taken == p->read)
+            pthread_cond_wait(&p->changed, &p->lock);
+        if (p->stopping)
+            break;
+        chunk_slot *slot = &p->slots[p->taken++ % p->n_slots];
+        slot->state = SLOT_RUNNING;
+        pthread_mutex_unlock(&p->lock);
+        translate_slot(w->translator, slot);
+        pthread_mutex_lock(&p->lock);
+        slot->state = SLOT_DONE;
+        pthread_cond_broadcast(&p->changed);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk,
+                      chunk_pool **out)
+{
+    chunk_pool *p = calloc(1, sizeof *p);
+    *out = NULL;
+    if (!p)
+        return -1;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->changed, NULL);
+    p->n_slots = n_translators > 1 ? 2 * n_translators : 1;
+    p->chunk = chunk;
+    p->slots = calloc((size_t)p->n_slots, sizeof *p->slots);
+    p->workers = calloc((size_t)n_translators, sizeof *p->workers);
+    if (!p->slots || !p->workers) {
+        chunk_pool_free(p);
+        return -1;
+    }
+    for (int s = 0; s < p->n_slots; s++) {
+        chunk_slot *slot = &p->slots[s];
+        slot->lines = calloc((size_t)chunk, sizeof *slot->lines);
+        slot->texts = calloc((size_t)chunk, sizeof *slot->texts);
+        slot->results = calloc((size_t)chunk, sizeof *slot->results);
+        if (!slot->lines || !slot->texts || !slot->results) {
+            chunk_pool_free(p);
+            return -1;
+        }
+    }
+    p->n_workers = n_translators;
+    for (int i = 0; i < n_translators; i++) {
+        p->workers[i].pool = p;
+        p->workers[i].translator = translators[i];
+    }
+    for (int i = 0; n_translators > 1 && i < n_translators; i++) {
+        if (pthread_create(&p->workers[i].thread, NULL, worker_main, &p->workers[i]) != 0) {
+            chunk_pool_free(p);
+            return -1;
+        }
+        p->workers[i].started = 1;
+    }
+    *out = p;
+    return 0;
+}
+
+void chunk_pool_free(chunk_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->n_workers; i++)
+        if (p->workers[i].started)
+            pthread_join(p->workers[i].thread, NULL);
+    for (int s = 0; p->slots && s < p->n_slots; s++) {
+        chunk_slot *slot = &p->slots[s];
+        for (int i = 0; slot->results && i < slot->n; i++)
+            nmt_result_clear(&slot->results[i]);
+        for (int i = 0; slot->lines && i < p->chunk; i++) /* every buffer ever read into */
+            free(slot->lines[i].text);
+        free(slot->lines);
+        free(slot->texts);
+        free(slot->results);
+    }
+    free(p->slots);
+    free(p->workers);
+    pthread_cond_destroy(&p->changed);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+int chunk_pool_capacity(const chunk_pool *p)
+{
+    return p->n_slots;
+}
+
+chunk_slot *chunk_pool_next(chunk_pool *p)
+{
+    return &p->slots[p->read % p->n_slots];
+}
+
+void chunk_pool_submit(chunk_pool *p, chunk_slot *slot)
+{
+    if (p->n_workers == 1) {
+        translate_slot(p->workers[0].translator, slot);
+        slot->state = SLOT_DONE;
+        p->read++;
+        p->taken++;
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    slot->state = SLOT_READY;
+    p->read++;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+}
+
+chunk_slot *chunk_pool_oldest(chunk_pool *p)
+{
+    if (p->written == p->read)
+        return NULL;
+    chunk_slot *slot = &p->slots[p->written % p->n_slots];
+    pthread_mutex_lock(&p->lock);
+    while (slot->state != SLOT_DONE)
+        pthread_cond_wait(&p->changed, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    return slot;
+}
+
+void chunk_pool_release(chunk_pool *p, chunk_slot *slot)
+{
+    pthread_mutex_lock(&p->lock);
+    slot->state = SLOT_FREE;
+    p->written++;
+    pthread_mutex_unlock(&p->lock);
+}

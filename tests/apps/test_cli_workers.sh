@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# translate --workers N (CPU; --devices on CUDA is the same code path): the
+# chunks are translated by N translators in parallel and written in input
+# order, so the output, the exit status, the refused lines' messages and the
+# counters are those of one worker; a failed write still exits 5; the
+# device options are refused where they do not apply.
+set -uo pipefail
+: "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
+T=$NMT_TRANSLATE
+M=$NMT_TEST_MODEL
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+python3 - "$TMP/in.txt" <<'PY'
+import random, sys
+r = random.Random(11)
+w = "ein mann frau hund spielt im park Haus rot Ball . ! Zwei kind läuft".split()
+lines = [" ".join(r.choice(w) for _ in range(r.randint(0, 12))) for _ in range(300)]
+out = "\n".join(lines).encode() + b"\n"
+out = out.replace(b"\n", b"\n\xff bad\n", 3)  # three refused lines (invalid UTF-8)
+open(sys.argv[1], "wb").write(out)
+PY
+O=(--device cpu -b 2 --max-len-b 6 --batch-size 4)
+"$T" -m "$M" "${O[@]}" -i "$TMP/in.txt" -o "$TMP/one.txt" --stats "$TMP/one.json" 2> "$TMP/one.err"
+one=$?
+for w in 2 3 5; do
+    "$T" -m "$M" "${O[@]}" --workers $w -i "$TMP/in.txt" -o "$TMP/w.txt" --stats "$TMP/w.json" \
+        2> "$TMP/w.err"
+    code=$?
+    [ $code -eq $one ] || fail "--workers $w: exit $code, one worker $one"
+    cmp -s "$TMP/one.txt" "$TMP/w.txt" || fail "--workers $w: output differs from one worker's"
+    diff <(grep "line" "$TMP/one.err") <(grep "line" "$TMP/w.err") > /dev/null ||
+        fail "--workers $w: the refused lines' messages differ"
+    python3 - "$TMP/one.json" "$TMP/w.json" <<'PY' || fail "--workers $w: counters differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+sys.exit(0 if all(a[k] == b[k] for k in ("lines", "sentences", "steps")) else 1)
+PY
+done
+[ "$(wc -l < "$TMP/one.txt")" -eq 303 ] || fail "one line out per line in: $(wc -l < "$TMP/one.txt")"
+if [ -w /dev/full ]; then
+    "$T" -m "$M" "${O[@]}" --workers 3 -i "$TMP/in.txt" -o /dev/full 2> "$TMP/err"; code=$?
+    [ $code -eq 5 ] && grep -q "error writing /dev/full" "$TMP/err" ||
+        fail "--workers 3 -o /dev/full: exit $code"
+fi
+"$T" -m "$M" --device cpu --devices 0 -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"; code=$?
+[ $code -eq 2 ] && grep -q "devices is for CUDA" "$TMP/err" || fail "--devices on the CPU: exit $code"
+"$T" -m "$M" --device cpu --workers 0 < /dev/null > /dev/null 2>&1; code=$?
+[ $code -eq 2 ] || fail "--workers 0: exit $code"
+"$T" -m "$M" --device cpu --devices 0,0 < /dev/null > /dev/null 2>&1; code=$?
+[ $code -eq 2 ] || fail "--devices 0,0: exit $code"
+exit $((failures > 0))
