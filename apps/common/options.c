@@ -21,7 +21,7 @@ enum {
     OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
     OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_CUDA_GEMM,
     OPT_ALIGNMENT, OPT_QUIET, OPT_NBEST_FORMAT, OPT_INPUT_FORMAT, OPT_OUTPUT_FORMAT,
-    OPT_MAX_BATCH_TOKENS, OPT_WORKERS, OPT_DEVICES
+    OPT_MAX_BATCH_TOKENS, OPT_WORKERS, OPT_DEVICES, OPT_SKIP_LINES
 };
 
 static const struct option long_options[] = {
@@ -36,6 +36,7 @@ static const struct option long_options[] = {
     {"max-batch-tokens", required_argument, NULL, OPT_MAX_BATCH_TOKENS},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"devices", required_argument, NULL, OPT_DEVICES},
+    {"skip-lines", required_argument, NULL, OPT_SKIP_LINES},
     {"output-format", required_argument, NULL, OPT_OUTPUT_FORMAT},
     {"beam", required_argument, NULL, 'b'},
     {"n-best", required_argument, NULL, 'n'},
@@ -219,6 +220,13 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return app_parse_bool(value, &a->alignment);
     if (!strcmp(key, "quiet"))
         return app_parse_bool(value, &a->quiet);
+    if (!strcmp(key, "skip_lines")) {
+        int n;
+        if (!app_parse_int(value, 0, 2147483647, &n))
+            return 0;
+        a->skip_lines = n;
+        return 1;
+    }
     if (!strcmp(key, "workers"))
         return app_parse_int(value, 1, 256, &a->workers);
     if (!strcmp(key, "devices"))
@@ -380,6 +388,7 @@ static const char *option_key(int code)
     case OPT_MAX_BATCH_TOKENS: return "max_batch_tokens";
     case OPT_WORKERS: return "workers";
     case OPT_DEVICES: return "devices";
+    case OPT_SKIP_LINES: return "skip_lines";
     case OPT_OUTPUT_FORMAT: return "output_format";
     case 'b': return "beam";
     case 'n': return "n_best";

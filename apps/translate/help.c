@@ -47,6 +47,8 @@ int translate_print_help(const char *program)
         "      --devices LIST|all  CUDA: one translator a device (e.g. 0,1), chunks in parallel,\n"
         "                          output in input order, the same as one device's\n"
         "      --workers N         CPU: N translators in parallel (default 1), likewise\n"
+        "      --skip-lines N      skip the first N input lines (no output for them): resumes\n"
+        "                          a run that failed, as its message says\n"
         "      --no-unk-replace    keep <unk> instead of copying the most attended source word\n"
         "      --scores            prefix each output line with its score and a tab\n"
         "      --max-line-bytes N  refuse longer lines (default 4096)\n"

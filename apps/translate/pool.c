@@ -3,6 +3,7 @@
  * released; a worker takes the oldest ready slot. */
 #include "pool.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 enum { SLOT_FREE = 0, SLOT_READY, SLOT_RUNNING, SLOT_DONE };
@@ -10,6 +11,8 @@ enum { SLOT_FREE = 0, SLOT_READY, SLOT_RUNNING, SLOT_DONE };
 typedef struct pool_worker {
     chunk_pool *pool;
     nmt_translator *translator;
+    int index;
+    int fail; /* NMT_TRANSLATE_INJECT_FAILURE names it */
     pthread_t thread;
     int started;
 } pool_worker;
@@ -26,10 +29,19 @@ struct chunk_pool {
     int n_workers;
 };
 
-static void translate_slot(nmt_translator *translator, chunk_slot *slot)
+static void translate_slot(const pool_worker *w, chunk_slot *slot)
 {
     slot->err = (nmt_error){NMT_STATUS_OK, ""};
-    slot->status = nmt_translate_batch(translator, slot->texts, slot->n, slot->results,
+    slot->worker = w->index;
+    if (w->fail) {
+        for (int i = 0; i < slot->n; i++)
+            slot->results[i] = (nmt_result){0};
+        slot->status = NMT_STATUS_ERROR_CUDA;
+        snprintf(slot->err.message, sizeof slot->err.message,
+                 "injected failure (NMT_TRANSLATE_INJECT_FAILURE)");
+        return;
+    }
+    slot->status = nmt_translate_batch(w->translator, slot->texts, slot->n, slot->results,
                                        &slot->err);
 }
 
@@ -46,7 +58,7 @@ static void *worker_main(void *arg)
         chunk_slot *slot = &p->slots[p->taken++ % p->n_slots];
         slot->state = SLOT_RUNNING;
         pthread_mutex_unlock(&p->lock);
-        translate_slot(w->translator, slot);
+        translate_slot(w, slot);
         pthread_mutex_lock(&p->lock);
         slot->state = SLOT_DONE;
         pthread_cond_broadcast(&p->changed);
@@ -83,9 +95,12 @@ int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk
         }
     }
     p->n_workers = n_translators;
+    const char *inject = getenv("NMT_TRANSLATE_INJECT_FAILURE");
     for (int i = 0; i < n_translators; i++) {
         p->workers[i].pool = p;
         p->workers[i].translator = translators[i];
+        p->workers[i].index = i;
+        p->workers[i].fail = inject && *inject && atoi(inject) == i;
     }
     for (int i = 0; n_translators > 1 && i < n_translators; i++) {
         if (pthread_create(&p->workers[i].thread, NULL, worker_main, &p->workers[i]) != 0) {
@@ -139,7 +154,7 @@ chunk_slot *chunk_pool_next(chunk_pool *p)
 void chunk_pool_submit(chunk_pool *p, chunk_slot *slot)
 {
     if (p->n_workers == 1) {
-        translate_slot(p->workers[0].translator, slot);
+        translate_slot(&p->workers[0], slot);
         slot->state = SLOT_DONE;
         p->read++;
         p->taken++;

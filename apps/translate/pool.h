@@ -31,12 +31,15 @@ typedef struct chunk_slot {
     int state;         /* pool.c: free, ready, running, done */
     nmt_status status; /* of the whole nmt_translate_batch call */
     nmt_error err;
+    int worker;        /* which translator took it */
 } chunk_slot;
 
 typedef struct chunk_pool chunk_pool;
 
 /* n_translators translators (not owned), slots of chunk lines each (2 per
- * worker, 1 with one worker). */
+ * worker, 1 with one worker). For the tests of the failure path, the
+ * environment variable NMT_TRANSLATE_INJECT_FAILURE=W makes every chunk
+ * worker W takes fail as a device error would. */
 int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk,
                       chunk_pool **pool);
 void chunk_pool_free(chunk_pool *pool);

@@ -343,6 +343,17 @@ int main(int argc, char **argv)
     if (code != EXIT_OK)
         goto done;
     nmt_translator *const translator = translators[0];
+    char worker_labels[64][48];
+    for (int i = 0; i < n_translators; i++) {
+        const int cuda = nmt_translator_device(translators[i]) == NMT_DEVICE_CUDA;
+        const int index = args.n_devices > 0 ? args.devices[i]
+                          : args.n_devices < 0 ? i
+                                               : args.engine.device_index;
+        if (cuda)
+            snprintf(worker_labels[i], sizeof worker_labels[i], "CUDA device %d", index);
+        else
+            snprintf(worker_labels[i], sizeof worker_labels[i], "CPU worker %d", i);
+    }
     if (args.engine.device == NMT_DEVICE_AUTO && nmt_translator_device(translator) == NMT_DEVICE_CPU &&
         !args.quiet)
         fprintf(stderr, "translate: no usable GPU, translating on the CPU\n");
@@ -363,6 +374,18 @@ int main(int argc, char **argv)
     long long target_tokens = 0; /* of the best hypotheses, for the progress line */
     int bad_lines = 0, eof = 0, in_flight = 0, n = 0;
     const double started = now_seconds();
+    /* --skip-lines: read past them (a rerun resumes where a failed one stopped);
+     * line numbers in messages stay those of the whole input. */
+    for (input_line *scratch = chunk_pool_next(pool)->lines; lines_read < args.skip_lines;
+         lines_read++) {
+        const int r = read_line(in, scratch, max_bytes);
+        if (r <= 0) {
+            n = r;
+            eof = 1;
+            break;
+        }
+    }
+    line_number = lines_read;
     for (;;) {
         /* Read ahead while a slot is free (one chunk at a time when typing). */
         while (!eof && in_flight < chunk_pool_capacity(pool) && !(interactive && in_flight)) {
@@ -387,8 +410,14 @@ int main(int argc, char **argv)
             break;
         in_flight--;
         if (slot->status != NMT_STATUS_OK) {
-            fprintf(stderr, "translate: lines %ld-%ld: %s\n", slot->first_line + 1,
-                    slot->first_line + slot->n, slot->err.message);
+            /* Everything before this chunk is written (and flushed): the
+             * output is a complete prefix, never a gap. */
+            fprintf(stderr, "translate: lines %ld-%ld failed on %s: %s\n"
+                            "translate: lines %ld and after were not written; resume with "
+                            "--skip-lines %ld\n",
+                    slot->first_line + 1, slot->first_line + slot->n,
+                    worker_labels[slot->worker], slot->err.message, slot->first_line + 1,
+                    slot->first_line);
             code = EXIT_FAILED;
             goto done;
         }

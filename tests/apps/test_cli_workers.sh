@@ -2,8 +2,10 @@
 # translate --workers N (CPU; --devices on CUDA is the same code path): the
 # chunks are translated by N translators in parallel and written in input
 # order, so the output, the exit status, the refused lines' messages and the
-# counters are those of one worker; a failed write still exits 5; the
-# device options are refused where they do not apply.
+# counters are those of one worker; a failed write still exits 5; a failing
+# worker (injected) ends the run naming it and the first line not written,
+# after a complete prefix, and --skip-lines resumes from there; the device
+# options are refused where they do not apply.
 set -uo pipefail
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
@@ -43,6 +45,23 @@ if [ -w /dev/full ]; then
     "$T" -m "$M" "${O[@]}" --workers 3 -i "$TMP/in.txt" -o /dev/full 2> "$TMP/err"; code=$?
     [ $code -eq 5 ] && grep -q "error writing /dev/full" "$TMP/err" ||
         fail "--workers 3 -o /dev/full: exit $code"
+fi
+# A worker that fails (injected): exit 4 naming the worker and the first line not
+# written; the output is a complete prefix; --skip-lines resumes it, and both parts
+# together are the whole run's output.
+NMT_TRANSLATE_INJECT_FAILURE=1 "$T" -m "$M" "${O[@]}" --workers 3 -i "$TMP/in.txt" \
+    -o "$TMP/part1.txt" 2> "$TMP/fail.err"; code=$?
+skip=$(sed -n 's/.*resume with --skip-lines \([0-9]*\).*/\1/p' "$TMP/fail.err")
+if [ $code -ne 4 ] || ! grep -q "failed on CPU worker 1: injected failure" "$TMP/fail.err" ||
+        [ -z "$skip" ]; then
+    fail "injected failure: exit $code, $(cat "$TMP/fail.err")"
+else
+    [ "$(wc -l < "$TMP/part1.txt")" -eq "$skip" ] ||
+        fail "the failed run wrote $(wc -l < "$TMP/part1.txt") lines, not the $skip it reports"
+    "$T" -m "$M" "${O[@]}" --workers 3 --skip-lines "$skip" -i "$TMP/in.txt" \
+        -o "$TMP/part2.txt" 2> /dev/null
+    cat "$TMP/part1.txt" "$TMP/part2.txt" | cmp -s - "$TMP/one.txt" ||
+        fail "the failed run's prefix and the resumed rest are not the whole output"
 fi
 "$T" -m "$M" --device cpu --devices 0 -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"; code=$?
 [ $code -eq 2 ] && grep -q "devices is for CUDA" "$TMP/err" || fail "--devices on the CPU: exit $code"
