@@ -21,7 +21,7 @@ enum {
     OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
     OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_CUDA_GEMM,
     OPT_ALIGNMENT, OPT_QUIET, OPT_NBEST_FORMAT, OPT_INPUT_FORMAT, OPT_OUTPUT_FORMAT,
-    OPT_MAX_BATCH_TOKENS, OPT_WORKERS, OPT_DEVICES, OPT_SKIP_LINES
+    OPT_MAX_BATCH_TOKENS, OPT_WORKERS, OPT_DEVICES, OPT_SKIP_LINES, OPT_MPI
 };
 
 static const struct option long_options[] = {
@@ -37,6 +37,7 @@ static const struct option long_options[] = {
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"devices", required_argument, NULL, OPT_DEVICES},
     {"skip-lines", required_argument, NULL, OPT_SKIP_LINES},
+    {"mpi", no_argument, NULL, OPT_MPI},
     {"output-format", required_argument, NULL, OPT_OUTPUT_FORMAT},
     {"beam", required_argument, NULL, 'b'},
     {"n-best", required_argument, NULL, 'n'},
@@ -220,6 +221,8 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return app_parse_bool(value, &a->alignment);
     if (!strcmp(key, "quiet"))
         return app_parse_bool(value, &a->quiet);
+    if (!strcmp(key, "mpi"))
+        return app_parse_bool(value, &a->mpi);
     if (!strcmp(key, "skip_lines")) {
         int n;
         if (!app_parse_int(value, 0, 2147483647, &n))
@@ -389,6 +392,7 @@ static const char *option_key(int code)
     case OPT_WORKERS: return "workers";
     case OPT_DEVICES: return "devices";
     case OPT_SKIP_LINES: return "skip_lines";
+    case OPT_MPI: return "mpi";
     case OPT_OUTPUT_FORMAT: return "output_format";
     case 'b': return "beam";
     case 'n': return "n_best";
@@ -501,6 +505,7 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
     nmt_options_init(&args->engine);
     args->progress = -1;
     args->workers = 1;
+    args->limit_lines = -1;
     message[0] = 0;
 
     /* Pass 1: only the config file, so its settings come before the command line's. */

@@ -35,6 +35,8 @@ typedef struct translate_args {
     int nbest_marian; /* --n-best-format marian: "ID ||| TEXT ||| F0= LOGPROB ||| SCORE" rows */
     int workers;      /* CPU: translators working in parallel (default 1) */
     long skip_lines;  /* read and skip this many lines first (resuming a failed run) */
+    long limit_lines; /* then translate at most this many (-1: all; an MPI rank's shard) */
+    int mpi;          /* --mpi: one shard of the input per rank of mpirun (shard.h) */
     int n_devices;    /* CUDA: --devices 0,1,... or all (-1); 0: --device-index alone */
     int devices[64];
     const char *stats_option; /* "--stats" or "--timing", for messages */

@@ -49,6 +49,8 @@ int translate_print_help(const char *program)
         "      --workers N         CPU: N translators in parallel (default 1), likewise\n"
         "      --skip-lines N      skip the first N input lines (no output for them): resumes\n"
         "                          a run that failed, as its message says\n"
+        "      --mpi               under mpirun: each rank translates its shard of -i FILE,\n"
+        "                          rank 0 joins them into -o FILE (docs/scale-out.md)\n"
         "      --no-unk-replace    keep <unk> instead of copying the most attended source word\n"
         "      --scores            prefix each output line with its score and a tab\n"
         "      --max-line-bytes N  refuse longer lines (default 4096)\n"

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { SLOT_FREE = 0, SLOT_READY, SLOT_RUNNING, SLOT_DONE };
 
@@ -95,7 +96,12 @@ int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk
         }
     }
     p->n_workers = n_translators;
+    /* NMT_TRANSLATE_INJECT_RANK limits it to one MPI rank (Open MPI's). */
     const char *inject = getenv("NMT_TRANSLATE_INJECT_FAILURE");
+    const char *inject_rank = getenv("NMT_TRANSLATE_INJECT_RANK");
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (inject_rank && *inject_rank && (!rank || strcmp(rank, inject_rank)))
+        inject = NULL;
     for (int i = 0; i < n_translators; i++) {
         p->workers[i].pool = p;
         p->workers[i].translator = translators[i];

@@ -39,7 +39,8 @@ typedef struct chunk_pool chunk_pool;
 /* n_translators translators (not owned), slots of chunk lines each (2 per
  * worker, 1 with one worker). For the tests of the failure path, the
  * environment variable NMT_TRANSLATE_INJECT_FAILURE=W makes every chunk
- * worker W takes fail as a device error would. */
+ * worker W takes fail as a device error would (NMT_TRANSLATE_INJECT_RANK=R:
+ * only in MPI rank R). */
 int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk,
                       chunk_pool **pool);
 void chunk_pool_free(chunk_pool *pool);

@@ -15,6 +15,7 @@
 #include "nmt.h"
 #include "options.h"
 #include "pool.h"
+#include "shard.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -290,7 +291,7 @@ static int print_info(const translate_args *args, const char *program)
     return EXIT_OK;
 }
 
-int main(int argc, char **argv)
+int translate_main(int argc, char **argv, const translate_shard *shard)
 {
     translate_args args;
     char message[1024];
@@ -301,6 +302,18 @@ int main(int argc, char **argv)
     }
     if (args.show_help || args.show_version)
         return print_info(&args, argv[0]);
+    if (args.mpi && !shard) {
+        fprintf(stderr, "translate: --mpi: this build has no MPI (install libopenmpi-dev and "
+                        "rebuild), or start it with mpirun\n");
+        return EXIT_USAGE;
+    }
+    if (shard) { /* this rank's lines, into its own part of the output */
+        args.skip_lines = shard->first;
+        args.limit_lines = shard->count;
+        snprintf(args.output_path, sizeof args.output_path, "%s", shard->part_path);
+        if (shard->rank != 0)
+            args.progress = 0;
+    }
 
     /* The --stats / --timing file is opened now: a bad path fails before
      * the model is loaded, not after the whole input is translated. */
@@ -390,7 +403,10 @@ int main(int argc, char **argv)
         /* Read ahead while a slot is free (one chunk at a time when typing). */
         while (!eof && in_flight < chunk_pool_capacity(pool) && !(interactive && in_flight)) {
             chunk_slot *slot = chunk_pool_next(pool);
-            n = read_chunk(in, slot->lines, chunk, max_bytes);
+            long want = chunk;
+            if (args.limit_lines >= 0 && args.skip_lines + args.limit_lines - lines_read < want)
+                want = args.skip_lines + args.limit_lines - lines_read;
+            n = want > 0 ? read_chunk(in, slot->lines, (int)want, max_bytes) : 0;
             if (n <= 0) {
                 eof = 1;
                 break;
@@ -477,3 +493,10 @@ done:
     nmt_model_free(model);
     return code;
 }
+
+#ifndef NMT_WITH_MPI
+int main(int argc, char **argv)
+{
+    return translate_main(argc, argv, NULL);
+}
+#endif
