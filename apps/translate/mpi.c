@@ -81,9 +81,10 @@ static int join_parts(const translate_args *args, int size)
         fprintf(stderr, "translate: error writing %s: %s\n", args->output_path, strerror(errno));
         return EXIT_IO;
     }
-    for (int r = 0; r < size; r++) {
+    for (int r = 0; r < size; r++) { /* the output is complete: a part left is only clutter */
         snprintf(part, sizeof part, "%s.part%d", args->output_path, r);
-        remove(part);
+        if (remove(part) != 0)
+            fprintf(stderr, "translate: warning: cannot remove %s: %s\n", part, strerror(errno));
     }
     return EXIT_OK;
 }
