@@ -110,7 +110,8 @@ def _completed(result):
 
 class Service:
     """An asynchronous translation service (nmt_service): a queue, worker
-    threads (workers= on the CPU, one per GPU on CUDA: devices=[0, 1]) that
+    threads (workers= on the CPU, one per GPU on CUDA: devices=[0, 1] or
+    devices="all") that
     batch the requests as they arrive, per-request options and deadlines.
 
     Service(model_or_path, device="auto", workers=1, devices=None,
@@ -143,7 +144,9 @@ class Service:
         if max_batch_tokens is not None:
             so.max_batch_tokens = int(max_batch_tokens)
         device_array = None
-        if devices:
+        if devices == "all":
+            so.n_devices = -1  # every visible CUDA device
+        elif devices:
             device_array = (ctypes.c_int * len(devices))(*[int(d) for d in devices])
             so.n_devices = len(devices)
             so.devices = device_array
