@@ -3,14 +3,11 @@
 # one output line per input line in order, bad lines reported with their
 # number and answered with an empty line, determinism across runs and batch
 # sizes, options from INI with the command line winning, exit codes.
-set -uo pipefail
+# shellcheck source=tests/common/test_lib.sh
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
 M=$NMT_TEST_MODEL
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 # Random sentences over a few words (some in the test vocabulary, some not),
 # with capitals and punctuation; a fresh seed each run, printed for replay.

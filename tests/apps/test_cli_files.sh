@@ -5,14 +5,11 @@
 # every line and n-best row (t = 0..n-1 in order, s a source token) and leaves
 # the text as it was; --n-best-format marian; --input-format/--output-format
 # tokens; --quiet silences the notes, not the errors.
-set -uo pipefail
+# shellcheck source=tests/common/test_lib.sh
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
 M=$NMT_TEST_MODEL
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 printf 'ein mann läuft im park .\nzwei hund\n\nein \xff hund\nrot Ball !\n' > "$TMP/in.txt"
 O=(--device cpu -b 3 --max-len-b 6)
 

@@ -4,14 +4,11 @@
 # before any work (exit 2 at once); a read error on stdin is exit 5; a line
 # longer than --max-line-bytes is skipped up to its newline, not held in
 # memory, and still gives its one empty output line and its message.
-set -uo pipefail
+# shellcheck source=tests/common/test_lib.sh
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
 M=$NMT_TEST_MODEL
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 # check NAME CODE PATTERN: the last command's exit status ($code) and its stderr ($TMP/err)
 check() {

@@ -6,14 +6,11 @@
 # worker (injected) ends the run naming it and the first line not written,
 # after a complete prefix, and --skip-lines resumes from there; the device
 # options are refused where they do not apply.
-set -uo pipefail
+# shellcheck source=tests/common/test_lib.sh
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
 M=$NMT_TEST_MODEL
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 python3 - "$TMP/in.txt" <<'PY'
 import random, sys
 r = random.Random(11)
