@@ -3,8 +3,8 @@
 # one output line per input line in order, bad lines reported with their
 # number and answered with an empty line, determinism across runs and batch
 # sizes, options from INI with the command line winning, exit codes.
-# shellcheck source=tests/common/test_lib.sh
-source "$(dirname "$0")/../common/test_lib.sh"
+# shellcheck source=tests/common/shell_lib.sh
+source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
 M=$NMT_TEST_MODEL

@@ -5,8 +5,8 @@
 # every line and n-best row (t = 0..n-1 in order, s a source token) and leaves
 # the text as it was; --n-best-format marian; --input-format/--output-format
 # tokens; --quiet silences the notes, not the errors.
-# shellcheck source=tests/common/test_lib.sh
-source "$(dirname "$0")/../common/test_lib.sh"
+# shellcheck source=tests/common/shell_lib.sh
+source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
 M=$NMT_TEST_MODEL

@@ -4,8 +4,8 @@
 # before any work (exit 2 at once); a read error on stdin is exit 5; a line
 # longer than --max-line-bytes is skipped up to its newline, not held in
 # memory, and still gives its one empty output line and its message.
-# shellcheck source=tests/common/test_lib.sh
-source "$(dirname "$0")/../common/test_lib.sh"
+# shellcheck source=tests/common/shell_lib.sh
+source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
 M=$NMT_TEST_MODEL

@@ -6,8 +6,8 @@
 # worker (injected) ends the run naming it and the first line not written,
 # after a complete prefix, and --skip-lines resumes from there; the device
 # options are refused where they do not apply.
-# shellcheck source=tests/common/test_lib.sh
-source "$(dirname "$0")/../common/test_lib.sh"
+# shellcheck source=tests/common/shell_lib.sh
+source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
 M=$NMT_TEST_MODEL

@@ -1,4 +1,4 @@
-# test_lib.sh: sourced by the shell tests: strict mode (unset variables and
+# shell_lib.sh: sourced by the shell tests: strict mode (unset variables and
 # failed pipes are errors; a failed command is not, the tests check codes),
 # a temporary folder $TMP removed at exit, and fail() counting failures
 # (end with: exit $((failures > 0))).
