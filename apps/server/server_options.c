@@ -59,7 +59,20 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     s->queue_capacity = 4096;
     s->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
     const app_extra_settings extra = {server_options, "server", apply_server_setting, s};
-    return app_args_parse(argc, argv, &args->common, &extra, message, size);
+    const int code = app_args_parse(argc, argv, &args->common, &extra, message, size);
+    if (code != EXIT_OK)
+        return code;
+    /* translate's options that mean nothing to a server are refused, not ignored. */
+    const translate_args *c = &args->common;
+    const char *unused = c->input_path[0] ? "-i/--input" : c->output_path[0] ? "-o/--output"
+                         : c->alignment ? "--alignment (use \"align\": true per item)"
+                         : c->mpi ? "--mpi" : c->skip_lines ? "--skip-lines"
+                         : c->stats_path[0] ? "--stats/--timing (see /metrics)" : NULL;
+    if (unused) {
+        snprintf(message, size, "%s is translate's, not the server's", unused);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
 }
 
 int server_print_help(const char *program)

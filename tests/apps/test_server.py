@@ -168,6 +168,11 @@ def main():
     if not SERVER or not os.path.exists(SERVER):
         print("nmt-server not built: skipped")
         return 77
+    for option in (["-i", "x.txt"], ["--alignment"], ["--mpi"], ["--stats", "s.json"]):
+        r = subprocess.run([SERVER, "-m", MODEL, *option], capture_output=True, text=True,
+                           timeout=60)
+        check(r.returncode == 2 and "translate's, not the server's" in r.stderr,
+              f"nmt-server {' '.join(option)}: exit {r.returncode}, {r.stderr.strip()}")
     rng = random.Random(7)
     lines = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 10))) for _ in range(24)]
     out = subprocess.run([TRANSLATE, "-m", MODEL, *OPTIONS], input="\n".join(lines) + "\n",
