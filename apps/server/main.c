@@ -8,6 +8,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,9 @@ int main(int argc, char **argv)
         nmt_model_free(model);
         return EXIT_FAILED;
     }
+    /* jansson seeds its hash function on first use, unguarded: seed it here,
+     * before the connection threads exist (helgrind showed the race). */
+    json_object_seed(0);
     int port = 0;
     if (server_http_start(&s, &port, message, sizeof message) != 0) {
         fprintf(stderr, "nmt-server: %s\n", message);
