@@ -22,6 +22,8 @@
 
 #include "cuda_ctx.h"
 #include "error.h"
+#include "model.h"
+#include "tokenizer.h"
 #include "translator.h"
 
 #include <math.h>
@@ -55,7 +57,23 @@ struct nmt_service {
     nmt_service_stats stats;
     int64_t shutdown_finished, shutdown_cancelled;
     int cuda;                  /* the workers run on CUDA devices */
+    int input_tokens;          /* lines are pre-tokenized (options or the model file) */
 };
+
+/* The source tokens of a line as the translators will count them (only
+ * max_batch_tokens needs them); 0 for a line the tokenizer refuses. */
+static int source_tokens(const nmt_service *s, const char *line)
+{
+    nmt_tokens tokens = {0, NULL, NULL};
+    nmt_error ignored;
+    const size_t len = strlen(line);
+    const nmt_status st = s->input_tokens
+                              ? nmt_tokenize_pretokenized(line, len, &tokens, &ignored)
+                              : nmt_tokenize(line, len, &tokens, &ignored);
+    const int n = st == NMT_STATUS_OK ? tokens.n : 0;
+    nmt_tokens_clear(&tokens);
+    return n;
+}
 
 void nmt_service_options_init(nmt_service_options *options)
 {
@@ -312,6 +330,7 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
                               index, err));
     }
     s->cuda = cuda;
+    s->input_tokens = o->input_tokens >= 0 ? o->input_tokens : model->hp.pretokenized;
     s->defaults = nmt_translator_search(s->workers[0].full);
     s->default_shrink = o->shrink.mode != NMT_SHRINK_NONE;
     for (int i = 0; i < n; i++) {
@@ -376,6 +395,8 @@ nmt_status nmt_service_submit(nmt_service *s, const char *line, const nmt_reques
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "service_submit: NULL argument");
     NMT_TRY(nmt_request_create(line, callback, user, request ? 2 : 1, &r, err));
     r->service = s;
+    if (s->options.max_batch_tokens > 0) /* on the caller's thread, not a worker's */
+        r->tokens = source_tokens(s, line);
     NMT_TRY(resolve_options(s, o, r, err));
     pthread_mutex_lock(&s->lock);
     if (s->closing || s->queue.count >= s->options.queue_capacity) {

@@ -5,7 +5,6 @@
 #include "service_request.h"
 
 #include "error.h"
-#include "tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +25,6 @@ nmt_status nmt_request_create(const char *line, nmt_request_callback callback, v
     r->callback = callback;
     r->user = user;
     r->submitted = nmt_request_now();
-    nmt_tokens tokens = {0, NULL, NULL};
-    nmt_error ignored;
-    if (nmt_tokenize(line, len, &tokens, &ignored) == NMT_STATUS_OK)
-        r->tokens = tokens.n;
-    nmt_tokens_clear(&tokens);
     *request = r;
     return NMT_STATUS_OK;
 cleanup:

@@ -33,7 +33,8 @@ struct nmt_request {
     char *line;                   /* owned copy */
     nmt_search_overrides search;  /* resolved: what the translation uses */
     int shrink;                   /* 1: the service's shrinking */
-    int tokens;                   /* source tokens (0 for a line the tokenizer refuses) */
+    int tokens;                   /* source tokens, counted only under max_batch_tokens
+                                     (0 for a line the tokenizer refuses) */
     double submitted, deadline;   /* nmt_request_now() seconds; deadline 0: none */
     nmt_request_callback callback;
     void *user;
