@@ -69,13 +69,17 @@ int nmt_cuda_available(void)
     return nmt_cuda_device_count() > 0;
 }
 
-static nmt_status check_options(const nmt_options *o, nmt_error *err)
-{
 #define REQUIRE(cond, ...)                                                    \
     if (!(cond))                                                              \
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, __VA_ARGS__)
-    REQUIRE(o->beam_size >= 1 && o->beam_size <= 256, "beam_size %d: must be in 1..256",
-            o->beam_size);
+
+/* The search's fields, for the options and for a request's overrides alike:
+ * the beam at most max_beam (256, or the translator's own). */
+static nmt_status check_search_fields(const nmt_search_overrides *o, int max_beam,
+                                      nmt_error *err)
+{
+    REQUIRE(o->beam_size >= 1 && o->beam_size <= max_beam, "beam_size %d: must be in 1..%d",
+            o->beam_size, max_beam);
     REQUIRE(o->n_best >= 1 && o->n_best <= o->beam_size,
             "n_best %d: must be in 1..beam_size (%d)", o->n_best, o->beam_size);
     REQUIRE(o->alpha >= 0.0f && o->alpha <= 10.0f, "alpha %g: must be in 0..10", o->alpha);
@@ -84,6 +88,16 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->max_len_b >= 0 && o->max_len_b <= 10000, "max_len_b %d: must be in 0..10000",
             o->max_len_b);
     REQUIRE(o->max_len_a > 0.0f || o->max_len_b > 0, "max_len_a and max_len_b are both 0");
+    return NMT_STATUS_OK;
+}
+
+static nmt_status check_options(const nmt_options *o, nmt_error *err)
+{
+    const nmt_search_overrides search = {o->beam_size, o->n_best, o->alpha, o->max_len_a,
+                                         o->max_len_b};
+    const nmt_status status = check_search_fields(&search, 256, err);
+    if (status != NMT_STATUS_OK)
+        return status;
     REQUIRE(o->batch_size >= 1 && o->batch_size <= 4096, "batch_size %d: must be in 1..4096",
             o->batch_size);
     REQUIRE(o->max_line_bytes >= 1, "max_line_bytes %d: must be positive", o->max_line_bytes);
@@ -383,23 +397,7 @@ nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int 
 nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_overrides *o,
                                        nmt_error *err)
 {
-    const nmt_options *opt = &t->options;
-    if (o->beam_size < 1 || o->beam_size > opt->beam_size)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "beam_size %d: must be in 1..%d (the translator's)", o->beam_size,
-                             opt->beam_size);
-    if (o->n_best < 1 || o->n_best > o->beam_size)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "n_best %d: must be in 1..%d",
-                             o->n_best, o->beam_size);
-    if (!(o->alpha >= 0.0f && o->alpha <= 10.0f))
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "alpha %g: must be in 0..10",
-                             o->alpha);
-    if (!(o->max_len_a >= 0.0f && o->max_len_a <= 100.0f) || o->max_len_b < 0 ||
-        o->max_len_b > 10000 || (o->max_len_a == 0.0f && o->max_len_b == 0))
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "max length %g * S + %d: a in 0..100, b in 0..10000, not both 0",
-                             o->max_len_a, o->max_len_b);
-    return NMT_STATUS_OK;
+    return check_search_fields(o, t->options.beam_size, err);
 }
 
 nmt_search_overrides nmt_translator_search(const nmt_translator *t)
