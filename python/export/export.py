@@ -37,16 +37,8 @@ def export(net: NMTNetwork, src_vocab: list[str], tgt_vocab: list[str], out: str
     tensors = net.to_file_tensors()
     modelfile.check_tensors(hparams, tensors)
     ordered = {name: tensors[name] for name, _ in modelfile.expected_tensors(hparams)}
-    modelfile.write_model(out, hparams, src_vocab, tgt_vocab, ordered,
-                          dtype="f16" if fp16 else "f32", compress=compress)
     # Read back: the file must give exactly what was meant (fp16: the rounded values).
-    hp2, sv2, tv2, back = modelfile.read_model(out)
-    if sv2 != list(src_vocab) or tv2 != list(tgt_vocab):
-        raise RuntimeError(f"{out}: vocabularies differ after reading back")
-    for name, a in ordered.items():
-        want = a.astype(np.float16).astype(np.float32) if fp16 else a
-        if not np.array_equal(back[name], want):
-            raise RuntimeError(f"{out}: tensor {name} differs after reading back")
+    modelfile.write_model_checked(out, hparams, src_vocab, tgt_vocab, ordered, fp16, compress)
     return ordered
 
 

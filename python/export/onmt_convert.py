@@ -516,15 +516,7 @@ def write(out, hparams, src_vocab, tgt_vocab, tensors, fp16=False, compress=Fals
         big = [n for n, a in tensors.items() if np.any(np.abs(a) > 65504.0)]
         if big:
             raise Refused(f"--fp16: tensor {big[0]} has values beyond the fp16 range")
-    modelfile.write_model(out, hparams, src_vocab, tgt_vocab, tensors,
-                          dtype="f16" if fp16 else "f32", compress=compress)
-    _, sv, tv, back = modelfile.read_model(out)
-    if sv != list(src_vocab) or tv != list(tgt_vocab):
-        raise RuntimeError(f"{out}: vocabularies differ after reading back")
-    for name, a in tensors.items():
-        want = a.astype(np.float16).astype(np.float32) if fp16 else a
-        if not np.array_equal(back[name], want):
-            raise RuntimeError(f"{out}: tensor {name} differs after reading back")
+    modelfile.write_model_checked(out, hparams, src_vocab, tgt_vocab, tensors, fp16, compress)
 
 
 def main(argv=None) -> int:

@@ -228,6 +228,22 @@ def _u(fmt, blob, offset):
     return struct.unpack_from(fmt, blob, offset)
 
 
+def write_model_checked(path, hparams, src_vocab, tgt_vocab, tensors, fp16=False,
+                        compress=False):
+    """write_model, then reads the file back: the vocabularies and every tensor
+    must come back exactly (fp16: the values rounded to fp16). RuntimeError
+    otherwise. The exporters' last step (python/export)."""
+    write_model(path, hparams, src_vocab, tgt_vocab, tensors, dtype="f16" if fp16 else "f32",
+                compress=compress)
+    _, sv, tv, back = read_model(path)
+    if sv != list(src_vocab) or tv != list(tgt_vocab):
+        raise RuntimeError(f"{path}: vocabularies differ after reading back")
+    for name, a in tensors.items():
+        want = a.astype(np.float16).astype(np.float32) if fp16 else a
+        if not np.array_equal(back[name], want):
+            raise RuntimeError(f"{path}: tensor {name} differs after reading back")
+
+
 def read_model(path):
     """Returns (hparams dict, src_vocab, tgt_vocab, {name: float32 array})."""
     with open(path, "rb") as f:
