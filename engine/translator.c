@@ -66,7 +66,7 @@ void nmt_options_init(nmt_options *options)
 
 int nmt_cuda_available(void)
 {
-    return nmt_cuda_device_count() > 0;
+    return nmt_cuda_device_count();
 }
 
 #define REQUIRE(cond, ...)                                                    \

@@ -154,7 +154,8 @@ void nmt_model_free(nmt_model *model);
 /* A short human-readable description (sizes, vocabularies). */
 const char *nmt_model_describe(const nmt_model *model);
 
-/* 1 when the library was built with CUDA and a GPU is visible, else 0. */
+/* The number of visible CUDA devices: 0 when the library was built without
+ * CUDA or no GPU is visible (so it also reads as "is CUDA available"). */
 int nmt_cuda_available(void);
 
 nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,

@@ -222,29 +222,14 @@ static int create_translators(const translate_args *args, const nmt_model *model
             return EXIT_USAGE;
         }
         o.device = NMT_DEVICE_CUDA;
-        n = args->n_devices;
-        for (int i = 0; i < n && n > 0; i++)
-            devices[i] = args->devices[i];
-        if (n < 0) { /* all: as many as can be created, from 0 */
-            n = 0;
-            while (n < 64) {
-                nmt_options probe = o;
-                probe.device_index = n;
-                nmt_translator *t = NULL;
-                nmt_error err = {0};
-                if (nmt_translator_create(model, &probe, &t, &err) != NMT_STATUS_OK)
-                    break;
-                out[n] = t;
-                devices[n] = n;
-                n++;
-            }
-            if (n == 0) {
-                fprintf(stderr, "translate: --devices all: no CUDA device could be used\n");
-                return EXIT_USAGE;
-            }
-            *n_out = n;
-            return EXIT_OK;
+        n = args->n_devices > 0 ? args->n_devices : nmt_cuda_available(); /* all: visible */
+        if (n == 0) {
+            fprintf(stderr, "translate: --devices all: no CUDA device is visible\n");
+            return EXIT_USAGE;
         }
+        n = n < 64 ? n : 64;
+        for (int i = 0; i < n; i++)
+            devices[i] = args->n_devices > 0 ? args->devices[i] : i;
     } else if (args->workers > 1) {
         if (o.device == NMT_DEVICE_CUDA) {
             fprintf(stderr, "translate: --workers is for the CPU (use --devices on CUDA)\n");
@@ -254,7 +239,7 @@ static int create_translators(const translate_args *args, const nmt_model *model
     }
     for (int i = 0; i < n; i++) {
         nmt_options oi = o;
-        if (args->n_devices > 0)
+        if (args->n_devices != 0)
             oi.device_index = devices[i];
         nmt_error err = {0};
         if (nmt_translator_create(model, &oi, &out[i], &err) != NMT_STATUS_OK) {
@@ -265,7 +250,7 @@ static int create_translators(const translate_args *args, const nmt_model *model
                         err.message);
             else
                 fprintf(stderr, "translate: %s%s\n", err.message,
-                        args->n_devices > 0 ? " (--devices)" : "");
+                        args->n_devices != 0 ? " (--devices)" : "");
             return err.status == NMT_STATUS_ERROR_ARGUMENT ||
                            err.status == NMT_STATUS_ERROR_UNSUPPORTED
                        ? EXIT_USAGE
