@@ -157,9 +157,8 @@ static int submit_all(server *s, json_t *root, nmt_request **requests, server_re
 /* OpenNMT-py's alignment of a hypothesis: ["s-t s-t ..."]. */
 static json_t *alignment_json(const nmt_hypothesis *h)
 {
-    size_t size = 1, at = 0;
-    for (int t = 0; t < h->n_tokens; t++)
-        size += 24;
+    const size_t size = 1 + 24 * (size_t)h->n_tokens; /* " s-t", two ints and a space each */
+    size_t at = 0;
     char *text = malloc(size);
     if (!text)
         return NULL;
