@@ -212,7 +212,7 @@ static int write_chunk(const translate_args *args, FILE *out, chunk_slot *slot,
 /* One translator, or one a worker: --workers N on the CPU, one a device of
  * --devices on CUDA. EXIT_OK, or the exit status with the reason printed. */
 static int create_translators(const translate_args *args, const nmt_model *model,
-                              nmt_translator **out, int *n_out)
+                              nmt_translator **out, char (*labels)[48], int *n_out)
 {
     nmt_options o = args->engine;
     int n = 1, devices[64];
@@ -257,6 +257,10 @@ static int create_translators(const translate_args *args, const nmt_model *model
                        : EXIT_FAILED;
         }
         *n_out = i + 1;
+        if (nmt_translator_device(out[i]) == NMT_DEVICE_CUDA) /* for the failure messages */
+            snprintf(labels[i], sizeof labels[i], "CUDA device %d", oi.device_index);
+        else
+            snprintf(labels[i], sizeof labels[i], "CPU worker %d", i);
         if (i == 0 && args->workers > 1 && nmt_translator_device(out[0]) == NMT_DEVICE_CUDA) {
             fprintf(stderr, "translate: --workers is for the CPU (use --devices on CUDA)\n");
             return EXIT_USAGE;
@@ -329,6 +333,7 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     nmt_error err = {0};
     nmt_model *model = NULL;
     nmt_translator *translators[64] = {NULL};
+    char worker_labels[64][48]; /* "CUDA device N" / "CPU worker N" */
     int n_translators = 0;
     chunk_pool *pool = NULL;
     int chunk = 0;
@@ -337,21 +342,10 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
         code = EXIT_MODEL;
         goto done;
     }
-    code = create_translators(&args, model, translators, &n_translators);
+    code = create_translators(&args, model, translators, worker_labels, &n_translators);
     if (code != EXIT_OK)
         goto done;
     nmt_translator *const translator = translators[0];
-    char worker_labels[64][48];
-    for (int i = 0; i < n_translators; i++) {
-        const int cuda = nmt_translator_device(translators[i]) == NMT_DEVICE_CUDA;
-        const int index = args.n_devices > 0 ? args.devices[i]
-                          : args.n_devices < 0 ? i
-                                               : args.engine.device_index;
-        if (cuda)
-            snprintf(worker_labels[i], sizeof worker_labels[i], "CUDA device %d", index);
-        else
-            snprintf(worker_labels[i], sizeof worker_labels[i], "CPU worker %d", i);
-    }
     if (args.engine.device == NMT_DEVICE_AUTO && nmt_translator_device(translator) == NMT_DEVICE_CPU &&
         !args.quiet)
         fprintf(stderr, "translate: no usable GPU, translating on the CPU\n");
