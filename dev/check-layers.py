@@ -27,7 +27,7 @@ FLOORS = {
     "engine": 5,
     "include": 5,  # the public header: the API the engine implements
 }
-SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
+SOURCE_EXT = (".c", ".cc", ".h", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
