@@ -1,25 +1,38 @@
-/* beam_search.c: batched beam search with model-v1 semantics.
+/* beam_search.c: batched beam search, model-v1's rules or OpenNMT-py's.
  *
- * The algorithm is the OpenNMT-py beam search as fixed by
- * shared/design/model-v1.md and documented in docs/decoding.md: per sentence,
- * each step ranks every (alive hypothesis k, word w) by score_k + log p(w),
- * keeps the 2B best (ties: lower hypothesis index, then lower word id), lets
- * the EOS candidates among the first B finish and the first B others live on.
+ * The v1 rules are fixed by docs/model-v1.md and documented in
+ * docs/decoding.md: per sentence, each step ranks every (alive hypothesis k,
+ * word w) by score_k + log p(w), keeps the 2B best (ties: lower hypothesis
+ * index, then lower word id), lets the EOS candidates among the first B
+ * finish and the first B others live on.
+ *
+ * The onmt rules (docs/decoding.md, "Search rules") are those of
+ * OpenNMT-py 3.5.1's BeamSearch under onmt_translate's defaults (avg length
+ * penalty, ratio 0, min_length 0, no n-gram blocking, no coverage penalty),
+ * restated over alive rows only: OpenNMT-py keeps a finished row in its beam
+ * with score -65504, and as long as one row lives its V candidates outrank
+ * every candidate of such a row, so leaving it out changes no choice. Each
+ * step ranks (score_k + log p(w)) / (t + 1)^alpha, t the step (the +1 is the
+ * BOS), keeps the B best, and carries score x (t + 1)^alpha on, rounded as
+ * OpenNMT-py rounds it; EOS candidates finish, the others live on; the
+ * sentence is done when its best candidate is an EOS (and n_best have
+ * finished) or at its max-length step, where all B finish, EOS or not.
  *
  * Sentences are batched: the model holds one row per alive hypothesis, the
  * rows of one sentence contiguous and in hypothesis order. A sentence that is
  * done contributes no rows to the next reorder, so it stops costing work.
  *
- * Selecting the 2B best of B * V candidates uses a bounded min-heap of 2B
- * entries (the root is the worst kept candidate), O(B V log B) per sentence and
- * step rather than a sort of B * V. Candidates are visited in (row, word)
- * order, so a candidate whose score merely equals the root's is worse than it
- * under the tie rule and is skipped: the heap keeps exactly the right set.
+ * Selecting the K best (2B or B) of B * V candidates uses a bounded min-heap
+ * of K entries (the root is the worst kept candidate), O(B V log B) per
+ * sentence and step rather than a sort of B * V. Candidates are visited in
+ * (row, word) order, so a candidate whose score merely equals the root's is
+ * worse than it under the tie rule and is skipped: the heap keeps exactly the
+ * right set.
  *
  * Tokens are stored as back-pointers (token, attention argmax, parent slot) in
- * a per-sentence history of (max_len - 1) x B entries; finished hypotheses
- * are rebuilt from it once, after the last step. All memory is allocated
- * before the first step. */
+ * a per-sentence history of max_len x B entries; finished hypotheses are
+ * rebuilt from it once, after the last step. All memory is allocated before
+ * the first step. */
 #include "search.h"
 
 #include "error.h"
@@ -30,25 +43,27 @@
 #include <string.h>
 
 typedef struct candidate {
-    float score;  /* accumulated log-probability including this word */
+    float score;  /* the ranking score: v1 the accumulated log-probability including
+                     this word; onmt that divided by the step's length penalty */
     int32_t hyp;  /* index of the alive hypothesis (row within the sentence) */
     int32_t word;
 } candidate;
 
 typedef struct finished_hyp {
     float log_prob;
-    float score;          /* log_prob / length^alpha, length counting the EOS */
-    int32_t length;       /* tokens including the EOS: the step it finished at */
-    int32_t parent_slot;  /* history slot of its last non-EOS token, -1 if none */
+    float score;          /* normalized: log_prob / its length penalty */
+    int32_t n_tokens;     /* output tokens, EOS excluded */
+    int32_t last_slot;    /* history slot of its last output token, -1 if none */
 } finished_hyp;
 
 typedef struct sentence_state {
     int32_t max_len;
     int32_t first_row;  /* its first row in the current batch */
     int32_t n_alive;    /* its rows in the current batch */
-    int32_t n_finished;
+    int32_t n_finished; /* finished hypotheses kept (onmt: the best n_best) */
+    int32_t n_ended;    /* onmt: hypotheses finished so far, kept or not */
     int32_t done;
-    size_t history;     /* offset of its (max_len - 1) x B history entries */
+    size_t history;     /* offset of its max_len x B history entries */
 } sentence_state;
 
 /* a is worse than b: lower score, or equal score and later (hypothesis, word). */
@@ -109,13 +124,16 @@ static void heap_offer(candidate *heap, int32_t *n, int32_t k, float score, int3
     }
 }
 
-/* Fills best[0..return) with the (up to) 2B best candidates of a sentence,
- * best first. row_scores and log_probs point at the sentence's first row. */
+/* Fills best[0..return) with the (up to) k best candidates of a sentence,
+ * best first, ranked by (score + log p) / penalty (v1: penalty 1, PAD and BOS
+ * masked; onmt: nothing masked, OpenNMT-py divides in float32 and so does
+ * this). row_scores and log_probs point at the sentence's first row. */
 static int32_t select_candidates(const float *row_scores, const float *log_probs, int32_t n_alive,
-                                 int32_t vocab_size, int32_t k, int only_eos,
-                                 const nmt_search_config *config, candidate *best)
+                                 int32_t vocab_size, int32_t k, int only_eos, int mask_specials,
+                                 float penalty, const nmt_search_config *config, candidate *best)
 {
     int32_t n = 0;
+    const int divide = penalty != 1.0f;
     for (int32_t hyp = 0; hyp < n_alive; hyp++) {
         const float *lp = log_probs + (size_t)hyp * (size_t)vocab_size;
         float base = row_scores[hyp];
@@ -124,9 +142,10 @@ static int32_t select_candidates(const float *row_scores, const float *log_probs
             continue;
         }
         for (int32_t w = 0; w < vocab_size; w++) {
-            if (w == config->pad_id || w == config->bos_id)
+            if (mask_specials && (w == config->pad_id || w == config->bos_id))
                 continue;
-            heap_offer(best, &n, k, base + lp[w], hyp, w);
+            const float sum = base + lp[w];
+            heap_offer(best, &n, k, divide ? sum / penalty : sum, hyp, w);
         }
     }
     /* Heap sort: moving the worst to the end leaves the array best first. */
@@ -142,6 +161,8 @@ static int32_t select_candidates(const float *row_scores, const float *log_probs
 int32_t nmt_search_max_length(const nmt_search_config *config, int32_t src_length)
 {
     double v = floor((double)config->max_len_a * (double)src_length + (double)config->max_len_b);
+    if (config->rules == NMT_BEAM_RULES_ONMT && v > NMT_ONMT_MAX_LENGTH)
+        v = NMT_ONMT_MAX_LENGTH; /* onmt_translate: min(-max_length, ...) */
     if (!(v >= 1.0)) /* also catches NaN */
         return 1;
     if (v >= (double)INT32_MAX)
@@ -193,6 +214,8 @@ static nmt_status check_arguments(const nmt_step_model *model, int32_t n_sentenc
         if (ids[i] < 0 || ids[i] >= v)
             return nmt_error_set(err, bad, "beam search: %s = %d is outside the vocabulary [0, %d)",
                                  names[i], ids[i], v);
+    if (config->rules != NMT_BEAM_RULES_V1 && config->rules != NMT_BEAM_RULES_ONMT)
+        return nmt_error_set(err, bad, "beam search: rules = %d is unknown", (int)config->rules);
     if (config->eos_id == config->pad_id || config->eos_id == config->bos_id)
         return nmt_error_set(err, bad, "beam search: eos_id = %d equals pad_id or bos_id, so it "
                              "could never be generated", config->eos_id);
@@ -232,14 +255,14 @@ static nmt_status emit_result(const sentence_state *s, const finished_hyp *finis
     for (int32_t h = 0; h < n; h++) {
         const finished_hyp *f = &finished[order[h]];
         nmt_search_hypothesis *hyp = &result->hypotheses[h];
-        int32_t length = f->length - 1; /* EOS excluded */
+        int32_t length = f->n_tokens;
         result->n_hypotheses = h + 1; /* from here on, clear frees it (calloc'd: NULLs) */
         NMT_ALLOC(hyp->tokens, length);
         NMT_ALLOC(hyp->attn_argmax, length);
         hyp->length = length;
         hyp->log_prob = f->log_prob;
         hyp->score = f->score;
-        int32_t slot = f->parent_slot;
+        int32_t slot = f->last_slot;
         for (int32_t t = length - 1; t >= 0; t--) {
             size_t e = s->history + (size_t)t * beam + (size_t)slot;
             hyp->tokens[t] = hist_token[e];
@@ -249,6 +272,143 @@ static nmt_status emit_result(const sentence_state *s, const finished_hyp *finis
     }
 cleanup:
     return status;
+}
+
+/* The buffers of one search, shared by the per-sentence steps below. */
+typedef struct search_buffers {
+    const nmt_search_config *config;
+    int32_t vocab;
+    const float *log_probs, *row_scores;
+    const int32_t *attn;
+    float *next_scores;
+    int32_t *next_tokens, *parent;
+    int32_t *hist_token, *hist_attn, *hist_parent;
+    candidate *best;
+    finished_hyp *finished; /* [n_sentences, 2B] */
+} search_buffers;
+
+/* Writes history entry (step, slot) of sentence s: cand's word continues
+ * history slot parent_slot. */
+static void record(const search_buffers *b, const sentence_state *s, int32_t step, int32_t slot,
+                   const candidate *cand, int32_t parent_slot)
+{
+    size_t e = s->history + (size_t)(step - 1) * (size_t)b->config->beam_size + (size_t)slot;
+    b->hist_token[e] = cand->word;
+    b->hist_attn[e] = b->attn[s->first_row + cand->hyp];
+    b->hist_parent[e] = parent_slot;
+}
+
+/* Makes cand (with accumulated score `score`) alive hypothesis n_alive of s,
+ * as model row `row` of the next step. */
+static void live_on(const search_buffers *b, const sentence_state *s, int32_t step,
+                    int32_t n_alive, int32_t row, const candidate *cand, float score)
+{
+    record(b, s, step, n_alive, cand, step > 1 ? cand->hyp : -1);
+    b->next_scores[row] = score;
+    b->next_tokens[row] = cand->word;
+    b->parent[row] = s->first_row + cand->hyp;
+}
+
+/* One v1 step of sentence i (docs/model-v1.md); returns its alive count. */
+static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s, int32_t step,
+                          int32_t first_next_row, int32_t *n_alive_out, nmt_error *err)
+{
+    const nmt_search_config *config = b->config;
+    const int32_t beam = config->beam_size, k = 2 * beam;
+    const int last_step = step == s->max_len;
+    int32_t n_best = select_candidates(b->row_scores + s->first_row,
+                                       b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
+                                       s->n_alive, b->vocab, k, last_step, 1, 1.0f, config,
+                                       b->best);
+    finished_hyp *fin = b->finished + (size_t)i * (size_t)k;
+    int32_t n_alive = 0;
+    for (int32_t c = 0; c < n_best; c++) {
+        const candidate *cand = &b->best[c];
+        if (cand->word == config->eos_id) {
+            if (c >= beam)
+                continue;
+            if (s->n_finished >= k)
+                return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
+                                     "beam search: sentence %d finished too many", i);
+            /* Its slot in the history is its hypothesis index (none at step 1). */
+            fin[s->n_finished++] = (finished_hyp){
+                cand->score, cand->score / powf((float)step, config->alpha), step - 1,
+                step > 1 ? cand->hyp : -1};
+        } else if (n_alive < beam) {
+            /* Only reachable before the last step (which allows EOS only). */
+            live_on(b, s, step, n_alive, first_next_row + n_alive, cand, cand->score);
+            n_alive++;
+        }
+    }
+    if (s->n_finished >= beam || last_step || n_alive == 0)
+        s->done = 1;
+    *n_alive_out = n_alive;
+    return NMT_STATUS_OK;
+}
+
+/* Adds h to the sentence's finished list, kept as the best `capacity` by
+ * score, equal scores in finishing order (what OpenNMT-py's stable sort of
+ * all of them, cut to n_best, keeps). */
+static void keep_finished(finished_hyp *list, int32_t *n, int32_t capacity, finished_hyp h)
+{
+    int32_t at = *n;
+    while (at > 0 && list[at - 1].score < h.score)
+        at--;
+    if (at >= capacity)
+        return;
+    int32_t end = *n < capacity ? *n : capacity - 1;
+    for (int32_t j = end; j > at; j--)
+        list[j] = list[j - 1];
+    list[at] = h;
+    if (*n < capacity)
+        (*n)++;
+}
+
+/* OpenNMT-py's avg length penalty at step t: (t + 1)^alpha, the + 1 the BOS;
+ * a Python float, made float32 when it divides a float32 tensor. */
+static float onmt_penalty(int32_t step, float alpha)
+{
+    return (float)pow((double)step + 1.0, (double)alpha);
+}
+
+/* One onmt step of sentence i (the header comment); returns its alive count. */
+static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int32_t step,
+                      int32_t first_next_row, int32_t *n_alive_out)
+{
+    const nmt_search_config *config = b->config;
+    const int32_t beam = config->beam_size;
+    const int last_step = step == s->max_len;
+    const float penalty = onmt_penalty(step, config->alpha);
+    int32_t n_best = select_candidates(b->row_scores + s->first_row,
+                                       b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
+                                       s->n_alive, b->vocab, beam, 0, 0, penalty, config,
+                                       b->best);
+    finished_hyp *fin = b->finished + (size_t)i * (size_t)(2 * beam);
+    int32_t n_alive = 0;
+    for (int32_t c = 0; c < n_best; c++) {
+        const candidate *cand = &b->best[c];
+        /* OpenNMT-py carries the ranked score times the penalty on, not the sum. */
+        const float score = penalty != 1.0f ? cand->score * penalty : cand->score;
+        if (cand->word == config->eos_id) {
+            keep_finished(fin, &s->n_finished, config->n_best, (finished_hyp){
+                score, cand->score, step - 1, step > 1 ? cand->hyp : -1});
+            s->n_ended++;
+        } else if (last_step) {
+            /* Cut at the max length: the last word stays, in history slot c
+             * (no hypothesis lives on, so the row's slots are free). */
+            record(b, s, step, c, cand, step > 1 ? cand->hyp : -1);
+            keep_finished(fin, &s->n_finished, config->n_best,
+                          (finished_hyp){score, cand->score, step, c});
+            s->n_ended++;
+        } else {
+            live_on(b, s, step, n_alive, first_next_row + n_alive, cand, score);
+            n_alive++;
+        }
+    }
+    const int best_ended = n_best > 0 && b->best[0].word == config->eos_id;
+    if (last_step || n_alive == 0 || (best_ended && s->n_ended >= config->n_best))
+        s->done = 1;
+    *n_alive_out = n_alive;
 }
 
 nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
@@ -265,7 +425,7 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
         return NMT_STATUS_OK;
 
     const int32_t beam = config->beam_size, vocab = model->vocab_size;
-    const int32_t k = 2 * beam; /* candidates kept per sentence and step */
+    const int32_t k = 2 * beam; /* candidates kept per sentence and step (v1) */
     const size_t max_rows = (size_t)n_sentences * (size_t)beam;
     sentence_state *sentences = NULL;
     float *log_probs = NULL, *row_scores = NULL, *next_scores = NULL;
@@ -282,7 +442,9 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
         s->first_row = i;
         s->n_alive = 1;
         s->history = history_size;
-        size_t entries = (size_t)(s->max_len - 1) * (size_t)beam;
+        /* v1 uses max_len - 1 rows (its last token is always the EOS), onmt
+         * all max_len (a hypothesis cut at the max length keeps its last word). */
+        size_t entries = (size_t)s->max_len * (size_t)beam;
         if (entries > SIZE_MAX / sizeof(int32_t) - history_size) {
             status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "beam search: max length %d "
                                    "(src_lengths[%d] = %d) is too large", s->max_len, i,
@@ -300,7 +462,8 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     NMT_ALLOC(parent, max_rows);
     NMT_ALLOC(best, k);
     NMT_ALLOC(order, k);
-    /* At most B - 1 finished before a sentence's last step and B in it. */
+    /* v1: at most B - 1 finished before a sentence's last step and B in it;
+     * onmt: the best n_best <= B are kept. */
     NMT_ALLOC(finished, (size_t)n_sentences * (size_t)k);
     NMT_ALLOC(hist_token, history_size);
     NMT_ALLOC(hist_attn, history_size);
@@ -313,50 +476,21 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     }
     for (int32_t step = 1; n_rows > 0; step++) {
         NMT_TRY(model->step(model->self, n_rows, tokens, log_probs, attn, err));
+        const search_buffers b = {config, vocab, log_probs, row_scores, attn, next_scores,
+                                  next_tokens, parent, hist_token, hist_attn, hist_parent,
+                                  best, finished};
         int32_t n_next_rows = 0;
         for (int32_t i = 0; i < n_sentences; i++) {
             sentence_state *s = &sentences[i];
             if (s->done)
                 continue;
-            const int last_step = step == s->max_len;
-            int32_t n_best = select_candidates(row_scores + s->first_row,
-                                               log_probs + (size_t)s->first_row * (size_t)vocab,
-                                               s->n_alive, vocab, k, last_step, config, best);
-            finished_hyp *fin = finished + (size_t)i * (size_t)k;
             int32_t n_alive = 0;
-            for (int32_t c = 0; c < n_best; c++) {
-                const candidate *cand = &best[c];
-                /* The alive hypothesis this candidate extends: its slot in the
-                 * history is its hypothesis index (none at the first step). */
-                int32_t parent_slot = step > 1 ? cand->hyp : -1;
-                if (cand->word == config->eos_id) {
-                    if (c >= beam)
-                        continue;
-                    if (s->n_finished >= k) {
-                        status = nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
-                                               "beam search: sentence %d finished too many", i);
-                        goto cleanup;
-                    }
-                    fin[s->n_finished++] = (finished_hyp){
-                        cand->score, cand->score / powf((float)step, config->alpha), step,
-                        parent_slot};
-                } else if (n_alive < beam) {
-                    /* Only reachable before the last step (which allows EOS only). */
-                    size_t e = s->history + (size_t)(step - 1) * (size_t)beam + (size_t)n_alive;
-                    hist_token[e] = cand->word;
-                    hist_attn[e] = attn[s->first_row + cand->hyp];
-                    hist_parent[e] = parent_slot;
-                    int32_t row = n_next_rows + n_alive;
-                    next_scores[row] = cand->score;
-                    next_tokens[row] = cand->word;
-                    parent[row] = s->first_row + cand->hyp;
-                    n_alive++;
-                }
-            }
-            if (s->n_finished >= beam || last_step || n_alive == 0) {
-                s->done = 1;
+            if (config->rules == NMT_BEAM_RULES_ONMT)
+                step_onmt(&b, i, s, step, n_next_rows, &n_alive);
+            else
+                NMT_TRY(step_v1(&b, i, s, step, n_next_rows, &n_alive, err));
+            if (s->done)
                 continue;
-            }
             s->first_row = n_next_rows;
             s->n_alive = n_alive;
             n_next_rows += n_alive;

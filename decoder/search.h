@@ -31,6 +31,19 @@ typedef struct nmt_step_model {
     nmt_status (*reorder)(void *self, int32_t n_rows, const int32_t *parent, nmt_error *err);
 } nmt_step_model;
 
+/* Which beam-search rules to follow (docs/decoding.md, "Search rules"). */
+typedef enum nmt_beam_rules {
+    NMT_BEAM_RULES_V1 = 0,   /* model-v1 (docs/model-v1.md): 2B candidates a step, done
+                                with B finished, EOS forced at the max length */
+    NMT_BEAM_RULES_ONMT = 1  /* OpenNMT-py 3.5.1's BeamSearch with onmt_translate's
+                                defaults: B candidates a step, done when the best one ends
+                                in EOS, length penalty over BOS + tokens + EOS, PAD and BOS
+                                not masked, cut (no EOS forced) at min(250, max length) */
+} nmt_beam_rules;
+
+/* OpenNMT-py's -max_length default: the onmt rules never search longer. */
+#define NMT_ONMT_MAX_LENGTH 250
+
 typedef struct nmt_search_config {
     int32_t beam_size;  /* B >= 1 */
     int32_t n_best;     /* 1 <= N <= B */
@@ -38,14 +51,18 @@ typedef struct nmt_search_config {
     float max_len_a;    /* max target length floor(a * S + b), EOS counted */
     int32_t max_len_b;
     int32_t pad_id, bos_id, eos_id;
+    nmt_beam_rules rules; /* 0 (zero-initialized): model-v1 */
 } nmt_search_config;
 
 typedef struct nmt_search_hypothesis {
     int32_t length;       /* tokens, EOS excluded */
     int32_t *tokens;      /* [length] */
     int32_t *attn_argmax; /* [length]: source position attended most at each token */
-    float log_prob;       /* sum of log-probabilities, EOS included */
-    float score;          /* log_prob / (length + 1)^alpha */
+    float log_prob;       /* sum of log-probabilities, EOS included (onmt rules: a
+                             hypothesis cut at the max length has no EOS) */
+    float score;          /* v1: log_prob / (length + 1)^alpha; onmt: log_prob /
+                             (length + 2)^alpha (BOS and EOS counted), or / (length + 1)^alpha
+                             when cut at the max length */
 } nmt_search_hypothesis;
 
 typedef struct nmt_search_result {
@@ -62,7 +79,7 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
 
 void nmt_search_result_clear(nmt_search_result *result);
 
-/* floor(a * S + b), at least 1. */
+/* floor(a * S + b), at least 1; the onmt rules cap it at NMT_ONMT_MAX_LENGTH. */
 int32_t nmt_search_max_length(const nmt_search_config *config, int32_t src_length);
 
 #ifdef __cplusplus

@@ -42,7 +42,7 @@ static nmt_status warm_batch(nmt_cuda_search *self, int32_t n, int32_t longest, 
     }
     const nmt_source_batch batch = {n, src_len, token_offset, row_ptr, cols, values};
     const nmt_search_config config = {self->config.beam, 1, 1.0f, 0.0f, kWarmSteps,
-                                      NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID};
+                                      NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID, NMT_BEAM_RULES_V1};
     nmt_status status = nmt_cuda_search_run(self, &batch, &config, results, err);
     for (int32_t i = 0; i < n; i++)
         nmt_search_result_clear(&results[i]);

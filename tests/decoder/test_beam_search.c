@@ -1,4 +1,5 @@
-/* test_beam_search.c: beam search semantics (model-v1) on a scripted fake model.
+/* test_beam_search.c: beam search semantics (model-v1, and OpenNMT-py's rules:
+ * beam_search_onmt_cases.h) on a scripted fake model.
  *
  * The fake keeps each row's token prefix and moves it through reorder, and
  * scores a row by its prefix alone, so a search that reorders wrongly sees
@@ -29,6 +30,7 @@ typedef struct fake_model {
     table_fn table;
     const void *ctx;
     int32_t vocab, n_rows, n_steps, fail_at_step;
+    int feeds_specials; /* onmt rules: PAD and BOS may be generated and fed back */
     int32_t sentence[MAX_ROWS], len[MAX_ROWS], started[MAX_ROWS], prefix[MAX_ROWS][MAX_LEN];
     int32_t rows_at[MAX_STEPS][MAX_SENT]; /* rows each sentence had at each step */
 } fake_model;
@@ -54,7 +56,8 @@ static nmt_status fake_step(void *self, int32_t n_rows, const int32_t *prev_toke
             CHECK(tok == BOS, "row %d starts with %d", r, tok);
             m->started[r] = 1;
         } else {
-            CHECK(tok != PAD && tok != BOS && tok != EOS, "row %d fed token %d", r, tok);
+            CHECK(tok != EOS && (m->feeds_specials || (tok != PAD && tok != BOS)),
+                  "row %d fed token %d", r, tok);
             if (m->len[r] < MAX_LEN)
                 m->prefix[r][m->len[r]++] = tok;
         }
@@ -105,7 +108,7 @@ static nmt_step_model fake_init(fake_model *m, table_fn table, const void *ctx, 
 
 static nmt_search_config make_config(int32_t beam, int32_t n_best, float alpha, float a, int32_t b)
 {
-    return (nmt_search_config){beam, n_best, alpha, a, b, PAD, BOS, EOS};
+    return (nmt_search_config){beam, n_best, alpha, a, b, PAD, BOS, EOS, NMT_BEAM_RULES_V1};
 }
 
 /* Checks what holds for every result: no PAD/BOS/EOS tokens, length within the
@@ -149,6 +152,7 @@ static void check_result(const char *name, const nmt_search_result *res, table_f
 typedef struct random_table {
     uint64_t seed;
     int quantized; /* few distinct values: exact ties everywhere */
+    int finite;    /* no -inf entries (as a log-softmax; the onmt part) */
 } random_table;
 
 static uint64_t mix64(uint64_t z)
@@ -167,7 +171,7 @@ static void random_lookup(const void *ctx, int32_t sentence, const int32_t *pref
         h = mix64(h ^ (uint64_t)(prefix[j] + 7));
     for (int32_t w = 0; w < vocab; w++) {
         uint64_t r = mix64(h + (uint64_t)w * 0x632BE59BD9B4E019ull);
-        if (r % 100 < 8)
+        if (r % 100 < 8 && !t->finite)
             out[w] = -INFINITY;
         else if (t->quantized)
             out[w] = -0.5f * (float)((r >> 8) % 6);
@@ -246,6 +250,9 @@ static int32_t ref_search(table_fn table, const void *ctx, int32_t sentence, int
     return n_out;
 }
 
+static int32_t onmt_ref_search(table_fn table, const void *ctx, int32_t sentence, int32_t vocab,
+                               const nmt_search_config *cfg, int32_t src_length, ref_hyp *out);
+
 static int same_hyp(const nmt_search_hypothesis *a, const ref_hyp *b)
 {
     if (a->length != b->len || a->log_prob != b->log_prob || a->score != b->score)
@@ -265,14 +272,21 @@ static void check_batch(const char *name, table_fn table, const void *ctx, int32
     static ref_hyp ref[MAX_ROWS];
     nmt_search_result res[MAX_SENT], alone;
     nmt_error err = {0};
+    const int onmt = cfg->rules == NMT_BEAM_RULES_ONMT;
     nmt_step_model model = fake_init(fake, table, ctx, vocab, n, NULL);
+    fake->feeds_specials = onmt;
     nmt_status st = nmt_beam_search(&model, n, src_lengths, cfg, res, &err);
     CHECK(st == NMT_STATUS_OK, "%s: status %d: %s", name, st, err.message);
     if (st != NMT_STATUS_OK)
         return;
     for (int32_t i = 0; i < n; i++) {
-        check_result(name, &res[i], table, ctx, i, vocab, cfg, src_lengths[i]);
-        int32_t n_ref = ref_search(table, ctx, i, vocab, cfg, src_lengths[i], ref);
+        int32_t n_ref;
+        if (onmt) {
+            n_ref = onmt_ref_search(table, ctx, i, vocab, cfg, src_lengths[i], ref);
+        } else {
+            check_result(name, &res[i], table, ctx, i, vocab, cfg, src_lengths[i]);
+            n_ref = ref_search(table, ctx, i, vocab, cfg, src_lengths[i], ref);
+        }
         int ok = res[i].n_hypotheses == n_ref;
         for (int32_t h = 0; ok && h < n_ref; h++)
             ok = same_hyp(&res[i].hypotheses[h], &ref[h]);
@@ -281,6 +295,7 @@ static void check_batch(const char *name, table_fn table, const void *ctx, int32
               res[i].n_hypotheses, n_ref);
 
         model = fake_init(alone_fake, table, ctx, vocab, 1, &i);
+        alone_fake->feeds_specials = onmt;
         st = nmt_beam_search(&model, 1, &src_lengths[i], cfg, &alone, &err);
         CHECK(st == NMT_STATUS_OK, "%s alone: status %d", name, st);
         ok = alone.n_hypotheses == res[i].n_hypotheses;
@@ -323,7 +338,7 @@ static void test_batches(fake_model *fake, fake_model *alone_fake)
 static void test_exhaustive(fake_model *fake, int iterations)
 {
     for (int it = 0; it < iterations; it++) {
-        random_table t = {test_rand_u64(), 0};
+        random_table t = {test_rand_u64(), 0, 0};
         int32_t vocab = test_rand_int(4, 7), words = vocab - 3; /* non-EOS words */
         int32_t max_len = test_rand_int(1, vocab == 6 ? 4 : 5), total = 0;
         for (int32_t l = 0, p = 1; l < max_len; l++, p *= words)
@@ -383,7 +398,7 @@ static void test_exhaustive(fake_model *fake, int iterations)
 static void test_random(fake_model *fake, fake_model *alone_fake, int iterations)
 {
     for (int it = 0; it < iterations; it++) {
-        random_table t = {test_rand_u64(), (int)(test_rand_u64() % 2)};
+        random_table t = {test_rand_u64(), (int)(test_rand_u64() % 2), 0};
         int large = it % 10 == 9;
         int32_t vocab = large ? test_rand_int(100, MAX_VOCAB) : test_rand_int(4, 9);
         int32_t beam = test_rand_int(1, large ? 9 : 6);
@@ -412,16 +427,17 @@ static void test_invalid(fake_model *fake)
         int32_t vocab;
         const int32_t *src_length;
     } cases[] = {
-        {"beam_size", {0, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS}, 8, &one},
-        {"n_best", {2, 0, 1.0f, 2.0f, 10, PAD, BOS, EOS}, 8, &one},
-        {"n_best", {2, 3, 1.0f, 2.0f, 10, PAD, BOS, EOS}, 8, &one},
-        {"vocab_size", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS}, 3, &one},
-        {"src_lengths[0]", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS}, 8, &zero},
-        {"pad_id", {2, 1, 1.0f, 2.0f, 10, -1, BOS, EOS}, 8, &one},
-        {"bos_id", {2, 1, 1.0f, 2.0f, 10, PAD, 8, EOS}, 8, &one},
-        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, 9}, 8, &one},
-        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, PAD}, 8, &one},
-        {"alpha", {2, 1, NAN, 2.0f, 10, PAD, BOS, EOS}, 8, &one},
+        {"beam_size", {0, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &one},
+        {"n_best", {2, 0, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &one},
+        {"n_best", {2, 3, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &one},
+        {"vocab_size", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 3, &one},
+        {"src_lengths[0]", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &zero},
+        {"pad_id", {2, 1, 1.0f, 2.0f, 10, -1, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &one},
+        {"bos_id", {2, 1, 1.0f, 2.0f, 10, PAD, 8, EOS, NMT_BEAM_RULES_V1}, 8, &one},
+        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, 9, NMT_BEAM_RULES_V1}, 8, &one},
+        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, PAD, NMT_BEAM_RULES_V1}, 8, &one},
+        {"alpha", {2, 1, NAN, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &one},
+        {"rules", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, (nmt_beam_rules)7}, 8, &one},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         model.vocab_size = cases[c].vocab;
@@ -449,6 +465,8 @@ static void test_invalid(fake_model *fake)
           "max length clamps to 1 and floors");
 }
 
+#include "beam_search_onmt_cases.h"
+
 int main(void)
 {
     test_seed();
@@ -460,6 +478,8 @@ int main(void)
     test_invalid(fake);
     test_exhaustive(fake, 300);
     test_random(fake, alone_fake, 1000);
+    test_onmt_hand_cases(fake);
+    test_onmt_random(fake, alone_fake, 1000);
     free(fake);
     free(alone_fake);
     return test_finish("beam_search");
