@@ -47,6 +47,7 @@ void nmt_options_init(nmt_options *options)
     options->check_every = 1;
     options->input_tokens = -1; /* the model file's tokenizer key decides */
     options->output_tokens = -1;
+    options->search_rules = NMT_SEARCH_RULES_V1;
     /* Shrinking stays off: LSH always loses some BLEU against the full
      * softmax (docs/lsh.md, "Defaults"). The LSH parameters are the grid's
      * best trade-off over both beams on Europarl it-en: {8,3,500}, T = 2000,
@@ -121,6 +122,12 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             "input_tokens %d: must be -1 (the model's), 0 or 1", o->input_tokens);
     REQUIRE(o->output_tokens >= -1 && o->output_tokens <= 1,
             "output_tokens %d: must be -1 (the model's), 0 or 1", o->output_tokens);
+    REQUIRE(o->search_rules == NMT_SEARCH_RULES_V1 || o->search_rules == NMT_SEARCH_RULES_ONMT,
+            "search_rules %d: unknown", (int)o->search_rules);
+    /* The GPU's beam step (decoder/cuda/beam_step.cu) has model-v1's rules only. */
+    REQUIRE(o->search_rules == NMT_SEARCH_RULES_V1 || o->device != NMT_DEVICE_CUDA,
+            "search_rules onmt (--search-rules onmt) runs on the CPU only for now: use "
+            "device cpu (--device cpu) or auto");
     const nmt_shrink_options *sh = &o->shrink;
     REQUIRE(sh->mode == NMT_SHRINK_NONE || sh->mode == NMT_SHRINK_LSH || sh->mode == NMT_SHRINK_TOP,
             "shrink mode %d: unknown", (int)sh->mode);
@@ -143,7 +150,10 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     return NMT_STATUS_OK;
 }
 
-/* The API's shrink enums and the shrink wing's have the same values. */
+/* The API's enums and the lower floors' have the same values. */
+_Static_assert((int)NMT_SEARCH_RULES_V1 == (int)NMT_BEAM_RULES_V1 &&
+                   (int)NMT_SEARCH_RULES_ONMT == (int)NMT_BEAM_RULES_ONMT,
+               "search rules");
 _Static_assert((int)NMT_SHRINK_LSH == (int)NMT_SHRINK_METHOD_LSH &&
                    (int)NMT_SHRINK_TOP == (int)NMT_SHRINK_METHOD_TOP,
                "shrink modes");
@@ -211,6 +221,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     t->search.pad_id = NMT_PAD_ID;
     t->search.bos_id = NMT_BOS_ID;
     t->search.eos_id = NMT_EOS_ID;
+    t->search.rules = (nmt_beam_rules)options->search_rules;
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
     const nmt_backend_config config = {
@@ -220,7 +231,9 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     const int32_t batch = options->batch_size, max_src = options->max_src_tokens;
 
     nmt_device device = options->device;
-    if (device == NMT_DEVICE_AUTO && nmt_cuda_available()) {
+    /* auto with the onmt rules: the CPU, the one backend that has them. */
+    if (device == NMT_DEVICE_AUTO && nmt_cuda_available() &&
+        options->search_rules == NMT_SEARCH_RULES_V1) {
         /* auto: a CUDA backend that cannot run here is not an error */
         status = nmt_cuda_backend_create(model, options->device_index, &config, &t->backend, err);
         if (status != NMT_STATUS_OK && status != NMT_STATUS_ERROR_UNSUPPORTED)

@@ -76,6 +76,16 @@ typedef enum nmt_gemm {
                            weights exact in TF32 (every fp16 model file) */
 } nmt_gemm;
 
+/* Which beam-search rules the translator follows (docs/decoding.md, "Search rules"). */
+typedef enum nmt_search_rules {
+    NMT_SEARCH_RULES_V1 = 0,  /* model-v1's (docs/model-v1.md), the default */
+    NMT_SEARCH_RULES_ONMT = 1 /* OpenNMT-py 3.5.1's beam search with onmt_translate's
+                                 defaults: its output for a converted model (pair with
+                                 max_len_a 1.25, max_len_b 5, unk_replace 0 for all of
+                                 onmt_translate's defaults). CPU only for now: a CUDA
+                                 translator refuses it, device auto picks the CPU */
+} nmt_search_rules;
+
 /* Translation options. Initialize with nmt_options_init, then override. */
 typedef struct nmt_options {
     int beam_size;       /* B, default 5 */
@@ -113,6 +123,7 @@ typedef struct nmt_options {
     int max_batch_tokens; /* a batch holds at most this many source tokens (lines sorted
                              longest first; a longer line goes alone) as well as at most
                              batch_size lines; 0 (default): only batch_size */
+    nmt_search_rules search_rules; /* default NMT_SEARCH_RULES_V1 */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;

@@ -21,7 +21,7 @@ enum {
     OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
     OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_CUDA_GEMM,
     OPT_ALIGNMENT, OPT_QUIET, OPT_NBEST_FORMAT, OPT_INPUT_FORMAT, OPT_OUTPUT_FORMAT,
-    OPT_MAX_BATCH_TOKENS, OPT_WORKERS, OPT_DEVICES, OPT_SKIP_LINES, OPT_MPI
+    OPT_MAX_BATCH_TOKENS, OPT_WORKERS, OPT_DEVICES, OPT_SKIP_LINES, OPT_MPI, OPT_SEARCH_RULES
 };
 
 static const struct option long_options[] = {
@@ -44,6 +44,7 @@ static const struct option long_options[] = {
     {"alpha", required_argument, NULL, OPT_ALPHA},
     {"max-len-a", required_argument, NULL, OPT_MAX_LEN_A},
     {"max-len-b", required_argument, NULL, OPT_MAX_LEN_B},
+    {"search-rules", required_argument, NULL, OPT_SEARCH_RULES},
     {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"device-index", required_argument, NULL, OPT_DEVICE_INDEX},
@@ -261,10 +262,23 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return app_parse_int(value, 1, 256, &o->n_best);
     if (!strcmp(key, "alpha"))
         return parse_float(value, 0.0, 10.0, &o->alpha);
-    if (!strcmp(key, "max_len_a"))
+    if (!strcmp(key, "max_len_a")) {
+        a->max_len_given = 1;
         return parse_float(value, 0.0, 100.0, &o->max_len_a);
-    if (!strcmp(key, "max_len_b"))
+    }
+    if (!strcmp(key, "max_len_b")) {
+        a->max_len_given = 1;
         return app_parse_int(value, 0, 10000, &o->max_len_b);
+    }
+    if (!strcmp(key, "search_rules")) {
+        if (!strcmp(value, "v1"))
+            o->search_rules = NMT_SEARCH_RULES_V1;
+        else if (!strcmp(value, "onmt"))
+            o->search_rules = NMT_SEARCH_RULES_ONMT;
+        else
+            return 0;
+        return 1;
+    }
     if (!strcmp(key, "batch_size"))
         return app_parse_int(value, 1, 4096, &o->batch_size);
     if (!strcmp(key, "device"))
@@ -399,6 +413,7 @@ static const char *option_key(int code)
     case OPT_ALPHA: return "alpha";
     case OPT_MAX_LEN_A: return "max_len_a";
     case OPT_MAX_LEN_B: return "max_len_b";
+    case OPT_SEARCH_RULES: return "search_rules";
     case OPT_BATCH_SIZE: return "batch_size";
     case OPT_DEVICE: return "device";
     case OPT_DEVICE_INDEX: return "device_index";
@@ -581,6 +596,12 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
     if (command_line.lsh && command_line.top_words) {
         snprintf(message, message_size, "command line: %s", shrink_conflict);
         return EXIT_USAGE;
+    }
+    /* onmt_translate's length limit is min(250, 1.25 S + 5): a user switching
+     * to its rules gets its limit too, unless they set one. */
+    if (args->engine.search_rules == NMT_SEARCH_RULES_ONMT && !args->max_len_given) {
+        args->engine.max_len_a = 1.25f;
+        args->engine.max_len_b = 5;
     }
     if (args->engine.n_best > args->engine.beam_size) {
         snprintf(message, message_size, "--n-best %d is larger than --beam %d",

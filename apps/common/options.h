@@ -40,6 +40,7 @@ typedef struct translate_args {
     int n_devices;    /* CUDA: --devices 0,1,... or all (-1); 0: --device-index alone */
     int devices[64];
     const char *stats_option; /* "--stats" or "--timing", for messages */
+    int max_len_given; /* --max-len-a or --max-len-b was set (file or command line) */
 } translate_args;
 
 /* Fills args from argv (and the INI file named by -c). On failure writes a

@@ -4,7 +4,7 @@
 # accept the same keys (flags as key = 1/0); -c refuses a directory; --n-best N
 # gives N rows for every line, refused ones included; --device cuda without a
 # usable GPU is a configuration error (2); --help, the README's option table
-# and its exit statuses agree.
+# and its exit statuses agree; --search-rules.
 set -uo pipefail
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
@@ -95,6 +95,25 @@ for status in 0 1 2 3 4 5; do
     grep -qE "(^|: |; )$status [a-z]" "$TMP/help.txt" || fail "--help does not document exit status $status"
     grep -qE "(^|: |; )$status [a-z]" "$SRC/README.md" || fail "README does not document exit status $status"
 done
+
+# 8. --search-rules v1|onmt (also the INI key search_rules); onmt brings
+# onmt_translate's length limit (1.25, 5) unless one is given; the CUDA
+# device refuses onmt naming the option
+"$T" -m "$M" --device cpu --search-rules onmt --scores < "$TMP/in.txt" > "$TMP/onmt.out" 2> "$TMP/err"
+code=$?; [ $code -eq 0 ] || fail "--search-rules onmt: exit $code ($(cat "$TMP/err"))"
+printf 'search_rules = onmt\nscores = 1\n' > "$TMP/onmt.ini"
+"$T" -m "$M" --device cpu -c "$TMP/onmt.ini" < "$TMP/in.txt" > "$TMP/onmt-ini.out" 2>/dev/null
+cmp -s "$TMP/onmt.out" "$TMP/onmt-ini.out" || fail "search_rules = onmt differs from --search-rules onmt"
+"$T" -m "$M" --device cpu --search-rules onmt --max-len-a 1.25 --max-len-b 5 --scores \
+    < "$TMP/in.txt" > "$TMP/onmt-len.out" 2>/dev/null
+cmp -s "$TMP/onmt.out" "$TMP/onmt-len.out" || fail "--search-rules onmt: not --max-len-a 1.25 --max-len-b 5"
+"$T" -m "$M" --device cpu --search-rules v1 --scores < "$TMP/in.txt" > "$TMP/v1.out" 2>/dev/null
+"$T" -m "$M" --device cpu --scores < "$TMP/in.txt" > "$TMP/default.out" 2>/dev/null
+cmp -s "$TMP/v1.out" "$TMP/default.out" || fail "--search-rules v1 is not the default"
+"$T" -m "$M" --search-rules onmt2 < /dev/null 2> "$TMP/err"; code=$?
+check "--search-rules onmt2" 2 "bad value for --search-rules: 'onmt2'"
+echo 'ein mann' | "$T" -m "$M" --device cuda --search-rules onmt > /dev/null 2> "$TMP/err"; code=$?
+check "--device cuda --search-rules onmt" 2 "search-rules onmt"
 
 if [ $failures -ne 0 ]; then echo "test_cli_options: $failures failures" >&2; exit 1; fi
 echo "test_cli_options: passed"
