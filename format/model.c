@@ -98,13 +98,17 @@ static void describe(nmt_model *m, int64_t params)
     for (int32_t i = 1; i < hp->n_features; i++)
         if (hp->features[i].kind == NMT_FEATURE_CASE)
             strcat(features, "+case");
+    char tokenizer[64] = "";
+    if (m->spm)
+        snprintf(tokenizer, sizeof tokenizer, ", tokenizer sentencepiece (%d pieces)",
+                 nmt_spm_piece_count(m->spm));
     snprintf(m->description, sizeof m->description,
              "lstm-attn-v1: emb %d, hidden %d, encoder %d bi-LSTM layers, decoder %d layers "
              "(initial state: %s), source vocabulary %d words, features %s (%d embedding rows), "
-             "target vocabulary %d, %lld parameters",
+             "target vocabulary %d, %lld parameters%s",
              hp->emb_size, hp->hidden_size, hp->enc_layers, hp->dec_layers,
              hp->dec_init_from_encoder ? "encoder" : "zeros", hp->src_words, features, hp->src_rows,
-             hp->tgt_vocab, (long long)params);
+             hp->tgt_vocab, (long long)params, tokenizer);
 }
 
 /* Copies (or points at) one tensor and checks every value is finite. */
@@ -147,6 +151,11 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
                              err));
     NMT_TRY(check_specials(m->src_vocab, src_specials, 2, f->path, "VSRC", err));
     NMT_TRY(check_specials(m->tgt_vocab, tgt_specials, 4, f->path, "VTGT", err));
+    if (f->hp.sentencepiece) {
+        /* Parsed now, while the file buffer (which holds the bytes) is ours. */
+        snprintf(what, sizeof what, "%s: section SPMP", f->path);
+        NMT_TRY(nmt_spm_load(f->spm_model, (size_t)f->spm_size, what, &m->spm, err));
+    }
 
     int32_t n = list_specs(m, specs);
     int all_f32 = 1;
@@ -263,6 +272,7 @@ void nmt_model_destroy(nmt_model *model)
         return;
     nmt_vocab_free(model->src_vocab);
     nmt_vocab_free(model->tgt_vocab);
+    nmt_spm_free(model->spm);
     free(model->arena);
     free(model);
 }

@@ -12,6 +12,7 @@
 #define NMT_MODEL_H
 
 #include "nmt_status.h"
+#include "sentencepiece.h"
 #include "vocab.h"
 
 #include <stdint.h>
@@ -49,6 +50,8 @@ typedef struct nmt_hparams {
     int32_t dec_init_from_encoder; /* 1: decoder starts from encoder finals; 0: zeros */
     int32_t pretokenized; /* 1 (optional key tokenizer=pretokenized): the model's text is
                              tokenized outside the engine: input and output are tokens */
+    int32_t sentencepiece; /* 1 (tokenizer=sentencepiece): text is split into the pieces of
+                              the SentencePiece model in section SPMP, and joined back by it */
 } nmt_hparams;
 
 /* One LSTM: gates = w_ih x + b_ih + w_hh h + b_hh, gate order i, f, g, o. */
@@ -66,6 +69,7 @@ struct nmt_model {
     nmt_hparams hp;
     nmt_vocab *src_vocab; /* source words (lowercased) */
     nmt_vocab *tgt_vocab; /* target tokens */
+    nmt_spm *spm;         /* tokenizer=sentencepiece: the model of section SPMP; else NULL */
     float *src_embedding; /* [src_rows, E] */
     float *tgt_embedding; /* [tgt_vocab, E] */
     nmt_lstm_weights enc_fwd[NMT_MAX_LAYERS]; /* hidden H/2 */

@@ -24,8 +24,10 @@ typedef struct section {
     uint64_t offset, stored, unpacked;
 } section;
 
-enum { SEC_HPAR, SEC_VSRC, SEC_VTGT, SEC_TENS, SEC_DATA, N_REQUIRED };
-static const char *const required_tags[N_REQUIRED] = {"HPAR", "VSRC", "VTGT", "TENS", "DATA"};
+/* The required sections, then the optional critical ones this reader knows. */
+enum { SEC_HPAR, SEC_VSRC, SEC_VTGT, SEC_TENS, SEC_DATA, N_REQUIRED, SEC_SPMP = N_REQUIRED, N_KNOWN };
+static const char *const known_tags[N_KNOWN] = {"HPAR", "VSRC", "VTGT", "TENS", "DATA",
+                                                NMT_FILE_SPM_TAG};
 
 static nmt_status check_preamble(const uint8_t *b, uint64_t size, const char *path,
                                  uint32_t *flags, uint32_t *n_sections, nmt_error *err)
@@ -63,7 +65,8 @@ static nmt_status check_preamble(const uint8_t *b, uint64_t size, const char *pa
 
 /* Reads the section table and checks placement: every section 64-byte
  * aligned, in file order, each starting at the first aligned offset after the
- * previous one, the file ending with the last; padding bytes zero. */
+ * previous one, the file ending with the last; padding bytes zero. `required`
+ * gets the index of each known section (N_KNOWN entries; -1 when absent). */
 static nmt_status read_sections(const uint8_t *b, uint64_t size, uint32_t n, uint32_t flags,
                                 const char *path, section *sec, int *required, nmt_error *err)
 {
@@ -79,7 +82,7 @@ static nmt_status read_sections(const uint8_t *b, uint64_t size, uint32_t n, uin
                    stored_crc, crc);
     if (nmt_rd32(t + (uint64_t)n * NMT_FILE_SECTION_ENTRY_SIZE + 4) != 0)
         return nmt_file_bad(err, "%s: reserved word after the section table is not zero", path);
-    for (int r = 0; r < N_REQUIRED; r++)
+    for (int r = 0; r < N_KNOWN; r++)
         required[r] = -1;
     uint64_t prev_end = table_end;
     for (uint32_t i = 0; i < n; i++) {
@@ -101,9 +104,9 @@ static nmt_status read_sections(const uint8_t *b, uint64_t size, uint32_t n, uin
             if (memcmp(sec[j].tag, s->tag, 4) == 0)
                 return nmt_file_bad(err, "%s: section %s appears twice", path, s->tag);
         int r = 0;
-        while (r < N_REQUIRED && memcmp(required_tags[r], s->tag, 4) != 0)
+        while (r < N_KNOWN && memcmp(known_tags[r], s->tag, 4) != 0)
             r++;
-        if (r < N_REQUIRED)
+        if (r < N_KNOWN)
             required[r] = (int)i;
         else if (s->tag[0] >= 'A' && s->tag[0] <= 'Z')
             /* An upper-case first letter marks a section a reader must understand. */
@@ -128,7 +131,7 @@ static nmt_status read_sections(const uint8_t *b, uint64_t size, uint32_t n, uin
                    (unsigned long long)(size - prev_end));
     for (int r = 0; r < N_REQUIRED; r++)
         if (required[r] < 0)
-            return nmt_file_bad(err, "%s: missing section %s", path, required_tags[r]);
+            return nmt_file_bad(err, "%s: missing section %s", path, known_tags[r]);
     for (uint32_t i = 0; i < n; i++) {
         section *s = &sec[i];
         uint32_t c = nmt_crc32_bytes(b + s->offset, s->stored);
@@ -175,6 +178,41 @@ cleanup:
     return status;
 }
 
+/* Section SPMP (docs/model-format.md): present exactly when HPAR says
+ * tokenizer=sentencepiece; a u32 version, a u32 model size that must be the
+ * rest of the section, then the model bytes. The bytes themselves are parsed
+ * by SentencePiece when the model is built (model.c). */
+static nmt_status check_spm(nmt_model_file *f, const uint8_t *b, const section *spm,
+                           nmt_error *err)
+{
+    const char *path = f->path;
+    if (f->hp.sentencepiece && !spm)
+        return nmt_file_bad(err, "%s: HPAR says tokenizer=sentencepiece but there is no section "
+                            "SPMP (the SentencePiece model)", path);
+    if (!spm)
+        return NMT_STATUS_OK;
+    if (!f->hp.sentencepiece)
+        return nmt_file_bad(err, "%s: section SPMP holds a SentencePiece model but HPAR does not "
+                            "say tokenizer=sentencepiece", path);
+    if (spm->stored < NMT_FILE_SPM_HEADER)
+        return nmt_file_bad(err, "%s: section SPMP: %llu bytes, shorter than its %u-byte header",
+                            path, (unsigned long long)spm->stored, NMT_FILE_SPM_HEADER);
+    const uint8_t *p = b + spm->offset;
+    uint32_t version = nmt_rd32(p), size = nmt_rd32(p + 4);
+    if (version != NMT_FILE_SPM_VERSION)
+        return nmt_file_bad(err, "%s: section SPMP: version %u is not supported (this library "
+                            "reads version %u)", path, version, NMT_FILE_SPM_VERSION);
+    if (size == 0)
+        return nmt_file_bad(err, "%s: section SPMP: the SentencePiece model is empty", path);
+    if ((uint64_t)size != spm->stored - NMT_FILE_SPM_HEADER)
+        return nmt_file_bad(err, "%s: section SPMP: the header says %u model bytes, the section "
+                            "holds %llu", path, size,
+                            (unsigned long long)(spm->stored - NMT_FILE_SPM_HEADER));
+    f->spm_model = p + NMT_FILE_SPM_HEADER;
+    f->spm_size = size;
+    return NMT_STATUS_OK;
+}
+
 static nmt_status parse(nmt_model_file *f, nmt_error *err)
 {
     nmt_status status;
@@ -183,7 +221,7 @@ static nmt_status parse(nmt_model_file *f, nmt_error *err)
     const char *path = f->path;
     uint32_t n_sections = 0;
     section sec[NMT_FILE_MAX_SECTIONS];
-    int req[N_REQUIRED];
+    int req[N_KNOWN];
     NMT_TRY(check_preamble(b, size, path, &f->flags, &n_sections, err));
     NMT_TRY(read_sections(b, size, n_sections, f->flags, path, sec, req, err));
     char where[300];
@@ -197,6 +235,7 @@ static nmt_status parse(nmt_model_file *f, nmt_error *err)
     NMT_TRY(split_tokens((const char *)b + vt->offset, vt->stored, f->hp.tgt_vocab, path, "VTGT",
                          "tgt_vocab", &f->tgt_tokens, &f->tgt_lengths, err));
     f->n_tgt_tokens = f->hp.tgt_vocab;
+    NMT_TRY(check_spm(f, b, req[SEC_SPMP] >= 0 ? &sec[req[SEC_SPMP]] : NULL, err));
     const section *ts = &sec[req[SEC_TENS]];
     NMT_TRY(nmt_file_parse_tensors(b + ts->offset, ts->stored, path, f, err));
     const section *ds = &sec[req[SEC_DATA]];

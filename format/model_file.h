@@ -38,6 +38,9 @@ extern "C" {
 #define NMT_FILE_MAX_UNPACKED (1ull << 34) /* 16 GiB of tensor data */
 #define NMT_FILE_MAX_TEXT (1ull << 28)     /* HPAR, VSRC, VTGT each */
 #define NMT_HPAR_MAX_SIZE (1 << 20)        /* emb, hidden and vocabulary sizes */
+#define NMT_FILE_SPM_TAG "SPMP"            /* the SentencePiece model (tokenizer=sentencepiece) */
+#define NMT_FILE_SPM_VERSION 1u
+#define NMT_FILE_SPM_HEADER 8u             /* u32 version, u32 model size */
 
 typedef enum nmt_dtype { NMT_DTYPE_F32 = 0, NMT_DTYPE_F16 = 1 } nmt_dtype;
 
@@ -66,6 +69,9 @@ typedef struct nmt_model_file {
     int32_t n_tensors;
     nmt_file_tensor *tensors;
     char *names;             /* storage of the tensor names */
+    const uint8_t *spm_model; /* section SPMP's serialized SentencePiece model, in `buffer`
+                                 (NULL unless hp.sentencepiece) */
+    uint64_t spm_size;
     const uint8_t *data;
     uint64_t data_size;      /* unpacked */
     void *data_owner;
@@ -111,6 +117,9 @@ typedef struct nmt_write_tensor {
 typedef struct nmt_write_options {
     nmt_dtype dtype;   /* storage type of every tensor */
     int compress;      /* deflate DATA */
+    const void *sentencepiece;  /* the bytes of a SentencePiece .model file, written as
+                                   section SPMP; required exactly when hp->sentencepiece */
+    size_t sentencepiece_size;
 } nmt_write_options;
 
 /* Writes a file. Hyper-parameters are checked the way the reader checks them;

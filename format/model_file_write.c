@@ -1,6 +1,6 @@
 /* model_file_write.c: the writer of model file format v1
  * (docs/model-format.md). It produces the one canonical layout the reader
- * accepts: sections HPAR, VSRC, VTGT, TENS, DATA in that order, each at the
+ * accepts: sections HPAR, VSRC, VTGT, (SPMP,) TENS, DATA in that order, each at the
  * first 64-byte aligned offset after the previous one, zero padding,
  * tensors in the given order at 64-byte aligned offsets in DATA. The file is
  * written next to its destination and renamed, so a reader never sees half a
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <zlib.h>
 
-enum { N_SECTIONS = 5 };
+enum { MAX_WRITTEN_SECTIONS = 6 }; /* the five required ones and SPMP */
 
 static void wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void wr32(uint8_t *p, uint32_t v)
@@ -163,8 +163,8 @@ nmt_status nmt_model_file_write(const char *path, const nmt_hparams *hp,
     nmt_status status = NMT_STATUS_OK;
     char hpar[1024];
     char *vsrc = NULL, *vtgt = NULL, *tmp_path = NULL;
-    uint8_t *tens = NULL, *data = NULL, *packed = NULL;
-    uint64_t vsrc_len = 0, vtgt_len = 0, tens_len = 0, data_len = 0, packed_len = 0;
+    uint8_t *tens = NULL, *data = NULL, *packed = NULL, *spm = NULL;
+    uint64_t vsrc_len = 0, vtgt_len = 0, tens_len = 0, data_len = 0, packed_len = 0, spm_len = 0;
     FILE *fp = NULL;
     nmt_dtype dtype = options ? options->dtype : NMT_DTYPE_F32;
     int compress = options ? options->compress : 0;
@@ -178,22 +178,49 @@ nmt_status nmt_model_file_write(const char *path, const nmt_hparams *hp,
                              hp->tgt_vocab);
     if (dtype != NMT_DTYPE_F32 && dtype != NMT_DTYPE_F16)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: unknown dtype %d", path, dtype);
+    const size_t spm_size = options && options->sentencepiece ? options->sentencepiece_size : 0;
+    if (!hp->sentencepiece != !spm_size)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: %s", path, hp->sentencepiece
+                             ? "tokenizer=sentencepiece but no SentencePiece model given"
+                             : "a SentencePiece model given but not tokenizer=sentencepiece");
+    if (spm_size > NMT_FILE_MAX_TEXT - NMT_FILE_SPM_HEADER)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: a SentencePiece model of %zu "
+                             "bytes is over the section limit", path, spm_size);
     NMT_TRY(vocab_text(src_tokens, n_src, "write: source vocabulary", &vsrc, &vsrc_len, err));
     NMT_TRY(vocab_text(tgt_tokens, n_tgt, "write: target vocabulary", &vtgt, &vtgt_len, err));
     NMT_TRY(build_tensors(tensors, n_tensors, dtype, &tens, &tens_len, &data, &data_len, err));
     if (compress)
         NMT_TRY(deflate_data(data, data_len, &packed, &packed_len, err));
 
-    const char *tags[N_SECTIONS] = {"HPAR", "VSRC", "VTGT", "TENS", "DATA"};
-    const uint8_t *bytes[N_SECTIONS] = {(const uint8_t *)hpar, (const uint8_t *)vsrc,
-                                        (const uint8_t *)vtgt, tens, compress ? packed : data};
-    uint64_t stored[N_SECTIONS] = {hpar_len, vsrc_len, vtgt_len, tens_len,
-                                   compress ? packed_len : data_len};
-    uint64_t offsets[N_SECTIONS];
-    uint8_t head[NMT_FILE_PREAMBLE_SIZE + N_SECTIONS * NMT_FILE_SECTION_ENTRY_SIZE + 8];
+    const char *tags[MAX_WRITTEN_SECTIONS] = {"HPAR", "VSRC", "VTGT"};
+    const uint8_t *bytes[MAX_WRITTEN_SECTIONS] = {(const uint8_t *)hpar, (const uint8_t *)vsrc,
+                                                  (const uint8_t *)vtgt};
+    uint64_t stored[MAX_WRITTEN_SECTIONS] = {hpar_len, vsrc_len, vtgt_len};
+    int n_sections = 3;
+    if (spm_size) {
+        /* SPMP: version, model size, the model (docs/model-format.md). */
+        spm_len = NMT_FILE_SPM_HEADER + (uint64_t)spm_size;
+        NMT_ALLOC(spm, spm_len);
+        wr32(spm, NMT_FILE_SPM_VERSION);
+        wr32(spm + 4, (uint32_t)spm_size);
+        memcpy(spm + NMT_FILE_SPM_HEADER, options->sentencepiece, spm_size);
+        tags[n_sections] = NMT_FILE_SPM_TAG;
+        bytes[n_sections] = spm;
+        stored[n_sections++] = spm_len;
+    }
+    tags[n_sections] = "TENS";
+    bytes[n_sections] = tens;
+    stored[n_sections++] = tens_len;
+    tags[n_sections] = "DATA";
+    bytes[n_sections] = compress ? packed : data;
+    stored[n_sections++] = compress ? packed_len : data_len;
+    uint64_t offsets[MAX_WRITTEN_SECTIONS];
+    uint8_t head[NMT_FILE_PREAMBLE_SIZE + MAX_WRITTEN_SECTIONS * NMT_FILE_SECTION_ENTRY_SIZE + 8];
+    const size_t head_len = NMT_FILE_PREAMBLE_SIZE +
+                            (size_t)n_sections * NMT_FILE_SECTION_ENTRY_SIZE + 8;
     memset(head, 0, sizeof head);
-    uint64_t pos = sizeof head;
-    for (int i = 0; i < N_SECTIONS; i++) {
+    uint64_t pos = head_len;
+    for (int i = 0; i < n_sections; i++) {
         offsets[i] = nmt_round_up64(pos);
         pos = offsets[i] + stored[i];
         uint8_t *e = head + NMT_FILE_PREAMBLE_SIZE + i * NMT_FILE_SECTION_ENTRY_SIZE;
@@ -201,16 +228,16 @@ nmt_status nmt_model_file_write(const char *path, const nmt_hparams *hp,
         wr32(e + 4, nmt_crc32_bytes(bytes[i], stored[i]));
         wr64(e + 8, offsets[i]);
         wr64(e + 16, stored[i]);
-        wr64(e + 24, i == N_SECTIONS - 1 ? data_len : stored[i]);
+        wr64(e + 24, i == n_sections - 1 ? data_len : stored[i]);
     }
     uint8_t *table = head + NMT_FILE_PREAMBLE_SIZE;
-    wr32(table + N_SECTIONS * NMT_FILE_SECTION_ENTRY_SIZE,
-         nmt_crc32_bytes(table, N_SECTIONS * NMT_FILE_SECTION_ENTRY_SIZE));
+    wr32(table + n_sections * NMT_FILE_SECTION_ENTRY_SIZE,
+         nmt_crc32_bytes(table, (uint64_t)n_sections * NMT_FILE_SECTION_ENTRY_SIZE));
     memcpy(head, NMT_FILE_MAGIC, 8);
     wr32(head + 8, NMT_FILE_VERSION);
     wr32(head + 12, compress ? NMT_FILE_FLAG_DEFLATE : 0);
     wr64(head + 16, pos);
-    wr32(head + 24, N_SECTIONS);
+    wr32(head + 24, (uint32_t)n_sections);
     wr32(head + 28, nmt_crc32_bytes(head, 28));
 
     NMT_ALLOC(tmp_path, strlen(path) + 5);
@@ -222,9 +249,9 @@ nmt_status nmt_model_file_write(const char *path, const nmt_hparams *hp,
         goto cleanup;
     }
     static const uint8_t zeros[64];
-    int ok = fwrite(head, 1, sizeof head, fp) == sizeof head;
-    uint64_t at = sizeof head;
-    for (int i = 0; i < N_SECTIONS && ok; i++) {
+    int ok = fwrite(head, 1, head_len, fp) == head_len;
+    uint64_t at = head_len;
+    for (int i = 0; i < n_sections && ok; i++) {
         ok = fwrite(zeros, 1, (size_t)(offsets[i] - at), fp) == offsets[i] - at &&
              fwrite(bytes[i], 1, (size_t)stored[i], fp) == stored[i];
         at = offsets[i] + stored[i];
@@ -248,5 +275,6 @@ cleanup:
     free(tens);
     free(data);
     free(packed);
+    free(spm);
     return status;
 }

@@ -121,6 +121,7 @@ nmt_status nmt_hparams_parse(const char *text, size_t len, const char *where, nm
     size_t features_len = 0;
     int features_line = 0;
     int dec_init_line = 0;
+    int tokenizer_line = 0;
     size_t pos = 0;
     int line = 0;
     if (len > 0 && text[len - 1] != '\n')
@@ -170,10 +171,13 @@ nmt_status nmt_hparams_parse(const char *text, size_t len, const char *where, nm
         case KEY_TOKENIZER:
             if (value_is(v, vlen, "pretokenized"))
                 hp->pretokenized = 1;
+            else if (value_is(v, vlen, "sentencepiece"))
+                hp->sentencepiece = 1;
             else if (!value_is(v, vlen, "engine"))
                 return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT,
-                                     "%s: line %d: tokenizer: expected engine or pretokenized",
-                                     where, line);
+                                     "%s: line %d: tokenizer: expected engine, pretokenized or "
+                                     "sentencepiece", where, line);
+            tokenizer_line = line;
             break;
         case KEY_DEC_INIT:
             if (value_is(v, vlen, "encoder"))
@@ -218,6 +222,13 @@ nmt_status nmt_hparams_parse(const char *text, size_t len, const char *where, nm
     nmt_status status = parse_features(features_value, features_len, hp, where, features_line, err);
     if (status != NMT_STATUS_OK)
         return status;
+    /* Pieces carry their case ("▁Hund" and "▁hund" are two pieces) and are
+     * looked up as they are; a case feature would have nothing to add. */
+    if (hp->sentencepiece && hp->n_features > 1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT,
+                             "%s: line %d: tokenizer=sentencepiece needs features=word (pieces "
+                             "are looked up as they are, without a case feature)", where,
+                             tokenizer_line);
     if (hp->dec_init_from_encoder && hp->enc_layers != hp->dec_layers)
         return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT,
                              "%s: line %d: dec_init = encoder needs enc_layers = dec_layers "
@@ -245,8 +256,11 @@ size_t nmt_hparams_format(const nmt_hparams *hp, char *out, size_t cap)
                      "dec_layers=%d\nsrc_words=%d\ntgt_vocab=%d\nfeatures=%s\ndec_init=%s\n",
                      hp->emb_size, hp->hidden_size, hp->enc_layers, hp->dec_layers, hp->src_words,
                      hp->tgt_vocab, features, hp->dec_init_from_encoder ? "encoder" : "zeros");
-    if (n >= 0 && (size_t)n < cap && hp->pretokenized) /* only when not the default */
-        n += snprintf(out + n, cap - (size_t)n, "tokenizer=pretokenized\n");
+    if (hp->pretokenized && hp->sentencepiece)
+        return 0;
+    if (n >= 0 && (size_t)n < cap && (hp->pretokenized || hp->sentencepiece)) /* not the default */
+        n += snprintf(out + n, cap - (size_t)n, "tokenizer=%s\n",
+                      hp->sentencepiece ? "sentencepiece" : "pretokenized");
     if (n < 0 || (size_t)n >= cap)
         return 0;
     /* Round trip through the parser so a writer never emits what a reader refuses. */

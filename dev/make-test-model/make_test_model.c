@@ -77,7 +77,7 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     const char *out = NULL;
-    nmt_write_options opt = {NMT_DTYPE_F32, 0};
+    nmt_write_options opt = {.dtype = NMT_DTYPE_F32, .compress = 0};
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {

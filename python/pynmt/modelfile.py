@@ -24,7 +24,10 @@ MAX_SECTIONS = 64
 MAX_TENSORS = 4096
 MAX_DIM = 0x7FFFFFFF
 MAX_UNPACKED = 1 << 34
-SECTION_ORDER = ("HPAR", "VSRC", "VTGT", "TENS", "DATA")
+SECTION_ORDER = ("HPAR", "VSRC", "VTGT", "TENS", "DATA")  # the required sections
+SPM_TAG = "SPMP"  # the SentencePiece model, written after VTGT with tokenizer=sentencepiece
+SPM_VERSION = 1
+TOKENIZERS = ("engine", "pretokenized", "sentencepiece")
 HPAR_KEYS = ("model", "emb_size", "hidden_size", "enc_layers", "dec_layers",
              "src_words", "tgt_vocab", "features", "dec_init")
 OPTIONAL_HPAR_KEYS = {"tokenizer": "engine"}  # key: default (written only when not it)
@@ -154,10 +157,85 @@ def parse_hparams(data):
     if hp["dec_init"] == "encoder" and hp["enc_layers"] != hp["dec_layers"]:
         raise ValueError(f"section HPAR: line {seen['dec_init']}: dec_init = encoder needs "
                          "enc_layers = dec_layers")
-    if hp.setdefault("tokenizer", "engine") not in ("engine", "pretokenized"):
-        raise ValueError(f"section HPAR: line {seen['tokenizer']}: tokenizer: expected engine or "
-                         "pretokenized")
+    if hp.setdefault("tokenizer", "engine") not in TOKENIZERS:
+        raise ValueError(f"section HPAR: line {seen['tokenizer']}: tokenizer: expected engine, "
+                         "pretokenized or sentencepiece")
+    if hp["tokenizer"] == "sentencepiece" and kinds != ["word"]:
+        raise ValueError(f"section HPAR: line {seen['tokenizer']}: tokenizer=sentencepiece needs "
+                         "features=word (pieces are looked up as they are, without a case feature)")
     return hp
+
+
+def _varint(blob, pos):
+    value, shift = 0, 0
+    while True:
+        if pos >= len(blob) or shift > 63:
+            raise ValueError("truncated varint")
+        byte = blob[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def _proto_fields(blob):
+    """(field number, wire type, value) of one protobuf message, top level only:
+    a varint's value, or the bytes of a length-delimited or fixed-size field."""
+    pos = 0
+    while pos < len(blob):
+        key, pos = _varint(blob, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(blob, pos)
+        elif wire in (1, 2, 5):
+            if wire == 2:
+                size, pos = _varint(blob, pos)
+            else:
+                size = 8 if wire == 1 else 4
+            if pos + size > len(blob):
+                raise ValueError(f"field {field} runs past the end")
+            value, pos = blob[pos:pos + size], pos + size
+        else:
+            raise ValueError(f"wire type {wire} of field {field} not expected")
+        yield field, wire, value
+
+
+def sentencepiece_pieces(blob):
+    """The pieces of a serialized SentencePiece model (the bytes of its .model
+    file: a ModelProto, whose field 1 lists the pieces, each with its text in
+    field 1), in id order. Raises ValueError when the bytes are not one: the
+    exporters' check before embedding a file the engine would refuse."""
+    try:
+        pieces = []
+        for field, wire, value in _proto_fields(bytes(blob)):
+            if field == 1 and wire == 2:
+                text = [v for f, w, v in _proto_fields(value) if f == 1 and w == 2]
+                if len(text) != 1:
+                    raise ValueError(f"piece {len(pieces)} has no text")
+                pieces.append(text[0].decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"not a SentencePiece model: {e}") from e
+    if not pieces:
+        raise ValueError("not a SentencePiece model: no pieces")
+    return pieces
+
+
+def sentencepiece_strangers(pieces, vocab, n_specials):
+    """Entries of `vocab` past its special tokens that are not pieces of the
+    model: the engine never gives them from raw text (a warning for exporters)."""
+    known = set(pieces)
+    return [e for e in vocab[n_specials:] if e not in known]
+
+
+def load_sentencepiece(path):
+    """(bytes, pieces) of a SentencePiece .model file; ValueError when it is not one."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    try:
+        return blob, sentencepiece_pieces(blob)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from e
 
 
 def _vocab_bytes(tokens, what):
@@ -170,12 +248,21 @@ def _vocab_bytes(tokens, what):
     return bytes(out)
 
 
-def write_model(path, hparams, src_vocab, tgt_vocab, tensors, dtype="f32", compress=False):
+def write_model(path, hparams, src_vocab, tgt_vocab, tensors, dtype="f32", compress=False,
+                sentencepiece=None):
     """Writes a model file. tensors: name -> array, written in dict order
-    (use expected_tensors' order for the canonical layout)."""
+    (use expected_tensors' order for the canonical layout). sentencepiece: the
+    bytes of a SentencePiece .model file, written as section SPMP; the file
+    then says tokenizer=sentencepiece (the default when it is given)."""
     if dtype not in ("f32", "f16"):
         raise ValueError(f"dtype must be 'f32' or 'f16', not {dtype!r}")
     hp = dict(hparams)
+    if sentencepiece is not None:
+        hp.setdefault("tokenizer", "sentencepiece")
+    if (hp.get("tokenizer") == "sentencepiece") != (sentencepiece is not None):
+        raise ValueError("tokenizer=sentencepiece and a SentencePiece model go together")
+    if sentencepiece is not None and not 1 <= len(sentencepiece) <= (1 << 28) - 8:
+        raise ValueError(f"a SentencePiece model of {len(sentencepiece)} bytes")
     hp.setdefault("src_words", len(src_vocab))
     hp.setdefault("tgt_vocab", len(tgt_vocab))
     if int(hp["src_words"]) != len(src_vocab) or int(hp["tgt_vocab"]) != len(tgt_vocab):
@@ -203,10 +290,14 @@ def write_model(path, hparams, src_vocab, tgt_vocab, tensors, dtype="f32", compr
         data += a.tobytes()
     unpacked = len(data)
     stored_data = zlib.compress(bytes(data), 9) if compress else bytes(data)
-    sections = [hpar, vsrc, vtgt, bytes(tens), stored_data]
+    sections = [("HPAR", hpar), ("VSRC", vsrc), ("VTGT", vtgt)]
+    if sentencepiece is not None:
+        sections.append((SPM_TAG, struct.pack("<II", SPM_VERSION, len(sentencepiece))
+                         + bytes(sentencepiece)))
+    sections += [("TENS", bytes(tens)), ("DATA", stored_data)]
     head_size = PREAMBLE_SIZE + len(sections) * ENTRY_SIZE + 8
     table, body, pos = bytearray(), bytearray(), head_size
-    for tag, content in zip(SECTION_ORDER, sections):
+    for tag, content in sections:
         offset = _round_up(pos)
         body += bytes(offset - pos) + content
         table += tag.encode("ascii") + struct.pack("<IQQQ", zlib.crc32(content), offset, len(content),
@@ -229,15 +320,18 @@ def _u(fmt, blob, offset):
 
 
 def write_model_checked(path, hparams, src_vocab, tgt_vocab, tensors, fp16=False,
-                        compress=False):
-    """write_model, then reads the file back: the vocabularies and every tensor
-    must come back exactly (fp16: the values rounded to fp16). RuntimeError
-    otherwise. The exporters' last step (python/export)."""
+                        compress=False, sentencepiece=None):
+    """write_model, then reads the file back: the vocabularies, the
+    SentencePiece model and every tensor must come back exactly (fp16: the
+    values rounded to fp16). RuntimeError otherwise. The exporters' last step
+    (python/export)."""
     write_model(path, hparams, src_vocab, tgt_vocab, tensors, dtype="f16" if fp16 else "f32",
-                compress=compress)
-    _, sv, tv, back = read_model(path)
+                compress=compress, sentencepiece=sentencepiece)
+    _, sv, tv, back, spm = read_model_sections(path)
     if sv != list(src_vocab) or tv != list(tgt_vocab):
         raise RuntimeError(f"{path}: vocabularies differ after reading back")
+    if spm != (None if sentencepiece is None else bytes(sentencepiece)):
+        raise RuntimeError(f"{path}: the SentencePiece model differs after reading back")
     for name, a in tensors.items():
         want = a.astype(np.float16).astype(np.float32) if fp16 else a
         if not np.array_equal(back[name], want):
@@ -246,6 +340,16 @@ def write_model_checked(path, hparams, src_vocab, tgt_vocab, tensors, fp16=False
 
 def read_model(path):
     """Returns (hparams dict, src_vocab, tgt_vocab, {name: float32 array})."""
+    return read_model_sections(path)[:4]
+
+
+def read_sentencepiece(path):
+    """The SentencePiece model's bytes (section SPMP), or None when the file has none."""
+    return read_model_sections(path)[4]
+
+
+def read_model_sections(path):
+    """read_model's four, then the SentencePiece model's bytes or None."""
     with open(path, "rb") as f:
         blob = f.read()
     where = str(path)
@@ -280,7 +384,7 @@ def read_model(path):
         crc, offset, stored, unpacked = _u("<IQQQ", table, i * ENTRY_SIZE + 4)
         if tag in sections:
             raise ValueError(f"{where}: section {tag} appears twice")
-        if tag not in SECTION_ORDER and tag[0].isupper():
+        if tag not in SECTION_ORDER and tag != SPM_TAG and tag[0].isupper():
             raise ValueError(f"{where}: unknown critical section {tag}")
         if offset != _round_up(prev_end) or offset + stored > len(blob):
             raise ValueError(f"{where}: section {tag}: bad placement")
@@ -299,6 +403,20 @@ def read_model(path):
         if tag not in sections:
             raise ValueError(f"{where}: missing section {tag}")
     hp = parse_hparams(sections["HPAR"][0])
+    spm = None
+    if (hp["tokenizer"] == "sentencepiece") != (SPM_TAG in sections):
+        raise ValueError(f"{where}: section SPMP goes with tokenizer=sentencepiece, and only with it")
+    if SPM_TAG in sections:
+        content = sections[SPM_TAG][0]
+        if len(content) < 8:
+            raise ValueError(f"{where}: section SPMP: shorter than its 8-byte header")
+        version, size = _u("<II", content, 0)
+        if version != SPM_VERSION:
+            raise ValueError(f"{where}: section SPMP: version {version} is not supported")
+        if size == 0 or size != len(content) - 8:
+            raise ValueError(f"{where}: section SPMP: the header says {size} model bytes, the "
+                             f"section holds {len(content) - 8}")
+        spm = content[8:]
     vocabs = []
     for tag, key in (("VSRC", "src_words"), ("VTGT", "tgt_vocab")):
         text = sections[tag][0]
@@ -362,7 +480,7 @@ def read_model(path):
             raise ValueError(f"{where}: section TENS: tensors '{a}' and '{b}' overlap")
     if unpacked != end or unpacked > need:
         raise ValueError(f"{where}: section DATA: {unpacked} bytes, tensors end at {end}")
-    return hp, vocabs[0], vocabs[1], tensors
+    return hp, vocabs[0], vocabs[1], tensors, spm
 
 
 def tensor_crcs(tensors):

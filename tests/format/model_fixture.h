@@ -119,11 +119,32 @@ static uint8_t *fixture_bytes_n(const fixture *f, const nmt_hparams *hp,
 {
     char path[64];
     temp_path(path, sizeof path);
-    nmt_write_options opt = {dtype, compress};
+    nmt_write_options opt = {.dtype = dtype, .compress = compress};
     uint8_t *b = NULL;
     if (nmt_model_file_write(path, hp, fixture_src, f->hp.src_words, fixture_tgt, f->hp.tgt_vocab,
                              tensors, n, &opt, err) == NMT_STATUS_OK)
         b = read_all(path, len);
+    unlink(path);
+    return b;
+}
+
+/* The fixture (no case feature) with tokenizer=sentencepiece and `spm` as
+ * its section SPMP (any bytes: the writer does not parse them). */
+static inline uint8_t *fixture_bytes_spm(const fixture *f, const void *spm, size_t spm_len, size_t *len)
+{
+    char path[64];
+    temp_path(path, sizeof path);
+    nmt_hparams hp = f->hp;
+    hp.sentencepiece = 1;
+    nmt_write_options opt = {.dtype = NMT_DTYPE_F32, .sentencepiece = spm,
+                             .sentencepiece_size = spm_len};
+    nmt_error err = {0};
+    uint8_t *b = NULL;
+    if (nmt_model_file_write(path, &hp, fixture_src, f->hp.src_words, fixture_tgt,
+                             f->hp.tgt_vocab, f->tensors, f->n, &opt, &err) == NMT_STATUS_OK)
+        b = read_all(path, len);
+    else
+        fprintf(stderr, "fixture: write failed: %s\n", err.message);
     unlink(path);
     return b;
 }

@@ -9,6 +9,7 @@
  *   is edited, and the CRCs and placement are recomputed (raw_join), so the
  *   deeper checks (HPAR, vocabularies, tensor table, DATA, zlib) are reached. */
 #include "model_fixture.h"
+#include "sentencepiece.h"
 
 #include <zlib.h>
 
@@ -202,6 +203,12 @@ int main(void)
     test_every_flip(tiny_z, tiny_z_len, 1, "tiny fp16 compressed");
     test_every_flip(small_b, small_len, 7, "small fp32 (every 7th byte)");
     test_targeted(small_b, small_len, tiny_z, tiny_z_len);
+    size_t spm_len = 0;
+    uint8_t *spm = read_all(NMT_SOURCE_DIR "/tests/data/sentencepiece-tiny.model", &spm_len);
+    CHECK(spm && spm_len > 0, "cannot read tests/data/sentencepiece-tiny.model");
+    if (spm)
+        test_spmp(spm, spm_len);
+    free(spm);
     free(tiny_b);
     free(tiny_z);
     free(small_b);

@@ -299,7 +299,7 @@ static void test_targeted(const uint8_t *b, size_t len, const uint8_t *zb, size_
     /* HPAR. */
     expect_hpar(&base, "hidden_size=10\n", "hidden_size=11\n", "line 3: hidden_size = 11 must be even");
     /* The optional tokenizer key: a bad value and a repeat are refused. */
-    expect_hpar(&base, "dec_init=", "tokenizer=bpe\ndec_init=", "tokenizer: expected engine or pretokenized");
+    expect_hpar(&base, "dec_init=", "tokenizer=bpe\ndec_init=", "tokenizer: expected engine, pretokenized or sentencepiece");
     expect_hpar(&base, "dec_init=", "tokenizer=engine\ntokenizer=engine\ndec_init=", "duplicate key 'tokenizer'");
     expect_hpar(&base, "hidden_size=10\n", "hidden_size=1099511627776\n", "line 3: hidden_size: '1099511627776' is not a decimal integer");
     expect_hpar(&base, "hidden_size=10\n", "hidden_size=2000000\n", "hidden_size = 2000000 out of range");
@@ -347,4 +347,98 @@ static void test_targeted(const uint8_t *b, size_t len, const uint8_t *zb, size_
     test_tens(&base);
     test_data(&base, zb, zlen);
     raw_free(&base);
+}
+
+/* Section SPMP, the SentencePiece model of tokenizer=sentencepiece
+ * (docs/model-format.md): a file with the tiny test model in it, then each
+ * rule of the section broken behind valid CRCs. The header and the pairing
+ * with HPAR are the reader's checks, with or without SentencePiece built; the
+ * model bytes themselves are parsed by SentencePiece when it is built. */
+static void test_spmp(const uint8_t *spm, size_t spm_len)
+{
+    fixture f;
+    fixture_init(&f, 0, 0, 1);
+    size_t len;
+    uint8_t *b = fixture_bytes_spm(&f, spm, spm_len, &len);
+    CHECK(b != NULL, "SPMP: the writer refused the fixture");
+    if (!b) {
+        fixture_free(&f);
+        return;
+    }
+    raw base, r;
+    raw_split(b, &base);
+    int s = raw_find(&base, "SPMP");
+    CHECK(base.n == 6 && s == 3, "SPMP: written as section %d of %d, expected 3 of 6", s, base.n);
+    nmt_model *m = NULL;
+    nmt_error err = {0};
+    nmt_status st = nmt_model_load_memory(b, len, "model.bin", &m, &err);
+    if (nmt_spm_available())
+        CHECK(st == NMT_STATUS_OK && m->spm && nmt_spm_piece_count(m->spm) == 64,
+              "SPMP: the valid file: status %d, %s", (int)st, err.message);
+    else
+        CHECK(st == NMT_STATUS_ERROR_UNSUPPORTED && strstr(err.message, "section SPMP") &&
+                  strstr(err.message, "libsentencepiece-dev"),
+              "SPMP without SentencePiece built: status %d, '%s'", (int)st, err.message);
+    nmt_model_free(m);
+    test_blind(b, len, "tiny sentencepiece");
+    test_every_flip(b, len, 1, "tiny sentencepiece");
+
+    /* The pairing with HPAR. */
+    r = base;
+    for (int i = s; i + 1 < r.n; i++) {
+        memcpy(r.tag[i], r.tag[i + 1], 5);
+        r.sec[i] = r.sec[i + 1];
+        r.len[i] = r.len[i + 1];
+        r.unpacked[i] = r.unpacked[i + 1];
+    }
+    r.n--;
+    expect_raw(&r, "tokenizer=sentencepiece but there is no section SPMP", "SPMP missing");
+    expect_hpar(&base, "tokenizer=sentencepiece\n", "", "HPAR does not say tokenizer=sentencepiece");
+    expect_hpar(&base, "tokenizer=sentencepiece\n", "tokenizer=pretokenized\n",
+                "HPAR does not say tokenizer=sentencepiece");
+    expect_hpar(&base, "features=word\n", "features=word,case\n",
+                "line 10: tokenizer=sentencepiece needs features=word");
+
+    /* The header. */
+    uint8_t *sec = malloc(base.len[s] + 16);
+    r = base;
+    r.sec[s] = sec;
+#define SPMP_CASE(edit, needle, what)                        \
+    do {                                                     \
+        memcpy(sec, base.sec[s], base.len[s]);               \
+        r.len[s] = r.unpacked[s] = base.len[s];              \
+        edit;                                                \
+        expect_raw(&r, needle, what);                        \
+    } while (0)
+    SPMP_CASE(wr32(sec, 2), "section SPMP: version 2 is not supported", "SPMP version 2");
+    SPMP_CASE(wr32(sec, 0), "section SPMP: version 0", "SPMP version 0");
+    SPMP_CASE(wr32(sec + 4, 0), "the SentencePiece model is empty", "SPMP size 0");
+    SPMP_CASE(wr32(sec + 4, (uint32_t)spm_len + 1), "the header says", "SPMP size + 1");
+    SPMP_CASE(wr32(sec + 4, (uint32_t)spm_len - 1), "the header says", "SPMP size - 1");
+    SPMP_CASE(wr32(sec + 4, 0xFFFFFFFFu), "the header says 4294967295", "SPMP size 2^32-1");
+    SPMP_CASE(r.len[s] = r.unpacked[s] = 7, "shorter than its 8-byte header", "SPMP 7 bytes");
+    SPMP_CASE(r.len[s] = r.unpacked[s] = 0, "shorter than its 8-byte header", "SPMP empty");
+    SPMP_CASE(r.unpacked[s] = base.len[s] + 1, "differs from stored size", "SPMP unpacked size");
+    /* Bytes that are not a SentencePiece model, behind a consistent header:
+     * SentencePiece's parser refuses them (when built; else the stub does). */
+    if (nmt_spm_available()) {
+        SPMP_CASE(memset(sec + 8, 0xFF, spm_len), "section SPMP: not a usable SentencePiece model",
+                  "SPMP model bytes 0xFF");
+        SPMP_CASE((r.len[s] = r.unpacked[s] = 8 + spm_len / 2, wr32(sec + 4, (uint32_t)spm_len / 2)),
+                  "section SPMP: not a usable SentencePiece model", "SPMP model cut in half");
+        SPMP_CASE((r.len[s] = r.unpacked[s] = 9, wr32(sec + 4, 1), sec[8] = 0),
+                  "section SPMP", "SPMP one zero byte");
+    }
+#undef SPMP_CASE
+    /* Two SPMP sections. */
+    r = base;
+    r.n = 7;
+    memcpy(r.tag[6], "SPMP", 5);
+    r.sec[6] = base.sec[s];
+    r.len[6] = r.unpacked[6] = base.len[s];
+    expect_raw(&r, "section SPMP appears twice", "SPMP twice");
+    free(sec);
+    raw_free(&base);
+    free(b);
+    fixture_free(&f);
 }
