@@ -2,12 +2,15 @@
  * tokenized here; bad lines get a per-line error and never stop the others.
  * Valid lines are sorted by length (longest first, so each batch has little
  * spread), decoded batch by batch on the chosen backend, and their
- * hypotheses detokenized with unknown-word replacement (model-v1). */
+ * hypotheses detokenized with unknown-word replacement (model-v1). A model
+ * that says tokenizer=sentencepiece has its text split into, and joined
+ * back from, the pieces of its own SentencePiece model. */
 #include "translator.h"
 
 #include "backend.h"
 #include "error.h"
 #include "model.h"
+#include "sentencepiece.h"
 #include "source_batch.h"
 #include "tokenizer.h"
 #include "cuda_ctx.h"
@@ -340,6 +343,8 @@ static nmt_status hypothesis_to_text(const nmt_translator *t, const nmt_search_h
     }
     if (t->options.output_tokens)
         status = join_tokens(pieces, h->length, text, err);
+    else if (t->model->spm)
+        status = nmt_spm_decode(t->model->spm, pieces, h->length, text, err);
     else
         status = nmt_detokenize(pieces, h->length, text, err);
 cleanup:
@@ -369,6 +374,18 @@ static nmt_status fill_result(const nmt_translator *t, const nmt_search_result *
     return NMT_STATUS_OK;
 cleanup:
     return status;
+}
+
+/* A line's source tokens: as given (input_tokens), the model's SentencePiece
+ * pieces (tokenizer=sentencepiece), or the engine's tokenizer. */
+static nmt_status tokenize_line(const nmt_translator *t, const char *line, size_t len,
+                                nmt_tokens *tokens, nmt_error *err)
+{
+    if (t->options.input_tokens)
+        return nmt_tokenize_pretokenized(line, len, tokens, err);
+    if (t->model->spm)
+        return nmt_spm_encode(t->model->spm, line, len, tokens, err);
+    return nmt_tokenize(line, len, tokens, err);
 }
 
 static nmt_status empty_line_result(nmt_result *result, nmt_error *err)
@@ -454,9 +471,7 @@ nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n
             snprintf(msg, sizeof msg, "line too long: %zu bytes, the limit is %d", len,
                      t->options.max_line_bytes);
             set_line_error(&results[i], NMT_STATUS_ERROR_INPUT, msg);
-        } else if ((t->options.input_tokens
-                        ? nmt_tokenize_pretokenized(lines[i], len, &tokens[i], &line_err)
-                        : nmt_tokenize(lines[i], len, &tokens[i], &line_err)) != NMT_STATUS_OK) {
+        } else if (tokenize_line(t, lines[i], len, &tokens[i], &line_err) != NMT_STATUS_OK) {
             if (line_err.status == NMT_STATUS_ERROR_MEMORY) {
                 status = nmt_error_set(err, line_err.status, "%s", line_err.message);
                 goto cleanup;

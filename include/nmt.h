@@ -116,10 +116,13 @@ typedef struct nmt_options {
                             the batch and the loop stops at most 2x this many steps
                             after the GPU knows; never a wait on the step in flight */
     int input_tokens;    /* 1: lines are pre-tokenized, tokens separated by whitespace and
-                            taken as they are (docs/tokenization.md); 0: raw text; -1
+                            taken as they are (docs/tokenization.md); 0: raw text, split by
+                            the engine's tokenizer or, when the model file says
+                            tokenizer=sentencepiece, by its SentencePiece model; -1
                             (default): as the model file says (tokenizer=pretokenized: 1) */
     int output_tokens;   /* 1: hypotheses are the target tokens separated by single spaces,
-                            not detokenized; 0: text; -1 (default): as the model file says */
+                            not detokenized; 0: text (a SentencePiece model's pieces joined
+                            by its decoder); -1 (default): as the model file says */
     int max_batch_tokens; /* a batch holds at most this many source tokens (lines sorted
                              longest first; a longer line goes alone) as well as at most
                              batch_size lines; 0 (default): only batch_size */
