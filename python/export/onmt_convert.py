@@ -2,7 +2,8 @@
 """Converts an OpenNMT-py 3.x RNN checkpoint (.pt) to model.bin (docs/onmt.md).
 
     python3 python/export/onmt_convert.py MODEL.pt -o model.bin [--fp16] [--compress]
-        [--tokenizer pretokenized|engine] [--case-values L,C,U,O] [--allow-unreachable-source]
+        [--tokenizer pretokenized|engine | --sentencepiece SPM.model]
+        [--case-values L,C,U,O] [--allow-unreachable-source]
 
 What converts, exactly (the engine computes what OpenNMT-py computes, up to
 float rounding): encoder_type rnn or brnn, rnn_type LSTM, decoder_type rnn
@@ -28,9 +29,12 @@ attention is w_a = identity. Vocabularies are reordered so that the engine's
 special ids hold (OpenNMT-py's <blank> becomes <pad>): rows of the embeddings,
 the generator and its bias follow. The file says tokenizer=pretokenized unless
 --tokenizer engine: like onmt_translate, the engine then takes and gives
-tokens. Without a source feature the engine looks words up as written (a
-cased vocabulary); with the case feature it looks up the lowercased word, so
-a source vocabulary with upper-case entries is refused there.
+tokens. --sentencepiece SPM.model (for a model trained on text split by that
+SentencePiece model; no source feature) embeds it: tokenizer=sentencepiece,
+the engine splits raw text and joins the output itself. Without a source
+feature the engine looks words up as written (a cased vocabulary); with the
+case feature it looks up the lowercased word, so a source vocabulary with
+upper-case entries is refused there.
 
 Loading needs no torch: the .pt file (torch.save's zip) is read by an
 unpickler that builds only the globals in ALLOWED_GLOBALS (OrderedDict,
@@ -285,8 +289,8 @@ def convert(ckpt: dict, case_values=None, allow_unreachable_source=False,
 
     tokenizer: "pretokenized" writes tokenizer=pretokenized (translators then take
     and give tokens by default, as onmt_translate does), "engine" leaves the key out."""
-    if tokenizer not in ("engine", "pretokenized"):
-        raise ValueError(f"tokenizer {tokenizer!r}: engine or pretokenized")
+    if tokenizer not in modelfile.TOKENIZERS:
+        raise ValueError(f"tokenizer {tokenizer!r}: one of {modelfile.TOKENIZERS}")
     opt = ckpt["opt"]
     check_options(opt)
     notes = []
@@ -298,6 +302,9 @@ def convert(ckpt: dict, case_values=None, allow_unreachable_source=False,
     src_onmt, tgt_onmt = list(vocab["src"]), list(vocab["tgt"])
     feats_onmt = [list(f) for f in vocab.get("src_feats", []) or []]
     n_feats = _opt(opt, "n_src_feats", len(feats_onmt)) or 0
+    if tokenizer == "sentencepiece" and (feats_onmt or n_feats):
+        raise Refused("--sentencepiece: the model has a source feature; a SentencePiece model's "
+                      "pieces are looked up as they are, without one")
     if len(feats_onmt) != n_feats:
         raise Refused(f"n_src_feats {n_feats} but {len(feats_onmt)} feature vocabularies")
     if len(feats_onmt) > 1:
@@ -510,13 +517,16 @@ def convert(ckpt: dict, case_values=None, allow_unreachable_source=False,
     return hparams, src_vocab, tgt_vocab, ordered, notes
 
 
-def write(out, hparams, src_vocab, tgt_vocab, tensors, fp16=False, compress=False):
-    """Writes model.bin and reads it back (fp16: the rounded values must come back)."""
+def write(out, hparams, src_vocab, tgt_vocab, tensors, fp16=False, compress=False,
+          sentencepiece=None):
+    """Writes model.bin and reads it back (fp16: the rounded values must come back);
+    sentencepiece: a .model file's bytes, embedded as section SPMP."""
     if fp16:
         big = [n for n, a in tensors.items() if np.any(np.abs(a) > 65504.0)]
         if big:
             raise Refused(f"--fp16: tensor {big[0]} has values beyond the fp16 range")
-    modelfile.write_model_checked(out, hparams, src_vocab, tgt_vocab, tensors, fp16, compress)
+    modelfile.write_model_checked(out, hparams, src_vocab, tgt_vocab, tensors, fp16, compress,
+                                  sentencepiece)
 
 
 def main(argv=None) -> int:
@@ -533,11 +543,22 @@ def main(argv=None) -> int:
                    help="convert even when source entries have upper-case letters while the "
                         "model has the case feature (the engine never finds them): a warning")
     p.add_argument("--tokenizer", choices=("pretokenized", "engine"),
-                   default="pretokenized",
                    help="pretokenized (the default): the model "
                         "takes and gives tokens, as onmt_translate does; engine: raw text "
                         "through the engine's tokenizer (for models trained on its tokens)")
+    p.add_argument("--sentencepiece", metavar="SPM.model",
+                   help="embed the SentencePiece model the training text was split with: "
+                        "the engine takes and gives raw text (tokenizer=sentencepiece)")
     a = p.parse_args(argv)
+    if a.sentencepiece and a.tokenizer:
+        p.error("--sentencepiece sets tokenizer=sentencepiece: leave out --tokenizer")
+    spm = None
+    if a.sentencepiece:
+        try:
+            spm, pieces = modelfile.load_sentencepiece(a.sentencepiece)
+        except (OSError, ValueError) as e:
+            p.error(f"--sentencepiece: {e}")
+    tokenizer = "sentencepiece" if spm else a.tokenizer or "pretokenized"
     case_values = None
     if a.case_values:
         case_values = tuple(a.case_values.split(","))
@@ -546,8 +567,13 @@ def main(argv=None) -> int:
     try:
         ckpt = load_checkpoint(a.checkpoint)
         hp, sv, tv, tensors, notes = convert(ckpt, case_values, a.allow_unreachable_source,
-                                             a.tokenizer)
-        write(a.output, hp, sv, tv, tensors, a.fp16, a.compress)
+                                             tokenizer)
+        for side, vocab, n in (("source", sv, 2), ("target", tv, 4)):
+            strangers = modelfile.sentencepiece_strangers(pieces, vocab, n) if spm else []
+            if strangers:
+                notes.append(f"WARNING: {len(strangers)} {side} entries are not pieces of "
+                             f"{a.sentencepiece}, e.g. {strangers[:5]}")
+        write(a.output, hp, sv, tv, tensors, a.fp16, a.compress, spm)
     except Refused as e:
         print(f"{a.checkpoint}: refused: {e}", file=sys.stderr)
         return 1
