@@ -4,7 +4,9 @@ Trains three tiny OpenNMT-py 3.x RNN models on a made-up German-to-English
 word task (seeded, CPU, a few hundred steps each), converts each and checks
 that the engine's translations at beam 1 (translate --device cpu -b 1) are
 token for token those of OpenNMT-py's own translator (onmt_translate at beam
-1, argmax: -random_sampling_topk 1):
+1, argmax: -random_sampling_topk 1), and at beam 5 with --search-rules onmt
+(OpenNMT-py's beam search) those of onmt_translate at its defaults on at
+least 99% of the lines (the v1 rules' figure printed beside it):
 
   A  brnn, 2 layers, general attention, input feeding, separate embeddings
      (the source's 16 wide, the target's 20), cased source words without a
@@ -91,7 +93,7 @@ DICT = {"der": "the", "die": "the", "das": "the", "hund": "dog", "katze": "cat",
 
 BASE = {
     "overwrite": True, "decoder_type": "rnn", "rnn_type": "LSTM", "bridge": False,
-    "train_steps": 300, "save_checkpoint_steps": 300, "valid_steps": 100000,
+    "train_steps": 300, "save_checkpoint_steps": 100, "valid_steps": 100000,
     "batch_size": 32, "batch_type": "sents", "optim": "adam", "learning_rate": 0.02,
     "seed": 1, "world_size": 1, "gpu_ranks": [], "report_every": 100, "dropout": 0.0,
     "num_workers": 0, "bucket_size": 2048, "prefetch_factor": 2,
@@ -244,7 +246,58 @@ def train_and_compare(name, corpus, tmp, translate_bin):
     if len({" ".join(x) for x in want}) < len(want) // 2:
         print(f"FAIL {name}: OpenNMT-py's outputs are too uniform to compare")
         failures += 1
+    # Beam search is compared on the step-100 checkpoint too: less sure of
+    # itself, its beams differ more from its greedy output, and v1's rules
+    # from OpenNMT-py's.
+    early = os.path.join(d, "run", "model_step_100.pt")
+    early_bin = os.path.join(d, "model_step_100.bin")
+    if onmt_convert.main([early, "-o", early_bin]) != 0:
+        print(f"FAIL {name}: onmt_convert exited nonzero on the step-100 checkpoint")
+        return failures + 1
+    for c, b in ((ckpt, model_bin), (early, early_bin)):
+        failures += compare_beam(f"{name} step {c.split('_')[-1][:-3]}", d, c, b, with_case,
+                                 translate_bin, log)
     return failures
+
+
+def compare_beam(name, d, ckpt, model_bin, with_case, translate_bin, log, beam=5):
+    """Beam 5 as a migrating user runs it: onmt_translate with its defaults
+    (length limit, batching, no -replace_unk) against translate
+    --search-rules onmt --no-unk-replace, which must agree on >= 99% of the
+    lines (docs/decoding.md, "Search rules"); the v1 rules' figure is printed
+    beside it."""
+    onmt("translate", ["-model", ckpt, "-src", "test.onmt", "-output", "onmt_beam.out",
+                       "-beam_size", str(beam), "-gpu", "-1"]
+         + (["-n_src_feats", "1"] if with_case else []), d, log)
+    with open(os.path.join(d, "onmt_beam.out"), encoding="utf-8") as f:
+        want = [line.split() for line in f.read().splitlines()]
+    figures = {}
+    for rules in ("onmt", "v1"):
+        r = subprocess.run([translate_bin, "-m", model_bin, "--device", "cpu", "-b", str(beam),
+                            "--search-rules", rules, "--quiet", "--no-unk-replace",
+                            "--output-format", "tokens", "-i", os.path.join(d, "test.txt")],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            print(f"FAIL {name}: translate -b {beam} --search-rules {rules} exited "
+                  f"{r.returncode}: {r.stderr[-2000:]}")
+            return 1
+        got = [line.split() for line in r.stdout.splitlines()]
+        same = sum(1 for a, b in zip(got, want) if a == b) if len(got) == len(want) else 0
+        figures[rules] = (same, got)
+    same, got = figures["onmt"]
+    print(f"{name}: beam {beam}: --search-rules onmt {same}/{len(want)} lines identical to "
+          f"onmt_translate ({100.0 * same / len(want):.1f}%), v1 {figures['v1'][0]}/{len(want)} "
+          f"({100.0 * figures['v1'][0] / len(want):.1f}%)")
+    if same < 0.99 * len(want):
+        for i, (a, b) in enumerate(zip(got, want)):
+            if a != b:
+                print(f"  line {i + 1}:\n    engine:    {' '.join(a)}\n"
+                      f"    OpenNMT-py: {' '.join(b)}")
+                break
+        print(f"FAIL {name}: beam {beam} with --search-rules onmt agrees on fewer than 99% "
+              f"of the lines")
+        return 1
+    return 0
 
 
 # ---- refusals ----------------------------------------------------------------------------
