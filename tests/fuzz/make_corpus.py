@@ -1,5 +1,6 @@
 """Writes the fuzz seed corpus (tests/fuzz/corpus/): small valid model files
-in every storage form, a few hundred bytes to 2 KB each.
+in every storage form, a few hundred bytes to 2 KB each, and one with
+tokenizer=sentencepiece carrying tests/data/sentencepiece-tiny.model.
 
     PYTHONPATH=python python3 tests/fuzz/make_corpus.py tests/fuzz/corpus
 """
@@ -33,6 +34,14 @@ def main(out_dir):
                     continue
                 path = os.path.join(out_dir, f"{name}-{dtype}{'-z' if compress else ''}.bin")
                 modelfile.write_model(path, hp, SRC, TGT, tensors, dtype=dtype, compress=compress)
+    # Section SPMP: the vocabularies are the SentencePiece model's pieces.
+    spm, pieces = modelfile.load_sentencepiece(os.path.join(os.path.dirname(__file__), "..",
+                                                            "data", "sentencepiece-tiny.model"))
+    hp = dict(shapes["zeros"], src_words=len(pieces), tgt_vocab=len(pieces))
+    tensors = {n: rng.uniform(-1, 1, s).astype(np.float32)
+               for n, s in modelfile.expected_tensors(hp)}
+    modelfile.write_model(os.path.join(out_dir, "spm-f16-z.bin"), hp, pieces, pieces, tensors,
+                          dtype="f16", compress=True, sentencepiece=spm)
 
 
 if __name__ == "__main__":
