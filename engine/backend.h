@@ -10,6 +10,7 @@
 
 #include "cpu_model.h"
 #include "search.h"
+#include "sentence_stream.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,6 +37,11 @@ typedef struct nmt_backend_vtable {
     /* Adds the backend's counters (steps, output layer time, recall) to stats. */
     void (*add_stats)(const nmt_backend *backend, nmt_stats *stats);
     void (*free)(nmt_backend *backend);
+    /* Continuous batching (decoder/sentence_stream.h): decodes the source's
+     * sentences as they come until it ends; NULL where the backend has none
+     * (the CPU's: its translator batches instead). */
+    nmt_status (*stream)(nmt_backend *backend, const nmt_search_config *config,
+                         const nmt_sentence_stream *source, nmt_error *err);
 } nmt_backend_vtable;
 
 struct nmt_backend {

@@ -72,7 +72,7 @@ static void cpu_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
 }
 
 static const nmt_backend_vtable cpu_backend_vtable = {cpu_backend_decode, cpu_backend_add_stats,
-                                                      cpu_backend_free};
+                                                      cpu_backend_free, NULL};
 
 nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_config *config,
                                   nmt_backend **backend, nmt_error *err)

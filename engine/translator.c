@@ -20,17 +20,6 @@
 #include <string.h>
 #include <time.h>
 
-struct nmt_translator {
-    const nmt_model *model;
-    nmt_options options;
-    nmt_search_config search;
-    nmt_backend *backend;
-    nmt_source_builder source;
-    nmt_search_result *search_results; /* [batch_size] */
-    nmt_shrink shrink;                 /* the backend's view of options.shrink */
-    nmt_stats stats;                   /* collect_stats: the translator's part */
-};
-
 void nmt_options_init(nmt_options *options)
 {
     memset(options, 0, sizeof *options);
@@ -418,6 +407,65 @@ static void sort_by_length(int32_t *order, int32_t *scratch, int32_t n, const nm
     }
 }
 
+nmt_status nmt_translator_prepare_line(const nmt_translator *t, const char *line,
+                                       nmt_tokens *tokens, nmt_result *result, int *searched,
+                                       nmt_error *err)
+{
+    nmt_error line_err = {0};
+    const size_t len = line ? strlen(line) : 0;
+    *searched = 0;
+    if (!line) {
+        set_line_error(result, NMT_STATUS_ERROR_ARGUMENT, "line is NULL");
+    } else if (len > (size_t)t->options.max_line_bytes) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "line too long: %zu bytes, the limit is %d", len,
+                 t->options.max_line_bytes);
+        set_line_error(result, NMT_STATUS_ERROR_INPUT, msg);
+    } else if (tokenize_line(t, line, len, tokens, &line_err) != NMT_STATUS_OK) {
+        if (line_err.status == NMT_STATUS_ERROR_MEMORY)
+            return nmt_error_set(err, line_err.status, "%s", line_err.message);
+        set_line_error(result, line_err.status, line_err.message);
+    } else if (tokens->n > t->options.max_src_tokens) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "line has %d tokens, the limit is %d", tokens->n,
+                 t->options.max_src_tokens);
+        set_line_error(result, NMT_STATUS_ERROR_INPUT, msg);
+    } else if (tokens->n == 0) {
+        return empty_line_result(result, err);
+    } else {
+        *searched = 1;
+    }
+    return NMT_STATUS_OK;
+}
+
+nmt_status nmt_translator_fill_result(const nmt_translator *t, const nmt_search_result *found,
+                                      const nmt_tokens *source, nmt_result *result,
+                                      nmt_error *err)
+{
+    return fill_result(t, found, source, result, err);
+}
+
+void nmt_translator_line_error(nmt_result *result, nmt_status status, const char *message)
+{
+    set_line_error(result, status, message);
+}
+
+nmt_status nmt_translator_search_config(const nmt_translator *t,
+                                        const nmt_search_overrides *overrides,
+                                        nmt_search_config *search, nmt_error *err)
+{
+    *search = t->search;
+    if (!overrides)
+        return NMT_STATUS_OK;
+    nmt_status status = nmt_translator_check_search(t, overrides, err);
+    search->beam_size = overrides->beam_size;
+    search->n_best = overrides->n_best;
+    search->alpha = overrides->alpha;
+    search->max_len_a = overrides->max_len_a;
+    search->max_len_b = overrides->max_len_b;
+    return status;
+}
+
 nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int n_lines,
                                nmt_result *results, nmt_error *err)
 {
@@ -447,46 +495,19 @@ nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n
     if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_batch: bad arguments");
     memset(results, 0, sizeof *results * (size_t)n_lines);
-    nmt_search_config search = t->search;
-    if (overrides) {
-        NMT_TRY(nmt_translator_check_search(t, overrides, err));
-        search.beam_size = overrides->beam_size;
-        search.n_best = overrides->n_best;
-        search.alpha = overrides->alpha;
-        search.max_len_a = overrides->max_len_a;
-        search.max_len_b = overrides->max_len_b;
-    }
+    nmt_search_config search;
+    NMT_TRY(nmt_translator_search_config(t, overrides, &search, err));
     NMT_ALLOC(tokens, n_lines);
     NMT_ALLOC(order, n_lines);
     NMT_ALLOC(scratch, n_lines);
 
     int32_t n_valid = 0;
     for (int i = 0; i < n_lines; i++) {
-        nmt_error line_err = {0};
-        size_t len = lines[i] ? strlen(lines[i]) : 0;
-        if (!lines[i]) {
-            set_line_error(&results[i], NMT_STATUS_ERROR_ARGUMENT, "line is NULL");
-        } else if (len > (size_t)t->options.max_line_bytes) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "line too long: %zu bytes, the limit is %d", len,
-                     t->options.max_line_bytes);
-            set_line_error(&results[i], NMT_STATUS_ERROR_INPUT, msg);
-        } else if (tokenize_line(t, lines[i], len, &tokens[i], &line_err) != NMT_STATUS_OK) {
-            if (line_err.status == NMT_STATUS_ERROR_MEMORY) {
-                status = nmt_error_set(err, line_err.status, "%s", line_err.message);
-                goto cleanup;
-            }
-            set_line_error(&results[i], line_err.status, line_err.message);
-        } else if (tokens[i].n > t->options.max_src_tokens) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "line has %d tokens, the limit is %d", tokens[i].n,
-                     t->options.max_src_tokens);
-            set_line_error(&results[i], NMT_STATUS_ERROR_INPUT, msg);
-        } else if (tokens[i].n == 0) {
-            NMT_TRY(empty_line_result(&results[i], err));
-        } else {
+        int searched = 0;
+        NMT_TRY(nmt_translator_prepare_line(t, lines[i], &tokens[i], &results[i], &searched,
+                                            err));
+        if (searched)
             order[n_valid++] = i;
-        }
     }
     sort_by_length(order, scratch, n_valid, tokens);
 

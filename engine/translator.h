@@ -1,10 +1,27 @@
-/* translator.h: private to engine/: what the service (engine/service.c)
- * needs from a translator beyond the public API: translating with search
- * options other than the translator's own, per batch. */
+/* translator.h: private to engine/: the translator's state, and what the
+ * service (engine/service.c) needs from a translator beyond the public API:
+ * translating with search options other than the translator's own, per
+ * batch or as a stream of lines (continuous batching,
+ * engine/translator_stream.c). */
 #ifndef NMT_TRANSLATOR_H
 #define NMT_TRANSLATOR_H
 
 #include "nmt.h"
+
+#include "backend.h"
+#include "source_batch.h"
+#include "tokenizer.h"
+
+struct nmt_translator {
+    const nmt_model *model;
+    nmt_options options;
+    nmt_search_config search;
+    nmt_backend *backend;
+    nmt_source_builder source;
+    nmt_search_result *search_results; /* [batch_size] */
+    nmt_shrink shrink;                 /* the backend's view of options.shrink */
+    nmt_stats stats;                   /* collect_stats: the translator's part */
+};
 
 /* The search options a request may vary (the rest is the translator's). */
 typedef struct nmt_search_overrides {
@@ -25,5 +42,48 @@ nmt_status nmt_translator_check_search(const nmt_translator *translator,
 nmt_status nmt_translator_run(nmt_translator *translator, const char *const *lines, int n_lines,
                               const nmt_search_overrides *overrides, nmt_result *results,
                               nmt_error *err);
+
+/* The search configuration with overrides (NULL: the translator's). */
+nmt_status nmt_translator_search_config(const nmt_translator *translator,
+                                        const nmt_search_overrides *overrides,
+                                        nmt_search_config *search, nmt_error *err);
+
+/* One input line: tokens and *searched = 1 when it goes to the search;
+ * else *result is final (a per-line error, or the empty line's empty
+ * translation). Fails only when out of memory. */
+nmt_status nmt_translator_prepare_line(const nmt_translator *translator, const char *line,
+                                       nmt_tokens *tokens, nmt_result *result, int *searched,
+                                       nmt_error *err);
+/* A search result as the line's result (detokenized, unknown words replaced). */
+nmt_status nmt_translator_fill_result(const nmt_translator *translator,
+                                      const nmt_search_result *found, const nmt_tokens *source,
+                                      nmt_result *result, nmt_error *err);
+/* *result = the error (status, message) and nothing else. */
+void nmt_translator_line_error(nmt_result *result, nmt_status status, const char *message);
+
+/* Lines that arrive while the translator decodes (continuous batching). */
+typedef struct nmt_line_stream {
+    void *self;
+    /* Up to `room` lines and their tags; wait != 0 blocks until at least one
+     * or the end (0 lines then: the end), wait == 0 returns at once. A line
+     * must stay valid until its result is delivered. */
+    int (*pull)(void *self, int room, int wait, const char **lines, void **tags);
+    /* Exactly once per pulled line: its result, moved in (the callee owns
+     * it and clears it with nmt_result_clear). */
+    void (*deliver)(void *self, void *tag, nmt_result *result);
+} nmt_line_stream;
+
+/* 1 when the translator's backend decodes streams (CUDA), else 0. */
+int nmt_translator_can_stream(const nmt_translator *translator);
+
+/* Decodes the lines of `lines` as they come, with one search configuration
+ * (overrides, NULL: the translator's), until pull reports the end and every
+ * line is delivered: a line joins the running search at the next check
+ * point instead of waiting for a batch. Gives each line the result
+ * nmt_translate_batch would give it. Returns an error only when the search
+ * fails (every line it held has then been delivered with that error). */
+nmt_status nmt_translator_stream(nmt_translator *translator,
+                                 const nmt_search_overrides *overrides,
+                                 const nmt_line_stream *lines, nmt_error *err);
 
 #endif /* NMT_TRANSLATOR_H */

@@ -26,15 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static nmt_status check_batch(const nmt_cuda_search *self, const nmt_source_batch *batch,
-                              const nmt_search_config *config, nmt_error *err)
+nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
+                                        const nmt_search_config *config, nmt_error *err)
 {
     const nmt_status bad = NMT_STATUS_ERROR_ARGUMENT;
-    const int32_t n = batch->n_sentences, V = self->model.vocab_size;
-    const int32_t src_rows = self->config.src_rows;
-    if (n < 1 || n > self->config.max_sentences)
-        return nmt_error_set(err, bad, "cuda search: %d sentences outside [1, %d]", n,
-                             self->config.max_sentences);
+    const int32_t V = self->model.vocab_size;
     if (config->beam_size < 1 || config->beam_size > self->config.beam)
         return nmt_error_set(err, bad, "cuda search: beam %d outside [1, %d] (the backend's)",
                              config->beam_size, self->config.beam);
@@ -54,6 +50,17 @@ static nmt_status check_batch(const nmt_cuda_search *self, const nmt_source_batc
     if (self->model.shrunk && config->eos_id > 3)
         return nmt_error_set(err, bad, "cuda search: shrinking needs eos_id < 4 (got %d)",
                              config->eos_id);
+    return NMT_STATUS_OK;
+}
+
+nmt_status nmt_cuda_search_check_sentences(const nmt_cuda_search *self,
+                                           const nmt_source_batch *batch, nmt_error *err)
+{
+    const nmt_status bad = NMT_STATUS_ERROR_ARGUMENT;
+    const int32_t n = batch->n_sentences, src_rows = self->config.src_rows;
+    if (n < 1 || n > self->config.max_sentences)
+        return nmt_error_set(err, bad, "cuda search: %d sentences outside [1, %d]", n,
+                             self->config.max_sentences);
     if (!batch->src_len || !batch->token_offset || !batch->row_ptr)
         return nmt_error_set(err, bad, "cuda search: NULL batch array");
     for (int32_t s = 0; s < n; s++) {
@@ -77,9 +84,7 @@ static nmt_status check_batch(const nmt_cuda_search *self, const nmt_source_batc
     return NMT_STATUS_OK;
 }
 
-/* order: longest first, ties in batch order (a stable counting sort);
- * active[t]: how many sentences are longer than t. Returns the longest. */
-static int32_t sort_by_length(nmt_cuda_search *self, const nmt_source_batch *batch)
+int32_t nmt_cuda_search_sort(nmt_cuda_search *self, const nmt_source_batch *batch)
 {
     const int32_t n = batch->n_sentences;
     memset(self->counts, 0, sizeof(int32_t) * (size_t)(self->config.max_src + 2));
@@ -141,29 +146,17 @@ static nmt_status encode_body(void *arg, nmt_error *err)
 /* What the encoder's launches depend on besides device data: sizes, the
  * live row buffer, the input pointers and (after it) the active counts. */
 typedef struct encode_key {
-    int32_t n, stride, beam, cur;
-    const void *src_len, *row_ptr, *cols, *values;
+    int32_t n, stride, beam, cur, mem_stride, pad;
+    const void *src_len, *row_ptr, *cols, *values, *slot, *dec_pos;
 } encode_key;
 /* Compared bytewise: no padding, so an initializer sets every byte. */
-_Static_assert(sizeof(encode_key) == 4 * sizeof(int32_t) + 4 * sizeof(void *),
+_Static_assert(sizeof(encode_key) == 6 * sizeof(int32_t) + 6 * sizeof(void *),
                "encode_key has padding");
-
-/* One decoder step: prepare_rows, the model's step and output layer, the
- * beam step. Re-runnable: everything it launches is a function of its
- * argument. */
-typedef struct step_work {
-    nmt_cuda_search *self;
-    const nmt_beam_device *b;
-    int32_t n_active, beam, stride;
-    const int32_t *src_len, *excluded, *old_pos;
-    int cur; /* the live row buffer before the step */
-    int timed_step; /* >= 0: record the output layer's events at this index */
-} step_work;
 
 static nmt_status step_body(void *arg, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    const step_work *w = (const step_work *)arg;
+    const nmt_cuda_step_args *w = (const nmt_cuda_step_args *)arg;
     nmt_cuda_search *self = w->self;
     const nmt_cuda_step_model *model = &self->model;
     cudaStream_t stream = self->stream;
@@ -197,7 +190,7 @@ cleanup:
 typedef struct step_key {
     int32_t n_active, beam, stride, cur;
     nmt_beam_device b; /* sizes, alpha, EOS and the state's pointers */
-    const void *src_len, *excluded;
+    const void *src_len, *excluded, *old_pos;
 } step_key;
 
 /* Runs body through the graph cache (eagerly when graphs are off) and counts
@@ -215,41 +208,80 @@ static nmt_status run_cached(nmt_cuda_search *self, const void *key, size_t key_
     return status;
 }
 
+nmt_status nmt_cuda_search_encode(nmt_cuda_search *self, const nmt_cuda_encoder_input *in,
+                                  nmt_error *err)
+{
+    /* Keyed by the active counts too: at batch 1 the key is the length. */
+    encode_key key;
+    memset(&key, 0, sizeof key);
+    key.n = in->n_sentences, key.stride = in->src_stride, key.beam = in->beam;
+    key.cur = self->cur, key.mem_stride = in->mem_stride;
+    key.src_len = in->src_len, key.row_ptr = in->row_ptr, key.cols = in->cols;
+    key.values = in->values, key.slot = in->slot, key.dec_pos = in->dec_pos;
+    memcpy(self->key, &key, sizeof key);
+    memcpy(self->key + sizeof key, in->active, sizeof(int32_t) * (size_t)in->src_stride);
+    encode_work work = {&self->model, self->cur, in};
+    return run_cached(self, self->key, sizeof key + sizeof(int32_t) * (size_t)in->src_stride,
+                      encode_body, &work, err);
+}
+
+nmt_status nmt_cuda_search_step(nmt_cuda_search *self, const nmt_cuda_step_args *args,
+                                nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_cuda_step_args work = *args;
+    work.self = self;
+    work.cur = self->cur;
+    if (!args->cacheable || args->timed_step >= 0) {
+        NMT_TRY(step_body(&work, err));
+        self->counts_now.eager_runs++;
+    } else {
+        step_key key;
+        memset(&key, 0, sizeof key);
+        key.n_active = args->n_active, key.beam = args->beam, key.stride = args->stride;
+        key.cur = work.cur;
+        key.b = *args->b;
+        key.src_len = args->src_len, key.excluded = args->excluded, key.old_pos = args->old_pos;
+        NMT_TRY(run_cached(self, &key, sizeof key, step_body, &work, err));
+    }
+    self->cur = 1 - work.cur;
+    self->counts_now.steps++;
+cleanup:
+    return status;
+}
+
 size_t nmt_cuda_search_key_bytes(int32_t max_src)
 {
     const size_t enc = sizeof(encode_key) + sizeof(int32_t) * (size_t)max_src;
     return enc > sizeof(step_key) ? enc : sizeof(step_key);
 }
 
-/* Copies the search results of sorted sentence i into results[order[i]]. */
-static nmt_status fill_results(const nmt_cuda_search *self, int32_t n, const nmt_beam_results *r,
-                               nmt_search_result *results, nmt_error *err)
+nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i,
+                                       nmt_search_result *out, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    for (int32_t i = 0; i < n; i++) {
-        nmt_search_result *out = &results[self->order[i]];
-        const int32_t n_hyps = r->n_hypotheses[i];
-        if (n_hyps < 0 || n_hyps > r->n_best)
+    const int32_t n_hyps = r->n_hypotheses[i];
+    *out = (nmt_search_result){0, NULL};
+    if (n_hyps < 0 || n_hyps > r->n_best)
+        return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
+                             "cuda search: sentence %d has %d hypotheses", i, n_hyps);
+    NMT_ALLOC(out->hypotheses, n_hyps);
+    for (int32_t h = 0; h < n_hyps; h++) {
+        const size_t o = (size_t)i * r->n_best + h;
+        nmt_search_hypothesis *hyp = &out->hypotheses[h];
+        const int32_t length = r->length[o];
+        if (length < 0 || length > r->max_tokens)
             return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
-                                 "cuda search: sentence %d has %d hypotheses", i, n_hyps);
-        NMT_ALLOC(out->hypotheses, n_hyps);
-        for (int32_t h = 0; h < n_hyps; h++) {
-            const size_t o = (size_t)i * r->n_best + h;
-            nmt_search_hypothesis *hyp = &out->hypotheses[h];
-            const int32_t length = r->length[o];
-            if (length < 0 || length > r->max_tokens)
-                return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
-                                     "cuda search: hypothesis of %d tokens", length);
-            NMT_ALLOC(hyp->tokens, length);
-            NMT_ALLOC(hyp->attn_argmax, length);
-            out->n_hypotheses = h + 1; /* from here on, clear frees it */
-            hyp->length = length;
-            hyp->score = r->score[o];
-            hyp->log_prob = r->log_prob[o];
-            if (length > 0) {
-                memcpy(hyp->tokens, r->tokens + o * r->max_tokens, sizeof(int32_t) * length);
-                memcpy(hyp->attn_argmax, r->attn + o * r->max_tokens, sizeof(int32_t) * length);
-            }
+                                 "cuda search: hypothesis of %d tokens", length);
+        NMT_ALLOC(hyp->tokens, length);
+        NMT_ALLOC(hyp->attn_argmax, length);
+        out->n_hypotheses = h + 1; /* from here on, clear frees it */
+        hyp->length = length;
+        hyp->score = r->score[o];
+        hyp->log_prob = r->log_prob[o];
+        if (length > 0) {
+            memcpy(hyp->tokens, r->tokens + o * r->max_tokens, sizeof(int32_t) * length);
+            memcpy(hyp->attn_argmax, r->attn + o * r->max_tokens, sizeof(int32_t) * length);
         }
     }
 cleanup:
@@ -265,11 +297,12 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda search: NULL argument");
     for (int32_t i = 0; i < batch->n_sentences; i++)
         results[i] = (nmt_search_result){0, NULL};
-    NMT_TRY(check_batch(self, batch, config, err));
+    NMT_TRY(nmt_cuda_search_check_config(self, config, err));
+    NMT_TRY(nmt_cuda_search_check_sentences(self, batch, err));
     NMT_CUDA_TRY(cudaSetDevice(self->config.device));
     cudaStream_t stream = self->stream;
     const int32_t n = batch->n_sentences, B = config->beam_size;
-    const int32_t stride = sort_by_length(self, batch);
+    const int32_t stride = nmt_cuda_search_sort(self, batch);
 
     /* Max lengths and history size; features to pack. */
     int32_t longest = 1;
@@ -321,18 +354,9 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host, sizeof(int32_t) * n,
                                  cudaMemcpyHostToDevice, stream));
 
-    nmt_cuda_encoder_input enc = {n, stride, self->active, dev.src_len, dev.row_ptr, dev.cols,
-                                  dev.values, B};
-    {
-        /* Keyed by the active counts too: at batch 1 the key is the length. */
-        const encode_key key = {n, stride, B, self->cur, dev.src_len, dev.row_ptr, dev.cols,
-                                dev.values};
-        memcpy(self->key, &key, sizeof key);
-        memcpy(self->key + sizeof key, self->active, sizeof(int32_t) * (size_t)stride);
-        encode_work work = {&self->model, self->cur, &enc};
-        NMT_TRY(run_cached(self, self->key, sizeof key + sizeof(int32_t) * (size_t)stride,
-                           encode_body, &work, err));
-    }
+    const nmt_cuda_encoder_input enc = {n, stride, self->active, dev.src_len, dev.row_ptr,
+                                        dev.cols, dev.values, B, NULL, 0, NULL};
+    NMT_TRY(nmt_cuda_search_encode(self, &enc, err));
 
     nmt_beam_device b = self->beam_dev;
     b.beam = B;
@@ -348,21 +372,10 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     for (int32_t step = 1; step <= longest; step++) {
         /* A step right after a compaction (old_pos) or with timing events
          * runs eagerly; the others go through the graph cache. */
-        const int cur = self->cur;
-        step_work work = {self, &b, n_active, B, stride, dev.src_len, dev.excluded, old_pos,
-                          cur, timed ? steps_run : -1};
-        if (old_pos || timed) {
-            NMT_TRY(step_body(&work, err));
-            self->counts_now.eager_runs++;
-        } else {
-            step_key key;
-            memset(&key, 0, sizeof key);
-            key.n_active = n_active, key.beam = B, key.stride = stride, key.cur = cur;
-            key.b = b;
-            key.src_len = dev.src_len, key.excluded = dev.excluded;
-            NMT_TRY(run_cached(self, &key, sizeof key, step_body, &work, err));
-        }
-        self->cur = 1 - cur;
+        const nmt_cuda_step_args args = {NULL, &b, n_active, B, stride, dev.src_len,
+                                         dev.excluded, old_pos, 0, timed ? steps_run : -1,
+                                         old_pos == NULL};
+        NMT_TRY(nmt_cuda_search_step(self, &args, err));
         old_pos = NULL;
         steps_run++;
         if (step % self->config.check_every != 0 || step == longest)
@@ -412,8 +425,8 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
                                               self->layer_events[2 * i + 1]));
             self->counts_now.output_layer_ms += ms;
         }
-    self->counts_now.steps += steps_run;
-    NMT_TRY(fill_results(self, n, &r_host, results, err));
+    for (int32_t i = 0; i < n; i++)
+        NMT_TRY(nmt_cuda_search_copy_result(&r_host, i, &results[self->order[i]], err));
     return NMT_STATUS_OK;
 
 cleanup:

@@ -15,6 +15,7 @@
 #define NMT_CUDA_SEARCH_H
 
 #include "search.h"
+#include "sentence_stream.h"
 #include "source_batch.h"
 #include "step_io.h"
 
@@ -78,6 +79,19 @@ void nmt_cuda_search_free(nmt_cuda_search *search);
 nmt_status nmt_cuda_search_run(nmt_cuda_search *search, const nmt_source_batch *batch,
                                const nmt_search_config *config, nmt_search_result *results,
                                nmt_error *err);
+
+/* Continuous batching (decoder/cuda/stream_search.c): one search that runs
+ * until `source` ends and every sentence it gave is delivered. Sentences
+ * join at every check point (check_every steps) while rows are free, and
+ * leave when done; each is delivered a check or two after its last step.
+ * Every sentence is decoded exactly as nmt_cuda_search_run would decode it
+ * (the same rows and products; tests/engine/test_gpu_stream.c). One search
+ * configuration for the whole stream. The loop never allocates; pull and
+ * deliver run on the calling thread between launches. Fails only when the
+ * search itself fails, after delivering that error for every sentence it
+ * held; a pulled batch the search refuses fails those sentences only. */
+nmt_status nmt_cuda_search_stream(nmt_cuda_search *search, const nmt_search_config *config,
+                                  const nmt_sentence_stream *source, nmt_error *err);
 
 /* Decodes small synthetic batches (every power-of-two batch size up to the
  * maximum, source lengths of every power of two, a few steps each) and

@@ -16,14 +16,17 @@ struct nmt_cuda_search {
     cudaStream_t stream;
     int cur; /* the model's live row buffer */
 
-    /* Per batch input: [excluded 2][src_len N][max_len N][row_ptr S*N + 1][cols][values]. */
+    /* Per batch input: [excluded 2][src_len N][max_len N][row_ptr S*N + 1][cols][values]
+     * (the stream's layout: stream_search.c). */
     int64_t nnz_cap;
     void *input_dev, *input_host; /* host: pinned */
     size_t input_bytes;
     /* Beam state, fixed size (N, B), and the step's rows. */
     void *state_dev;
     nmt_beam_device beam_dev; /* pointers into state_dev and hist_dev */
-    int32_t *act_dev;         /* [2N]: active list, then old positions after a compaction */
+    int32_t *act_dev;         /* [2N]: active list, then old positions after a compaction
+                                 (the stream: at act_dev + N) */
+    int32_t *ident_dev;       /* [N]: 0, 1, ...: the stream's old positions when none moved */
     int32_t *row_tokens, *row_sentence, *row_parent, *row_live; /* [N * B] */
     /* History and results: depend on the longest max length. */
     int32_t hist_cap;         /* history steps held */
@@ -50,6 +53,40 @@ struct nmt_cuda_search {
     nmt_graph_cache *graphs;
     unsigned char *key;
 };
+
+/* Shared by the whole-batch search (beam_search.c) and the stream
+ * (stream_search.c). */
+nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *s,
+                                        const nmt_search_config *config, nmt_error *err);
+/* Sizes and the feature CSR of every sentence (the device lookup trusts it). */
+nmt_status nmt_cuda_search_check_sentences(const nmt_cuda_search *s,
+                                           const nmt_source_batch *batch, nmt_error *err);
+/* s->order: the batch longest first, ties in batch order (a stable counting
+ * sort); s->active[t]: how many sentences are longer than t. Returns the
+ * longest length. */
+int32_t nmt_cuda_search_sort(nmt_cuda_search *s, const nmt_source_batch *batch);
+/* The encoder pass through the graph cache. */
+nmt_status nmt_cuda_search_encode(nmt_cuda_search *s, const nmt_cuda_encoder_input *in,
+                                  nmt_error *err);
+
+/* One decoder step: prepare_rows, the model's step and output layer, the
+ * beam step; then the live row buffer swaps. */
+typedef struct nmt_cuda_step_args {
+    nmt_cuda_search *self;  /* set by nmt_cuda_search_step */
+    const nmt_beam_device *b;
+    int32_t n_active, beam, stride;
+    const int32_t *src_len, *excluded, *old_pos; /* device */
+    int cur;                /* set by nmt_cuda_search_step: the live buffer */
+    int timed_step;         /* >= 0: record the output layer's events at this index */
+    int cacheable;          /* the launches are a function of the key: may replay */
+} nmt_cuda_step_args;
+nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *args,
+                                nmt_error *err);
+
+/* Result i of a results buffer copied into *out (release with
+ * nmt_search_result_clear, also after a failure). */
+nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i,
+                                       nmt_search_result *out, nmt_error *err);
 
 /* Bytes of the key scratch: a step key or an encoder key with max_src entries. */
 size_t nmt_cuda_search_key_bytes(int32_t max_src);

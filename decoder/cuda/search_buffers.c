@@ -11,9 +11,11 @@
  * one encoder graph per length, for the lengths in use. */
 enum { kGraphsKept = 96 };
 
+/* The whole-batch layout (beam_search.c) or the stream's (stream_search.c),
+ * which has four more arrays of n. */
 static size_t input_bytes_for(int32_t n, int32_t max_src, int64_t nnz)
 {
-    return sizeof(int32_t) * (2 + 2 * (size_t)n + (size_t)max_src * n + 1 + 2 * (size_t)nnz);
+    return sizeof(int32_t) * (2 + 6 * (size_t)n + (size_t)max_src * n + 1 + 2 * (size_t)nnz);
 }
 
 /* (Re)allocates the input buffers for nnz features (outside the step loop). */
@@ -24,6 +26,7 @@ nmt_status nmt_cuda_search_ensure_input(nmt_cuda_search *s, int64_t nnz, nmt_err
         return NMT_STATUS_OK;
     if (s->input_dev)
         cudaFree(s->input_dev);
+    cudaFree(s->ident_dev);
     if (s->input_host)
         cudaFreeHost(s->input_host);
     s->input_dev = s->input_host = NULL;

@@ -99,8 +99,20 @@ static void cuda_backend_free(nmt_backend *backend)
     free(self);
 }
 
+static nmt_status cuda_backend_stream(nmt_backend *backend, const nmt_search_config *config,
+                                      const nmt_sentence_stream *source, nmt_error *err)
+{
+    const cuda_backend *self = (const cuda_backend *)backend;
+    if (config->rules != NMT_BEAM_RULES_V1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "cuda backend: continuous batching runs model-v1's search rules "
+                             "only (--search-rules v1)");
+    return nmt_cuda_search_stream(self->search, config, source, err);
+}
+
 static const nmt_backend_vtable cuda_backend_vtable = {cuda_backend_decode,
-                                                       cuda_backend_add_stats, cuda_backend_free};
+                                                       cuda_backend_add_stats, cuda_backend_free,
+                                                       cuda_backend_stream};
 
 /* The network's shrunk output layer: the index built here, uploaded, freed. */
 static nmt_status set_shrink(cuda_backend *self, const nmt_model *model,

@@ -16,13 +16,19 @@
  *   zero it was set to before the direction began.
  * The top layer is copied to the sentence-major memory bank (zero past each
  * length), keys = memory W_a^T in one GEMM, and the decoder's slot-0 rows get
- * [fwd final; bwd final] of every layer. */
+ * [fwd final; bwd final] of every layer.
+ * Sentences joining a running search (continuous batching) set the input's
+ * slot, mem_stride and dec_pos: their memory and keys go to their slots of
+ * the search's bank and their initial state to their own decoder rows, and
+ * nothing else of the search's state is touched. */
 #include "cuda_model_impl.h"
 
 #include "cuda_check.h"
 #include "linear.h"
 #include "lstm_cell.h"
 #include "nhot.h"
+
+#include <string.h>
 
 static const int THREADS = 256;
 
@@ -48,9 +54,11 @@ nmt_status nmt_cuda_encoder_part_create(nmt_cuda_model *m, nmt_error *err)
     return nmt_cuda_arena_carve(&m->enc.arena, layout_encoder, m, err);
 }
 
-/* memory[i, j, :] = j < len_i ? top[j * n + i, :] : 0 */
+/* memory[slot_i, j, :] = j < len_i ? top[j * n + i, :] : 0 for j < stride, the
+ * bank's rows mem_stride positions apart (slot NULL: slot_i = i). */
 static __global__ void to_sentence_major(int32_t n, int32_t stride, int32_t hidden,
                                          const int32_t *src_len, const float *top,
+                                         const int32_t *slot, int32_t mem_stride,
                                          float *memory)
 {
     int64_t total = (int64_t)n * stride * hidden;
@@ -59,24 +67,27 @@ static __global__ void to_sentence_major(int32_t n, int32_t stride, int32_t hidd
         int32_t d = (int32_t)(e % hidden);
         int64_t row = e / hidden;
         int32_t j = (int32_t)(row % stride), i = (int32_t)(row / stride);
-        memory[e] = j < src_len[i] ? top[((int64_t)j * n + i) * hidden + d] : 0.0f;
+        int64_t at = ((int64_t)(slot ? slot[i] : i) * mem_stride + j) * hidden + d;
+        memory[at] = j < src_len[i] ? top[((int64_t)j * n + i) * hidden + d] : 0.0f;
     }
 }
 
-/* Decoder row i * beam (slot 0) of layer l = [fwd h at len-1; bwd h at 0],
- * c = [fwd c; bwd c] (the final running c of each direction); h rows are
- * ld_h floats apart (inside the decoder's row buffers). */
+/* Decoder row dec_pos[i] * beam (slot 0; dec_pos NULL: i) of layer l =
+ * [fwd h at len-1; bwd h at 0], c = [fwd c; bwd c] (the final running c of
+ * each direction); h rows are ld_h floats apart (inside the decoder's row
+ * buffers). */
 static __global__ void encoder_finals(int32_t n, int32_t half, int32_t beam,
-                                      const int32_t *src_len, const float *out,
-                                      const float *c_fwd, const float *c_bwd, float *dec_h,
-                                      int32_t ld_h, float *dec_c)
+                                      const int32_t *src_len, const int32_t *dec_pos,
+                                      const float *out, const float *c_fwd, const float *c_bwd,
+                                      float *dec_h, int32_t ld_h, float *dec_c)
 {
     const int32_t hidden = 2 * half;
     int64_t total = (int64_t)n * hidden;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
         int32_t i = (int32_t)(e / hidden), d = (int32_t)(e % hidden);
-        int64_t dst = (int64_t)i * beam * hidden + d, dst_h = (int64_t)i * beam * ld_h + d;
+        int64_t row = (int64_t)(dec_pos ? dec_pos[i] : i) * beam;
+        int64_t dst = row * hidden + d, dst_h = row * ld_h + d;
         if (d < half) {
             int64_t t = src_len[i] - 1;
             dec_h[dst_h] = out[(t * n + i) * hidden + d];
@@ -85,6 +96,34 @@ static __global__ void encoder_finals(int32_t n, int32_t half, int32_t beam,
             dec_h[dst_h] = out[(int64_t)i * hidden + d];
             dec_c[dst] = c_bwd[(int64_t)i * half + (d - half)];
         }
+    }
+}
+
+/* The decoder rows a joining sentence starts from, in one row buffer. */
+struct decoder_rows {
+    float *h[NMT_MAX_LAYERS], *c[NMT_MAX_LAYERS];
+    int32_t ld_h[NMT_MAX_LAYERS];
+    float *feed;
+    int32_t feed_ld, layers;
+};
+
+/* Zeroes h, c and the feed of rows dec_pos[i] * beam + k, k < beam: what
+ * the whole-batch path does with memsets over a prefix of rows. */
+static __global__ void clear_decoder_rows(int32_t n, int32_t beam, int32_t hidden,
+                                          const int32_t *dec_pos, decoder_rows r)
+{
+    int64_t total = (int64_t)n * beam * hidden;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int32_t d = (int32_t)(e % hidden);
+        int64_t q = e / hidden;
+        int32_t k = (int32_t)(q % beam), i = (int32_t)(q / beam);
+        int64_t row = (int64_t)dec_pos[i] * beam + k;
+        for (int32_t l = 0; l < r.layers; l++) {
+            r.h[l][row * r.ld_h[l] + d] = 0.0f;
+            r.c[l][row * hidden + d] = 0.0f;
+        }
+        r.feed[row * r.feed_ld + d] = 0.0f;
     }
 }
 
@@ -143,22 +182,40 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
     const float *x = m->enc.x;
     int32_t in_dim = E;
     float *top = NULL;
+    const int32_t mem_stride = in->mem_stride > 0 ? in->mem_stride : stride;
     if (n < 1 || n > m->max_sentences || stride < 1 || stride > m->max_src || beam < 1 ||
-        beam > m->beam || in->active[0] != n || (buf != 0 && buf != 1))
+        beam > m->beam || in->active[0] != n || (buf != 0 && buf != 1) ||
+        mem_stride < stride || mem_stride > m->max_src)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cuda encode: %d sentences, stride %d, beam %d, active[0] %d", n,
-                             stride, beam, in->active[0]);
+                             "cuda encode: %d sentences, stride %d (bank %d), beam %d, "
+                             "active[0] %d", n, stride, mem_stride, beam, in->active[0]);
 
     NMT_TRY(nmt_cuda_nhot_lookup((int32_t)rows, E, model->hp.src_rows, in->row_ptr, in->cols,
                                  in->values, m->w.src_embedding, m->enc.x, stream, err));
-    for (int32_t l = 0; l < m->dec_layers; l++) {
-        NMT_CUDA_TRY(cudaMemset2DAsync(m->dec.h[buf][l], sizeof(float) * m->dec.x_ld[l], 0,
+    if (in->dec_pos) {
+        decoder_rows r;
+        memset(&r, 0, sizeof r);
+        for (int32_t l = 0; l < m->dec_layers; l++) {
+            r.h[l] = m->dec.h[buf][l];
+            r.c[l] = m->dec.c[buf][l];
+            r.ld_h[l] = m->dec.x_ld[l];
+        }
+        r.feed = m->dec.feed[buf];
+        r.feed_ld = m->dec.feed_ld;
+        r.layers = m->dec_layers;
+        clear_decoder_rows<<<grid_for(dec_rows * H), THREADS, 0, stream>>>(n, beam, H,
+                                                                            in->dec_pos, r);
+        NMT_LAUNCH_TRY("clear_decoder_rows");
+    } else {
+        for (int32_t l = 0; l < m->dec_layers; l++) {
+            NMT_CUDA_TRY(cudaMemset2DAsync(m->dec.h[buf][l], sizeof(float) * m->dec.x_ld[l], 0,
+                                           sizeof(float) * H, dec_rows, stream));
+            NMT_CUDA_TRY(cudaMemsetAsync(m->dec.c[buf][l], 0, sizeof(float) * dec_rows * H,
+                                         stream));
+        }
+        NMT_CUDA_TRY(cudaMemset2DAsync(m->dec.feed[buf], sizeof(float) * m->dec.feed_ld, 0,
                                        sizeof(float) * H, dec_rows, stream));
-        NMT_CUDA_TRY(cudaMemsetAsync(m->dec.c[buf][l], 0, sizeof(float) * dec_rows * H,
-                                     stream));
     }
-    NMT_CUDA_TRY(cudaMemset2DAsync(m->dec.feed[buf], sizeof(float) * m->dec.feed_ld, 0,
-                                   sizeof(float) * H, dec_rows, stream));
 
     for (int32_t l = 0; l < m->enc_layers; l++) {
         float *out = m->enc.out[l % 2];
@@ -168,7 +225,7 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         NMT_TRY(run_direction(m, in, &m->w.enc_bwd[l], x, in_dim, 1, out, m->enc.c[1], err));
         if (init) {
             encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
-                n, m->half, beam, in->src_len, out, m->enc.c[0], m->enc.c[1],
+                n, m->half, beam, in->src_len, in->dec_pos, out, m->enc.c[0], m->enc.c[1],
                 m->dec.h[buf][l], m->dec.x_ld[l], m->dec.c[buf][l]);
             NMT_LAUNCH_TRY("encoder_finals");
         }
@@ -176,12 +233,27 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         in_dim = H;
         top = out;
     }
-    to_sentence_major<<<grid_for(rows * H), THREADS, 0, stream>>>(n, stride, H, in->src_len, top,
-                                                                  m->enc.memory);
-    NMT_LAUNCH_TRY("to_sentence_major");
-    /* keys[i, j] = W_a m_j; zero rows of memory give zero keys (no bias). */
-    NMT_TRY(nmt_cuda_linear(m->ctx, (int32_t)rows, H, H, m->enc.memory, H, m->w.attn_w_a, H, NULL, 0,
-                            m->enc.keys, H, err));
+    if (!in->slot) {
+        to_sentence_major<<<grid_for(rows * H), THREADS, 0, stream>>>(
+            n, stride, H, in->src_len, top, NULL, stride, m->enc.memory);
+        NMT_LAUNCH_TRY("to_sentence_major");
+        /* keys[i, j] = W_a m_j; zero rows of memory give zero keys (no bias). */
+        NMT_TRY(nmt_cuda_linear(m->ctx, (int32_t)rows, H, H, m->enc.memory, H, m->w.attn_w_a, H,
+                                NULL, 0, m->enc.keys, H, err));
+    } else {
+        /* Joining sentences go to their slots of the running search's bank:
+         * the keys are computed time-major (the same rows, so the same
+         * products) into the free ping-pong buffer, then both are scattered. */
+        float *keys_tm = m->enc.out[m->enc_layers % 2];
+        NMT_TRY(nmt_cuda_linear(m->ctx, (int32_t)rows, H, H, top, H, m->w.attn_w_a, H, NULL, 0,
+                                keys_tm, H, err));
+        to_sentence_major<<<grid_for(rows * H), THREADS, 0, stream>>>(
+            n, stride, H, in->src_len, top, in->slot, mem_stride, m->enc.memory);
+        NMT_LAUNCH_TRY("to_sentence_major");
+        to_sentence_major<<<grid_for(rows * H), THREADS, 0, stream>>>(
+            n, stride, H, in->src_len, keys_tm, in->slot, mem_stride, m->enc.keys);
+        NMT_LAUNCH_TRY("to_sentence_major");
+    }
 cleanup:
     return status;
 }

@@ -1,0 +1,380 @@
+/* stream_search.c: continuous batching on the GPU (cuda_search.h,
+ * nmt_cuda_search_stream): one beam search that never drains. Sentences
+ * join free rows at a check point, encoder and all, and leave as soon as
+ * they are done, while the others go on stepping.
+ *
+ * What makes it possible: a hypothesis's state has a fixed size, and every
+ * per-sentence quantity is indexed by a slot that outlives the batch.
+ *  - Slots s in [0, N): the beam state and history ([s * B + k]), the
+ *    memory bank (slot s at s * max_src positions, the bank's stride), the
+ *    source length and max length (header arrays of the input buffer). The
+ *    sentence's own step is the device step minus its start (beam_step.h),
+ *    so a sentence that joins at any step begins at its step 1.
+ *  - Positions p of the active list: rows p * B + k, as in the batch search.
+ *    A check point first drops the sentences the last snapshot saw done (the
+ *    alive keep their order), then puts joiners at free positions of the old
+ *    layout (a dropped one's, or past the old list): the encoder writes
+ *    their initial rows there, into the live buffer, and the step after
+ *    gathers every row from its old position (old_pos), so the running
+ *    sentences' rows are never copied or disturbed.
+ *  - A done sentence's results are rebuilt from its slot's history
+ *    (backtrack_slots) before the slot's next occupant joins (stream order),
+ *    copied to the host with the next snapshot and delivered at the check
+ *    after it.
+ *
+ * The host is at most one check ahead of the GPU: each check waits for the
+ * previous check's event (done flags, results), as the batch search does.
+ * Every pointer a step or an encoder pass reads is fixed for the whole
+ * stream (header arrays, old positions at act_dev + N or the identity), so
+ * both replay from the graph cache whenever their sizes recur.
+ *
+ * Input buffer layout (4-byte words, the same on host and device):
+ *   [excluded 2][slot src_len N][slot max_len N]
+ *   [joiners' src_len N][joiners' slot N][joiners' position N][done slots N]
+ *   [row_ptr N * S + 1][cols nnz_cap][values nnz_cap]
+ * The header goes up in one copy at every check where sentences join, the
+ * done slots before it (backtrack), the joiners' CSR (time-major, as the
+ * batch encoder reads it) in three copies. The host writes a pinned area
+ * only after waiting for the event recorded after its last copy. */
+#include "cuda_search_impl.h"
+
+#include "sentence_stream.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct stream_layout {
+    int32_t *excluded, *slot_len, *slot_max_len, *join_len, *join_slot, *join_pos, *done_slot,
+        *row_ptr, *cols;
+    float *values;
+} stream_layout;
+
+static stream_layout layout_stream(void *base, int32_t N, int32_t S, int64_t nnz_cap)
+{
+    stream_layout l;
+    int32_t *w = (int32_t *)base;
+    l.excluded = w;
+    l.slot_len = w + 2;
+    l.slot_max_len = l.slot_len + N;
+    l.join_len = l.slot_max_len + N;
+    l.join_slot = l.join_len + N;
+    l.join_pos = l.join_slot + N;
+    l.done_slot = l.join_pos + N;
+    l.row_ptr = l.done_slot + N;
+    l.cols = l.row_ptr + (size_t)N * S + 1;
+    l.values = (float *)(l.cols + nnz_cap);
+    return l;
+}
+
+/* Host bookkeeping of one stream, allocated once at its start. */
+typedef struct stream_state {
+    void **slot_tag;    /* [N]: the sentence in each slot */
+    int32_t *free_slot; /* [N]: a stack */
+    int32_t n_free;
+    void **pend_tag;    /* [N]: done sentences whose results come with the next snapshot */
+    int32_t *pend_slot; /* [N]: their slots (the device copy is in the header) */
+    int32_t n_pend;
+    void **pulled_tag;  /* [N]: what pull returned */
+    int32_t *pos_used;  /* [N]: scratch: old positions still taken */
+    nmt_search_result result;
+} stream_state;
+
+static void state_free(stream_state *st)
+{
+    free(st->slot_tag);
+    free(st->free_slot);
+    free(st->pend_tag);
+    free(st->pend_slot);
+    free(st->pulled_tag);
+    free(st->pos_used);
+}
+
+/* Everything the stream needs once: host state, the identity positions, the
+ * history for the longest max length, the beam state of every slot. */
+static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *config,
+                               stream_state *st, nmt_beam_device *b, int32_t *hist_len,
+                               nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const int32_t N = self->config.max_sentences, S = self->config.max_src;
+    NMT_ALLOC(st->slot_tag, N);
+    NMT_ALLOC(st->free_slot, N);
+    NMT_ALLOC(st->pend_tag, N);
+    NMT_ALLOC(st->pend_slot, N);
+    NMT_ALLOC(st->pulled_tag, N);
+    NMT_ALLOC(st->pos_used, N);
+    for (int32_t s = 0; s < N; s++)
+        st->free_slot[s] = N - 1 - s; /* slot 0 on top */
+    st->n_free = N;
+    const int32_t longest = nmt_search_max_length(config, S);
+    *hist_len = longest > 1 ? longest - 1 : 1;
+    NMT_TRY(nmt_cuda_search_ensure_history(self, *hist_len, err));
+    if (!self->ident_dev) {
+        NMT_CUDA_TRY(cudaMalloc((void **)&self->ident_dev, sizeof(int32_t) * (size_t)N));
+        for (int32_t p = 0; p < N; p++)
+            self->act_host[p] = p;
+        NMT_CUDA_TRY(cudaMemcpyAsync(self->ident_dev, self->act_host, sizeof(int32_t) * N,
+                                     cudaMemcpyHostToDevice, self->stream));
+    }
+    stream_layout host = layout_stream(self->input_host, N, S, self->nnz_cap);
+    host.excluded[0] = config->pad_id;
+    host.excluded[1] = config->bos_id;
+    for (int32_t s = 0; s < N; s++)
+        host.slot_len[s] = host.slot_max_len[s] = 1;
+    *b = self->beam_dev;
+    b->beam = config->beam_size;
+    b->eos_id = config->eos_id;
+    b->alpha = config->alpha;
+    b->hist_len = *hist_len;
+    b->max_len = layout_stream(self->input_dev, N, S, self->nnz_cap).slot_max_len;
+    NMT_TRY(nmt_cuda_beam_init(b, N, config->bos_id, self->stream, err));
+    /* The act_host copy above must land before the header is rewritten. */
+    NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
+cleanup:
+    return status;
+}
+
+/* Delivers the results the last snapshot brought (results_host holds
+ * st->n_pend sentences, in pend order). */
+static void deliver_pending(nmt_cuda_search *self, const nmt_sentence_stream *src,
+                            const nmt_search_config *config, int32_t hist_len, stream_state *st)
+{
+    nmt_beam_results r;
+    nmt_beam_results_carve(self->results_host, st->n_pend, config->n_best, hist_len, &r);
+    for (int32_t i = 0; i < st->n_pend; i++) {
+        nmt_error e = {0};
+        const nmt_status status = nmt_cuda_search_copy_result(&r, i, &st->result, &e);
+        if (status == NMT_STATUS_OK)
+            src->deliver(src->self, st->pend_tag[i], &st->result, NMT_STATUS_OK, NULL);
+        else
+            src->deliver(src->self, st->pend_tag[i], NULL, status, e.message);
+        nmt_search_result_clear(&st->result);
+    }
+    st->n_pend = 0;
+}
+
+/* Packs the joiners (sorted: self->order) into the header and the CSR. */
+static void pack_joiners(nmt_cuda_search *self, const nmt_source_batch *batch, int32_t k,
+                         int32_t stride, const stream_layout *host, int64_t *nnz)
+{
+    int32_t e = 0;
+    for (int32_t t = 0; t < stride; t++) {
+        for (int32_t i = 0; i < k; i++) {
+            const int32_t s = self->order[i];
+            host->row_ptr[(size_t)t * k + i] = e;
+            if (t >= batch->src_len[s])
+                continue;
+            const int32_t tok = batch->token_offset[s] + t;
+            for (int32_t q = batch->row_ptr[tok]; q < batch->row_ptr[tok + 1]; q++) {
+                host->cols[e] = batch->cols[q];
+                host->values[e] = batch->values[q];
+                e++;
+            }
+        }
+    }
+    host->row_ptr[(size_t)stride * k] = e;
+    *nnz = e;
+}
+
+/* Features of a pulled batch, or -1 if one of them is malformed (the CSR
+ * check comes after, from nmt_cuda_search_check_sentences). */
+static int64_t batch_nnz(const nmt_source_batch *batch)
+{
+    const int32_t n = batch->n_sentences;
+    if (!batch->token_offset || !batch->row_ptr)
+        return -1;
+    return (int64_t)batch->row_ptr[batch->token_offset[n]] - batch->row_ptr[batch->token_offset[0]];
+}
+
+nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config *config,
+                                  const nmt_sentence_stream *src, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    stream_state st;
+    memset(&st, 0, sizeof st);
+    if (!self || !config || !src || !src->pull || !src->deliver)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda stream: NULL argument");
+    cudaStream_t stream = self->stream;
+    const int32_t N = self->config.max_sentences, S = self->config.max_src;
+    const int32_t B = config->beam_size;
+    NMT_TRY(nmt_cuda_search_check_config(self, config, err));
+    NMT_CUDA_TRY(cudaSetDevice(self->config.device));
+    nmt_beam_device b;
+    int32_t hist_len = 1;
+    NMT_TRY(stream_begin(self, config, &st, &b, &hist_len, err));
+    stream_layout host = layout_stream(self->input_host, N, S, self->nnz_cap);
+    stream_layout dev = layout_stream(self->input_dev, N, S, self->nnz_cap);
+    const size_t header_bytes = sizeof(int32_t) * (2 + 6 * (size_t)N);
+
+    int32_t n_active = 0, since_check = 0;
+    int ended = 0, have_snapshot = 0;
+    for (;;) {
+        if (n_active > 0 && since_check < self->config.check_every) {
+            const nmt_cuda_step_args args = {NULL, &b, n_active, B, S, dev.slot_len,
+                                             dev.excluded, self->ident_dev, 0, -1, 1};
+            NMT_TRY(nmt_cuda_search_step(self, &args, err));
+            since_check++;
+            continue;
+        }
+        /* A check point. */
+        since_check = 0;
+        const int32_t n_old = n_active;
+        int changed = 0;
+        memset(st.pos_used, 0, sizeof(int32_t) * (size_t)N);
+        if (have_snapshot) {
+            NMT_CUDA_TRY(cudaEventSynchronize(self->check_event));
+            deliver_pending(self, src, config, hist_len, &st);
+            int32_t alive = 0;
+            for (int32_t p = 0; p < n_old; p++) {
+                const int32_t s = self->host_act[p];
+                if (self->done_host[s]) {
+                    st.pend_tag[st.n_pend] = st.slot_tag[s];
+                    st.pend_slot[st.n_pend++] = s;
+                    st.slot_tag[s] = NULL;
+                    st.free_slot[st.n_free++] = s;
+                    continue;
+                }
+                self->host_act[alive] = s;
+                self->host_old[alive] = p;
+                st.pos_used[p] = 1;
+                alive++;
+            }
+            changed = alive < n_old;
+            n_active = alive;
+        } else {
+            for (int32_t p = 0; p < n_old; p++) {
+                self->host_old[p] = p;
+                st.pos_used[p] = 1;
+            }
+        }
+        if (st.n_pend > 0) {
+            /* Results of the sentences just dropped, before any slot of
+             * theirs is reused (stream order). */
+            nmt_beam_results r_dev;
+            const size_t bytes = nmt_beam_results_carve(self->results_dev, st.n_pend,
+                                                        config->n_best, hist_len, &r_dev);
+            memcpy(host.done_slot, st.pend_slot, sizeof(int32_t) * (size_t)st.n_pend);
+            NMT_CUDA_TRY(cudaMemcpyAsync(dev.done_slot, host.done_slot,
+                                         sizeof(int32_t) * (size_t)st.n_pend,
+                                         cudaMemcpyHostToDevice, stream));
+            NMT_TRY(nmt_cuda_beam_backtrack_slots(&b, dev.done_slot, st.n_pend, &r_dev, stream,
+                                                  err));
+            NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, bytes,
+                                         cudaMemcpyDeviceToHost, stream));
+            if (n_active == 0) {
+                /* Nothing to step: the results now, before waiting for more. */
+                NMT_CUDA_TRY(cudaStreamSynchronize(stream));
+                deliver_pending(self, src, config, hist_len, &st);
+            }
+        }
+        /* Joiners. */
+        int32_t k = 0;
+        nmt_source_batch batch;
+        memset(&batch, 0, sizeof batch);
+        if (!ended && n_active < N) {
+            const int wait = n_active == 0;
+            NMT_TRY(src->pull(src->self, N - n_active, wait, &batch, st.pulled_tag, &k, err));
+            if (k == 0 && wait)
+                ended = 1;
+        }
+        if (k > 0) {
+            nmt_error bad = {0};
+            const int64_t nnz = batch_nnz(&batch);
+            nmt_status check = k > N - n_active
+                                   ? nmt_error_set(&bad, NMT_STATUS_ERROR_INTERNAL,
+                                                   "cuda stream: pull gave %d sentences for %d "
+                                                   "free rows", k, N - n_active)
+                                   : nmt_cuda_search_check_sentences(self, &batch, &bad);
+            if (check == NMT_STATUS_OK && (nnz < 0 || nnz > self->nnz_cap))
+                check = nmt_error_set(&bad, NMT_STATUS_ERROR_ARGUMENT,
+                                      "cuda stream: %lld feature rows, the search holds %lld",
+                                      (long long)nnz, (long long)self->nnz_cap);
+            if (check != NMT_STATUS_OK) {
+                /* The stream goes on; only these sentences fail. */
+                for (int32_t i = 0; i < k; i++)
+                    src->deliver(src->self, st.pulled_tag[i], NULL, check, bad.message);
+                k = 0;
+            }
+        }
+        if (k > 0) {
+            const int32_t stride = nmt_cuda_search_sort(self, &batch);
+            int32_t pos = 0;
+            for (int32_t i = 0; i < k; i++) {
+                const int32_t from = self->order[i], s = st.free_slot[--st.n_free];
+                while (st.pos_used[pos])
+                    pos++;
+                st.pos_used[pos] = 1;
+                st.slot_tag[s] = st.pulled_tag[from];
+                host.join_len[i] = batch.src_len[from];
+                host.join_slot[i] = s;
+                host.join_pos[i] = pos;
+                host.slot_len[s] = batch.src_len[from];
+                host.slot_max_len[s] = nmt_search_max_length(config, batch.src_len[from]);
+                self->host_act[n_active] = s;
+                self->host_old[n_active] = pos;
+                n_active++;
+            }
+            changed = 1;
+            int64_t nnz = 0;
+            pack_joiners(self, &batch, k, stride, &host, &nnz);
+            NMT_CUDA_TRY(cudaMemcpyAsync(dev.excluded, host.excluded, header_bytes,
+                                         cudaMemcpyHostToDevice, stream));
+            NMT_CUDA_TRY(cudaMemcpyAsync(dev.row_ptr, host.row_ptr,
+                                         sizeof(int32_t) * ((size_t)stride * k + 1),
+                                         cudaMemcpyHostToDevice, stream));
+            if (nnz > 0) {
+                NMT_CUDA_TRY(cudaMemcpyAsync(dev.cols, host.cols, sizeof(int32_t) * (size_t)nnz,
+                                             cudaMemcpyHostToDevice, stream));
+                NMT_CUDA_TRY(cudaMemcpyAsync(dev.values, host.values,
+                                             sizeof(float) * (size_t)nnz,
+                                             cudaMemcpyHostToDevice, stream));
+            }
+            const nmt_cuda_encoder_input enc = {k, stride, self->active, dev.join_len,
+                                                dev.row_ptr, dev.cols, dev.values, B,
+                                                dev.join_slot, S, dev.join_pos};
+            NMT_TRY(nmt_cuda_search_encode(self, &enc, err));
+            NMT_TRY(nmt_cuda_beam_join(&b, dev.join_slot, k, config->bos_id, stream, err));
+        }
+        if (n_active == 0) {
+            have_snapshot = 0;
+            if (ended)
+                break;
+            continue;
+        }
+        const int32_t *old_pos = self->ident_dev;
+        if (changed) {
+            memcpy(self->act_host, self->host_act, sizeof(int32_t) * (size_t)n_active);
+            memcpy(self->act_host + N, self->host_old, sizeof(int32_t) * (size_t)n_active);
+            NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host,
+                                         sizeof(int32_t) * ((size_t)N + n_active),
+                                         cudaMemcpyHostToDevice, stream));
+            old_pos = self->act_dev + N;
+        }
+        /* The snapshot the next check reads (the host then waits for the
+         * GPU to reach this point, while the steps after it are queued),
+         * then the step with the list's new layout. */
+        NMT_CUDA_TRY(cudaMemcpyAsync(self->done_host, b.done, sizeof(int32_t) * (size_t)N,
+                                     cudaMemcpyDeviceToHost, stream));
+        NMT_CUDA_TRY(cudaEventRecord(self->check_event, stream));
+        have_snapshot = 1;
+        const nmt_cuda_step_args args = {NULL, &b, n_active, B, S, dev.slot_len, dev.excluded,
+                                         old_pos, 0, -1, 1};
+        NMT_TRY(nmt_cuda_search_step(self, &args, err));
+        since_check = 1;
+    }
+    state_free(&st);
+    return NMT_STATUS_OK;
+
+cleanup:
+    /* The search failed: every sentence it holds gets the error. */
+    cudaStreamSynchronize(self->stream);
+    if (st.slot_tag) {
+        for (int32_t i = 0; i < st.n_pend; i++)
+            src->deliver(src->self, st.pend_tag[i], NULL, status, err ? err->message : "");
+        for (int32_t s = 0; s < N; s++)
+            if (st.slot_tag[s])
+                src->deliver(src->self, st.slot_tag[s], NULL, status, err ? err->message : "");
+    }
+    state_free(&st);
+    return status;
+}

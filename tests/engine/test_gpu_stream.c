@@ -1,0 +1,194 @@
+/* test_gpu_stream.c: continuous batching (engine/translator_stream.c over
+ * decoder/cuda/stream_search.c) against whole batches. On the test model,
+ * random lines (1..30 words, some bad: too long, invalid UTF-8, empty) are
+ * translated once with nmt_translate_batch and once as a stream whose
+ * arrivals are random: each pull gives a random number of lines (none at
+ * times, when the search does not wait), so sentences join and leave the
+ * running search at every check point, in every slot and row position. Each
+ * line must be delivered exactly once, with the batch's status, hypotheses
+ * and texts (byte for byte) and scores within 1e-4. Several configurations:
+ * beam 1 and 5, n-best 1 and 3, check_every 1 and 3, graphs on and off, a
+ * search smaller than the stream's burst. Exit 77 without a GPU.
+ * NMT_TEST_SMALL=1 (under compute-sanitizer): 40 lines, two configurations. */
+#include "nmt.h"
+#include "cuda_ctx.h"
+#include "test_util.h"
+#include "translator.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_LINES 240
+
+static const char *const words[] = {
+    "der", "die", "das", "und", "ist", "ein", "eine", "Haus", "katze", "Hund", "MANN", "frau",
+    "kind", "sieht", "hat", "nicht", "sehr", "gro\xc3\x9f", "klein", "Heute", "wir", "ich",
+    "mit", "auf", "gut", "Buch", "liest", "?", "Zebra", "xylophon", "kind.", "!"};
+
+static int n_lines = N_LINES;
+static char text[N_LINES][1024];
+static const char *lines[N_LINES];
+
+static void make_lines(void)
+{
+    const int n_words = (int)(sizeof words / sizeof words[0]);
+    for (int i = 0; i < N_LINES; i++) {
+        const int kind = test_rand_int(0, 40);
+        text[i][0] = '\0';
+        if (kind == 0)
+            continue; /* empty */
+        if (kind == 1) {
+            strcpy(text[i], "ein \xff kaputtes Wort"); /* invalid UTF-8 */
+            continue;
+        }
+        const int len = kind == 2 ? 200 : test_rand_int(1, 31); /* 200: over max_src_tokens */
+        for (int w = 0; w < len; w++) {
+            if (w)
+                strcat(text[i], " ");
+            strcat(text[i], words[test_rand_int(0, n_words)]);
+        }
+    }
+    for (int i = 0; i < N_LINES; i++)
+        lines[i] = text[i];
+}
+
+/* The lines in order, in random bursts. */
+typedef struct script {
+    int next, max_burst;
+    int delivered[N_LINES];
+    nmt_result results[N_LINES];
+    int pulls, empty_pulls;
+} script;
+
+static int script_pull(void *self, int room, int wait, const char **out, void **tags)
+{
+    script *s = (script *)self;
+    s->pulls++;
+    int n = test_rand_int(wait ? 1 : 0, s->max_burst + 1);
+    if (n > room)
+        n = room;
+    if (n > n_lines - s->next)
+        n = n_lines - s->next;
+    if (n == 0)
+        s->empty_pulls++;
+    for (int i = 0; i < n; i++) {
+        out[i] = lines[s->next];
+        tags[i] = (void *)(intptr_t)(s->next + 1);
+        s->next++;
+    }
+    return n;
+}
+
+static void script_deliver(void *self, void *tag, nmt_result *result)
+{
+    script *s = (script *)self;
+    const int i = (int)(intptr_t)tag - 1;
+    CHECK(i >= 0 && i < N_LINES, "delivered an unknown tag %d", i);
+    if (i < 0 || i >= N_LINES)
+        return;
+    CHECK(s->delivered[i] == 0, "line %d delivered twice", i);
+    s->delivered[i]++;
+    s->results[i] = *result;
+    memset(result, 0, sizeof *result);
+}
+
+static void compare_one(const char *what, int i, const nmt_result *a, const nmt_result *b,
+                        double *max_diff)
+{
+    CHECK(a->status == b->status, "%s line %d: status %d (batch) vs %d (stream)", what, i,
+          (int)a->status, (int)b->status);
+    CHECK(a->n_hypotheses == b->n_hypotheses, "%s line %d: %d vs %d hypotheses", what, i,
+          a->n_hypotheses, b->n_hypotheses);
+    if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)
+        return;
+    for (int h = 0; h < a->n_hypotheses; h++) {
+        const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
+        CHECK(strcmp(x->text, y->text) == 0, "%s line %d hyp %d:\n  batch:  %s\n  stream: %s",
+              what, i, h, x->text, y->text);
+        const double d = fabs((double)x->score - (double)y->score);
+        *max_diff = d > *max_diff ? d : *max_diff;
+        CHECK(d <= 1e-4, "%s line %d hyp %d: score %.6f vs %.6f", what, i, h, x->score,
+              y->score);
+    }
+}
+
+static void compare(const nmt_model *model, int batch, int beam, int n_best, int check_every,
+                    int graphs, int max_burst)
+{
+    char what[128];
+    snprintf(what, sizeof what, "batch %d beam %d n_best %d check %d graphs %d burst %d", batch,
+             beam, n_best, check_every, graphs, max_burst);
+    nmt_options o;
+    nmt_options_init(&o);
+    o.device = NMT_DEVICE_CUDA;
+    o.warmup = 0;
+    o.batch_size = batch;
+    o.beam_size = beam;
+    o.n_best = n_best;
+    o.check_every = check_every;
+    o.cuda_graphs = graphs;
+    o.max_src_tokens = 64;
+    nmt_translator *t = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_status st = nmt_translator_create(model, &o, &t, &err);
+    CHECK(st == NMT_STATUS_OK, "%s: translator: %s", what, err.message);
+    if (st != NMT_STATUS_OK)
+        return;
+    CHECK(nmt_translator_can_stream(t), "%s: the CUDA translator cannot stream", what);
+    static nmt_result expected[N_LINES];
+    st = nmt_translate_batch(t, lines, n_lines, expected, &err);
+    CHECK(st == NMT_STATUS_OK, "%s: batch: %s", what, err.message);
+    static script s;
+    memset(&s, 0, sizeof s);
+    s.max_burst = max_burst;
+    const nmt_line_stream source = {&s, script_pull, script_deliver};
+    st = nmt_translator_stream(t, NULL, &source, &err);
+    CHECK(st == NMT_STATUS_OK, "%s: stream: %s", what, err.message);
+    CHECK(s.next == n_lines, "%s: the stream took %d of %d lines", what, s.next, n_lines);
+    double max_diff = 0.0;
+    int bad = 0;
+    for (int i = 0; i < n_lines; i++) {
+        CHECK(s.delivered[i] == 1, "%s: line %d delivered %d times", what, i, s.delivered[i]);
+        bad += expected[i].status != NMT_STATUS_OK;
+        if (s.delivered[i] == 1)
+            compare_one(what, i, &expected[i], &s.results[i], &max_diff);
+        nmt_result_clear(&expected[i]);
+        nmt_result_clear(&s.results[i]);
+    }
+    printf("%s: %d lines (%d refused), %d pulls (%d empty), max score diff %.2g\n", what,
+           n_lines, bad, s.pulls, s.empty_pulls, max_diff);
+    nmt_translator_free(t);
+}
+
+int main(void)
+{
+    if (nmt_cuda_device_count() == 0) {
+        fprintf(stderr, "skipped: no GPU\n");
+        return NMT_TEST_SKIP;
+    }
+    test_seed();
+    nmt_model *model = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    if (nmt_model_load(NMT_TEST_MODEL, &model, &err) != NMT_STATUS_OK) {
+        fprintf(stderr, "%s: %s\n", NMT_TEST_MODEL, err.message);
+        return 1;
+    }
+    make_lines();
+    const char *small = getenv("NMT_TEST_SMALL");
+    if (small && *small == '1') {
+        n_lines = 40;
+        compare(model, 8, 5, 2, 1, 1, 3);
+        compare(model, 3, 2, 1, 2, 0, 4);
+        nmt_model_free(model);
+        return test_finish("test_gpu_stream");
+    }
+    compare(model, 8, 5, 1, 1, 1, 3);
+    compare(model, 8, 5, 3, 3, 1, 12);
+    compare(model, 5, 1, 1, 1, 0, 2);
+    compare(model, 32, 4, 2, 2, 1, 40);
+    compare(model, 1, 5, 1, 1, 1, 1);
+    nmt_model_free(model);
+    return test_finish("test_gpu_stream");
+}
