@@ -95,6 +95,7 @@ class nmt_options(ctypes.Structure):
         ("input_tokens", ctypes.c_int),
         ("output_tokens", ctypes.c_int),
         ("max_batch_tokens", ctypes.c_int),
+        ("search_rules", _enum),
     ]
 
 
