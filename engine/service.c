@@ -18,7 +18,7 @@
  * the deadline is discarded the same way. */
 #define _POSIX_C_SOURCE 200809L /* pthread, clock_gettime */
 
-#include "service_request.h"
+#include "service_impl.h"
 
 #include "cuda_ctx.h"
 #include "error.h"
@@ -30,35 +30,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct service_worker {
-    nmt_service *service;
-    pthread_t thread;
-    int started; /* set once at create */
-    int joined;  /* under the service's shutdown_lock */
-    nmt_translator *full, *shrunk; /* shrunk: NULL unless the service shrinks */
-    int device_index;              /* CUDA */
-    /* Batch scratch, sized batch_size once. */
-    nmt_request **batch;
-    const char **lines;
-    nmt_result *results;
-} service_worker;
-
-struct nmt_service {
-    nmt_service_options options;
-    pthread_mutex_t shutdown_lock; /* one nmt_service_shutdown at a time (it joins) */
-    pthread_mutex_t lock;
-    pthread_cond_t work;
-    nmt_request_queue queue;
-    int closing, drain, n_workers;
-    service_worker *workers;
-    nmt_search_overrides defaults;
-    int default_shrink;
-    nmt_service_stats stats;
-    int64_t shutdown_finished, shutdown_cancelled;
-    int cuda;                  /* the workers run on CUDA devices */
-    int input_tokens;          /* lines are pre-tokenized (options or the model file) */
-};
 
 /* The source tokens of a line as the translators will count them (only
  * max_batch_tokens needs them); 0 for a line the tokenizer refuses. */
@@ -82,6 +53,7 @@ void nmt_service_options_init(nmt_service_options *options)
     options->cpu_workers = 1;
     options->queue_capacity = 4096;
     options->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
+    options->continuous = 1;
 }
 
 void nmt_request_options_init(nmt_request_options *options)
@@ -99,7 +71,7 @@ void nmt_request_options_init(nmt_request_options *options)
 
 /* Under the service's lock: marks r complete with `result` (moved in) and
  * counts it. */
-static void complete_locked(nmt_service *s, nmt_request *r, nmt_result *result)
+void nmt_service_complete_locked(nmt_service *s, nmt_request *r, nmt_result *result)
 {
     pthread_mutex_lock(&r->lock);
     r->result = *result;
@@ -118,7 +90,7 @@ static void complete_locked(nmt_service *s, nmt_request *r, nmt_result *result)
 
 /* After complete_locked, outside every lock: the callback, then the waiters
  * wake and the service's reference goes. */
-static void after_complete(nmt_request *r)
+void nmt_service_after_complete(nmt_request *r)
 {
     if (r->callback)
         r->callback(r, &r->result, r->user);
@@ -130,7 +102,7 @@ static void after_complete(nmt_request *r)
         nmt_request_destroy(r);
 }
 
-static void status_result(nmt_result *result, nmt_status status, const char *message)
+void nmt_service_status_result(nmt_result *result, nmt_status status, const char *message)
 {
     memset(result, 0, sizeof *result);
     result->status = status;
@@ -194,7 +166,7 @@ static void run_batch(service_worker *w, int n)
     for (int i = 0; i < n; i++) {
         nmt_request *r = w->batch[i];
         if (r->deadline > 0.0 && now > r->deadline) {
-            status_result(&w->results[i], NMT_STATUS_DEADLINE,
+            nmt_service_status_result(&w->results[i], NMT_STATUS_DEADLINE,
                           "the deadline passed before the translation started");
             continue;
         }
@@ -212,10 +184,10 @@ static void run_batch(service_worker *w, int n)
             continue;
         nmt_result *res = &out[k++];
         if (status != NMT_STATUS_OK && res->status == NMT_STATUS_OK)
-            status_result(res, status, err.message); /* defensive: run marks every line */
+            nmt_service_status_result(res, status, err.message); /* defensive: run marks every line */
         if (r->deadline > 0.0 && end > r->deadline) {
             nmt_result_clear(res);
-            status_result(res, NMT_STATUS_DEADLINE, "the translation ended after the deadline");
+            nmt_service_status_result(res, NMT_STATUS_DEADLINE, "the translation ended after the deadline");
         }
         w->results[i] = *res;
         memset(res, 0, sizeof *res);
@@ -232,13 +204,27 @@ static void run_batch(service_worker *w, int n)
         pthread_mutex_unlock(&r->lock);
         if (cancel) {
             nmt_result_clear(&w->results[i]);
-            status_result(&w->results[i], NMT_STATUS_CANCELLED, "cancelled while translated");
+            nmt_service_status_result(&w->results[i], NMT_STATUS_CANCELLED, "cancelled while translated");
         }
-        complete_locked(s, r, &w->results[i]);
+        nmt_service_complete_locked(s, r, &w->results[i]);
     }
     pthread_mutex_unlock(&s->lock);
     for (int i = 0; i < n; i++)
-        after_complete(w->batch[i]);
+        nmt_service_after_complete(w->batch[i]);
+}
+
+/* Under the lock: waits for a queued request the worker may take; returns
+ * it (still queued), or NULL when the worker should stop. */
+static nmt_request *wait_first_locked(service_worker *w)
+{
+    nmt_service *s = w->service;
+    for (;;) {
+        if (s->queue.count > 0 && !(s->closing && !s->drain))
+            return s->queue.head;
+        if (s->closing)
+            return NULL;
+        pthread_cond_wait(&s->work, &s->lock);
+    }
 }
 
 static void *worker_main(void *arg)
@@ -247,6 +233,17 @@ static void *worker_main(void *arg)
     nmt_service *s = w->service;
     for (;;) {
         pthread_mutex_lock(&s->lock);
+        if (w->streams) {
+            const nmt_request *first = wait_first_locked(w);
+            /* Its options: first may complete before the stream reads them. */
+            const nmt_search_overrides search = first ? first->search : s->defaults;
+            const int shrink = first ? first->shrink : 0;
+            pthread_mutex_unlock(&s->lock);
+            if (!first)
+                return NULL;
+            nmt_service_stream_run(w, &search, shrink);
+            continue;
+        }
         const int n = take_batch_locked(w);
         pthread_mutex_unlock(&s->lock);
         if (n == 0)
@@ -271,6 +268,7 @@ static nmt_status create_worker(nmt_service *s, service_worker *w, const nmt_mod
         NMT_TRY(nmt_translator_create(model, &o, &w->shrunk, err));
     o.shrink.mode = NMT_SHRINK_NONE;
     NMT_TRY(nmt_translator_create(model, &o, &w->full, err));
+    w->streams = s->options.continuous && nmt_translator_can_stream(w->full);
     NMT_ALLOC(w->batch, cap);
     NMT_ALLOC(w->lines, cap);
     NMT_ALLOC(w->results, 2 * (size_t)cap);
@@ -467,8 +465,8 @@ static int cancel_locked(nmt_service *s, nmt_request *r, const char *why)
     nmt_result result;
     nmt_request_queue_remove(&s->queue, r);
     s->stats.queued = s->queue.count;
-    status_result(&result, NMT_STATUS_CANCELLED, why);
-    complete_locked(s, r, &result);
+    nmt_service_status_result(&result, NMT_STATUS_CANCELLED, why);
+    nmt_service_complete_locked(s, r, &result);
     return 1;
 }
 
@@ -481,7 +479,7 @@ void nmt_request_cancel(nmt_request *r)
     const int completed = cancel_locked(s, r, "cancelled by the caller");
     pthread_mutex_unlock(&s->lock);
     if (completed)
-        after_complete(r);
+        nmt_service_after_complete(r);
 }
 
 void nmt_request_free(nmt_request *r)
@@ -545,7 +543,7 @@ void nmt_service_shutdown(nmt_service *s, int drain, int64_t *finished, int64_t 
         cancel_locked(s, r, "cancelled by the service's shutdown");
         s->shutdown_cancelled++;
         pthread_mutex_unlock(&s->lock);
-        after_complete(r);
+        nmt_service_after_complete(r);
         pthread_mutex_lock(&s->lock);
     }
     pthread_cond_broadcast(&s->work);

@@ -235,6 +235,12 @@ typedef struct nmt_service_options {
                                 (docs/performance.md, "Batching delay") */
     int max_batch_tokens;    /* a batch holds at most this many source tokens in all (a longer
                                 sentence goes alone); 0 (default): only batch_size limits */
+    int continuous;          /* CUDA: 1 (default): continuous batching: each device keeps one
+                                beam search running, requests join it at the next step
+                                (check_every) while it has free rows and leave as soon as
+                                they are done; max_delay_us and max_batch_tokens then do not
+                                apply. 0: batches (wait max_delay_us, translate, repeat).
+                                The CPU always batches. */
 } nmt_service_options;
 
 void nmt_service_options_init(nmt_service_options *options);

@@ -52,6 +52,7 @@ static nmt_service_options service_options(const server_args *a)
     o.cpu_workers = a->common.workers;
     o.queue_capacity = a->server.queue_capacity;
     o.max_delay_us = a->server.max_delay_us;
+    o.continuous = a->server.continuous;
     o.max_batch_tokens = a->common.engine.max_batch_tokens; /* translate's option */
     o.n_devices = a->common.n_devices;
     o.devices = a->common.devices;

@@ -141,6 +141,7 @@ class nmt_service_options(ctypes.Structure):
         ("queue_capacity", ctypes.c_int),
         ("max_delay_us", ctypes.c_int),
         ("max_batch_tokens", ctypes.c_int),
+        ("continuous", ctypes.c_int),
     ]
 
 

@@ -115,12 +115,14 @@ class Service:
     batch the requests as they arrive, per-request options and deadlines.
 
     Service(model_or_path, device="auto", workers=1, devices=None,
-    batch_size=32, max_delay_us, max_batch_tokens, queue_capacity=4096,
-    beam_size=5, ...)
+    batch_size=32, max_delay_us, max_batch_tokens, continuous=True,
+    queue_capacity=4096, beam_size=5, ...)
     (None: nmt_service_options_init's default): beam_size is the largest
     beam a request may ask for, batch_size the most sentences a batch holds,
     max_delay_us how long a worker waits for a batch to fill,
-    max_batch_tokens the source tokens a batch holds at most; the other
+    max_batch_tokens the source tokens a batch holds at most, continuous
+    whether a CUDA worker keeps one search running that requests join and
+    leave (continuous batching, the default) rather than batching; the other
     keywords are Translator's. Raises
     nmt.Error when the model or the workers cannot be made.
 
@@ -128,8 +130,8 @@ class Service:
     down draining the queue, then closes."""
 
     def __init__(self, model, device="auto", workers=None, devices=None, batch_size=None,
-                 max_delay_us=None, queue_capacity=None, max_batch_tokens=None, library=None,
-                 **options):
+                 max_delay_us=None, queue_capacity=None, max_batch_tokens=None, continuous=None,
+                 library=None, **options):
         self.model = as_model(model, library)
         self._lib = self.model._lib
         so = _capi.nmt_service_options()
@@ -143,6 +145,8 @@ class Service:
             so.max_delay_us = int(max_delay_us)
         if max_batch_tokens is not None:
             so.max_batch_tokens = int(max_batch_tokens)
+        if continuous is not None:
+            so.continuous = 1 if continuous else 0
         device_array = None
         if devices == "all":
             so.n_devices = -1  # every visible CUDA device
