@@ -116,10 +116,6 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             "output_tokens %d: must be -1 (the model's), 0 or 1", o->output_tokens);
     REQUIRE(o->search_rules == NMT_SEARCH_RULES_V1 || o->search_rules == NMT_SEARCH_RULES_ONMT,
             "search_rules %d: unknown", (int)o->search_rules);
-    /* The GPU's beam step (decoder/cuda/beam_step.cu) has model-v1's rules only. */
-    REQUIRE(o->search_rules == NMT_SEARCH_RULES_V1 || o->device != NMT_DEVICE_CUDA,
-            "search_rules onmt (--search-rules onmt) runs on the CPU only for now: use "
-            "device cpu (--device cpu) or auto");
     const nmt_shrink_options *sh = &o->shrink;
     REQUIRE(sh->mode == NMT_SHRINK_NONE || sh->mode == NMT_SHRINK_LSH || sh->mode == NMT_SHRINK_TOP,
             "shrink mode %d: unknown", (int)sh->mode);
@@ -223,9 +219,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     const int32_t batch = options->batch_size, max_src = options->max_src_tokens;
 
     nmt_device device = options->device;
-    /* auto with the onmt rules: the CPU, the one backend that has them. */
-    if (device == NMT_DEVICE_AUTO && nmt_cuda_available() &&
-        options->search_rules == NMT_SEARCH_RULES_V1) {
+    if (device == NMT_DEVICE_AUTO && nmt_cuda_available()) {
         /* auto: a CUDA backend that cannot run here is not an error */
         status = nmt_cuda_backend_create(model, options->device_index, &config, &t->backend, err);
         if (status != NMT_STATUS_OK && status != NMT_STATUS_ERROR_UNSUPPORTED)

@@ -82,8 +82,8 @@ typedef enum nmt_search_rules {
     NMT_SEARCH_RULES_ONMT = 1 /* OpenNMT-py 3.5.1's beam search with onmt_translate's
                                  defaults: its output for a converted model (pair with
                                  max_len_a 1.25, max_len_b 5, unk_replace 0 for all of
-                                 onmt_translate's defaults). CPU only for now: a CUDA
-                                 translator refuses it, device auto picks the CPU */
+                                 onmt_translate's defaults). CPU and CUDA (a CUDA
+                                 service batches it: no continuous batching) */
 } nmt_search_rules;
 
 /* Translation options. Initialize with nmt_options_init, then override. */

@@ -42,7 +42,7 @@ int translate_print_help(const char *program)
         "      --search-rules R    v1 (default): model-v1's beam search | onmt: OpenNMT-py\n"
         "                          3.5.1's (onmt_translate's output for a converted model; B\n"
         "                          candidates a step, stops when the best ends, BOS in the\n"
-        "                          length; CPU only for now; docs/decoding.md)\n"
+        "                          length; docs/decoding.md)\n"
         "      --batch-size N      sentences decoded together at most (default 32)\n"
         "      --max-batch-tokens N  and source tokens at most (0: no limit, the default); with\n"
         "                          a large --batch-size this batches by tokens\n"

@@ -348,10 +348,7 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     nmt_translator *const translator = translators[0];
     if (args.engine.device == NMT_DEVICE_AUTO && nmt_translator_device(translator) == NMT_DEVICE_CPU &&
         !args.quiet)
-        fprintf(stderr, "translate: %s, translating on the CPU\n",
-                args.engine.search_rules == NMT_SEARCH_RULES_ONMT && nmt_cuda_available()
-                    ? "--search-rules onmt is CPU only for now"
-                    : "no usable GPU");
+        fprintf(stderr, "translate: no usable GPU, translating on the CPU\n");
 
     const int interactive = isatty(fileno(in));
     const int progress = args.quiet ? 0

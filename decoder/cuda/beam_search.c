@@ -46,6 +46,8 @@ nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
                                  V);
     if (config->eos_id == config->pad_id || config->eos_id == config->bos_id)
         return nmt_error_set(err, bad, "cuda search: eos_id equals pad_id or bos_id");
+    if (config->rules != NMT_BEAM_RULES_V1 && config->rules != NMT_BEAM_RULES_ONMT)
+        return nmt_error_set(err, bad, "cuda search: rules %d unknown", (int)config->rules);
     /* Shrunk lists start with ids 0..3, so EOS's column is its id (beam step). */
     if (self->model.shrunk && config->eos_id > 3)
         return nmt_error_set(err, bad, "cuda search: shrinking needs eos_id < 4 (got %d)",
@@ -313,7 +315,10 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         longest = max_len > longest ? max_len : longest;
         nnz += batch->row_ptr[first + len] - batch->row_ptr[first];
     }
-    const int32_t hist_len = longest > 1 ? longest - 1 : 1;
+    /* v1's last token is always the EOS (no history row); an onmt
+     * hypothesis cut at the max length keeps its last word. */
+    const int onmt = config->rules == NMT_BEAM_RULES_ONMT;
+    const int32_t hist_len = onmt ? longest : longest > 1 ? longest - 1 : 1;
     NMT_TRY(nmt_cuda_search_ensure_input(self, nnz, err));
     NMT_TRY(nmt_cuda_search_ensure_history(self, hist_len, err));
     const int timed = self->config.timed;
@@ -323,8 +328,10 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     /* Pack: time-major CSR (row t * n + i, padding rows empty) and the rest. */
     input_layout host = layout_input(self->input_host, n, stride, nnz);
     input_layout dev = layout_input(self->input_dev, n, stride, nnz);
-    host.excluded[0] = config->pad_id;
-    host.excluded[1] = config->bos_id;
+    /* v1 masks PAD and BOS out of the top-K; onmt masks nothing, and -1
+     * (the top-K kernels compare ids) is no word. */
+    host.excluded[0] = onmt ? -1 : config->pad_id;
+    host.excluded[1] = onmt ? -1 : config->bos_id;
     {
         int32_t e = 0;
         for (int32_t i = 0; i < n; i++) {
@@ -363,6 +370,8 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     b.eos_id = config->eos_id;
     b.alpha = config->alpha;
     b.hist_len = hist_len;
+    b.rules = (int32_t)config->rules;
+    b.n_best = config->n_best;
     b.max_len = dev.max_len;
     NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, stream, err));
 

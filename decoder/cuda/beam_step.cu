@@ -1,5 +1,6 @@
 /* beam_step.cu: beam search bookkeeping on the device (beam_step.h), the
- * model-v1 rules of decoder/beam_search.c with one thread block per sentence.
+ * rules of decoder/beam_search.c (model-v1's, or OpenNMT-py's: b.rules) with
+ * one thread block per sentence.
  *
  * Selection: each of the sentence's B rows arrives with its 2B best words
  * sorted best first (nmt_cuda_softmax_topk), so its candidates score_k +
@@ -23,10 +24,21 @@
  * B, EOS candidates finish with log_prob / step^alpha; the first B non-EOS
  * of the 2B live on. The sentence is done with B finished, at its
  * max-length step, or with no survivor. Backtracking walks the history
- * once, after the last step. */
+ * once, after the last step.
+ * The onmt rules (docs/decoding.md, "Search rules") change three things:
+ * a candidate ranks by (score + log p) / (t + 1)^alpha in float32 (the
+ * lists stay sorted: adding and dividing keep the order, but rounding can
+ * make distinct sums one rank, and the CPU breaks such a tie by the lower
+ * word, so a slot's head is the lowest untaken word of the run of equal
+ * ranks at its list position: list_head); B rounds, not 2B, and no EOS-only
+ * last step; the split of split_onmt. A row's B best ranks are within its
+ * 2B best log p, except when more than B of its 2B words round to one rank
+ * with a lower word beyond the list (never seen: rank ties need sums within
+ * an ulp). */
 #include "beam_step.h"
 
 #include "cuda_check.h"
+#include "search.h"
 #include "device.cuh"
 
 #include <cuda_pipeline.h>
@@ -63,6 +75,21 @@ static __device__ bool candidate_before(const beam_candidate &a, const beam_cand
     return a.word < b.word;
 }
 
+/* The rank of base + value: v1 the sum (penalty 1); onmt the sum over the
+ * step's length penalty, both rounded as the CPU search rounds them. */
+static __device__ float rank_of(float base, float value, float penalty)
+{
+    const float sum = __fadd_rn(base, value);
+    return penalty != 1.0f ? __fdiv_rn(sum, penalty) : sum;
+}
+
+/* OpenNMT-py's avg length penalty at step t: (t + 1)^alpha (the + 1 the
+ * BOS), a double made float32, as decoder/beam_search.c computes it. */
+static __device__ float onmt_penalty(int32_t step, float alpha)
+{
+    return (float)pow((double)step + 1.0, (double)alpha);
+}
+
 /* Slot `slot`'s candidate of log p `value` for `word`, or none when it may
  * not be taken (the block kernel's test, written once for the warp kernel). */
 static __device__ beam_candidate offered(float base, float value, int32_t word, int32_t slot)
@@ -72,6 +99,44 @@ static __device__ beam_candidate offered(float base, float value, int32_t word, 
     c.slot = slot;
     c.word = word;
     return word >= 0 && c.score > -INFINITY ? c : no_candidate();
+}
+
+/* The head of slot `slot`'s list (values, words: n entries sorted by log p
+ * desc) at position *j as a candidate, or none when it may not be taken.
+ * v1: entry *j (taking it: *j + 1). onmt: the run of equal ranks from *j on
+ * may hold its words out of order (the header comment), so the head is the
+ * run's lowest word above *taken (taking it: *taken = its word); a run used
+ * up moves *j past it, *taken to -1. */
+static __device__ beam_candidate list_head(const float *values, const int32_t *words,
+                                           int32_t n, float base, float penalty, int onmt,
+                                           int32_t slot, int32_t *j, int32_t *taken)
+{
+    for (;;) {
+        if (*j >= n)
+            return no_candidate();
+        const float rank = rank_of(base, values[*j], penalty);
+        beam_candidate c;
+        c.score = rank;
+        c.slot = slot;
+        c.word = words[*j];
+        if (c.word < 0 || !(rank > -INFINITY))
+            return no_candidate(); /* -1 / -inf tails and NaN stop the list */
+        if (!onmt)
+            return c;
+        int32_t end = *j;
+        c.word = INT32_MAX;
+        for (; end < n; end++) {
+            const int32_t w = words[end];
+            if (w < 0 || rank_of(base, values[end], penalty) != rank)
+                break;
+            if (w > *taken && w < c.word)
+                c.word = w;
+        }
+        if (c.word != INT32_MAX)
+            return c;
+        *j = end;
+        *taken = -1;
+    }
 }
 
 /* The split of the n_chosen selected candidates (best first), in rank
@@ -117,6 +182,85 @@ static __device__ void split_chosen(const nmt_beam_device &b, int32_t s, int32_t
         b.done[s] = 1;
 }
 
+/* Adds a finished hypothesis to sentence s's list, kept as the best n_best
+ * by score with equal scores in finishing order (decoder/beam_search.c's
+ * keep_finished: what OpenNMT-py's stable sort of all of them keeps). */
+static __device__ void keep_finished(const nmt_beam_device &b, int64_t fin0, int32_t *n,
+                                     float log_prob, float score, int32_t length,
+                                     int32_t parent_slot)
+{
+    int32_t at = *n;
+    while (at > 0 && b.fin_score[fin0 + at - 1] < score)
+        at--;
+    if (at >= b.n_best)
+        return;
+    for (int32_t j = *n < b.n_best ? *n : b.n_best - 1; j > at; j--) {
+        b.fin_log_prob[fin0 + j] = b.fin_log_prob[fin0 + j - 1];
+        b.fin_score[fin0 + j] = b.fin_score[fin0 + j - 1];
+        b.fin_length[fin0 + j] = b.fin_length[fin0 + j - 1];
+        b.fin_parent[fin0 + j] = b.fin_parent[fin0 + j - 1];
+    }
+    b.fin_log_prob[fin0 + at] = log_prob;
+    b.fin_score[fin0 + at] = score;
+    b.fin_length[fin0 + at] = length;
+    b.fin_parent[fin0 + at] = parent_slot;
+    if (*n < b.n_best)
+        (*n)++;
+}
+
+/* The onmt split (decoder/beam_search.c's step_onmt) of the n_chosen <= B
+ * selected candidates, best first; one thread. A candidate carries its rank
+ * times the penalty on (what OpenNMT-py recovers, not the sum); EOS ones
+ * finish, the others live on, or at the max-length step finish cut, their
+ * last word in history slot c (no slot lives on, so all are free). Done
+ * when the best candidate is an EOS and n_best have ended, at the max
+ * length, or with no survivor. */
+static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t step,
+                                  int last_step, float penalty, const beam_candidate *chosen,
+                                  int32_t n_chosen, const int32_t *slot_attn)
+{
+    const int32_t B = b.beam;
+    const int64_t fin0 = (int64_t)s * 2 * B;
+    const int64_t hist0 = ((int64_t)s * b.hist_len + (step - 1)) * B;
+    const int has_row = step - 1 < b.hist_len; /* always: hist_len >= max length */
+    int32_t n_fin = b.n_finished[s], n_ended = b.n_ended[s], n_alive = 0;
+    for (int32_t c = 0; c < n_chosen; c++) {
+        const beam_candidate cand = chosen[c];
+        const float score = penalty != 1.0f ? __fmul_rn(cand.score, penalty) : cand.score;
+        const int32_t parent_slot = step > 1 ? cand.slot : -1;
+        if (cand.word == b.eos_id) {
+            keep_finished(b, fin0, &n_fin, score, cand.score, step, parent_slot);
+            n_ended++;
+        } else if (last_step) {
+            if (has_row) {
+                b.hist_token[hist0 + c] = cand.word;
+                b.hist_attn[hist0 + c] = slot_attn[cand.slot];
+                b.hist_parent[hist0 + c] = parent_slot;
+            }
+            keep_finished(b, fin0, &n_fin, score, cand.score, step + 1, has_row ? c : -1);
+            n_ended++;
+        } else if (has_row) {
+            b.hist_token[hist0 + n_alive] = cand.word;
+            b.hist_attn[hist0 + n_alive] = slot_attn[cand.slot];
+            b.hist_parent[hist0 + n_alive] = parent_slot;
+            b.scores[(int64_t)s * B + n_alive] = score;
+            b.tokens[(int64_t)s * B + n_alive] = cand.word;
+            b.parents[(int64_t)s * B + n_alive] = cand.slot;
+            n_alive++;
+        }
+    }
+    for (int32_t k = n_alive; k < B; k++) {
+        b.scores[(int64_t)s * B + k] = -INFINITY;
+        b.tokens[(int64_t)s * B + k] = b.eos_id; /* any valid id: the row is dead */
+        b.parents[(int64_t)s * B + k] = 0;
+    }
+    b.n_finished[s] = n_fin;
+    b.n_ended[s] = n_ended;
+    const int best_ended = n_chosen > 0 && chosen[0].word == b.eos_id;
+    if (last_step || n_alive == 0 || (best_ended && n_ended >= b.n_best))
+        b.done[s] = 1;
+}
+
 /* Slot k of sentence s to its step-1 state, started at step `start`. */
 static __device__ void begin_sentence(const nmt_beam_device &b, int32_t s, int32_t k,
                                       int32_t bos_id, int32_t start)
@@ -128,6 +272,8 @@ static __device__ void begin_sentence(const nmt_beam_device &b, int32_t s, int32
     if (k == 0) {
         b.done[s] = 0;
         b.n_finished[s] = 0;
+        if (b.n_ended)
+            b.n_ended[s] = 0;
         b.start[s] = start;
     }
 }
@@ -176,7 +322,7 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
                  const float *lse, const int32_t *attn_argmax)
 {
     __shared__ float base[BEAM_MAX];
-    __shared__ int32_t head[BEAM_MAX];
+    __shared__ int32_t head[BEAM_MAX], taken[BEAM_MAX];
     __shared__ beam_candidate chosen[2 * BEAM_MAX];
     __shared__ beam_candidate reduce[BEAM_THREADS];
     __shared__ int32_t n_chosen;
@@ -188,35 +334,35 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
     const int64_t row0 = (int64_t)p * B;
     const int32_t step = *b.step - b.start[s];
     const int last_step = step >= b.max_len[s];
+    const int onmt = b.rules == NMT_BEAM_RULES_ONMT;
+    const int eos_only = last_step && !onmt;
+    const float penalty = onmt ? onmt_penalty(step, b.alpha) : 1.0f;
+    const int32_t n_select = onmt ? B : K;
     for (int32_t k = tid; k < B; k += BEAM_THREADS) {
         base[k] = b.scores[(int64_t)s * B + k];
         head[k] = 0;
+        taken[k] = -1;
     }
     if (tid == 0)
         n_chosen = 0;
     __syncthreads();
 
-    for (int32_t round = 0; round < K; round++) {
+    for (int32_t round = 0; round < n_select; round++) {
         beam_candidate best = no_candidate();
         for (int32_t k = tid; k < B; k += BEAM_THREADS) {
             const int64_t row = row0 + k;
-            const int32_t j = head[k];
-            float value = -INFINITY;
-            int32_t word = -1;
-            if (last_step) {
-                if (j == 0) {
-                    value = logits[row * ld_logits + b.eos_id] - lse[row];
-                    word = b.eos_id;
-                }
-            } else if (j < K) {
-                value = top_values[row * K + j];
-                word = top_ids[row * K + j];
+            beam_candidate c = no_candidate();
+            if (eos_only) {
+                if (head[k] == 0)
+                    c = offered(base[k], logits[row * ld_logits + b.eos_id] - lse[row],
+                                b.eos_id, k);
+            } else {
+                /* Only this thread writes head[k] and taken[k] here; tid 0
+                 * pops below, after the reduction's barriers. */
+                c = list_head(top_values + row * K, top_ids + row * K, K, base[k], penalty,
+                              onmt, k, &head[k], &taken[k]);
             }
-            beam_candidate c;
-            c.score = base[k] + value;
-            c.slot = k;
-            c.word = word;
-            if (word >= 0 && c.score > -INFINITY && candidate_before(c, best))
+            if (candidate_before(c, best))
                 best = c;
         }
         reduce[tid] = best;
@@ -231,13 +377,18 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
             break; /* uniform: every thread read the same reduce[0] */
         if (tid == 0) {
             chosen[round] = winner;
-            head[winner.slot]++;
+            if (onmt)
+                taken[winner.slot] = winner.word;
+            else
+                head[winner.slot]++;
             n_chosen = round + 1;
         }
         __syncthreads();
     }
     __syncthreads();
-    if (tid == 0)
+    if (tid == 0 && onmt)
+        split_onmt(b, s, step, last_step, penalty, chosen, n_chosen, attn_argmax + row0);
+    else if (tid == 0)
         split_chosen(b, s, step, last_step, chosen, n_chosen, b.n_finished[s],
                      attn_argmax + row0);
 }
@@ -274,23 +425,29 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
         return;                   /* uniform across the warp */
     }
     const int last_step = step >= max_len;
+    const int onmt = b.rules == NMT_BEAM_RULES_ONMT;
+    const int eos_only = last_step && !onmt;
+    const float penalty = onmt ? onmt_penalty(step, b.alpha) : 1.0f;
+    const int32_t n_select = onmt ? B : K;
     if (has_slot)
         slot_attn[lane] = attn;
 
-    /* Lane k: slot k's list head (position j) as a candidate. */
-    int32_t j = 0;
+    /* Lane k: slot k's list head (position j; onmt: above word taken) as a
+     * candidate. */
+    int32_t j = 0, taken = -1;
     beam_candidate head = no_candidate();
-    if (has_slot && last_step) {
+    if (has_slot && eos_only) {
         const int64_t row = row0 + lane;
         head = offered(base, logits[row * ld_logits + b.eos_id] - lse[row], b.eos_id, lane);
     }
     __pipeline_wait_prior(0);
     __syncwarp(); /* the other lanes' copies are visible from here */
-    if (has_slot && !last_step)
-        head = offered(base, top_value[lane * K], top_word[lane * K], lane);
+    if (has_slot && !eos_only)
+        head = list_head(top_value + lane * K, top_word + lane * K, K, base, penalty, onmt,
+                         lane, &j, &taken);
 
     int32_t n_chosen = 0;
-    for (int32_t round = 0; round < K; round++) {
+    for (int32_t round = 0; round < n_select; round++) {
         /* Butterfly: every lane ends with the same best, as the order is
          * total (slots differ; the no-candidates are all equal). */
         beam_candidate best = head;
@@ -306,15 +463,22 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
             break; /* uniform */
         if (lane == best.slot) {
             chosen[round] = best;
-            j++;
-            head = no_candidate(); /* the last step offers EOS only, at j = 0 */
-            if (!last_step && j < K)
-                head = offered(base, top_value[lane * K + j], top_word[lane * K + j], lane);
+            head = no_candidate(); /* v1's last step offers EOS only, once */
+            if (!eos_only) {
+                if (onmt)
+                    taken = best.word;
+                else
+                    j++;
+                head = list_head(top_value + lane * K, top_word + lane * K, K, base, penalty,
+                                 onmt, lane, &j, &taken);
+            }
         }
         n_chosen = round + 1;
     }
     __syncwarp();
-    if (lane == 0)
+    if (lane == 0 && onmt)
+        split_onmt(b, s, step, last_step, penalty, chosen, n_chosen, slot_attn);
+    else if (lane == 0)
         split_chosen(b, s, step, last_step, chosen, n_chosen, n_fin, slot_attn);
 }
 
@@ -409,6 +573,11 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
                              "beam step: %d active, beam %d (max %d), hist_len %d, step %s, "
                              "start %s", n_active, b->beam, BEAM_MAX, b->hist_len,
                              b->step ? "set" : "NULL", b->start ? "set" : "NULL");
+    if (b->rules != NMT_BEAM_RULES_V1 &&
+        (b->rules != NMT_BEAM_RULES_ONMT || !b->n_ended || b->n_best < 1 || b->n_best > b->beam))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "beam step: rules %d (onmt needs n_ended and n_best %d in [1, %d])",
+                             (int)b->rules, b->n_best, b->beam);
     if (b->beam <= WARP_BEAM_MAX) {
         const size_t list_bytes =
             (size_t)b->beam * 2 * b->beam * (sizeof(float) + sizeof(int32_t));

@@ -1,6 +1,6 @@
 /* beam_step.h: the bookkeeping of the batched beam search on the device
- * (decoder/cuda/beam_step.cu), model-v1 semantics exactly as
- * decoder/beam_search.c implements them on the host.
+ * (decoder/cuda/beam_step.cu), model-v1's rules or OpenNMT-py's (rules)
+ * exactly as decoder/beam_search.c implements them on the host.
  *
  * Sentences are indexed by s in [0, n_sentences) (the backend's sorted
  * order); each has B slots. A slot's state (score, last token, parent slot)
@@ -24,15 +24,23 @@ typedef struct nmt_beam_device {
     int32_t beam;     /* B, 1..256 */
     int32_t eos_id;
     float alpha;      /* length penalty: score = log_prob / length^alpha */
-    int32_t hist_len; /* history steps per sentence: max length - 1 (at least 1) */
+    int32_t hist_len; /* history steps per sentence: v1 max length - 1 (at least 1), onmt
+                         max length (a hypothesis cut there keeps its last word) */
+    int32_t rules;    /* an nmt_beam_rules (search.h); 0 (memset): model-v1 */
+    int32_t n_best;   /* onmt: finished hypotheses kept, and ended before it may stop */
     const int32_t *max_len;          /* [n]: floor(a S + b) of each sentence */
     float *scores;                   /* [n, B]: accumulated log-probability */
     int32_t *tokens;                 /* [n, B]: last token */
     int32_t *parents;                /* [n, B]: slot it continued at the last step */
     int32_t *done;                   /* [n]: 1 once the sentence takes no more steps */
     int32_t *n_finished;             /* [n] */
-    float *fin_log_prob, *fin_score; /* [n, 2B]: finished hypotheses, in finishing order */
-    int32_t *fin_length;             /* [n, 2B]: tokens including EOS (= its step) */
+    int32_t *n_ended;                /* [n]: onmt: hypotheses finished so far, kept or not
+                                        (may be NULL with v1) */
+    float *fin_log_prob, *fin_score; /* [n, 2B]: finished hypotheses, v1 in finishing order,
+                                        onmt the best n_best by score (ties: finishing
+                                        order) */
+    int32_t *fin_length;             /* [n, 2B]: tokens including EOS (= its step; onmt cut
+                                        at the max length: step + 1, as if it had one) */
     int32_t *fin_parent;             /* [n, 2B]: history slot of its last token, -1 if none */
     int32_t *hist_token, *hist_attn, *hist_parent; /* [n, hist_len, B] */
     int32_t *step; /* [1]: the step being taken, 1-based: beam_init sets 0, prepare_rows
@@ -72,7 +80,7 @@ static inline size_t nmt_beam_results_carve(void *base, int32_t n_sentences, int
 }
 
 /* Step-1 state: slot 0 alive with score 0 and token bos_id, the others dead;
- * nothing done or finished; *step = 0. */
+ * nothing done, finished or ended; *step = 0. */
 nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int32_t bos_id,
                               void *stream, nmt_error *err);
 
@@ -97,9 +105,10 @@ nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active
 
 /* One search step (number *b->step) for the sentences of the active list
  * (one block each; done ones are skipped). Row p * B + k's 2B best words are
- * top_values (log p) / top_ids [row, 2B], sorted best first; at a sentence's
- * max-length step only EOS counts, with log p = logits[row, eos] - lse[row].
- * attn_argmax[row] is recorded for every token that stays alive. */
+ * top_values (log p) / top_ids [row, 2B], sorted best first; v1: at a
+ * sentence's max-length step only EOS counts, with log p = logits[row, eos]
+ * - lse[row] (onmt reads neither logits nor lse). attn_argmax[row] is
+ * recorded for every token that stays alive (onmt: or is cut). */
 nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const int32_t *act,
                               const float *top_values, const int32_t *top_ids,
                               const float *logits, int32_t ld_logits, const float *lse,

@@ -119,14 +119,14 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
 
 /* Beam state: scores, tokens, parents [N, B]; done, n_finished [N];
  * finished [N, 2B] x 4; active list [2N]; the step number [1]; the step's
- * rows [N * B] x 4; each sentence's start [N]. */
+ * rows [N * B] x 4; each sentence's start [N]; n_ended [N] (onmt rules). */
 static nmt_status create_state(nmt_cuda_search *s, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     const size_t N = (size_t)s->config.max_sentences, NB = N * (size_t)s->config.beam;
     const size_t NK = 2 * NB;
-    NMT_CUDA_TRY(cudaMalloc(&s->state_dev,
-                            sizeof(int32_t) * (3 * NB + 2 * N + 4 * NK + 2 * N + 1 + 4 * NB + N)));
+    NMT_CUDA_TRY(cudaMalloc(&s->state_dev, sizeof(int32_t) * (3 * NB + 2 * N + 4 * NK + 2 * N +
+                                                              1 + 4 * NB + 2 * N)));
     int32_t *words = (int32_t *)s->state_dev;
     nmt_beam_device *b = &s->beam_dev;
     b->scores = (float *)words;
@@ -145,6 +145,7 @@ static nmt_status create_state(nmt_cuda_search *s, nmt_error *err)
     s->row_parent = s->row_sentence + NB;
     s->row_live = s->row_parent + NB;
     b->start = s->row_live + NB;
+    b->n_ended = b->start + N;
 cleanup:
     return status;
 }

@@ -125,6 +125,7 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
     b->beam = config->beam_size;
     b->eos_id = config->eos_id;
     b->alpha = config->alpha;
+    b->rules = (int32_t)config->rules;
     b->hist_len = *hist_len;
     b->max_len = layout_stream(self->input_dev, N, S, self->nnz_cap).slot_max_len;
     NMT_TRY(nmt_cuda_beam_init(b, N, config->bos_id, self->stream, err));

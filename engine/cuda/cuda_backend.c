@@ -62,12 +62,6 @@ static nmt_status cuda_backend_decode(nmt_backend *backend, const nmt_source_bat
                                       nmt_search_result *results, nmt_error *err)
 {
     const cuda_backend *self = (const cuda_backend *)backend;
-    /* The device beam step implements model-v1 only; the translator never
-     * sends it other rules, this names the option if something does. */
-    if (config->rules != NMT_BEAM_RULES_V1)
-        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                             "cuda backend: search rules onmt (--search-rules onmt) are not "
-                             "implemented on the GPU yet; use --device cpu");
     return nmt_cuda_search_run(self->search, batch, config, results, err);
 }
 
@@ -103,6 +97,9 @@ static nmt_status cuda_backend_stream(nmt_backend *backend, const nmt_search_con
                                       const nmt_sentence_stream *source, nmt_error *err)
 {
     const cuda_backend *self = (const cuda_backend *)backend;
+    /* The stream's top-K still masks PAD and BOS and its history stops a
+     * step short of the onmt rules' cut hypotheses (stream_search.c); a
+     * refused stream makes the service batch. */
     if (config->rules != NMT_BEAM_RULES_V1)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                              "cuda backend: continuous batching runs model-v1's search rules "

@@ -97,8 +97,8 @@ for status in 0 1 2 3 4 5; do
 done
 
 # 8. --search-rules v1|onmt (also the INI key search_rules); onmt brings
-# onmt_translate's length limit (1.25, 5) unless one is given; the CUDA
-# device refuses onmt naming the option
+# onmt_translate's length limit (1.25, 5) unless one is given (the GPU runs
+# onmt too: tests/engine/test_gpu_onmt_rules.c)
 "$T" -m "$M" --device cpu --search-rules onmt --scores < "$TMP/in.txt" > "$TMP/onmt.out" 2> "$TMP/err"
 code=$?; [ $code -eq 0 ] || fail "--search-rules onmt: exit $code ($(cat "$TMP/err"))"
 printf 'search_rules = onmt\nscores = 1\n' > "$TMP/onmt.ini"
@@ -112,8 +112,6 @@ cmp -s "$TMP/onmt.out" "$TMP/onmt-len.out" || fail "--search-rules onmt: not --m
 cmp -s "$TMP/v1.out" "$TMP/default.out" || fail "--search-rules v1 is not the default"
 "$T" -m "$M" --search-rules onmt2 < /dev/null 2> "$TMP/err"; code=$?
 check "--search-rules onmt2" 2 "bad value for --search-rules: 'onmt2'"
-echo 'ein mann' | "$T" -m "$M" --device cuda --search-rules onmt > /dev/null 2> "$TMP/err"; code=$?
-check "--device cuda --search-rules onmt" 2 "search-rules onmt"
 
 if [ $failures -ne 0 ]; then echo "test_cli_options: $failures failures" >&2; exit 1; fi
 echo "test_cli_options: passed"

@@ -1,8 +1,14 @@
 /* test_gpu_beam_step.cu: the device beam bookkeeping (decoder/cuda/beam_step.cu)
- * against a plain C twin of the model-v1 rules (the ones decoder/beam_search.c
- * applies): all B x 2B candidates fully sorted by (score desc, slot asc, word
- * asc), the 2B best split into finished (EOS among the first B) and alive
- * (the first B others), history and finished entries appended.
+ * against a plain C twin of both rule sets of decoder/beam_search.c. v1: all
+ * B x 2B candidates fully sorted by (score desc, slot asc, word asc), the 2B
+ * best split into finished (EOS among the first B) and alive (the first B
+ * others), history and finished entries appended. onmt: the same sort of
+ * the ranks (score + log p) / (t + 1)^alpha in float32, the B best split
+ * into finished (EOS: kept as the best n_best), alive (score rank x
+ * penalty) and, at the max-length step, cut; done when the best is an EOS
+ * and n_best have ended. onmt cases also draw log p values a few ulps apart
+ * (ranks that round together with their words out of order), PAD and BOS
+ * in the lists, and kept finished lists to insert into.
  *
  * Random cases: beams 1..17, active lists that are a shuffled subset of the
  * sentences (so the row -> sentence map is exercised), dead slots (-inf),
@@ -16,6 +22,7 @@
  * sentences, and a slot list) are checked too. Exit 77 without a GPU. */
 #include "beam_step.h"
 #include "cuda_ctx.h"
+#include "search.h"
 #include "../kernels/gpu_test_util.h"
 
 extern "C" {
@@ -35,7 +42,9 @@ enum { PAD = 0, UNK = 1, BOS = 2, EOS = 3 };
 /* Host copy of the whole bookkeeping state. */
 struct host_state {
     int32_t n, B, K, hist_len;
-    std::vector<int32_t> max_len, tokens, parents, done, n_finished, fin_length, fin_parent;
+    int onmt, n_best;
+    std::vector<int32_t> max_len, tokens, parents, done, n_finished, n_ended, fin_length,
+        fin_parent;
     std::vector<int32_t> hist_token, hist_attn, hist_parent;
     std::vector<float> scores, fin_log_prob, fin_score;
 };
@@ -54,6 +63,72 @@ static int cand_before(const cand &a, const cand &b)
     return a.word < b.word;
 }
 
+/* The onmt twin's keep_finished (decoder/beam_search.c): the best n_best by
+ * score, ties in finishing order. */
+static void twin_keep(host_state &h, int32_t s, float log_prob, float score, int32_t length,
+                      int32_t parent)
+{
+    const size_t f0 = (size_t)s * h.K;
+    int32_t n = h.n_finished[s], at = n;
+    while (at > 0 && h.fin_score[f0 + at - 1] < score)
+        at--;
+    if (at >= h.n_best)
+        return;
+    for (int32_t j = n < h.n_best ? n : h.n_best - 1; j > at; j--) {
+        h.fin_log_prob[f0 + j] = h.fin_log_prob[f0 + j - 1];
+        h.fin_score[f0 + j] = h.fin_score[f0 + j - 1];
+        h.fin_length[f0 + j] = h.fin_length[f0 + j - 1];
+        h.fin_parent[f0 + j] = h.fin_parent[f0 + j - 1];
+    }
+    h.fin_log_prob[f0 + at] = log_prob, h.fin_score[f0 + at] = score;
+    h.fin_length[f0 + at] = length, h.fin_parent[f0 + at] = parent;
+    if (n < h.n_best)
+        h.n_finished[s] = n + 1;
+}
+
+/* The onmt split of sentence s's sorted candidates `all` (ranks). */
+static void twin_split_onmt(host_state &h, size_t p, int32_t s, int32_t step, int last,
+                            float penalty, const std::vector<cand> &all,
+                            const std::vector<int32_t> &attn)
+{
+    const int32_t B = h.B;
+    const int32_t n_sel = (int32_t)all.size() < B ? (int32_t)all.size() : B;
+    int32_t n_alive = 0;
+    std::vector<float> new_scores(B, -INFINITY);
+    std::vector<int32_t> new_tokens(B, EOS), new_parents(B, 0);
+    for (int32_t c = 0; c < n_sel; c++) {
+        const cand &x = all[c];
+        const int32_t parent_slot = step > 1 ? x.slot : -1;
+        const float score = penalty != 1.0f ? x.score * penalty : x.score;
+        const size_t e = ((size_t)s * h.hist_len + (step - 1)) * B;
+        if (x.word == EOS) {
+            twin_keep(h, s, score, x.score, step, parent_slot);
+            h.n_ended[s]++;
+        } else if (last) {
+            h.hist_token[e + c] = x.word;
+            h.hist_attn[e + c] = attn[p * B + x.slot];
+            h.hist_parent[e + c] = parent_slot;
+            twin_keep(h, s, score, x.score, step + 1, c);
+            h.n_ended[s]++;
+        } else {
+            h.hist_token[e + n_alive] = x.word;
+            h.hist_attn[e + n_alive] = attn[p * B + x.slot];
+            h.hist_parent[e + n_alive] = parent_slot;
+            new_scores[n_alive] = score;
+            new_tokens[n_alive] = x.word;
+            new_parents[n_alive] = x.slot;
+            n_alive++;
+        }
+    }
+    for (int32_t k = 0; k < B; k++) {
+        h.scores[(size_t)s * B + k] = new_scores[k];
+        h.tokens[(size_t)s * B + k] = new_tokens[k];
+        h.parents[(size_t)s * B + k] = new_parents[k];
+    }
+    if (last || n_alive == 0 || (n_sel > 0 && all[0].word == EOS && h.n_ended[s] >= h.n_best))
+        h.done[s] = 1;
+}
+
 /* The C twin: one step for the active list, straight from the rules. */
 static void twin_step(host_state &h, const std::vector<int32_t> &act,
                       const std::vector<int32_t> &steps, float alpha,
@@ -67,10 +142,20 @@ static void twin_step(host_state &h, const std::vector<int32_t> &act,
         if (h.done[s])
             continue;
         const int last = step >= h.max_len[s];
+        const float penalty = h.onmt ? (float)pow((double)step + 1.0, (double)alpha) : 1.0f;
         std::vector<cand> all;
         for (int32_t k = 0; k < B; k++) {
             const size_t row = p * B + k;
             const float base = h.scores[(size_t)s * B + k];
+            if (h.onmt) {
+                for (int32_t j = 0; j < K; j++) {
+                    const float sum = base + top_v[row * K + j];
+                    const float rank = penalty != 1.0f ? sum / penalty : sum;
+                    if (top_i[row * K + j] >= 0 && rank > -INFINITY)
+                        all.push_back({rank, k, top_i[row * K + j]});
+                }
+                continue;
+            }
             if (last) {
                 float v = logits[row * V + EOS] - lse[row];
                 float sc = base + v;
@@ -88,6 +173,10 @@ static void twin_step(host_state &h, const std::vector<int32_t> &act,
         for (size_t i = 1; i < all.size(); i++)
             for (size_t j = i; j > 0 && cand_before(all[j], all[j - 1]); j--)
                 std::swap(all[j], all[j - 1]);
+        if (h.onmt) {
+            twin_split_onmt(h, p, s, step, last, penalty, all, attn);
+            continue;
+        }
         const int32_t n_sel = (int32_t)all.size() < K ? (int32_t)all.size() : K;
         int32_t n_alive = 0;
         std::vector<float> new_scores(B, -INFINITY);
@@ -161,9 +250,21 @@ static void expect_equal(const char *what, int case_id, const std::vector<T> &go
     }
 }
 
-/* n sentences of beam B; force_done: the first active sentence is not done
- * and the second (if any) is. */
-static void random_case(int case_id, int32_t B, int32_t n, int force_done)
+/* A log p for the lists: v1 on the 0.25 grid; onmt, half the time, a grid
+ * value a few ulps off, so that sums divided by the penalty round together
+ * with their order by word not their order by value. */
+static float list_value(int onmt)
+{
+    float v = grid(-4, 0);
+    if (onmt && test_rand_int(0, 2))
+        for (int32_t u = test_rand_int(0, 4); u > 0; u--)
+            v = nextafterf(v, -INFINITY);
+    return v;
+}
+
+/* n sentences of beam B under rules onmt (0: v1); force_done: the first
+ * active sentence is not done and the second (if any) is. */
+static void random_case(int case_id, int32_t B, int32_t n, int force_done, int onmt)
 {
     const int32_t K = 2 * B;
     /* The search is at global step G; sentence s joined at start[s] and is at
@@ -179,7 +280,8 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     const float alpha = alphas[test_rand_int(0, 3)];
     host_state h;
     h.n = n, h.B = B, h.K = K, h.hist_len = hist_len;
-    h.max_len.resize(n), h.done.resize(n), h.n_finished.resize(n);
+    h.onmt = onmt, h.n_best = test_rand_int(1, B + 1);
+    h.max_len.resize(n), h.done.resize(n), h.n_finished.resize(n), h.n_ended.resize(n);
     h.scores.resize((size_t)n * B), h.tokens.resize((size_t)n * B), h.parents.resize((size_t)n * B);
     h.fin_log_prob.assign((size_t)n * K, -99.f), h.fin_score.assign((size_t)n * K, -99.f);
     h.fin_length.assign((size_t)n * K, -7), h.fin_parent.assign((size_t)n * K, -7);
@@ -189,11 +291,21 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
         const int32_t step = steps[s];
         h.max_len[s] = test_rand_int(0, 3) == 0 ? step : step + test_rand_int(1, 4);
         h.done[s] = test_rand_int(0, 6) == 0;
-        h.n_finished[s] = step == 1 ? 0 : test_rand_int(0, B);
+        h.n_finished[s] = step == 1 ? 0 : test_rand_int(0, onmt ? h.n_best + 1 : B);
+        h.n_ended[s] = h.n_finished[s] + (onmt && step > 1 ? test_rand_int(0, 4) : 0);
+        if (onmt) /* the kept list: best first, as keep_finished leaves it */
+            for (int32_t f = 0; f < h.n_finished[s]; f++) {
+                const size_t e = (size_t)s * K + f;
+                h.fin_score[e] = f == 0 ? grid(-6, 0) : h.fin_score[e - 1] - grid(0, 1);
+                h.fin_log_prob[e] = grid(-9, 0);
+                h.fin_length[e] = test_rand_int(1, step + 1);
+                h.fin_parent[e] = test_rand_int(-1, B);
+            }
         int32_t n_alive = step == 1 ? 1 : test_rand_int(1, B + 1);
         for (int32_t k = 0; k < B; k++) {
             size_t e = (size_t)s * B + k;
-            h.scores[e] = k < n_alive ? (step == 1 ? 0.0f : grid(-6, 0)) : -INFINITY;
+            h.scores[e] = k < n_alive ? (step == 1 ? 0.0f : list_value(onmt) - grid(0, 2))
+                                      : -INFINITY;
             h.tokens[e] = test_rand_int(4, V);
             h.parents[e] = test_rand_int(0, B);
         }
@@ -214,16 +326,16 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     std::vector<float> top_v(rows * K), logits(rows * V), lse(rows);
     std::vector<int32_t> top_i(rows * K), attn(rows);
     for (size_t r = 0; r < rows; r++) {
-        /* Distinct words (PAD and BOS never), sorted by (value desc, id asc). */
+        /* Distinct words (v1: PAD and BOS never), sorted by (value desc, id asc). */
         std::vector<int32_t> words;
         for (int32_t w = 0; w < V; w++)
-            if (w != PAD && w != BOS && test_rand_int(0, 3) != 0)
+            if ((onmt || (w != PAD && w != BOS)) && test_rand_int(0, 3) != 0)
                 words.push_back(w);
         for (size_t i = words.size(); i > 1; i--)
             std::swap(words[i - 1], words[(size_t)test_rand_int(0, (int32_t)i)]);
         std::vector<cand> list;
         for (size_t i = 0; i < words.size() && (int32_t)i < K; i++)
-            list.push_back({grid(-4, 0), 0, words[i]});
+            list.push_back({list_value(onmt), 0, words[i]});
         for (size_t i = 1; i < list.size(); i++)
             for (size_t j = i; j > 0 && (list[j].score > list[j - 1].score ||
                                          (list[j].score == list[j - 1].score &&
@@ -243,6 +355,8 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     nmt_beam_device b;
     memset(&b, 0, sizeof b);
     b.beam = B, b.eos_id = EOS, b.alpha = alpha, b.hist_len = hist_len;
+    b.rules = onmt ? NMT_BEAM_RULES_ONMT : NMT_BEAM_RULES_V1, b.n_best = h.n_best;
+    b.n_ended = upload(h.n_ended);
     b.max_len = upload(h.max_len);
     b.scores = upload(h.scores), b.tokens = upload(h.tokens), b.parents = upload(h.parents);
     b.done = upload(h.done), b.n_finished = upload(h.n_finished);
@@ -267,6 +381,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     expect_equal("parents", case_id, download(b.parents, h.parents.size()), h.parents);
     expect_equal("done", case_id, download(b.done, h.done.size()), h.done);
     expect_equal("n_finished", case_id, download(b.n_finished, h.n_finished.size()), h.n_finished);
+    expect_equal("n_ended", case_id, download(b.n_ended, h.n_ended.size()), h.n_ended);
     expect_equal("fin_log_prob", case_id, download(b.fin_log_prob, h.fin_log_prob.size()),
                  h.fin_log_prob);
     expect_equal("fin_length", case_id, download(b.fin_length, h.fin_length.size()), h.fin_length);
@@ -275,9 +390,12 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     expect_equal("hist_attn", case_id, download(b.hist_attn, entries), h.hist_attn);
     expect_equal("hist_parent", case_id, download(b.hist_parent, entries), h.hist_parent);
     std::vector<float> fin_score = download(b.fin_score, h.fin_score.size());
-    CHECK(test_close_f32("fin_score", fin_score.data(), h.fin_score.data(), fin_score.size(),
-                         1e-6, 1e-6),
-          "case %d (B %d, global step %d, alpha %g)", case_id, B, G, alpha);
+    if (onmt) /* ranks: the same float32 operations on both sides */
+        expect_equal("fin_score", case_id, fin_score, h.fin_score);
+    else
+        CHECK(test_close_f32("fin_score", fin_score.data(), h.fin_score.data(), fin_score.size(),
+                             1e-6, 1e-6),
+              "case %d (B %d, global step %d, alpha %g)", case_id, B, G, alpha);
 
     /* prepare_rows after a compaction that reverses the list. */
     std::vector<int32_t> old_pos(act.size()), new_act(act.size());
@@ -310,7 +428,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done)
     void *ptrs[] = {(void *)b.max_len, b.scores, b.tokens, b.parents, b.done, b.n_finished,
                     b.fin_log_prob, b.fin_score, b.fin_length, b.fin_parent, b.hist_token,
                     b.hist_attn, b.hist_parent, d_act, d_top_i, d_attn, d_top_v, d_logits,
-                    d_lse, d_new_act, d_old, d_rows, b.step, b.start};
+                    d_lse, d_new_act, d_old, d_rows, b.step, b.start, b.n_ended};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CUDA_OK(cudaFree(ptrs[i]));
 }
@@ -460,17 +578,23 @@ int main(void)
         return NMT_TEST_SKIP;
     }
     test_seed();
-    for (int c = 0; c < 400 && test_failures < 20; c++) {
-        const int32_t B = test_rand_int(1, 18), n = test_rand_int(1, 10);
-        random_case(c, B, n, 0);
-    }
-    /* Beams at the edges of the one-warp kernel (B <= 32) and past it. */
-    const int32_t edge_beams[6] = {1, 2, 31, 32, 33, 64};
-    for (int e = 0; e < 6; e++)
-        for (int c = 0; c < 12 && test_failures < 20; c++) {
-            const int32_t n = c < 3 ? 1 : test_rand_int(3, edge_beams[e] > 32 ? 6 : 9);
-            random_case(1000 + 100 * e + c, edge_beams[e], n, c >= 3);
+    /* Both rule sets: case ids 0.. v1, 10000.. onmt. */
+    for (int onmt = 0; onmt < 2; onmt++) {
+        const int id0 = 10000 * onmt;
+        for (int c = 0; c < 400 && test_failures < 20; c++) {
+            const int32_t B = test_rand_int(1, 18), n = test_rand_int(1, 10);
+            random_case(id0 + c, B, n, 0, onmt);
         }
+        /* Beams at the edges of the one-warp kernel (B <= 32) and past it. */
+        const int32_t edge_beams[6] = {1, 2, 31, 32, 33, 64};
+        for (int e = 0; e < 6; e++)
+            for (int c = 0; c < 12 && test_failures < 20; c++) {
+                const int32_t n = c < 3 ? 1 : test_rand_int(3, edge_beams[e] > 32 ? 6 : 9);
+                random_case(id0 + 1000 + 100 * e + c, edge_beams[e], n, c >= 3, onmt);
+            }
+        fprintf(stderr, "%s: %d random and edge cases checked\n", onmt ? "onmt" : "v1",
+                400 + 6 * 12);
+    }
     for (int c = 0; c < 40 && test_failures < 20; c++)
         join_case(test_rand_int(1, 40), test_rand_int(1, 12));
     backtrack_case();

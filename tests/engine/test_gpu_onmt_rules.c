@@ -1,0 +1,170 @@
+/* test_gpu_onmt_rules.c: --search-rules onmt on the GPU (decoder/cuda/beam_step.cu)
+ * against the CPU search (decoder/beam_search.c) through the public API, as
+ * test_gpu_translate.c does for v1: on the test model (NMT_TEST_MODEL),
+ * random lines of 1..20 source words are translated with device cpu and
+ * device cuda, both with search_rules onmt, at several batch sizes, beams,
+ * n-best sizes and alphas; one configuration has a max length short enough
+ * that most hypotheses are cut there (no EOS), one shrinks with LSH. Every
+ * hypothesis text must be identical on >= 99% of the lines and the scores
+ * within 1e-3; differing lines are printed with both scores. Device auto
+ * must take the GPU with these rules. Exit 77 without a GPU. */
+#include "nmt.h"
+#include "cuda_ctx.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define N_LINES 100
+
+static const char *const words[] = {
+    "der", "die", "das", "und", "ist", "ein", "eine", "Haus", "katze", "Hund", "MANN", "frau",
+    "kind", "sieht", "hat", "nicht", "sehr", "gro\xc3\x9f", "klein", "sch\xc3\xb6n", "Heute",
+    "wir", "ich", "du", "sie", "es", "mit", "auf", "gut", "Buch", "liest", "Zebra", "?", "!"};
+
+typedef struct config {
+    int batch, beam, n_best;
+    float alpha, max_len_a;
+    int max_len_b, lsh;
+} config;
+
+static nmt_options make_options(nmt_device device, const config *c)
+{
+    nmt_options o;
+    nmt_options_init(&o);
+    o.warmup = 0;
+    o.device = device;
+    o.search_rules = NMT_SEARCH_RULES_ONMT;
+    o.unk_replace = 0;
+    o.batch_size = c->batch;
+    o.beam_size = c->beam;
+    o.n_best = c->n_best;
+    o.alpha = c->alpha;
+    o.max_len_a = c->max_len_a;
+    o.max_len_b = c->max_len_b;
+    if (c->lsh) {
+        o.shrink.mode = NMT_SHRINK_LSH;
+        o.shrink.k = 8, o.shrink.u = 2, o.shrink.w = 64, o.shrink.top = 100;
+        o.shrink.threshold = 2;
+    }
+    return o;
+}
+
+static int translate_with(const nmt_model *model, const nmt_options *o, const char *const *lines,
+                          nmt_result *results)
+{
+    nmt_translator *t = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_status st = nmt_translator_create(model, o, &t, &err);
+    CHECK(st == NMT_STATUS_OK, "translator (device %d, onmt): %s", (int)o->device, err.message);
+    if (st != NMT_STATUS_OK)
+        return 0;
+    CHECK(nmt_translator_device(t) == o->device, "runs on device %d, asked %d",
+          (int)nmt_translator_device(t), (int)o->device);
+    st = nmt_translate_batch(t, lines, N_LINES, results, &err);
+    CHECK(st == NMT_STATUS_OK, "translate (device %d): %s", (int)o->device, err.message);
+    nmt_translator_free(t);
+    return st == NMT_STATUS_OK;
+}
+
+static int same_line(const nmt_result *a, const nmt_result *b)
+{
+    if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)
+        return 0;
+    for (int h = 0; h < a->n_hypotheses; h++) {
+        const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
+        if (strcmp(x->text, y->text) || x->n_tokens != y->n_tokens ||
+            fabsf(x->score - y->score) > 1e-3f || fabsf(x->log_prob - y->log_prob) > 1e-3f)
+            return 0;
+    }
+    return 1;
+}
+
+static void compare(const nmt_model *model, const config *c, const char *const *lines)
+{
+    static nmt_result rc[N_LINES], rg[N_LINES];
+    const nmt_options cpu = make_options(NMT_DEVICE_CPU, c);
+    const nmt_options gpu = make_options(NMT_DEVICE_CUDA, c);
+    if (translate_with(model, &cpu, lines, rc) && translate_with(model, &gpu, lines, rg)) {
+        int differing = 0, hyps = 0;
+        for (int i = 0; i < N_LINES; i++) {
+            hyps += rc[i].n_hypotheses;
+            if (same_line(&rc[i], &rg[i]))
+                continue;
+            differing++;
+            fprintf(stderr, "line %d: %s\n", i, lines[i]);
+            for (int d = 0; d < 2; d++) {
+                const nmt_result *r = d ? &rg[i] : &rc[i];
+                fprintf(stderr, "  %s:", d ? "cuda" : "cpu ");
+                for (int h = 0; h < r->n_hypotheses; h++)
+                    fprintf(stderr, " [%.5f / %.5f] %s;", r->hypotheses[h].score,
+                            r->hypotheses[h].log_prob, r->hypotheses[h].text);
+                fprintf(stderr, "\n");
+            }
+        }
+        /* <= 1% of the lines, and at least one line may differ (near-ties). */
+        CHECK(differing <= (N_LINES + 99) / 100, "batch %d beam %d n_best %d alpha %g max "
+              "%gS+%d lsh %d: %d of %d lines differ", c->batch, c->beam, c->n_best, c->alpha,
+              c->max_len_a, c->max_len_b, c->lsh, differing, N_LINES);
+        fprintf(stderr, "onmt batch %d beam %d n_best %d alpha %g max %gS+%d lsh %d: %d of %d "
+                "lines differ (%d hypotheses)\n", c->batch, c->beam, c->n_best, c->alpha,
+                c->max_len_a, c->max_len_b, c->lsh, differing, N_LINES, hyps);
+    }
+    for (int i = 0; i < N_LINES; i++) {
+        nmt_result_clear(&rc[i]);
+        nmt_result_clear(&rg[i]);
+    }
+}
+
+int main(void)
+{
+    if (nmt_cuda_device_count() == 0) {
+        fprintf(stderr, "skipped: no GPU\n");
+        return NMT_TEST_SKIP;
+    }
+    test_seed();
+    nmt_model *model = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    if (nmt_model_load(NMT_TEST_MODEL, &model, &err) != NMT_STATUS_OK) {
+        fprintf(stderr, "%s: %s\n", NMT_TEST_MODEL, err.message);
+        return 1;
+    }
+    static char text[N_LINES][512];
+    const char *lines[N_LINES];
+    const int n_words = (int)(sizeof words / sizeof words[0]);
+    for (int i = 0; i < N_LINES; i++) {
+        const int len = test_rand_int(1, 21);
+        text[i][0] = '\0';
+        for (int w = 0; w < len; w++) {
+            if (w)
+                strcat(text[i], " ");
+            strcat(text[i], words[test_rand_int(0, n_words)]);
+        }
+        lines[i] = text[i];
+    }
+    /* Device auto with the onmt rules: the GPU now. */
+    nmt_options o;
+    nmt_options_init(&o);
+    o.warmup = 0;
+    o.search_rules = NMT_SEARCH_RULES_ONMT;
+    nmt_translator *t = NULL;
+    CHECK(nmt_translator_create(model, &o, &t, &err) == NMT_STATUS_OK &&
+              nmt_translator_device(t) == NMT_DEVICE_CUDA,
+          "device auto with onmt rules: %s", t ? "took the CPU" : err.message);
+    nmt_translator_free(t);
+
+    const config configs[] = {
+        {1, 5, 1, 1.0f, 1.25f, 5, 0},   /* onmt_translate's defaults */
+        {7, 3, 2, 1.0f, 1.25f, 5, 0},
+        {37, 5, 3, 0.6f, 2.0f, 10, 0},  /* alpha: a non-integer penalty */
+        {100, 1, 1, 1.0f, 1.25f, 5, 0}, /* beam 1 */
+        {37, 12, 12, 0.0f, 1.25f, 5, 0}, /* alpha 0: no division */
+        {16, 5, 2, 1.0f, 0.5f, 1, 0},   /* short max length: hypotheses cut there */
+        {7, 5, 1, 1.0f, 1.25f, 5, 1},   /* LSH: PAD and BOS in the lists too */
+    };
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
+        compare(model, &configs[i], lines);
+    nmt_model_free(model);
+    return test_finish("test_gpu_onmt_rules");
+}
