@@ -30,6 +30,11 @@ typedef struct nmt_sentence_stream {
      * of what failed. */
     void (*deliver)(void *self, void *tag, nmt_search_result *result, nmt_status status,
                     const char *message);
+    /* Steps between check points, where done sentences leave and new ones
+     * join (0: the search's check_every). Each check point costs a host
+     * wait, an encoder pass and an eager step; sentences wait for the next
+     * one to join, and up to two more to leave. */
+    int32_t check_every;
 } nmt_sentence_stream;
 
 #ifdef __cplusplus

@@ -54,6 +54,7 @@ void nmt_service_options_init(nmt_service_options *options)
     options->queue_capacity = 4096;
     options->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
     options->continuous = 1;
+    options->join_every = 4; /* docs/performance.md, "Continuous batching" */
 }
 
 void nmt_request_options_init(nmt_request_options *options)
@@ -296,15 +297,17 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
     const nmt_options *o = &options->translator;
     const int cuda = o->device == NMT_DEVICE_CUDA ||
                      (o->device == NMT_DEVICE_AUTO && nmt_cuda_available());
-    if (options->queue_capacity < 1 || options->max_delay_us < 0 ||
+    if (options->queue_capacity < 1 || options->max_delay_us < 0 || options->join_every < 1 ||
+        options->join_every > 1000 ||
         options->max_batch_tokens < 0 ||
         options->max_delay_us > 10000000 || options->n_devices < -1 ||
         (options->n_devices > 0 && !options->devices) ||
         (!cuda && (options->cpu_workers < 1 || options->cpu_workers > 256)))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "service_create: queue_capacity %d (>= 1), max_delay_us %d "
-                             "(0..10^7), %d devices, cpu_workers %d (1..256)",
-                             options->queue_capacity, options->max_delay_us,
+                             "(0..10^7), join_every %d (1..1000), %d devices, cpu_workers %d "
+                             "(1..256)", options->queue_capacity, options->max_delay_us,
+                             options->join_every,
                              options->n_devices, options->cpu_workers);
     NMT_ALLOC(s, 1);
     s->options = *options;

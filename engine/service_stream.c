@@ -116,7 +116,8 @@ static void source_deliver(void *self, void *tag, nmt_result *result)
 void nmt_service_stream_run(service_worker *w, const nmt_search_overrides *search, int shrink)
 {
     stream_source src = {w, *search, shrink, 0};
-    const nmt_line_stream lines = {&src, source_pull, source_deliver};
+    const nmt_line_stream lines = {&src, source_pull, source_deliver,
+                                   w->service->options.join_every};
     nmt_translator *t = shrink ? w->shrunk : w->full;
     nmt_error err = {0};
     /* A failed search has delivered its error to every request it held;

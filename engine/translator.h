@@ -71,6 +71,8 @@ typedef struct nmt_line_stream {
     /* Exactly once per pulled line: its result, moved in (the callee owns
      * it and clears it with nmt_result_clear). */
     void (*deliver)(void *self, void *tag, nmt_result *result);
+    int check_every; /* steps between the points where lines join and leave (0: the
+                        translator's check_every) */
 } nmt_line_stream;
 
 /* 1 when the translator's backend decodes streams (CUDA), else 0. */

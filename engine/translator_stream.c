@@ -158,7 +158,7 @@ nmt_status nmt_translator_stream(nmt_translator *t, const nmt_search_overrides *
     for (int32_t i = 0; i < a.cap; i++)
         a.free_list[i] = &a.contexts[i];
     a.n_free = a.cap;
-    const nmt_sentence_stream source = {&a, adapter_pull, adapter_deliver};
+    const nmt_sentence_stream source = {&a, adapter_pull, adapter_deliver, lines->check_every};
     status = t->backend->vtable->stream(t->backend, &search, &source, err);
     if (t->options.collect_stats)
         t->stats.sentences += a.delivered;

@@ -241,6 +241,9 @@ typedef struct nmt_service_options {
                                 they are done; max_delay_us and max_batch_tokens then do not
                                 apply. 0: batches (wait max_delay_us, translate, repeat).
                                 The CPU always batches. */
+    int join_every;          /* continuous batching: steps between the points where finished
+                                requests leave and queued ones join, default 4
+                                (docs/performance.md, "Continuous batching") */
 } nmt_service_options;
 
 void nmt_service_options_init(nmt_service_options *options);

@@ -53,6 +53,7 @@ static nmt_service_options service_options(const server_args *a)
     o.queue_capacity = a->server.queue_capacity;
     o.max_delay_us = a->server.max_delay_us;
     o.continuous = a->server.continuous;
+    o.join_every = a->server.join_every;
     o.max_batch_tokens = a->common.engine.max_batch_tokens; /* translate's option */
     o.n_devices = a->common.n_devices;
     o.devices = a->common.devices;

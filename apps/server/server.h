@@ -20,7 +20,7 @@ typedef struct server_settings {
     int max_connections;    /* open connections at most */
     int timeout_s;          /* idle connection timeout (slow clients) */
     int max_requests;       /* stop (gracefully) after this many requests; 0: never */
-    int queue_capacity, max_delay_us, continuous;
+    int queue_capacity, max_delay_us, continuous, join_every;
 } server_settings;
 
 typedef struct server_args {

@@ -17,6 +17,7 @@ static const struct option server_options[] = {
     {"queue-capacity", required_argument, NULL, 0},
     {"max-delay-us", required_argument, NULL, 0},
     {"continuous", required_argument, NULL, 0},
+    {"join-every", required_argument, NULL, 0},
     {NULL, 0, NULL, 0}};
 
 static int apply_server_setting(void *ctx, const char *key, const char *value)
@@ -46,6 +47,8 @@ static int apply_server_setting(void *ctx, const char *key, const char *value)
         return app_parse_int(value, 0, 10000000, &s->max_delay_us);
     if (!strcmp(key, "continuous"))
         return app_parse_int(value, 0, 1, &s->continuous);
+    if (!strcmp(key, "join_every"))
+        return app_parse_int(value, 1, 1000, &s->join_every);
     return -1;
 }
 
@@ -62,6 +65,7 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     s->queue_capacity = 4096;
     s->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
     s->continuous = 1;      /* docs/performance.md, "Continuous batching" */
+    s->join_every = 4;
     const app_extra_settings extra = {server_options, "server", apply_server_setting, s};
     const int code = app_args_parse(argc, argv, &args->common, &extra, message, size);
     if (code != EXIT_OK)
@@ -96,7 +100,8 @@ int server_print_help(const char *program)
         "  --devices LIST|all    (translate's) CUDA devices, one worker each\n"
         "  --queue-capacity N    sentences waiting at most; more get 503 (4096)\n"
         "  --continuous 0|1      CUDA: continuous batching, requests join the running\n"
-        "                        search at its next step (1); 0: batches\n"
+        "                        search at its next join point (1); 0: batches\n"
+        "  --join-every N        continuous: steps between join points (4)\n"
         "  --max-delay-us N      batches: how long a worker waits for one to fill (100)\n"
         "  --max-batch-tokens N  (translate's) source tokens a batch holds at most\n"
         "  --max-body-bytes N    larger bodies get 413 (1048576)\n"

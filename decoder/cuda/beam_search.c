@@ -148,7 +148,7 @@ static nmt_status encode_body(void *arg, nmt_error *err)
 /* What the encoder's launches depend on besides device data: sizes, the
  * live row buffer, the input pointers and (after it) the active counts. */
 typedef struct encode_key {
-    int32_t n, stride, beam, cur, mem_stride, pad;
+    int32_t n, stride, beam, cur, mem_stride, side;
     const void *src_len, *row_ptr, *cols, *values, *slot, *dec_pos;
 } encode_key;
 /* Compared bytewise: no padding, so an initializer sets every byte. */
@@ -197,12 +197,12 @@ typedef struct step_key {
 
 /* Runs body through the graph cache (eagerly when graphs are off) and counts
  * how it ran, for nmt_stats. */
-static nmt_status run_cached(nmt_cuda_search *self, const void *key, size_t key_bytes,
-                             nmt_graph_body body, void *arg, nmt_error *err)
+static nmt_status run_cached(nmt_cuda_search *self, void *stream, const void *key,
+                             size_t key_bytes, nmt_graph_body body, void *arg, nmt_error *err)
 {
     nmt_graph_run how = NMT_GRAPH_EAGER;
-    nmt_status status = nmt_graph_cache_run(self->graphs, key, key_bytes, self->stream, body,
-                                            arg, &how, err);
+    nmt_status status = nmt_graph_cache_run(self->graphs, key, key_bytes, stream, body, arg,
+                                            &how, err);
     if (how == NMT_GRAPH_EAGER)
         self->counts_now.eager_runs++;
     else
@@ -211,20 +211,21 @@ static nmt_status run_cached(nmt_cuda_search *self, const void *key, size_t key_
 }
 
 nmt_status nmt_cuda_search_encode(nmt_cuda_search *self, const nmt_cuda_encoder_input *in,
-                                  nmt_error *err)
+                                  void *stream, nmt_error *err)
 {
     /* Keyed by the active counts too: at batch 1 the key is the length. */
     encode_key key;
     memset(&key, 0, sizeof key);
     key.n = in->n_sentences, key.stride = in->src_stride, key.beam = in->beam;
-    key.cur = self->cur, key.mem_stride = in->mem_stride;
+    key.cur = self->cur, key.mem_stride = in->mem_stride, key.side = in->side;
     key.src_len = in->src_len, key.row_ptr = in->row_ptr, key.cols = in->cols;
     key.values = in->values, key.slot = in->slot, key.dec_pos = in->dec_pos;
     memcpy(self->key, &key, sizeof key);
     memcpy(self->key + sizeof key, in->active, sizeof(int32_t) * (size_t)in->src_stride);
     encode_work work = {&self->model, self->cur, in};
-    return run_cached(self, self->key, sizeof key + sizeof(int32_t) * (size_t)in->src_stride,
-                      encode_body, &work, err);
+    return run_cached(self, stream, self->key,
+                      sizeof key + sizeof(int32_t) * (size_t)in->src_stride, encode_body, &work,
+                      err);
 }
 
 nmt_status nmt_cuda_search_step(nmt_cuda_search *self, const nmt_cuda_step_args *args,
@@ -244,7 +245,7 @@ nmt_status nmt_cuda_search_step(nmt_cuda_search *self, const nmt_cuda_step_args 
         key.cur = work.cur;
         key.b = *args->b;
         key.src_len = args->src_len, key.excluded = args->excluded, key.old_pos = args->old_pos;
-        NMT_TRY(run_cached(self, &key, sizeof key, step_body, &work, err));
+        NMT_TRY(run_cached(self, self->stream, &key, sizeof key, step_body, &work, err));
     }
     self->cur = 1 - work.cur;
     self->counts_now.steps++;
@@ -362,8 +363,8 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
                                  cudaMemcpyHostToDevice, stream));
 
     const nmt_cuda_encoder_input enc = {n, stride, self->active, dev.src_len, dev.row_ptr,
-                                        dev.cols, dev.values, B, NULL, 0, NULL};
-    NMT_TRY(nmt_cuda_search_encode(self, &enc, err));
+                                        dev.cols, dev.values, B, NULL, 0, NULL, 0};
+    NMT_TRY(nmt_cuda_search_encode(self, &enc, self->stream, err));
 
     nmt_beam_device b = self->beam_dev;
     b.beam = B;

@@ -52,6 +52,14 @@ typedef struct nmt_cuda_step_model {
     nmt_status (*probe)(void *self, int buf, int32_t n_rows, int32_t beam,
                         const nmt_cuda_rows *rows, const int32_t *excluded, int32_t n_excluded,
                         nmt_error *err);
+    /* Continuous batching: encodes with in->side run on encoder_stream (a
+     * cudaStream_t beside `stream`) and leave the initial states by slot;
+     * place (on `stream`, after the caller made it wait for that encode)
+     * puts slot slots[i]'s state into rows positions[i] * beam + k of
+     * buffer buf. */
+    void *encoder_stream;
+    nmt_status (*place)(void *self, int buf, int32_t n, const int32_t *slots,
+                        const int32_t *positions, int32_t beam, nmt_error *err);
 } nmt_cuda_step_model;
 
 /* What a search is sized and set up for, once. */

@@ -36,6 +36,7 @@ struct nmt_cuda_search {
     int32_t *done_host; /* [N] */
     int32_t *act_host;  /* [2N] */
     cudaEvent_t check_event;
+    cudaEvent_t fork_event, encoded_event; /* the stream's encoder pass beside the steps */
     int event_created;
     /* Host scratch. */
     int32_t *order;    /* [N]: sorted position -> batch sentence */
@@ -65,9 +66,10 @@ nmt_status nmt_cuda_search_check_sentences(const nmt_cuda_search *s,
  * sort); s->active[t]: how many sentences are longer than t. Returns the
  * longest length. */
 int32_t nmt_cuda_search_sort(nmt_cuda_search *s, const nmt_source_batch *batch);
-/* The encoder pass through the graph cache. */
+/* The encoder pass through the graph cache, on `stream` (the search's, or
+ * the model's encoder stream for in->side). */
 nmt_status nmt_cuda_search_encode(nmt_cuda_search *s, const nmt_cuda_encoder_input *in,
-                                  nmt_error *err);
+                                  void *stream, nmt_error *err);
 
 /* One decoder step: prepare_rows, the model's step and output layer, the
  * beam step; then the live row buffer swaps. */

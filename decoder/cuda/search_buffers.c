@@ -12,10 +12,10 @@
 enum { kGraphsKept = 96 };
 
 /* The whole-batch layout (beam_search.c) or the stream's (stream_search.c),
- * which has four more arrays of n. */
+ * which has five more arrays of n. */
 static size_t input_bytes_for(int32_t n, int32_t max_src, int64_t nnz)
 {
-    return sizeof(int32_t) * (2 + 6 * (size_t)n + (size_t)max_src * n + 1 + 2 * (size_t)nnz);
+    return sizeof(int32_t) * (2 + 7 * (size_t)n + (size_t)max_src * n + 1 + 2 * (size_t)nnz);
 }
 
 /* (Re)allocates the input buffers for nnz features (outside the step loop). */
@@ -96,8 +96,11 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     if (!s)
         return;
     cudaSetDevice(s->config.device);
-    if (s->event_created)
+    if (s->event_created) {
         cudaEventDestroy(s->check_event);
+        cudaEventDestroy(s->fork_event);
+        cudaEventDestroy(s->encoded_event);
+    }
     destroy_events(s);
     cudaFree(s->input_dev);
     cudaFreeHost(s->input_host);
@@ -182,6 +185,8 @@ nmt_status nmt_cuda_search_create(const nmt_cuda_step_model *model,
     NMT_CUDA_TRY(cudaHostAlloc((void **)&s->act_host, sizeof(int32_t) * 2 * N,
                                cudaHostAllocDefault));
     NMT_CUDA_TRY(cudaEventCreateWithFlags(&s->check_event, cudaEventDisableTiming));
+    NMT_CUDA_TRY(cudaEventCreateWithFlags(&s->fork_event, cudaEventDisableTiming));
+    NMT_CUDA_TRY(cudaEventCreateWithFlags(&s->encoded_event, cudaEventDisableTiming));
     s->event_created = 1;
     /* Sized for the defaults (feature_kinds rows a token, max length
      * 2 S + 10); a batch that needs more grows them before its first step. */

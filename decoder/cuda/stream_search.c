@@ -44,8 +44,8 @@
 #include <string.h>
 
 typedef struct stream_layout {
-    int32_t *excluded, *slot_len, *slot_max_len, *join_len, *join_slot, *join_pos, *done_slot,
-        *row_ptr, *cols;
+    int32_t *excluded, *slot_len, *slot_max_len, *join_len, *join_slot, *place_pos, *done_slot,
+        *place_slot, *row_ptr, *cols;
     float *values;
 } stream_layout;
 
@@ -58,9 +58,10 @@ static stream_layout layout_stream(void *base, int32_t N, int32_t S, int64_t nnz
     l.slot_max_len = l.slot_len + N;
     l.join_len = l.slot_max_len + N;
     l.join_slot = l.join_len + N;
-    l.join_pos = l.join_slot + N;
-    l.done_slot = l.join_pos + N;
-    l.row_ptr = l.done_slot + N;
+    l.place_pos = l.join_slot + N;
+    l.done_slot = l.place_pos + N;
+    l.place_slot = l.done_slot + N;
+    l.row_ptr = l.place_slot + N;
     l.cols = l.row_ptr + (size_t)N * S + 1;
     l.values = (float *)(l.cols + nnz_cap);
     return l;
@@ -75,6 +76,8 @@ typedef struct stream_state {
     int32_t *pend_slot; /* [N]: their slots (the device copy is in the header) */
     int32_t n_pend;
     void **pulled_tag;  /* [N]: what pull returned */
+    int32_t *wait_slot; /* [N]: slots of the sentences being encoded beside the steps */
+    int32_t n_wait;
     int32_t *pos_used;  /* [N]: scratch: old positions still taken */
     nmt_search_result result;
 } stream_state;
@@ -86,6 +89,7 @@ static void state_free(stream_state *st)
     free(st->pend_tag);
     free(st->pend_slot);
     free(st->pulled_tag);
+    free(st->wait_slot);
     free(st->pos_used);
 }
 
@@ -102,12 +106,15 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
     NMT_ALLOC(st->pend_tag, N);
     NMT_ALLOC(st->pend_slot, N);
     NMT_ALLOC(st->pulled_tag, N);
+    NMT_ALLOC(st->wait_slot, N);
     NMT_ALLOC(st->pos_used, N);
     for (int32_t s = 0; s < N; s++)
         st->free_slot[s] = N - 1 - s; /* slot 0 on top */
     st->n_free = N;
     const int32_t longest = nmt_search_max_length(config, S);
-    *hist_len = longest > 1 ? longest - 1 : 1;
+    /* The onmt rules keep a hypothesis cut at the max length: one more row. */
+    const int onmt = config->rules == NMT_BEAM_RULES_ONMT;
+    *hist_len = onmt ? longest : longest > 1 ? longest - 1 : 1;
     NMT_TRY(nmt_cuda_search_ensure_history(self, *hist_len, err));
     if (!self->ident_dev) {
         NMT_CUDA_TRY(cudaMalloc((void **)&self->ident_dev, sizeof(int32_t) * (size_t)N));
@@ -117,8 +124,8 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
                                      cudaMemcpyHostToDevice, self->stream));
     }
     stream_layout host = layout_stream(self->input_host, N, S, self->nnz_cap);
-    host.excluded[0] = config->pad_id;
-    host.excluded[1] = config->bos_id;
+    host.excluded[0] = onmt ? -1 : config->pad_id; /* onmt: nothing masked */
+    host.excluded[1] = onmt ? -1 : config->bos_id;
     for (int32_t s = 0; s < N; s++)
         host.slot_len[s] = host.slot_max_len[s] = 1;
     *b = self->beam_dev;
@@ -126,6 +133,7 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
     b->eos_id = config->eos_id;
     b->alpha = config->alpha;
     b->rules = (int32_t)config->rules;
+    b->n_best = config->n_best;
     b->hist_len = *hist_len;
     b->max_len = layout_stream(self->input_dev, N, S, self->nnz_cap).slot_max_len;
     NMT_TRY(nmt_cuda_beam_init(b, N, config->bos_id, self->stream, err));
@@ -177,6 +185,63 @@ static void pack_joiners(nmt_cuda_search *self, const nmt_source_batch *batch, i
     *nnz = e;
 }
 
+/* The sentences encoded at the last check take free positions of the old
+ * layout (a dropped sentence's, or past the list) and join the active list;
+ * their slots and positions go to the header. Returns how many. */
+static int32_t place_waiting(nmt_cuda_search *self, stream_state *st, const stream_layout *host,
+                             int32_t *n_active)
+{
+    int32_t pos = 0;
+    for (int32_t i = 0; i < st->n_wait; i++) {
+        const int32_t s = st->wait_slot[i];
+        while (st->pos_used[pos])
+            pos++;
+        st->pos_used[pos] = 1;
+        host->place_slot[i] = s;
+        host->place_pos[i] = pos;
+        self->host_act[*n_active] = s;
+        self->host_old[*n_active] = pos;
+        (*n_active)++;
+    }
+    const int32_t n = st->n_wait;
+    st->n_wait = 0;
+    return n;
+}
+
+/* On the search's stream, once the encoder stream has finished their
+ * encode: the placed sentences' rows and beam state. */
+static nmt_status place_rows(nmt_cuda_search *self, const nmt_beam_device *b,
+                             const nmt_search_config *config, const int32_t *slots,
+                             const int32_t *positions, int32_t n, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const nmt_cuda_step_model *model = &self->model;
+    NMT_CUDA_TRY(cudaStreamWaitEvent(self->stream, self->encoded_event, 0));
+    NMT_TRY(model->place(model->self, self->cur, n, slots, positions, config->beam_size, err));
+    NMT_TRY(nmt_cuda_beam_join(b, slots, n, config->bos_id, self->stream, err));
+cleanup:
+    return status;
+}
+
+/* The joiners' encoder pass on the encoder stream, after everything the
+ * search's stream has queued (their input copies): it runs beside the next
+ * steps, which never read those slots. */
+static nmt_status encode_beside(nmt_cuda_search *self, int32_t k, int32_t stride, int32_t beam,
+                                const stream_layout *dev, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    cudaStream_t side = (cudaStream_t)self->model.encoder_stream;
+    NMT_CUDA_TRY(cudaEventRecord(self->fork_event, self->stream));
+    NMT_CUDA_TRY(cudaStreamWaitEvent(side, self->fork_event, 0));
+    const nmt_cuda_encoder_input enc = {k, stride, self->active, dev->join_len, dev->row_ptr,
+                                        dev->cols, dev->values, beam, dev->join_slot,
+                                        self->config.max_src, NULL, 1};
+    NMT_TRY(nmt_cuda_search_encode(self, &enc, side, err));
+    NMT_CUDA_TRY(cudaEventRecord(self->encoded_event, side));
+cleanup:
+    return status;
+}
+
 /* Features of a pulled batch, or -1 if one of them is malformed (the CSR
  * check comes after, from nmt_cuda_search_check_sentences). */
 static int64_t batch_nnz(const nmt_source_batch *batch)
@@ -185,6 +250,47 @@ static int64_t batch_nnz(const nmt_source_batch *batch)
     if (!batch->token_offset || !batch->row_ptr)
         return -1;
     return (int64_t)batch->row_ptr[batch->token_offset[n]] - batch->row_ptr[batch->token_offset[0]];
+}
+
+/* Checks a pulled batch (a refused one fails its sentences only, the
+ * stream goes on), gives each sentence a free slot, its lengths in the
+ * header and its features in the CSR (longest first). Returns how many
+ * will be encoded: 0 or k. */
+static int32_t take_joiners(nmt_cuda_search *self, const nmt_sentence_stream *src,
+                            const nmt_search_config *config, const nmt_source_batch *batch,
+                            int32_t k, stream_state *st, const stream_layout *host,
+                            int32_t *stride, int64_t *nnz)
+{
+    if (k <= 0)
+        return 0;
+    nmt_error bad = {0};
+    const int64_t features = batch_nnz(batch);
+    nmt_status check = k > st->n_free
+                           ? nmt_error_set(&bad, NMT_STATUS_ERROR_INTERNAL,
+                                           "cuda stream: pull gave %d sentences for %d free "
+                                           "rows", k, st->n_free)
+                           : nmt_cuda_search_check_sentences(self, batch, &bad);
+    if (check == NMT_STATUS_OK && (features < 0 || features > self->nnz_cap))
+        check = nmt_error_set(&bad, NMT_STATUS_ERROR_ARGUMENT,
+                              "cuda stream: %lld feature rows, the search holds %lld",
+                              (long long)features, (long long)self->nnz_cap);
+    if (check != NMT_STATUS_OK) {
+        for (int32_t i = 0; i < k; i++)
+            src->deliver(src->self, st->pulled_tag[i], NULL, check, bad.message);
+        return 0;
+    }
+    *stride = nmt_cuda_search_sort(self, batch);
+    for (int32_t i = 0; i < k; i++) {
+        const int32_t from = self->order[i], s = st->free_slot[--st->n_free];
+        st->slot_tag[s] = st->pulled_tag[from];
+        host->join_len[i] = batch->src_len[from];
+        host->join_slot[i] = s;
+        host->slot_len[s] = batch->src_len[from];
+        host->slot_max_len[s] = nmt_search_max_length(config, batch->src_len[from]);
+        st->wait_slot[st->n_wait++] = s;
+    }
+    pack_joiners(self, batch, k, *stride, host, nnz);
+    return k;
 }
 
 nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config *config,
@@ -199,18 +305,22 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
     const int32_t N = self->config.max_sentences, S = self->config.max_src;
     const int32_t B = config->beam_size;
     NMT_TRY(nmt_cuda_search_check_config(self, config, err));
+    if (!self->model.encoder_stream || !self->model.place)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "cuda stream: the network has no encoder stream");
     NMT_CUDA_TRY(cudaSetDevice(self->config.device));
     nmt_beam_device b;
     int32_t hist_len = 1;
     NMT_TRY(stream_begin(self, config, &st, &b, &hist_len, err));
     stream_layout host = layout_stream(self->input_host, N, S, self->nnz_cap);
     stream_layout dev = layout_stream(self->input_dev, N, S, self->nnz_cap);
-    const size_t header_bytes = sizeof(int32_t) * (2 + 6 * (size_t)N);
+    const size_t header_bytes = sizeof(int32_t) * (2 + 7 * (size_t)N);
 
+    const int32_t every = src->check_every > 0 ? src->check_every : self->config.check_every;
     int32_t n_active = 0, since_check = 0;
     int ended = 0, have_snapshot = 0;
     for (;;) {
-        if (n_active > 0 && since_check < self->config.check_every) {
+        if (n_active > 0 && since_check < every) {
             const nmt_cuda_step_args args = {NULL, &b, n_active, B, S, dev.slot_len,
                                              dev.excluded, self->ident_dev, 0, -1, 1};
             NMT_TRY(nmt_cuda_search_step(self, &args, err));
@@ -248,78 +358,47 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
                 st.pos_used[p] = 1;
             }
         }
+        /* Host side first: the dropped sentences' slots (backtrack), what
+         * was encoded at the last check takes its rows now, new sentences
+         * are pulled into free slots to be encoded beside the next steps;
+         * one header copy carries it all. */
+        memcpy(host.done_slot, st.pend_slot, sizeof(int32_t) * (size_t)st.n_pend);
+        const int32_t n_placed = place_waiting(self, &st, &host, &n_active);
+        changed |= n_placed > 0;
+        int32_t k = 0, stride = 0;
+        int64_t nnz = 0;
+        if (!ended && st.n_free > 0) {
+            const int wait = n_active == 0 && st.n_pend == 0;
+            nmt_source_batch batch;
+            memset(&batch, 0, sizeof batch);
+            NMT_TRY(src->pull(src->self, st.n_free, wait, &batch, st.pulled_tag, &k, err));
+            if (k == 0 && wait)
+                ended = 1;
+            k = take_joiners(self, src, config, &batch, k, &st, &host, &stride, &nnz);
+        }
+        /* Nothing running: the joiners take their rows at once. */
+        const int32_t n_now = n_active == 0 ? place_waiting(self, &st, &host, &n_active) : 0;
+        changed |= n_now > 0;
+        /* The last check's encode reads the header's joiner arrays: the copy
+         * that overwrites them waits for it. */
+        if (n_placed > 0)
+            NMT_CUDA_TRY(cudaStreamWaitEvent(stream, self->encoded_event, 0));
+        NMT_CUDA_TRY(cudaMemcpyAsync(dev.excluded, host.excluded, header_bytes,
+                                     cudaMemcpyHostToDevice, stream));
         if (st.n_pend > 0) {
             /* Results of the sentences just dropped, before any slot of
              * theirs is reused (stream order). */
             nmt_beam_results r_dev;
             const size_t bytes = nmt_beam_results_carve(self->results_dev, st.n_pend,
                                                         config->n_best, hist_len, &r_dev);
-            memcpy(host.done_slot, st.pend_slot, sizeof(int32_t) * (size_t)st.n_pend);
-            NMT_CUDA_TRY(cudaMemcpyAsync(dev.done_slot, host.done_slot,
-                                         sizeof(int32_t) * (size_t)st.n_pend,
-                                         cudaMemcpyHostToDevice, stream));
             NMT_TRY(nmt_cuda_beam_backtrack_slots(&b, dev.done_slot, st.n_pend, &r_dev, stream,
                                                   err));
             NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, bytes,
                                          cudaMemcpyDeviceToHost, stream));
-            if (n_active == 0) {
-                /* Nothing to step: the results now, before waiting for more. */
-                NMT_CUDA_TRY(cudaStreamSynchronize(stream));
-                deliver_pending(self, src, config, hist_len, &st);
-            }
         }
-        /* Joiners. */
-        int32_t k = 0;
-        nmt_source_batch batch;
-        memset(&batch, 0, sizeof batch);
-        if (!ended && n_active < N) {
-            const int wait = n_active == 0;
-            NMT_TRY(src->pull(src->self, N - n_active, wait, &batch, st.pulled_tag, &k, err));
-            if (k == 0 && wait)
-                ended = 1;
-        }
+        if (n_placed > 0)
+            NMT_TRY(place_rows(self, &b, config, dev.place_slot, dev.place_pos, n_placed, err));
         if (k > 0) {
-            nmt_error bad = {0};
-            const int64_t nnz = batch_nnz(&batch);
-            nmt_status check = k > N - n_active
-                                   ? nmt_error_set(&bad, NMT_STATUS_ERROR_INTERNAL,
-                                                   "cuda stream: pull gave %d sentences for %d "
-                                                   "free rows", k, N - n_active)
-                                   : nmt_cuda_search_check_sentences(self, &batch, &bad);
-            if (check == NMT_STATUS_OK && (nnz < 0 || nnz > self->nnz_cap))
-                check = nmt_error_set(&bad, NMT_STATUS_ERROR_ARGUMENT,
-                                      "cuda stream: %lld feature rows, the search holds %lld",
-                                      (long long)nnz, (long long)self->nnz_cap);
-            if (check != NMT_STATUS_OK) {
-                /* The stream goes on; only these sentences fail. */
-                for (int32_t i = 0; i < k; i++)
-                    src->deliver(src->self, st.pulled_tag[i], NULL, check, bad.message);
-                k = 0;
-            }
-        }
-        if (k > 0) {
-            const int32_t stride = nmt_cuda_search_sort(self, &batch);
-            int32_t pos = 0;
-            for (int32_t i = 0; i < k; i++) {
-                const int32_t from = self->order[i], s = st.free_slot[--st.n_free];
-                while (st.pos_used[pos])
-                    pos++;
-                st.pos_used[pos] = 1;
-                st.slot_tag[s] = st.pulled_tag[from];
-                host.join_len[i] = batch.src_len[from];
-                host.join_slot[i] = s;
-                host.join_pos[i] = pos;
-                host.slot_len[s] = batch.src_len[from];
-                host.slot_max_len[s] = nmt_search_max_length(config, batch.src_len[from]);
-                self->host_act[n_active] = s;
-                self->host_old[n_active] = pos;
-                n_active++;
-            }
-            changed = 1;
-            int64_t nnz = 0;
-            pack_joiners(self, &batch, k, stride, &host, &nnz);
-            NMT_CUDA_TRY(cudaMemcpyAsync(dev.excluded, host.excluded, header_bytes,
-                                         cudaMemcpyHostToDevice, stream));
             NMT_CUDA_TRY(cudaMemcpyAsync(dev.row_ptr, host.row_ptr,
                                          sizeof(int32_t) * ((size_t)stride * k + 1),
                                          cudaMemcpyHostToDevice, stream));
@@ -330,15 +409,17 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
                                              sizeof(float) * (size_t)nnz,
                                              cudaMemcpyHostToDevice, stream));
             }
-            const nmt_cuda_encoder_input enc = {k, stride, self->active, dev.join_len,
-                                                dev.row_ptr, dev.cols, dev.values, B,
-                                                dev.join_slot, S, dev.join_pos};
-            NMT_TRY(nmt_cuda_search_encode(self, &enc, err));
-            NMT_TRY(nmt_cuda_beam_join(&b, dev.join_slot, k, config->bos_id, stream, err));
+            NMT_TRY(encode_beside(self, k, stride, B, &dev, err));
         }
+        if (n_now > 0) /* then n_placed was 0: the header's place arrays are these */
+            NMT_TRY(place_rows(self, &b, config, dev.place_slot, dev.place_pos, n_now, err));
         if (n_active == 0) {
+            /* Nothing to step: the results now, before waiting for more (and
+             * the header's copy done before the host writes it again). */
+            NMT_CUDA_TRY(cudaStreamSynchronize(stream));
+            deliver_pending(self, src, config, hist_len, &st);
             have_snapshot = 0;
-            if (ended)
+            if (ended && st.n_wait == 0)
                 break;
             continue;
         }
@@ -369,6 +450,8 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
 cleanup:
     /* The search failed: every sentence it holds gets the error. */
     cudaStreamSynchronize(self->stream);
+    if (self->model.encoder_stream)
+        cudaStreamSynchronize((cudaStream_t)self->model.encoder_stream);
     if (st.slot_tag) {
         for (int32_t i = 0; i < st.n_pend; i++)
             src->deliver(src->self, st.pend_tag[i], NULL, status, err ? err->message : "");

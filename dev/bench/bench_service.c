@@ -3,7 +3,8 @@
  * nmt-server the same way over HTTP.
  *
  *   bench_service -m MODEL -i FILE [--device cpu|cuda] [--beam B] [--batch-size N]
- *                 [--workers N] [--max-delay-us U] [--continuous 0|1] [--queue N] [--lines N]
+ *                 [--workers N] [--max-delay-us U] [--continuous 0|1] [--join-every J]
+ *                 [--queue N] [--lines N]
  *                 (--closed C | --open RATE) [--requests N] [--cancel P]
  *                 [--deadline-ms D] [--seed S] [--no-offline]
  *
@@ -190,7 +191,7 @@ int main(int argc, char **argv)
         {"max-delay-us", 1, 0, 'D'}, {"queue", 1, 0, 'q'}, {"lines", 1, 0, 'l'},
         {"closed", 1, 0, 'c'}, {"open", 1, 0, 'o'}, {"requests", 1, 0, 'n'},
         {"cancel", 1, 0, 'x'}, {"deadline-ms", 1, 0, 't'}, {"seed", 1, 0, 's'},
-        {"continuous", 1, 0, 'C'}, {0, 0, 0, 0}};
+        {"continuous", 1, 0, 'C'}, {"join-every", 1, 0, 'J'}, {0, 0, 0, 0}};
     const char *model_path = NULL, *input = NULL;
     nmt_service_options so;
     nmt_service_options_init(&so);
@@ -212,6 +213,7 @@ int main(int argc, char **argv)
         case 'w': so.cpu_workers = atoi(optarg); break;
         case 'D': so.max_delay_us = atoi(optarg); break;
         case 'C': so.continuous = atoi(optarg); break;
+        case 'J': so.join_every = atoi(optarg); break;
         case 'q': so.queue_capacity = atoi(optarg); break;
         case 'l': max_lines = atoi(optarg); break;
         case 'c': closed = atoi(optarg); break;
@@ -294,13 +296,13 @@ int main(int argc, char **argv)
     const int different = atomic_load(&b.different);
     printf("{\"bench\":\"service\",\"mode\":\"%s\",\"clients\":%d,\"rate\":%.1f,"
            "\"requests\":%lld,\"lines\":%d,\"beam\":%d,\"batch_size\":%d,\"workers\":%d,"
-           "\"max_delay_us\":%d,\"continuous\":%d,\"seconds\":%.3f,\"sents_per_s\":%.1f,"
+           "\"max_delay_us\":%d,\"continuous\":%d,\"join_every\":%d,\"seconds\":%.3f,\"sents_per_s\":%.1f,"
            "\"offline_sents_per_s\":%.1f,\"ratio_to_offline\":%.3f,"
            "\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"batch_fill\":%.2f,"
            "\"lost\":%lld,\"duplicated\":%lld,\"different\":%d,\"cancelled\":%d,\"expired\":%d,"
            "\"failed\":%d,\"rejected\":%d}\n",
            closed > 0 ? "closed" : "open", closed, rate, (long long)b.n_requests, b.n_lines,
-           so.translator.beam_size, so.translator.batch_size, so.cpu_workers, so.max_delay_us, so.continuous,
+           so.translator.beam_size, so.translator.batch_size, so.cpu_workers, so.max_delay_us, so.continuous, so.join_every,
            wall, (double)done / wall, offline_rate, (double)done / wall / offline_rate,
            1e3 * percentile(b.latency, done, 0.5), 1e3 * percentile(b.latency, done, 0.9),
            1e3 * percentile(b.latency, done, 0.99),

@@ -48,12 +48,19 @@ static nmt_status net_probe(void *net, int buf, int32_t n_rows, int32_t beam,
     return nmt_cuda_output_probe(net, buf, n_rows, beam, rows, excluded, n_excluded, err);
 }
 
+static nmt_status net_place(void *net, int buf, int32_t n, const int32_t *slots,
+                           const int32_t *positions, int32_t beam, nmt_error *err)
+{
+    return nmt_cuda_encoder_place(net, buf, n, slots, positions, beam, err);
+}
+
 static nmt_cuda_step_model cuda_step_model(nmt_cuda_model *net)
 {
     const nmt_cuda_step_model step = {
         net, nmt_cuda_model_stream(net), nmt_cuda_model_vocab(net), nmt_cuda_model_shrunk(net),
         net_encode, net_step, net_output,
-        nmt_cuda_output_probe_on(net) ? net_probe : NULL};
+        nmt_cuda_output_probe_on(net) ? net_probe : NULL,
+        nmt_cuda_encoder_side_stream(net), net_place};
     return step;
 }
 
@@ -97,13 +104,6 @@ static nmt_status cuda_backend_stream(nmt_backend *backend, const nmt_search_con
                                       const nmt_sentence_stream *source, nmt_error *err)
 {
     const cuda_backend *self = (const cuda_backend *)backend;
-    /* The stream's top-K still masks PAD and BOS and its history stops a
-     * step short of the onmt rules' cut hypotheses (stream_search.c); a
-     * refused stream makes the service batch. */
-    if (config->rules != NMT_BEAM_RULES_V1)
-        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                             "cuda backend: continuous batching runs model-v1's search rules "
-                             "only (--search-rules v1)");
     return nmt_cuda_search_stream(self->search, config, source, err);
 }
 

@@ -55,6 +55,17 @@ int nmt_cuda_model_shrunk(const nmt_cuda_model *m);
 nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_input *in,
                            nmt_error *err);
 
+/* The encoder's own stream (a cudaStream_t) for encodes with in->side: the
+ * caller orders it against the model's stream with events. */
+void *nmt_cuda_encoder_side_stream(const nmt_cuda_model *m);
+
+/* On the model's stream: rows dec_pos[i] * beam + k of buffer buf get the
+ * initial state a side encode left for slot slot[i] (k = 0; zeros for the
+ * other slots and every feed), for n sentences. The caller has made the
+ * stream wait for that encode. */
+nmt_status nmt_cuda_encoder_place(nmt_cuda_model *m, int buf, int32_t n, const int32_t *slot,
+                                  const int32_t *dec_pos, int32_t beam, nmt_error *err);
+
 /* Steps 1-4 of one decoder step over n_rows rows: new row r continues row
  * rows->parent[r] of buffer buf (its h, c and feed gathered into buffer
  * 1 - buf together with the embedding of rows->tokens[r]); h, c, the feed

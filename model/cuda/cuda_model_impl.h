@@ -54,6 +54,11 @@ typedef struct nmt_cuda_encoder_part {
     float *gates_h;      /* [max_sentences, 4 * H/2] */
     float *c[2];         /* [max_sentences, H/2]: running c, forward and backward */
     float *memory, *keys; /* [max_sentences, src_stride, H]: read by the decoder step */
+    /* Continuous batching: joiners encoded on a second stream while the
+     * decoder steps (step_io.h, nmt_cuda_encoder_input.side) leave their
+     * initial states here by slot until nmt_cuda_encoder_place. */
+    float *init_h[NMT_MAX_LAYERS], *init_c[NMT_MAX_LAYERS]; /* [max_sentences, H] */
+    nmt_cuda_ctx *side_ctx; /* owned: its own stream and cuBLAS handle */
 } nmt_cuda_encoder_part;
 
 /* Decoder rows [max_rows, .], double-buffered (the search says which buffer

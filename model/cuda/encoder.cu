@@ -47,11 +47,24 @@ static void layout_encoder(nmt_cuda_model *m, nmt_carver *c)
     p->c[1] = (float *)nmt_carve(c, N * half * f);
     p->memory = (float *)nmt_carve(c, N * S * H * f);
     p->keys = (float *)nmt_carve(c, N * S * H * f);
+    for (int32_t l = 0; l < m->dec_layers; l++) {
+        p->init_h[l] = (float *)nmt_carve(c, N * H * f);
+        p->init_c[l] = (float *)nmt_carve(c, N * H * f);
+    }
 }
 
 nmt_status nmt_cuda_encoder_part_create(nmt_cuda_model *m, nmt_error *err)
 {
-    return nmt_cuda_arena_carve(&m->enc.arena, layout_encoder, m, err);
+    nmt_status status = NMT_STATUS_OK;
+    NMT_TRY(nmt_cuda_arena_carve(&m->enc.arena, layout_encoder, m, err));
+    NMT_TRY(nmt_cuda_ctx_create_side(m->ctx, &m->enc.side_ctx, err));
+cleanup:
+    return status;
+}
+
+void *nmt_cuda_encoder_side_stream(const nmt_cuda_model *m)
+{
+    return nmt_cuda_ctx_stream(m->enc.side_ctx);
 }
 
 /* memory[slot_i, j, :] = j < len_i ? top[j * n + i, :] : 0 for j < stride, the
@@ -86,6 +99,7 @@ static __global__ void encoder_finals(int32_t n, int32_t half, int32_t beam,
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
         int32_t i = (int32_t)(e / hidden), d = (int32_t)(e % hidden);
+        /* (the side encode passes the slots as dec_pos, beam 1, the staging) */
         int64_t row = (int64_t)(dec_pos ? dec_pos[i] : i) * beam;
         int64_t dst = row * hidden + d, dst_h = row * ld_h + d;
         if (d < half) {
@@ -137,15 +151,16 @@ static int grid_for(int64_t total)
 
 /* One direction of one layer: writes h into out[t * n + i, col .. col + half)
  * and leaves the running c of every sentence in c (final once done). */
-static nmt_status run_direction(nmt_cuda_model *m, const nmt_cuda_encoder_input *in,
-                                const nmt_lstm_weights *lstm, const float *x, int32_t in_dim,
-                                int reverse, float *out, float *c, nmt_error *err)
+static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
+                                const nmt_cuda_encoder_input *in, const nmt_lstm_weights *lstm,
+                                const float *x, int32_t in_dim, int reverse, float *out, float *c,
+                                nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    cudaStream_t stream = (cudaStream_t)m->stream;
+    cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
     const int32_t n = in->n_sentences, stride = in->src_stride, half = m->half, H = m->hidden;
     const int32_t g = 4 * half, col = reverse ? half : 0;
-    NMT_TRY(nmt_cuda_linear(m->ctx, stride * n, g, in_dim, x, in_dim, lstm->w_ih, in_dim,
+    NMT_TRY(nmt_cuda_linear(ctx, stride * n, g, in_dim, x, in_dim, lstm->w_ih, in_dim,
                             lstm->b_ih, 0, m->enc.gates_x, g, err));
     NMT_CUDA_TRY(cudaMemsetAsync(c, 0, sizeof(float) * (size_t)n * half, stream));
     for (int32_t step = 0; step < stride; step++) {
@@ -155,7 +170,7 @@ static nmt_status run_direction(nmt_cuda_model *m, const nmt_cuda_encoder_input 
         const int32_t prev_active = t_prev >= 0 && t_prev < stride ? in->active[t_prev] : 0;
         const int32_t n_rec = active < prev_active ? active : prev_active;
         if (n_rec > 0)
-            NMT_TRY(nmt_cuda_linear(m->ctx, n_rec, g, half,
+            NMT_TRY(nmt_cuda_linear(ctx, n_rec, g, half,
                                     out + (int64_t)t_prev * n * H + col, H, lstm->w_hh, half,
                                     NULL, 0, m->enc.gates_h, g, err));
         if (n_rec < active)
@@ -173,7 +188,8 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
                            nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    cudaStream_t stream = (cudaStream_t)m->stream;
+    nmt_cuda_ctx *ctx = in->side ? m->enc.side_ctx : m->ctx;
+    cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
     const nmt_model *model = m->model;
     const int32_t n = in->n_sentences, stride = in->src_stride, H = m->hidden;
     const int32_t E = m->emb, beam = in->beam;
@@ -185,14 +201,24 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
     const int32_t mem_stride = in->mem_stride > 0 ? in->mem_stride : stride;
     if (n < 1 || n > m->max_sentences || stride < 1 || stride > m->max_src || beam < 1 ||
         beam > m->beam || in->active[0] != n || (buf != 0 && buf != 1) ||
-        mem_stride < stride || mem_stride > m->max_src)
+        mem_stride < stride || mem_stride > m->max_src || (in->side && !in->slot))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda encode: %d sentences, stride %d (bank %d), beam %d, "
                              "active[0] %d", n, stride, mem_stride, beam, in->active[0]);
 
     NMT_TRY(nmt_cuda_nhot_lookup((int32_t)rows, E, model->hp.src_rows, in->row_ptr, in->cols,
                                  in->values, m->w.src_embedding, m->enc.x, stream, err));
-    if (in->dec_pos) {
+    if (in->side) {
+        /* The rows are placed later (nmt_cuda_encoder_place); zero staging
+         * stands for a model without encoder-initialized state. */
+        if (!init)
+            for (int32_t l = 0; l < m->dec_layers; l++) {
+                NMT_CUDA_TRY(cudaMemsetAsync(m->enc.init_h[l], 0,
+                                             sizeof(float) * (size_t)m->max_sentences * H, stream));
+                NMT_CUDA_TRY(cudaMemsetAsync(m->enc.init_c[l], 0,
+                                             sizeof(float) * (size_t)m->max_sentences * H, stream));
+            }
+    } else if (in->dec_pos) {
         decoder_rows r;
         memset(&r, 0, sizeof r);
         for (int32_t l = 0; l < m->dec_layers; l++) {
@@ -221,9 +247,16 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         float *out = m->enc.out[l % 2];
         /* Padding rows are never written by a direction: keep them finite. */
         NMT_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float) * rows * H, stream));
-        NMT_TRY(run_direction(m, in, &m->w.enc_fwd[l], x, in_dim, 0, out, m->enc.c[0], err));
-        NMT_TRY(run_direction(m, in, &m->w.enc_bwd[l], x, in_dim, 1, out, m->enc.c[1], err));
-        if (init) {
+        NMT_TRY(run_direction(m, ctx, in, &m->w.enc_fwd[l], x, in_dim, 0, out, m->enc.c[0],
+                              err));
+        NMT_TRY(run_direction(m, ctx, in, &m->w.enc_bwd[l], x, in_dim, 1, out, m->enc.c[1],
+                              err));
+        if (init && in->side) {
+            encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
+                n, m->half, 1, in->src_len, in->slot, out, m->enc.c[0], m->enc.c[1],
+                m->enc.init_h[l], H, m->enc.init_c[l]);
+            NMT_LAUNCH_TRY("encoder_finals");
+        } else if (init) {
             encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
                 n, m->half, beam, in->src_len, in->dec_pos, out, m->enc.c[0], m->enc.c[1],
                 m->dec.h[buf][l], m->dec.x_ld[l], m->dec.c[buf][l]);
@@ -238,14 +271,14 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
             n, stride, H, in->src_len, top, NULL, stride, m->enc.memory);
         NMT_LAUNCH_TRY("to_sentence_major");
         /* keys[i, j] = W_a m_j; zero rows of memory give zero keys (no bias). */
-        NMT_TRY(nmt_cuda_linear(m->ctx, (int32_t)rows, H, H, m->enc.memory, H, m->w.attn_w_a, H,
+        NMT_TRY(nmt_cuda_linear(ctx, (int32_t)rows, H, H, m->enc.memory, H, m->w.attn_w_a, H,
                                 NULL, 0, m->enc.keys, H, err));
     } else {
         /* Joining sentences go to their slots of the running search's bank:
          * the keys are computed time-major (the same rows, so the same
          * products) into the free ping-pong buffer, then both are scattered. */
         float *keys_tm = m->enc.out[m->enc_layers % 2];
-        NMT_TRY(nmt_cuda_linear(m->ctx, (int32_t)rows, H, H, top, H, m->w.attn_w_a, H, NULL, 0,
+        NMT_TRY(nmt_cuda_linear(ctx, (int32_t)rows, H, H, top, H, m->w.attn_w_a, H, NULL, 0,
                                 keys_tm, H, err));
         to_sentence_major<<<grid_for(rows * H), THREADS, 0, stream>>>(
             n, stride, H, in->src_len, top, in->slot, mem_stride, m->enc.memory);
@@ -254,6 +287,54 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
             n, stride, H, in->src_len, keys_tm, in->slot, mem_stride, m->enc.keys);
         NMT_LAUNCH_TRY("to_sentence_major");
     }
+cleanup:
+    return status;
+}
+
+/* Rows dec_pos[i] * beam + k of a row buffer from the staging of slot[i]
+ * (k = 0), zeros for k > 0 and every feed. */
+static __global__ void place_rows(int32_t n, int32_t beam, int32_t hidden, const int32_t *slot,
+                                  const int32_t *dec_pos, decoder_rows r, decoder_rows staged)
+{
+    int64_t total = (int64_t)n * beam * hidden;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int32_t d = (int32_t)(e % hidden);
+        int64_t q = e / hidden;
+        int32_t k = (int32_t)(q % beam), i = (int32_t)(q / beam);
+        int64_t row = (int64_t)dec_pos[i] * beam + k, from = (int64_t)slot[i] * hidden + d;
+        for (int32_t l = 0; l < r.layers; l++) {
+            r.h[l][row * r.ld_h[l] + d] = k == 0 ? staged.h[l][from] : 0.0f;
+            r.c[l][row * hidden + d] = k == 0 ? staged.c[l][from] : 0.0f;
+        }
+        r.feed[row * r.feed_ld + d] = 0.0f;
+    }
+}
+
+nmt_status nmt_cuda_encoder_place(nmt_cuda_model *m, int buf, int32_t n, const int32_t *slot,
+                                  const int32_t *dec_pos, int32_t beam, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const int32_t H = m->hidden;
+    if (n < 1 || n > m->max_sentences || beam < 1 || beam > m->beam || (buf != 0 && buf != 1))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda encoder place: %d sentences, beam %d, buffer %d", n, beam, buf);
+    decoder_rows r, staged;
+    memset(&r, 0, sizeof r);
+    memset(&staged, 0, sizeof staged);
+    for (int32_t l = 0; l < m->dec_layers; l++) {
+        r.h[l] = m->dec.h[buf][l];
+        r.c[l] = m->dec.c[buf][l];
+        r.ld_h[l] = m->dec.x_ld[l];
+        staged.h[l] = m->enc.init_h[l];
+        staged.c[l] = m->enc.init_c[l];
+    }
+    r.feed = m->dec.feed[buf];
+    r.feed_ld = m->dec.feed_ld;
+    r.layers = m->dec_layers;
+    place_rows<<<grid_for((int64_t)n * beam * H), THREADS, 0, (cudaStream_t)m->stream>>>(
+        n, beam, H, slot, dec_pos, r, staged);
+    NMT_LAUNCH_TRY("place_rows");
 cleanup:
     return status;
 }

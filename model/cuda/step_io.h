@@ -35,6 +35,10 @@ typedef struct nmt_cuda_encoder_input {
     const int32_t *dec_pos; /* [n_sentences]: sentence i's decoder rows are
                                dec_pos[i] * beam + k (NULL: i); only those rows are
                                written, the others keep the running search's state */
+    int side;               /* 1 (with slot): launch on the network's encoder stream, which
+                               runs beside the decoder steps, and leave the initial states
+                               by slot for nmt_cuda_encoder_place instead of writing rows
+                               (dec_pos unused) */
 } nmt_cuda_encoder_input;
 
 /* The rows of one step, written by the search before the step. */

@@ -142,6 +142,7 @@ class nmt_service_options(ctypes.Structure):
         ("max_delay_us", ctypes.c_int),
         ("max_batch_tokens", ctypes.c_int),
         ("continuous", ctypes.c_int),
+        ("join_every", ctypes.c_int),
     ]
 
 

@@ -122,7 +122,8 @@ class Service:
     max_delay_us how long a worker waits for a batch to fill,
     max_batch_tokens the source tokens a batch holds at most, continuous
     whether a CUDA worker keeps one search running that requests join and
-    leave (continuous batching, the default) rather than batching; the other
+    leave (continuous batching, the default) rather than batching, join_every
+    the steps between the points where they join and leave; the other
     keywords are Translator's. Raises
     nmt.Error when the model or the workers cannot be made.
 
@@ -131,7 +132,7 @@ class Service:
 
     def __init__(self, model, device="auto", workers=None, devices=None, batch_size=None,
                  max_delay_us=None, queue_capacity=None, max_batch_tokens=None, continuous=None,
-                 library=None, **options):
+                 join_every=None, library=None, **options):
         self.model = as_model(model, library)
         self._lib = self.model._lib
         so = _capi.nmt_service_options()
@@ -147,6 +148,8 @@ class Service:
             so.max_batch_tokens = int(max_batch_tokens)
         if continuous is not None:
             so.continuous = 1 if continuous else 0
+        if join_every is not None:
+            so.join_every = int(join_every)
         device_array = None
         if devices == "all":
             so.n_devices = -1  # every visible CUDA device

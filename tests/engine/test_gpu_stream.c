@@ -7,8 +7,8 @@
  * running search at every check point, in every slot and row position. Each
  * line must be delivered exactly once, with the batch's status, hypotheses
  * and texts (byte for byte) and scores within 1e-4. Several configurations:
- * beam 1 and 5, n-best 1 and 3, check_every 1 and 3, graphs on and off, a
- * search smaller than the stream's burst. Exit 77 without a GPU.
+ * beam 1 and 5, n-best 1 and 3, check_every 1 to 4, graphs on and off, a
+ * search smaller than the stream's burst, and OpenNMT-py's search rules. Exit 77 without a GPU.
  * NMT_TEST_SMALL=1 (under compute-sanitizer): 40 lines, two configurations. */
 #include "nmt.h"
 #include "cuda_ctx.h"
@@ -115,11 +115,11 @@ static void compare_one(const char *what, int i, const nmt_result *a, const nmt_
 }
 
 static void compare(const nmt_model *model, int batch, int beam, int n_best, int check_every,
-                    int graphs, int max_burst)
+                    int graphs, int max_burst, int onmt)
 {
-    char what[128];
-    snprintf(what, sizeof what, "batch %d beam %d n_best %d check %d graphs %d burst %d", batch,
-             beam, n_best, check_every, graphs, max_burst);
+    char what[160];
+    snprintf(what, sizeof what, "batch %d beam %d n_best %d check %d graphs %d burst %d rules %s",
+             batch, beam, n_best, check_every, graphs, max_burst, onmt ? "onmt" : "v1");
     nmt_options o;
     nmt_options_init(&o);
     o.device = NMT_DEVICE_CUDA;
@@ -130,6 +130,7 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best, int
     o.check_every = check_every;
     o.cuda_graphs = graphs;
     o.max_src_tokens = 64;
+    o.search_rules = onmt ? NMT_SEARCH_RULES_ONMT : NMT_SEARCH_RULES_V1;
     nmt_translator *t = NULL;
     nmt_error err = {NMT_STATUS_OK, ""};
     nmt_status st = nmt_translator_create(model, &o, &t, &err);
@@ -143,7 +144,7 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best, int
     static script s;
     memset(&s, 0, sizeof s);
     s.max_burst = max_burst;
-    const nmt_line_stream source = {&s, script_pull, script_deliver};
+    const nmt_line_stream source = {&s, script_pull, script_deliver, 0};
     st = nmt_translator_stream(t, NULL, &source, &err);
     CHECK(st == NMT_STATUS_OK, "%s: stream: %s", what, err.message);
     CHECK(s.next == n_lines, "%s: the stream took %d of %d lines", what, s.next, n_lines);
@@ -179,16 +180,21 @@ int main(void)
     const char *small = getenv("NMT_TEST_SMALL");
     if (small && *small == '1') {
         n_lines = 40;
-        compare(model, 8, 5, 2, 1, 1, 3);
-        compare(model, 3, 2, 1, 2, 0, 4);
+        compare(model, 8, 5, 2, 1, 1, 3, 0);
+        compare(model, 3, 2, 1, 2, 0, 4, 1);
         nmt_model_free(model);
         return test_finish("test_gpu_stream");
     }
-    compare(model, 8, 5, 1, 1, 1, 3);
-    compare(model, 8, 5, 3, 3, 1, 12);
-    compare(model, 5, 1, 1, 1, 0, 2);
-    compare(model, 32, 4, 2, 2, 1, 40);
-    compare(model, 1, 5, 1, 1, 1, 1);
+    /* NMT_TEST_ONLY=i: configuration i alone (debugging under a sanitizer). */
+    static const int configs[][7] = {{8, 5, 1, 1, 1, 3, 0},  {8, 5, 3, 3, 1, 12, 0},
+                                     {5, 1, 1, 1, 0, 2, 0},  {8, 5, 1, 4, 1, 6, 0},
+                                     {8, 5, 2, 2, 1, 5, 1},  {32, 4, 2, 2, 1, 40, 0},
+                                     {1, 5, 1, 1, 1, 1, 0}};
+    const char *only = getenv("NMT_TEST_ONLY");
+    for (int c = 0; c < (int)(sizeof configs / sizeof configs[0]); c++)
+        if (!only || atoi(only) == c)
+            compare(model, configs[c][0], configs[c][1], configs[c][2], configs[c][3],
+                    configs[c][4], configs[c][5], configs[c][6]);
     nmt_model_free(model);
     return test_finish("test_gpu_stream");
 }
