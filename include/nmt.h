@@ -235,14 +235,15 @@ typedef struct nmt_service_options {
                                 (docs/performance.md, "Batching delay") */
     int max_batch_tokens;    /* a batch holds at most this many source tokens in all (a longer
                                 sentence goes alone); 0 (default): only batch_size limits */
-    int continuous;          /* CUDA: 1 (default): continuous batching: each device keeps one
-                                beam search running, requests join it at the next step
-                                (check_every) while it has free rows and leave as soon as
-                                they are done; max_delay_us and max_batch_tokens then do not
-                                apply. 0: batches (wait max_delay_us, translate, repeat).
-                                The CPU always batches. */
+    int continuous;          /* CUDA: 1: continuous batching: each device keeps one beam
+                                search running; requests join it at its next join point
+                                while it has free rows and leave as soon as they are done;
+                                max_delay_us and max_batch_tokens then do not apply.
+                                0 (default, docs/performance.md "Continuous batching"):
+                                batches (wait max_delay_us, translate, repeat). The CPU
+                                always batches. */
     int join_every;          /* continuous batching: steps between the points where finished
-                                requests leave and queued ones join, default 4
+                                requests leave and queued ones join (1..1000), default 4
                                 (docs/performance.md, "Continuous batching") */
 } nmt_service_options;
 

@@ -64,7 +64,7 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     s->timeout_s = 30;
     s->queue_capacity = 4096;
     s->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
-    s->continuous = 1;      /* docs/performance.md, "Continuous batching" */
+    s->continuous = 0;      /* docs/performance.md, "Continuous batching" */
     s->join_every = 4;
     const app_extra_settings extra = {server_options, "server", apply_server_setting, s};
     const int code = app_args_parse(argc, argv, &args->common, &extra, message, size);
@@ -99,8 +99,8 @@ int server_print_help(const char *program)
         "  --workers N           (translate's) CPU worker threads (1)\n"
         "  --devices LIST|all    (translate's) CUDA devices, one worker each\n"
         "  --queue-capacity N    sentences waiting at most; more get 503 (4096)\n"
-        "  --continuous 0|1      CUDA: continuous batching, requests join the running\n"
-        "                        search at its next join point (1); 0: batches\n"
+        "  --continuous 0|1      CUDA: 1: continuous batching, requests join the running\n"
+        "                        search at its next join point; 0: batches (0)\n"
         "  --join-every N        continuous: steps between join points (4)\n"
         "  --max-delay-us N      batches: how long a worker waits for one to fill (100)\n"
         "  --max-batch-tokens N  (translate's) source tokens a batch holds at most\n"

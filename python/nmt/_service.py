@@ -115,14 +115,14 @@ class Service:
     batch the requests as they arrive, per-request options and deadlines.
 
     Service(model_or_path, device="auto", workers=1, devices=None,
-    batch_size=32, max_delay_us, max_batch_tokens, continuous=True,
-    queue_capacity=4096, beam_size=5, ...)
+    batch_size=32, max_delay_us, max_batch_tokens, continuous=False,
+    join_every=4, queue_capacity=4096, beam_size=5, ...)
     (None: nmt_service_options_init's default): beam_size is the largest
     beam a request may ask for, batch_size the most sentences a batch holds,
     max_delay_us how long a worker waits for a batch to fill,
     max_batch_tokens the source tokens a batch holds at most, continuous
     whether a CUDA worker keeps one search running that requests join and
-    leave (continuous batching, the default) rather than batching, join_every
+    leave (continuous batching) rather than batching (the default), join_every
     the steps between the points where they join and leave; the other
     keywords are Translator's. Raises
     nmt.Error when the model or the workers cannot be made.

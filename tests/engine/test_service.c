@@ -14,7 +14,7 @@
  * outliving its service, and counters that add up.
  *
  * tests/engine/test_gpu_service.c includes this file with TEST_SERVICE_GPU 1:
- * the determinism part on a CUDA worker with continuous batching (requests
+ * the determinism part on a CUDA worker with continuous batching (on) (requests
  * join and leave one running search; kinds with other options end a stream
  * and start another). There the texts and alignments must be equal byte for
  * byte and the scores within 1e-4 (the batch's GEMMs have other row counts
@@ -198,6 +198,7 @@ static void test_determinism(void)
     so.translator = base_options();
     so.cpu_workers = 2;
     so.max_delay_us = 2000;
+    so.continuous = TEST_SERVICE_GPU; /* the GPU variant tests continuous batching */
     nmt_service *service = NULL;
     nmt_error err = {0};
     CHECK(nmt_service_create(model, &so, &service, &err) == NMT_STATUS_OK, "%s", err.message);
@@ -390,6 +391,22 @@ static void test_max_batch_tokens(void)
     so.max_batch_tokens = -1;
     CHECK(nmt_service_create(model, &so, &s, &err) == NMT_STATUS_ERROR_ARGUMENT && !s,
           "max_batch_tokens -1 is refused");
+    so.max_batch_tokens = 0;
+    so.join_every = 0;
+    CHECK(nmt_service_create(model, &so, &s, &err) == NMT_STATUS_ERROR_ARGUMENT && !s &&
+              strstr(err.message, "join_every"),
+          "join_every 0 is refused, naming it (%s)", err.message);
+    /* On the CPU, continuous batching asked for falls back to batches. */
+    so.join_every = 4;
+    so.continuous = 1;
+    CHECK(nmt_service_create(model, &so, &s, &err) == NMT_STATUS_OK, "continuous on the CPU: %s",
+          err.message);
+    nmt_request *one = NULL;
+    CHECK(s && submit(s, lines[5], NULL, &one) == NMT_STATUS_OK && nmt_request_wait(one, 20000.0) &&
+              same_result(nmt_request_result(one), &ref[2][5]),
+          "continuous on the CPU answers as nmt_translate_batch");
+    nmt_request_free(one);
+    nmt_service_free(s);
 }
 
 /* ---- shutdown from several threads at once, and from a callback --------- */
