@@ -121,10 +121,13 @@ struct decoder_rows {
     int32_t feed_ld, layers;
 };
 
-/* Zeroes h, c and the feed of rows dec_pos[i] * beam + k, k < beam: what
- * the whole-batch path does with memsets over a prefix of rows. */
-static __global__ void clear_decoder_rows(int32_t n, int32_t beam, int32_t hidden,
-                                          const int32_t *dec_pos, decoder_rows r)
+/* Rows dec_pos[i] * beam + k of a row buffer: h and c of slot 0 from the
+ * staging of slot[i] (a side encode's), zeros for the other slots, every
+ * feed, and every row when slot is NULL (what the whole-batch path does
+ * with memsets over a prefix of rows). */
+static __global__ void set_decoder_rows(int32_t n, int32_t beam, int32_t hidden,
+                                        const int32_t *slot, const int32_t *dec_pos,
+                                        decoder_rows r, decoder_rows staged)
 {
     int64_t total = (int64_t)n * beam * hidden;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
@@ -133,12 +136,30 @@ static __global__ void clear_decoder_rows(int32_t n, int32_t beam, int32_t hidde
         int64_t q = e / hidden;
         int32_t k = (int32_t)(q % beam), i = (int32_t)(q / beam);
         int64_t row = (int64_t)dec_pos[i] * beam + k;
+        const int staged_row = slot && k == 0;
+        int64_t from = staged_row ? (int64_t)slot[i] * hidden + d : 0;
         for (int32_t l = 0; l < r.layers; l++) {
-            r.h[l][row * r.ld_h[l] + d] = 0.0f;
-            r.c[l][row * hidden + d] = 0.0f;
+            r.h[l][row * r.ld_h[l] + d] = staged_row ? staged.h[l][from] : 0.0f;
+            r.c[l][row * hidden + d] = staged_row ? staged.c[l][from] : 0.0f;
         }
         r.feed[row * r.feed_ld + d] = 0.0f;
     }
+}
+
+/* Row buffer buf's pointers, and with staged the staging's. */
+static decoder_rows rows_of(const nmt_cuda_model *m, int buf, int staged)
+{
+    decoder_rows r;
+    memset(&r, 0, sizeof r);
+    for (int32_t l = 0; l < m->dec_layers; l++) {
+        r.h[l] = staged ? m->enc.init_h[l] : m->dec.h[buf][l];
+        r.c[l] = staged ? m->enc.init_c[l] : m->dec.c[buf][l];
+        r.ld_h[l] = staged ? m->hidden : m->dec.x_ld[l];
+    }
+    r.feed = staged ? NULL : m->dec.feed[buf];
+    r.feed_ld = m->dec.feed_ld;
+    r.layers = m->dec_layers;
+    return r;
 }
 
 static int grid_for(int64_t total)
@@ -219,19 +240,10 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
                                              sizeof(float) * (size_t)m->max_sentences * H, stream));
             }
     } else if (in->dec_pos) {
-        decoder_rows r;
-        memset(&r, 0, sizeof r);
-        for (int32_t l = 0; l < m->dec_layers; l++) {
-            r.h[l] = m->dec.h[buf][l];
-            r.c[l] = m->dec.c[buf][l];
-            r.ld_h[l] = m->dec.x_ld[l];
-        }
-        r.feed = m->dec.feed[buf];
-        r.feed_ld = m->dec.feed_ld;
-        r.layers = m->dec_layers;
-        clear_decoder_rows<<<grid_for(dec_rows * H), THREADS, 0, stream>>>(n, beam, H,
-                                                                            in->dec_pos, r);
-        NMT_LAUNCH_TRY("clear_decoder_rows");
+        const decoder_rows none = rows_of(m, buf, 1);
+        set_decoder_rows<<<grid_for(dec_rows * H), THREADS, 0, stream>>>(
+            n, beam, H, NULL, in->dec_pos, rows_of(m, buf, 0), none);
+        NMT_LAUNCH_TRY("set_decoder_rows");
     } else {
         for (int32_t l = 0; l < m->dec_layers; l++) {
             NMT_CUDA_TRY(cudaMemset2DAsync(m->dec.h[buf][l], sizeof(float) * m->dec.x_ld[l], 0,
@@ -291,26 +303,6 @@ cleanup:
     return status;
 }
 
-/* Rows dec_pos[i] * beam + k of a row buffer from the staging of slot[i]
- * (k = 0), zeros for k > 0 and every feed. */
-static __global__ void place_rows(int32_t n, int32_t beam, int32_t hidden, const int32_t *slot,
-                                  const int32_t *dec_pos, decoder_rows r, decoder_rows staged)
-{
-    int64_t total = (int64_t)n * beam * hidden;
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
-         e += (int64_t)gridDim.x * blockDim.x) {
-        int32_t d = (int32_t)(e % hidden);
-        int64_t q = e / hidden;
-        int32_t k = (int32_t)(q % beam), i = (int32_t)(q / beam);
-        int64_t row = (int64_t)dec_pos[i] * beam + k, from = (int64_t)slot[i] * hidden + d;
-        for (int32_t l = 0; l < r.layers; l++) {
-            r.h[l][row * r.ld_h[l] + d] = k == 0 ? staged.h[l][from] : 0.0f;
-            r.c[l][row * hidden + d] = k == 0 ? staged.c[l][from] : 0.0f;
-        }
-        r.feed[row * r.feed_ld + d] = 0.0f;
-    }
-}
-
 nmt_status nmt_cuda_encoder_place(nmt_cuda_model *m, int buf, int32_t n, const int32_t *slot,
                                   const int32_t *dec_pos, int32_t beam, nmt_error *err)
 {
@@ -319,22 +311,9 @@ nmt_status nmt_cuda_encoder_place(nmt_cuda_model *m, int buf, int32_t n, const i
     if (n < 1 || n > m->max_sentences || beam < 1 || beam > m->beam || (buf != 0 && buf != 1))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda encoder place: %d sentences, beam %d, buffer %d", n, beam, buf);
-    decoder_rows r, staged;
-    memset(&r, 0, sizeof r);
-    memset(&staged, 0, sizeof staged);
-    for (int32_t l = 0; l < m->dec_layers; l++) {
-        r.h[l] = m->dec.h[buf][l];
-        r.c[l] = m->dec.c[buf][l];
-        r.ld_h[l] = m->dec.x_ld[l];
-        staged.h[l] = m->enc.init_h[l];
-        staged.c[l] = m->enc.init_c[l];
-    }
-    r.feed = m->dec.feed[buf];
-    r.feed_ld = m->dec.feed_ld;
-    r.layers = m->dec_layers;
-    place_rows<<<grid_for((int64_t)n * beam * H), THREADS, 0, (cudaStream_t)m->stream>>>(
-        n, beam, H, slot, dec_pos, r, staged);
-    NMT_LAUNCH_TRY("place_rows");
+    set_decoder_rows<<<grid_for((int64_t)n * beam * H), THREADS, 0, (cudaStream_t)m->stream>>>(
+        n, beam, H, slot, dec_pos, rows_of(m, buf, 0), rows_of(m, buf, 1));
+    NMT_LAUNCH_TRY("set_decoder_rows");
 cleanup:
     return status;
 }

@@ -10,6 +10,7 @@
  * must take the GPU with these rules. Exit 77 without a GPU. */
 #include "nmt.h"
 #include "cuda_ctx.h"
+#include "test_gpu_model.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -119,17 +120,10 @@ static void compare(const nmt_model *model, const config *c, const char *const *
 
 int main(void)
 {
-    if (nmt_cuda_device_count() == 0) {
-        fprintf(stderr, "skipped: no GPU\n");
-        return NMT_TEST_SKIP;
-    }
-    test_seed();
     nmt_model *model = NULL;
-    nmt_error err = {NMT_STATUS_OK, ""};
-    if (nmt_model_load(NMT_TEST_MODEL, &model, &err) != NMT_STATUS_OK) {
-        fprintf(stderr, "%s: %s\n", NMT_TEST_MODEL, err.message);
-        return 1;
-    }
+    const int opened = test_gpu_model_open(NMT_TEST_MODEL, &model);
+    if (opened != 0)
+        return opened;
     static char text[N_LINES][512];
     const char *lines[N_LINES];
     const int n_words = (int)(sizeof words / sizeof words[0]);
@@ -149,6 +143,7 @@ int main(void)
     o.warmup = 0;
     o.search_rules = NMT_SEARCH_RULES_ONMT;
     nmt_translator *t = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
     CHECK(nmt_translator_create(model, &o, &t, &err) == NMT_STATUS_OK &&
               nmt_translator_device(t) == NMT_DEVICE_CUDA,
           "device auto with onmt rules: %s", t ? "took the CPU" : err.message);

@@ -12,6 +12,7 @@
  * NMT_TEST_SMALL=1 (under compute-sanitizer): 40 lines, two configurations. */
 #include "nmt.h"
 #include "cuda_ctx.h"
+#include "test_gpu_model.h"
 #include "test_util.h"
 #include "translator.h"
 
@@ -165,17 +166,10 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best, int
 
 int main(void)
 {
-    if (nmt_cuda_device_count() == 0) {
-        fprintf(stderr, "skipped: no GPU\n");
-        return NMT_TEST_SKIP;
-    }
-    test_seed();
     nmt_model *model = NULL;
-    nmt_error err = {NMT_STATUS_OK, ""};
-    if (nmt_model_load(NMT_TEST_MODEL, &model, &err) != NMT_STATUS_OK) {
-        fprintf(stderr, "%s: %s\n", NMT_TEST_MODEL, err.message);
-        return 1;
-    }
+    const int opened = test_gpu_model_open(NMT_TEST_MODEL, &model);
+    if (opened != 0)
+        return opened;
     make_lines();
     const char *small = getenv("NMT_TEST_SMALL");
     if (small && *small == '1') {

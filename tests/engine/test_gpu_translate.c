@@ -10,6 +10,7 @@
  * compute-sanitizer, which is ~100x slower): 12 lines, three configurations. */
 #include "nmt.h"
 #include "cuda_ctx.h"
+#include "test_gpu_model.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -256,17 +257,10 @@ static void compare_tf32x2(const char *const *lines)
 
 int main(void)
 {
-    if (nmt_cuda_device_count() == 0) {
-        fprintf(stderr, "skipped: no GPU\n");
-        return NMT_TEST_SKIP;
-    }
-    test_seed();
     nmt_model *model = NULL;
-    nmt_error err = {NMT_STATUS_OK, ""};
-    if (nmt_model_load(NMT_TEST_MODEL, &model, &err) != NMT_STATUS_OK) {
-        fprintf(stderr, "%s: %s\n", NMT_TEST_MODEL, err.message);
-        return 1;
-    }
+    const int opened = test_gpu_model_open(NMT_TEST_MODEL, &model);
+    if (opened != 0)
+        return opened;
     static char text[N_LINES][512];
     const char *lines[N_LINES];
     make_lines(text);
