@@ -21,7 +21,8 @@ enum {
     OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
     OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_CUDA_GEMM,
     OPT_ALIGNMENT, OPT_QUIET, OPT_NBEST_FORMAT, OPT_INPUT_FORMAT, OPT_OUTPUT_FORMAT,
-    OPT_MAX_BATCH_TOKENS, OPT_WORKERS, OPT_DEVICES, OPT_SKIP_LINES, OPT_MPI, OPT_SEARCH_RULES
+    OPT_MAX_BATCH_TOKENS, OPT_WORKERS, OPT_DEVICES, OPT_SKIP_LINES, OPT_MPI, OPT_SEARCH_RULES,
+    OPT_BATCH_TYPE, OPT_MAXI_BATCH
 };
 
 static const struct option long_options[] = {
@@ -46,6 +47,8 @@ static const struct option long_options[] = {
     {"max-len-b", required_argument, NULL, OPT_MAX_LEN_B},
     {"search-rules", required_argument, NULL, OPT_SEARCH_RULES},
     {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
+    {"batch-type", required_argument, NULL, OPT_BATCH_TYPE},
+    {"maxi-batch", required_argument, NULL, OPT_MAXI_BATCH},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"device-index", required_argument, NULL, OPT_DEVICE_INDEX},
     {"no-unk-replace", no_argument, NULL, OPT_NO_UNK_REPLACE},
@@ -279,8 +282,11 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
             return 0;
         return 1;
     }
-    if (!strcmp(key, "batch_size"))
-        return app_parse_int(value, 1, 4096, &o->batch_size);
+    if (!strcmp(key, "batch_size")) /* sentences: 1..4096, checked by app_resolve_batching */
+        return app_parse_int(value, 1, 1 << 24, &o->batch_size);
+    const int batching = app_batching_setting(a, key, value); /* batch_type, maxi_batch */
+    if (batching >= 0)
+        return batching;
     if (!strcmp(key, "device"))
         return parse_device(value, &o->device);
     if (!strcmp(key, "device_index"))
@@ -415,6 +421,8 @@ static const char *option_key(int code)
     case OPT_MAX_LEN_B: return "max_len_b";
     case OPT_SEARCH_RULES: return "search_rules";
     case OPT_BATCH_SIZE: return "batch_size";
+    case OPT_BATCH_TYPE: return "batch_type";
+    case OPT_MAXI_BATCH: return "maxi_batch";
     case OPT_DEVICE: return "device";
     case OPT_DEVICE_INDEX: return "device_index";
     case OPT_MAX_LINE_BYTES: return "max_line_bytes";
@@ -603,6 +611,8 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
         args->engine.max_len_a = 1.25f;
         args->engine.max_len_b = 5;
     }
+    if (app_resolve_batching(args, message, message_size) != EXIT_OK)
+        return EXIT_USAGE;
     if (args->engine.n_best > args->engine.beam_size) {
         snprintf(message, message_size, "--n-best %d is larger than --beam %d",
                  args->engine.n_best, args->engine.beam_size);

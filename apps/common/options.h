@@ -41,6 +41,8 @@ typedef struct translate_args {
     int devices[64];
     const char *stats_option; /* "--stats" or "--timing", for messages */
     int max_len_given; /* --max-len-a or --max-len-b was set (file or command line) */
+    int batch_tokens;  /* --batch-type tokens: --batch-size counted source tokens (batching.c) */
+    int maxi_batch;    /* --maxi-batch: lines read ahead as one window (0: from the batch size) */
 } translate_args;
 
 /* Fills args from argv (and the INI file named by -c). On failure writes a
@@ -68,6 +70,13 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
  * [lo, hi] / a boolean (1/0, true/false, yes/no, on/off). */
 int app_parse_int(const char *text, long lo, long hi, int *out);
 int app_parse_bool(const char *text, int *out);
+
+/* batching.c: the keys batch_type and maxi_batch (as apply_setting: 1, 0 bad
+ * value, -1 not one of them), and --batch-type tokens resolved into the
+ * engine's batch_size and max_batch_tokens once every setting is in
+ * (EXIT_OK, or EXIT_USAGE with the reason in message). */
+int app_batching_setting(translate_args *args, const char *key, const char *value);
+int app_resolve_batching(translate_args *args, char *message, size_t message_size);
 
 /* Prints --help on stdout; returns what printf returned (negative: a write error). */
 int translate_print_help(const char *program);

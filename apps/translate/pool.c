@@ -1,6 +1,8 @@
-/* pool.c: translate's chunks in flight (pool.h). The ring's slots are taken
- * in order: `read` counts the chunks handed over, `written` the chunks
- * released; a worker takes the oldest ready slot. */
+/* pool.c: translate's windows in flight (pool.h). The ring's slots are used
+ * in order: `read` counts the windows submitted, `taken` those a worker took,
+ * `written` those released; the reader's next slot is free when fewer than
+ * n_slots windows are in flight. One lock and one condition variable: every
+ * change is rare next to a window's translation. */
 #include "pool.h"
 
 #include <stdio.h>
@@ -23,8 +25,10 @@ struct chunk_pool {
     pthread_cond_t changed;
     chunk_slot *slots;
     int n_slots;
-    long read, written, taken; /* chunks handed over, released, taken by workers */
-    int stopping;              /* workers take no more chunks */
+    long read, written, taken; /* windows submitted, released, taken by workers */
+    int ended;                 /* the reader submits no more */
+    int closed;                /* the writer gave up: no slots, no more windows taken */
+    int stopping;              /* chunk_pool_free: the workers leave */
     int chunk;                 /* lines a slot holds */
     pool_worker *workers;
     int n_workers;
@@ -52,9 +56,9 @@ static void *worker_main(void *arg)
     chunk_pool *p = w->pool;
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!p->stopping && p->taken == p->read)
+        while (!p->stopping && !p->closed && p->taken == p->read)
             pthread_cond_wait(&p->changed, &p->lock);
-        if (p->stopping)
+        if (p->stopping || p->closed)
             break;
         chunk_slot *slot = &p->slots[p->taken++ % p->n_slots];
         slot->state = SLOT_RUNNING;
@@ -77,7 +81,12 @@ int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk
         return -1;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
-    p->n_slots = n_translators > 1 ? 2 * n_translators : 1;
+    /* Each translator busy with one window and one waiting for it, and one
+     * being read or written: 3 with one translator. */
+    p->n_slots = 2 * n_translators + 1;
+    const char *slots = getenv("NMT_TRANSLATE_SLOTS");
+    if (slots && atoi(slots) >= 1 && atoi(slots) < p->n_slots)
+        p->n_slots = atoi(slots);
     p->chunk = chunk;
     p->slots = calloc((size_t)p->n_slots, sizeof *p->slots);
     p->workers = calloc((size_t)n_translators, sizeof *p->workers);
@@ -108,7 +117,7 @@ int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk
         p->workers[i].index = i;
         p->workers[i].fail = inject && *inject && atoi(inject) == i;
     }
-    for (int i = 0; n_translators > 1 && i < n_translators; i++) {
+    for (int i = 0; i < n_translators; i++) {
         if (pthread_create(&p->workers[i].thread, NULL, worker_main, &p->workers[i]) != 0) {
             chunk_pool_free(p);
             return -1;
@@ -147,25 +156,18 @@ void chunk_pool_free(chunk_pool *p)
     free(p);
 }
 
-int chunk_pool_capacity(const chunk_pool *p)
+chunk_slot *chunk_pool_acquire(chunk_pool *p)
 {
-    return p->n_slots;
-}
-
-chunk_slot *chunk_pool_next(chunk_pool *p)
-{
-    return &p->slots[p->read % p->n_slots];
+    pthread_mutex_lock(&p->lock);
+    while (!p->closed && p->read - p->written >= p->n_slots)
+        pthread_cond_wait(&p->changed, &p->lock);
+    chunk_slot *slot = p->closed ? NULL : &p->slots[p->read % p->n_slots];
+    pthread_mutex_unlock(&p->lock);
+    return slot;
 }
 
 void chunk_pool_submit(chunk_pool *p, chunk_slot *slot)
 {
-    if (p->n_workers == 1) {
-        translate_slot(&p->workers[0], slot);
-        slot->state = SLOT_DONE;
-        p->read++;
-        p->taken++;
-        return;
-    }
     pthread_mutex_lock(&p->lock);
     slot->state = SLOT_READY;
     p->read++;
@@ -173,14 +175,29 @@ void chunk_pool_submit(chunk_pool *p, chunk_slot *slot)
     pthread_mutex_unlock(&p->lock);
 }
 
+void chunk_pool_end(chunk_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->ended = 1;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+}
+
 chunk_slot *chunk_pool_oldest(chunk_pool *p)
 {
-    if (p->written == p->read)
-        return NULL;
-    chunk_slot *slot = &p->slots[p->written % p->n_slots];
     pthread_mutex_lock(&p->lock);
-    while (slot->state != SLOT_DONE)
+    chunk_slot *slot = NULL;
+    for (;;) {
+        if (p->written < p->read) {
+            slot = &p->slots[p->written % p->n_slots];
+            if (slot->state == SLOT_DONE)
+                break;
+        } else if (p->ended) {
+            slot = NULL;
+            break;
+        }
         pthread_cond_wait(&p->changed, &p->lock);
+    }
     pthread_mutex_unlock(&p->lock);
     return slot;
 }
@@ -189,6 +206,16 @@ void chunk_pool_release(chunk_pool *p, chunk_slot *slot)
 {
     pthread_mutex_lock(&p->lock);
     slot->state = SLOT_FREE;
+    slot->n = 0; /* its results were cleared as they were written */
     p->written++;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void chunk_pool_close(chunk_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->closed = 1;
+    pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
 }

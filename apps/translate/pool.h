@@ -1,10 +1,14 @@
-/* pool.h: translate's chunks in flight (pool.c). One translator is one
- * worker (a CPU thread with --workers N, a GPU with --devices LIST); the main
- * thread reads chunk after chunk into a ring of slots, the workers translate
- * them in any order, and the main thread writes them back in input order,
- * so the output is the one worker's, byte for byte, and memory is bounded
- * by the ring. With one worker the pool runs no thread: each chunk is
- * translated where it is handed over, exactly as before. */
+/* pool.h: translate's windows in flight (pool.c), a three-stage pipeline
+ * over a ring of slots. A reader thread (reader.c) reads window after
+ * window of input lines into the ring's free slots; the workers, one thread
+ * a translator (a GPU with --devices LIST, a CPU thread with --workers N,
+ * and one with one translator), each take the oldest window read and hand
+ * it to nmt_translate_batch; the main thread writes the windows back in
+ * input order. So with one translator the next window is read while the
+ * current one is translated and the previous one written; with several,
+ * they translate in parallel; the output is the same byte for byte, and
+ * memory is bounded by the ring (2 windows a translator and one more),
+ * whatever the input's length. */
 #ifndef NMT_TRANSLATE_POOL_H
 #define NMT_TRANSLATE_POOL_H
 
@@ -21,7 +25,7 @@ typedef struct input_line {
     int has_nul;       /* an embedded NUL byte: refused here, the library takes C strings */
 } input_line;
 
-/* One chunk: its lines, what goes to the translator, the results. */
+/* One window: its lines, what goes to the translator, the results. */
 typedef struct chunk_slot {
     input_line *lines;
     const char **texts;
@@ -36,23 +40,32 @@ typedef struct chunk_slot {
 
 typedef struct chunk_pool chunk_pool;
 
-/* n_translators translators (not owned), slots of chunk lines each (2 per
- * worker, 1 with one worker). For the tests of the failure path, the
- * environment variable NMT_TRANSLATE_INJECT_FAILURE=W makes every chunk
- * worker W takes fail as a device error would (NMT_TRANSLATE_INJECT_RANK=R:
- * only in MPI rank R). */
+/* n_translators translators (not owned), one worker thread each; slots of
+ * `chunk` lines. For the tests: NMT_TRANSLATE_INJECT_FAILURE=W makes every
+ * window worker W takes fail as a device error would
+ * (NMT_TRANSLATE_INJECT_RANK=R: only in MPI rank R); NMT_TRANSLATE_SLOTS=1
+ * leaves one slot, so each window is read, translated and written before the
+ * next is read (the unpipelined order, to compare with). Returns 0, or -1
+ * out of memory or threads. */
 int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk,
                       chunk_pool **pool);
+/* Stops the workers (one in nmt_translate_batch finishes that window first)
+ * and frees the slots. The reader must have stopped. */
 void chunk_pool_free(chunk_pool *pool);
-int chunk_pool_capacity(const chunk_pool *pool);
-/* The slot the next chunk is read into (the ring's next; it is free). */
-chunk_slot *chunk_pool_next(chunk_pool *pool);
-/* Hands the slot just read over: translated at once with one worker, else
- * queued for the workers. */
+
+/* The reader: waits for the ring's next slot to be free and returns it
+ * (NULL once the pool is closed); submit hands it to the workers; end says
+ * that no more windows come. */
+chunk_slot *chunk_pool_acquire(chunk_pool *pool);
 void chunk_pool_submit(chunk_pool *pool, chunk_slot *slot);
-/* Waits for the oldest slot handed over and returns it (NULL when none is
- * in flight); chunk_pool_release frees it after it has been written. */
+void chunk_pool_end(chunk_pool *pool);
+
+/* The writer: waits for the oldest window submitted to be translated and
+ * returns it (NULL when the reader has ended and every window is written);
+ * release frees its slot for the reader once it is written. close gives up:
+ * the reader gets no more slots and the workers take no more windows. */
 chunk_slot *chunk_pool_oldest(chunk_pool *pool);
 void chunk_pool_release(chunk_pool *pool, chunk_slot *slot);
+void chunk_pool_close(chunk_pool *pool);
 
 #endif /* NMT_TRANSLATE_POOL_H */

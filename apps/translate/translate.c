@@ -1,20 +1,23 @@
 /* translate: stdin -> stdout translation with the nmt library.
  *
  * One output line per input line, in order, always: a refused line is
- * reported on stderr with its line number and gives an empty line. Lines are
- * read in chunks (one at a time when stdin is a terminal, so it answers as
- * you type) and each chunk is handed to nmt_translate_batch, which sorts by
- * length and batches internally. With --workers or --devices, several
- * translators take chunks in parallel and the chunks are written back in
- * input order (pool.h): the same output as one translator's. A line keeps at most --max-line-bytes (+1)
- * bytes in memory: the rest of a longer one is skipped, so one huge line
- * without a newline costs no more memory than a refused short one.
+ * reported on stderr with its line number and gives an empty line. The input
+ * is read in windows of lines (--maxi-batch; one line at a time when stdin is
+ * a terminal, so it answers as you type), each handed whole to
+ * nmt_translate_batch, which sorts it by length and batches it (by sentences
+ * or by source tokens, --batch-type). The run is a pipeline (pool.h): a
+ * reader thread reads the next windows (reader.c) while the translators work
+ * and this thread writes the finished windows in input order, so with one
+ * translator reading and writing overlap decoding, and with --workers or
+ * --devices several translators take windows in parallel; the output is the
+ * same either way, and memory is bounded by the windows in flight.
  *
  * Every write is checked: an output that cannot be written (a full disk, a
  * closed pipe reader) ends the run with exit status 5 and says which. */
 #include "nmt.h"
 #include "options.h"
 #include "pool.h"
+#include "reader.h"
 #include "shard.h"
 
 #include <errno.h>
@@ -30,66 +33,6 @@ static double now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Reads one line, keeping at most max_bytes + 1 bytes (room for a "\r" before
- * the "\n") and skipping the rest up to the newline. Returns 1 for a line, 0 at
- * the end of the input (or on a read error: see ferror), -1 out of memory. */
-static int read_line(FILE *in, input_line *line, size_t max_bytes)
-{
-    const size_t keep = max_bytes + 1;
-    size_t kept = 0, total = 0;
-    int c, last = 0;
-    while ((c = getc_unlocked(in)) != EOF && c != '\n') {
-        if (kept < keep) {
-            if (kept + 1 >= line->capacity) {
-                size_t grown = line->capacity ? 2 * line->capacity : 256;
-                if (grown > keep + 1)
-                    grown = keep + 1;
-                char *text = realloc(line->text, grown);
-                if (!text)
-                    return -1;
-                line->text = text;
-                line->capacity = grown;
-            }
-            line->text[kept++] = (char)c;
-        }
-        total++;
-        last = c;
-    }
-    if (c == EOF && total == 0)
-        return 0;
-    if (!line->text) { /* an empty line: still a string */
-        line->text = malloc(1);
-        if (!line->text)
-            return -1;
-        line->capacity = 1;
-    }
-    if (last == '\r') {
-        total--;
-        if (kept > total)
-            kept = total;
-    }
-    line->text[kept] = 0;
-    line->bytes = total;
-    line->too_long = total > max_bytes;
-    line->has_nul = !line->too_long && memchr(line->text, 0, kept) != NULL;
-    return 1;
-}
-
-/* Reads up to max_lines lines; returns how many, or -1 out of memory. */
-static int read_chunk(FILE *in, input_line *lines, int max_lines, size_t max_bytes)
-{
-    int n = 0;
-    while (n < max_lines) {
-        int r = read_line(in, &lines[n], max_bytes);
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        n++;
-    }
-    return n;
 }
 
 /* " ||| s-t s-t ..." of a hypothesis (--alignment). */
@@ -242,7 +185,16 @@ static int create_translators(const translate_args *args, const nmt_model *model
         if (args->n_devices != 0)
             oi.device_index = devices[i];
         nmt_error err = {0};
-        if (nmt_translator_create(model, &oi, &out[i], &err) != NMT_STATUS_OK) {
+        nmt_status created;
+        /* A device without memory for the batch at create: half the batch, down to 1. */
+        while ((created = nmt_translator_create(model, &oi, &out[i], &err)) ==
+                   NMT_STATUS_ERROR_MEMORY && oi.batch_size > 1) {
+            oi.batch_size /= 2;
+            if (!args->quiet)
+                fprintf(stderr, "translate: %s; retrying with --batch-size %d\n", err.message,
+                        oi.batch_size);
+        }
+        if (created != NMT_STATUS_OK) {
             /* A bad option, or a device this build or machine does not have: both
              * are the configuration's fault, not a failed translation. */
             if (err.status == NMT_STATUS_ERROR_UNSUPPORTED && oi.device == NMT_DEVICE_CUDA)
@@ -336,7 +288,7 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     char worker_labels[64][48]; /* "CUDA device N" / "CPU worker N" */
     int n_translators = 0;
     chunk_pool *pool = NULL;
-    int chunk = 0;
+    translate_reader *reader = NULL;
     if (nmt_model_load(args.model_path, &model, &err) != NMT_STATUS_OK) {
         fprintf(stderr, "translate: cannot load the model: %s\n", err.message);
         code = EXIT_MODEL;
@@ -355,57 +307,22 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
                          : args.progress < 0 ? isatty(STDERR_FILENO) && !interactive
                                              : args.progress;
     const size_t max_bytes = (size_t)args.engine.max_line_bytes;
-    chunk = interactive ? 1 : args.engine.batch_size * 8;
-    if (chunk_pool_create(translators, n_translators, chunk, &pool) != 0) {
+    const int window = translate_window_lines(&args, interactive);
+    if (chunk_pool_create(translators, n_translators, window, &pool) != 0 ||
+        translate_reader_start(pool, fileno(in), &args, window, &reader) != 0) {
         fprintf(stderr, "translate: out of memory\n");
         code = EXIT_FAILED;
         goto done;
     }
 
-    long line_number = 0, lines_read = 0;
+    long line_number = args.skip_lines, lines_read = 0;
     long long target_tokens = 0; /* of the best hypotheses, for the progress line */
-    int bad_lines = 0, eof = 0, in_flight = 0, n = 0;
+    int bad_lines = 0, read_errno = 0;
     const double started = now_seconds();
-    /* --skip-lines: read past them (a rerun resumes where a failed one stopped);
-     * line numbers in messages stay those of the whole input. */
-    for (input_line *scratch = chunk_pool_next(pool)->lines; lines_read < args.skip_lines;
-         lines_read++) {
-        const int r = read_line(in, scratch, max_bytes);
-        if (r <= 0) {
-            n = r;
-            eof = 1;
-            break;
-        }
-    }
-    line_number = lines_read;
-    for (;;) {
-        /* Read ahead while a slot is free (one chunk at a time when typing). */
-        while (!eof && in_flight < chunk_pool_capacity(pool) && !(interactive && in_flight)) {
-            chunk_slot *slot = chunk_pool_next(pool);
-            long want = chunk;
-            if (args.limit_lines >= 0 && args.skip_lines + args.limit_lines - lines_read < want)
-                want = args.skip_lines + args.limit_lines - lines_read;
-            n = want > 0 ? read_chunk(in, slot->lines, (int)want, max_bytes) : 0;
-            if (n <= 0) {
-                eof = 1;
-                break;
-            }
-            for (int i = 0; i < n; i++)
-                slot->texts[i] = slot->lines[i].has_nul || slot->lines[i].too_long
-                                     ? ""
-                                     : slot->lines[i].text;
-            slot->n = n;
-            slot->first_line = lines_read;
-            lines_read += n;
-            chunk_pool_submit(pool, slot);
-            in_flight++;
-        }
-        chunk_slot *slot = chunk_pool_oldest(pool);
-        if (!slot)
-            break;
-        in_flight--;
+    double shown = 0; /* when the progress line was last written */
+    for (chunk_slot *slot; (slot = chunk_pool_oldest(pool)) != NULL;) {
         if (slot->status != NMT_STATUS_OK) {
-            /* Everything before this chunk is written (and flushed): the
+            /* Everything before this window is written (and flushed): the
              * output is a complete prefix, never a gap. */
             fprintf(stderr, "translate: lines %ld-%ld failed on %s: %s\n"
                             "translate: lines %ld and after were not written; resume with "
@@ -421,19 +338,24 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
             code = write_error(out_name);
             goto done;
         }
-        line_number += slot->n;
+        line_number = slot->first_line + slot->n; /* skipped lines count, as in messages */
         chunk_pool_release(pool, slot);
-        if (progress)
+        if (progress && now_seconds() - shown >= 0.25) {
+            shown = now_seconds();
             show_progress(line_number, target_tokens, started, 0);
+        }
     }
-    if (n < 0) {
+    const int outcome = translate_reader_finish(reader, 0, &lines_read, &read_errno);
+    reader = NULL;
+    line_number = lines_read; /* every window read was written; and the lines skipped */
+    if (outcome == READER_NO_MEMORY) {
         fprintf(stderr, "translate: out of memory reading line %ld\n", lines_read + 1);
         code = EXIT_FAILED;
         goto done;
     }
-    if (ferror(in)) {
+    if (outcome == READER_ERROR) {
         fprintf(stderr, "translate: error reading %s after line %ld: %s\n", in_name,
-                line_number, strerror(errno));
+                line_number, strerror(read_errno));
         code = EXIT_IO;
         goto done;
     }
@@ -461,12 +383,13 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
         }
     }
 done:
+    translate_reader_finish(reader, 1, NULL, NULL); /* a run that gave up: stop reading */
     translate_discard_stats(&args, &stats); /* a run that did not get to write it */
     if (out && out != stdout)
         fclose(out); /* the run failed already; what was written stays */
     if (in != stdin)
         fclose(in);
-    chunk_pool_free(pool); /* first: its workers use the translators */
+    chunk_pool_free(pool); /* then the workers: they use the translators */
     for (int i = 0; i < n_translators; i++)
         nmt_translator_free(translators[i]);
     nmt_model_free(model);

@@ -1,0 +1,248 @@
+/* reader.c: translate's reader thread (reader.h). Lines are cut from a 64 KiB
+ * buffer refilled by read(2) after a poll(2) on the input and on a wake-up
+ * pipe: the pipe lets translate_reader_finish interrupt a wait on a slow
+ * input. A line keeps at most --max-line-bytes (+1) bytes in memory: the
+ * rest of a longer one is skipped, so one huge line without a newline costs
+ * no more memory than a refused short one. */
+#include "reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { kBufferBytes = 1 << 16, kMaxDefaultWindow = 65536 };
+
+/* read_line's results besides 1 (a line) and 0 (the end). */
+enum { LINE_NO_MEMORY = -1, LINE_ERROR = -2, LINE_STOPPED = -3 };
+
+struct translate_reader {
+    chunk_pool *pool;
+    int fd;
+    int wake[2]; /* a byte in wake[1]: stop */
+    long skip, limit;
+    size_t max_bytes;
+    int window;
+    long lines_read;
+    int outcome, error;
+    pthread_t thread;
+    size_t pos, len;
+    int eof;
+    char buffer[kBufferBytes];
+};
+
+int translate_window_lines(const translate_args *args, int interactive)
+{
+    if (args->maxi_batch > 0)
+        return args->maxi_batch;
+    if (interactive)
+        return 1;
+    const long lines = args->batch_tokens ? (long)args->engine.max_batch_tokens
+                                          : 8L * args->engine.batch_size;
+    return lines < kMaxDefaultWindow ? (int)lines : kMaxDefaultWindow;
+}
+
+/* Refills the buffer: 1 data, 0 the end, LINE_ERROR (errno in r->error) or
+ * LINE_STOPPED. */
+static int fill(translate_reader *r)
+{
+    if (r->eof)
+        return 0;
+    for (;;) {
+        struct pollfd fds[2] = {{r->fd, POLLIN, 0}, {r->wake[0], POLLIN, 0}};
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            r->error = errno;
+            return LINE_ERROR;
+        }
+        if (fds[1].revents)
+            return LINE_STOPPED;
+        const ssize_t got = read(r->fd, r->buffer, sizeof r->buffer);
+        if (got > 0) {
+            r->pos = 0;
+            r->len = (size_t)got;
+            return 1;
+        }
+        if (got == 0) {
+            r->eof = 1; /* a terminal's ^D ends the input once */
+            return 0;
+        }
+        if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+            r->error = errno;
+            return LINE_ERROR;
+        }
+    }
+}
+
+/* Keeps `n` more bytes of the line, growing its buffer up to keep + 1. */
+static int keep_bytes(input_line *line, size_t kept, const char *bytes, size_t n, size_t keep)
+{
+    if (kept + n + 1 > line->capacity) {
+        size_t grown = line->capacity ? 2 * line->capacity : 256;
+        if (grown < kept + n + 1)
+            grown = kept + n + 1;
+        if (grown > keep + 1)
+            grown = keep + 1;
+        char *text = realloc(line->text, grown);
+        if (!text)
+            return -1;
+        line->text = text;
+        line->capacity = grown;
+    }
+    memcpy(line->text + kept, bytes, n);
+    return 0;
+}
+
+/* Reads one line, keeping at most max_bytes + 1 bytes (room for a "\r" before
+ * the "\n") and skipping the rest up to the newline. Returns 1 for a line
+ * (also one without a newline at the end), 0 at the end of the input, or
+ * LINE_NO_MEMORY, LINE_ERROR, LINE_STOPPED. */
+static int read_line(translate_reader *r, input_line *line, size_t max_bytes)
+{
+    const size_t keep = max_bytes + 1;
+    size_t kept = 0, total = 0;
+    int seen = 0; /* a byte or the newline */
+    char last = 0;
+    for (;;) {
+        if (r->pos == r->len) {
+            const int filled = fill(r);
+            if (filled < 0)
+                return filled;
+            if (filled == 0) {
+                if (!seen)
+                    return 0;
+                break;
+            }
+        }
+        const char *start = r->buffer + r->pos;
+        const char *newline = memchr(start, '\n', r->len - r->pos);
+        const size_t n = newline ? (size_t)(newline - start) : r->len - r->pos;
+        if (n > 0) {
+            const size_t take = kept < keep ? (n < keep - kept ? n : keep - kept) : 0;
+            if (take && keep_bytes(line, kept, start, take, keep) != 0)
+                return LINE_NO_MEMORY;
+            kept += take;
+            total += n;
+            last = start[n - 1];
+        }
+        seen = 1;
+        r->pos += n + (newline != NULL);
+        if (newline)
+            break;
+    }
+    if (!line->text) { /* an empty line: still a string */
+        line->text = malloc(1);
+        if (!line->text)
+            return LINE_NO_MEMORY;
+        line->capacity = 1;
+    }
+    if (last == '\r') {
+        total--;
+        if (kept > total)
+            kept = total;
+    }
+    line->text[kept] = 0;
+    line->bytes = total;
+    line->too_long = total > max_bytes;
+    line->has_nul = !line->too_long && memchr(line->text, 0, kept) != NULL;
+    return 1;
+}
+
+/* A read_line result that ends the reading as the reader's outcome. */
+static void finish_with(translate_reader *r, int result)
+{
+    r->outcome = result == LINE_NO_MEMORY ? READER_NO_MEMORY
+                 : result == LINE_ERROR   ? READER_ERROR
+                                          : READER_END; /* the end, or stopped */
+}
+
+static void *reader_main(void *arg)
+{
+    translate_reader *r = arg;
+    int result = 1;
+    /* --skip-lines: read past them (a rerun resumes where a failed one
+     * stopped); line numbers in messages stay those of the whole input. */
+    input_line scratch = {0};
+    while (r->lines_read < r->skip && (result = read_line(r, &scratch, r->max_bytes)) == 1)
+        r->lines_read++;
+    free(scratch.text);
+    while (result == 1) {
+        long want = r->window;
+        if (r->limit >= 0 && r->skip + r->limit - r->lines_read < want)
+            want = r->skip + r->limit - r->lines_read;
+        if (want <= 0)
+            break;
+        chunk_slot *slot = chunk_pool_acquire(r->pool);
+        if (!slot)
+            break; /* closed: the writer gave up */
+        int n = 0;
+        while (n < want && (result = read_line(r, &slot->lines[n], r->max_bytes)) == 1) {
+            const input_line *line = &slot->lines[n];
+            slot->texts[n++] = line->has_nul || line->too_long ? "" : line->text;
+        }
+        if (n > 0) {
+            slot->n = n;
+            slot->first_line = r->lines_read;
+            r->lines_read += n;
+            chunk_pool_submit(r->pool, slot);
+        }
+    }
+    finish_with(r, result);
+    chunk_pool_end(r->pool);
+    return NULL;
+}
+
+int translate_reader_start(chunk_pool *pool, int fd, const translate_args *args, int window,
+                           translate_reader **out)
+{
+    *out = NULL;
+    translate_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return -1;
+    if (pipe(r->wake) != 0) {
+        free(r);
+        return -1;
+    }
+    fcntl(r->wake[0], F_SETFD, FD_CLOEXEC);
+    fcntl(r->wake[1], F_SETFD, FD_CLOEXEC);
+    r->pool = pool;
+    r->fd = fd;
+    r->skip = args->skip_lines;
+    r->limit = args->limit_lines;
+    r->max_bytes = (size_t)args->engine.max_line_bytes;
+    r->window = window;
+    if (pthread_create(&r->thread, NULL, reader_main, r) != 0) {
+        close(r->wake[0]);
+        close(r->wake[1]);
+        free(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+int translate_reader_finish(translate_reader *r, int stop, long *lines_read, int *error)
+{
+    if (!r)
+        return READER_END;
+    if (stop) {
+        chunk_pool_close(r->pool);
+        const char byte = 1;
+        while (write(r->wake[1], &byte, 1) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_join(r->thread, NULL);
+    const int outcome = r->outcome;
+    if (lines_read)
+        *lines_read = r->lines_read;
+    if (error)
+        *error = r->error;
+    close(r->wake[0]);
+    close(r->wake[1]);
+    free(r);
+    return outcome;
+}
