@@ -6,6 +6,8 @@
 
 #include "nmt_status.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -19,6 +21,9 @@ nmt_status nmt_cuda_ctx_create(int device_index, nmt_cuda_ctx **ctx, nmt_error *
 nmt_status nmt_cuda_ctx_create_side(const nmt_cuda_ctx *main_ctx, nmt_cuda_ctx **ctx,
                                     nmt_error *err);
 void nmt_cuda_ctx_free(nmt_cuda_ctx *ctx);
+/* Device bytes a context allocates itself (its cuBLAS workspace; cuBLAS's
+ * own handle memory is not counted). */
+size_t nmt_cuda_ctx_device_bytes(void);
 void *nmt_cuda_ctx_stream(const nmt_cuda_ctx *ctx); /* cudaStream_t */
 void *nmt_cuda_ctx_cublas(const nmt_cuda_ctx *ctx); /* cublasHandle_t */
 /* Makes ctx's device the calling thread's current one. */

@@ -116,6 +116,8 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             "output_tokens %d: must be -1 (the model's), 0 or 1", o->output_tokens);
     REQUIRE(o->search_rules == NMT_SEARCH_RULES_V1 || o->search_rules == NMT_SEARCH_RULES_ONMT,
             "search_rules %d: unknown", (int)o->search_rules);
+    REQUIRE(o->max_memory >= 0, "max_memory %lld: must be 0 (no cap) or positive",
+            (long long)o->max_memory);
     const nmt_shrink_options *sh = &o->shrink;
     REQUIRE(sh->mode == NMT_SHRINK_NONE || sh->mode == NMT_SHRINK_LSH || sh->mode == NMT_SHRINK_TOP,
             "shrink mode %d: unknown", (int)sh->mode);
@@ -212,11 +214,14 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     t->search.rules = (nmt_beam_rules)options->search_rules;
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
-    const nmt_backend_config config = {
+    nmt_backend_config config = {
         options->batch_size, options->beam_size, options->max_src_tokens,
         options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
         options->cuda_graphs, options->warmup, options->check_every, options->cuda_gemm};
-    const int32_t batch = options->batch_size, max_src = options->max_src_tokens;
+    NMT_TRY(nmt_translator_fit_memory(model, options, &config, err));
+    const int32_t batch = config.max_sentences, max_src = options->max_src_tokens;
+    t->options.batch_size = batch;
+    t->stats.batch_size = batch;
 
     nmt_device device = options->device;
     if (device == NMT_DEVICE_AUTO && nmt_cuda_available()) {
@@ -517,21 +522,9 @@ nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n
                 break;
             in_batch += n;
         }
-        nmt_source_builder_reset(&t->source);
-        for (int32_t k = 0; k < count; k++)
-            NMT_TRY(nmt_source_builder_add(&t->source, &tokens[order[first + k]], err));
-        nmt_source_batch source = nmt_source_builder_batch(&t->source);
-        memset(t->search_results, 0, sizeof *t->search_results * (size_t)count);
-        status = t->backend->vtable->decode(t->backend, &source, &search, t->search_results,
-                                            err);
-        for (int32_t k = 0; k < count && status == NMT_STATUS_OK; k++) {
-            int32_t line = order[first + k];
-            status = fill_result(t, &t->search_results[k], &tokens[line], &results[line], err);
-        }
-        for (int32_t k = 0; k < count; k++)
-            nmt_search_result_clear(&t->search_results[k]);
-        if (status != NMT_STATUS_OK)
-            goto cleanup;
+        /* Split and retried there when the device runs out of memory. */
+        NMT_TRY(nmt_translator_decode_lines(t, &search, tokens, order + first, count, results,
+                                            err));
     }
     if (t->options.collect_stats) {
         t->stats.sentences += n_lines;

@@ -61,6 +61,22 @@ nmt_status nmt_translator_fill_result(const nmt_translator *translator,
 /* *result = the error (status, message) and nothing else. */
 void nmt_translator_line_error(nmt_result *result, nmt_status status, const char *message);
 
+/* engine/translator_memory.c. options.max_memory (> 0, CUDA): lowers
+ * config->max_sentences, halving, until the CUDA backend's measured device
+ * bytes fit; NMT_STATUS_ERROR_MEMORY, naming the need and the cap, when one
+ * sentence does not. A no-op on the CPU. */
+nmt_status nmt_translator_fit_memory(const nmt_model *model, const nmt_options *options,
+                                     nmt_backend_config *config, nmt_error *err);
+/* Decodes lines[0..count) (indices into tokens and results) as one batch and
+ * fills their results; a batch the device has no memory for is decoded
+ * again as two halves, down to one sentence, which then gets a per-line
+ * NMT_STATUS_ERROR_MEMORY. Fails (the caller fails the call) on any other
+ * decode error and on host out of memory. */
+nmt_status nmt_translator_decode_lines(nmt_translator *translator,
+                                       const nmt_search_config *search,
+                                       const nmt_tokens *tokens, const int32_t *lines,
+                                       int32_t count, nmt_result *results, nmt_error *err);
+
 /* Lines that arrive while the translator decodes (continuous batching). */
 typedef struct nmt_line_stream {
     void *self;

@@ -127,6 +127,16 @@ typedef struct nmt_options {
                              longest first; a longer line goes alone) as well as at most
                              batch_size lines; 0 (default): only batch_size */
     nmt_search_rules search_rules; /* default NMT_SEARCH_RULES_V1 */
+    int64_t max_memory;  /* CUDA: bytes of device memory the translator may allocate, 0
+                            (default): no cap. Before creating its backend the translator
+                            measures what the backend allocates for (batch_size, beam_size,
+                            max_src_tokens): weights, the network's workspaces, the search's
+                            buffers (not the CUDA context, cuBLAS's handles or the shrink
+                            wing); over the cap it halves batch_size until it fits
+                            (nmt_stats.batch_size says the size chosen); when even one
+                            sentence does not fit, create fails with
+                            NMT_STATUS_ERROR_MEMORY naming the need and the cap. The CPU
+                            ignores it */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;
@@ -181,8 +191,11 @@ nmt_device nmt_translator_device(const nmt_translator *translator);
 
 /* Translates n_lines lines (UTF-8, no newline). results[i] receives line i's
  * outcome; release each with nmt_result_clear. Returns an error only when the
- * whole batch failed (device error, out of memory); per-line problems are
- * reported in results[i].status. */
+ * whole batch failed (device error, host out of memory); per-line problems are
+ * reported in results[i].status. A batch the device has no memory for is
+ * decoded again as two halves (down to one sentence): the same translations;
+ * a sentence that does not fit alone gets NMT_STATUS_ERROR_MEMORY with the
+ * cause in its message, and the other lines are translated. */
 nmt_status nmt_translate_batch(nmt_translator *translator, const char *const *lines, int n_lines,
                                nmt_result *results, nmt_error *err);
 
@@ -203,6 +216,15 @@ typedef struct nmt_stats {
     int64_t graph_runs;      /* CUDA: decoder steps and encoder passes run as CUDA graphs
                                 (captured or replayed; cuda_graphs) */
     int64_t eager_runs;      /* CUDA: the same, launched kernel by kernel */
+    int64_t batch_size;      /* the batch size the translator runs with: options.batch_size,
+                                or less where max_memory lowered it (always filled) */
+    int64_t split_batches;   /* batches decoded again as two halves after the device ran
+                                out of memory */
+    int64_t device_memory_bytes; /* CUDA: the most device memory the backend held at once
+                                    (weights, workspaces, search buffers; as max_memory
+                                    counts them); 0 on the CPU */
+    int64_t device_memory_used;  /* CUDA: the device's bytes in use, every process's
+                                    (cudaMemGetInfo), when that peak was reached */
 } nmt_stats;
 
 nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,

@@ -25,7 +25,10 @@ enum {
     OPT_BATCH_TYPE, OPT_MAXI_BATCH
 };
 
+enum { OPT_MAX_MEMORY = 512 }; /* past the list above */
+
 static const struct option long_options[] = {
+    {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"model", required_argument, NULL, 'm'},
     {"config", required_argument, NULL, 'c'},
     {"input", required_argument, NULL, 'i'},
@@ -80,6 +83,27 @@ int app_parse_int(const char *text, long lo, long hi, int *out)
     if (errno || end == text || *end || v < lo || v > hi)
         return 0;
     *out = (int)v;
+    return 1;
+}
+
+int app_parse_size(const char *text, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (text[0] < '0' || text[0] > '9')
+        return 0; /* no sign, no blank */
+    const unsigned long long v = strtoull(text, &end, 10);
+    int shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (errno || end == text || (shift && end[1]) || (!shift && *end) ||
+        v > (unsigned long long)INT64_MAX >> shift)
+        return 0;
+    *out = (int64_t)(v << shift);
     return 1;
 }
 
@@ -240,6 +264,8 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return parse_devices(value, a);
     if (!strcmp(key, "max_batch_tokens"))
         return app_parse_int(value, 0, 1 << 24, &o->max_batch_tokens);
+    if (!strcmp(key, "max_memory"))
+        return app_parse_size(value, &o->max_memory);
     if (!strcmp(key, "input_format") || !strcmp(key, "output_format")) {
         const int input = !strcmp(key, "input_format");
         int *field = input ? &o->input_tokens : &o->output_tokens;
@@ -409,6 +435,7 @@ static const char *option_key(int code)
     case OPT_NBEST_FORMAT: return "n_best_format";
     case OPT_INPUT_FORMAT: return "input_format";
     case OPT_MAX_BATCH_TOKENS: return "max_batch_tokens";
+    case OPT_MAX_MEMORY: return "max_memory";
     case OPT_WORKERS: return "workers";
     case OPT_DEVICES: return "devices";
     case OPT_SKIP_LINES: return "skip_lines";

@@ -70,6 +70,9 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
  * [lo, hi] / a boolean (1/0, true/false, yes/no, on/off). */
 int app_parse_int(const char *text, long lo, long hi, int *out);
 int app_parse_bool(const char *text, int *out);
+/* Bytes: digits with an optional K, M or G (1024-based) suffix; 0 on a bad
+ * or overflowing value. */
+int app_parse_size(const char *text, int64_t *out);
 
 /* batching.c: the keys batch_type and maxi_batch (as apply_setting: 1, 0 bad
  * value, -1 not one of them), and --batch-type tokens resolved into the

@@ -81,6 +81,15 @@ int translate_write_stats(const translate_args *args, const nmt_translator *cons
         st.candidate_words += one.candidate_words;
         st.graph_runs += one.graph_runs;
         st.eager_runs += one.eager_runs;
+        st.split_batches += one.split_batches;
+        st.batch_size = one.batch_size < st.batch_size ? one.batch_size : st.batch_size;
+        /* each device's own peak: the largest */
+        st.device_memory_bytes = one.device_memory_bytes > st.device_memory_bytes
+                                     ? one.device_memory_bytes
+                                     : st.device_memory_bytes;
+        st.device_memory_used = one.device_memory_used > st.device_memory_used
+                                    ? one.device_memory_used
+                                    : st.device_memory_used;
     }
     FILE *f = out->file;
     out->file = NULL;
@@ -103,6 +112,13 @@ int translate_write_stats(const translate_args *args, const nmt_translator *cons
             st.decode_seconds, (long long)st.steps, (long long)st.row_steps);
     fprintf(f, "  \"graph_runs\": %lld,\n  \"eager_runs\": %lld,\n", (long long)st.graph_runs,
             (long long)st.eager_runs);
+    fprintf(f, "  \"batch_size\": %lld,\n  \"split_batches\": %lld,\n",
+            (long long)st.batch_size, (long long)st.split_batches);
+    if (cuda)
+        fprintf(f, "  \"device_memory_bytes\": %lld,\n  \"device_memory_used\": %lld,\n",
+                (long long)st.device_memory_bytes, (long long)st.device_memory_used);
+    else
+        fprintf(f, "  \"device_memory_bytes\": null,\n  \"device_memory_used\": null,\n");
     if (st.output_layer_ms >= 0)
         fprintf(f, "  \"output_layer_ms\": %.4f,\n", st.output_layer_ms);
     else

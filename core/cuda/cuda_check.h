@@ -17,8 +17,20 @@
 #include "error.h"
 #include "nmt_status.h"
 
+/* Device out-of-memory is NMT_STATUS_ERROR_MEMORY (the translator splits a
+ * batch that does not fit and retries it); it is not sticky, so it is also
+ * cleared from cudaGetLastError, where a later launch check would find it. */
+static inline nmt_status nmt_cuda_status_(cudaError_t code)
+{
+    if (code == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        return NMT_STATUS_ERROR_MEMORY;
+    }
+    return NMT_STATUS_ERROR_CUDA;
+}
+
 #define NMT_CUDA_FAIL_(err_, call_text, code)                                             \
-    nmt_error_set((err_), NMT_STATUS_ERROR_CUDA, "%s:%d: %s failed: %s (%s)", __FILE__,   \
+    nmt_error_set((err_), nmt_cuda_status_(code), "%s:%d: %s failed: %s (%s)", __FILE__,  \
                   __LINE__, call_text, cudaGetErrorString(code), cudaGetErrorName(code))
 
 #define NMT_CUDA_TRY(call)                                                                \
@@ -38,8 +50,11 @@
     } while (0)
 
 #define NMT_CUBLAS_FAIL_(err_, call_text, code)                                           \
-    nmt_error_set((err_), NMT_STATUS_ERROR_CUDA, "%s:%d: %s failed: %s (%d)", __FILE__,   \
-                  __LINE__, call_text, cublasGetStatusString(code), (int)(code))
+    nmt_error_set((err_),                                                                 \
+                  (code) == CUBLAS_STATUS_ALLOC_FAILED ? NMT_STATUS_ERROR_MEMORY          \
+                                                       : NMT_STATUS_ERROR_CUDA,           \
+                  "%s:%d: %s failed: %s (%d)", __FILE__, __LINE__, call_text,             \
+                  cublasGetStatusString(code), (int)(code))
 
 #define NMT_CUBLAS_TRY(call)                                                              \
     do {                                                                                  \

@@ -127,6 +127,11 @@ cleanup:
     return status;
 }
 
+extern "C" size_t nmt_cuda_ctx_device_bytes(void)
+{
+    return kCublasWorkspaceBytes;
+}
+
 extern "C" void nmt_cuda_ctx_free(nmt_cuda_ctx *ctx)
 {
     if (!ctx)

@@ -81,6 +81,12 @@ nmt_status nmt_cuda_search_create(const nmt_cuda_step_model *model,
                                   nmt_cuda_search **search, nmt_error *err);
 void nmt_cuda_search_free(nmt_cuda_search *search);
 
+/* Device bytes nmt_cuda_search_create allocates for config (host arithmetic,
+ * no device), and what a search holds now (its input and history grow
+ * between batches that need more; a failed growth leaves the search usable). */
+size_t nmt_cuda_search_device_bytes(const nmt_cuda_search_config *config);
+size_t nmt_cuda_search_device_bytes_now(const nmt_cuda_search *search);
+
 /* Translates one batch: fills results[i] for sentence i (release each with
  * nmt_search_result_clear). The step loop never allocates; it waits only on
  * the done flags it asked for check_every steps earlier. */

@@ -18,41 +18,61 @@ static size_t input_bytes_for(int32_t n, int32_t max_src, int64_t nnz)
     return sizeof(int32_t) * (2 + 7 * (size_t)n + (size_t)max_src * n + 1 + 2 * (size_t)nnz);
 }
 
-/* (Re)allocates the input buffers for nnz features (outside the step loop). */
+static void free_input(nmt_cuda_search *s)
+{
+    cudaFree(s->input_dev);
+    cudaFree(s->ident_dev);
+    if (s->input_host)
+        cudaFreeHost(s->input_host);
+    s->input_dev = s->input_host = NULL;
+    s->ident_dev = NULL; /* the stream makes it again */
+}
+
+/* (Re)allocates the input buffers for nnz features (outside the step loop).
+ * A growth that fails (device or pinned memory) leaves no buffer and no
+ * capacity, so the next, smaller batch allocates what it needs afresh. */
 nmt_status nmt_cuda_search_ensure_input(nmt_cuda_search *s, int64_t nnz, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     if (s->input_dev && nnz <= s->nnz_cap)
         return NMT_STATUS_OK;
-    if (s->input_dev)
-        cudaFree(s->input_dev);
-    cudaFree(s->ident_dev);
-    if (s->input_host)
-        cudaFreeHost(s->input_host);
-    s->input_dev = s->input_host = NULL;
+    free_input(s);
     s->nnz_cap = nnz > s->nnz_cap ? nnz : s->nnz_cap;
     s->input_bytes = input_bytes_for(s->config.max_sentences, s->config.max_src, s->nnz_cap);
     NMT_CUDA_TRY(cudaMalloc(&s->input_dev, s->input_bytes));
     NMT_CUDA_TRY(cudaHostAlloc(&s->input_host, s->input_bytes, cudaHostAllocDefault));
+    return NMT_STATUS_OK;
 cleanup:
+    free_input(s);
+    s->nnz_cap = 0;
+    s->input_bytes = 0;
     return status;
 }
 
-/* (Re)allocates history and results for hist_len steps (outside the loop). */
+static size_t history_entries(const nmt_cuda_search_config *c, int32_t hist_cap)
+{
+    return (size_t)c->max_sentences * (size_t)hist_cap * (size_t)c->beam;
+}
+
+static void free_history(nmt_cuda_search *s)
+{
+    cudaFree(s->hist_dev);
+    cudaFree(s->results_dev);
+    if (s->results_host)
+        cudaFreeHost(s->results_host);
+    s->hist_dev = s->results_dev = s->results_host = NULL;
+}
+
+/* (Re)allocates history and results for hist_len steps (outside the loop);
+ * a failed growth leaves none, as nmt_cuda_search_ensure_input. */
 nmt_status nmt_cuda_search_ensure_history(nmt_cuda_search *s, int32_t hist_len, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     if (s->hist_dev && hist_len <= s->hist_cap)
         return NMT_STATUS_OK;
-    if (s->hist_dev)
-        cudaFree(s->hist_dev);
-    if (s->results_dev)
-        cudaFree(s->results_dev);
-    if (s->results_host)
-        cudaFreeHost(s->results_host);
-    s->hist_dev = s->results_dev = s->results_host = NULL;
+    free_history(s);
     s->hist_cap = hist_len > s->hist_cap ? hist_len : s->hist_cap;
-    const size_t entries = (size_t)s->config.max_sentences * s->hist_cap * s->config.beam;
+    const size_t entries = history_entries(&s->config, s->hist_cap);
     nmt_beam_results probe;
     s->results_bytes = nmt_beam_results_carve(NULL, s->config.max_sentences, s->config.beam,
                                                  s->hist_cap, &probe);
@@ -62,7 +82,11 @@ nmt_status nmt_cuda_search_ensure_history(nmt_cuda_search *s, int32_t hist_len, 
     s->beam_dev.hist_token = (int32_t *)s->hist_dev;
     s->beam_dev.hist_attn = s->beam_dev.hist_token + entries;
     s->beam_dev.hist_parent = s->beam_dev.hist_attn + entries;
+    return NMT_STATUS_OK;
 cleanup:
+    free_history(s);
+    s->hist_cap = 0;
+    s->results_bytes = 0;
     return status;
 }
 
@@ -120,6 +144,12 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     free(s);
 }
 
+static size_t state_bytes(const nmt_cuda_search_config *c)
+{
+    const size_t N = (size_t)c->max_sentences, NB = N * (size_t)c->beam, NK = 2 * NB;
+    return sizeof(int32_t) * (3 * NB + 2 * N + 4 * NK + 2 * N + 1 + 4 * NB + 2 * N);
+}
+
 /* Beam state: scores, tokens, parents [N, B]; done, n_finished [N];
  * finished [N, 2B] x 4; active list [2N]; the step number [1]; the step's
  * rows [N * B] x 4; each sentence's start [N]; n_ended [N] (onmt rules). */
@@ -128,8 +158,7 @@ static nmt_status create_state(nmt_cuda_search *s, nmt_error *err)
     nmt_status status = NMT_STATUS_OK;
     const size_t N = (size_t)s->config.max_sentences, NB = N * (size_t)s->config.beam;
     const size_t NK = 2 * NB;
-    NMT_CUDA_TRY(cudaMalloc(&s->state_dev, sizeof(int32_t) * (3 * NB + 2 * N + 4 * NK + 2 * N +
-                                                              1 + 4 * NB + 2 * N)));
+    NMT_CUDA_TRY(cudaMalloc(&s->state_dev, state_bytes(&s->config)));
     int32_t *words = (int32_t *)s->state_dev;
     nmt_beam_device *b = &s->beam_dev;
     b->scores = (float *)words;
@@ -205,4 +234,25 @@ cleanup:
 nmt_cuda_search_counts nmt_cuda_search_get_counts(const nmt_cuda_search *s)
 {
     return s->counts_now;
+}
+
+/* What nmt_cuda_search_create allocates on the device, measured as it does
+ * (the state, the input for the default features, the history for the
+ * default max length), plus the stream's identity list. */
+size_t nmt_cuda_search_device_bytes(const nmt_cuda_search_config *c)
+{
+    const int32_t N = c->max_sentences, S = c->max_src;
+    const int32_t hist = 2 * S + 10 - 1;
+    nmt_beam_results probe;
+    return state_bytes(c) + input_bytes_for(N, S, (int64_t)N * S * c->feature_kinds) +
+           3 * history_entries(c, hist) * sizeof(int32_t) +
+           nmt_beam_results_carve(NULL, N, c->beam, hist, &probe) + sizeof(int32_t) * (size_t)N;
+}
+
+size_t nmt_cuda_search_device_bytes_now(const nmt_cuda_search *s)
+{
+    const size_t history = s->hist_dev ? 3 * history_entries(&s->config, s->hist_cap) *
+                                             sizeof(int32_t) + s->results_bytes : 0;
+    return state_bytes(&s->config) + (s->input_dev ? s->input_bytes : 0) + history +
+           (s->ident_dev ? sizeof(int32_t) * (size_t)s->config.max_sentences : 0);
 }

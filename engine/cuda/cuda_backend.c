@@ -18,6 +18,10 @@ typedef struct cuda_backend {
     nmt_cuda_ctx *ctx;
     nmt_cuda_model *net;
     nmt_cuda_search *search;
+    int device;
+    size_t fixed_bytes;          /* the contexts and the network (measured at create) */
+    int64_t peak_bytes;          /* the most allocated at once: fixed + the search's */
+    int64_t peak_used;           /* cudaMemGetInfo's bytes in use when the peak was reached */
 } cuda_backend;
 
 /* The step interface (cuda_search.h) over the CUDA network. */
@@ -64,12 +68,29 @@ static nmt_cuda_step_model cuda_step_model(nmt_cuda_model *net)
     return step;
 }
 
+/* After create and each batch: a new peak of the bytes allocated also
+ * reads the device's use (rarely: the search's buffers only grow). */
+static void track_memory(cuda_backend *self)
+{
+    const int64_t now = (int64_t)(self->fixed_bytes +
+                                  (self->search ? nmt_cuda_search_device_bytes_now(self->search)
+                                                : 0));
+    if (now <= self->peak_bytes)
+        return;
+    long long used = 0, total = 0;
+    nmt_cuda_memory_info(self->device, &used, &total);
+    self->peak_bytes = now;
+    self->peak_used = used;
+}
+
 static nmt_status cuda_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
                                       const nmt_search_config *config,
                                       nmt_search_result *results, nmt_error *err)
 {
-    const cuda_backend *self = (const cuda_backend *)backend;
-    return nmt_cuda_search_run(self->search, batch, config, results, err);
+    cuda_backend *self = (cuda_backend *)backend;
+    const nmt_status status = nmt_cuda_search_run(self->search, batch, config, results, err);
+    track_memory(self);
+    return status;
 }
 
 static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
@@ -80,6 +101,8 @@ static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
     stats->graph_runs += c.graph_runs;
     stats->eager_runs += c.eager_runs;
     stats->output_layer_ms = c.output_layer_ms;
+    stats->device_memory_bytes = self->peak_bytes;
+    stats->device_memory_used = self->peak_used;
     int64_t recall[3];
     nmt_error ignored;
     if (nmt_cuda_output_probe_counts(self->net, recall, 0, &ignored) == NMT_STATUS_OK) {
@@ -103,8 +126,10 @@ static void cuda_backend_free(nmt_backend *backend)
 static nmt_status cuda_backend_stream(nmt_backend *backend, const nmt_search_config *config,
                                       const nmt_sentence_stream *source, nmt_error *err)
 {
-    const cuda_backend *self = (const cuda_backend *)backend;
-    return nmt_cuda_search_stream(self->search, config, source, err);
+    cuda_backend *self = (cuda_backend *)backend;
+    const nmt_status status = nmt_cuda_search_stream(self->search, config, source, err);
+    track_memory(self);
+    return status;
 }
 
 static const nmt_backend_vtable cuda_backend_vtable = {cuda_backend_decode,
@@ -127,6 +152,41 @@ cleanup:
     return status;
 }
 
+static nmt_cuda_search_config search_config(const nmt_model *model, int device_index,
+                                            const nmt_backend_config *config)
+{
+    const nmt_cuda_search_config search = {
+        device_index, config->max_sentences, config->beam, config->max_src,
+        model->hp.src_rows, model->hp.n_features > 0 ? model->hp.n_features : 1,
+        config->check_every, config->cuda_graphs, config->collect_stats >= 2};
+    return search;
+}
+
+/* The contexts' workspaces and the network (fixed at create). */
+static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_config *config,
+                                     size_t *bytes, nmt_error *err)
+{
+    size_t net = 0;
+    const nmt_status status = nmt_cuda_model_device_bytes(
+        model, config->max_sentences, config->beam, config->max_src,
+        config->gemm == NMT_GEMM_TF32X2, &net, err);
+    *bytes = nmt_cuda_ctx_device_bytes() + net;
+    return status;
+}
+
+nmt_status nmt_cuda_backend_device_bytes(const nmt_model *model, const nmt_backend_config *config,
+                                         size_t *bytes, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (!model || !config || !bytes)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda backend: NULL argument");
+    NMT_TRY(fixed_device_bytes(model, config, bytes, err));
+    const nmt_cuda_search_config search = search_config(model, 0, config);
+    *bytes += nmt_cuda_search_device_bytes(&search);
+cleanup:
+    return status;
+}
+
 nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
                                    const nmt_backend_config *config, nmt_backend **backend,
                                    nmt_error *err)
@@ -145,6 +205,8 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_ALLOC(self, 1);
     self->base.vtable = &cuda_backend_vtable;
     self->base.device = NMT_DEVICE_CUDA;
+    self->device = device_index;
+    NMT_TRY(fixed_device_bytes(model, config, &self->fixed_bytes, err));
     NMT_TRY(nmt_cuda_ctx_create(device_index, &self->ctx, err));
     NMT_TRY(nmt_cuda_model_create(model, self->ctx, config->max_sentences, config->beam,
                                   config->max_src, &self->net, err));
@@ -153,16 +215,14 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     if (config->shrink)
         NMT_TRY(set_shrink(self, model, config, err));
     const nmt_cuda_step_model step = cuda_step_model(self->net);
-    const nmt_cuda_search_config search = {
-        device_index, config->max_sentences, config->beam, config->max_src,
-        model->hp.src_rows, model->hp.n_features > 0 ? model->hp.n_features : 1,
-        config->check_every, config->cuda_graphs, config->collect_stats >= 2};
+    const nmt_cuda_search_config search = search_config(model, device_index, config);
     NMT_TRY(nmt_cuda_search_create(&step, &search, &self->search, err));
     if (config->warmup) {
         int64_t ignored[3];
         NMT_TRY(nmt_cuda_search_warm_up(self->search, err));
         NMT_TRY(nmt_cuda_output_probe_counts(self->net, ignored, 1, err)); /* reset */
     }
+    track_memory(self);
     *backend = &self->base;
     return NMT_STATUS_OK;
 cleanup:

@@ -18,15 +18,20 @@ void *nmt_carve(nmt_carver *c, size_t bytes)
     return c->base ? c->base + at : NULL;
 }
 
+size_t nmt_cuda_arena_bytes(void (*layout)(nmt_cuda_model *, nmt_carver *), nmt_cuda_model *m)
+{
+    nmt_carver c = {NULL, 0};
+    layout(m, &c);
+    return c.used > 0 ? c.used : 1;
+}
+
 nmt_status nmt_cuda_arena_carve(void **arena, void (*layout)(nmt_cuda_model *, nmt_carver *),
                                 nmt_cuda_model *m, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_carver c = {NULL, 0};
-    layout(m, &c);
-    NMT_CUDA_TRY(cudaMalloc(arena, c.used > 0 ? c.used : 1));
+    NMT_CUDA_TRY(cudaMalloc(arena, nmt_cuda_arena_bytes(layout, m)));
     c.base = (char *)*arena;
-    c.used = 0;
     layout(m, &c);
     return NMT_STATUS_OK;
 cleanup:
@@ -61,25 +66,21 @@ static nmt_status check_shapes(const nmt_model *model, nmt_error *err)
     return NMT_STATUS_OK;
 }
 
-nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
-                                 int32_t max_sentences, int32_t beam, int32_t max_src,
-                                 nmt_cuda_model **out, nmt_error *err)
+static nmt_status check_sizes(int32_t max_sentences, int32_t beam, int32_t max_src,
+                              nmt_error *err)
 {
-    nmt_status status = NMT_STATUS_OK;
-    nmt_cuda_model *m = NULL;
-    *out = NULL;
     if (max_sentences < 1 || beam < 1 || beam > 256 || max_src < 1 ||
         (int64_t)max_sentences * beam > INT32_MAX / 4 || max_src > INT32_MAX / 4)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda model: max_sentences %d, beam %d (<= 256), max_src %d",
                              max_sentences, beam, max_src);
-    NMT_TRY(check_shapes(model, err));
-    m = (nmt_cuda_model *)calloc(1, sizeof *m);
-    if (!m)
-        return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "cuda model: out of memory");
+    return NMT_STATUS_OK;
+}
+
+static void set_sizes(nmt_cuda_model *m, const nmt_model *model, int32_t max_sentences,
+                      int32_t beam, int32_t max_src)
+{
     m->model = model;
-    m->ctx = ctx;
-    m->stream = nmt_cuda_ctx_stream(ctx);
     m->max_sentences = max_sentences;
     m->beam = beam;
     m->max_src = max_src;
@@ -90,6 +91,52 @@ nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
     m->enc_layers = model->hp.enc_layers;
     m->dec_layers = model->hp.dec_layers;
     m->vocab = model->hp.tgt_vocab;
+}
+
+nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sentences,
+                                       int32_t beam, int32_t max_src, int tf32x2,
+                                       size_t *bytes, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    NMT_TRY(check_sizes(max_sentences, beam, max_src, err));
+    NMT_TRY(check_shapes(model, err));
+    {
+        nmt_cuda_model sizes; /* the sizes only: the layouts measure, nothing is carved */
+        memset(&sizes, 0, sizeof sizes);
+        set_sizes(&sizes, model, max_sentences, beam, max_src);
+        const size_t parts[] = {nmt_device_weights_bytes(model),
+                                nmt_cuda_encoder_part_bytes(&sizes),
+                                nmt_cuda_decoder_part_bytes(&sizes),
+                                nmt_cuda_output_part_bytes(&sizes),
+                                tf32x2 ? nmt_cuda_tf32x2_part_bytes(&sizes) : 0};
+        *bytes = 0;
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+            if (parts[i] == SIZE_MAX || parts[i] > SIZE_MAX - *bytes)
+                return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                     "cuda model: cannot size part %zu for batch %d, beam %d",
+                                     i, max_sentences, beam);
+            *bytes += parts[i];
+        }
+    }
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
+                                 int32_t max_sentences, int32_t beam, int32_t max_src,
+                                 nmt_cuda_model **out, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_cuda_model *m = NULL;
+    *out = NULL;
+    NMT_TRY(check_sizes(max_sentences, beam, max_src, err));
+    NMT_TRY(check_shapes(model, err));
+    m = (nmt_cuda_model *)calloc(1, sizeof *m);
+    if (!m)
+        return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "cuda model: out of memory");
+    set_sizes(m, model, max_sentences, beam, max_src);
+    m->ctx = ctx;
+    m->stream = nmt_cuda_ctx_stream(ctx);
     NMT_TRY(nmt_device_weights_upload(model, &m->w, err));
     NMT_TRY(nmt_cuda_encoder_part_create(m, err));
     NMT_TRY(nmt_cuda_decoder_part_create(m, err));

@@ -31,6 +31,15 @@ nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
                                  nmt_cuda_model **out, nmt_error *err);
 void nmt_cuda_model_free(nmt_cuda_model *m);
 
+/* *bytes = the device memory nmt_cuda_model_create (and, with tf32x2,
+ * nmt_cuda_model_set_tf32x2) allocates for these sizes, measured by each
+ * part's own layout (host arithmetic, no device): weights, the parts'
+ * workspaces, the encoder side context's cuBLAS workspace. The shrink wing's
+ * index and lists and the recall probe are not counted. */
+nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sentences,
+                                       int32_t beam, int32_t max_src, int tf32x2,
+                                       size_t *bytes, nmt_error *err);
+
 /* The stream every call below launches on (a cudaStream_t). */
 void *nmt_cuda_model_stream(const nmt_cuda_model *m);
 int32_t nmt_cuda_model_vocab(const nmt_cuda_model *m);

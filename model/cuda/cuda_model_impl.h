@@ -40,7 +40,9 @@ typedef struct nmt_device_weights {
     float *attn_w_a, *attn_w_c, *out_w, *out_b;
 } nmt_device_weights;
 
-/* Uploads every tensor of `model` (current device) into one arena. */
+/* The arena's bytes (host arithmetic), and the upload: every tensor of
+ * `model` (current device) into one arena. */
+size_t nmt_device_weights_bytes(const nmt_model *model);
 nmt_status nmt_device_weights_upload(const nmt_model *model, nmt_device_weights *weights,
                                      nmt_error *err);
 void nmt_device_weights_free(nmt_device_weights *weights);
@@ -159,6 +161,12 @@ nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err);
 nmt_status nmt_cuda_output_part_create(nmt_cuda_model *m, nmt_error *err);
 nmt_status nmt_cuda_probe_part_create(nmt_cuda_model *m, nmt_error *err);
 void nmt_cuda_output_part_free_shrink(nmt_cuda_model *m);
+/* What each part's create allocates, measured by the same layout (host
+ * arithmetic; m holds the sizes only). SIZE_MAX when it cannot be sized. */
+size_t nmt_cuda_encoder_part_bytes(nmt_cuda_model *m);
+size_t nmt_cuda_decoder_part_bytes(nmt_cuda_model *m);
+size_t nmt_cuda_output_part_bytes(nmt_cuda_model *m);
+size_t nmt_cuda_tf32x2_part_bytes(const nmt_cuda_model *m);
 
 /* y = x . w^T (+ bias) for `rows` rows by the model's GEMM path: the split
  * TF32 one (w2 = w doubled) when on and rows >= NMT_TF32X2_MIN_ROWS, else
@@ -178,6 +186,8 @@ typedef struct nmt_carver {
     size_t used;
 } nmt_carver;
 void *nmt_carve(nmt_carver *c, size_t bytes);
+/* Runs layout once to measure and returns the bytes (nothing allocated). */
+size_t nmt_cuda_arena_bytes(void (*layout)(nmt_cuda_model *, nmt_carver *), nmt_cuda_model *m);
 /* Runs layout once to measure, allocates *arena, runs it again to carve. */
 nmt_status nmt_cuda_arena_carve(void **arena, void (*layout)(nmt_cuda_model *, nmt_carver *),
                                 nmt_cuda_model *m, nmt_error *err);

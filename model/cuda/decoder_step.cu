@@ -51,6 +51,11 @@ static void layout_decoder(nmt_cuda_model *m, nmt_carver *c)
     p->attn_argmax = (int32_t *)nmt_carve(c, R * sizeof(int32_t));
 }
 
+size_t nmt_cuda_decoder_part_bytes(nmt_cuda_model *m)
+{
+    return nmt_cuda_arena_bytes(layout_decoder, m);
+}
+
 nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err)
 {
     return nmt_cuda_arena_carve(&m->dec.arena, layout_decoder, m, err);

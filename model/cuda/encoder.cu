@@ -53,6 +53,12 @@ static void layout_encoder(nmt_cuda_model *m, nmt_carver *c)
     }
 }
 
+/* The arena and the side context's own workspace. */
+size_t nmt_cuda_encoder_part_bytes(nmt_cuda_model *m)
+{
+    return nmt_cuda_arena_bytes(layout_encoder, m) + nmt_cuda_ctx_device_bytes();
+}
+
 nmt_status nmt_cuda_encoder_part_create(nmt_cuda_model *m, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;

@@ -27,11 +27,38 @@ cleanup:
     return status;
 }
 
+/* The arena: each decoder layer's fused matrix (ld = input + hidden, as
+ * weights.cu fuses it), W_c and W_out doubled, then the split activations. */
+static size_t layout_tf32x2(const nmt_cuda_model *m, size_t *off_dec, size_t *off_c,
+                            size_t *off_out, size_t *off_split)
+{
+    const size_t E = (size_t)m->emb, H = (size_t)m->hidden, V = (size_t)m->vocab;
+    size_t bytes = 0;
+    for (int32_t l = 0; l < m->dec_layers; l++) {
+        const nmt_lstm_weights *d = &m->model->dec[l];
+        off_dec[l] = bytes;
+        bytes += nmt_align_up(4 * H * 2 * (size_t)(d->input_size + d->hidden_size) *
+                                  sizeof(float), 256);
+    }
+    *off_c = bytes;
+    bytes += nmt_align_up(H * 2 * (2 * H) * sizeof(float), 256);
+    *off_out = bytes;
+    bytes += nmt_align_up(V * 2 * H * sizeof(float), 256);
+    *off_split = bytes;
+    return bytes + nmt_align_up((size_t)m->max_rows * 2 * (E + 2 * H) * sizeof(float), 256);
+}
+
+size_t nmt_cuda_tf32x2_part_bytes(const nmt_cuda_model *m)
+{
+    size_t off_dec[NMT_MAX_LAYERS], off_c, off_out, off_split;
+    return layout_tf32x2(m, off_dec, &off_c, &off_out, &off_split);
+}
+
 nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     const nmt_model *model = m->model;
-    const int32_t E = m->emb, H = m->hidden, V = m->vocab, L = m->dec_layers;
+    const int32_t H = m->hidden, V = m->vocab, L = m->dec_layers;
     for (int32_t l = 0; l < L; l++) {
         const nmt_lstm_weights *d = &model->dec[l];
         const size_t g = 4 * (size_t)d->hidden_size;
@@ -46,17 +73,8 @@ nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "tf32x2 GEMMs: attn_w_c or out_w is not exact in TF32 (an fp16 "
                              "model file's are; use fp32 GEMMs)");
-    size_t bytes = 0, off_dec[NMT_MAX_LAYERS], off_c, off_out, off_split;
-    for (int32_t l = 0; l < L; l++) {
-        off_dec[l] = bytes;
-        bytes += nmt_align_up((size_t)4 * H * 2 * m->w.dec_ld[l] * sizeof(float), 256);
-    }
-    off_c = bytes;
-    bytes += nmt_align_up((size_t)H * 2 * (2 * H) * sizeof(float), 256);
-    off_out = bytes;
-    bytes += nmt_align_up((size_t)V * 2 * H * sizeof(float), 256);
-    off_split = bytes;
-    bytes += nmt_align_up((size_t)m->max_rows * 2 * (E + 2 * H) * sizeof(float), 256);
+    size_t off_dec[NMT_MAX_LAYERS], off_c, off_out, off_split;
+    const size_t bytes = layout_tf32x2(m, off_dec, &off_c, &off_out, &off_split);
     NMT_CUDA_TRY(cudaMalloc(&m->tf32x2.arena, bytes));
     char *base = (char *)m->tf32x2.arena;
     for (int32_t l = 0; l < L; l++) {

@@ -40,6 +40,15 @@ static void layout_output(nmt_cuda_model *m, nmt_carver *c)
     p->topk_workspace = nmt_carve(c, p->topk_workspace_bytes);
 }
 
+size_t nmt_cuda_output_part_bytes(nmt_cuda_model *m)
+{
+    m->out.topk_workspace_bytes = nmt_cuda_softmax_topk_workspace_size(m->max_rows, m->vocab,
+                                                                       2 * m->beam);
+    if (m->out.topk_workspace_bytes == SIZE_MAX)
+        return SIZE_MAX;
+    return nmt_cuda_arena_bytes(layout_output, m);
+}
+
 nmt_status nmt_cuda_output_part_create(nmt_cuda_model *m, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;

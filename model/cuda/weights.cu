@@ -102,6 +102,27 @@ cleanup:
     return status;
 }
 
+/* The arena's floats: every tensor aligned, the fused decoder layers. */
+static size_t arena_floats(const nmt_model *model, const tensor_slot *slots, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += align_up(slots[i].count);
+    for (int32_t l = 0; l < model->hp.dec_layers; l++)
+        total += fused_floats(&model->dec[l]);
+    return total;
+}
+
+size_t nmt_device_weights_bytes(const nmt_model *model)
+{
+    enum { MAX_TENSORS = 6 + 3 * NMT_MAX_LAYERS * 4 };
+    tensor_slot slots[MAX_TENSORS];
+    nmt_device_weights scratch;
+    memset(&scratch, 0, sizeof scratch);
+    const int n = list_tensors(model, &scratch, slots, MAX_TENSORS);
+    return n > MAX_TENSORS ? 0 : arena_floats(model, slots, n) * sizeof(float);
+}
+
 nmt_status nmt_device_weights_upload(const nmt_model *model, nmt_device_weights *w,
                                      nmt_error *err)
 {
@@ -112,16 +133,11 @@ nmt_status nmt_device_weights_upload(const nmt_model *model, nmt_device_weights 
     int n = list_tensors(model, w, slots, MAX_TENSORS);
     if (n > MAX_TENSORS)
         return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL, "device weights: %d tensors", n);
-    size_t total = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (!slots[i].host)
             return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                                  "device weights: tensor %d of the model is NULL", i);
-        total += align_up(slots[i].count);
-    }
-    for (int32_t l = 0; l < model->hp.dec_layers; l++)
-        total += fused_floats(&model->dec[l]);
-    w->arena_bytes = total * sizeof(float);
+    w->arena_bytes = arena_floats(model, slots, n) * sizeof(float);
     NMT_CUDA_TRY(cudaMalloc(&w->arena, w->arena_bytes));
     {
         float *next = (float *)w->arena;

@@ -96,6 +96,7 @@ class nmt_options(ctypes.Structure):
         ("output_tokens", ctypes.c_int),
         ("max_batch_tokens", ctypes.c_int),
         ("search_rules", _enum),
+        ("max_memory", ctypes.c_int64),
     ]
 
 
@@ -129,6 +130,10 @@ class nmt_stats(ctypes.Structure):
         ("candidate_words", ctypes.c_int64),
         ("graph_runs", ctypes.c_int64),
         ("eager_runs", ctypes.c_int64),
+        ("batch_size", ctypes.c_int64),
+        ("split_batches", ctypes.c_int64),
+        ("device_memory_bytes", ctypes.c_int64),
+        ("device_memory_used", ctypes.c_int64),
     ]
 
 

@@ -172,6 +172,10 @@ class TranslatorStats:
     candidate_words: int
     graph_runs: int
     eager_runs: int
+    batch_size: int = 0            # the batch size in use (max_memory may lower it)
+    split_batches: int = 0         # batches split after the device ran out of memory
+    device_memory_bytes: int = 0   # CUDA: the most the backend held at once
+    device_memory_used: int = 0    # CUDA: the device's use at that peak (cudaMemGetInfo)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,7 @@
 # accept the same keys (flags as key = 1/0); -c refuses a directory; --n-best N
 # gives N rows for every line, refused ones included; --device cuda without a
 # usable GPU is a configuration error (2); --help, the README's option table
-# and its exit statuses agree; --search-rules.
+# and its exit statuses agree; --search-rules; --max-memory sizes.
 set -uo pipefail
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
@@ -112,6 +112,25 @@ cmp -s "$TMP/onmt.out" "$TMP/onmt-len.out" || fail "--search-rules onmt: not --m
 cmp -s "$TMP/v1.out" "$TMP/default.out" || fail "--search-rules v1 is not the default"
 "$T" -m "$M" --search-rules onmt2 < /dev/null 2> "$TMP/err"; code=$?
 check "--search-rules onmt2" 2 "bad value for --search-rules: 'onmt2'"
+
+# 9. --max-memory SIZE (INI max_memory): bytes with a K, M or G suffix (1024-based);
+# the CPU has no cap, so any accepted value leaves the output as it was
+for size in 0 4096 64K 512M 1G 2g; do
+    "$T" -m "$M" --device cpu --max-memory $size --scores < "$TMP/in.txt" > "$TMP/mem.out" 2> "$TMP/err"
+    code=$?; [ $code -eq 0 ] || fail "--max-memory $size: exit $code ($(cat "$TMP/err"))"
+    cmp -s "$TMP/mem.out" "$TMP/default.out" || fail "--max-memory $size changed the CPU's output"
+done
+printf 'max_memory = 256M\nscores = 1\n' > "$TMP/mem.ini"
+"$T" -m "$M" --device cpu -c "$TMP/mem.ini" < "$TMP/in.txt" > "$TMP/mem-ini.out" 2> "$TMP/err"
+code=$?; [ $code -eq 0 ] || fail "max_memory = 256M: exit $code ($(cat "$TMP/err"))"
+cmp -s "$TMP/mem-ini.out" "$TMP/default.out" || fail "max_memory = 256M changed the CPU's output"
+for bad in -1 1.5G 1T 12KB K ' 5' 9999999999G 99999999999999999999; do
+    "$T" -m "$M" --device cpu --max-memory "$bad" < /dev/null 2> "$TMP/err"; code=$?
+    check "--max-memory '$bad'" 2 "bad value for --max-memory: '$bad'"
+done
+printf 'max_memory = 3X\n' > "$TMP/mem-bad.ini"
+"$T" -m "$M" --device cpu -c "$TMP/mem-bad.ini" < /dev/null 2> "$TMP/err"; code=$?
+check "max_memory = 3X" 2 "mem-bad.ini:1: bad value for max_memory: '3X'"
 
 if [ $failures -ne 0 ]; then echo "test_cli_options: $failures failures" >&2; exit 1; fi
 echo "test_cli_options: passed"

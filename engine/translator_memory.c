@@ -1,0 +1,83 @@
+/* translator_memory.c: the translator's memory safety at large batches.
+ * Before the backend is created, options.max_memory caps the device memory
+ * it may allocate: the CUDA backend's own measure of what it allocates
+ * (nmt_cuda_backend_device_bytes, host arithmetic) decides the batch size,
+ * halved until it fits. While translating, a batch the device has no memory
+ * for (NMT_STATUS_ERROR_MEMORY from the backend's decode) is decoded again
+ * as two halves, down to one sentence: a sentence's translation does not
+ * depend on its batch, so the lines come out as they would have, and only a
+ * sentence that does not fit alone gets an error of its own. */
+#include "translator.h"
+
+#include "error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+nmt_status nmt_translator_fit_memory(const nmt_model *model, const nmt_options *options,
+                                     nmt_backend_config *config, nmt_error *err)
+{
+    if (options->max_memory <= 0 || options->device == NMT_DEVICE_CPU ||
+        (options->device == NMT_DEVICE_AUTO && !nmt_cuda_available()))
+        return NMT_STATUS_OK;
+    const int32_t asked = config->max_sentences;
+    size_t bytes = 0;
+    for (;;) {
+        nmt_error measure_err = {0};
+        const nmt_status status = nmt_cuda_backend_device_bytes(model, config, &bytes,
+                                                                &measure_err);
+        if (status == NMT_STATUS_ERROR_UNSUPPORTED)
+            return NMT_STATUS_OK; /* no CUDA here: the CPU has no cap */
+        if (status != NMT_STATUS_OK)
+            return nmt_error_set(err, status, "max_memory: %s", measure_err.message);
+        if ((int64_t)bytes <= options->max_memory || config->max_sentences == 1)
+            break;
+        config->max_sentences /= 2;
+    }
+    if ((int64_t)bytes > options->max_memory)
+        return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY,
+                             "max_memory %lld bytes: the CUDA backend needs %zu bytes for one "
+                             "sentence (beam %d, max_src_tokens %d; batch_size %d asked)",
+                             (long long)options->max_memory, bytes, config->beam,
+                             config->max_src, asked);
+    return NMT_STATUS_OK;
+}
+
+nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_config *search,
+                                       const nmt_tokens *tokens, const int32_t *lines,
+                                       int32_t count, nmt_result *results, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK, decoded = NMT_STATUS_OK;
+    nmt_error decode_err = {0};
+    nmt_source_builder_reset(&t->source);
+    for (int32_t k = 0; k < count; k++)
+        NMT_TRY(nmt_source_builder_add(&t->source, &tokens[lines[k]], err));
+    {
+        const nmt_source_batch source = nmt_source_builder_batch(&t->source);
+        memset(t->search_results, 0, sizeof *t->search_results * (size_t)count);
+        decoded = t->backend->vtable->decode(t->backend, &source, search, t->search_results,
+                                             &decode_err);
+    }
+    for (int32_t k = 0; k < count && decoded == NMT_STATUS_OK && status == NMT_STATUS_OK; k++)
+        status = nmt_translator_fill_result(t, &t->search_results[k], &tokens[lines[k]],
+                                            &results[lines[k]], err);
+    for (int32_t k = 0; k < count; k++)
+        nmt_search_result_clear(&t->search_results[k]);
+    if (decoded == NMT_STATUS_ERROR_MEMORY && count > 1) {
+        /* The batch did not fit: the halves, each as a batch of its own. */
+        const int32_t half = count / 2;
+        t->stats.split_batches++;
+        NMT_TRY(nmt_translator_decode_lines(t, search, tokens, lines, half, results, err));
+        NMT_TRY(nmt_translator_decode_lines(t, search, tokens, lines + half, count - half,
+                                            results, err));
+    } else if (decoded == NMT_STATUS_ERROR_MEMORY) {
+        char message[sizeof results->message];
+        snprintf(message, sizeof message, "out of memory for this sentence alone: %s",
+                 decode_err.message);
+        nmt_translator_line_error(&results[lines[0]], NMT_STATUS_ERROR_MEMORY, message);
+    } else if (decoded != NMT_STATUS_OK) {
+        status = nmt_error_set(err, decoded, "%s", decode_err.message);
+    }
+cleanup:
+    return status;
+}

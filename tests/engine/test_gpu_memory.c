@@ -1,0 +1,164 @@
+/* test_gpu_memory.c: the CUDA backend's measure of its device memory
+ * (nmt_cuda_backend_device_bytes, which max_memory caps) against what
+ * create really takes: cudaMemGetInfo's use before and after
+ * nmt_translator_create, for a few (batch, beam, max_src), within a
+ * tolerance (cuBLAS handles, streams and the allocator's 2 MiB granules are
+ * not measured); nmt_stats' device_memory_bytes equal to the measure after
+ * create and device_memory_used filled after translating; max_memory halves
+ * the batch size to what fits and the lines translate as uncapped. Exit 77
+ * without a GPU. */
+#include "nmt.h"
+#include "backend.h"
+#include "cuda_ok.h"
+#include "test_util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { N_LINES = 10 };
+static const char *const lines[N_LINES] = {
+    "ein mann", "zwei kinder spielen im park", "eine frau", "ein hund läuft",
+    "der ball ist rot", "ein haus", "zwei hunde spielen", "eine frau und ein mann",
+    "kinder", "ein roter ball im haus"};
+
+static long long used_now(void)
+{
+    size_t free_bytes = 0, total = 0;
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+    return (long long)(total - free_bytes);
+}
+
+static nmt_options gpu_options(int batch, int beam, int max_src)
+{
+    nmt_options o;
+    nmt_options_init(&o);
+    o.device = NMT_DEVICE_CUDA;
+    o.batch_size = batch;
+    o.beam_size = beam;
+    o.max_src_tokens = max_src;
+    o.warmup = 0;
+    o.cuda_graphs = 0;
+    o.collect_stats = 1;
+    return o;
+}
+
+static size_t measure(const nmt_model *model, const nmt_options *o)
+{
+    const nmt_backend_config config = {o->batch_size, o->beam_size, o->max_src_tokens, NULL,
+                                       o->collect_stats, o->cuda_graphs, o->warmup,
+                                       o->check_every, o->cuda_gemm};
+    size_t bytes = 0;
+    nmt_error err = {0};
+    CHECK(nmt_cuda_backend_device_bytes(model, &config, &bytes, &err) == NMT_STATUS_OK,
+          "measure: %s", err.message);
+    return bytes;
+}
+
+static void check_create(const nmt_model *model, int batch, int beam, int max_src)
+{
+    const nmt_options o = gpu_options(batch, beam, max_src);
+    const size_t est = measure(model, &o);
+    nmt_translator *t = NULL;
+    nmt_error err = {0};
+    const long long before = used_now();
+    if (nmt_translator_create(model, &o, &t, &err) != NMT_STATUS_OK) {
+        CHECK(0, "create batch %d beam %d: %s", batch, beam, err.message);
+        return;
+    }
+    const long long taken = used_now() - before;
+    /* Not measured: cuBLAS's handle memory (two contexts), streams, events
+     * and the allocator's rounding of each allocation (2 MiB granules). */
+    const long long slack = (48LL << 20) + (long long)est / 20;
+    printf("batch %4d beam %2d max_src %4d: measured %lld bytes, cudaMemGetInfo %lld (%+.1f MiB)\n",
+           batch, beam, max_src, (long long)est, taken,
+           (double)(taken - (long long)est) / (1 << 20));
+    CHECK(taken >= (long long)est - (4LL << 20) && taken <= (long long)est + slack,
+          "batch %d beam %d max_src %d: measured %zu, taken %lld", batch, beam, max_src, est,
+          taken);
+    nmt_stats stats;
+    nmt_translator_stats(t, &stats, &err);
+    CHECK(stats.device_memory_bytes <= (int64_t)est &&
+              stats.device_memory_bytes >= (int64_t)est - 4 * batch,
+          "stats after create: %lld, measured %zu", (long long)stats.device_memory_bytes, est);
+    nmt_result results[N_LINES];
+    CHECK(nmt_translate_batch(t, lines, N_LINES, results, &err) == NMT_STATUS_OK, "translate: %s",
+          err.message);
+    for (int i = 0; i < N_LINES; i++)
+        nmt_result_clear(&results[i]);
+    nmt_translator_stats(t, &stats, &err);
+    CHECK(stats.device_memory_bytes >= (int64_t)est - 4 * batch && stats.device_memory_used > 0,
+          "stats after translating: %lld bytes, %lld used", (long long)stats.device_memory_bytes,
+          (long long)stats.device_memory_used);
+    nmt_translator_free(t);
+}
+
+/* max_memory between the measures at batch 8 and 16, batch 64 asked: the
+ * translator runs at 8 and translates as the uncapped one. */
+static void check_cap(const nmt_model *model)
+{
+    nmt_options o = gpu_options(64, 5, 64), at8 = gpu_options(8, 5, 64),
+                at16 = gpu_options(16, 5, 64);
+    const size_t m8 = measure(model, &at8), m16 = measure(model, &at16);
+    nmt_translator *free_run = NULL, *capped = NULL;
+    nmt_error err = {0};
+    nmt_result a[N_LINES], b[N_LINES];
+    CHECK(nmt_translator_create(model, &o, &free_run, &err) == NMT_STATUS_OK, "%s", err.message);
+    o.max_memory = (int64_t)(m8 + (m16 - m8) / 2);
+    CHECK(nmt_translator_create(model, &o, &capped, &err) == NMT_STATUS_OK, "%s", err.message);
+    if (!free_run || !capped)
+        goto done;
+    nmt_stats stats;
+    nmt_translator_stats(capped, &stats, &err);
+    CHECK(stats.batch_size == 8, "capped batch %lld, expected 8", (long long)stats.batch_size);
+    CHECK(nmt_translate_batch(free_run, lines, N_LINES, a, &err) == NMT_STATUS_OK, "%s",
+          err.message);
+    CHECK(nmt_translate_batch(capped, lines, N_LINES, b, &err) == NMT_STATUS_OK, "%s",
+          err.message);
+    for (int i = 0; i < N_LINES; i++) {
+        CHECK(a[i].status == NMT_STATUS_OK && b[i].status == NMT_STATUS_OK &&
+                  !strcmp(a[i].hypotheses[0].text, b[i].hypotheses[0].text),
+              "line %d differs under the cap", i);
+        nmt_result_clear(&a[i]);
+        nmt_result_clear(&b[i]);
+    }
+    o.max_memory = (int64_t)measure(model, &(nmt_options){.batch_size = 1, .beam_size = 5,
+                                                          .max_src_tokens = 64}) - 1;
+    nmt_translator *refused = NULL;
+    CHECK(nmt_translator_create(model, &o, &refused, &err) == NMT_STATUS_ERROR_MEMORY &&
+              strstr(err.message, "max_memory"),
+          "one sentence over the cap: %s", err.message);
+    nmt_translator_free(refused);
+done:
+    nmt_translator_free(free_run);
+    nmt_translator_free(capped);
+}
+
+int main(void)
+{
+    if (nmt_cuda_available() == 0) {
+        printf("test_gpu_memory: skipped: no GPU\n");
+        return 77;
+    }
+    nmt_model *model = NULL;
+    nmt_error err = {0};
+    if (nmt_model_load(NMT_TEST_MODEL, &model, &err) != NMT_STATUS_OK) {
+        fprintf(stderr, "cannot load %s: %s\n", NMT_TEST_MODEL, err.message);
+        return 1;
+    }
+    { /* the CUDA context and cuBLAS's first handle, outside the measures */
+        nmt_options o = gpu_options(1, 1, 8);
+        nmt_translator *t = NULL;
+        if (nmt_translator_create(model, &o, &t, &err) != NMT_STATUS_OK) {
+            fprintf(stderr, "create: %s\n", err.message);
+            return 1;
+        }
+        nmt_translator_free(t);
+    }
+    check_create(model, 8, 5, 64);
+    check_create(model, 64, 5, 128);
+    check_create(model, 256, 10, 256);
+    check_cap(model);
+    nmt_model_free(model);
+    return test_finish("test_gpu_memory");
+}
