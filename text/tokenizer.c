@@ -328,6 +328,9 @@ cleanup:
     return status;
 }
 
+#define BPE_MARK "@@"
+#define BPE_MARK_LEN 2
+
 nmt_status nmt_detokenize(const char *const *tokens, int32_t n, char **text, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
@@ -335,7 +338,7 @@ nmt_status nmt_detokenize(const char *const *tokens, int32_t n, char **text, nmt
     if (!text || n < 0 || (n > 0 && !tokens))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "nmt_detokenize: invalid arguments");
     *text = NULL;
-    int wrote_any = 0;
+    int wrote_any = 0, glue_next = 0;
     for (int32_t t = 0; t < n; t++) {
         const char *tok = tokens[t];
         if (!tok) {
@@ -354,10 +357,19 @@ nmt_status nmt_detokenize(const char *const *tokens, int32_t n, char **text, nmt
             tok += JOINER_LEN;
             len -= JOINER_LEN;
         }
-        if (len == 0)
-            continue; /* a bare joiner is never produced; it adds nothing */
-        if (wrote_any && !glued)
+        /* BPE's continuation mark (subword-nmt: "new@@ er" is "newer"); the
+         * engine's own tokens never end in it. */
+        const int continued = len >= BPE_MARK_LEN &&
+                              !memcmp(tok + len - BPE_MARK_LEN, BPE_MARK, BPE_MARK_LEN);
+        if (continued)
+            len -= BPE_MARK_LEN;
+        if (len == 0) {
+            glue_next |= continued;
+            continue; /* a bare joiner or mark adds nothing */
+        }
+        if (wrote_any && !glued && !glue_next)
             NMT_TRY(buffer_append(&buf, " ", 1, err));
+        glue_next = continued;
         if (len == ESCAPE_LEN && memcmp(tok, NMT_JOINER_ESCAPE, ESCAPE_LEN) == 0)
             NMT_TRY(buffer_append(&buf, NMT_JOINER, JOINER_LEN, err));
         else

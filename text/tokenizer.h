@@ -62,7 +62,9 @@ nmt_status nmt_tokenize_pretokenized(const char *text, size_t len, nmt_tokens *o
 
 /* Joins tokens back into text (malloc'd, NUL-terminated, caller frees):
  * single spaces between tokens, none before a token starting with the joiner
- * (which is removed); NMT_JOINER_ESCAPE becomes U+FFED again. */
+ * (which is removed) nor after one ending in BPE's "@@" (removed too:
+ * "new@@ er" is "newer", subword-nmt's convention, for models with BPE
+ * vocabularies); NMT_JOINER_ESCAPE becomes U+FFED again. */
 nmt_status nmt_detokenize(const char *const *tokens, int32_t n, char **text, nmt_error *err);
 
 #ifdef __cplusplus

@@ -248,6 +248,24 @@ static void check_invalid_utf8(void)
     CHECK(nmt_detokenize(NULL, 0, &text, &err) == NMT_STATUS_OK && text && !*text,
           "detokenize nothing");
     free(text);
+
+    /* BPE's "@@" continuation joins a word back; a mark at the end is dropped. */
+    static const struct {
+        const char *tokens[5];
+        int n;
+        const char *text;
+    } bpe[] = {{{"new@@", "er", "houses"}, 3, "newer houses"},
+               {{"un@@", "believ@@", "able", "!"}, 4, "unbelievable !"},
+               {{"a", "b@@"}, 2, "a b"},
+               {{"x@@", "@@", "y"}, 3, "xy"},
+               {{"e-mail", "@", "host"}, 3, "e-mail @ host"}};
+    for (size_t i = 0; i < sizeof bpe / sizeof bpe[0]; i++) {
+        CHECK(nmt_detokenize(bpe[i].tokens, bpe[i].n, &text, &err) == NMT_STATUS_OK && text &&
+                  !strcmp(text, bpe[i].text),
+              "bpe case %zu: '%s', want '%s'", i, text ? text : "(null)", bpe[i].text);
+        free(text);
+        text = NULL;
+    }
     nmt_tokens_clear(NULL);
 }
 
