@@ -73,6 +73,13 @@ int app_parse_bool(const char *text, int *out);
 /* Bytes: digits with an optional K, M or G (1024-based) suffix; 0 on a bad
  * or overflowing value. */
 int app_parse_size(const char *text, int64_t *out);
+/* The other value parsers (option_values.c): 1 when the whole text is a
+ * valid value, else 0. */
+int app_parse_float(const char *text, double lo, double hi, float *out);
+int app_parse_device(const char *text, nmt_device *out);
+int app_parse_devices(const char *text, translate_args *a);
+int app_parse_lsh(const char *text, nmt_shrink_options *out);
+int app_parse_share(const char *text, nmt_lsh_share *out);
 
 /* batching.c: the keys batch_type and maxi_batch (as apply_setting: 1, 0 bad
  * value, -1 not one of them), and --batch-type tokens resolved into the
