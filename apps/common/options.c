@@ -25,10 +25,11 @@ enum {
     OPT_BATCH_TYPE, OPT_MAXI_BATCH
 };
 
-enum { OPT_MAX_MEMORY = 512 }; /* past the list above */
+enum { OPT_MAX_MEMORY = 512, OPT_LOG_LEVEL }; /* past the list above */
 
 static const struct option long_options[] = {
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"model", required_argument, NULL, 'm'},
     {"config", required_argument, NULL, 'c'},
     {"input", required_argument, NULL, 'i'},
@@ -108,6 +109,18 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return app_parse_bool(value, &a->alignment);
     if (!strcmp(key, "quiet"))
         return app_parse_bool(value, &a->quiet);
+    if (!strcmp(key, "log_level")) {
+        /* error: --quiet; warning: notes but no progress; info: both */
+        if (!strcmp(value, "error"))
+            a->quiet = 1;
+        else if (!strcmp(value, "warning"))
+            a->quiet = 0, a->progress = 0;
+        else if (!strcmp(value, "info"))
+            a->quiet = 0;
+        else
+            return 0;
+        return 1;
+    }
     if (!strcmp(key, "mpi"))
         return app_parse_bool(value, &a->mpi);
     if (!strcmp(key, "skip_lines")) {
@@ -291,6 +304,7 @@ static const char *option_key(int code)
     case 'o': return "output";
     case OPT_ALIGNMENT: return "alignment";
     case OPT_QUIET: return "quiet";
+    case OPT_LOG_LEVEL: return "log_level";
     case OPT_NBEST_FORMAT: return "n_best_format";
     case OPT_INPUT_FORMAT: return "input_format";
     case OPT_MAX_BATCH_TOKENS: return "max_batch_tokens";

@@ -26,6 +26,8 @@ int translate_print_help(const char *program)
         "                          row): target token t attended source token s most (0-based,\n"
         "                          as tokenized; Marian's and fast_align's i-j format)\n"
         "      --quiet             no progress and no notes on stderr (errors still)\n"
+        "      --log-level L       error (= --quiet), warning (notes, no progress) or info\n"
+        "                          (notes, and progress on a terminal: the default)\n"
         "      --input-format F    auto | raw | tokens: lines are tokens separated by spaces,\n"
         "                          taken as they are (docs/tokenization.md); auto (default):\n"
         "                          tokens when the model file says tokenizer=pretokenized\n"

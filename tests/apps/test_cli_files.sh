@@ -137,4 +137,21 @@ PY
 "$T" -m "$M" -b 3 --max-len-b 6 --device auto --quiet -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"
 grep -q "translating on the CPU\|lines/s" "$TMP/err" && fail "--quiet printed a note: $(cat "$TMP/err")"
 grep -q "line 4" "$TMP/err" || fail "--quiet hid the refused line's error"
+# --log-level: error is --quiet, warning keeps the notes, a bad level is refused.
+"$T" -m "$M" -b 3 --max-len-b 6 --device auto --log-level error -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"
+grep -q "translating on the CPU" "$TMP/err" && fail "--log-level error printed a note: $(cat "$TMP/err")"
+grep -q "line 4" "$TMP/err" || fail "--log-level error hid the refused line's error"
+"$T" -m "$M" -b 3 --max-len-b 6 --device auto --log-level info -i "$TMP/in.txt" \
+    > /dev/null 2> "$TMP/err-info"
+if grep -q "translating on the CPU" "$TMP/err-info"; then # no GPU here: the note exists
+    "$T" -m "$M" -b 3 --max-len-b 6 --device auto --log-level warning -i "$TMP/in.txt" \
+        > /dev/null 2> "$TMP/err"
+    grep -q "translating on the CPU" "$TMP/err" || fail "--log-level warning hid the note"
+fi
+printf 'log_level = error\n' > "$TMP/ll.ini"
+"$T" -m "$M" -b 3 --max-len-b 6 --device auto -c "$TMP/ll.ini" -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"
+grep -q "translating on the CPU" "$TMP/err" && fail "log_level = error printed a note"
+"$T" -m "$M" --log-level loud < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+[ $code -eq 2 ] && grep -q "bad value for --log-level: 'loud'" "$TMP/err" || \
+    fail "--log-level loud: exit $code ($(cat "$TMP/err"))"
 exit $((failures > 0))
