@@ -6,15 +6,24 @@
  * value finite. All weights live in one 64-byte aligned fp32 arena. When the
  * file stores fp32 without compression, the arena is the file buffer itself,
  * so loading costs one read and no copy; otherwise tensors are copied
- * (fp16 widened exactly) into a fresh arena. */
+ * (fp16 widened exactly) into a fresh arena. Matrices stored sparse (section
+ * SPRS) keep their CSR in a second arena and are also expanded into the dense
+ * one, so code that reads dense weights needs no sparse path. */
 #include "model_file.h"
 
 #include "error.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static uint64_t nmt_align_up_u64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
+static uint32_t nmt_rd32_le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 #define MAX_SPECS (4 + 4 * 3 * NMT_MAX_LAYERS + 4)
 
@@ -131,6 +140,102 @@ static nmt_status place_tensor(const nmt_file_tensor *t, const uint8_t *data, fl
     return NMT_STATUS_OK;
 }
 
+/* Only the matrices the decoder multiplies every step may be stored sparse:
+ * decoder LSTM weights, attention and output matrices (docs/model-format.md). */
+static int sparse_allowed(const char *name)
+{
+    size_t len = strlen(name);
+    if (strncmp(name, "decoder.", 8) == 0 && len > 5 &&
+        (strcmp(name + len - 5, ".w_ih") == 0 || strcmp(name + len - 5, ".w_hh") == 0))
+        return 1;
+    return strcmp(name, "attention.w_a") == 0 || strcmp(name, "attention.w_c") == 0 ||
+           strcmp(name, "output.w") == 0;
+}
+
+static nmt_status check_sparse_spec(const tensor_spec *s, const nmt_file_sparse *sp, int also_dense,
+                                    const char *path, nmt_error *err)
+{
+    if (also_dense)
+        return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: tensor '%s' is stored both dense "
+                             "(section TENS) and sparse (section SPRS)", path, s->name);
+    if (s->ndim != 2 || !sparse_allowed(s->name))
+        return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: section SPRS: tensor '%s' cannot "
+                             "be stored sparse (only the decoder LSTM, attention and output "
+                             "matrices)", path, s->name);
+    if (sp->rows != (uint64_t)s->dims[0] || sp->cols != (uint64_t)s->dims[1])
+        return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: section SPRS: tensor '%s': shape "
+                             "[%llu, %llu], expected [%lld, %lld]", path, s->name,
+                             (unsigned long long)sp->rows, (unsigned long long)sp->cols,
+                             (long long)s->dims[0], (long long)s->dims[1]);
+    return NMT_STATUS_OK;
+}
+
+/* Copies each SPRS matrix into the sparse arena (int32 offsets and columns,
+ * fp32 values; everything validated by model_file_sparse.c) and expands it
+ * into its dense slot, checking every value is finite. */
+static nmt_status place_sparse(nmt_model *m, const nmt_model_file *f, const tensor_spec *specs,
+                               const nmt_file_sparse *const *found_sparse, int32_t n,
+                               nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    uint64_t size = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const nmt_file_sparse *sp = found_sparse[i];
+        if (sp)
+            size += nmt_align_up_u64(4 * (sp->rows + 1)) + 2 * nmt_align_up_u64(4 * sp->nnz);
+    }
+    NMT_ALLOC(m->sparse, f->n_sparse);
+    m->sparse_arena = aligned_alloc(64, (size_t)(size ? size : 64));
+    if (!m->sparse_arena)
+        return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "%s: out of memory for %llu bytes of "
+                             "sparse weights", f->path, (unsigned long long)size);
+    uint8_t *pos = m->sparse_arena;
+    for (int32_t i = 0; i < n; i++) {
+        const nmt_file_sparse *sp = found_sparse[i];
+        if (!sp)
+            continue;
+        nmt_sparse_matrix *w = &m->sparse[m->n_sparse++];
+        snprintf(w->name, sizeof w->name, "%s", specs[i].name);
+        w->rows = (int32_t)sp->rows;
+        w->cols = (int32_t)sp->cols;
+        w->nnz = (int32_t)sp->nnz;
+        int32_t *offsets = (int32_t *)(void *)pos;
+        pos += nmt_align_up_u64(4 * (sp->rows + 1));
+        int32_t *cols = (int32_t *)(void *)pos;
+        pos += nmt_align_up_u64(4 * sp->nnz);
+        float *values = (float *)(void *)pos;
+        pos += nmt_align_up_u64(4 * sp->nnz);
+        for (uint64_t r = 0; r <= sp->rows; r++)
+            offsets[r] = (int32_t)nmt_rd32_le(sp->row_offsets + 4 * r);
+        float *dense = *specs[i].slot;
+        memset(dense, 0, (size_t)(sp->rows * sp->cols) * sizeof *dense);
+        for (int32_t r = 0; r < w->rows; r++)
+            for (int32_t k = offsets[r]; k < offsets[r + 1]; k++) {
+                const uint8_t *v = sp->values + (uint64_t)k * (sp->dtype == NMT_DTYPE_F32 ? 4 : 2);
+                float x;
+                if (sp->dtype == NMT_DTYPE_F16) {
+                    x = nmt_file_f16_to_f32((uint16_t)(v[0] | v[1] << 8));
+                } else {
+                    uint32_t bits = nmt_rd32_le(v);
+                    memcpy(&x, &bits, sizeof x);
+                }
+                cols[k] = (int32_t)nmt_rd32_le(sp->col_indices + 4 * (uint64_t)k);
+                if (!isfinite(x))
+                    return nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: section SPRS: tensor "
+                                         "'%s': nonzero %d (row %d, column %d) is %s", f->path,
+                                         w->name, k, r, cols[k], isnan(x) ? "NaN" : "infinite");
+                values[k] = x;
+                dense[(int64_t)r * w->cols + cols[k]] = x;
+            }
+        w->row_offsets = offsets;
+        w->col_indices = cols;
+        w->values = values;
+        w->dense = dense;
+    }
+cleanup:
+    return status;
+}
+
 nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *err)
 {
     static const char *const src_specials[] = {"<pad>", "<unk>"};
@@ -139,6 +244,7 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
     nmt_model *m = NULL;
     tensor_spec specs[MAX_SPECS];
     const nmt_file_tensor *found[MAX_SPECS];
+    const nmt_file_sparse *found_sparse[MAX_SPECS];
     char what[300];
     *out = NULL;
     NMT_ALLOC(m, 1);
@@ -158,12 +264,19 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
     }
 
     int32_t n = list_specs(m, specs);
-    int all_f32 = 1;
+    int all_f32 = f->n_sparse == 0; /* sparse matrices need a fresh arena for their expansion */
     uint64_t arena_size = 0;
     int64_t params = 0;
     for (int32_t i = 0; i < n; i++) {
         const tensor_spec *s = &specs[i];
         const nmt_file_tensor *t = found[i] = nmt_model_file_find(f, s->name);
+        const nmt_file_sparse *sp = found_sparse[i] = nmt_model_file_find_sparse(f, s->name);
+        if (sp) {
+            NMT_TRY(check_sparse_spec(s, sp, t != NULL, f->path, err));
+            params += s->dims[0] * s->dims[1];
+            arena_size += ((uint64_t)(s->dims[0] * s->dims[1]) * 4 + 63) & ~(uint64_t)63;
+            continue;
+        }
         if (!t) {
             status = nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: section TENS: missing tensor "
                                    "'%s'", f->path, s->name);
@@ -186,7 +299,7 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
         params += elems;
         arena_size += ((uint64_t)elems * 4 + 63) & ~(uint64_t)63;
     }
-    if (f->n_tensors != n) {
+    if (f->n_tensors + f->n_sparse != n) {
         for (int32_t i = 0; i < f->n_tensors; i++) {
             int known = 0;
             for (int32_t j = 0; j < n && !known; j++)
@@ -195,6 +308,17 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
                 status = nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: section TENS: unexpected "
                                        "tensor '%s' (not part of this model's architecture)",
                                        f->path, f->tensors[i].name);
+                goto cleanup;
+            }
+        }
+        for (int32_t i = 0; i < f->n_sparse; i++) {
+            int known = 0;
+            for (int32_t j = 0; j < n && !known; j++)
+                known = found_sparse[j] == &f->sparse[i];
+            if (!known) {
+                status = nmt_error_set(err, NMT_STATUS_ERROR_FORMAT, "%s: section SPRS: unexpected "
+                                       "tensor '%s' (not part of this model's architecture)",
+                                       f->path, f->sparse[i].name);
                 goto cleanup;
             }
         }
@@ -215,12 +339,15 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
         uint64_t pos = 0;
         for (int32_t i = 0; i < n; i++) {
             *specs[i].slot = (float *)(void *)((uint8_t *)m->arena + pos);
-            pos += (found[i]->size / (found[i]->dtype == NMT_DTYPE_F32 ? 4 : 2) * 4 + 63) &
-                   ~(uint64_t)63;
+            uint64_t elems = (uint64_t)specs[i].dims[0] * (specs[i].ndim == 2 ? specs[i].dims[1] : 1);
+            pos += (elems * 4 + 63) & ~(uint64_t)63;
         }
     }
     for (int32_t i = 0; i < n; i++)
-        NMT_TRY(place_tensor(found[i], f->data, *specs[i].slot, f->path, err));
+        if (found[i])
+            NMT_TRY(place_tensor(found[i], f->data, *specs[i].slot, f->path, err));
+    if (f->n_sparse > 0)
+        NMT_TRY(place_sparse(m, f, specs, found_sparse, n, err));
     if (all_f32) {
         /* Detach the buffer from the file; its token lists pointed into it and
          * were only needed for the vocabularies, which hold copies. */
@@ -230,6 +357,14 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
         f->data = NULL;
     }
     describe(m, params);
+    if (m->n_sparse > 0) {
+        int64_t nnz = 0;
+        for (int32_t i = 0; i < m->n_sparse; i++)
+            nnz += m->sparse[i].nnz;
+        size_t used = strlen(m->description);
+        snprintf(m->description + used, sizeof m->description - used,
+                 ", %d matrices sparse (%lld nonzeros)", m->n_sparse, (long long)nnz);
+    }
     *out = m;
     return NMT_STATUS_OK;
 cleanup:
@@ -274,7 +409,17 @@ void nmt_model_destroy(nmt_model *model)
     nmt_vocab_free(model->tgt_vocab);
     nmt_spm_free(model->spm);
     free(model->arena);
+    free(model->sparse);
+    free(model->sparse_arena);
     free(model);
+}
+
+const nmt_sparse_matrix *nmt_model_sparse_of(const nmt_model *model, const float *dense)
+{
+    for (int32_t i = 0; model && dense && i < model->n_sparse; i++)
+        if (model->sparse[i].dense == dense)
+            return &model->sparse[i];
+    return NULL;
 }
 
 const char *nmt_model_summary(const nmt_model *model)

@@ -63,6 +63,21 @@ typedef struct nmt_lstm_weights {
     float *b_hh; /* [4*hidden] */
 } nmt_lstm_weights;
 
+/* A matrix the file stores sparse (section SPRS), in CSR form: row r's
+ * nonzeros are values[row_offsets[r] .. row_offsets[r + 1]) at columns
+ * col_indices[...], strictly increasing. The loader also expands it into
+ * `dense` (zeros elsewhere), the pointer the struct fields below hold, so
+ * every consumer of dense weights (the CUDA upload, tools) works unchanged;
+ * the CPU engine computes with the CSR (model/cpu, kernels/cpu/spmm.c). */
+typedef struct nmt_sparse_matrix {
+    char name[48];
+    int32_t rows, cols, nnz;
+    const int32_t *row_offsets; /* [rows + 1] */
+    const int32_t *col_indices; /* [nnz] */
+    const float *values;        /* [nnz] */
+    const float *dense;         /* [rows, cols] in the arena: the model field's pointer */
+} nmt_sparse_matrix;
+
 typedef struct nmt_model nmt_model; /* the API's opaque handle (include/nmt.h) */
 
 struct nmt_model {
@@ -80,6 +95,9 @@ struct nmt_model {
     float *out_w;     /* [V_tgt, H] */
     float *out_b;     /* [V_tgt] */
     void *arena;      /* one allocation holding every tensor above */
+    int32_t n_sparse; /* matrices stored sparse in the file (section SPRS) */
+    nmt_sparse_matrix *sparse; /* [n_sparse]; arrays in sparse_arena */
+    void *sparse_arena;
     char description[512];
 };
 
@@ -87,6 +105,9 @@ struct nmt_model {
  * (the API's nmt_model_load, engine/model_api.c). */
 nmt_status nmt_model_read(const char *path, nmt_model **model, nmt_error *err);
 void nmt_model_destroy(nmt_model *model);
+/* The CSR form of the matrix whose dense pointer is `dense` (a model field),
+ * or NULL when it is stored dense. */
+const nmt_sparse_matrix *nmt_model_sparse_of(const nmt_model *model, const float *dense);
 /* Sizes and vocabularies in one line (the API's nmt_model_describe). */
 const char *nmt_model_summary(const nmt_model *model);
 

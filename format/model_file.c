@@ -3,7 +3,7 @@
  * The whole file is read into one 64-byte aligned buffer, then checked in
  * order: preamble (magic, CRC, version, flags, size), section table (CRC,
  * tags, canonical placement with zero padding), each section's CRC, then the
- * contents (HPAR, VSRC, VTGT, TENS) and finally DATA, inflated when
+ * contents (HPAR, VSRC, VTGT, SPMP, TENS, SPRS) and finally DATA, inflated when
  * compressed. No size read from the file is trusted before it has been
  * compared with the bytes actually there. Vocabulary entries themselves are
  * checked by nmt_vocab_create and tensor names and shapes by model.c. */
@@ -25,9 +25,12 @@ typedef struct section {
 } section;
 
 /* The required sections, then the optional critical ones this reader knows. */
-enum { SEC_HPAR, SEC_VSRC, SEC_VTGT, SEC_TENS, SEC_DATA, N_REQUIRED, SEC_SPMP = N_REQUIRED, N_KNOWN };
+enum {
+    SEC_HPAR, SEC_VSRC, SEC_VTGT, SEC_TENS, SEC_DATA, N_REQUIRED,
+    SEC_SPMP = N_REQUIRED, SEC_SPRS, N_KNOWN
+};
 static const char *const known_tags[N_KNOWN] = {"HPAR", "VSRC", "VTGT", "TENS", "DATA",
-                                                NMT_FILE_SPM_TAG};
+                                                NMT_FILE_SPM_TAG, NMT_FILE_SPARSE_TAG};
 
 static nmt_status check_preamble(const uint8_t *b, uint64_t size, const char *path,
                                  uint32_t *flags, uint32_t *n_sections, nmt_error *err)
@@ -143,9 +146,11 @@ static nmt_status read_sections(const uint8_t *b, uint64_t size, uint32_t n, uin
             return nmt_file_bad(err, "%s: section %s: unpacked size %llu differs from stored size %llu "
                        "(only DATA may be compressed, when flag bit 0 is set)", path, s->tag,
                        (unsigned long long)s->unpacked, (unsigned long long)s->stored);
-        if (!is_data && s->stored > NMT_FILE_MAX_TEXT)
+        /* SPRS holds weights, so it gets DATA's limit rather than the text one. */
+        uint64_t limit = (int)i == required[SEC_SPRS] ? NMT_FILE_MAX_UNPACKED : NMT_FILE_MAX_TEXT;
+        if (!is_data && s->stored > limit)
             return nmt_file_bad(err, "%s: section %s: %llu bytes, more than the limit of %llu", path,
-                       s->tag, (unsigned long long)s->stored, (unsigned long long)NMT_FILE_MAX_TEXT);
+                       s->tag, (unsigned long long)s->stored, (unsigned long long)limit);
     }
     return NMT_STATUS_OK;
 }
@@ -238,6 +243,10 @@ static nmt_status parse(nmt_model_file *f, nmt_error *err)
     NMT_TRY(check_spm(f, b, req[SEC_SPMP] >= 0 ? &sec[req[SEC_SPMP]] : NULL, err));
     const section *ts = &sec[req[SEC_TENS]];
     NMT_TRY(nmt_file_parse_tensors(b + ts->offset, ts->stored, path, f, err));
+    if (req[SEC_SPRS] >= 0) {
+        const section *sp = &sec[req[SEC_SPRS]];
+        NMT_TRY(nmt_file_parse_sparse(b + sp->offset, sp->stored, path, f, err));
+    }
     const section *ds = &sec[req[SEC_DATA]];
     NMT_TRY(nmt_file_check_extents(f, ds->unpacked, path, err));
     f->data_size = ds->unpacked;
@@ -332,6 +341,8 @@ void nmt_model_file_clear(nmt_model_file *file)
     free(file->tgt_lengths);
     free(file->tensors);
     free(file->names);
+    free(file->sparse);
+    free(file->sparse_names);
     const char *path = file->path;
     memset(file, 0, sizeof *file);
     file->path = path;

@@ -41,6 +41,10 @@ extern "C" {
 #define NMT_FILE_SPM_TAG "SPMP"            /* the SentencePiece model (tokenizer=sentencepiece) */
 #define NMT_FILE_SPM_VERSION 1u
 #define NMT_FILE_SPM_HEADER 8u             /* u32 version, u32 model size */
+#define NMT_FILE_SPARSE_TAG "SPRS"         /* sparse (CSR) matrices, docs/model-format.md */
+#define NMT_FILE_SPARSE_VERSION 1u
+#define NMT_FILE_SPARSE_MIN_ENTRY 37u      /* u16 + 1-byte name + 2 + 4 x u64 */
+#define NMT_FILE_MAX_NNZ 0x7FFFFFFFull     /* offsets and indices are int32 in memory */
 
 typedef enum nmt_dtype { NMT_DTYPE_F32 = 0, NMT_DTYPE_F16 = 1 } nmt_dtype;
 
@@ -53,6 +57,20 @@ typedef struct nmt_file_tensor {
     uint64_t offset;    /* into the unpacked DATA, multiple of 64 */
     uint64_t size;      /* bytes: product(dims) * dtype size */
 } nmt_file_tensor;
+
+/* One entry of section SPRS: a matrix [rows, cols] in CSR form. The arrays
+ * point into the reader's buffer (little-endian, 4-byte aligned) and have been
+ * checked: row_offsets[0] = 0, non-decreasing, row_offsets[rows] = nnz;
+ * within each row the columns are < cols and strictly increasing. */
+typedef struct nmt_file_sparse {
+    const char *name;            /* NUL-terminated, [A-Za-z0-9_.]+ */
+    nmt_dtype dtype;             /* of the values */
+    uint64_t rows, cols, nnz;
+    uint64_t offset;             /* of its arrays from the section start, multiple of 64 */
+    const uint8_t *row_offsets;  /* u32 [rows + 1] */
+    const uint8_t *col_indices;  /* u32 [nnz] */
+    const uint8_t *values;       /* f32 or f16 [nnz] */
+} nmt_file_sparse;
 
 /* A read and validated file. `data` is 64-byte aligned and owned by
  * `data_owner` (either the whole file buffer or the inflated DATA), which a
@@ -72,6 +90,9 @@ typedef struct nmt_model_file {
     const uint8_t *spm_model; /* section SPMP's serialized SentencePiece model, in `buffer`
                                  (NULL unless hp.sentencepiece) */
     uint64_t spm_size;
+    int32_t n_sparse;         /* entries of section SPRS (0 when absent) */
+    nmt_file_sparse *sparse;
+    char *sparse_names;       /* storage of their names */
     const uint8_t *data;
     uint64_t data_size;      /* unpacked */
     void *data_owner;
@@ -92,6 +113,8 @@ void nmt_model_file_clear(nmt_model_file *file);
 
 /* Finds a tensor by name, or NULL. */
 const nmt_file_tensor *nmt_model_file_find(const nmt_model_file *file, const char *name);
+/* Finds a sparse matrix (section SPRS) by name, or NULL. */
+const nmt_file_sparse *nmt_model_file_find_sparse(const nmt_model_file *file, const char *name);
 
 /* Parses HPAR text into `hp` (used by the reader; exposed for tests). */
 nmt_status nmt_hparams_parse(const char *text, size_t len, const char *where, nmt_hparams *hp,
@@ -112,6 +135,8 @@ typedef struct nmt_write_tensor {
     int32_t ndim;
     uint64_t dims[NMT_FILE_MAX_NDIM];
     const float *values;
+    int sparse;        /* 1: written to section SPRS as the CSR of its nonzero values (2-D
+                          only); its dense form is then absent from TENS and DATA */
 } nmt_write_tensor;
 
 typedef struct nmt_write_options {

@@ -1,6 +1,7 @@
 /* model_file_impl.h: helpers shared by the two halves of the model file
  * reader, model_file.c (preamble, sections, text sections) and
- * model_file_tens.c (tensor table, DATA extents, inflate). Not a public
+ * model_file_tens.c (tensor table, DATA extents, inflate) and
+ * model_file_sparse.c (section SPRS). Not a public
  * interface. */
 #ifndef NMT_MODEL_FILE_IMPL_H
 #define NMT_MODEL_FILE_IMPL_H
@@ -68,6 +69,9 @@ nmt_status nmt_file_parse_tensors(const uint8_t *p, uint64_t len, const char *pa
                                   nmt_model_file *f, nmt_error *err);
 nmt_status nmt_file_check_extents(nmt_model_file *f, uint64_t unpacked, const char *path,
                                   nmt_error *err);
+/* model_file_sparse.c: section SPRS */
+nmt_status nmt_file_parse_sparse(const uint8_t *p, uint64_t len, const char *path,
+                                 nmt_model_file *f, nmt_error *err);
 nmt_status nmt_file_inflate(const uint8_t *in, uint64_t stored, uint64_t unpacked,
                             const char *path, nmt_model_file *f, nmt_error *err);
 

@@ -1,6 +1,6 @@
 /* model_file_write.c: the writer of model file format v1
  * (docs/model-format.md). It produces the one canonical layout the reader
- * accepts: sections HPAR, VSRC, VTGT, (SPMP,) TENS, DATA in that order, each at the
+ * accepts: sections HPAR, VSRC, VTGT, (SPMP,) TENS, (SPRS,) DATA in that order, each at the
  * first 64-byte aligned offset after the previous one, zero padding,
  * tensors in the given order at 64-byte aligned offsets in DATA. The file is
  * written next to its destination and renamed, so a reader never sees half a
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <zlib.h>
 
-enum { MAX_WRITTEN_SECTIONS = 6 }; /* the five required ones and SPMP */
+enum { MAX_WRITTEN_SECTIONS = 7 }; /* the five required ones, SPMP and SPRS */
 
 static void wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void wr32(uint8_t *p, uint32_t v)
@@ -75,9 +75,12 @@ static nmt_status build_tensors(const nmt_write_tensor *tensors, int32_t n, nmt_
     nmt_status status = NMT_STATUS_OK;
     uint64_t dsize = dtype == NMT_DTYPE_F16 ? 2 : 4;
     uint64_t tlen = 4, end = 0;
-    if (n < 1 || (uint32_t)n > NMT_FILE_MAX_TENSORS)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "write: %d tensors (1 to %u)", n,
-                             NMT_FILE_MAX_TENSORS);
+    int32_t n_dense = 0;
+    for (int32_t i = 0; i < n; i++)
+        n_dense += !tensors[i].sparse;
+    if (n_dense < 1 || (uint32_t)n > NMT_FILE_MAX_TENSORS)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "write: %d dense tensors of %d (1 to "
+                             "%u)", n_dense, n, NMT_FILE_MAX_TENSORS);
     for (int32_t i = 0; i < n; i++) {
         const nmt_write_tensor *t = &tensors[i];
         if (!name_ok(t->name) || t->ndim < 1 || t->ndim > NMT_FILE_MAX_NDIM || !t->values)
@@ -93,6 +96,12 @@ static nmt_status build_tensors(const nmt_write_tensor *tensors, int32_t n, nmt_
                                      (unsigned long long)t->dims[d]);
             elems *= t->dims[d];
         }
+        if (t->sparse) {
+            if (t->ndim != 2)
+                return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "write: tensor '%s': only "
+                                     "matrices can be stored sparse", t->name);
+            continue;
+        }
         tlen += 2 + strlen(t->name) + 2 + 8 * (uint64_t)t->ndim + 16;
         end = nmt_round_up64(end) + elems * dsize;
         if (end > NMT_FILE_MAX_UNPACKED)
@@ -102,11 +111,13 @@ static nmt_status build_tensors(const nmt_write_tensor *tensors, int32_t n, nmt_
     NMT_ALLOC(*tens, tlen);
     NMT_ALLOC(*data, end); /* zeroed: padding between tensors stays zero */
     uint8_t *p = *tens;
-    wr32(p, (uint32_t)n);
+    wr32(p, (uint32_t)n_dense);
     p += 4;
     uint64_t offset = 0;
     for (int32_t i = 0; i < n; i++) {
         const nmt_write_tensor *t = &tensors[i];
+        if (t->sparse)
+            continue;
         uint64_t elems = 1;
         size_t nl = strlen(t->name);
         wr16(p, (uint16_t)nl);
@@ -141,6 +152,89 @@ cleanup:
     return status;
 }
 
+static void wr_value(uint8_t *dst, float v, nmt_dtype dtype)
+{
+    if (dtype == NMT_DTYPE_F16) {
+        wr16(dst, nmt_file_f32_to_f16(v));
+    } else {
+        uint32_t bits;
+        memcpy(&bits, &v, 4);
+        wr32(dst, bits);
+    }
+}
+
+/* Builds section SPRS (docs/model-format.md) from the tensors marked sparse:
+ * the CSR of each one's nonzero values; *len stays 0 when none is. */
+static nmt_status build_sparse(const nmt_write_tensor *tensors, int32_t n, nmt_dtype dtype,
+                               uint8_t **out, uint64_t *len, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const uint64_t dsize = dtype == NMT_DTYPE_F16 ? 2 : 4;
+    uint64_t table = 8, end;
+    uint32_t count = 0;
+    *len = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (tensors[i].sparse) {
+            count++;
+            table += 2 + strlen(tensors[i].name) + 34;
+        }
+    if (count == 0)
+        return NMT_STATUS_OK;
+    end = table;
+    for (int32_t i = 0; i < n; i++) {
+        const nmt_write_tensor *t = &tensors[i];
+        if (!t->sparse)
+            continue;
+        uint64_t nnz = 0, elems = t->dims[0] * t->dims[1]; /* checked by build_tensors */
+        for (uint64_t k = 0; k < elems; k++)
+            nnz += t->values[k] != 0.0f;
+        if (nnz > NMT_FILE_MAX_NNZ)
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "write: tensor '%s': %llu "
+                                 "nonzeros, over the limit %llu", t->name,
+                                 (unsigned long long)nnz, (unsigned long long)NMT_FILE_MAX_NNZ);
+        end = nmt_round_up64(end) + 4 * (t->dims[0] + 1) + (4 + dsize) * nnz;
+    }
+    NMT_ALLOC(*out, end); /* zeroed: the padding */
+    uint8_t *b = *out, *e = b + 8;
+    wr32(b, NMT_FILE_SPARSE_VERSION);
+    wr32(b + 4, count);
+    uint64_t at = table;
+    for (int32_t i = 0; i < n; i++) {
+        const nmt_write_tensor *t = &tensors[i];
+        if (!t->sparse)
+            continue;
+        const uint64_t rows = t->dims[0], cols = t->dims[1];
+        uint8_t *offsets = b + nmt_round_up64(at), *idx = offsets + 4 * (rows + 1);
+        uint64_t nnz = 0;
+        for (uint64_t r = 0; r < rows; r++) {
+            wr32(offsets + 4 * r, (uint32_t)nnz);
+            for (uint64_t c = 0; c < cols; c++)
+                if (t->values[r * cols + c] != 0.0f)
+                    wr32(idx + 4 * nnz++, (uint32_t)c);
+        }
+        wr32(offsets + 4 * rows, (uint32_t)nnz);
+        uint8_t *vals = idx + 4 * nnz;
+        for (uint64_t k = 0, j = 0; k < rows * cols; k++)
+            if (t->values[k] != 0.0f)
+                wr_value(vals + dsize * j++, t->values[k], dtype);
+        size_t nl = strlen(t->name);
+        wr16(e, (uint16_t)nl);
+        memcpy(e + 2, t->name, nl);
+        e += 2 + nl;
+        e[0] = (uint8_t)dtype;
+        e[1] = 0;
+        wr64(e + 2, rows);
+        wr64(e + 10, cols);
+        wr64(e + 18, nnz);
+        wr64(e + 26, (uint64_t)(offsets - b));
+        e += 34;
+        at = (uint64_t)(vals - b) + dsize * nnz;
+    }
+    *len = end;
+cleanup:
+    return status;
+}
+
 static nmt_status deflate_data(const uint8_t *in, uint64_t len, uint8_t **out, uint64_t *out_len,
                                nmt_error *err)
 {
@@ -163,8 +257,9 @@ nmt_status nmt_model_file_write(const char *path, const nmt_hparams *hp,
     nmt_status status = NMT_STATUS_OK;
     char hpar[1024];
     char *vsrc = NULL, *vtgt = NULL, *tmp_path = NULL;
-    uint8_t *tens = NULL, *data = NULL, *packed = NULL, *spm = NULL;
+    uint8_t *tens = NULL, *data = NULL, *packed = NULL, *spm = NULL, *sprs = NULL;
     uint64_t vsrc_len = 0, vtgt_len = 0, tens_len = 0, data_len = 0, packed_len = 0, spm_len = 0;
+    uint64_t sprs_len = 0;
     FILE *fp = NULL;
     nmt_dtype dtype = options ? options->dtype : NMT_DTYPE_F32;
     int compress = options ? options->compress : 0;
@@ -189,6 +284,7 @@ nmt_status nmt_model_file_write(const char *path, const nmt_hparams *hp,
     NMT_TRY(vocab_text(src_tokens, n_src, "write: source vocabulary", &vsrc, &vsrc_len, err));
     NMT_TRY(vocab_text(tgt_tokens, n_tgt, "write: target vocabulary", &vtgt, &vtgt_len, err));
     NMT_TRY(build_tensors(tensors, n_tensors, dtype, &tens, &tens_len, &data, &data_len, err));
+    NMT_TRY(build_sparse(tensors, n_tensors, dtype, &sprs, &sprs_len, err));
     if (compress)
         NMT_TRY(deflate_data(data, data_len, &packed, &packed_len, err));
 
@@ -211,6 +307,11 @@ nmt_status nmt_model_file_write(const char *path, const nmt_hparams *hp,
     tags[n_sections] = "TENS";
     bytes[n_sections] = tens;
     stored[n_sections++] = tens_len;
+    if (sprs_len) {
+        tags[n_sections] = NMT_FILE_SPARSE_TAG;
+        bytes[n_sections] = sprs;
+        stored[n_sections++] = sprs_len;
+    }
     tags[n_sections] = "DATA";
     bytes[n_sections] = compress ? packed : data;
     stored[n_sections++] = compress ? packed_len : data_len;
@@ -276,5 +377,6 @@ cleanup:
     free(data);
     free(packed);
     free(spm);
+    free(sprs);
     return status;
 }

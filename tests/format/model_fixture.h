@@ -13,6 +13,7 @@
 #include "test_util.h"
 #include "tokenizer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,29 @@ static inline size_t fixture_elems(const fixture *f, int32_t i)
     for (int d = 0; d < f->tensors[i].ndim; d++)
         e *= (size_t)f->tensors[i].dims[d];
     return e;
+}
+
+/* Magnitude pruning for the sparse tests: in each matrix that may be stored
+ * sparse (decoder LSTM, attention, output), values with |v| < threshold
+ * become 0 and the tensor is marked sparse (section SPRS). With the
+ * fixture's uniform [-2, 2) values, threshold 1.6 keeps about 20%. */
+static inline void fixture_prune(fixture *f, float threshold)
+{
+    for (int32_t i = 0; i < f->n; i++) {
+        const char *name = f->tensors[i].name;
+        size_t len = strlen(name);
+        int matrix = f->tensors[i].ndim == 2;
+        int allowed = (!strncmp(name, "decoder.", 8) && len > 5 && name[len - 4] == 'w') ||
+                      !strcmp(name, "attention.w_a") || !strcmp(name, "attention.w_c") ||
+                      !strcmp(name, "output.w");
+        if (!matrix || !allowed)
+            continue;
+        size_t elems = (size_t)(f->tensors[i].dims[0] * f->tensors[i].dims[1]);
+        for (size_t k = 0; k < elems; k++)
+            if (fabsf(f->values[i][k]) < threshold)
+                f->values[i][k] = 0.0f;
+        f->tensors[i].sparse = 1;
+    }
 }
 
 /* A fresh temporary path (the file is created empty). */

@@ -7,7 +7,8 @@
  *   or must be zero padding, so every flip is caught), appended bytes;
  * - targeted damage behind valid CRCs: the file is split into sections, one
  *   is edited, and the CRCs and placement are recomputed (raw_join), so the
- *   deeper checks (HPAR, vocabularies, tensor table, DATA, zlib) are reached. */
+ *   deeper checks (HPAR, vocabularies, tensor table, DATA, zlib) are reached;
+ * - section SPRS, the sparse matrices (test_model_corrupt_sparse.h). */
 #include "model_fixture.h"
 #include "sentencepiece.h"
 
@@ -183,6 +184,7 @@ static void test_every_flip(const uint8_t *b, size_t len, size_t stride, const c
 }
 
 #include "test_model_corrupt_cases.h"
+#include "test_model_corrupt_sparse.h"
 
 int main(void)
 {
@@ -209,6 +211,7 @@ int main(void)
     if (spm)
         test_spmp(spm, spm_len);
     free(spm);
+    test_sparse();
     free(tiny_b);
     free(tiny_z);
     free(small_b);
