@@ -28,6 +28,8 @@ typedef struct nmt_backend_config {
     int warmup;               /* CUDA: warm up at create */
     int check_every;          /* CUDA: steps between done-flag checks */
     nmt_gemm gemm;            /* CUDA: the decoder's GEMM path */
+    int sparse;               /* CPU: multiply the matrices the model stores sparse in CSR
+                                 form (CUDA always uses their dense expansion) */
 } nmt_backend_config;
 
 typedef struct nmt_backend_vtable {

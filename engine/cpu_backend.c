@@ -117,6 +117,8 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
     read_oom_hook(self);
     NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
                                  &self->state, err));
+    if (config->sparse)
+        NMT_TRY(nmt_cpu_state_set_sparse(self->state, err));
     if (config->shrink) {
         nmt_shrink shrink = *config->shrink;
         NMT_TRY(nmt_shrink_index_build(&shrink, model->out_w, model->hp.tgt_vocab,

@@ -118,6 +118,9 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             "search_rules %d: unknown", (int)o->search_rules);
     REQUIRE(o->max_memory >= 0, "max_memory %lld: must be 0 (no cap) or positive",
             (long long)o->max_memory);
+    REQUIRE(o->sparse == NMT_SPARSE_AUTO || o->sparse == NMT_SPARSE_ON ||
+                o->sparse == NMT_SPARSE_OFF,
+            "sparse %d: unknown", (int)o->sparse);
     const nmt_shrink_options *sh = &o->shrink;
     REQUIRE(sh->mode == NMT_SHRINK_NONE || sh->mode == NMT_SHRINK_LSH || sh->mode == NMT_SHRINK_TOP,
             "shrink mode %d: unknown", (int)sh->mode);
@@ -217,14 +220,27 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     nmt_backend_config config = {
         options->batch_size, options->beam_size, options->max_src_tokens,
         options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
-        options->cuda_graphs, options->warmup, options->check_every, options->cuda_gemm};
+        options->cuda_graphs, options->warmup, options->check_every, options->cuda_gemm, 0};
+    config.sparse = options->sparse != NMT_SPARSE_OFF && model->n_sparse > 0;
+    if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "sparse on: the model stores no "
+                               "matrix sparse (section SPRS; python/export/prune.py writes one)");
+        goto cleanup;
+    }
+    if (options->sparse == NMT_SPARSE_ON && options->device == NMT_DEVICE_CUDA) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "sparse on: the CUDA backend "
+                               "has no sparse kernels yet (it multiplies the dense expansion of "
+                               "the sparse matrices): use device cpu, or sparse auto on CUDA");
+        goto cleanup;
+    }
     NMT_TRY(nmt_translator_fit_memory(model, options, &config, err));
     const int32_t batch = config.max_sentences, max_src = options->max_src_tokens;
     t->options.batch_size = batch;
     t->stats.batch_size = batch;
 
     nmt_device device = options->device;
-    if (device == NMT_DEVICE_AUTO && nmt_cuda_available()) {
+    /* sparse on: only the CPU computes with the CSR form (no GPU SpMM yet). */
+    if (device == NMT_DEVICE_AUTO && options->sparse != NMT_SPARSE_ON && nmt_cuda_available()) {
         /* auto: a CUDA backend that cannot run here is not an error */
         status = nmt_cuda_backend_create(model, options->device_index, &config, &t->backend, err);
         if (status != NMT_STATUS_OK && status != NMT_STATUS_ERROR_UNSUPPORTED)

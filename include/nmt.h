@@ -86,6 +86,15 @@ typedef enum nmt_search_rules {
                                  service batches it: no continuous batching) */
 } nmt_search_rules;
 
+/* Matrices the model file stores sparse (docs/model-format.md, section SPRS). */
+typedef enum nmt_sparse {
+    NMT_SPARSE_AUTO = 0, /* the CPU multiplies them in CSR form (SpMM); CUDA, which has no
+                            sparse kernel yet, multiplies their dense expansion (default) */
+    NMT_SPARSE_ON = 1,   /* the CSR form, always: device auto picks the CPU; an error on
+                            device cuda or when the model has no sparse matrix */
+    NMT_SPARSE_OFF = 2   /* the dense expansion everywhere (the same results on the CPU) */
+} nmt_sparse;
+
 /* Translation options. Initialize with nmt_options_init, then override. */
 typedef struct nmt_options {
     int beam_size;       /* B, default 5 */
@@ -137,6 +146,7 @@ typedef struct nmt_options {
                             sentence does not fit, create fails with
                             NMT_STATUS_ERROR_MEMORY naming the need and the cap. The CPU
                             ignores it */
+    nmt_sparse sparse;   /* sparse matrices, default NMT_SPARSE_AUTO */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;

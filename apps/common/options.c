@@ -25,11 +25,12 @@ enum {
     OPT_BATCH_TYPE, OPT_MAXI_BATCH
 };
 
-enum { OPT_MAX_MEMORY = 512, OPT_LOG_LEVEL }; /* past the list above */
+enum { OPT_MAX_MEMORY = 512, OPT_LOG_LEVEL, OPT_SPARSE }; /* past the list above */
 
 static const struct option long_options[] = {
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"sparse", required_argument, NULL, OPT_SPARSE},
     {"model", required_argument, NULL, 'm'},
     {"config", required_argument, NULL, 'c'},
     {"input", required_argument, NULL, 'i'},
@@ -245,6 +246,15 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return app_parse_bool(value, &o->cuda_graphs);
     if (!strcmp(key, "warmup"))
         return app_parse_bool(value, &o->warmup);
+    if (!strcmp(key, "sparse")) {
+        static const char *const modes[] = {"auto", "on", "off"}; /* nmt_sparse order */
+        for (int m = 0; m < 3; m++)
+            if (!strcmp(value, modes[m])) {
+                o->sparse = (nmt_sparse)m;
+                return 1;
+            }
+        return 0;
+    }
     if (!strcmp(key, "cuda_gemm")) {
         if (!strcmp(value, "fp32"))
             o->cuda_gemm = NMT_GEMM_FP32;
@@ -309,6 +319,7 @@ static const char *option_key(int code)
     case OPT_INPUT_FORMAT: return "input_format";
     case OPT_MAX_BATCH_TOKENS: return "max_batch_tokens";
     case OPT_MAX_MEMORY: return "max_memory";
+    case OPT_SPARSE: return "sparse";
     case OPT_WORKERS: return "workers";
     case OPT_DEVICES: return "devices";
     case OPT_SKIP_LINES: return "skip_lines";

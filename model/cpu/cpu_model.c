@@ -154,6 +154,7 @@ void nmt_cpu_state_free(nmt_cpu_state *state)
     free(state->group_first);
     free(state->recall_values);
     free(state->recall_ids);
+    nmt_cpu_state_free_sparse(state);
     free(state);
 }
 

@@ -31,6 +31,14 @@ nmt_status nmt_cpu_encode(nmt_cpu_state *state, const nmt_source_batch *batch, n
 nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shrink,
                                     int measure_recall, nmt_error *err);
 
+/* Computes with the CSR form of every matrix the model stores sparse
+ * (decoder LSTM, attention, full output layer: nmt_model_sparse_of) from now
+ * on, instead of its dense expansion; the results are the same bits
+ * (model/cpu/sparse.c). The shrunk output layer stays dense. */
+nmt_status nmt_cpu_state_set_sparse(nmt_cpu_state *state, nmt_error *err);
+/* Matrices multiplied sparse (0 until set_sparse, or for a dense model). */
+int32_t nmt_cpu_state_sparse_count(const nmt_cpu_state *state);
+
 /* Steps taken so far and, with measure_recall, the recall counters:
  * row-steps, row-steps whose full top-B words were all candidates, and
  * candidate words scored (summed over row-steps). */

@@ -7,7 +7,17 @@
 #define NMT_CPU_STATE_H
 
 #include "cpu_model.h"
+#include "linear.h"
 #include "shrink.h"
+#include "spmm.h"
+
+/* One matrix (or column slice of one) the steps multiply in CSR form
+ * (sparse.c); row_offsets NULL: use the dense weights. */
+typedef struct nmt_cpu_csr {
+    int32_t rows, cols;
+    int32_t *row_offsets, *col_indices;
+    float *values;
+} nmt_cpu_csr;
 
 struct nmt_cpu_state {
     const nmt_model *model;
@@ -58,6 +68,31 @@ struct nmt_cpu_state {
     int32_t *recall_ids;     /* [max_rows, B] */
     int64_t recall_stats[3]; /* row-steps, recalled, candidate words (nmt_cpu_lsh_recall) */
     int64_t steps;           /* step calls */
+
+    /* Sparse matrices (nmt_cpu_state_set_sparse; all dense until then). Layer
+     * 0's w_ih and W_c are two column slices each, as the dense code uses
+     * them. The shrunk output layer and the recall probe read out_w dense. */
+    nmt_cpu_csr sp_dec_ih[NMT_MAX_LAYERS][2]; /* [embedding | feed] (layer 0) or whole */
+    nmt_cpu_csr sp_dec_hh[NMT_MAX_LAYERS];
+    nmt_cpu_csr sp_attn_a;
+    nmt_cpu_csr sp_attn_c[2];                 /* [context | h] */
+    nmt_cpu_csr sp_out;
+    int32_t n_sparse_used;                    /* matrices multiplied sparse */
 };
+
+void nmt_cpu_state_free_sparse(nmt_cpu_state *state); /* sparse.c */
+
+/* y = x . W^T (+ bias) (+ y): the CSR when the matrix has one, else the dense
+ * slice (w, ldw); the two give the same bits (sparse.c). */
+static inline void nmt_cpu_matmul(const nmt_cpu_csr *sp, int32_t m, int32_t n, int32_t k,
+                                  const float *x, int32_t ldx, const float *w, int32_t ldw,
+                                  const float *bias, int accumulate, float *y, int32_t ldy)
+{
+    if (sp && sp->row_offsets)
+        nmt_cpu_spmm(m, n, k, x, ldx, sp->row_offsets, sp->col_indices, sp->values, bias,
+                     accumulate, y, ldy);
+    else
+        nmt_cpu_linear(m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
+}
 
 #endif /* NMT_CPU_STATE_H */

@@ -4,7 +4,8 @@
  *
  * x_t = [E_tgt[y_{t-1}]; f_{t-1}] is never materialized: the first layer's
  * w_ih is applied as two column slices (embedding part, input-feed part).
- * Likewise W_c [c; h] is two slices of W_c. */
+ * Likewise W_c [c; h] is two slices of W_c. A matrix the model stores sparse
+ * is multiplied in CSR form after nmt_cpu_state_set_sparse (sparse.c). */
 #include "cpu_state.h"
 
 #include "attention.h"
@@ -41,16 +42,18 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
         const nmt_lstm_weights *lstm = &model->dec[l];
         float *h = state->dec_h[cur][l], *c = state->dec_c[cur][l];
         float *gates = state->dec_gates;
+        const nmt_cpu_csr *sp_ih = state->sp_dec_ih[l];
         if (l == 0) {
-            nmt_cpu_linear(n_rows, 4 * H, E, state->tgt_emb, E, lstm->w_ih, E + H, lstm->b_ih, 0,
-                           gates, 4 * H);
-            nmt_cpu_linear(n_rows, 4 * H, H, feed, H, lstm->w_ih + E, E + H, NULL, 1, gates,
-                           4 * H);
-        } else {
-            nmt_cpu_linear(n_rows, 4 * H, H, state->dec_h[cur][l - 1], H, lstm->w_ih, H,
+            nmt_cpu_matmul(&sp_ih[0], n_rows, 4 * H, E, state->tgt_emb, E, lstm->w_ih, E + H,
                            lstm->b_ih, 0, gates, 4 * H);
+            nmt_cpu_matmul(&sp_ih[1], n_rows, 4 * H, H, feed, H, lstm->w_ih + E, E + H, NULL, 1,
+                           gates, 4 * H);
+        } else {
+            nmt_cpu_matmul(&sp_ih[0], n_rows, 4 * H, H, state->dec_h[cur][l - 1], H, lstm->w_ih,
+                           H, lstm->b_ih, 0, gates, 4 * H);
         }
-        nmt_cpu_linear(n_rows, 4 * H, H, h, H, lstm->w_hh, H, lstm->b_hh, 1, gates, 4 * H);
+        nmt_cpu_matmul(&state->sp_dec_hh[l], n_rows, 4 * H, H, h, H, lstm->w_hh, H, lstm->b_hh,
+                       1, gates, 4 * H);
         nmt_cpu_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
     }
     const float *top = state->dec_h[cur][state->dec_layers - 1];
@@ -61,8 +64,10 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
                       attn_argmax);
 
     /* 4. f_t = tanh(W_c [c_t; h_t]), kept as the next step's input feed. */
-    nmt_cpu_linear(n_rows, H, H, state->context, H, model->attn_w_c, 2 * H, NULL, 0, feed, H);
-    nmt_cpu_linear(n_rows, H, H, top, H, model->attn_w_c + H, 2 * H, NULL, 1, feed, H);
+    nmt_cpu_matmul(&state->sp_attn_c[0], n_rows, H, H, state->context, H, model->attn_w_c,
+                   2 * H, NULL, 0, feed, H);
+    nmt_cpu_matmul(&state->sp_attn_c[1], n_rows, H, H, top, H, model->attn_w_c + H, 2 * H, NULL,
+                   1, feed, H);
     nmt_cpu_tanh_inplace((int64_t)n_rows * H, feed);
 
     return NMT_STATUS_OK;

@@ -75,7 +75,7 @@ static nmt_status encode_sentence(nmt_cpu_state *state, const nmt_source_batch *
         in_dim = H;
     }
     memset(memory + (int64_t)S * H, 0, sizeof(float) * (size_t)(state->max_src - S) * H);
-    nmt_cpu_linear(S, H, H, memory, H, model->attn_w_a, H, NULL, 0, keys, H);
+    nmt_cpu_matmul(&state->sp_attn_a, S, H, H, memory, H, model->attn_w_a, H, NULL, 0, keys, H);
     memset(keys + (int64_t)S * H, 0, sizeof(float) * (size_t)(state->max_src - S) * H);
     return NMT_STATUS_OK;
 }

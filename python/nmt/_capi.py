@@ -32,6 +32,7 @@ SHRINK_NONE, SHRINK_LSH, SHRINK_TOP = 0, 1, 2
 LSH_SHARE_BATCH, LSH_SHARE_SENTENCE, LSH_SHARE_ROW = 0, 1, 2
 LSH_LISTS_HITS, LSH_LISTS_DIRECT, LSH_LISTS_AUTO = 0, 1, 2
 GEMM_FP32, GEMM_TF32X2 = 0, 1
+SPARSE_AUTO, SPARSE_ON, SPARSE_OFF = 0, 1, 2
 
 # The C names of the enum constants above, for the layout test.
 ENUM_CONSTANTS = {
@@ -50,6 +51,7 @@ ENUM_CONSTANTS = {
     "NMT_LSH_LISTS_HITS": LSH_LISTS_HITS, "NMT_LSH_LISTS_DIRECT": LSH_LISTS_DIRECT,
     "NMT_LSH_LISTS_AUTO": LSH_LISTS_AUTO,
     "NMT_GEMM_FP32": GEMM_FP32, "NMT_GEMM_TF32X2": GEMM_TF32X2,
+    "NMT_SPARSE_AUTO": SPARSE_AUTO, "NMT_SPARSE_ON": SPARSE_ON, "NMT_SPARSE_OFF": SPARSE_OFF,
 }
 
 _enum = ctypes.c_int
@@ -97,6 +99,7 @@ class nmt_options(ctypes.Structure):
         ("max_batch_tokens", ctypes.c_int),
         ("search_rules", _enum),
         ("max_memory", ctypes.c_int64),
+        ("sparse", _enum),
     ]
 
 

@@ -16,6 +16,7 @@ _SHARES = {"batch": _capi.LSH_SHARE_BATCH, "sentence": _capi.LSH_SHARE_SENTENCE,
 _LISTS = {"hits": _capi.LSH_LISTS_HITS, "direct": _capi.LSH_LISTS_DIRECT,
           "auto": _capi.LSH_LISTS_AUTO}
 _GEMMS = {"fp32": _capi.GEMM_FP32, "tf32x2": _capi.GEMM_TF32X2}
+_SPARSE = {"auto": _capi.SPARSE_AUTO, "on": _capi.SPARSE_ON, "off": _capi.SPARSE_OFF}
 _RULES = {"v1": 0, "onmt": 1}  # nmt_search_rules
 
 # The search options a translate_batch call may change (a translator each).
@@ -147,7 +148,7 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
                  top_words=None, lsh_share=None, lsh_seed=None, lsh_lists=None,
                  collect_stats=None, cuda_graphs=None, warmup=None, cuda_gemm=None,
                  check_every=None, input_tokens=None, output_tokens=None,
-                 max_batch_tokens=None, search_rules=None):
+                 max_batch_tokens=None, search_rules=None, sparse=None):
     """Fills an nmt_options: the library's defaults (nmt_options_init), then
     every argument that is not None. The library checks the values."""
     lib.nmt_options_init(ctypes.byref(o))
@@ -187,6 +188,8 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
         o.cuda_gemm = _choice(_GEMMS, "cuda_gemm", cuda_gemm)
     if search_rules is not None:
         o.search_rules = _choice(_RULES, "search_rules", search_rules)
+    if sparse is not None:
+        o.sparse = _choice(_SPARSE, "sparse", sparse)
     return o
 
 

@@ -115,7 +115,7 @@ static nmt_status write_model(const char *path, const void *blob, size_t blob_le
     hp->sentencepiece = 1;
     const nmt_feature_kind word = NMT_FEATURE_WORD;
     nmt_hparams_set_features(hp, &word, 1, NULL);
-    nmt_write_tensor tensors[32];
+    nmt_write_tensor tensors[32] = {{0}}; /* unset fields (sparse) stay 0 */
     nmt_model_tensor info[32];
     float *values[32];
     const int32_t n = nmt_model_tensor_count(&shape);
