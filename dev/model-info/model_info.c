@@ -55,14 +55,19 @@ int main(int argc, char **argv)
     int f16 = 0;
     for (int32_t i = 0; i < file.n_tensors; i++)
         f16 += file.tensors[i].dtype == NMT_DTYPE_F16;
-    printf("storage: %s, %s, %d tensors\n",
+    printf("storage: %s, %s, %d tensors",
            f16 == file.n_tensors ? "fp16" : f16 ? "mixed fp32/fp16" : "fp32",
            file.flags & NMT_FILE_FLAG_DEFLATE ? "deflate-compressed" : "uncompressed",
            file.n_tensors);
+    if (file.n_sparse > 0) /* section SPRS: these matrices are not in the count above */
+        printf(" + %d sparse (CSR, section SPRS)", file.n_sparse);
+    printf("\n");
     if (crcs) {
         nmt_model_tensor t;
         for (int32_t i = 0; nmt_model_tensor_at(model, i, &t); i++) {
             const nmt_file_tensor *ft = nmt_model_file_find(&file, t.name);
+            const nmt_file_sparse *fs = nmt_model_file_find_sparse(&file, t.name);
+            const int stored_f16 = ft ? ft->dtype == NMT_DTYPE_F16 : fs && fs->dtype == NMT_DTYPE_F16;
             size_t elems = 1;
             char dims[96] = "";
             size_t len = 0;
@@ -81,7 +86,7 @@ int main(int argc, char **argv)
                 p += piece;
                 bytes -= piece;
             }
-            printf("%s %s %s %08lx\n", t.name, ft && ft->dtype == NMT_DTYPE_F16 ? "f16" : "f32", dims,
+            printf("%s %s %s %08lx\n", t.name, stored_f16 ? "f16" : "f32", dims,
                    (unsigned long)crc);
         }
     }

@@ -14,6 +14,8 @@ import zlib
 
 import numpy as np
 
+from . import modelfile_sparse
+
 MAGIC = b"\x89NMT\r\n\x1a\n"
 VERSION = 1
 FLAG_DEFLATE = 1
@@ -249,11 +251,14 @@ def _vocab_bytes(tokens, what):
 
 
 def write_model(path, hparams, src_vocab, tgt_vocab, tensors, dtype="f32", compress=False,
-                sentencepiece=None):
+                sentencepiece=None, sparse=()):
     """Writes a model file. tensors: name -> array, written in dict order
     (use expected_tensors' order for the canonical layout). sentencepiece: the
     bytes of a SentencePiece .model file, written as section SPMP; the file
-    then says tokenizer=sentencepiece (the default when it is given)."""
+    then says tokenizer=sentencepiece (the default when it is given).
+    sparse: names of matrices written to section SPRS as the CSR of their
+    nonzero values instead of dense (modelfile_sparse.sparse_allowed says
+    which the loader accepts)."""
     if dtype not in ("f32", "f16"):
         raise ValueError(f"dtype must be 'f32' or 'f16', not {dtype!r}")
     hp = dict(hparams)
@@ -272,8 +277,13 @@ def write_model(path, hparams, src_vocab, tgt_vocab, tensors, dtype="f32", compr
     vtgt = _vocab_bytes(tgt_vocab, "target vocabulary")
     code = 0 if dtype == "f32" else 1
     np_dtype = DTYPES[code]
+    sparse = set(sparse)
+    if sparse - set(tensors):
+        raise ValueError(f"sparse tensors {sorted(sparse - set(tensors))} are not among the tensors")
+    sparse_tensors = {n: a for n, a in tensors.items() if n in sparse}
+    tensors = {n: a for n, a in tensors.items() if n not in sparse}
     if not 1 <= len(tensors) <= MAX_TENSORS:
-        raise ValueError(f"{len(tensors)} tensors (1 to {MAX_TENSORS})")
+        raise ValueError(f"{len(tensors)} dense tensors (1 to {MAX_TENSORS})")
     tens = bytearray(struct.pack("<I", len(tensors)))
     data = bytearray()
     for name, array in tensors.items():
@@ -294,7 +304,10 @@ def write_model(path, hparams, src_vocab, tgt_vocab, tensors, dtype="f32", compr
     if sentencepiece is not None:
         sections.append((SPM_TAG, struct.pack("<II", SPM_VERSION, len(sentencepiece))
                          + bytes(sentencepiece)))
-    sections += [("TENS", bytes(tens)), ("DATA", stored_data)]
+    sections.append(("TENS", bytes(tens)))
+    if sparse_tensors:
+        sections.append((modelfile_sparse.TAG, modelfile_sparse.build(sparse_tensors, code, np_dtype)))
+    sections.append(("DATA", stored_data))
     head_size = PREAMBLE_SIZE + len(sections) * ENTRY_SIZE + 8
     table, body, pos = bytearray(), bytearray(), head_size
     for tag, content in sections:
@@ -384,7 +397,7 @@ def read_model_sections(path):
         crc, offset, stored, unpacked = _u("<IQQQ", table, i * ENTRY_SIZE + 4)
         if tag in sections:
             raise ValueError(f"{where}: section {tag} appears twice")
-        if tag not in SECTION_ORDER and tag != SPM_TAG and tag[0].isupper():
+        if tag not in SECTION_ORDER + (SPM_TAG, modelfile_sparse.TAG) and tag[0].isupper():
             raise ValueError(f"{where}: unknown critical section {tag}")
         if offset != _round_up(prev_end) or offset + stored > len(blob):
             raise ValueError(f"{where}: section {tag}: bad placement")
@@ -480,6 +493,13 @@ def read_model_sections(path):
             raise ValueError(f"{where}: section TENS: tensors '{a}' and '{b}' overlap")
     if unpacked != end or unpacked > need:
         raise ValueError(f"{where}: section DATA: {unpacked} bytes, tensors end at {end}")
+    if modelfile_sparse.TAG in sections:
+        # Sparse matrices come back dense (zeros elsewhere), after the dense ones.
+        for name, dense in modelfile_sparse.parse(sections[modelfile_sparse.TAG][0], DTYPES,
+                                                  where).items():
+            if name in tensors:
+                raise ValueError(f"{where}: tensor '{name}' is stored both dense and sparse")
+            tensors[name] = dense
     return hp, vocabs[0], vocabs[1], tensors, spm
 
 

@@ -68,6 +68,21 @@ static void load(const uint8_t *data, size_t size)
         for (size_t k = 0; k < n; k++)
             sink += t.data[k];
     }
+    /* Sparse matrices: the CSR must hold what the loader promised (section
+     * SPRS): offsets from 0 to nnz, never decreasing, columns in range and
+     * increasing, each value equal to its dense expansion. */
+    for (int32_t i = 0; i < model->n_sparse; i++) {
+        const nmt_sparse_matrix *sp = &model->sparse[i];
+        if (sp->row_offsets[0] != 0 || sp->row_offsets[sp->rows] != sp->nnz)
+            __builtin_trap();
+        for (int32_t r = 0; r < sp->rows; r++)
+            for (int32_t k = sp->row_offsets[r]; k < sp->row_offsets[r + 1]; k++) {
+                const int32_t c = sp->col_indices[k];
+                if (c < 0 || c >= sp->cols || (k > sp->row_offsets[r] && c <= sp->col_indices[k - 1]) ||
+                    sp->dense[(size_t)r * sp->cols + c] != sp->values[k])
+                    __builtin_trap();
+            }
+    }
     for (int32_t i = 0; i < model->hp.tgt_vocab; i++)
         if (!nmt_vocab_token(model->tgt_vocab, i))
             __builtin_trap();

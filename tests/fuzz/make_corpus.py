@@ -1,6 +1,7 @@
 """Writes the fuzz seed corpus (tests/fuzz/corpus/): small valid model files
-in every storage form, a few hundred bytes to 2 KB each, and one with
-tokenizer=sentencepiece carrying tests/data/sentencepiece-tiny.model.
+in every storage form, a few hundred bytes to 2 KB each, one with
+tokenizer=sentencepiece carrying tests/data/sentencepiece-tiny.model, and one
+whose decoder, attention and output matrices are sparse (section SPRS).
 
     PYTHONPATH=python python3 tests/fuzz/make_corpus.py tests/fuzz/corpus
 """
@@ -9,7 +10,7 @@ import sys
 
 import numpy as np
 
-from pynmt import modelfile
+from pynmt import modelfile, modelfile_sparse
 
 SRC = ["<pad>", "<unk>", "haus", "\uffed."]
 TGT = ["<pad>", "<unk>", "<s>", "</s>", "house", "\uffed."]
@@ -42,6 +43,18 @@ def main(out_dir):
                for n, s in modelfile.expected_tensors(hp)}
     modelfile.write_model(os.path.join(out_dir, "spm-f16-z.bin"), hp, pieces, pieces, tensors,
                           dtype="f16", compress=True, sentencepiece=spm)
+    # Section SPRS: the tiny model with half of each matrix that may be sparse
+    # zeroed (empty rows included), stored as CSR; DATA raw so mutations reach
+    # the offsets and column indices directly.
+    hp = dict(shapes["tiny"], src_words=len(SRC), tgt_vocab=len(TGT))
+    tensors = {n: rng.uniform(-1, 1, s).astype(np.float32)
+               for n, s in modelfile.expected_tensors(hp)}
+    sparse = [n for n in tensors if modelfile_sparse.sparse_allowed(n)]
+    for n in sparse:
+        tensors[n][np.abs(tensors[n]) < 0.5] = 0.0
+        tensors[n][0] = 0.0
+    modelfile.write_model(os.path.join(out_dir, "sparse-f32.bin"), hp, SRC, TGT, tensors,
+                          sparse=sparse)
 
 
 if __name__ == "__main__":
