@@ -23,8 +23,8 @@
  * Split (one thread, at most 2B entries, shared by both): among the first
  * B, EOS candidates finish with log_prob / step^alpha; the first B non-EOS
  * of the 2B live on. The sentence is done with B finished, at its
- * max-length step, or with no survivor. Backtracking walks the history
- * once, after the last step.
+ * max-length step, or with no survivor. The state's bookkeeping outside a
+ * step (init, join, the rows of a step, backtracking) is beam_state.cu.
  * The onmt rules (docs/decoding.md, "Search rules") change three things:
  * a candidate ranks by (score + log p) / (t + 1)^alpha in float32 (the
  * lists stay sorted: adding and dividing keep the order, but rounding can
@@ -45,7 +45,7 @@
 #include <math.h>
 
 #define BEAM_THREADS 128
-#define BEAM_MAX 256
+#define BEAM_MAX NMT_CUDA_BEAM_MAX
 #define WARP_BEAM_MAX 32 /* beams up to this take the one-warp kernel: a lane a slot */
 static_assert((BEAM_THREADS & (BEAM_THREADS - 1)) == 0, "BEAM_THREADS: a power of two");
 static_assert(WARP_BEAM_MAX <= kWarpSize, "WARP_BEAM_MAX: one lane per slot");
@@ -261,61 +261,6 @@ static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t s
         b.done[s] = 1;
 }
 
-/* Slot k of sentence s to its step-1 state, started at step `start`. */
-static __device__ void begin_sentence(const nmt_beam_device &b, int32_t s, int32_t k,
-                                      int32_t bos_id, int32_t start)
-{
-    const int64_t e = (int64_t)s * b.beam + k;
-    b.scores[e] = k == 0 ? 0.0f : -INFINITY;
-    b.tokens[e] = bos_id;
-    b.parents[e] = 0;
-    if (k == 0) {
-        b.done[s] = 0;
-        b.n_finished[s] = 0;
-        if (b.n_ended)
-            b.n_ended[s] = 0;
-        b.start[s] = start;
-    }
-}
-
-static __global__ void beam_init_kernel(nmt_beam_device b, int32_t n, int32_t bos_id)
-{
-    int32_t e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= n * b.beam)
-        return;
-    if (e == 0)
-        *b.step = 0;
-    begin_sentence(b, e / b.beam, e % b.beam, bos_id, 0);
-}
-
-static __global__ void beam_join_kernel(nmt_beam_device b, const int32_t *slots, int32_t n,
-                                        int32_t bos_id)
-{
-    int32_t e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= n * b.beam)
-        return;
-    begin_sentence(b, slots[e / b.beam], e % b.beam, bos_id, *b.step);
-}
-
-static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
-                                           const int32_t *act, const int32_t *old_pos,
-                                           int32_t *row_tokens, int32_t *row_sentence,
-                                           int32_t *row_parent, int32_t *row_live)
-{
-    int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= n_active * b.beam)
-        return;
-    if (r == 0)
-        *b.step += 1; /* nothing in this kernel reads it */
-    int32_t p = r / b.beam, k = r % b.beam, s = act[p];
-    int32_t from = old_pos ? old_pos[p] : p;
-    row_tokens[r] = b.tokens[s * b.beam + k];
-    row_sentence[r] = s;
-    row_parent[r] = from * b.beam + b.parents[s * b.beam + k];
-    if (row_live)
-        row_live[r] = !b.done[s] && b.scores[s * b.beam + k] > -INFINITY;
-}
-
 static __global__ void __launch_bounds__(BEAM_THREADS)
 beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
                  const int32_t *top_ids, const float *logits, int32_t ld_logits,
@@ -482,85 +427,6 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
         split_chosen(b, s, step, last_step, chosen, n_chosen, n_fin, slot_attn);
 }
 
-static __global__ void backtrack_kernel(nmt_beam_device b, const int32_t *slots,
-                                        nmt_beam_results r)
-{
-    __shared__ int32_t order[2 * BEAM_MAX];
-    __shared__ int32_t n_out;
-    const int32_t out = blockIdx.x, s = slots ? slots[out] : out, K = 2 * b.beam;
-    const int64_t fin0 = (int64_t)s * K;
-    if (threadIdx.x == 0) {
-        /* Stable insertion sort by normalized score, best first: equal
-         * scores keep finishing order (earlier step, then better rank). */
-        const int32_t n_fin = b.n_finished[s] < K ? b.n_finished[s] : K;
-        for (int32_t i = 0; i < n_fin; i++) {
-            int32_t j = i;
-            while (j > 0 && b.fin_score[fin0 + order[j - 1]] < b.fin_score[fin0 + i]) {
-                order[j] = order[j - 1];
-                j--;
-            }
-            order[j] = i;
-        }
-        n_out = n_fin < r.n_best ? n_fin : r.n_best;
-        r.n_hypotheses[out] = n_out;
-    }
-    __syncthreads();
-    for (int32_t h = threadIdx.x; h < n_out; h += blockDim.x) {
-        const int64_t f = fin0 + order[h], o = (int64_t)out * r.n_best + h;
-        int32_t length = b.fin_length[f] - 1;
-        if (length > r.max_tokens)
-            length = r.max_tokens; /* cannot happen: length < max_len - 1 + 1 */
-        r.length[o] = length;
-        r.score[o] = b.fin_score[f];
-        r.log_prob[o] = b.fin_log_prob[f];
-        int32_t slot = b.fin_parent[f];
-        for (int32_t t = length - 1; t >= 0 && slot >= 0; t--) {
-            const int64_t e = ((int64_t)s * b.hist_len + t) * b.beam + slot;
-            r.tokens[o * r.max_tokens + t] = b.hist_token[e];
-            r.attn[o * r.max_tokens + t] = b.hist_attn[e];
-            slot = b.hist_parent[e];
-        }
-    }
-}
-
-static int blocks_for(int64_t n, int threads)
-{
-    return (int)((n + threads - 1) / threads);
-}
-
-nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int32_t bos_id,
-                              void *stream, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    if (n_sentences < 1 || b->beam < 1 || b->beam > BEAM_MAX || !b->start || !b->step)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "beam init: %d sentences, beam %d (max %d), step and start set",
-                             n_sentences, b->beam, BEAM_MAX);
-    beam_init_kernel<<<blocks_for((int64_t)n_sentences * b->beam, 256), 256, 0,
-                       (cudaStream_t)stream>>>(*b, n_sentences, bos_id);
-    NMT_LAUNCH_TRY("beam_init_kernel");
-cleanup:
-    return status;
-}
-
-nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active,
-                                      const int32_t *act, const int32_t *old_pos,
-                                      int32_t *row_tokens, int32_t *row_sentence,
-                                      int32_t *row_parent, int32_t *row_live, void *stream,
-                                      nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    if (n_active < 1)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "beam prepare rows: %d active",
-                             n_active);
-    prepare_rows_kernel<<<blocks_for((int64_t)n_active * b->beam, 256), 256, 0,
-                          (cudaStream_t)stream>>>(*b, n_active, act, old_pos, row_tokens,
-                                                  row_sentence, row_parent, row_live);
-    NMT_LAUNCH_TRY("prepare_rows_kernel");
-cleanup:
-    return status;
-}
-
 nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const int32_t *act,
                               const float *top_values, const int32_t *top_ids,
                               const float *logits, int32_t ld_logits, const float *lse,
@@ -589,52 +455,6 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
             *b, act, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
         NMT_LAUNCH_TRY("beam_step_kernel");
     }
-cleanup:
-    return status;
-}
-
-nmt_status nmt_cuda_beam_backtrack(const nmt_beam_device *b, int32_t n_sentences,
-                                   const nmt_beam_results *r, void *stream, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    if (n_sentences < 1 || r->n_best < 1 || r->n_best > b->beam || r->max_tokens < b->hist_len)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "beam backtrack: %d sentences, n_best %d (beam %d), max_tokens %d "
-                             "(need %d)", n_sentences, r->n_best, b->beam, r->max_tokens,
-                             b->hist_len);
-    backtrack_kernel<<<n_sentences, 32, 0, (cudaStream_t)stream>>>(*b, NULL, *r);
-    NMT_LAUNCH_TRY("backtrack_kernel");
-cleanup:
-    return status;
-}
-
-nmt_status nmt_cuda_beam_backtrack_slots(const nmt_beam_device *b, const int32_t *slots,
-                                         int32_t n_slots, const nmt_beam_results *r,
-                                         void *stream, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    if (n_slots < 1 || !slots || r->n_best < 1 || r->n_best > b->beam ||
-        r->max_tokens < b->hist_len)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "beam backtrack: %d slots, n_best %d (beam %d), max_tokens %d "
-                             "(need %d)", n_slots, r->n_best, b->beam, r->max_tokens,
-                             b->hist_len);
-    backtrack_kernel<<<n_slots, 32, 0, (cudaStream_t)stream>>>(*b, slots, *r);
-    NMT_LAUNCH_TRY("backtrack_kernel");
-cleanup:
-    return status;
-}
-
-nmt_status nmt_cuda_beam_join(const nmt_beam_device *b, const int32_t *slots, int32_t n_slots,
-                              int32_t bos_id, void *stream, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    if (n_slots < 1 || !slots || b->beam < 1 || b->beam > BEAM_MAX || !b->start || !b->step)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "beam join: %d slots, beam %d",
-                             n_slots, b->beam);
-    beam_join_kernel<<<blocks_for((int64_t)n_slots * b->beam, 256), 256, 0,
-                       (cudaStream_t)stream>>>(*b, slots, n_slots, bos_id);
-    NMT_LAUNCH_TRY("beam_join_kernel");
 cleanup:
     return status;
 }

@@ -1,6 +1,7 @@
-/* beam_step.h: the bookkeeping of the batched beam search on the device
- * (decoder/cuda/beam_step.cu), model-v1's rules or OpenNMT-py's (rules)
- * exactly as decoder/beam_search.c implements them on the host.
+/* beam_step.h: the bookkeeping of the batched beam search on the device,
+ * model-v1's rules or OpenNMT-py's (rules) exactly as decoder/beam_search.c
+ * implements them on the host: the step in decoder/cuda/beam_step.cu; init,
+ * join, a step's rows and backtracking in decoder/cuda/beam_state.cu.
  *
  * Sentences are indexed by s in [0, n_sentences) (the backend's sorted
  * order); each has B slots. A slot's state (score, last token, parent slot)
@@ -19,6 +20,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The largest beam the device kernels take. */
+#define NMT_CUDA_BEAM_MAX 256
 
 typedef struct nmt_beam_device {
     int32_t beam;     /* B, 1..256 */
