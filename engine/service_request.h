@@ -55,6 +55,8 @@ void nmt_request_queue_remove(nmt_request_queue *queue, nmt_request *request);
 
 /* Requests that may share a batch: the same search options and shrinking. */
 int nmt_request_same_search(const nmt_request *a, const nmt_request *b);
+/* r has these search options and shrinking (a stream's, service_stream.c). */
+int nmt_request_has_search(const nmt_request *r, const nmt_search_overrides *search, int shrink);
 
 /* Monotonic seconds, and the CLOCK_MONOTONIC time point of one (for
  * condition variables created with that clock). */

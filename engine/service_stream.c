@@ -27,14 +27,6 @@ typedef struct stream_source {
     int64_t pulled;
 } stream_source;
 
-static int takes(const stream_source *src, const nmt_request *r)
-{
-    const nmt_search_overrides *x = &r->search, *y = &src->search;
-    return r->shrink == src->shrink && x->beam_size == y->beam_size &&
-           x->n_best == y->n_best && x->alpha == y->alpha && x->max_len_a == y->max_len_a &&
-           x->max_len_b == y->max_len_b;
-}
-
 /* The stream's pull: the head of the queue while it has the stream's
  * options. Expired requests are completed here (after the lock). */
 static int source_pull(void *self, int room, int wait, const char **lines, void **tags)
@@ -48,7 +40,7 @@ static int source_pull(void *self, int room, int wait, const char **lines, void 
     for (;;) {
         const double now = nmt_request_now();
         while (n < room && n_expired < s->options.translator.batch_size && s->queue.head &&
-               !(s->closing && !s->drain) && takes(src, s->queue.head)) {
+               !(s->closing && !s->drain) && nmt_request_has_search(s->queue.head, &src->search, src->shrink)) {
             nmt_request *r = s->queue.head;
             nmt_request_queue_remove(&s->queue, r);
             if (r->deadline > 0.0 && now > r->deadline) {

@@ -35,6 +35,16 @@ typedef struct stream_adapter {
     int64_t delivered;
 } stream_adapter;
 
+/* Answers a line with only an error. */
+static void deliver_error(const stream_adapter *a, void *tag, nmt_status status,
+                          const char *message)
+{
+    nmt_result result;
+    memset(&result, 0, sizeof result);
+    nmt_translator_line_error(&result, status, message ? message : "");
+    a->lines->deliver(a->lines->self, tag, &result);
+}
+
 /* The search's pull: lines from the caller, the bad ones answered here. */
 static nmt_status adapter_pull(void *self, int32_t room, int wait, nmt_source_batch *batch,
                                void **tags, int32_t *n_pulled, nmt_error *err)
@@ -86,19 +96,12 @@ cleanup:
     /* The search takes none of this pull: every line of it is answered. */
     for (int32_t j = 0; j < k; j++) {
         line_context *c = (line_context *)tags[j];
-        nmt_result result;
-        memset(&result, 0, sizeof result);
-        nmt_translator_line_error(&result, status, err ? err->message : "");
-        a->lines->deliver(a->lines->self, c->tag, &result);
+        deliver_error(a, c->tag, status, err ? err->message : NULL);
         nmt_tokens_clear(&c->tokens);
         a->free_list[a->n_free++] = c;
     }
-    for (; i < got; i++) {
-        nmt_result result;
-        memset(&result, 0, sizeof result);
-        nmt_translator_line_error(&result, status, err ? err->message : "");
-        a->lines->deliver(a->lines->self, a->tag_buf[i], &result);
-    }
+    for (; i < got; i++)
+        deliver_error(a, a->tag_buf[i], status, err ? err->message : NULL);
     *n_pulled = 0;
     return status;
 }

@@ -259,6 +259,61 @@ size_t nmt_cuda_search_key_bytes(int32_t max_src)
     return enc > sizeof(step_key) ? enc : sizeof(step_key);
 }
 
+int32_t nmt_cuda_search_hist_len(const nmt_search_config *config, int32_t longest)
+{
+    /* v1's last token is always the EOS (no history row); an onmt
+     * hypothesis cut at the max length keeps its last word. */
+    if (config->rules == NMT_BEAM_RULES_ONMT)
+        return longest;
+    return longest > 1 ? longest - 1 : 1;
+}
+
+void nmt_cuda_search_excluded(const nmt_search_config *config, int32_t excluded[2])
+{
+    /* v1 masks PAD and BOS out of the top-K; onmt masks nothing, and -1
+     * (the top-K kernels compare ids) is no word. */
+    const int onmt = config->rules == NMT_BEAM_RULES_ONMT;
+    excluded[0] = onmt ? -1 : config->pad_id;
+    excluded[1] = onmt ? -1 : config->bos_id;
+}
+
+nmt_beam_device nmt_cuda_search_beam(const nmt_cuda_search *self, const nmt_search_config *config,
+                                     int32_t hist_len, const int32_t *max_len)
+{
+    nmt_beam_device b = self->beam_dev;
+    b.beam = config->beam_size;
+    b.eos_id = config->eos_id;
+    b.alpha = config->alpha;
+    b.hist_len = hist_len;
+    b.rules = (int32_t)config->rules;
+    b.n_best = config->n_best;
+    b.max_len = max_len;
+    return b;
+}
+
+int64_t nmt_cuda_search_pack(const nmt_cuda_search *self, const nmt_source_batch *batch,
+                             int32_t n, int32_t stride, int32_t *row_ptr, int32_t *cols,
+                             float *values)
+{
+    int32_t e = 0;
+    for (int32_t t = 0; t < stride; t++) {
+        for (int32_t i = 0; i < n; i++) {
+            const int32_t s = self->order[i];
+            row_ptr[(size_t)t * n + i] = e;
+            if (t >= batch->src_len[s])
+                continue;
+            const int32_t tok = batch->token_offset[s] + t;
+            for (int32_t q = batch->row_ptr[tok]; q < batch->row_ptr[tok + 1]; q++) {
+                cols[e] = batch->cols[q];
+                values[e] = batch->values[q];
+                e++;
+            }
+        }
+    }
+    row_ptr[(size_t)stride * n] = e;
+    return e;
+}
+
 nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i,
                                        nmt_search_result *out, nmt_error *err)
 {
@@ -316,10 +371,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         longest = max_len > longest ? max_len : longest;
         nnz += batch->row_ptr[first + len] - batch->row_ptr[first];
     }
-    /* v1's last token is always the EOS (no history row); an onmt
-     * hypothesis cut at the max length keeps its last word. */
-    const int onmt = config->rules == NMT_BEAM_RULES_ONMT;
-    const int32_t hist_len = onmt ? longest : longest > 1 ? longest - 1 : 1;
+    const int32_t hist_len = nmt_cuda_search_hist_len(config, longest);
     NMT_TRY(nmt_cuda_search_ensure_input(self, nnz, err));
     NMT_TRY(nmt_cuda_search_ensure_history(self, hist_len, err));
     const int timed = self->config.timed;
@@ -329,32 +381,12 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     /* Pack: time-major CSR (row t * n + i, padding rows empty) and the rest. */
     input_layout host = layout_input(self->input_host, n, stride, nnz);
     input_layout dev = layout_input(self->input_dev, n, stride, nnz);
-    /* v1 masks PAD and BOS out of the top-K; onmt masks nothing, and -1
-     * (the top-K kernels compare ids) is no word. */
-    host.excluded[0] = onmt ? -1 : config->pad_id;
-    host.excluded[1] = onmt ? -1 : config->bos_id;
-    {
-        int32_t e = 0;
-        for (int32_t i = 0; i < n; i++) {
-            host.src_len[i] = batch->src_len[self->order[i]];
-            host.max_len[i] = nmt_search_max_length(config, host.src_len[i]);
-        }
-        for (int32_t t = 0; t < stride; t++) {
-            for (int32_t i = 0; i < n; i++) {
-                const int32_t s = self->order[i];
-                host.row_ptr[(size_t)t * n + i] = e;
-                if (t >= batch->src_len[s])
-                    continue;
-                const int32_t tok = batch->token_offset[s] + t;
-                for (int32_t q = batch->row_ptr[tok]; q < batch->row_ptr[tok + 1]; q++) {
-                    host.cols[e] = batch->cols[q];
-                    host.values[e] = batch->values[q];
-                    e++;
-                }
-            }
-        }
-        host.row_ptr[(size_t)stride * n] = e;
+    nmt_cuda_search_excluded(config, host.excluded);
+    for (int32_t i = 0; i < n; i++) {
+        host.src_len[i] = batch->src_len[self->order[i]];
+        host.max_len[i] = nmt_search_max_length(config, host.src_len[i]);
     }
+    nmt_cuda_search_pack(self, batch, n, stride, host.row_ptr, host.cols, host.values);
     NMT_CUDA_TRY(cudaMemcpyAsync(self->input_dev, self->input_host, host.bytes,
                                  cudaMemcpyHostToDevice, stream));
     for (int32_t p = 0; p < n; p++)
@@ -366,14 +398,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
                                         dev.cols, dev.values, B, NULL, 0, NULL, 0};
     NMT_TRY(nmt_cuda_search_encode(self, &enc, self->stream, err));
 
-    nmt_beam_device b = self->beam_dev;
-    b.beam = B;
-    b.eos_id = config->eos_id;
-    b.alpha = config->alpha;
-    b.hist_len = hist_len;
-    b.rules = (int32_t)config->rules;
-    b.n_best = config->n_best;
-    b.max_len = dev.max_len;
+    nmt_beam_device b = nmt_cuda_search_beam(self, config, hist_len, dev.max_len);
     NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, stream, err));
 
     int32_t n_active = n, steps_run = 0;

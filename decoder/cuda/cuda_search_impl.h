@@ -85,6 +85,20 @@ typedef struct nmt_cuda_step_args {
 nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *args,
                                 nmt_error *err);
 
+/* The history a search keeps for its longest max length (v1: one step
+ * less, EOS is never stored; onmt: all, a cut hypothesis keeps its last
+ * word). */
+int32_t nmt_cuda_search_hist_len(const nmt_search_config *config, int32_t longest);
+/* The two ids the output layer masks out: PAD and BOS (v1), none (onmt). */
+void nmt_cuda_search_excluded(const nmt_search_config *config, int32_t excluded[2]);
+/* The beam state's view of config, over s->beam_dev's buffers. */
+nmt_beam_device nmt_cuda_search_beam(const nmt_cuda_search *s, const nmt_search_config *config,
+                                     int32_t hist_len, const int32_t *max_len);
+/* The time-major feature CSR of n sentences in s->order (row t * n + i,
+ * padding rows empty), as the encoder reads it. Returns its nonzeros. */
+int64_t nmt_cuda_search_pack(const nmt_cuda_search *s, const nmt_source_batch *batch, int32_t n,
+                             int32_t stride, int32_t *row_ptr, int32_t *cols, float *values);
+
 /* Result i of a results buffer copied into *out (release with
  * nmt_search_result_clear, also after a failure). */
 nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i,

@@ -111,10 +111,7 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
     for (int32_t s = 0; s < N; s++)
         st->free_slot[s] = N - 1 - s; /* slot 0 on top */
     st->n_free = N;
-    const int32_t longest = nmt_search_max_length(config, S);
-    /* The onmt rules keep a hypothesis cut at the max length: one more row. */
-    const int onmt = config->rules == NMT_BEAM_RULES_ONMT;
-    *hist_len = onmt ? longest : longest > 1 ? longest - 1 : 1;
+    *hist_len = nmt_cuda_search_hist_len(config, nmt_search_max_length(config, S));
     NMT_TRY(nmt_cuda_search_ensure_history(self, *hist_len, err));
     if (!self->ident_dev) {
         NMT_CUDA_TRY(cudaMalloc((void **)&self->ident_dev, sizeof(int32_t) * (size_t)N));
@@ -124,18 +121,11 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
                                      cudaMemcpyHostToDevice, self->stream));
     }
     stream_layout host = layout_stream(self->input_host, N, S, self->nnz_cap);
-    host.excluded[0] = onmt ? -1 : config->pad_id; /* onmt: nothing masked */
-    host.excluded[1] = onmt ? -1 : config->bos_id;
+    nmt_cuda_search_excluded(config, host.excluded);
     for (int32_t s = 0; s < N; s++)
         host.slot_len[s] = host.slot_max_len[s] = 1;
-    *b = self->beam_dev;
-    b->beam = config->beam_size;
-    b->eos_id = config->eos_id;
-    b->alpha = config->alpha;
-    b->rules = (int32_t)config->rules;
-    b->n_best = config->n_best;
-    b->hist_len = *hist_len;
-    b->max_len = layout_stream(self->input_dev, N, S, self->nnz_cap).slot_max_len;
+    *b = nmt_cuda_search_beam(self, config, *hist_len,
+                              layout_stream(self->input_dev, N, S, self->nnz_cap).slot_max_len);
     NMT_TRY(nmt_cuda_beam_init(b, N, config->bos_id, self->stream, err));
     /* The act_host copy above must land before the header is rewritten. */
     NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
@@ -160,29 +150,6 @@ static void deliver_pending(nmt_cuda_search *self, const nmt_sentence_stream *sr
         nmt_search_result_clear(&st->result);
     }
     st->n_pend = 0;
-}
-
-/* Packs the joiners (sorted: self->order) into the header and the CSR. */
-static void pack_joiners(nmt_cuda_search *self, const nmt_source_batch *batch, int32_t k,
-                         int32_t stride, const stream_layout *host, int64_t *nnz)
-{
-    int32_t e = 0;
-    for (int32_t t = 0; t < stride; t++) {
-        for (int32_t i = 0; i < k; i++) {
-            const int32_t s = self->order[i];
-            host->row_ptr[(size_t)t * k + i] = e;
-            if (t >= batch->src_len[s])
-                continue;
-            const int32_t tok = batch->token_offset[s] + t;
-            for (int32_t q = batch->row_ptr[tok]; q < batch->row_ptr[tok + 1]; q++) {
-                host->cols[e] = batch->cols[q];
-                host->values[e] = batch->values[q];
-                e++;
-            }
-        }
-    }
-    host->row_ptr[(size_t)stride * k] = e;
-    *nnz = e;
 }
 
 /* The sentences encoded at the last check take free positions of the old
@@ -289,7 +256,8 @@ static int32_t take_joiners(nmt_cuda_search *self, const nmt_sentence_stream *sr
         host->slot_max_len[s] = nmt_search_max_length(config, batch->src_len[from]);
         st->wait_slot[st->n_wait++] = s;
     }
-    pack_joiners(self, batch, k, *stride, host, nnz);
+    *nnz = nmt_cuda_search_pack(self, batch, k, *stride, host->row_ptr, host->cols,
+                                host->values);
     return k;
 }
 
