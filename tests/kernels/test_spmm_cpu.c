@@ -8,7 +8,9 @@
  *   sparse and dense paths must agree exactly: same order, double sums);
  * - with a double-precision reference within a bound that any fp32 summation
  *   order meets: (k + 2) * 2^-23 * the sum of the terms' magnitudes, the
- *   tolerance a future GPU SpMM will be held to against this oracle. */
+ *   tolerance the GPU SpMM is held to against this oracle
+ *   (tests/kernels/test_gpu_spmm.cu, with the row's nonzeros in place of k).
+ * Also the row order the GPU SpMM's preparation uploads (nmt_spmm_row_order). */
 #include "linear.h"
 #include "spmm.h"
 #include "test_util.h"
@@ -139,10 +141,54 @@ static void test_known(void)
     CHECK(test_close_f32("spmm known", y, want, 6, 0.0, 0.0), "hand-checked values");
 }
 
+/* nmt_spmm_row_order (the GPU SpMM's row swizzle): a permutation, by
+ * decreasing length, equal lengths by increasing row; row counts 1..1000,
+ * lengths from a few values (many ties) or all equal (the identity). */
+static void test_row_order(int32_t n, int32_t max_len)
+{
+    int32_t *offsets = malloc(sizeof(int32_t) * ((size_t)n + 1));
+    int32_t *order = malloc(sizeof(int32_t) * (size_t)n);
+    char *seen = calloc((size_t)n, 1);
+    if (!offsets || !order || !seen) {
+        CHECK(0, "out of memory");
+        goto done;
+    }
+    offsets[0] = 0;
+    for (int32_t j = 0; j < n; j++)
+        offsets[j + 1] = offsets[j] + test_rand_int(0, max_len + 1);
+    nmt_spmm_row_order(n, offsets, order);
+    int bad = 0;
+    for (int32_t s = 0; s < n; s++) {
+        const int32_t j = order[s];
+        if (j < 0 || j >= n || seen[j]) {
+            bad++;
+            continue;
+        }
+        seen[j] = 1;
+        if (s > 0) {
+            const int32_t i = order[s - 1];
+            const int32_t len_i = offsets[i + 1] - offsets[i], len_j = offsets[j + 1] - offsets[j];
+            bad += len_i < len_j || (len_i == len_j && i > j);
+        }
+    }
+    CHECK(bad == 0, "row order n %d lengths 0..%d: %d rows out of place or repeated", n, max_len,
+          bad);
+done:
+    free(offsets);
+    free(order);
+    free(seen);
+}
+
 int main(void)
 {
     test_seed();
     test_known();
+    static const int32_t order_ns[] = {1, 2, 7, 333, 1000};
+    for (size_t a = 0; a < sizeof order_ns / sizeof order_ns[0]; a++) {
+        test_row_order(order_ns[a], 0);
+        test_row_order(order_ns[a], 3);
+        test_row_order(order_ns[a], 500);
+    }
     static const int32_t ms[] = {1, 2, 7, 33, 300}, ns[] = {1, 5, 64, 333}, ks[] = {1, 3, 17, 130};
     for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++)
         for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++)
