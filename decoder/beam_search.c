@@ -29,10 +29,13 @@
  * worse than it under the tie rule and is skipped: the heap keeps exactly the
  * right set.
  *
- * Tokens are stored as back-pointers (token, attention argmax, parent slot) in
- * a per-sentence history of max_len x B entries; finished hypotheses are
- * rebuilt from it once, after the last step. All memory is allocated before
- * the first step. */
+ * Tokens are stored as back-pointers (token, attention argmax, parent slot,
+ * the score accumulated with the token) in a per-sentence history of
+ * max_len x B entries, and with config.attention the weights of the row
+ * that produced each token beside them; finished hypotheses are rebuilt from
+ * it once, after the last step (a token's log-probability is the difference
+ * of its score and its parent's). All memory is allocated before the first
+ * step. */
 #include "search.h"
 
 #include "error.h"
@@ -63,7 +66,9 @@ typedef struct sentence_state {
     int32_t n_finished; /* finished hypotheses kept (onmt: the best n_best) */
     int32_t n_ended;    /* onmt: hypotheses finished so far, kept or not */
     int32_t done;
+    int32_t src_len;
     size_t history;     /* offset of its max_len x B history entries */
+    size_t weights;     /* config.attention: offset of its max_len x B x src_len weights */
 } sentence_state;
 
 /* a is worse than b: lower score, or equal score and later (hypothesis, word). */
@@ -177,6 +182,8 @@ void nmt_search_result_clear(nmt_search_result *result)
     for (int32_t i = 0; i < result->n_hypotheses; i++) {
         free(result->hypotheses[i].tokens);
         free(result->hypotheses[i].attn_argmax);
+        free(result->hypotheses[i].token_scores);
+        free(result->hypotheses[i].attention);
     }
     free(result->hypotheses);
     result->n_hypotheses = 0;
@@ -231,13 +238,30 @@ static nmt_status check_arguments(const nmt_step_model *model, int32_t n_sentenc
     return NMT_STATUS_OK;
 }
 
+/* The buffers of one search, shared by the per-sentence steps below. */
+typedef struct search_buffers {
+    const nmt_search_config *config;
+    int32_t vocab;
+    const float *log_probs, *row_scores;
+    const int32_t *attn;
+    const float *weights;   /* config.attention: the step's rows, weights_stride apart */
+    int32_t weights_stride;
+    float *next_scores;
+    int32_t *next_tokens, *parent;
+    int32_t *hist_token, *hist_attn, *hist_parent;
+    float *hist_score;      /* the score accumulated with each history entry's token */
+    float *hist_weights;    /* config.attention: the producing row's weights per entry */
+    candidate *best;
+    finished_hyp *finished; /* [n_sentences, 2B] */
+} search_buffers;
+
 /* Copies a sentence's n_best finished hypotheses, best first, into result.
  * order is scratch of at least n_finished entries. */
 static nmt_status emit_result(const sentence_state *s, const finished_hyp *finished,
-                              const int32_t *hist_token, const int32_t *hist_attn,
-                              const int32_t *hist_parent, const nmt_search_config *config,
-                              int32_t *order, nmt_search_result *result, nmt_error *err)
+                              const search_buffers *b, int32_t *order,
+                              nmt_search_result *result, nmt_error *err)
 {
+    const nmt_search_config *config = b->config;
     nmt_status status = NMT_STATUS_OK;
     const size_t beam = (size_t)config->beam_size;
     /* Stable insertion sort by normalized score: equal scores keep finishing
@@ -259,43 +283,51 @@ static nmt_status emit_result(const sentence_state *s, const finished_hyp *finis
         result->n_hypotheses = h + 1; /* from here on, clear frees it (calloc'd: NULLs) */
         NMT_ALLOC(hyp->tokens, length);
         NMT_ALLOC(hyp->attn_argmax, length);
+        NMT_ALLOC(hyp->token_scores, (size_t)length + 1);
+        const size_t n_src = (size_t)s->src_len;
+        if (b->hist_weights)
+            NMT_ALLOC(hyp->attention, length > 0 ? (size_t)length * n_src : 1);
         hyp->length = length;
+        hyp->n_src = s->src_len;
         hyp->log_prob = f->log_prob;
         hyp->score = f->score;
         int32_t slot = f->last_slot;
+        float after = f->log_prob; /* the score accumulated after token t */
         for (int32_t t = length - 1; t >= 0; t--) {
             size_t e = s->history + (size_t)t * beam + (size_t)slot;
-            hyp->tokens[t] = hist_token[e];
-            hyp->attn_argmax[t] = hist_attn[e];
-            slot = hist_parent[e];
+            hyp->tokens[t] = b->hist_token[e];
+            hyp->attn_argmax[t] = b->hist_attn[e];
+            hyp->token_scores[t + 1] = after - b->hist_score[e];
+            after = b->hist_score[e];
+            if (b->hist_weights)
+                memcpy(hyp->attention + (size_t)t * n_src,
+                       b->hist_weights + s->weights + ((size_t)t * beam + (size_t)slot) * n_src,
+                       sizeof(float) * n_src);
+            slot = b->hist_parent[e];
         }
+        hyp->token_scores[0] = after;
     }
 cleanup:
     return status;
 }
 
-/* The buffers of one search, shared by the per-sentence steps below. */
-typedef struct search_buffers {
-    const nmt_search_config *config;
-    int32_t vocab;
-    const float *log_probs, *row_scores;
-    const int32_t *attn;
-    float *next_scores;
-    int32_t *next_tokens, *parent;
-    int32_t *hist_token, *hist_attn, *hist_parent;
-    candidate *best;
-    finished_hyp *finished; /* [n_sentences, 2B] */
-} search_buffers;
-
 /* Writes history entry (step, slot) of sentence s: cand's word continues
- * history slot parent_slot. */
+ * history slot parent_slot, its hypothesis now at accumulated score
+ * `score`. */
 static void record(const search_buffers *b, const sentence_state *s, int32_t step, int32_t slot,
-                   const candidate *cand, int32_t parent_slot)
+                   const candidate *cand, int32_t parent_slot, float score)
 {
-    size_t e = s->history + (size_t)(step - 1) * (size_t)b->config->beam_size + (size_t)slot;
+    const size_t at = (size_t)(step - 1) * (size_t)b->config->beam_size + (size_t)slot;
+    const size_t e = s->history + at;
+    const int32_t row = s->first_row + cand->hyp;
     b->hist_token[e] = cand->word;
-    b->hist_attn[e] = b->attn[s->first_row + cand->hyp];
+    b->hist_attn[e] = b->attn[row];
     b->hist_parent[e] = parent_slot;
+    b->hist_score[e] = score;
+    if (b->hist_weights)
+        memcpy(b->hist_weights + s->weights + at * (size_t)s->src_len,
+               b->weights + (size_t)row * (size_t)b->weights_stride,
+               sizeof(float) * (size_t)s->src_len);
 }
 
 /* Makes cand (with accumulated score `score`) alive hypothesis n_alive of s,
@@ -303,7 +335,7 @@ static void record(const search_buffers *b, const sentence_state *s, int32_t ste
 static void live_on(const search_buffers *b, const sentence_state *s, int32_t step,
                     int32_t n_alive, int32_t row, const candidate *cand, float score)
 {
-    record(b, s, step, n_alive, cand, step > 1 ? cand->hyp : -1);
+    record(b, s, step, n_alive, cand, step > 1 ? cand->hyp : -1, score);
     b->next_scores[row] = score;
     b->next_tokens[row] = cand->word;
     b->parent[row] = s->first_row + cand->hyp;
@@ -396,7 +428,7 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
         } else if (last_step) {
             /* Cut at the max length: the last word stays, in history slot c
              * (no hypothesis lives on, so the row's slots are free). */
-            record(b, s, step, c, cand, step > 1 ? cand->hyp : -1);
+            record(b, s, step, c, cand, step > 1 ? cand->hyp : -1, score);
             keep_finished(fin, &s->n_finished, config->n_best,
                           (finished_hyp){score, cand->score, step, c});
             s->n_ended++;
@@ -431,27 +463,38 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     float *log_probs = NULL, *row_scores = NULL, *next_scores = NULL;
     int32_t *attn = NULL, *tokens = NULL, *next_tokens = NULL, *parent = NULL, *order = NULL;
     int32_t *hist_token = NULL, *hist_attn = NULL, *hist_parent = NULL;
+    float *hist_score = NULL, *hist_weights = NULL;
     candidate *best = NULL;
     finished_hyp *finished = NULL;
 
+    if (config->attention && !model->attention) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "beam search: attention weights "
+                               "asked for, but the model gives none");
+        goto cleanup;
+    }
     NMT_ALLOC(sentences, n_sentences);
-    size_t history_size = 0;
+    size_t history_size = 0, weights_size = 0;
     for (int32_t i = 0; i < n_sentences; i++) {
         sentence_state *s = &sentences[i];
         s->max_len = nmt_search_max_length(config, src_lengths[i]);
         s->first_row = i;
         s->n_alive = 1;
+        s->src_len = src_lengths[i];
         s->history = history_size;
+        s->weights = weights_size;
         /* v1 uses max_len - 1 rows (its last token is always the EOS), onmt
          * all max_len (a hypothesis cut at the max length keeps its last word). */
         size_t entries = (size_t)s->max_len * (size_t)beam;
-        if (entries > SIZE_MAX / sizeof(int32_t) - history_size) {
+        const size_t per_entry = config->attention ? (size_t)s->src_len : 0; /* src_len >= 1 */
+        if (entries > SIZE_MAX / sizeof(int32_t) - history_size ||
+            (per_entry && entries > (SIZE_MAX / sizeof(float) - weights_size) / per_entry)) {
             status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "beam search: max length %d "
                                    "(src_lengths[%d] = %d) is too large", s->max_len, i,
                                    src_lengths[i]);
             goto cleanup;
         }
         history_size += entries;
+        weights_size += entries * per_entry;
     }
     NMT_ALLOC(log_probs, max_rows * (size_t)vocab);
     NMT_ALLOC(attn, max_rows);
@@ -468,6 +511,9 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     NMT_ALLOC(hist_token, history_size);
     NMT_ALLOC(hist_attn, history_size);
     NMT_ALLOC(hist_parent, history_size);
+    NMT_ALLOC(hist_score, history_size);
+    if (config->attention)
+        NMT_ALLOC(hist_weights, weights_size);
 
     int32_t n_rows = n_sentences;
     for (int32_t r = 0; r < n_rows; r++) {
@@ -476,9 +522,13 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     }
     for (int32_t step = 1; n_rows > 0; step++) {
         NMT_TRY(model->step(model->self, n_rows, tokens, log_probs, attn, err));
-        const search_buffers b = {config, vocab, log_probs, row_scores, attn, next_scores,
-                                  next_tokens, parent, hist_token, hist_attn, hist_parent,
-                                  best, finished};
+        int32_t weights_stride = 0;
+        const float *weights =
+            config->attention ? model->attention(model->self, &weights_stride) : NULL;
+        const search_buffers b = {config, vocab, log_probs, row_scores, attn, weights,
+                                  weights_stride, next_scores, next_tokens, parent,
+                                  hist_token, hist_attn, hist_parent, hist_score,
+                                  hist_weights, best, finished};
         int32_t n_next_rows = 0;
         for (int32_t i = 0; i < n_sentences; i++) {
             sentence_state *s = &sentences[i];
@@ -507,9 +557,12 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
         n_rows = n_next_rows;
     }
 
+    const search_buffers done = {config, vocab, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL,
+                                 hist_token, hist_attn, hist_parent, hist_score, hist_weights,
+                                 NULL, NULL};
     for (int32_t i = 0; i < n_sentences; i++)
-        NMT_TRY(emit_result(&sentences[i], finished + (size_t)i * (size_t)k, hist_token, hist_attn,
-                            hist_parent, config, order, &results[i], err));
+        NMT_TRY(emit_result(&sentences[i], finished + (size_t)i * (size_t)k, &done, order,
+                            &results[i], err));
 
 cleanup:
     if (status != NMT_STATUS_OK)
@@ -529,5 +582,7 @@ cleanup:
     free(hist_token);
     free(hist_attn);
     free(hist_parent);
+    free(hist_score);
+    free(hist_weights);
     return status;
 }

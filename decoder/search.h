@@ -29,6 +29,10 @@ typedef struct nmt_step_model {
                        float *log_probs, int32_t *attn_argmax, nmt_error *err);
     /* New row i continues old row parent[i], i in [0, n_rows). */
     nmt_status (*reorder)(void *self, int32_t n_rows, const int32_t *parent, nmt_error *err);
+    /* NULL, or the attention weights of the last step: row r's weights over
+     * its sentence's source positions start at r * *stride (valid until the
+     * next step or reorder). Read only when the config asks for them. */
+    const float *(*attention)(void *self, int32_t *stride);
 } nmt_step_model;
 
 /* Which beam-search rules to follow (docs/decoding.md, "Search rules"). */
@@ -52,6 +56,8 @@ typedef struct nmt_search_config {
     int32_t max_len_b;
     int32_t pad_id, bos_id, eos_id;
     nmt_beam_rules rules; /* 0 (zero-initialized): model-v1 */
+    int32_t attention;    /* 1: give every hypothesis its tokens' attention weights
+                             (nmt_search_hypothesis.attention); 0 (zero-initialized): not */
 } nmt_search_config;
 
 typedef struct nmt_search_hypothesis {
@@ -63,6 +69,14 @@ typedef struct nmt_search_hypothesis {
     float score;          /* v1: log_prob / (length + 1)^alpha; onmt: log_prob /
                              (length + 2)^alpha (BOS and EOS counted), or / (length + 1)^alpha
                              when cut at the max length */
+    float *token_scores;  /* [length + 1]: each token's log-probability, then the EOS's,
+                             as differences of the score the search accumulated (so they
+                             sum to log_prob up to float rounding); the last is 0 for an
+                             onmt hypothesis cut at the max length (it has no EOS) */
+    int32_t n_src;        /* source tokens: the columns of attention */
+    float *attention;     /* config.attention: [length, n_src], row t the attention weights
+                             of the decoder step that produced token t (each row sums to 1);
+                             else NULL */
 } nmt_search_hypothesis;
 
 typedef struct nmt_search_result {

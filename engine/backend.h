@@ -30,6 +30,9 @@ typedef struct nmt_backend_config {
     nmt_gemm gemm;            /* CUDA: the decoder's GEMM path */
     int sparse;               /* CPU: multiply the matrices the model stores sparse in CSR
                                  form (CUDA always uses their dense expansion) */
+    int attention;            /* keep the attention weights for the search's
+                                 nmt_search_config.attention (CUDA: a weights buffer and
+                                 history, allocated only then) */
 } nmt_backend_config;
 
 typedef struct nmt_backend_vtable {

@@ -56,9 +56,15 @@ static nmt_status cpu_reorder(void *state, int32_t n_rows, const int32_t *parent
     return nmt_cpu_decoder_reorder(state, n_rows, parent, err);
 }
 
+static const float *cpu_attention(void *state, int32_t *stride)
+{
+    return nmt_cpu_state_attention(state, stride);
+}
+
 nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state)
 {
-    const nmt_step_model step = {state, nmt_cpu_state_vocab(state), cpu_step, cpu_reorder};
+    const nmt_step_model step = {state, nmt_cpu_state_vocab(state), cpu_step, cpu_reorder,
+                                 cpu_attention};
     return step;
 }
 

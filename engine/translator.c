@@ -121,6 +121,8 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->sparse == NMT_SPARSE_AUTO || o->sparse == NMT_SPARSE_ON ||
                 o->sparse == NMT_SPARSE_OFF,
             "sparse %d: unknown", (int)o->sparse);
+    REQUIRE(o->attention_weights == 0 || o->attention_weights == 1,
+            "attention_weights %d: must be 0 or 1", o->attention_weights);
     const nmt_shrink_options *sh = &o->shrink;
     REQUIRE(sh->mode == NMT_SHRINK_NONE || sh->mode == NMT_SHRINK_LSH || sh->mode == NMT_SHRINK_TOP,
             "shrink mode %d: unknown", (int)sh->mode);
@@ -215,13 +217,15 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     t->search.bos_id = NMT_BOS_ID;
     t->search.eos_id = NMT_EOS_ID;
     t->search.rules = (nmt_beam_rules)options->search_rules;
+    t->search.attention = options->attention_weights;
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
     nmt_backend_config config = {
         options->batch_size, options->beam_size, options->max_src_tokens,
         options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
-        options->cuda_graphs, options->warmup, options->check_every, options->cuda_gemm, 0};
+        options->cuda_graphs, options->warmup, options->check_every, options->cuda_gemm, 0, 0};
     config.sparse = options->sparse != NMT_SPARSE_OFF && model->n_sparse > 0;
+    config.attention = options->attention_weights;
     if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "sparse on: the model stores no "
                                "matrix sparse (section SPRS; python/export/prune.py writes one)");
@@ -282,102 +286,10 @@ static double seconds_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void nmt_result_clear(nmt_result *result)
-{
-    if (!result)
-        return;
-    for (int i = 0; i < result->n_hypotheses; i++) {
-        free(result->hypotheses[i].text);
-        free(result->hypotheses[i].alignment);
-    }
-    free(result->hypotheses);
-    memset(result, 0, sizeof *result);
-}
-
 static void set_line_error(nmt_result *result, nmt_status status, const char *message)
 {
     result->status = status;
     snprintf(result->message, sizeof result->message, "%s", message);
-}
-
-/* output_tokens: the pieces joined by single spaces (malloc'ed). */
-static nmt_status join_tokens(const char *const *pieces, int32_t n, char **text, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    size_t bytes = 1;
-    for (int32_t i = 0; i < n; i++)
-        bytes += strlen(pieces[i]) + 1;
-    char *out = NULL;
-    NMT_ALLOC(out, bytes);
-    size_t at = 0;
-    for (int32_t i = 0; i < n; i++) {
-        const size_t len = strlen(pieces[i]);
-        if (i)
-            out[at++] = ' ';
-        memcpy(out + at, pieces[i], len);
-        at += len;
-    }
-    out[at] = '\0';
-    *text = out;
-cleanup:
-    return status;
-}
-
-/* Hypothesis token ids -> text, replacing UNK by the most attended source
- * token's original form. */
-static nmt_status hypothesis_to_text(const nmt_translator *t, const nmt_search_hypothesis *h,
-                                     const nmt_tokens *source, char **text, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    const char **pieces = NULL;
-    NMT_ALLOC(pieces, h->length + 1);
-    for (int32_t i = 0; i < h->length; i++) {
-        int32_t id = h->tokens[i];
-        int32_t pos = h->attn_argmax ? h->attn_argmax[i] : -1;
-        if (id == NMT_UNK_ID && t->options.unk_replace && pos >= 0 && pos < source->n)
-            pieces[i] = source->tokens[pos].text;
-        else
-            pieces[i] = nmt_vocab_token(t->model->tgt_vocab, id);
-        if (!pieces[i]) {
-            status = nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
-                                   "decoder produced token id %d outside the target vocabulary",
-                                   id);
-            goto cleanup;
-        }
-    }
-    if (t->options.output_tokens)
-        status = join_tokens(pieces, h->length, text, err);
-    else if (t->model->spm)
-        status = nmt_spm_decode(t->model->spm, pieces, h->length, text, err);
-    else
-        status = nmt_detokenize(pieces, h->length, text, err);
-cleanup:
-    free(pieces);
-    return status;
-}
-
-static nmt_status fill_result(const nmt_translator *t, const nmt_search_result *found,
-                              const nmt_tokens *source, nmt_result *result, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    NMT_ALLOC(result->hypotheses, found->n_hypotheses);
-    for (int32_t k = 0; k < found->n_hypotheses; k++) {
-        const nmt_search_hypothesis *h = &found->hypotheses[k];
-        nmt_hypothesis *out = &result->hypotheses[k];
-        result->n_hypotheses = k + 1; /* from here on, clear frees it */
-        NMT_TRY(hypothesis_to_text(t, h, source, &out->text, err));
-        out->score = h->score;
-        out->log_prob = h->log_prob;
-        out->n_tokens = h->length;
-        NMT_ALLOC(out->alignment, h->length > 0 ? h->length : 1);
-        for (int32_t i = 0; i < h->length; i++)
-            out->alignment[i] = h->attn_argmax ? h->attn_argmax[i] : -1;
-    }
-    if (found->n_hypotheses == 0)
-        set_line_error(result, NMT_STATUS_ERROR_INTERNAL, "the search found no hypothesis");
-    return NMT_STATUS_OK;
-cleanup:
-    return status;
 }
 
 /* A line's source tokens: as given (input_tokens), the model's SentencePiece
@@ -396,8 +308,9 @@ static nmt_status empty_line_result(nmt_result *result, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     NMT_ALLOC(result->hypotheses, 1);
-    NMT_ALLOC(result->hypotheses[0].text, 1);
     result->n_hypotheses = 1;
+    NMT_ALLOC(result->hypotheses[0].text, 1);
+    NMT_ALLOC(result->hypotheses[0].token_scores, 1); /* the EOS's 0: sums to log_prob */
 cleanup:
     return status;
 }
@@ -451,13 +364,6 @@ nmt_status nmt_translator_prepare_line(const nmt_translator *t, const char *line
         *searched = 1;
     }
     return NMT_STATUS_OK;
-}
-
-nmt_status nmt_translator_fill_result(const nmt_translator *t, const nmt_search_result *found,
-                                      const nmt_tokens *source, nmt_result *result,
-                                      nmt_error *err)
-{
-    return fill_result(t, found, source, result, err);
 }
 
 void nmt_translator_line_error(nmt_result *result, nmt_status status, const char *message)

@@ -147,6 +147,13 @@ typedef struct nmt_options {
                             NMT_STATUS_ERROR_MEMORY naming the need and the cap. The CPU
                             ignores it */
     nmt_sparse sparse;   /* sparse matrices, default NMT_SPARSE_AUTO */
+    int attention_weights; /* 1: every hypothesis carries its soft attention weights, its
+                              target tokens and the line its source tokens
+                              (nmt_hypothesis.attention, .tokens, nmt_result.src_tokens;
+                              docs/decoding.md, "Attention weights and token scores"); the
+                              search then keeps a weights history (memory: on CUDA about
+                              batch_size x (2 max_src_tokens + 10) x beam_size x
+                              max_src_tokens floats, three times). 0 (default): none */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;
@@ -160,6 +167,16 @@ typedef struct nmt_hypothesis {
     int n_tokens;     /* target tokens, EOS excluded */
     int *alignment;   /* [n_tokens]: for each target token, the source token (0-based, as
                          tokenized) it attended most; owned by the result */
+    float *token_scores; /* [n_tokens + 1]: the log-probability of each target token, then
+                            the EOS's (0 for a hypothesis the onmt rules cut at the max
+                            length, which has none); they sum to log_prob up to float
+                            rounding; owned by the result */
+    float *attention;    /* attention_weights: [n_tokens x n_src] (nmt_result.n_src), row t
+                            the attention weights of target token t over the source tokens
+                            (each row sums to 1; alignment[t] is its largest); else NULL.
+                            Owned by the result */
+    char **tokens;       /* attention_weights: [n_tokens] the target tokens the text is made
+                            of (unknown words replaced, not detokenized); else NULL. Owned */
 } nmt_hypothesis;
 
 /* The outcome for one input line: either hypotheses or a per-line error.
@@ -169,6 +186,9 @@ typedef struct nmt_result {
     char message[256];
     int n_hypotheses;
     nmt_hypothesis *hypotheses; /* best first */
+    int n_src;                  /* the line's source tokens, as tokenized (0: an empty or
+                                   refused line) */
+    char **src_tokens;          /* attention_weights: [n_src] those tokens; else NULL. Owned */
 } nmt_result;
 
 void nmt_options_init(nmt_options *options);

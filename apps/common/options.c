@@ -26,6 +26,7 @@ enum {
 };
 
 enum { OPT_MAX_MEMORY = 512, OPT_LOG_LEVEL, OPT_SPARSE }; /* past the list above */
+enum { OPT_ATTENTION = 600, OPT_TOKEN_SCORES };
 
 static const struct option long_options[] = {
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
@@ -36,6 +37,8 @@ static const struct option long_options[] = {
     {"input", required_argument, NULL, 'i'},
     {"output", required_argument, NULL, 'o'},
     {"alignment", no_argument, NULL, OPT_ALIGNMENT},
+    {"attention", no_argument, NULL, OPT_ATTENTION},
+    {"token-scores", no_argument, NULL, OPT_TOKEN_SCORES},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"n-best-format", required_argument, NULL, OPT_NBEST_FORMAT},
     {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
@@ -108,6 +111,15 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
     }
     if (!strcmp(key, "alignment"))
         return app_parse_bool(value, &a->alignment);
+    if (!strcmp(key, "attention")) {
+        /* the output field needs the engine's weights (and only then costs memory) */
+        if (!app_parse_bool(value, &a->attention))
+            return 0;
+        o->attention_weights = a->attention;
+        return 1;
+    }
+    if (!strcmp(key, "token_scores"))
+        return app_parse_bool(value, &a->token_scores);
     if (!strcmp(key, "quiet"))
         return app_parse_bool(value, &a->quiet);
     if (!strcmp(key, "log_level")) {
@@ -313,6 +325,8 @@ static const char *option_key(int code)
     case 'i': return "input";
     case 'o': return "output";
     case OPT_ALIGNMENT: return "alignment";
+    case OPT_ATTENTION: return "attention";
+    case OPT_TOKEN_SCORES: return "token_scores";
     case OPT_QUIET: return "quiet";
     case OPT_LOG_LEVEL: return "log_level";
     case OPT_NBEST_FORMAT: return "n_best_format";

@@ -92,6 +92,7 @@ int main(int argc, char **argv)
     }
     static server s;
     s.settings = args.server;
+    s.attention = args.common.engine.attention_weights;
     server_metrics_init(&s.metrics);
     pthread_mutex_init(&s.lock, NULL);
     pthread_cond_init(&s.idle, NULL);

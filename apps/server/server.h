@@ -60,6 +60,8 @@ typedef struct server {
     int in_flight;            /* requests being answered */
     int64_t requests;         /* requests answered */
     int draining;             /* shutting down: new requests get 503 */
+    int attention;            /* the service keeps attention weights (--attention): items may
+                                 ask for "attention" */
 } server;
 
 /* One HTTP response: status code, content type and a malloc'ed body. */

@@ -5,7 +5,10 @@
  * with a 4xx/5xx code. An item may also set beam_size, n_best, alpha,
  * max_len_a, max_len_b, shrink (bool) and deadline_ms, and "align": true
  * adds OpenNMT-py's "align" to each hypothesis (["s-t s-t ..."]: source
- * token s is the one target token t attended most, 0-based, as tokenized).
+ * token s is the one target token t attended most, 0-based, as tokenized),
+ * "token_scores": true the log-probability of each target token (the EOS's
+ * last), and "attention": true (a server started with --attention) the
+ * source and target tokens and the soft attention weights.
  * Each item is one service request. Everything is checked before anything
  * is queued. */
 #include "server.h"
@@ -64,8 +67,21 @@ static int get_number(json_t *item, const char *key, double lo, double hi, doubl
     return 1;
 }
 
+/* An optional boolean field of item i; 0 with a message when present and
+ * not a boolean. */
+static int check_bool(json_t *item, const char *key, char *msg, size_t size, size_t i)
+{
+    json_t *v = json_object_get(item, key);
+    if (v && !json_is_boolean(v)) {
+        snprintf(msg, size, "item %zu: \"%s\" must be true or false", i, key);
+        return 0;
+    }
+    return 1;
+}
+
 /* Item i's request options; 0 with a message for a bad field. */
-static int item_options(json_t *item, size_t i, nmt_request_options *o, char *msg, size_t size)
+static int item_options(const server *s, json_t *item, size_t i, nmt_request_options *o,
+                        char *msg, size_t size)
 {
     nmt_request_options_init(o);
     double alpha = -1.0, len_a = -1.0, deadline = 0.0;
@@ -81,9 +97,13 @@ static int item_options(json_t *item, size_t i, nmt_request_options *o, char *ms
         snprintf(msg, size, "item %zu: \"shrink\" must be true or false", i);
         return 0;
     }
-    json_t *align = json_object_get(item, "align");
-    if (align && !json_is_boolean(align)) {
-        snprintf(msg, size, "item %zu: \"align\" must be true or false", i);
+    if (!check_bool(item, "align", msg, size, i) ||
+        !check_bool(item, "token_scores", msg, size, i) ||
+        !check_bool(item, "attention", msg, size, i))
+        return 0;
+    if (json_is_true(json_object_get(item, "attention")) && !s->attention) {
+        snprintf(msg, size, "item %zu: \"attention\" needs a server started with --attention "
+                 "(it keeps the weights)", i);
         return 0;
     }
     if (shrink)
@@ -129,7 +149,7 @@ static int submit_all(server *s, json_t *root, nmt_request **requests, server_re
             free(options);
             return 0;
         }
-        if (!item_options(item, i, &options[i], msg, sizeof msg)) {
+        if (!item_options(s, item, i, &options[i], msg, sizeof msg)) {
             server_error(out, 400, msg);
             free(options);
             return 0;
@@ -171,6 +191,72 @@ static json_t *alignment_json(const nmt_hypothesis *h)
     return list;
 }
 
+/* The log-probability of each target token, then the EOS's. */
+static json_t *token_scores_json(const nmt_hypothesis *h)
+{
+    json_t *list = json_array();
+    for (int t = 0; list && h->token_scores && t <= h->n_tokens; t++)
+        if (json_array_append_new(list, json_real((double)h->token_scores[t])) != 0) {
+            json_decref(list);
+            return NULL;
+        }
+    return list;
+}
+
+static json_t *strings_json(char *const *strings, int n)
+{
+    json_t *list = json_array();
+    for (int i = 0; list && strings && i < n; i++)
+        if (json_array_append_new(list, json_string(strings[i] ? strings[i] : "")) != 0) {
+            json_decref(list);
+            return NULL;
+        }
+    return list;
+}
+
+/* {"src": [...], "tgt": [...], "weights": [[...], ...]}: weights[t][s] is
+ * target token t's attention on source token s. */
+static json_t *attention_json(const nmt_result *r, const nmt_hypothesis *h)
+{
+    const int n_src = r->src_tokens ? r->n_src : 0;
+    const int n_tgt = h->tokens && h->attention ? h->n_tokens : 0;
+    json_t *weights = json_array();
+    int ok = weights != NULL;
+    for (int t = 0; ok && t < n_tgt; t++) {
+        json_t *row = json_array();
+        ok = row != NULL;
+        for (int j = 0; ok && j < n_src; j++)
+            ok = json_array_append_new(row, json_real((double)h->attention[(size_t)t * n_src + j]))
+                 == 0;
+        ok = ok && json_array_append(weights, row) == 0;
+        json_decref(row);
+    }
+    json_t *src = strings_json(r->src_tokens, n_src), *tgt = strings_json(h->tokens, n_tgt);
+    json_t *doc = ok && src && tgt ? json_pack("{s:O, s:O, s:O}", "src", src, "tgt", tgt,
+                                               "weights", weights)
+                                   : NULL;
+    json_decref(weights);
+    json_decref(src);
+    json_decref(tgt);
+    return doc;
+}
+
+/* Adds the fields item asks for (align, token_scores, attention) to e; 0
+ * when out of memory. */
+static int add_fields(json_t *e, json_t *item, const nmt_result *r, const nmt_hypothesis *h)
+{
+    static const char *const keys[3] = {"align", "token_scores", "attention"};
+    for (int k = 0; k < 3; k++) {
+        if (!json_is_true(json_object_get(item, keys[k])))
+            continue;
+        json_t *v = k == 0 ? alignment_json(h) : k == 1 ? token_scores_json(h)
+                                                        : attention_json(r, h);
+        if (!v || json_object_set_new(e, keys[k], v) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* Waits for every request and writes the OpenNMT-py answer (or the first
  * failed item's error). */
 static void answer(json_t *root, nmt_request **requests, size_t n, server_response *out)
@@ -197,8 +283,10 @@ static void answer(json_t *root, nmt_request **requests, size_t n, server_respon
             json_t *id = json_object_get(item, "id");
             if (e && id)
                 json_object_set(e, "id", id);
-            if (e && json_is_true(json_object_get(item, "align")))
-                json_object_set_new(e, "align", alignment_json(&r->hypotheses[h]));
+            if (e && !add_fields(e, item, r, &r->hypotheses[h])) {
+                json_decref(e);
+                e = NULL;
+            }
             if (!e || json_array_append_new(list, e) != 0) {
                 server_error(out, 500, "out of memory");
                 failed = 1;

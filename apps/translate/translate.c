@@ -15,6 +15,7 @@
  * Every write is checked: an output that cannot be written (a full disk, a
  * closed pipe reader) ends the run with exit status 5 and says which. */
 #include "nmt.h"
+#include "fields.h"
 #include "options.h"
 #include "pool.h"
 #include "reader.h"
@@ -35,20 +36,10 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* " ||| s-t s-t ..." of a hypothesis (--alignment). */
-static int print_alignment(FILE *out, const nmt_hypothesis *h)
-{
-    if (fputs(" |||", out) == EOF)
-        return -1;
-    for (int t = 0; t < h->n_tokens; t++)
-        if (fprintf(out, " %d-%d", h->alignment ? h->alignment[t] : -1, t) < 0)
-            return -1;
-    return 0;
-}
-
 /* Prints one input line's output: a line, or with --n-best N exactly N rows
  * (a refused line, or one with fewer hypotheses, is padded with rows of score
- * -inf and an empty text). Returns a negative value when a write failed. */
+ * -inf and an empty text), each with the fields asked for (fields.h).
+ * Returns a negative value when a write failed. */
 static int print_result(const translate_args *args, FILE *out, long line_number,
                         const nmt_result *r)
 {
@@ -67,9 +58,7 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
                 written = h ? fprintf(out, "%ld\t%d\t%.6f\t%s", line_number, k + 1, h->score,
                                       h->text)
                             : fprintf(out, "%ld\t%d\t-inf\t", line_number, k + 1);
-            if (written < 0 || (args->alignment && k < found &&
-                                print_alignment(out, &r->hypotheses[k]) < 0) ||
-                (args->alignment && k >= found && fputs(" |||", out) == EOF) ||
+            if (written < 0 || translate_print_fields(args, out, r, h) < 0 ||
                 fputc('\n', out) == EOF)
                 return -1;
         }
@@ -82,7 +71,7 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
     }
     if (fputs(ok ? r->hypotheses[0].text : "", out) == EOF)
         return -1;
-    if (args->alignment && (ok ? print_alignment(out, &r->hypotheses[0]) : (fputs(" |||", out) == EOF ? -1 : 0)) < 0)
+    if (translate_print_fields(args, out, r, ok ? &r->hypotheses[0] : NULL) < 0)
         return -1;
     return fputc('\n', out) == EOF ? -1 : 0;
 }

@@ -48,6 +48,9 @@ nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
         return nmt_error_set(err, bad, "cuda search: eos_id equals pad_id or bos_id");
     if (config->rules != NMT_BEAM_RULES_V1 && config->rules != NMT_BEAM_RULES_ONMT)
         return nmt_error_set(err, bad, "cuda search: rules %d unknown", (int)config->rules);
+    if (config->attention && !self->config.attention)
+        return nmt_error_set(err, bad, "cuda search: attention weights asked for, but the "
+                             "search was created without their history");
     /* Shrunk lists start with ids 0..3, so EOS's column is its id (beam step). */
     if (self->model.shrunk && config->eos_id > 3)
         return nmt_error_set(err, bad, "cuda search: shrinking needs eos_id < 4 (got %d)",
@@ -181,6 +184,9 @@ static nmt_status step_body(void *arg, nmt_error *err)
             NMT_TRY(model->probe(model->self, next, n_rows, w->beam, &rows, w->excluded, 2,
                                  err));
     }
+    if (w->b->hist_weights) /* before the beam step: it reads the done flags it starts with */
+        NMT_TRY(nmt_cuda_beam_record_attention(w->b, w->n_active, self->act_dev,
+                                               model->attn_weights, stream, err));
     NMT_TRY(nmt_cuda_beam_step(w->b, w->n_active, self->act_dev, scores.top_values,
                                scores.top_ids, scores.logits, scores.ld_logits, scores.lse,
                                scores.attn_argmax, stream, err));
@@ -278,9 +284,14 @@ void nmt_cuda_search_excluded(const nmt_search_config *config, int32_t excluded[
 }
 
 nmt_beam_device nmt_cuda_search_beam(const nmt_cuda_search *self, const nmt_search_config *config,
-                                     int32_t hist_len, const int32_t *max_len)
+                                     int32_t hist_len, const int32_t *max_len,
+                                     int32_t src_stride)
 {
     nmt_beam_device b = self->beam_dev;
+    /* Without attention the step records no weights (its launches, and so
+     * its graph key, are those of a search without a weights history). */
+    b.hist_weights = config->attention ? self->beam_dev.hist_weights : NULL;
+    b.weights_stride = config->attention ? src_stride : 0;
     b.beam = config->beam_size;
     b.eos_id = config->eos_id;
     b.alpha = config->alpha;
@@ -314,7 +325,7 @@ int64_t nmt_cuda_search_pack(const nmt_cuda_search *self, const nmt_source_batch
     return e;
 }
 
-nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i,
+nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i, int32_t n_src,
                                        nmt_search_result *out, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
@@ -323,6 +334,10 @@ nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i,
     if (n_hyps < 0 || n_hyps > r->n_best)
         return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
                              "cuda search: sentence %d has %d hypotheses", i, n_hyps);
+    if (r->attention && (n_src < 1 || n_src > r->src_stride))
+        return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
+                             "cuda search: sentence %d: %d source tokens, rows of %d", i, n_src,
+                             r->src_stride);
     NMT_ALLOC(out->hypotheses, n_hyps);
     for (int32_t h = 0; h < n_hyps; h++) {
         const size_t o = (size_t)i * r->n_best + h;
@@ -331,16 +346,26 @@ nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i,
         if (length < 0 || length > r->max_tokens)
             return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
                                  "cuda search: hypothesis of %d tokens", length);
+        out->n_hypotheses = h + 1; /* from here on, clear frees it */
         NMT_ALLOC(hyp->tokens, length);
         NMT_ALLOC(hyp->attn_argmax, length);
-        out->n_hypotheses = h + 1; /* from here on, clear frees it */
+        NMT_ALLOC(hyp->token_scores, (size_t)length + 1);
+        if (r->attention)
+            NMT_ALLOC(hyp->attention, length > 0 ? (size_t)length * (size_t)n_src : 1);
         hyp->length = length;
+        hyp->n_src = n_src;
         hyp->score = r->score[o];
         hyp->log_prob = r->log_prob[o];
         if (length > 0) {
             memcpy(hyp->tokens, r->tokens + o * r->max_tokens, sizeof(int32_t) * length);
             memcpy(hyp->attn_argmax, r->attn + o * r->max_tokens, sizeof(int32_t) * length);
         }
+        memcpy(hyp->token_scores, r->token_scores + o * ((size_t)r->max_tokens + 1),
+               sizeof(float) * ((size_t)length + 1));
+        for (int32_t t = 0; r->attention && t < length; t++)
+            memcpy(hyp->attention + (size_t)t * n_src,
+                   r->attention + (o * r->max_tokens + t) * (size_t)r->src_stride,
+                   sizeof(float) * (size_t)n_src);
     }
 cleanup:
     return status;
@@ -398,7 +423,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
                                         dev.cols, dev.values, B, NULL, 0, NULL, 0};
     NMT_TRY(nmt_cuda_search_encode(self, &enc, self->stream, err));
 
-    nmt_beam_device b = nmt_cuda_search_beam(self, config, hist_len, dev.max_len);
+    nmt_beam_device b = nmt_cuda_search_beam(self, config, hist_len, dev.max_len, stride);
     NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, stream, err));
 
     int32_t n_active = n, steps_run = 0;
@@ -446,9 +471,11 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     }
 
     nmt_beam_results r_dev, r_host;
+    const int32_t weights_stride = config->attention ? stride : 0;
     const size_t result_bytes = nmt_beam_results_carve(self->results_dev, n, config->n_best,
-                                                       hist_len, &r_dev);
-    nmt_beam_results_carve(self->results_host, n, config->n_best, hist_len, &r_host);
+                                                       hist_len, weights_stride, &r_dev);
+    nmt_beam_results_carve(self->results_host, n, config->n_best, hist_len, weights_stride,
+                           &r_host);
     NMT_TRY(nmt_cuda_beam_backtrack(&b, n, &r_dev, stream, err));
     NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, result_bytes,
                                  cudaMemcpyDeviceToHost, stream));
@@ -461,7 +488,8 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
             self->counts_now.output_layer_ms += ms;
         }
     for (int32_t i = 0; i < n; i++)
-        NMT_TRY(nmt_cuda_search_copy_result(&r_host, i, &results[self->order[i]], err));
+        NMT_TRY(nmt_cuda_search_copy_result(&r_host, i, batch->src_len[self->order[i]],
+                                            &results[self->order[i]], err));
     return NMT_STATUS_OK;
 
 cleanup:

@@ -23,8 +23,11 @@
  * Split (one thread, at most 2B entries, shared by both): among the first
  * B, EOS candidates finish with log_prob / step^alpha; the first B non-EOS
  * of the 2B live on. The sentence is done with B finished, at its
- * max-length step, or with no survivor. The state's bookkeeping outside a
- * step (init, join, the rows of a step, backtracking) is beam_state.cu.
+ * max-length step, or with no survivor. Every token that stays in the
+ * history records the score its hypothesis carries on (hist_score), from
+ * which backtracking derives each token's log-probability. The state's
+ * bookkeeping outside a step (init, join, the rows of a step, recording the
+ * attention weights, backtracking) is beam_state.cu.
  * The onmt rules (docs/decoding.md, "Search rules") change three things:
  * a candidate ranks by (score + log p) / (t + 1)^alpha in float32 (the
  * lists stay sorted: adding and dividing keep the order, but rounding can
@@ -166,6 +169,7 @@ static __device__ void split_chosen(const nmt_beam_device &b, int32_t s, int32_t
             b.hist_token[hist0 + n_alive] = cand.word;
             b.hist_attn[hist0 + n_alive] = slot_attn[cand.slot];
             b.hist_parent[hist0 + n_alive] = parent_slot;
+            b.hist_score[hist0 + n_alive] = cand.score;
             b.scores[(int64_t)s * B + n_alive] = cand.score;
             b.tokens[(int64_t)s * B + n_alive] = cand.word;
             b.parents[(int64_t)s * B + n_alive] = cand.slot;
@@ -236,6 +240,7 @@ static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t s
                 b.hist_token[hist0 + c] = cand.word;
                 b.hist_attn[hist0 + c] = slot_attn[cand.slot];
                 b.hist_parent[hist0 + c] = parent_slot;
+                b.hist_score[hist0 + c] = score;
             }
             keep_finished(b, fin0, &n_fin, score, cand.score, step + 1, has_row ? c : -1);
             n_ended++;
@@ -243,6 +248,7 @@ static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t s
             b.hist_token[hist0 + n_alive] = cand.word;
             b.hist_attn[hist0 + n_alive] = slot_attn[cand.slot];
             b.hist_parent[hist0 + n_alive] = parent_slot;
+            b.hist_score[hist0 + n_alive] = score;
             b.scores[(int64_t)s * B + n_alive] = score;
             b.tokens[(int64_t)s * B + n_alive] = cand.word;
             b.parents[(int64_t)s * B + n_alive] = cand.slot;

@@ -47,6 +47,12 @@ typedef struct nmt_beam_device {
                                         at the max length: step + 1, as if it had one) */
     int32_t *fin_parent;             /* [n, 2B]: history slot of its last token, -1 if none */
     int32_t *hist_token, *hist_attn, *hist_parent; /* [n, hist_len, B] */
+    float *hist_score;               /* [n, hist_len, B]: the score accumulated with the entry's
+                                        token (what the slot carries on; onmt: rank x penalty) */
+    float *hist_weights;             /* [n, hist_len, B, weights_stride]: the attention weights
+                                        of row (s, slot k) at each of s's steps, before the
+                                        selection (nmt_cuda_beam_record_attention); NULL: none */
+    int32_t weights_stride;          /* floats a weights row (the step's source stride) */
     int32_t *step; /* [1]: the step being taken, 1-based: beam_init sets 0, prepare_rows
                       adds 1, beam_step reads it (so a captured step replays as is) */
     int32_t *start; /* [n]: *step when the sentence began (beam_init: 0; beam_join: the
@@ -58,29 +64,41 @@ typedef struct nmt_beam_device {
  * so that a single copy brings them all to the host. */
 typedef struct nmt_beam_results {
     int32_t n_best, max_tokens;
+    int32_t src_stride;         /* floats an attention row; 0: no attention */
     int32_t *n_hypotheses;      /* [n] */
     int32_t *length;            /* [n, n_best]: tokens, EOS excluded */
     float *score, *log_prob;    /* [n, n_best] */
     int32_t *tokens, *attn;     /* [n, n_best, max_tokens] */
+    float *token_scores;        /* [n, n_best, max_tokens + 1]: each token's log p, then the
+                                   EOS's (differences of the accumulated scores) */
+    float *attention;           /* [n, n_best, max_tokens, src_stride]: each token's attention
+                                   weights; NULL when src_stride is 0 */
 } nmt_beam_results;
 
 /* Points `r` into `base` (device or host, 4-byte words) and returns the
- * bytes used; base NULL only measures. */
+ * bytes used; base NULL only measures. src_stride 0: no attention. */
 static inline size_t nmt_beam_results_carve(void *base, int32_t n_sentences, int32_t n_best,
-                                            int32_t max_tokens, nmt_beam_results *r)
+                                            int32_t max_tokens, int32_t src_stride,
+                                            nmt_beam_results *r)
 {
     const size_t n = (size_t)n_sentences, hyps = n * (size_t)n_best;
     const size_t toks = hyps * (size_t)max_tokens;
+    const size_t scores = hyps * ((size_t)max_tokens + 1);
+    const size_t weights = toks * (size_t)src_stride;
     int32_t *words = (int32_t *)base;
     r->n_best = n_best;
     r->max_tokens = max_tokens;
+    r->src_stride = src_stride;
     r->n_hypotheses = words;
     r->length = words ? words + n : NULL;
     r->score = words ? (float *)(words + n + hyps) : NULL;
     r->log_prob = words ? (float *)(words + n + 2 * hyps) : NULL;
     r->tokens = words ? words + n + 3 * hyps : NULL;
     r->attn = words ? words + n + 3 * hyps + toks : NULL;
-    return sizeof(int32_t) * (n + 3 * hyps + 2 * toks);
+    r->token_scores = words ? (float *)(words + n + 3 * hyps + 2 * toks) : NULL;
+    r->attention = words && src_stride > 0
+                       ? (float *)(words + n + 3 * hyps + 2 * toks + scores) : NULL;
+    return sizeof(int32_t) * (n + 3 * hyps + 2 * toks + scores + weights);
 }
 
 /* Step-1 state: slot 0 alive with score 0 and token bos_id, the others dead;
@@ -118,9 +136,22 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
                               const float *logits, int32_t ld_logits, const float *lse,
                               const int32_t *attn_argmax, void *stream, nmt_error *err);
 
+/* With b->hist_weights: copies the attention weights of the step's rows
+ * (weights: [n_active * B, b->weights_stride], row p * B + k) into the
+ * history of sentence act[p], slot k, at the sentence's own step (*b->step
+ * - start); done sentences and steps past hist_len are skipped. Run after
+ * prepare_rows and before the beam step of the same step (it reads the
+ * done flags the step starts with). */
+nmt_status nmt_cuda_beam_record_attention(const nmt_beam_device *b, int32_t n_active,
+                                          const int32_t *act, const float *weights,
+                                          void *stream, nmt_error *err);
+
 /* Each sentence's n_best best finished hypotheses (normalized score, ties in
  * finishing order), rebuilt from the history into r (r.max_tokens >=
- * hist_len). */
+ * hist_len): tokens, argmax, token scores and, when r.src_stride > 0 (then
+ * b->hist_weights must be set, r.src_stride <= b->weights_stride), each
+ * token's weights: those of the row it was chosen from (its parent slot; at
+ * step 1 slot 0). */
 nmt_status nmt_cuda_beam_backtrack(const nmt_beam_device *b, int32_t n_sentences,
                                    const nmt_beam_results *r, void *stream, nmt_error *err);
 /* The same for the listed sentences only (slots: device [n_slots]): result i

@@ -60,6 +60,10 @@ typedef struct nmt_cuda_step_model {
     void *encoder_stream;
     nmt_status (*place)(void *self, int buf, int32_t n, const int32_t *slots,
                         const int32_t *positions, int32_t beam, nmt_error *err);
+    /* The attention weights every step leaves (device [rows, src_stride], the
+     * same buffer at every call), or NULL when the network keeps none: a
+     * search with config.attention records them (nmt_search_config). */
+    const float *attn_weights;
 } nmt_cuda_step_model;
 
 /* What a search is sized and set up for, once. */
@@ -71,6 +75,8 @@ typedef struct nmt_cuda_search_config {
     int32_t check_every;             /* steps between done-flag checks */
     int cuda_graphs;                 /* replay repeated steps and encoder passes as graphs */
     int timed;                       /* time each step's output layer (and run the probe) */
+    int attention;                   /* keep a weights history (the model must give
+                                        attn_weights), so batches may ask for attention */
 } nmt_cuda_search_config;
 
 typedef struct nmt_cuda_search nmt_cuda_search;

@@ -31,6 +31,8 @@ struct nmt_cuda_search {
     /* History and results: depend on the longest max length. */
     int32_t hist_cap;         /* history steps held */
     void *hist_dev, *results_dev, *results_host; /* host: pinned */
+    float *weights_dev;       /* config.attention: the weights history [N, hist_cap, B,
+                                 max_src] (nmt_beam_device.hist_weights) */
     size_t results_bytes;
     /* Pinned small transfers and the check event. */
     int32_t *done_host; /* [N] */
@@ -91,17 +93,20 @@ nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *ar
 int32_t nmt_cuda_search_hist_len(const nmt_search_config *config, int32_t longest);
 /* The two ids the output layer masks out: PAD and BOS (v1), none (onmt). */
 void nmt_cuda_search_excluded(const nmt_search_config *config, int32_t excluded[2]);
-/* The beam state's view of config, over s->beam_dev's buffers. */
+/* The beam state's view of config, over s->beam_dev's buffers; with
+ * config->attention the weights history in rows of src_stride. */
 nmt_beam_device nmt_cuda_search_beam(const nmt_cuda_search *s, const nmt_search_config *config,
-                                     int32_t hist_len, const int32_t *max_len);
+                                     int32_t hist_len, const int32_t *max_len,
+                                     int32_t src_stride);
 /* The time-major feature CSR of n sentences in s->order (row t * n + i,
  * padding rows empty), as the encoder reads it. Returns its nonzeros. */
 int64_t nmt_cuda_search_pack(const nmt_cuda_search *s, const nmt_source_batch *batch, int32_t n,
                              int32_t stride, int32_t *row_ptr, int32_t *cols, float *values);
 
 /* Result i of a results buffer copied into *out (release with
- * nmt_search_result_clear, also after a failure). */
-nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i,
+ * nmt_search_result_clear, also after a failure); n_src: the sentence's
+ * source tokens (the columns of its attention, when r has any). */
+nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i, int32_t n_src,
                                        nmt_search_result *out, nmt_error *err);
 
 /* Bytes of the key scratch: a step key or an encoder key with max_src entries. */

@@ -54,13 +54,31 @@ static size_t history_entries(const nmt_cuda_search_config *c, int32_t hist_cap)
     return (size_t)c->max_sentences * (size_t)hist_cap * (size_t)c->beam;
 }
 
+/* Token, argmax, parent and score per entry, and with attention the
+ * weights history (a row of max_src floats per entry). */
+static size_t history_bytes(const nmt_cuda_search_config *c, int32_t hist_cap)
+{
+    const size_t entries = history_entries(c, hist_cap);
+    return 4 * entries * sizeof(int32_t) +
+           (c->attention ? entries * (size_t)c->max_src * sizeof(float) : 0);
+}
+
+static size_t results_bytes(const nmt_cuda_search_config *c, int32_t hist_cap)
+{
+    nmt_beam_results probe;
+    return nmt_beam_results_carve(NULL, c->max_sentences, c->beam, hist_cap,
+                                  c->attention ? c->max_src : 0, &probe);
+}
+
 static void free_history(nmt_cuda_search *s)
 {
     cudaFree(s->hist_dev);
+    cudaFree(s->weights_dev);
     cudaFree(s->results_dev);
     if (s->results_host)
         cudaFreeHost(s->results_host);
     s->hist_dev = s->results_dev = s->results_host = NULL;
+    s->weights_dev = NULL;
 }
 
 /* (Re)allocates history and results for hist_len steps (outside the loop);
@@ -73,15 +91,18 @@ nmt_status nmt_cuda_search_ensure_history(nmt_cuda_search *s, int32_t hist_len, 
     free_history(s);
     s->hist_cap = hist_len > s->hist_cap ? hist_len : s->hist_cap;
     const size_t entries = history_entries(&s->config, s->hist_cap);
-    nmt_beam_results probe;
-    s->results_bytes = nmt_beam_results_carve(NULL, s->config.max_sentences, s->config.beam,
-                                                 s->hist_cap, &probe);
-    NMT_CUDA_TRY(cudaMalloc(&s->hist_dev, 3 * entries * sizeof(int32_t)));
+    s->results_bytes = results_bytes(&s->config, s->hist_cap);
+    NMT_CUDA_TRY(cudaMalloc(&s->hist_dev, 4 * entries * sizeof(int32_t)));
+    if (s->config.attention)
+        NMT_CUDA_TRY(cudaMalloc((void **)&s->weights_dev,
+                                entries * (size_t)s->config.max_src * sizeof(float)));
     NMT_CUDA_TRY(cudaMalloc(&s->results_dev, s->results_bytes));
     NMT_CUDA_TRY(cudaHostAlloc(&s->results_host, s->results_bytes, cudaHostAllocDefault));
     s->beam_dev.hist_token = (int32_t *)s->hist_dev;
     s->beam_dev.hist_attn = s->beam_dev.hist_token + entries;
     s->beam_dev.hist_parent = s->beam_dev.hist_attn + entries;
+    s->beam_dev.hist_score = (float *)(s->beam_dev.hist_parent + entries);
+    s->beam_dev.hist_weights = s->weights_dev;
     return NMT_STATUS_OK;
 cleanup:
     free_history(s);
@@ -130,6 +151,7 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     cudaFreeHost(s->input_host);
     cudaFree(s->state_dev);
     cudaFree(s->hist_dev);
+    cudaFree(s->weights_dev);
     cudaFree(s->results_dev);
     cudaFreeHost(s->results_host);
     cudaFreeHost(s->done_host);
@@ -192,6 +214,9 @@ nmt_status nmt_cuda_search_create(const nmt_cuda_step_model *model,
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda search: NULL argument");
     *search = NULL;
     const int32_t N = config->max_sentences, B = config->beam, S = config->max_src;
+    if (config->attention && !model->attn_weights)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda search: attention asked for, the network keeps no weights");
     if (N < 1 || B < 1 || B > 256 || S < 1 || config->check_every < 1 ||
         (int64_t)N * B > INT32_MAX / 4 || config->src_rows < 1 || config->feature_kinds < 1)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
@@ -243,16 +268,14 @@ size_t nmt_cuda_search_device_bytes(const nmt_cuda_search_config *c)
 {
     const int32_t N = c->max_sentences, S = c->max_src;
     const int32_t hist = 2 * S + 10 - 1;
-    nmt_beam_results probe;
     return state_bytes(c) + input_bytes_for(N, S, (int64_t)N * S * c->feature_kinds) +
-           3 * history_entries(c, hist) * sizeof(int32_t) +
-           nmt_beam_results_carve(NULL, N, c->beam, hist, &probe) + sizeof(int32_t) * (size_t)N;
+           history_bytes(c, hist) + results_bytes(c, hist) + sizeof(int32_t) * (size_t)N;
 }
 
 size_t nmt_cuda_search_device_bytes_now(const nmt_cuda_search *s)
 {
-    const size_t history = s->hist_dev ? 3 * history_entries(&s->config, s->hist_cap) *
-                                             sizeof(int32_t) + s->results_bytes : 0;
+    const size_t history = s->hist_dev ? history_bytes(&s->config, s->hist_cap) +
+                                             s->results_bytes : 0;
     return state_bytes(&s->config) + (s->input_dev ? s->input_bytes : 0) + history +
            (s->ident_dev ? sizeof(int32_t) * (size_t)s->config.max_sentences : 0);
 }

@@ -41,8 +41,10 @@ static nmt_status warm_batch(nmt_cuda_search *self, int32_t n, int32_t longest, 
         values[e] = 1.0f;
     }
     const nmt_source_batch batch = {n, src_len, token_offset, row_ptr, cols, values};
+    /* With a weights history, warm the steps that record into it. */
     const nmt_search_config config = {self->config.beam, 1, 1.0f, 0.0f, kWarmSteps,
-                                      NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID, NMT_BEAM_RULES_V1};
+                                      NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID, NMT_BEAM_RULES_V1,
+                                      self->config.attention};
     nmt_status status = nmt_cuda_search_run(self, &batch, &config, results, err);
     for (int32_t i = 0; i < n; i++)
         nmt_search_result_clear(&results[i]);

@@ -74,6 +74,7 @@ typedef struct stream_state {
     int32_t n_free;
     void **pend_tag;    /* [N]: done sentences whose results come with the next snapshot */
     int32_t *pend_slot; /* [N]: their slots (the device copy is in the header) */
+    int32_t *pend_len;  /* [N]: their source lengths (the slot may take a joiner first) */
     int32_t n_pend;
     void **pulled_tag;  /* [N]: what pull returned */
     int32_t *wait_slot; /* [N]: slots of the sentences being encoded beside the steps */
@@ -88,6 +89,7 @@ static void state_free(stream_state *st)
     free(st->free_slot);
     free(st->pend_tag);
     free(st->pend_slot);
+    free(st->pend_len);
     free(st->pulled_tag);
     free(st->wait_slot);
     free(st->pos_used);
@@ -105,6 +107,7 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
     NMT_ALLOC(st->free_slot, N);
     NMT_ALLOC(st->pend_tag, N);
     NMT_ALLOC(st->pend_slot, N);
+    NMT_ALLOC(st->pend_len, N);
     NMT_ALLOC(st->pulled_tag, N);
     NMT_ALLOC(st->wait_slot, N);
     NMT_ALLOC(st->pos_used, N);
@@ -125,7 +128,8 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
     for (int32_t s = 0; s < N; s++)
         host.slot_len[s] = host.slot_max_len[s] = 1;
     *b = nmt_cuda_search_beam(self, config, *hist_len,
-                              layout_stream(self->input_dev, N, S, self->nnz_cap).slot_max_len);
+                              layout_stream(self->input_dev, N, S, self->nnz_cap).slot_max_len,
+                              S);
     NMT_TRY(nmt_cuda_beam_init(b, N, config->bos_id, self->stream, err));
     /* The act_host copy above must land before the header is rewritten. */
     NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
@@ -139,10 +143,12 @@ static void deliver_pending(nmt_cuda_search *self, const nmt_sentence_stream *sr
                             const nmt_search_config *config, int32_t hist_len, stream_state *st)
 {
     nmt_beam_results r;
-    nmt_beam_results_carve(self->results_host, st->n_pend, config->n_best, hist_len, &r);
+    nmt_beam_results_carve(self->results_host, st->n_pend, config->n_best, hist_len,
+                           config->attention ? self->config.max_src : 0, &r);
     for (int32_t i = 0; i < st->n_pend; i++) {
         nmt_error e = {0};
-        const nmt_status status = nmt_cuda_search_copy_result(&r, i, &st->result, &e);
+        const nmt_status status =
+            nmt_cuda_search_copy_result(&r, i, st->pend_len[i], &st->result, &e);
         if (status == NMT_STATUS_OK)
             src->deliver(src->self, st->pend_tag[i], &st->result, NMT_STATUS_OK, NULL);
         else
@@ -308,6 +314,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
                 const int32_t s = self->host_act[p];
                 if (self->done_host[s]) {
                     st.pend_tag[st.n_pend] = st.slot_tag[s];
+                    st.pend_len[st.n_pend] = host.slot_len[s];
                     st.pend_slot[st.n_pend++] = s;
                     st.slot_tag[s] = NULL;
                     st.free_slot[st.n_free++] = s;
@@ -358,7 +365,8 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
              * theirs is reused (stream order). */
             nmt_beam_results r_dev;
             const size_t bytes = nmt_beam_results_carve(self->results_dev, st.n_pend,
-                                                        config->n_best, hist_len, &r_dev);
+                                                        config->n_best, hist_len,
+                                                        config->attention ? S : 0, &r_dev);
             NMT_TRY(nmt_cuda_beam_backtrack_slots(&b, dev.done_slot, st.n_pend, &r_dev, stream,
                                                   err));
             NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, bytes,

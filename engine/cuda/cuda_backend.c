@@ -64,7 +64,7 @@ static nmt_cuda_step_model cuda_step_model(nmt_cuda_model *net)
         net, nmt_cuda_model_stream(net), nmt_cuda_model_vocab(net), nmt_cuda_model_shrunk(net),
         net_encode, net_step, net_output,
         nmt_cuda_output_probe_on(net) ? net_probe : NULL,
-        nmt_cuda_encoder_side_stream(net), net_place};
+        nmt_cuda_encoder_side_stream(net), net_place, nmt_cuda_model_attention(net)};
     return step;
 }
 
@@ -158,7 +158,8 @@ static nmt_cuda_search_config search_config(const nmt_model *model, int device_i
     const nmt_cuda_search_config search = {
         device_index, config->max_sentences, config->beam, config->max_src,
         model->hp.src_rows, model->hp.n_features > 0 ? model->hp.n_features : 1,
-        config->check_every, config->cuda_graphs, config->collect_stats >= 2};
+        config->check_every, config->cuda_graphs, config->collect_stats >= 2,
+        config->attention};
     return search;
 }
 
@@ -170,7 +171,10 @@ static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_c
     const nmt_status status = nmt_cuda_model_device_bytes(
         model, config->max_sentences, config->beam, config->max_src,
         config->gemm == NMT_GEMM_TF32X2, &net, err);
-    *bytes = nmt_cuda_ctx_device_bytes() + net;
+    *bytes = nmt_cuda_ctx_device_bytes() + net +
+             (config->attention ? nmt_cuda_model_attention_bytes(config->max_sentences,
+                                                                 config->beam, config->max_src)
+                                : 0);
     return status;
 }
 
@@ -212,6 +216,8 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
                                   config->max_src, &self->net, err));
     if (config->gemm == NMT_GEMM_TF32X2)
         NMT_TRY(nmt_cuda_model_set_tf32x2(self->net, err));
+    if (config->attention)
+        NMT_TRY(nmt_cuda_model_set_attention(self->net, err));
     if (config->shrink)
         NMT_TRY(set_shrink(self, model, config, err));
     const nmt_cuda_step_model step = cuda_step_model(self->net);

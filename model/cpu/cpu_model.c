@@ -162,3 +162,9 @@ int32_t nmt_cpu_state_vocab(const nmt_cpu_state *state)
 {
     return state ? state->vocab : 0;
 }
+
+const float *nmt_cpu_state_attention(const nmt_cpu_state *state, int32_t *stride)
+{
+    *stride = state->max_src;
+    return state->attn;
+}

@@ -59,6 +59,11 @@ nmt_status nmt_cpu_output_layer(nmt_cpu_state *state, int32_t n_rows, float *log
 /* The target vocabulary size (a row of log_probs). */
 int32_t nmt_cpu_state_vocab(const nmt_cpu_state *state);
 
+/* The attention weights of the last decoder step: row r's over its
+ * sentence's positions at r * *stride (zeros past its length); valid until
+ * the next step or reorder. */
+const float *nmt_cpu_state_attention(const nmt_cpu_state *state, int32_t *stride);
+
 /* New row i continues old row parent[i], i in [0, n_rows). */
 nmt_status nmt_cpu_decoder_reorder(nmt_cpu_state *state, int32_t n_rows, const int32_t *parent,
                                    nmt_error *err);

@@ -75,6 +75,15 @@ void *nmt_cuda_encoder_side_stream(const nmt_cuda_model *m);
 nmt_status nmt_cuda_encoder_place(nmt_cuda_model *m, int buf, int32_t n, const int32_t *slot,
                                   const int32_t *dec_pos, int32_t beam, nmt_error *err);
 
+/* Keeps every later step's attention weights (a [max_rows, max_src] buffer,
+ * allocated here: without it the step computes none), for a search that
+ * records them (nmt_search_config.attention); nmt_cuda_model_attention
+ * gives the buffer (NULL before), row r's weights at r * src_stride of the
+ * step (zeros past its sentence's length). _bytes: what it allocates. */
+nmt_status nmt_cuda_model_set_attention(nmt_cuda_model *m, nmt_error *err);
+const float *nmt_cuda_model_attention(const nmt_cuda_model *m);
+size_t nmt_cuda_model_attention_bytes(int32_t max_sentences, int32_t beam, int32_t max_src);
+
 /* Steps 1-4 of one decoder step over n_rows rows: new row r continues row
  * rows->parent[r] of buffer buf (its h, c and feed gathered into buffer
  * 1 - buf together with the embedding of rows->tokens[r]); h, c, the feed

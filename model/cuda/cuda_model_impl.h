@@ -81,6 +81,9 @@ typedef struct nmt_cuda_decoder_part {
     float *attn_in;              /* [., 2H]: [context; h_top], the W_c GEMM's input */
     float *gates;                /* [., 4H] */
     int32_t *attn_argmax;        /* [.] */
+    float *attn_weights;         /* [., max_src]: the attention weights, rows src_stride floats
+                                    apart; NULL unless nmt_cuda_model_set_attention (its own
+                                    allocation, freed with the arenas) */
 } nmt_cuda_decoder_part;
 
 /* Output layer: logits and top-K [max_rows, .], and with shrinking the

@@ -61,6 +61,28 @@ nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err)
     return nmt_cuda_arena_carve(&m->dec.arena, layout_decoder, m, err);
 }
 
+size_t nmt_cuda_model_attention_bytes(int32_t max_sentences, int32_t beam, int32_t max_src)
+{
+    return sizeof(float) * (size_t)max_sentences * (size_t)beam * (size_t)max_src;
+}
+
+nmt_status nmt_cuda_model_set_attention(nmt_cuda_model *m, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (m->dec.attn_weights)
+        return NMT_STATUS_OK;
+    NMT_CUDA_TRY(cudaMalloc((void **)&m->dec.attn_weights,
+                            nmt_cuda_model_attention_bytes(m->max_sentences, m->beam,
+                                                           m->max_src)));
+cleanup:
+    return status;
+}
+
+const float *nmt_cuda_model_attention(const nmt_cuda_model *m)
+{
+    return m->dec.attn_weights;
+}
+
 /* New row r <- row rows->parent[r] of buffer cur (feed, every h and c) and
  * the target embedding of rows->tokens[r], into buffer next. */
 static nmt_status gather_step_inputs(nmt_cuda_model *m, int cur, int32_t n_rows,
@@ -114,7 +136,7 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
                                    stream, err));
     }
     NMT_TRY(nmt_cuda_attention(n_rows, H, src_stride, rows->sentence, src_len, m->enc.keys,
-                               m->enc.memory, h_top, 2 * H, d->attn_in, 2 * H, NULL,
+                               m->enc.memory, h_top, 2 * H, d->attn_in, 2 * H, d->attn_weights,
                                d->attn_argmax, stream, err));
     NMT_TRY(nmt_cuda_model_linear(m, n_rows, H, 2 * H, d->attn_in, 2 * H, w->attn_w_c, 2 * H,
                                   t2->attn_w_c2, NULL, d->feed[cur], d->feed_ld, err));

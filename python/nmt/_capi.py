@@ -100,6 +100,7 @@ class nmt_options(ctypes.Structure):
         ("search_rules", _enum),
         ("max_memory", ctypes.c_int64),
         ("sparse", _enum),
+        ("attention_weights", ctypes.c_int),
     ]
 
 
@@ -110,6 +111,9 @@ class nmt_hypothesis(ctypes.Structure):
         ("log_prob", ctypes.c_float),
         ("n_tokens", ctypes.c_int),
         ("alignment", ctypes.POINTER(ctypes.c_int)),  # [n_tokens], owned by the result
+        ("token_scores", ctypes.POINTER(ctypes.c_float)),  # [n_tokens + 1]
+        ("attention", ctypes.POINTER(ctypes.c_float)),  # [n_tokens x n_src] or NULL
+        ("tokens", ctypes.POINTER(ctypes.c_char_p)),  # [n_tokens] or NULL
     ]
 
 
@@ -119,6 +123,8 @@ class nmt_result(ctypes.Structure):
         ("message", ctypes.c_char * 256),
         ("n_hypotheses", ctypes.c_int),
         ("hypotheses", ctypes.POINTER(nmt_hypothesis)),
+        ("n_src", ctypes.c_int),
+        ("src_tokens", ctypes.POINTER(ctypes.c_char_p)),  # [n_src] or NULL
     ]
 
 

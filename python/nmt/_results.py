@@ -69,24 +69,34 @@ class Hypothesis:
     """One translation of a line: text, score (log_prob / length^alpha, the
     length counting EOS), log_prob (EOS included), n_tokens (EOS excluded),
     alignment (for each target token, the source token, 0-based as
-    tokenized, it attended most)."""
+    tokenized, it attended most), token_scores (the log-probability of each
+    target token, then the EOS's: n_tokens + 1 floats summing to log_prob).
+    With attention_weights=True also attention (one row a target token: its
+    soft attention over the source tokens, Result.src_tokens) and tokens
+    (the target tokens the text is made of); else both ()."""
     text: str
     score: float
     log_prob: float
     n_tokens: int
     alignment: tuple = ()
+    token_scores: tuple = ()
+    attention: tuple = ()
+    tokens: tuple = ()
 
 
 class Result:
     """One input line's outcome: .hypotheses (best first; empty unless ok),
     .status (Status.OK or why the line was refused or not translated) and
-    .message. A sequence of its hypotheses: result[0].text is the best."""
-    __slots__ = ("hypotheses", "status", "message")
+    .message; with attention_weights=True, .src_tokens (the source tokens as
+    tokenized, the columns of each hypothesis's attention; else ()). A
+    sequence of its hypotheses: result[0].text is the best."""
+    __slots__ = ("hypotheses", "status", "message", "src_tokens")
 
-    def __init__(self, hypotheses, status=Status.OK, message=""):
+    def __init__(self, hypotheses, status=Status.OK, message="", src_tokens=()):
         self.hypotheses = hypotheses
         self.status = status_of(status)
         self.message = message
+        self.src_tokens = src_tokens
 
     @property
     def ok(self):
@@ -125,17 +135,29 @@ class Result:
                                                   self.message)
 
 
+def _strings(pointer, n):
+    return tuple((pointer[i] or b"").decode("utf-8", "replace") for i in range(n)) \
+        if pointer else ()
+
+
 def copy_result(r):
     """A Result from an nmt_result (copied: the C memory can go after)."""
     hyps = []
+    src_tokens = ()
     if r.status == _capi.STATUS_OK:
+        n_src = int(r.n_src)
+        src_tokens = _strings(r.src_tokens, n_src)
         for k in range(r.n_hypotheses):
             h = r.hypotheses[k]
             n = int(h.n_tokens)
             alignment = tuple(h.alignment[:n]) if h.alignment else ()
+            token_scores = tuple(h.token_scores[:n + 1]) if h.token_scores else ()
+            attention = tuple(tuple(h.attention[t * n_src:(t + 1) * n_src]) for t in range(n)) \
+                if h.attention else ()
             hyps.append(Hypothesis((h.text or b"").decode("utf-8", "replace"), float(h.score),
-                                   float(h.log_prob), n, alignment))
-    return Result(hyps, r.status, r.message.decode("utf-8", "replace"))
+                                   float(h.log_prob), n, alignment, token_scores, attention,
+                                   _strings(h.tokens, n)))
+    return Result(hyps, r.status, r.message.decode("utf-8", "replace"), src_tokens)
 
 
 def line_error(message):

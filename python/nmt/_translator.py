@@ -148,7 +148,8 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
                  top_words=None, lsh_share=None, lsh_seed=None, lsh_lists=None,
                  collect_stats=None, cuda_graphs=None, warmup=None, cuda_gemm=None,
                  check_every=None, input_tokens=None, output_tokens=None,
-                 max_batch_tokens=None, search_rules=None, sparse=None):
+                 max_batch_tokens=None, search_rules=None, sparse=None,
+                 attention_weights=None):
     """Fills an nmt_options: the library's defaults (nmt_options_init), then
     every argument that is not None. The library checks the values."""
     lib.nmt_options_init(ctypes.byref(o))
@@ -165,7 +166,8 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
                               ("check_every", check_every, int),
                               ("input_tokens", input_tokens, int),
                               ("output_tokens", output_tokens, int),
-                              ("max_batch_tokens", max_batch_tokens, int)):
+                              ("max_batch_tokens", max_batch_tokens, int),
+                              ("attention_weights", attention_weights, int)):
         if value is not None:
             setattr(o, name, conv(value))
     if lsh is not None and top_words is not None:

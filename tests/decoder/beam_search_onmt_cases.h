@@ -178,6 +178,7 @@ static void test_onmt_random(fake_model *fake, fake_model *alone_fake, int itera
         nmt_search_config cfg = onmt_config(beam, test_rand_int(1, beam + 1),
                                             alphas[test_rand_int(0, 4)],
                                             0.5f * (float)test_rand_int(0, 3), test_rand_int(1, 5));
+        cfg.attention = it % 2;
         int32_t n = test_rand_int(1, 5), src_lengths[MAX_SENT];
         for (int32_t i = 0; i < n; i++)
             src_lengths[i] = test_rand_int(1, 6);

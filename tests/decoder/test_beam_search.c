@@ -6,7 +6,10 @@
  * wrong scores. Hand-worked cases check the rules one at a time; a randomized
  * part compares the batched search with a plain full-sort implementation of
  * the rules, and (with B large enough to prune nothing) with an exhaustive
- * enumeration of every sequence. */
+ * enumeration of every sequence. Every result's token scores are checked
+ * against the table (they sum to log_prob), and with config.attention
+ * (half the random batches) every token's attention row against the row the
+ * fake reported when it produced the token. */
 #include "error.h"
 #include "search.h"
 #include "test_util.h"
@@ -22,6 +25,7 @@ enum { PAD = 0, BOS = 1, EOS = 2, UNK = 3 }; /* then words a = 4, b = 5, ... */
 #define MAX_STEPS 48
 #define MAX_SENT 8
 #define MAX_VOCAB 1024
+#define FAKE_SRC 8 /* the fake's attention row: sources of up to 8 tokens */
 
 typedef void (*table_fn)(const void *ctx, int32_t sentence, const int32_t *prefix, int32_t len,
                          int32_t vocab, float *out);
@@ -33,11 +37,26 @@ typedef struct fake_model {
     int feeds_specials; /* onmt rules: PAD and BOS may be generated and fed back */
     int32_t sentence[MAX_ROWS], len[MAX_ROWS], started[MAX_ROWS], prefix[MAX_ROWS][MAX_LEN];
     int32_t rows_at[MAX_STEPS][MAX_SENT]; /* rows each sentence had at each step */
+    float weights[MAX_ROWS][FAKE_SRC];    /* the last step's attention rows */
 } fake_model;
 
 static int32_t fake_attn(int32_t sentence, const int32_t *prefix, int32_t len)
 {
     return 1000 * sentence + 100 * len + (len ? prefix[len - 1] % 100 : 99);
+}
+
+/* A row's attention weight on source position j: names the row's prefix
+ * (exact in float), so a hypothesis's rows show which row made each token. */
+static float fake_weight(int32_t sentence, const int32_t *prefix, int32_t len, int32_t j)
+{
+    return (float)(fake_attn(sentence, prefix, len) * FAKE_SRC + j);
+}
+
+static const float *fake_attention(void *self, int32_t *stride)
+{
+    fake_model *m = self;
+    *stride = FAKE_SRC;
+    return &m->weights[0][0];
 }
 
 static nmt_status fake_step(void *self, int32_t n_rows, const int32_t *prev_tokens,
@@ -67,6 +86,8 @@ static nmt_status fake_step(void *self, int32_t n_rows, const int32_t *prev_toke
         m->table(m->ctx, m->sentence[r], m->prefix[r], m->len[r], m->vocab,
                  log_probs + (size_t)r * (size_t)m->vocab);
         attn_argmax[r] = fake_attn(m->sentence[r], m->prefix[r], m->len[r]);
+        for (int32_t j = 0; j < FAKE_SRC; j++)
+            m->weights[r][j] = fake_weight(m->sentence[r], m->prefix[r], m->len[r], j);
     }
     m->n_steps++;
     return NMT_STATUS_OK;
@@ -103,12 +124,56 @@ static nmt_step_model fake_init(fake_model *m, table_fn table, const void *ctx, 
     m->fail_at_step = -1;
     for (int32_t i = 0; i < n; i++)
         m->sentence[i] = ids ? ids[i] : i;
-    return (nmt_step_model){m, vocab, fake_step, fake_reorder};
+    return (nmt_step_model){m, vocab, fake_step, fake_reorder, fake_attention};
 }
 
 static nmt_search_config make_config(int32_t beam, int32_t n_best, float alpha, float a, int32_t b)
 {
-    return (nmt_search_config){beam, n_best, alpha, a, b, PAD, BOS, EOS, NMT_BEAM_RULES_V1};
+    return (nmt_search_config){beam, n_best, alpha, a, b, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0};
+}
+
+/* Token scores and attention rows, for both rule sets: token j's score is
+ * the table's log p of the token (v1: within float rounding of the
+ * accumulation; onmt: also of the rank x penalty it carries), the EOS's last
+ * (onmt: 0 for a hypothesis cut at the max length), summing to log_prob;
+ * with cfg->attention, row j is the one the fake gave for the prefix j. */
+static void check_outputs(const char *name, const nmt_search_result *res, table_fn table,
+                          const void *ctx, int32_t sentence, int32_t vocab,
+                          const nmt_search_config *cfg, int32_t src_length)
+{
+    static float lp[MAX_VOCAB];
+    const int onmt = cfg->rules == NMT_BEAM_RULES_ONMT;
+    for (int32_t h = 0; h < res->n_hypotheses; h++) {
+        const nmt_search_hypothesis *hyp = &res->hypotheses[h];
+        const double tol = (onmt ? 1e-5 : 1e-6) * (fabs((double)hyp->log_prob) + 1.0);
+        CHECK(hyp->token_scores != NULL, "%s: hyp %d has no token scores", name, h);
+        if (!hyp->token_scores)
+            continue;
+        double sum = 0.0;
+        for (int32_t j = 0; j <= hyp->length && j < MAX_LEN; j++) {
+            table(ctx, sentence, hyp->tokens, j, vocab, lp);
+            const float got = hyp->token_scores[j];
+            const int cut = onmt && j == hyp->length && got == 0.0f;
+            const float want = j < hyp->length ? lp[hyp->tokens[j]] : lp[EOS];
+            CHECK(cut || fabs((double)got - (double)want) <= tol,
+                  "%s: hyp %d token %d scores %.9g, the table says %.9g", name, h, j, got, want);
+            sum += (double)got;
+        }
+        CHECK(fabs(sum - (double)hyp->log_prob) <= tol * (hyp->length + 1),
+              "%s: hyp %d token scores sum to %.9g, log_prob %.9g", name, h, sum,
+              hyp->log_prob);
+        CHECK(cfg->attention ? hyp->attention != NULL && hyp->n_src == src_length
+                             : hyp->attention == NULL,
+              "%s: hyp %d attention %p over %d sources (source %d, asked %d)", name, h,
+              (void *)hyp->attention, hyp->n_src, src_length, cfg->attention);
+        for (int32_t j = 0; cfg->attention && hyp->attention && j < hyp->length; j++)
+            for (int32_t s = 0; s < src_length; s++) {
+                const float want = fake_weight(sentence, hyp->tokens, j, s);
+                CHECK(hyp->attention[(size_t)j * src_length + s] == want,
+                      "%s: hyp %d token %d source %d: weight %g, the row gave %g", name, h, j, s,
+                      hyp->attention[(size_t)j * src_length + s], want);
+            }
+    }
 }
 
 /* Checks what holds for every result: no PAD/BOS/EOS tokens, length within the
@@ -122,6 +187,7 @@ static void check_result(const char *name, const nmt_search_result *res, table_f
     int32_t max_len = nmt_search_max_length(cfg, src_length);
     CHECK(res->n_hypotheses >= 0 && res->n_hypotheses <= cfg->n_best, "%s: %d hyps", name,
           res->n_hypotheses);
+    check_outputs(name, res, table, ctx, sentence, vocab, cfg, src_length);
     for (int32_t h = 0; h < res->n_hypotheses; h++) {
         const nmt_search_hypothesis *hyp = &res->hypotheses[h];
         CHECK(hyp->length >= 0 && hyp->length + 1 <= max_len, "%s: hyp %d length %d (max %d)",
@@ -282,6 +348,7 @@ static void check_batch(const char *name, table_fn table, const void *ctx, int32
     for (int32_t i = 0; i < n; i++) {
         int32_t n_ref;
         if (onmt) {
+            check_outputs(name, &res[i], table, ctx, i, vocab, cfg, src_lengths[i]);
             n_ref = onmt_ref_search(table, ctx, i, vocab, cfg, src_lengths[i], ref);
         } else {
             check_result(name, &res[i], table, ctx, i, vocab, cfg, src_lengths[i]);
@@ -406,6 +473,7 @@ static void test_random(fake_model *fake, fake_model *alone_fake, int iterations
         nmt_search_config cfg = make_config(beam, test_rand_int(1, beam + 1),
                                             alphas[test_rand_int(0, 4)],
                                             0.5f * (float)test_rand_int(0, 3), test_rand_int(0, 5));
+        cfg.attention = it % 2;
         int32_t n = test_rand_int(1, 5), src_lengths[MAX_SENT];
         for (int32_t i = 0; i < n; i++)
             src_lengths[i] = test_rand_int(1, 6);
@@ -427,17 +495,17 @@ static void test_invalid(fake_model *fake)
         int32_t vocab;
         const int32_t *src_length;
     } cases[] = {
-        {"beam_size", {0, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &one},
-        {"n_best", {2, 0, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &one},
-        {"n_best", {2, 3, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &one},
-        {"vocab_size", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 3, &one},
-        {"src_lengths[0]", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &zero},
-        {"pad_id", {2, 1, 1.0f, 2.0f, 10, -1, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &one},
-        {"bos_id", {2, 1, 1.0f, 2.0f, 10, PAD, 8, EOS, NMT_BEAM_RULES_V1}, 8, &one},
-        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, 9, NMT_BEAM_RULES_V1}, 8, &one},
-        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, PAD, NMT_BEAM_RULES_V1}, 8, &one},
-        {"alpha", {2, 1, NAN, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1}, 8, &one},
-        {"rules", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, (nmt_beam_rules)7}, 8, &one},
+        {"beam_size", {0, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
+        {"n_best", {2, 0, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
+        {"n_best", {2, 3, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
+        {"vocab_size", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 3, &one},
+        {"src_lengths[0]", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &zero},
+        {"pad_id", {2, 1, 1.0f, 2.0f, 10, -1, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
+        {"bos_id", {2, 1, 1.0f, 2.0f, 10, PAD, 8, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
+        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, 9, NMT_BEAM_RULES_V1, 0}, 8, &one},
+        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, PAD, NMT_BEAM_RULES_V1, 0}, 8, &one},
+        {"alpha", {2, 1, NAN, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
+        {"rules", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, (nmt_beam_rules)7, 0}, 8, &one},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         model.vocab_size = cases[c].vocab;
@@ -447,6 +515,17 @@ static void test_invalid(fake_model *fake)
         CHECK(st == NMT_STATUS_ERROR_ARGUMENT && strstr(err.message, cases[c].field) &&
               res.n_hypotheses == 0, "invalid %s: status %d, message \"%s\"", cases[c].field, st,
               err.message);
+    }
+    /* Attention weights from a model that gives none. */
+    {
+        nmt_search_config asks = make_config(2, 1, 1.0f, 2.0f, 10);
+        asks.attention = 1;
+        model = fake_init(fake, hand_lookup, &t, 8, 1, NULL);
+        model.attention = NULL;
+        nmt_status st = nmt_beam_search(&model, 1, &one, &asks, &res, &err);
+        CHECK(st == NMT_STATUS_ERROR_ARGUMENT && strstr(err.message, "attention") &&
+                  res.n_hypotheses == 0,
+              "attention without the model's weights: status %d, \"%s\"", st, err.message);
     }
     /* A failing step is passed on and leaves the results empty. */
     nmt_search_config cfg = make_config(2, 1, 1.0f, 2.0f, 10);

@@ -18,8 +18,12 @@
  * of the one-warp kernel (1, 2, 31, 32 | 33, 64: the block kernel), alone
  * and as several sentences with some done. Sentences are at different steps
  * of their own (start[s]: they joined a running search at different times).
- * Then prepare_rows, beam_join, and a backtrack of hand-made history (all
- * sentences, and a slot list) are checked too. Exit 77 without a GPU. */
+ * Every step's history scores (the score each kept token carries on) are
+ * checked with the rest. Then prepare_rows, beam_join, record_attention
+ * (active, done and out-of-history sentences), and a backtrack of hand-made
+ * history (all sentences, and a slot list; tokens, token scores and the
+ * attention rows of each token's parent slot) are checked too. Exit 77
+ * without a GPU. */
 #include "beam_step.h"
 #include "cuda_ctx.h"
 #include "search.h"
@@ -46,6 +50,7 @@ struct host_state {
     std::vector<int32_t> max_len, tokens, parents, done, n_finished, n_ended, fin_length,
         fin_parent;
     std::vector<int32_t> hist_token, hist_attn, hist_parent;
+    std::vector<float> hist_score;
     std::vector<float> scores, fin_log_prob, fin_score;
 };
 
@@ -108,12 +113,14 @@ static void twin_split_onmt(host_state &h, size_t p, int32_t s, int32_t step, in
             h.hist_token[e + c] = x.word;
             h.hist_attn[e + c] = attn[p * B + x.slot];
             h.hist_parent[e + c] = parent_slot;
+            h.hist_score[e + c] = score;
             twin_keep(h, s, score, x.score, step + 1, c);
             h.n_ended[s]++;
         } else {
             h.hist_token[e + n_alive] = x.word;
             h.hist_attn[e + n_alive] = attn[p * B + x.slot];
             h.hist_parent[e + n_alive] = parent_slot;
+            h.hist_score[e + n_alive] = score;
             new_scores[n_alive] = score;
             new_tokens[n_alive] = x.word;
             new_parents[n_alive] = x.slot;
@@ -197,6 +204,7 @@ static void twin_step(host_state &h, const std::vector<int32_t> &act,
                 h.hist_token[e] = x.word;
                 h.hist_attn[e] = attn[p * B + x.slot];
                 h.hist_parent[e] = parent_slot;
+                h.hist_score[e] = x.score;
                 new_scores[n_alive] = x.score;
                 new_tokens[n_alive] = x.word;
                 new_parents[n_alive] = x.slot;
@@ -287,6 +295,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     h.fin_length.assign((size_t)n * K, -7), h.fin_parent.assign((size_t)n * K, -7);
     const size_t entries = (size_t)n * hist_len * B;
     h.hist_token.assign(entries, -5), h.hist_attn.assign(entries, -5), h.hist_parent.assign(entries, -5);
+    h.hist_score.assign(entries, -5.5f);
     for (int32_t s = 0; s < n; s++) {
         const int32_t step = steps[s];
         h.max_len[s] = test_rand_int(0, 3) == 0 ? step : step + test_rand_int(1, 4);
@@ -364,6 +373,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     b.fin_length = upload(h.fin_length), b.fin_parent = upload(h.fin_parent);
     b.hist_token = upload(h.hist_token), b.hist_attn = upload(h.hist_attn);
     b.hist_parent = upload(h.hist_parent);
+    b.hist_score = upload(h.hist_score);
     b.step = upload(std::vector<int32_t>{G}); /* the step number lives on the device */
     b.start = upload(start);
     int32_t *d_act = upload(act), *d_top_i = upload(top_i), *d_attn = upload(attn);
@@ -389,6 +399,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     expect_equal("hist_token", case_id, download(b.hist_token, entries), h.hist_token);
     expect_equal("hist_attn", case_id, download(b.hist_attn, entries), h.hist_attn);
     expect_equal("hist_parent", case_id, download(b.hist_parent, entries), h.hist_parent);
+    expect_equal("hist_score", case_id, download(b.hist_score, entries), h.hist_score);
     std::vector<float> fin_score = download(b.fin_score, h.fin_score.size());
     if (onmt) /* ranks: the same float32 operations on both sides */
         expect_equal("fin_score", case_id, fin_score, h.fin_score);
@@ -428,7 +439,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     void *ptrs[] = {(void *)b.max_len, b.scores, b.tokens, b.parents, b.done, b.n_finished,
                     b.fin_log_prob, b.fin_score, b.fin_length, b.fin_parent, b.hist_token,
                     b.hist_attn, b.hist_parent, d_act, d_top_i, d_attn, d_top_v, d_logits,
-                    d_lse, d_new_act, d_old, d_rows, b.step, b.start, b.n_ended};
+                    d_lse, d_new_act, d_old, d_rows, b.step, b.start, b.n_ended, b.hist_score};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CUDA_OK(cudaFree(ptrs[i]));
 }
@@ -487,22 +498,76 @@ static void join_case(int32_t B, int32_t n)
         CUDA_OK(cudaFree(ptrs[i]));
 }
 
+/* record_attention: 4 sentences of beam 2 at their own steps 4 (the last
+ * the history holds), 1, 5 (past it) and 2 (done); the active list is
+ * {3, 0, 2, 1}. Only sentences 3 and 0 get their rows' weights, at their
+ * step's entries; everything else keeps its poison. */
+static void record_case(void)
+{
+    const int32_t B = 2, n = 4, hist_len = 4, W = 3, G = 9;
+    const std::vector<int32_t> act = {3, 0, 2, 1}, start = {G - 4, G - 2, G - 5, G - 1};
+    const std::vector<int32_t> done = {0, 1, 0, 0};
+    std::vector<float> rows(act.size() * B * W);
+    for (size_t p = 0; p < act.size(); p++)
+        for (int32_t k = 0; k < B; k++)
+            for (int32_t j = 0; j < W; j++)
+                rows[(p * B + k) * W + j] = 1000.0f * (float)p + 100.0f * (float)k + (float)j;
+    std::vector<float> want((size_t)n * hist_len * B * W, -7.0f);
+    nmt_beam_device b;
+    memset(&b, 0, sizeof b);
+    b.beam = B, b.hist_len = hist_len, b.weights_stride = W;
+    b.done = upload(done), b.start = upload(start), b.step = upload(std::vector<int32_t>{G});
+    b.hist_weights = upload(want);
+    int32_t *d_act = upload(act);
+    float *d_rows = upload(rows);
+    nmt_error err = {NMT_STATUS_OK, ""};
+    CHECK(nmt_cuda_beam_record_attention(&b, (int32_t)act.size(), d_act, d_rows, NULL, &err) ==
+              NMT_STATUS_OK, "record attention: %s", err.message);
+    CUDA_OK(cudaDeviceSynchronize());
+    for (size_t p = 0; p < act.size(); p++) {
+        const int32_t s = act[p], t = G - start[s];
+        if (done[s] || t > hist_len)
+            continue;
+        for (int32_t k = 0; k < B; k++)
+            for (int32_t j = 0; j < W; j++)
+                want[(((size_t)s * hist_len + (t - 1)) * B + k) * W + j] =
+                    rows[(p * B + k) * W + j];
+    }
+    expect_equal("hist_weights", 0, download(b.hist_weights, want.size()), want);
+    float *d_hist = b.hist_weights;
+    b.hist_weights = NULL; /* refused without a history */
+    CHECK(nmt_cuda_beam_record_attention(&b, (int32_t)act.size(), d_act, d_rows, NULL, &err) ==
+              NMT_STATUS_ERROR_ARGUMENT, "record attention without a history not refused");
+    void *ptrs[] = {b.done, b.start, b.step, d_act, d_rows, d_hist};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        CUDA_OK(cudaFree(ptrs[i]));
+}
+
 /* Backtracking of a hand-made history: sentence 0 with three finished
- * hypotheses (one tie, kept in finishing order), sentence 1 with none. */
+ * hypotheses (one tie, kept in finishing order), sentence 1 with none.
+ * Scores and weights are exact: token scores are differences of grid
+ * values, and a token's weights row names its step and parent slot. */
 static void backtrack_case(void)
 {
-    const int32_t B = 2, K = 4, n = 2, hist_len = 3;
+    const int32_t B = 2, K = 4, n = 2, hist_len = 3, W = 3, src_stride = 2;
     /* hist[t][slot] for sentence 0 (sentence 1 unused). */
     const int32_t tok[3][2] = {{10, 11}, {12, 13}, {14, 15}};
     const int32_t att[3][2] = {{0, 1}, {2, 3}, {4, 5}};
     const int32_t par[3][2] = {{-1, -1}, {1, 0}, {0, 1}};
+    const float sco[3][2] = {{-0.5f, -0.75f}, {-1.25f, -2.0f}, {-3.5f, -2.25f}};
     std::vector<int32_t> hist_token((size_t)n * hist_len * B, 0), hist_attn(hist_token.size(), 0),
         hist_parent(hist_token.size(), 0);
+    std::vector<float> hist_score(hist_token.size(), 0.0f);
+    /* Row (t, k) of sentence 0: 100 t + 10 k + j. */
+    std::vector<float> hist_weights(hist_token.size() * W, -9.0f);
     for (int32_t t = 0; t < hist_len; t++)
         for (int32_t k = 0; k < B; k++) {
             hist_token[(size_t)t * B + k] = tok[t][k];
             hist_attn[(size_t)t * B + k] = att[t][k];
             hist_parent[(size_t)t * B + k] = par[t][k];
+            hist_score[(size_t)t * B + k] = sco[t][k];
+            for (int32_t j = 0; j < W; j++)
+                hist_weights[((size_t)t * B + k) * W + j] = 100.0f * t + 10.0f * k + j;
         }
     std::vector<float> fin_log_prob = {-2.0f, -3.0f, -4.0f, 0, 0, 0, 0, 0};
     std::vector<float> fin_score = {-2.0f, -1.0f, -1.0f, 0, 0, 0, 0, 0};
@@ -517,16 +582,18 @@ static void backtrack_case(void)
     b.fin_length = upload(fin_length), b.fin_parent = upload(fin_parent);
     b.hist_token = upload(hist_token), b.hist_attn = upload(hist_attn);
     b.hist_parent = upload(hist_parent);
+    b.hist_score = upload(hist_score);
+    b.hist_weights = upload(hist_weights), b.weights_stride = W;
     (void)K;
     nmt_beam_results r_dev, r_host;
-    const size_t bytes = nmt_beam_results_carve(NULL, n, 2, hist_len, &r_dev);
+    const size_t bytes = nmt_beam_results_carve(NULL, n, 2, hist_len, src_stride, &r_dev);
     void *d_res = NULL;
     CUDA_OK(cudaMalloc(&d_res, bytes));
     CUDA_OK(cudaMemset(d_res, 0xff, bytes));
     CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
-    nmt_beam_results_carve(d_res, n, 2, hist_len, &r_dev);
+    nmt_beam_results_carve(d_res, n, 2, hist_len, src_stride, &r_dev);
     std::vector<int32_t> host(bytes / sizeof(int32_t));
-    nmt_beam_results_carve(host.data(), n, 2, hist_len, &r_host);
+    nmt_beam_results_carve(host.data(), n, 2, hist_len, src_stride, &r_host);
     nmt_error err = {NMT_STATUS_OK, ""};
     nmt_status st = nmt_cuda_beam_backtrack(&b, n, &r_dev, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "backtrack: %s", err.message);
@@ -547,6 +614,33 @@ static void backtrack_case(void)
         CHECK(r_host.tokens[hist_len + t] == want1[t] && r_host.attn[hist_len + t] == want1_attn[t],
               "hyp 1 token %d: %d (attn %d)", t, r_host.tokens[hist_len + t],
               r_host.attn[hist_len + t]);
+    /* Hyp 0: entries (0, 0), (1, 1), EOS; hyp 1: (0, 1), (1, 0), (2, 0), EOS.
+     * Weights: the row of the parent slot (slot 0 at step 1). */
+    const float want0_ts[3] = {-0.5f, -2.0f + 0.5f, -3.0f + 2.0f};
+    const float want1_ts[4] = {-0.75f, -1.25f + 0.75f, -3.5f + 1.25f, -4.0f + 3.5f};
+    const float want0_row[2] = {0.0f, 100.0f}, want1_row[3] = {0.0f, 110.0f, 200.0f};
+    const int32_t ts_stride = hist_len + 1;
+    for (int32_t t = 0; t < 3; t++)
+        CHECK(r_host.token_scores[t] == want0_ts[t], "hyp 0 token score %d: %g, want %g", t,
+              r_host.token_scores[t], want0_ts[t]);
+    for (int32_t t = 0; t < 4; t++)
+        CHECK(r_host.token_scores[ts_stride + t] == want1_ts[t],
+              "hyp 1 token score %d: %g, want %g", t, r_host.token_scores[ts_stride + t],
+              want1_ts[t]);
+    for (int32_t j = 0; j < src_stride; j++) {
+        for (int32_t t = 0; t < 2; t++)
+            CHECK(r_host.attention[t * src_stride + j] == want0_row[t] + j,
+                  "hyp 0 token %d weight %d: %g", t, j, r_host.attention[t * src_stride + j]);
+        for (int32_t t = 0; t < 3; t++) {
+            const float got = r_host.attention[(hist_len + t) * src_stride + j];
+            CHECK(got == want1_row[t] + j, "hyp 1 token %d weight %d: %g", t, j, got);
+        }
+    }
+    /* Rows wider than the history's are refused. */
+    nmt_beam_results wide;
+    nmt_beam_results_carve(d_res, n, 2, hist_len, W + 1, &wide);
+    CHECK(nmt_cuda_beam_backtrack(&b, n, &wide, NULL, &err) == NMT_STATUS_ERROR_ARGUMENT,
+          "attention rows wider than the history not refused");
     /* By slots, reversed: result 0 is sentence 1 (none), result 1 sentence 0. */
     const std::vector<int32_t> slots = {1, 0};
     int32_t *d_slots = upload(slots);
@@ -566,7 +660,8 @@ static void backtrack_case(void)
               r_host.tokens[o * hist_len + t]);
     CUDA_OK(cudaFree(d_slots));
     void *ptrs[] = {b.n_finished, b.fin_log_prob, b.fin_score, b.fin_length, b.fin_parent,
-                    b.hist_token, b.hist_attn, b.hist_parent, d_res};
+                    b.hist_token, b.hist_attn, b.hist_parent, b.hist_score, b.hist_weights,
+                    d_res};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CUDA_OK(cudaFree(ptrs[i]));
 }
@@ -597,6 +692,7 @@ int main(void)
     }
     for (int c = 0; c < 40 && test_failures < 20; c++)
         join_case(test_rand_int(1, 40), test_rand_int(1, 12));
+    record_case();
     backtrack_case();
     return test_finish("test_gpu_beam_step");
 }

@@ -1,0 +1,21 @@
+/* fields.h: the fields translate appends to an output line or n-best row,
+ * each after " ||| ", in this order: --alignment ("s-t ..."), --token-scores
+ * (each target token's log-probability, the EOS's last) and --attention (a
+ * JSON document with the source and target tokens and the soft attention
+ * weights). */
+#ifndef NMT_TRANSLATE_FIELDS_H
+#define NMT_TRANSLATE_FIELDS_H
+
+#include "nmt.h"
+#include "options.h"
+
+#include <stdio.h>
+
+/* The fields args asks for, of hypothesis h of result r; h NULL (a refused
+ * line, or an n-best row past its hypotheses): each field empty, the JSON
+ * one {"src":[],"tgt":[],"weights":[]}. Returns a negative value when a
+ * write failed. */
+int translate_print_fields(const translate_args *args, FILE *out, const nmt_result *r,
+                           const nmt_hypothesis *h);
+
+#endif /* NMT_TRANSLATE_FIELDS_H */
