@@ -74,7 +74,7 @@ enum { MAX_METHODS = 32, MAX_LIST = 64, MAX_COPIES = 256 };
 
 typedef enum { OURS, CUSPARSE, SGEMM, TF32, BF16 } method_kind;
 typedef struct {
-    char name[40]; /* as given, plus "@fp16" for ours with fp16 values */
+    char name[40]; /* as given (ours: one entry a --values type) */
     method_kind kind;
     nmt_spmm_config config;
     nmt_spmm_values values;
@@ -309,8 +309,7 @@ static void run_shape(const sweep *sw, int32_t n, int32_t k)
     size_t ws_bytes = 0;
     fprintf(stderr, "\nW %d x %d (us a call)\n%7s %6s |", n, k, "zeros", "rows");
     for (int i = 0; i < sw->n_methods; i++)
-        fprintf(stderr, " %13.13s%s", sw->methods[i].name,
-                sw->methods[i].kind == OURS ? (sw->methods[i].values ? "/16" : "/32") : "   ");
+        fprintf(stderr, " %11.11s %4s", sw->methods[i].name, values_name(&sw->methods[i]));
     fprintf(stderr, " | %8s | each other / the first\n", "floor us");
     for (int si = 0; si < sw->n_sparsity; si++) {
         host_csr w = make_csr(n, k, sw->sparsity[si]);
@@ -495,14 +494,16 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_spmm: no method \"%s\"\n%s", name, kUsage);
             return 2;
         }
-        for (const char *q = m.kind == OURS ? values : "fp32"; bench_next_name(&q, name, sizeof name);) {
-            if (strcmp(name, "fp32") != 0 && strcmp(name, "fp16") != 0) {
-                fprintf(stderr, "bench_spmm: --values takes fp32 and fp16, not \"%s\"\n", name);
+        char value[16];
+        for (const char *q = m.kind == OURS ? values : "fp32";
+             bench_next_name(&q, value, sizeof value);) {
+            if (strcmp(value, "fp32") != 0 && strcmp(value, "fp16") != 0) {
+                fprintf(stderr, "bench_spmm: --values takes fp32 and fp16, not \"%s\"\n", value);
                 return 2;
             }
             if (sw.n_methods == MAX_METHODS)
                 break;
-            m.values = strcmp(name, "fp16") == 0 ? NMT_SPMM_VALUES_FP16 : NMT_SPMM_VALUES_FP32;
+            m.values = strcmp(value, "fp16") == 0 ? NMT_SPMM_VALUES_FP16 : NMT_SPMM_VALUES_FP32;
             sw.methods[sw.n_methods++] = m;
         }
     }
