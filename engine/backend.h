@@ -27,7 +27,7 @@ typedef struct nmt_backend_config {
     int cuda_graphs;          /* CUDA: replay repeated steps as graphs */
     int warmup;               /* CUDA: warm up at create */
     int check_every;          /* CUDA: steps between done-flag checks */
-    nmt_gemm gemm;            /* CUDA: the decoder's GEMM path */
+    nmt_precision precision; /* CUDA: the GEMMs' arithmetic */
     int sparse;               /* CPU: multiply the matrices the model stores sparse in CSR
                                  form (CUDA always uses their dense expansion) */
     int attention;            /* keep the attention weights for the search's

@@ -104,8 +104,8 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->cuda_graphs == 0 || o->cuda_graphs == 1, "cuda_graphs %d: must be 0 or 1",
             o->cuda_graphs);
     REQUIRE(o->warmup == 0 || o->warmup == 1, "warmup %d: must be 0 or 1", o->warmup);
-    REQUIRE(o->cuda_gemm == NMT_GEMM_FP32 || o->cuda_gemm == NMT_GEMM_TF32X2,
-            "cuda_gemm %d: unknown", (int)o->cuda_gemm);
+    REQUIRE(o->precision >= NMT_PRECISION_FP32 && o->precision <= NMT_PRECISION_FP16,
+            "precision %d: unknown", (int)o->precision);
     REQUIRE(o->check_every >= 1 && o->check_every <= 64, "check_every %d: must be in 1..64",
             o->check_every);
     REQUIRE(o->max_batch_tokens >= 0, "max_batch_tokens %d: must be 0 (off) or positive",
@@ -223,7 +223,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     nmt_backend_config config = {
         options->batch_size, options->beam_size, options->max_src_tokens,
         options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
-        options->cuda_graphs, options->warmup, options->check_every, options->cuda_gemm, 0, 0};
+        options->cuda_graphs, options->warmup, options->check_every, options->precision, 0, 0};
     config.sparse = options->sparse != NMT_SPARSE_OFF && model->n_sparse > 0;
     config.attention = options->attention_weights;
     if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {

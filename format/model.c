@@ -128,7 +128,7 @@ static nmt_status place_tensor(const nmt_file_tensor *t, const uint8_t *data, fl
     const uint8_t *src = data + t->offset;
     if (t->dtype == NMT_DTYPE_F16) {
         for (uint64_t i = 0; i < n; i++)
-            dst[i] = nmt_file_f16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+            dst[i] = nmt_f16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
     } else if ((const uint8_t *)dst != src) {
         memcpy(dst, src, (size_t)t->size); /* little-endian host assumed (x86, ARM) */
     }
@@ -214,7 +214,7 @@ static nmt_status place_sparse(nmt_model *m, const nmt_model_file *f, const tens
                 const uint8_t *v = sp->values + (uint64_t)k * (sp->dtype == NMT_DTYPE_F32 ? 4 : 2);
                 float x;
                 if (sp->dtype == NMT_DTYPE_F16) {
-                    x = nmt_file_f16_to_f32((uint16_t)(v[0] | v[1] << 8));
+                    x = nmt_f16_to_f32((uint16_t)(v[0] | v[1] << 8));
                 } else {
                     uint32_t bits = nmt_rd32_le(v);
                     memcpy(&x, &bits, sizeof x);

@@ -137,7 +137,7 @@ static nmt_status build_tensors(const nmt_write_tensor *tensors, int32_t n, nmt_
         uint8_t *dst = *data + offset;
         for (uint64_t k = 0; k < elems; k++) {
             if (dtype == NMT_DTYPE_F16) {
-                wr16(dst + 2 * k, nmt_file_f32_to_f16(t->values[k]));
+                wr16(dst + 2 * k, nmt_f32_to_f16(t->values[k]));
             } else {
                 uint32_t bits;
                 memcpy(&bits, &t->values[k], 4);
@@ -155,7 +155,7 @@ cleanup:
 static void wr_value(uint8_t *dst, float v, nmt_dtype dtype)
 {
     if (dtype == NMT_DTYPE_F16) {
-        wr16(dst, nmt_file_f32_to_f16(v));
+        wr16(dst, nmt_f32_to_f16(v));
     } else {
         uint32_t bits;
         memcpy(&bits, &v, 4);

@@ -68,13 +68,22 @@ typedef struct nmt_shrink_options {
     nmt_lsh_lists lists;  /* default NMT_LSH_LISTS_AUTO; the CPU ignores it */
 } nmt_shrink_options;
 
-/* How the CUDA backend runs the decoder's large GEMMs. */
-typedef enum nmt_gemm {
-    NMT_GEMM_FP32 = 0,  /* cuBLAS sgemm: fp32 math throughout (default) */
-    NMT_GEMM_TF32X2 = 1 /* from 64 rows a step: TF32 tensor cores on activations split
-                           in two TF32 parts, ~22-bit inputs and fp32 sums; needs
-                           weights exact in TF32 (every fp16 model file) */
-} nmt_gemm;
+/* The arithmetic of the CUDA backend's GEMMs (docs/performance.md, "Precision").
+ * Log-softmax, top-K and the beam scores are fp32 in every mode; the CPU
+ * backend is fp32 and ignores it. */
+typedef enum nmt_precision {
+    NMT_PRECISION_FP32 = 0,   /* cuBLAS sgemm: fp32 math throughout (default) */
+    NMT_PRECISION_TF32X2 = 1, /* from 64 rows a step: the decoder's GEMMs on TF32 tensor
+                                 cores with activations split in two TF32 parts, ~22-bit
+                                 inputs and fp32 sums; needs weights exact in TF32 (every
+                                 fp16 model file) */
+    NMT_PRECISION_BF16 = 2,   /* bf16 tensor cores with fp32 sums for the encoder's input
+                                 and attention-key projections, the decoder LSTMs, W_c and
+                                 the output layer: weights kept in bf16 on the device,
+                                 activations rounded to bf16 (8-bit mantissa) */
+    NMT_PRECISION_FP16 = 3    /* the same in fp16 (11-bit mantissa; an fp16 model file's
+                                 weights exactly) */
+} nmt_precision;
 
 /* Which beam-search rules the translator follows (docs/decoding.md, "Search rules"). */
 typedef enum nmt_search_rules {
@@ -119,7 +128,7 @@ typedef struct nmt_options {
     int warmup;          /* CUDA: decode small synthetic batches when the translator
                             is created (~0.2 s), so that the first real batches do not
                             pay one-time CUDA/cuBLAS costs (~150 ms), default 1 */
-    nmt_gemm cuda_gemm;  /* CUDA: the decoder's GEMMs, default NMT_GEMM_FP32 */
+    nmt_precision precision; /* CUDA: the GEMMs' arithmetic, default NMT_PRECISION_FP32 */
     int check_every;     /* CUDA: the host reads the sentences' done flags every this
                             many steps (1..64, default 1): finished sentences leave
                             the batch and the loop stops at most 2x this many steps

@@ -1,6 +1,7 @@
 /* linear.h: y[m, n] = x[m, k] . w[n, k]^T (+ bias[n]) (+ y if accumulate).
  * Row-major with leading dimensions, so a slice of a wider matrix works.
- * CPU: plain triple loop, double accumulation. CUDA: cuBLAS sgemm. */
+ * CPU: plain triple loop, double accumulation. CUDA: cuBLAS sgemm, or on
+ * tensor cores: split TF32 (~fp32 accuracy) or 16-bit inputs (bf16, fp16). */
 #ifndef NMT_KERNELS_LINEAR_H
 #define NMT_KERNELS_LINEAR_H
 
@@ -35,6 +36,33 @@ nmt_status nmt_cuda_linear_tf32x2(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32
                                   const float *x, int32_t ldx, const float *w2, int32_t ldw2,
                                   const float *bias, float *y, int32_t ldy, float *split,
                                   nmt_error *err);
+
+/* The 16-bit formats of the tensor-core GEMMs. */
+typedef enum nmt_half_kind {
+    NMT_HALF_BF16 = 0, /* 8 exponent bits, 7 mantissa bits: fp32's range */
+    NMT_HALF_FP16 = 1  /* 5 exponent bits, 10 mantissa bits: to 65504 */
+} nmt_half_kind;
+
+/* The same product on 16-bit tensor cores with fp32 sums: x rounded to
+ * `kind` into x16 (scratch [m, k], rows k apart), w16 [n, k] already in
+ * `kind` (rows ldw16 apart), y = x16 . w16^T (+ bias) in fp32. No
+ * accumulate. The CPU twin: nmt_cpu_half_round_rows on x and w, then
+ * nmt_cpu_linear. */
+nmt_status nmt_cuda_linear_half(nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m, int32_t n,
+                                int32_t k, const float *x, int32_t ldx, const void *w16,
+                                int32_t ldw16, const float *bias, float *y, int32_t ldy,
+                                void *x16, nmt_error *err);
+
+/* dst[i, p] = src[i * ld + p] rounded to `kind` (nearest, ties to even),
+ * dst [m, k] dense; on ctx's stream. */
+nmt_status nmt_cuda_to_half(nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m, int32_t k,
+                            const float *src, int32_t ld, void *dst, nmt_error *err);
+
+/* x rounded to `kind` and widened back: what the GPU's GEMM multiplies. */
+float nmt_half_round(nmt_half_kind kind, float x);
+/* dst[i, p] = nmt_half_round(src[i * ld + p]), dst [m, k] dense. */
+void nmt_cpu_half_round_rows(nmt_half_kind kind, int32_t m, int32_t k, const float *src,
+                             int32_t ld, float *dst);
 
 /* x rounded to TF32 (10 mantissa bits, nearest, ties away from zero): the
  * GPU's split rounds the same way. */

@@ -19,7 +19,7 @@ enum {
     OPT_ALPHA = 256, OPT_MAX_LEN_A, OPT_MAX_LEN_B, OPT_BATCH_SIZE, OPT_DEVICE, OPT_DEVICE_INDEX,
     OPT_NO_UNK_REPLACE, OPT_SCORES, OPT_MAX_LINE_BYTES, OPT_MAX_SRC_TOKENS, OPT_PROGRESS,
     OPT_NO_PROGRESS, OPT_LSH, OPT_TOP_WORDS, OPT_LSH_SHARE, OPT_LSH_SEED, OPT_LSH_LISTS,
-    OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_CUDA_GEMM,
+    OPT_STATS, OPT_TIMING, OPT_CUDA_GRAPHS, OPT_WARMUP, OPT_CHECK_EVERY, OPT_PRECISION,
     OPT_ALIGNMENT, OPT_QUIET, OPT_NBEST_FORMAT, OPT_INPUT_FORMAT, OPT_OUTPUT_FORMAT,
     OPT_MAX_BATCH_TOKENS, OPT_WORKERS, OPT_DEVICES, OPT_SKIP_LINES, OPT_MPI, OPT_SEARCH_RULES,
     OPT_BATCH_TYPE, OPT_MAXI_BATCH
@@ -75,7 +75,7 @@ static const struct option long_options[] = {
     {"cuda-graphs", required_argument, NULL, OPT_CUDA_GRAPHS},
     {"warmup", required_argument, NULL, OPT_WARMUP},
     {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
-    {"cuda-gemm", required_argument, NULL, OPT_CUDA_GEMM},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -267,14 +267,14 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
             }
         return 0;
     }
-    if (!strcmp(key, "cuda_gemm")) {
-        if (!strcmp(value, "fp32"))
-            o->cuda_gemm = NMT_GEMM_FP32;
-        else if (!strcmp(value, "tf32x2"))
-            o->cuda_gemm = NMT_GEMM_TF32X2;
-        else
-            return 0;
-        return 1;
+    if (!strcmp(key, "precision")) {
+        static const char *const names[] = {"fp32", "tf32x2", "bf16", "fp16"}; /* nmt_precision */
+        for (int p = 0; p < 4; p++)
+            if (!strcmp(value, names[p])) {
+                o->precision = (nmt_precision)p;
+                return 1;
+            }
+        return 0;
     }
     if (!strcmp(key, "check_every"))
         return app_parse_int(value, 1, 64, &o->check_every);
@@ -362,7 +362,7 @@ static const char *option_key(int code)
     case OPT_CUDA_GRAPHS: return "cuda_graphs";
     case OPT_WARMUP: return "warmup";
     case OPT_CHECK_EVERY: return "check_every";
-    case OPT_CUDA_GEMM: return "cuda_gemm";
+    case OPT_PRECISION: return "precision";
     case OPT_NO_UNK_REPLACE: return "no_unk_replace";
     case OPT_SCORES: return "scores";
     case OPT_PROGRESS: return "progress";

@@ -1,6 +1,6 @@
 /* bench_passes: what the first pass over a file costs beyond the later ones.
  *
- *   bench_passes MODEL FILE [BATCH [BEAM [PASSES [DEVICE [graphs=0|1] [warmup=0|1] [check=N] [gemm=tf32x2]]]]]
+ *   bench_passes MODEL FILE [BATCH [BEAM [PASSES [DEVICE [graphs=0|1] [warmup=0|1] [check=N] [precision=fp32|tf32x2|bf16|fp16]]]]]
  *
  * Translates FILE (one sentence a line) PASSES times (default 3) in one
  * process, BATCH lines per nmt_translate_batch call (default 64), and prints
@@ -23,11 +23,13 @@ static double now_ms(void)
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
+static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16"};
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: %s MODEL FILE [BATCH [BEAM [PASSES [cpu|cuda [graphs=0|1] "
-                        "[warmup=0|1] [check=N] [gemm=tf32x2]]]]]\n", argv[0]);
+                        "[warmup=0|1] [check=N] [precision=fp32|tf32x2|bf16|fp16]]]]]\n", argv[0]);
         return 2;
     }
     const int batch = argc > 3 ? atoi(argv[3]) : 64, beam = argc > 4 ? atoi(argv[4]) : 5;
@@ -44,8 +46,17 @@ int main(int argc, char **argv)
             options.warmup = atoi(argv[i] + 7);
         else if (!strncmp(argv[i], "check=", 6))
             options.check_every = atoi(argv[i] + 6);
-        else if (!strcmp(argv[i], "gemm=tf32x2"))
-            options.cuda_gemm = NMT_GEMM_TF32X2;
+        else if (!strncmp(argv[i], "precision=", 10)) {
+            int found = -1;
+            for (int p = 0; p < 4; p++)
+                if (!strcmp(argv[i] + 10, precision_names[p]))
+                    found = p;
+            if (found < 0) {
+                fprintf(stderr, "bench_passes: unknown %s\n", argv[i]);
+                return 2;
+            }
+            options.precision = (nmt_precision)found;
+        }
     }
     char **lines = NULL;
     const int n = bench_read_lines(argv[2], 0, &lines);
@@ -63,8 +74,8 @@ int main(int argc, char **argv)
         return 3;
     }
     printf("load + create: %.1f ms; %d lines, batch %d, beam %d, graphs %d, warmup %d, "
-           "check every %d, gemm %s\n", now_ms() - t0, n, batch, beam, options.cuda_graphs,
-           options.warmup, options.check_every, options.cuda_gemm ? "tf32x2" : "fp32");
+           "check every %d, precision %s\n", now_ms() - t0, n, batch, beam, options.cuda_graphs,
+           options.warmup, options.check_every, precision_names[options.precision]);
     nmt_result *results = calloc((size_t)batch, sizeof *results);
     if (!results)
         return 4;

@@ -163,6 +163,13 @@ static nmt_cuda_search_config search_config(const nmt_model *model, int device_i
     return search;
 }
 
+/* The network takes the public precision as its own enum, value for value. */
+_Static_assert(NMT_PRECISION_FP32 == (int)NMT_CUDA_PRECISION_FP32 &&
+                   NMT_PRECISION_TF32X2 == (int)NMT_CUDA_PRECISION_TF32X2 &&
+                   NMT_PRECISION_BF16 == (int)NMT_CUDA_PRECISION_BF16 &&
+                   NMT_PRECISION_FP16 == (int)NMT_CUDA_PRECISION_FP16,
+               "nmt_precision and nmt_cuda_precision differ");
+
 /* The contexts' workspaces and the network (fixed at create). */
 static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_config *config,
                                      size_t *bytes, nmt_error *err)
@@ -170,7 +177,7 @@ static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_c
     size_t net = 0;
     const nmt_status status = nmt_cuda_model_device_bytes(
         model, config->max_sentences, config->beam, config->max_src,
-        config->gemm == NMT_GEMM_TF32X2, &net, err);
+        (nmt_cuda_precision)config->precision, &net, err);
     *bytes = nmt_cuda_ctx_device_bytes() + net +
              (config->attention ? nmt_cuda_model_attention_bytes(config->max_sentences,
                                                                  config->beam, config->max_src)
@@ -214,8 +221,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_TRY(nmt_cuda_ctx_create(device_index, &self->ctx, err));
     NMT_TRY(nmt_cuda_model_create(model, self->ctx, config->max_sentences, config->beam,
                                   config->max_src, &self->net, err));
-    if (config->gemm == NMT_GEMM_TF32X2)
-        NMT_TRY(nmt_cuda_model_set_tf32x2(self->net, err));
+    NMT_TRY(nmt_cuda_model_set_precision(self->net, (nmt_cuda_precision)config->precision, err));
     if (config->attention)
         NMT_TRY(nmt_cuda_model_set_attention(self->net, err));
     if (config->shrink)

@@ -4,6 +4,8 @@
  * ldw the full row length). */
 #include "linear.h"
 
+#include "half.h"
+
 #include <string.h>
 
 void nmt_cpu_linear(int32_t m, int32_t n, int32_t k, const float *x, int32_t ldx,
@@ -55,4 +57,18 @@ int nmt_tf32_exact(const float *values, size_t n)
             return 0;
     }
     return 1;
+}
+
+float nmt_half_round(nmt_half_kind kind, float x)
+{
+    return kind == NMT_HALF_BF16 ? nmt_bf16_to_f32(nmt_f32_to_bf16(x))
+                                 : nmt_f16_to_f32(nmt_f32_to_f16(x));
+}
+
+void nmt_cpu_half_round_rows(nmt_half_kind kind, int32_t m, int32_t k, const float *src,
+                             int32_t ld, float *dst)
+{
+    for (int32_t i = 0; i < m; i++)
+        for (int32_t p = 0; p < k; p++)
+            dst[(int64_t)i * k + p] = nmt_half_round(kind, src[(int64_t)i * ld + p]);
 }

@@ -7,8 +7,13 @@
  * is one call: sgemm(T, N, n, m, k, w, ldw, x, ldx, y, ldy), beta = 1 to
  * accumulate. The bias is a broadcast add over rows afterwards (y stays in L2
  * for the decoder's small m). Plain fp32 math (the context disables TF32).
- * nmt_cuda_linear_tf32x2: the split-activation TF32 variant (linear.h). */
+ * nmt_cuda_linear_tf32x2: the split-activation TF32 variant (linear.h).
+ * nmt_cuda_linear_half: bf16 or fp16 inputs on tensor cores, fp32 sums and
+ * output (CUBLAS_COMPUTE_32F); the activations are rounded into a scratch
+ * by the same kernel that rounds the weights once at create. */
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -49,6 +54,42 @@ static __global__ void __launch_bounds__(kSplitThreads)
             split[(int64_t)i * 2 * k + p] = hi;
             split[(int64_t)i * 2 * k + k + p] = tf32_round(v - hi);
         }
+}
+
+static constexpr int kHalfThreads = 256;
+
+static __device__ __forceinline__ void store_half(__nv_bfloat16 *p, float v)
+{
+    *p = __float2bfloat16_rn(v);
+}
+static __device__ __forceinline__ void store_half(__half *p, float v)
+{
+    *p = __float2half_rn(v);
+}
+
+/* dst[i, p] = T(src[i * ld + p]), dst rows k apart; grid.y over rows. */
+template <typename T>
+static __global__ void __launch_bounds__(kHalfThreads)
+    to_half_kernel(int32_t m, int32_t k, const float *__restrict__ src, int32_t ld,
+                   T *__restrict__ dst)
+{
+    for (int32_t i = blockIdx.y; i < m; i += gridDim.y)
+        for (int32_t p = blockIdx.x * blockDim.x + threadIdx.x; p < k;
+             p += gridDim.x * blockDim.x)
+            store_half(&dst[(int64_t)i * k + p], src[(int64_t)i * ld + p]);
+}
+
+static nmt_status to_half(nmt_half_kind kind, int32_t m, int32_t k, const float *src, int32_t ld,
+                          void *dst, cudaStream_t stream, nmt_error *err)
+{
+    dim3 grid((unsigned)((k + kHalfThreads - 1) / kHalfThreads),
+              (unsigned)(m < 65535 ? m : 65535));
+    if (kind == NMT_HALF_BF16)
+        to_half_kernel<<<grid, kHalfThreads, 0, stream>>>(m, k, src, ld, (__nv_bfloat16 *)dst);
+    else
+        to_half_kernel<<<grid, kHalfThreads, 0, stream>>>(m, k, src, ld, (__half *)dst);
+    NMT_LAUNCH_RETURN("to_half_kernel");
+    return NMT_STATUS_OK;
 }
 
 static nmt_status add_bias(int32_t m, int32_t n, const float *bias, float *y, int32_t ldy,
@@ -109,5 +150,41 @@ extern "C" nmt_status nmt_cuda_linear(nmt_cuda_ctx *ctx, int32_t m, int32_t n, i
         NMT_CUBLAS_RETURN(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w, ldw,
                                       x, ldx, &beta, y, ldy));
     }
+    return bias ? add_bias(m, n, bias, y, ldy, stream, err) : NMT_STATUS_OK;
+}
+
+extern "C" nmt_status nmt_cuda_to_half(nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m,
+                                       int32_t k, const float *src, int32_t ld, void *dst,
+                                       nmt_error *err)
+{
+    NMT_ARG_CHECK(ctx && m >= 0 && k >= 0 && ld >= k &&
+                  (kind == NMT_HALF_BF16 || kind == NMT_HALF_FP16));
+    NMT_ARG_CHECK(m == 0 || k == 0 || (src && dst));
+    if (m == 0 || k == 0)
+        return NMT_STATUS_OK;
+    return to_half(kind, m, k, src, ld, dst, (cudaStream_t)nmt_cuda_ctx_stream(ctx), err);
+}
+
+extern "C" nmt_status nmt_cuda_linear_half(nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m,
+                                           int32_t n, int32_t k, const float *x, int32_t ldx,
+                                           const void *w16, int32_t ldw16, const float *bias,
+                                           float *y, int32_t ldy, void *x16, nmt_error *err)
+{
+    NMT_ARG_CHECK(ctx && m >= 0 && n >= 0 && k >= 1 && ldx >= k && ldw16 >= k &&
+                  ldy >= (n > 1 ? n : 1) && (kind == NMT_HALF_BF16 || kind == NMT_HALF_FP16));
+    NMT_ARG_CHECK(m == 0 || n == 0 || (x && w16 && y && x16));
+    if (m == 0 || n == 0)
+        return NMT_STATUS_OK;
+    cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
+    cublasHandle_t handle = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
+    const nmt_status status = to_half(kind, m, k, x, ldx, x16, stream, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    /* Column-major as in nmt_cuda_linear: y^T = w16^T' . x16^T. */
+    const cudaDataType_t type = kind == NMT_HALF_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    const float alpha = 1.0f, beta = 0.0f;
+    NMT_CUBLAS_RETURN(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w16, type,
+                                   ldw16, x16, type, k, &beta, y, CUDA_R_32F, ldy,
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return bias ? add_bias(m, n, bias, y, ldy, stream, err) : NMT_STATUS_OK;
 }

@@ -94,8 +94,9 @@ static void set_sizes(nmt_cuda_model *m, const nmt_model *model, int32_t max_sen
 }
 
 nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sentences,
-                                       int32_t beam, int32_t max_src, int tf32x2,
-                                       size_t *bytes, nmt_error *err)
+                                       int32_t beam, int32_t max_src,
+                                       nmt_cuda_precision precision, size_t *bytes,
+                                       nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     NMT_TRY(check_sizes(max_sentences, beam, max_src, err));
@@ -108,7 +109,12 @@ nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sente
                                 nmt_cuda_encoder_part_bytes(&sizes),
                                 nmt_cuda_decoder_part_bytes(&sizes),
                                 nmt_cuda_output_part_bytes(&sizes),
-                                tf32x2 ? nmt_cuda_tf32x2_part_bytes(&sizes) : 0};
+                                precision == NMT_CUDA_PRECISION_TF32X2
+                                    ? nmt_cuda_tf32x2_part_bytes(&sizes)
+                                : precision == NMT_CUDA_PRECISION_BF16 ||
+                                        precision == NMT_CUDA_PRECISION_FP16
+                                    ? nmt_cuda_half_part_bytes(&sizes)
+                                    : 0};
         *bytes = 0;
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
             if (parts[i] == SIZE_MAX || parts[i] > SIZE_MAX - *bytes)
@@ -138,6 +144,7 @@ nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
     m->ctx = ctx;
     m->stream = nmt_cuda_ctx_stream(ctx);
     NMT_TRY(nmt_device_weights_upload(model, &m->w, err));
+    nmt_cuda_gemm_weights_init(m);
     NMT_TRY(nmt_cuda_encoder_part_create(m, err));
     NMT_TRY(nmt_cuda_decoder_part_create(m, err));
     NMT_TRY(nmt_cuda_output_part_create(m, err));
@@ -155,8 +162,8 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
     nmt_cuda_output_part_free_shrink(m); /* first: its side stream may still read the weights */
     nmt_cuda_ctx_free(m->enc.side_ctx);  /* the same for the encoder's */
     nmt_device_weights_free(&m->w);
-    void *arenas[] = {m->enc.arena, m->dec.arena, m->out.arena, m->probe.arena, m->tf32x2.arena,
-                      m->dec.attn_weights};
+    void *arenas[] = {m->enc.arena,    m->dec.arena,     m->out.arena,        m->probe.arena,
+                      m->tf32x2.arena, m->half16.arena, m->dec.attn_weights};
     for (size_t i = 0; i < sizeof arenas / sizeof arenas[0]; i++)
         if (arenas[i])
             cudaFree(arenas[i]);

@@ -5,12 +5,13 @@
  * the weights (weights.cu) and three parts that each own their workspace,
  * the encoder (encoder.cu), the decoder step (decoder_step.cu) and the
  * output layer (output_layer.c, with the shrink wing's lists), plus the
- * optional recall probe (output_probe.c) and split TF32 GEMMs
- * (gemm_tf32x2.c). Plain C; the stream is an opaque pointer. */
+ * optional recall probe (output_probe.c) and the GEMMs' precision
+ * (gemm.c, gemm_tf32x2.c). Plain C; the stream is an opaque pointer. */
 #ifndef NMT_CUDA_MODEL_H
 #define NMT_CUDA_MODEL_H
 
 #include "cuda_ctx.h"
+#include "linear.h"
 #include "model.h"
 #include "shrink.h"
 #include "step_io.h"
@@ -31,24 +32,42 @@ nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
                                  nmt_cuda_model **out, nmt_error *err);
 void nmt_cuda_model_free(nmt_cuda_model *m);
 
-/* *bytes = the device memory nmt_cuda_model_create (and, with tf32x2,
- * nmt_cuda_model_set_tf32x2) allocates for these sizes, measured by each
- * part's own layout (host arithmetic, no device): weights, the parts'
- * workspaces, the encoder side context's cuBLAS workspace. The shrink wing's
- * index and lists and the recall probe are not counted. */
+/* The arithmetic of the GEMMs (gemm.c): nmt_precision's values, in order. */
+typedef enum nmt_cuda_precision {
+    NMT_CUDA_PRECISION_FP32 = 0,
+    NMT_CUDA_PRECISION_TF32X2 = 1,
+    NMT_CUDA_PRECISION_BF16 = 2,
+    NMT_CUDA_PRECISION_FP16 = 3
+} nmt_cuda_precision;
+
+/* *bytes = the device memory nmt_cuda_model_create and
+ * nmt_cuda_model_set_precision allocate for these sizes, measured by each
+ * part's own layout (host arithmetic, no device): weights (and their
+ * tf32x2 or 16-bit forms), the parts' workspaces, the encoder side
+ * context's cuBLAS workspace. The shrink wing's index and lists and the
+ * recall probe are not counted. */
 nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sentences,
-                                       int32_t beam, int32_t max_src, int tf32x2,
-                                       size_t *bytes, nmt_error *err);
+                                       int32_t beam, int32_t max_src,
+                                       nmt_cuda_precision precision, size_t *bytes,
+                                       nmt_error *err);
 
 /* The stream every call below launches on (a cudaStream_t). */
 void *nmt_cuda_model_stream(const nmt_cuda_model *m);
 int32_t nmt_cuda_model_vocab(const nmt_cuda_model *m);
 
-/* Turns on the split-activation TF32 GEMMs (kernels/linear.h) of the
- * decoder step and the output layer. Refused (NMT_STATUS_ERROR_ARGUMENT,
- * naming the tensor) unless those weights are exact in TF32, as every fp16
- * model file's are. */
+/* Sets the GEMMs' arithmetic, once, after create (fp32 until then):
+ * - TF32X2: split-activation TF32 (kernels/linear.h) for the decoder step
+ *   and the output layer; refused (NMT_STATUS_ERROR_ARGUMENT, naming the
+ *   tensor) unless those weights are exact in TF32, as every fp16 model
+ *   file's are;
+ * - BF16, FP16: 16-bit tensor cores for the encoder's input and key
+ *   projections, the decoder layers, W_c and W_out, the weights rounded
+ *   once into a 16-bit copy (the fp32 ones stay: the shrink wing's
+ *   candidate logits and the recall probe read them). */
+nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_cuda_precision precision,
+                                        nmt_error *err);
 nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err);
+nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_error *err);
 
 /* Shrinks every later output layer (shrink/shrink.h): builds the LSH index
  * from the model's W_out (shrink->index), uploads and packs it, and

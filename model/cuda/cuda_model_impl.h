@@ -8,8 +8,8 @@
  *   decoder step  (decoder_step.cu): the double-buffered decoder rows
  *   output layer  (output_layer.c):  logits, top-K, and the shrink wing's
  *                                    device index and lists
- * and two options: the recall probe (output_probe.c) and the split TF32
- * GEMMs (gemm_tf32x2.c).
+ * and the GEMMs' precision (gemm.c: fp32, split TF32 in gemm_tf32x2.c, bf16
+ * or fp16), and the optional recall probe (output_probe.c).
  *
  * Layouts (n sentences of the batch, sorted longest first by the search):
  * - encoder time-major: row t * n + i is sentence i's token t (padding rows
@@ -21,6 +21,7 @@
 #define NMT_CUDA_MODEL_IMPL_H
 
 #include "cuda_model.h"
+#include "linear.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -128,13 +129,43 @@ typedef struct nmt_cuda_probe_part {
     unsigned long long *counts;    /* [3]: live row-steps, recall hits, candidate words */
 } nmt_cuda_probe_part;
 
-/* Split-activation TF32 GEMMs: the decoder step's and the output layer's
- * weights doubled ([w w], rows 2k floats apart) and the split scratch; used
- * from NMT_TF32X2_MIN_ROWS rows. */
+/* A weight matrix in each form the GEMMs read (gemm.c): fp32 (always, rows
+ * ld floats apart), [w w] for tf32x2 (rows 2k apart; decoder and output
+ * layer only) and 16-bit (rows ld16 apart) once those are turned on. */
+typedef struct nmt_cuda_weight {
+    const float *f32;
+    int32_t ld;
+    const float *w2;
+    const void *w16;
+    int32_t ld16;
+} nmt_cuda_weight;
+
+/* Every matrix a GEMM of the network reads, by role. */
+typedef struct nmt_cuda_gemm_weights {
+    nmt_cuda_weight enc_ih[2][NMT_MAX_LAYERS]; /* [forward, backward][layer]: W_ih */
+    nmt_cuda_weight attn_a;                    /* the keys' W_a */
+    nmt_cuda_weight dec[NMT_MAX_LAYERS];       /* [W_ih W_hh] of a decoder layer */
+    nmt_cuda_weight attn_c, out;               /* W_c, W_out */
+} nmt_cuda_gemm_weights;
+
+/* Where a GEMM runs. Each site has its own 16-bit activation scratch: the
+ * encoder (on the second stream under continuous batching) and the output
+ * layer's dense prefix (on the shrink wing's side stream) run beside the
+ * decoder. */
+typedef enum nmt_gemm_site {
+    NMT_GEMM_SITE_ENCODER = 0,
+    NMT_GEMM_SITE_DECODER = 1,
+    NMT_GEMM_SITE_OUTPUT = 2,
+    NMT_GEMM_SITE_OUTPUT_SIDE = 3,
+    NMT_GEMM_SITES = 4
+} nmt_gemm_site;
+
+/* Split-activation TF32 GEMMs: the doubled weights (nmt_cuda_weight.w2 of
+ * the decoder layers, W_c and W_out) and the split scratch; used from
+ * NMT_TF32X2_MIN_ROWS rows. */
 typedef struct nmt_cuda_tf32x2_part {
     int on;
     void *arena;
-    float *dec_w2[NMT_MAX_LAYERS], *attn_w_c2, *out_w2;
     float *split;            /* [max_rows, 2 * (E + 2H)] */
 } nmt_cuda_tf32x2_part;
 
@@ -142,6 +173,15 @@ typedef struct nmt_cuda_tf32x2_part {
  * they read the weights, not compute, and the doubled weights are twice the
  * bytes (docs/performance.md, "TF32x2"). */
 enum { NMT_TF32X2_MIN_ROWS = 64 };
+
+/* bf16 / fp16 GEMMs (gemm.c): the weights' 16-bit copies (nmt_cuda_weight.w16)
+ * and the activation scratch of each site, [rows, k] 16-bit values. */
+typedef struct nmt_cuda_half_part {
+    int on;
+    nmt_half_kind kind;
+    void *arena;
+    void *scratch[NMT_GEMM_SITES];
+} nmt_cuda_half_part;
 
 struct nmt_cuda_model {
     const nmt_model *model;
@@ -154,7 +194,9 @@ struct nmt_cuda_model {
     nmt_cuda_decoder_part dec;
     nmt_cuda_output_part out;
     nmt_cuda_probe_part probe;
+    nmt_cuda_gemm_weights gw;
     nmt_cuda_tf32x2_part tf32x2;
+    nmt_cuda_half_part half16;
 };
 
 /* Each part's workspace, allocated by nmt_cuda_model_create and freed by
@@ -171,17 +213,22 @@ size_t nmt_cuda_decoder_part_bytes(nmt_cuda_model *m);
 size_t nmt_cuda_output_part_bytes(nmt_cuda_model *m);
 size_t nmt_cuda_tf32x2_part_bytes(const nmt_cuda_model *m);
 
-/* y = x . w^T (+ bias) for `rows` rows by the model's GEMM path: the split
- * TF32 one (w2 = w doubled) when on and rows >= NMT_TF32X2_MIN_ROWS, else
- * fp32 sgemm; _on: on another context's stream and cuBLAS handle. */
-nmt_status nmt_cuda_model_linear(nmt_cuda_model *m, int32_t rows, int32_t n, int32_t k,
-                                 const float *x, int32_t ldx, const float *w, int32_t ldw,
-                                 const float *w2, const float *bias, float *y, int32_t ldy,
-                                 nmt_error *err);
-nmt_status nmt_cuda_model_linear_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int32_t rows,
-                                    int32_t n, int32_t k, const float *x, int32_t ldx,
-                                    const float *w, int32_t ldw, const float *w2,
-                                    const float *bias, float *y, int32_t ldy, nmt_error *err);
+/* The table of GEMM weights from the uploaded fp32 weights (at create). */
+void nmt_cuda_gemm_weights_init(nmt_cuda_model *m);
+size_t nmt_cuda_half_part_bytes(nmt_cuda_model *m);
+
+/* y = x . w^T (+ bias) for `rows` rows by the model's precision: 16-bit
+ * when on (every matrix of the table has a 16-bit form), split TF32 when on
+ * and w has the doubled form and rows >= NMT_TF32X2_MIN_ROWS, else fp32
+ * sgemm; _on: on another context's stream and cuBLAS handle (the site's
+ * scratch must not be in use on another stream at the time). */
+nmt_status nmt_cuda_model_gemm(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows, int32_t n,
+                               int32_t k, const float *x, int32_t ldx, const nmt_cuda_weight *w,
+                               const float *bias, float *y, int32_t ldy, nmt_error *err);
+nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm_site site,
+                                  int32_t rows, int32_t n, int32_t k, const float *x,
+                                  int32_t ldx, const nmt_cuda_weight *w, const float *bias,
+                                  float *y, int32_t ldy, nmt_error *err);
 
 /* Bump allocator over a part's arena: pass 1 (base NULL) only measures. */
 typedef struct nmt_carver {

@@ -114,7 +114,6 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
     void *stream = m->stream;
     const int32_t H = m->hidden, L = m->dec_layers;
     const nmt_device_weights *w = &m->w;
-    const nmt_cuda_tf32x2_part *t2 = &m->tf32x2;
     nmt_cuda_decoder_part *d = &m->dec;
     if (n_rows < 1 || n_rows > m->max_rows || (buf != 0 && buf != 1) || !rows)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
@@ -128,8 +127,8 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
         const int32_t ld = d->x_ld[l];
         float *h_next = l + 1 < L ? d->x[cur][l + 1] : h_top;
         const int32_t ld_next = l + 1 < L ? d->x_ld[l + 1] : 2 * H;
-        NMT_TRY(nmt_cuda_model_linear(m, n_rows, 4 * H, w->dec_ld[l], d->x[cur][l], ld,
-                                      w->dec_w[l], w->dec_ld[l], t2->dec_w2[l], NULL, d->gates,
+        NMT_TRY(nmt_cuda_model_gemm(m, NMT_GEMM_SITE_DECODER, n_rows, 4 * H, w->dec_ld[l],
+                                    d->x[cur][l], ld, &m->gw.dec[l], NULL, d->gates,
                                       4 * H, err));
         NMT_TRY(nmt_cuda_lstm_cell(n_rows, H, d->gates, 4 * H, NULL, w->dec_bias[l],
                                    d->c[cur][l], d->c[cur][l], d->h[cur][l], ld, h_next, ld_next,
@@ -138,8 +137,8 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
     NMT_TRY(nmt_cuda_attention(n_rows, H, src_stride, rows->sentence, src_len, m->enc.keys,
                                m->enc.memory, h_top, 2 * H, d->attn_in, 2 * H, d->attn_weights,
                                d->attn_argmax, stream, err));
-    NMT_TRY(nmt_cuda_model_linear(m, n_rows, H, 2 * H, d->attn_in, 2 * H, w->attn_w_c, 2 * H,
-                                  t2->attn_w_c2, NULL, d->feed[cur], d->feed_ld, err));
+    NMT_TRY(nmt_cuda_model_gemm(m, NMT_GEMM_SITE_DECODER, n_rows, H, 2 * H, d->attn_in, 2 * H,
+                                &m->gw.attn_c, NULL, d->feed[cur], d->feed_ld, err));
     NMT_TRY(nmt_cuda_tanh_rows(n_rows, H, d->feed[cur], d->feed_ld, stream, err));
 cleanup:
     return status;

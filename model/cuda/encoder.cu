@@ -180,15 +180,15 @@ static int grid_for(int64_t total)
  * and leaves the running c of every sentence in c (final once done). */
 static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
                                 const nmt_cuda_encoder_input *in, const nmt_lstm_weights *lstm,
-                                const float *x, int32_t in_dim, int reverse, float *out, float *c,
-                                nmt_error *err)
+                                const nmt_cuda_weight *w_ih, const float *x, int32_t in_dim,
+                                int reverse, float *out, float *c, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
     const int32_t n = in->n_sentences, stride = in->src_stride, half = m->half, H = m->hidden;
     const int32_t g = 4 * half, col = reverse ? half : 0;
-    NMT_TRY(nmt_cuda_linear(ctx, stride * n, g, in_dim, x, in_dim, lstm->w_ih, in_dim,
-                            lstm->b_ih, 0, m->enc.gates_x, g, err));
+    NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, stride * n, g, in_dim, x,
+                                   in_dim, w_ih, lstm->b_ih, m->enc.gates_x, g, err));
     NMT_CUDA_TRY(cudaMemsetAsync(c, 0, sizeof(float) * (size_t)n * half, stream));
     for (int32_t step = 0; step < stride; step++) {
         const int32_t t = reverse ? stride - 1 - step : step;
@@ -265,10 +265,10 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         float *out = m->enc.out[l % 2];
         /* Padding rows are never written by a direction: keep them finite. */
         NMT_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float) * rows * H, stream));
-        NMT_TRY(run_direction(m, ctx, in, &m->w.enc_fwd[l], x, in_dim, 0, out, m->enc.c[0],
-                              err));
-        NMT_TRY(run_direction(m, ctx, in, &m->w.enc_bwd[l], x, in_dim, 1, out, m->enc.c[1],
-                              err));
+        NMT_TRY(run_direction(m, ctx, in, &m->w.enc_fwd[l], &m->gw.enc_ih[0][l], x, in_dim, 0,
+                              out, m->enc.c[0], err));
+        NMT_TRY(run_direction(m, ctx, in, &m->w.enc_bwd[l], &m->gw.enc_ih[1][l], x, in_dim, 1,
+                              out, m->enc.c[1], err));
         if (init && in->side) {
             encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
                 n, m->half, 1, in->src_len, in->slot, out, m->enc.c[0], m->enc.c[1],
@@ -289,15 +289,16 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
             n, stride, H, in->src_len, top, NULL, stride, m->enc.memory);
         NMT_LAUNCH_TRY("to_sentence_major");
         /* keys[i, j] = W_a m_j; zero rows of memory give zero keys (no bias). */
-        NMT_TRY(nmt_cuda_linear(ctx, (int32_t)rows, H, H, m->enc.memory, H, m->w.attn_w_a, H,
-                                NULL, 0, m->enc.keys, H, err));
+        NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, (int32_t)rows, H, H,
+                                       m->enc.memory, H, &m->gw.attn_a, NULL, m->enc.keys, H,
+                                       err));
     } else {
         /* Joining sentences go to their slots of the running search's bank:
          * the keys are computed time-major (the same rows, so the same
          * products) into the free ping-pong buffer, then both are scattered. */
         float *keys_tm = m->enc.out[m->enc_layers % 2];
-        NMT_TRY(nmt_cuda_linear(ctx, (int32_t)rows, H, H, top, H, m->w.attn_w_a, H, NULL, 0,
-                                keys_tm, H, err));
+        NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, (int32_t)rows, H, H, top,
+                                       H, &m->gw.attn_a, NULL, keys_tm, H, err));
         to_sentence_major<<<grid_for(rows * H), THREADS, 0, stream>>>(
             n, stride, H, in->src_len, top, in->slot, mem_stride, m->enc.memory);
         NMT_LAUNCH_TRY("to_sentence_major");

@@ -59,6 +59,9 @@ nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err)
     nmt_status status = NMT_STATUS_OK;
     const nmt_model *model = m->model;
     const int32_t H = m->hidden, V = m->vocab, L = m->dec_layers;
+    if (m->half16.on || m->tf32x2.on)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda model: a GEMM precision is already set");
     for (int32_t l = 0; l < L; l++) {
         const nmt_lstm_weights *d = &model->dec[l];
         const size_t g = 4 * (size_t)d->hidden_size;
@@ -78,38 +81,23 @@ nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err)
     NMT_CUDA_TRY(cudaMalloc(&m->tf32x2.arena, bytes));
     char *base = (char *)m->tf32x2.arena;
     for (int32_t l = 0; l < L; l++) {
-        m->tf32x2.dec_w2[l] = (float *)(base + off_dec[l]);
-        NMT_TRY(double_rows(m->tf32x2.dec_w2[l], m->w.dec_w[l], 4 * H, m->w.dec_ld[l], err));
+        float *w2 = (float *)(base + off_dec[l]);
+        NMT_TRY(double_rows(w2, m->w.dec_w[l], 4 * H, m->w.dec_ld[l], err));
+        m->gw.dec[l].w2 = w2;
     }
-    m->tf32x2.attn_w_c2 = (float *)(base + off_c);
-    NMT_TRY(double_rows(m->tf32x2.attn_w_c2, m->w.attn_w_c, H, 2 * H, err));
-    m->tf32x2.out_w2 = (float *)(base + off_out);
-    NMT_TRY(double_rows(m->tf32x2.out_w2, m->w.out_w, V, H, err));
+    float *attn_c2 = (float *)(base + off_c), *out2 = (float *)(base + off_out);
+    NMT_TRY(double_rows(attn_c2, m->w.attn_w_c, H, 2 * H, err));
+    m->gw.attn_c.w2 = attn_c2;
+    NMT_TRY(double_rows(out2, m->w.out_w, V, H, err));
+    m->gw.out.w2 = out2;
     m->tf32x2.split = (float *)(base + off_split);
     m->tf32x2.on = 1;
     return NMT_STATUS_OK;
 cleanup:
     cudaFree(m->tf32x2.arena);
     m->tf32x2.arena = NULL;
+    for (int32_t l = 0; l < L; l++)
+        m->gw.dec[l].w2 = NULL;
+    m->gw.attn_c.w2 = m->gw.out.w2 = NULL;
     return status;
-}
-
-nmt_status nmt_cuda_model_linear_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int32_t rows,
-                                    int32_t n, int32_t k, const float *x, int32_t ldx,
-                                    const float *w, int32_t ldw, const float *w2,
-                                    const float *bias, float *y, int32_t ldy, nmt_error *err)
-{
-    if (m->tf32x2.on && w2 && rows >= NMT_TF32X2_MIN_ROWS)
-        return nmt_cuda_linear_tf32x2(ctx, rows, n, k, x, ldx, w2, 2 * k, bias, y, ldy,
-                                      m->tf32x2.split, err);
-    return nmt_cuda_linear(ctx, rows, n, k, x, ldx, w, ldw, bias, 0, y, ldy, err);
-}
-
-nmt_status nmt_cuda_model_linear(nmt_cuda_model *m, int32_t rows, int32_t n, int32_t k,
-                                 const float *x, int32_t ldx, const float *w, int32_t ldw,
-                                 const float *w2, const float *bias, float *y, int32_t ldy,
-                                 nmt_error *err)
-{
-    return nmt_cuda_model_linear_on(m, m->ctx, rows, n, k, x, ldx, w, ldw, w2, bias, y, ldy,
-                                    err);
 }

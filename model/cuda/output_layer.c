@@ -307,8 +307,8 @@ static nmt_status shrunk_layer(nmt_cuda_model *m, const float *feed, int32_t n_r
         cudaStream_t side = (cudaStream_t)nmt_cuda_ctx_stream(p->side_ctx);
         NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)p->fork_event, (cudaStream_t)stream));
         NMT_CUDA_TRY(cudaStreamWaitEvent(side, (cudaEvent_t)p->fork_event, 0));
-        NMT_TRY(nmt_cuda_model_linear_on(m, p->side_ctx, n_rows, dense, H, feed, ld, w->out_w, H,
-                                         m->tf32x2.out_w2, w->out_b, p->logits, V, err));
+        NMT_TRY(nmt_cuda_model_gemm_on(m, p->side_ctx, NMT_GEMM_SITE_OUTPUT_SIDE, n_rows, dense,
+                                       H, feed, ld, &m->gw.out, w->out_b, p->logits, V, err));
         NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)p->join_event, side));
     }
     const int direct = s->lists == NMT_LIST_BUILDER_DIRECT ||
@@ -366,8 +366,8 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int
                          : p->shrink.mode == NMT_SHRINK_METHOD_TOP ? p->shrink.n_always
                                                                    : 0;
     if (cols > 0) {
-        NMT_TRY(nmt_cuda_model_linear(m, n_rows, cols, H, feed, m->dec.feed_ld, w->out_w, H,
-                                      m->tf32x2.out_w2, w->out_b, p->logits, V, err));
+        NMT_TRY(nmt_cuda_model_gemm(m, NMT_GEMM_SITE_OUTPUT, n_rows, cols, H, feed,
+                                    m->dec.feed_ld, &m->gw.out, w->out_b, p->logits, V, err));
         NMT_TRY(nmt_cuda_softmax_topk(n_rows, cols, p->logits, V, 2 * beam, excluded, n_excluded,
                                       p->top_values, p->top_ids, p->lse, p->topk_workspace,
                                       p->topk_workspace_bytes, stream, err));

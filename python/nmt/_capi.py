@@ -31,7 +31,7 @@ DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA = 0, 1, 2
 SHRINK_NONE, SHRINK_LSH, SHRINK_TOP = 0, 1, 2
 LSH_SHARE_BATCH, LSH_SHARE_SENTENCE, LSH_SHARE_ROW = 0, 1, 2
 LSH_LISTS_HITS, LSH_LISTS_DIRECT, LSH_LISTS_AUTO = 0, 1, 2
-GEMM_FP32, GEMM_TF32X2 = 0, 1
+PRECISION_FP32, PRECISION_TF32X2, PRECISION_BF16, PRECISION_FP16 = 0, 1, 2, 3
 SPARSE_AUTO, SPARSE_ON, SPARSE_OFF = 0, 1, 2
 
 # The C names of the enum constants above, for the layout test.
@@ -50,7 +50,8 @@ ENUM_CONSTANTS = {
     "NMT_LSH_SHARE_ROW": LSH_SHARE_ROW,
     "NMT_LSH_LISTS_HITS": LSH_LISTS_HITS, "NMT_LSH_LISTS_DIRECT": LSH_LISTS_DIRECT,
     "NMT_LSH_LISTS_AUTO": LSH_LISTS_AUTO,
-    "NMT_GEMM_FP32": GEMM_FP32, "NMT_GEMM_TF32X2": GEMM_TF32X2,
+    "NMT_PRECISION_FP32": PRECISION_FP32, "NMT_PRECISION_TF32X2": PRECISION_TF32X2,
+    "NMT_PRECISION_BF16": PRECISION_BF16, "NMT_PRECISION_FP16": PRECISION_FP16,
     "NMT_SPARSE_AUTO": SPARSE_AUTO, "NMT_SPARSE_ON": SPARSE_ON, "NMT_SPARSE_OFF": SPARSE_OFF,
 }
 
@@ -92,7 +93,7 @@ class nmt_options(ctypes.Structure):
         ("collect_stats", ctypes.c_int),
         ("cuda_graphs", ctypes.c_int),
         ("warmup", ctypes.c_int),
-        ("cuda_gemm", _enum),
+        ("precision", _enum),
         ("check_every", ctypes.c_int),
         ("input_tokens", ctypes.c_int),
         ("output_tokens", ctypes.c_int),

@@ -15,7 +15,8 @@ _SHARES = {"batch": _capi.LSH_SHARE_BATCH, "sentence": _capi.LSH_SHARE_SENTENCE,
            "row": _capi.LSH_SHARE_ROW}
 _LISTS = {"hits": _capi.LSH_LISTS_HITS, "direct": _capi.LSH_LISTS_DIRECT,
           "auto": _capi.LSH_LISTS_AUTO}
-_GEMMS = {"fp32": _capi.GEMM_FP32, "tf32x2": _capi.GEMM_TF32X2}
+_PRECISIONS = {"fp32": _capi.PRECISION_FP32, "tf32x2": _capi.PRECISION_TF32X2,
+               "bf16": _capi.PRECISION_BF16, "fp16": _capi.PRECISION_FP16}
 _SPARSE = {"auto": _capi.SPARSE_AUTO, "on": _capi.SPARSE_ON, "off": _capi.SPARSE_OFF}
 _RULES = {"v1": 0, "onmt": 1}  # nmt_search_rules
 
@@ -146,7 +147,7 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
                  alpha=None, max_len_a=None, max_len_b=None, batch_size=None,
                  max_line_bytes=None, max_src_tokens=None, unk_replace=None, lsh=None,
                  top_words=None, lsh_share=None, lsh_seed=None, lsh_lists=None,
-                 collect_stats=None, cuda_graphs=None, warmup=None, cuda_gemm=None,
+                 collect_stats=None, cuda_graphs=None, warmup=None, precision=None,
                  check_every=None, input_tokens=None, output_tokens=None,
                  max_batch_tokens=None, search_rules=None, sparse=None,
                  attention_weights=None):
@@ -186,8 +187,8 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
         o.shrink.seed = int(lsh_seed)
     if lsh_lists is not None:
         o.shrink.lists = _choice(_LISTS, "lsh_lists", lsh_lists)
-    if cuda_gemm is not None:
-        o.cuda_gemm = _choice(_GEMMS, "cuda_gemm", cuda_gemm)
+    if precision is not None:
+        o.precision = _choice(_PRECISIONS, "precision", precision)
     if search_rules is not None:
         o.search_rules = _choice(_RULES, "search_rules", search_rules)
     if sparse is not None:

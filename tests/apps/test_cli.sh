@@ -89,7 +89,7 @@ grep -q "Usage:" "$TMP/help.txt" || fail "--help: no usage line"
 # line still answered, the stats file is JSON that counts the lines
 for bad in "--lsh 8,3" "--lsh 8,3,16,20,2,9" "--lsh 8,x,16,20,2" "--lsh-share all" \
            "--top-words 3" "--lsh 8,3,16,20,2 --top-words 20" "--lsh 8,3,16,20,17" \
-           "--lsh-lists fast" "--cuda-gemm fp16" "--cuda-graphs maybe" "--warmup 2" \
+           "--lsh-lists fast" "--precision fp8" "--cuda-gemm tf32x2" "--cuda-graphs maybe" "--warmup 2" \
            "--check-every 0" "--check-every 65"; do
     # shellcheck disable=SC2086
     "$T" -m "$M" --device cpu $bad < /dev/null 2> "$TMP/shrink.err"; code=$?
@@ -107,10 +107,10 @@ for opts in "--lsh 8,2,16,20,2 --lsh-share row" "--top-words 20"; do
 done
 # The CUDA launch options parse everywhere (the CPU engine ignores them): same output.
 "$T" -m "$M" --device cpu < "$TMP/in9.txt" > "$TMP/plain.out" 2>/dev/null || fail "plain: exit $?"
-"$T" -m "$M" --device cpu --cuda-graphs off --warmup off --check-every 3 --cuda-gemm tf32x2 \
+"$T" -m "$M" --device cpu --cuda-graphs off --warmup off --check-every 3 --precision bf16 \
     < "$TMP/in9.txt" > "$TMP/launch.out" 2>/dev/null || fail "CUDA launch options: exit $?"
 cmp -s "$TMP/plain.out" "$TMP/launch.out" || fail "CUDA launch options changed the CPU output"
-printf 'cuda_graphs = off\nwarmup = off\ncheck_every = 2\ncuda_gemm = fp32\n' > "$TMP/launch.ini"
+printf 'cuda_graphs = off\nwarmup = off\ncheck_every = 2\nprecision = fp16\n' > "$TMP/launch.ini"
 "$T" -m "$M" --device cpu -c "$TMP/launch.ini" < /dev/null > /dev/null 2>&1 || fail "launch options from INI: exit $?"
 printf 'lsh = 8,2,16,20,2\nlsh_share = sentence\ntiming = %s\n' "$TMP/timing.json" > "$TMP/lsh.ini"
 "$T" -m "$M" --device cpu -c "$TMP/lsh.ini" < "$TMP/in9.txt" > /dev/null 2>&1 || fail "LSH from INI: exit $?"

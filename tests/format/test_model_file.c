@@ -19,8 +19,8 @@ static void test_fp16(void)
 {
     int bad = 0;
     for (uint32_t h = 0; h < 65536; h++) {
-        float f = nmt_file_f16_to_f32((uint16_t)h);
-        uint16_t back = nmt_file_f32_to_f16(f);
+        float f = nmt_f16_to_f32((uint16_t)h);
+        uint16_t back = nmt_f32_to_f16(f);
         int is_nan = ((h >> 10) & 0x1F) == 0x1F && (h & 0x3FF);
         if (is_nan ? !isnan(f) || ((back >> 10) & 0x1F) != 0x1F || !(back & 0x3FF) : back != h)
             if (bad++ < 5)
@@ -43,17 +43,17 @@ static void test_fp16(void)
         if (a < 65520.0) {
             double best_err = INFINITY;
             for (uint32_t h = 0; h < 0x7C00; h++) {
-                double e = fabs((double)nmt_file_f16_to_f32((uint16_t)h) - a);
+                double e = fabs((double)nmt_f16_to_f32((uint16_t)h) - a);
                 if (e < best_err || (e == best_err && !(h & 1))) {
                     best_err = e;
                     best = (uint16_t)h;
                 }
-                if ((double)nmt_file_f16_to_f32((uint16_t)h) > a)
+                if ((double)nmt_f16_to_f32((uint16_t)h) > a)
                     break;
             }
         }
         uint16_t want = (uint16_t)(best | (signbit(f) ? 0x8000 : 0));
-        uint16_t got = nmt_file_f32_to_f16(f);
+        uint16_t got = nmt_f32_to_f16(f);
         if (got != want && bad++ < 5)
             fprintf(stderr, "fp16 narrowing of %.9g: got %04x want %04x\n", f, got, want);
         if (i > 2000)
@@ -84,7 +84,7 @@ static void check_model(const nmt_model *m, const fixture *f, nmt_dtype dtype, c
         for (size_t k = 0; k < n && same; k++) {
             float want = f->values[i][k];
             if (dtype == NMT_DTYPE_F16)
-                want = nmt_file_f16_to_f32(nmt_file_f32_to_f16(want));
+                want = nmt_f16_to_f32(nmt_f32_to_f16(want));
             same = memcmp(&t.data[k], &want, 4) == 0;
         }
         CHECK(same, "%s: tensor %s values differ", what, t.name);

@@ -24,7 +24,7 @@ static void check_model(const fixture *f, const nmt_model *m, nmt_dtype dtype, c
         for (size_t k = 0; k < elems; k++) {
             float want = f->values[i][k];
             if (dtype == NMT_DTYPE_F16)
-                want = nmt_file_f16_to_f32(nmt_file_f32_to_f16(want));
+                want = nmt_f16_to_f32(nmt_f32_to_f16(want));
             bad += t.data[k] != want;
         }
         CHECK(bad == 0, "%s: tensor %s: %zu values differ", what, t.name, bad);

@@ -131,7 +131,7 @@ def compare_layout():
             expect["%s.%s offsetof" % (name, field)] = getattr(s, field).offset
             expect["%s.%s sizeof" % (name, field)] = ctypes.sizeof(ftype)
     for enum in ("nmt_status", "nmt_device", "nmt_shrink_mode", "nmt_lsh_share", "nmt_lsh_lists",
-                 "nmt_gemm", "nmt_sparse"):
+                 "nmt_precision", "nmt_sparse"):
         lines.append('printf("%s sizeof %%zu\\n", sizeof(%s));' % (enum, enum))
         expect["%s sizeof" % enum] = ctypes.sizeof(ctypes.c_int)
     for const, value in _capi.ENUM_CONSTANTS.items():

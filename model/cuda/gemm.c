@@ -1,0 +1,185 @@
+/* gemm.c: the network's GEMMs by precision (cuda_model_impl.h): the table
+ * of the matrices they read (nmt_cuda_weight: fp32 always, the tf32x2 and
+ * 16-bit forms once turned on), the 16-bit part (weights rounded once at
+ * create, one activation scratch per GEMM site) and the dispatch.
+ *
+ * bf16/fp16: cuBLAS GemmEx with 16-bit inputs and CUBLAS_COMPUTE_32F, so
+ * every product is exact and the sums are fp32; what changes against fp32
+ * is only the rounding of the inputs (kernels/linear.h). The encoder's
+ * recurrent GEMMs stay fp32: a few rows a step against an H/2-wide matrix
+ * that lives in L2, where rounding the activations would cost a launch per
+ * step and save no bandwidth. Host code. */
+#include "cuda_model_impl.h"
+
+#include "cuda_check.h"
+#include "linear.h"
+
+#include <string.h>
+
+static nmt_cuda_weight fp32_weight(const float *w, int32_t ld)
+{
+    nmt_cuda_weight weight;
+    memset(&weight, 0, sizeof weight);
+    weight.f32 = w;
+    weight.ld = ld;
+    return weight;
+}
+
+void nmt_cuda_gemm_weights_init(nmt_cuda_model *m)
+{
+    const nmt_device_weights *w = &m->w;
+    nmt_cuda_gemm_weights *g = &m->gw;
+    memset(g, 0, sizeof *g);
+    for (int32_t l = 0; l < m->enc_layers; l++) {
+        g->enc_ih[0][l] = fp32_weight(w->enc_fwd[l].w_ih, w->enc_fwd[l].input_size);
+        g->enc_ih[1][l] = fp32_weight(w->enc_bwd[l].w_ih, w->enc_bwd[l].input_size);
+    }
+    g->attn_a = fp32_weight(w->attn_w_a, m->hidden);
+    for (int32_t l = 0; l < m->dec_layers; l++)
+        g->dec[l] = fp32_weight(w->dec_w[l], w->dec_ld[l]);
+    g->attn_c = fp32_weight(w->attn_w_c, 2 * m->hidden);
+    g->out = fp32_weight(w->out_w, m->hidden);
+}
+
+/* Each matrix of the table with its shape [rows, cols]: the order of the
+ * 16-bit arena. */
+typedef struct weight_shape {
+    nmt_cuda_weight *weight;
+    int32_t rows, cols;
+} weight_shape;
+
+static int weight_shapes(nmt_cuda_model *m, weight_shape *out)
+{
+    nmt_cuda_gemm_weights *g = &m->gw;
+    const nmt_model *model = m->model;
+    const int32_t H = m->hidden;
+    int n = 0;
+    for (int32_t l = 0; l < m->enc_layers; l++)
+        for (int d = 0; d < 2; d++) {
+            const nmt_lstm_weights *lw = d ? &model->enc_bwd[l] : &model->enc_fwd[l];
+            out[n++] = (weight_shape){&g->enc_ih[d][l], 4 * lw->hidden_size, lw->input_size};
+        }
+    out[n++] = (weight_shape){&g->attn_a, H, H};
+    for (int32_t l = 0; l < m->dec_layers; l++)
+        out[n++] = (weight_shape){&g->dec[l], 4 * H,
+                                  model->dec[l].input_size + model->dec[l].hidden_size};
+    out[n++] = (weight_shape){&g->attn_c, H, 2 * H};
+    out[n++] = (weight_shape){&g->out, m->vocab, H};
+    return n;
+}
+
+enum { MAX_WEIGHTS = 2 * NMT_MAX_LAYERS + NMT_MAX_LAYERS + 3 };
+
+/* The 16-bit arena: the weights (rows cols apart), then each site's
+ * activation scratch, sized for the widest GEMM input of that site. */
+static void layout_half(nmt_cuda_model *m, nmt_carver *c)
+{
+    const size_t h = 2; /* bytes of a bf16 or fp16 value */
+    weight_shape shapes[MAX_WEIGHTS];
+    const int n = weight_shapes(m, shapes);
+    for (int i = 0; i < n; i++) {
+        void *p = nmt_carve(c, (size_t)shapes[i].rows * shapes[i].cols * h);
+        if (c->base) {
+            shapes[i].weight->w16 = p;
+            shapes[i].weight->ld16 = shapes[i].cols;
+        }
+    }
+    const size_t R = (size_t)m->max_rows, H = (size_t)m->hidden;
+    const size_t enc_rows = (size_t)m->max_src * (size_t)m->max_sentences;
+    const size_t enc_k = (size_t)(m->emb > m->hidden ? m->emb : m->hidden);
+    size_t dec_k = 2 * H; /* W_c's input; a layer's is [input; h] (m may hold sizes only) */
+    for (int32_t l = 0; l < m->dec_layers; l++) {
+        const size_t k = (size_t)m->model->dec[l].input_size + m->model->dec[l].hidden_size;
+        dec_k = k > dec_k ? k : dec_k;
+    }
+    const size_t scratch[NMT_GEMM_SITES] = {enc_rows * enc_k, R * dec_k, R * H, R * H};
+    for (int s = 0; s < NMT_GEMM_SITES; s++) {
+        void *p = nmt_carve(c, scratch[s] * h);
+        if (c->base)
+            m->half16.scratch[s] = p;
+    }
+}
+
+size_t nmt_cuda_half_part_bytes(nmt_cuda_model *m)
+{
+    return nmt_cuda_arena_bytes(layout_half, m);
+}
+
+nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    weight_shape shapes[MAX_WEIGHTS];
+    const int n = weight_shapes(m, shapes);
+    if (m->half16.on || m->tf32x2.on)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda model: a GEMM precision is already set");
+    NMT_TRY(nmt_cuda_arena_carve(&m->half16.arena, layout_half, m, err));
+    for (int i = 0; i < n; i++) {
+        const nmt_cuda_weight *w = shapes[i].weight;
+        NMT_TRY(nmt_cuda_to_half(m->ctx, kind, shapes[i].rows, shapes[i].cols, w->f32, w->ld,
+                                 (void *)w->w16, err));
+    }
+    NMT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)m->stream));
+    m->half16.kind = kind;
+    m->half16.on = 1;
+    return NMT_STATUS_OK;
+cleanup:
+    cudaFree(m->half16.arena);
+    m->half16.arena = NULL;
+    for (int i = 0; i < n; i++)
+        shapes[i].weight->w16 = NULL;
+    return status;
+}
+
+/* The rows a decoder-side GEMM computes: `rows` rounded up to a bucket (a
+ * multiple of 16 up to 256 rows, of 64 above; never past max_rows). Beyond
+ * batch 1 nearly every step has another row count, as sentences finish, and
+ * cuBLAS chooses a kernel for each new shape on the host (tens of
+ * microseconds for the 16-bit GEMMs: more than the step's GPU time at batch
+ * 1,024); with buckets the shapes recur. The extra rows lie inside the
+ * buffers (sized for max_rows) and past the live ones, which no one reads:
+ * their outputs are discarded work, under a quarter of the live rows. */
+static int32_t bucket_rows(const nmt_cuda_model *m, int32_t rows)
+{
+    if (rows <= 64)
+        return rows;
+    const int32_t b = rows <= 256 ? 16 : 64;
+    const int64_t up = ((int64_t)rows + b - 1) / b * b;
+    return up < m->max_rows ? (int32_t)up : m->max_rows;
+}
+
+nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm_site site,
+                                  int32_t rows, int32_t n, int32_t k, const float *x,
+                                  int32_t ldx, const nmt_cuda_weight *w, const float *bias,
+                                  float *y, int32_t ldy, nmt_error *err)
+{
+    if (site != NMT_GEMM_SITE_ENCODER && rows <= m->max_rows)
+        rows = bucket_rows(m, rows);
+    if (m->half16.on && w->w16)
+        return nmt_cuda_linear_half(ctx, m->half16.kind, rows, n, k, x, ldx, w->w16, w->ld16,
+                                    bias, y, ldy, m->half16.scratch[site], err);
+    if (m->tf32x2.on && w->w2 && rows >= NMT_TF32X2_MIN_ROWS)
+        return nmt_cuda_linear_tf32x2(ctx, rows, n, k, x, ldx, w->w2, 2 * k, bias, y, ldy,
+                                      m->tf32x2.split, err);
+    return nmt_cuda_linear(ctx, rows, n, k, x, ldx, w->f32, w->ld, bias, 0, y, ldy, err);
+}
+
+nmt_status nmt_cuda_model_gemm(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows, int32_t n,
+                               int32_t k, const float *x, int32_t ldx, const nmt_cuda_weight *w,
+                               const float *bias, float *y, int32_t ldy, nmt_error *err)
+{
+    return nmt_cuda_model_gemm_on(m, m->ctx, site, rows, n, k, x, ldx, w, bias, y, ldy, err);
+}
+
+nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_cuda_precision precision,
+                                        nmt_error *err)
+{
+    switch (precision) {
+    case NMT_CUDA_PRECISION_FP32: return NMT_STATUS_OK;
+    case NMT_CUDA_PRECISION_TF32X2: return nmt_cuda_model_set_tf32x2(m, err);
+    case NMT_CUDA_PRECISION_BF16: return nmt_cuda_model_set_half(m, NMT_HALF_BF16, err);
+    case NMT_CUDA_PRECISION_FP16: return nmt_cuda_model_set_half(m, NMT_HALF_FP16, err);
+    }
+    return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda model: precision %d",
+                         (int)precision);
+}
