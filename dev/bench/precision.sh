@@ -7,7 +7,9 @@
 #
 #   dev/bench/precision.sh BUILD_DIR MODEL SRC TEST_SRC TEST_REF OUT_DIR [BATCHES] [LABEL]
 #
-# BATCHES: comma-separated (default 64,256,1024). tf32x2 needs weights exact
+# BATCHES: comma-separated (default 64,256,1024); EXTRA_OPTIONS (env): more
+# translate options for every run (e.g. "--lsh 8,3,500,2000,6"); LATENCY_LINES
+# (env, default 150; 0 skips latency). tf32x2 needs weights exact
 # in TF32 (an fp16 model file): it is skipped, with the reason, otherwise.
 # Writes OUT_DIR/speed-<label>-<precision>.json, OUT_DIR/test-<label>-<precision>.txt
 # and OUT_DIR/precision-<label>.json (one record a precision); prints a table.
@@ -19,18 +21,21 @@ batches=${7:-64,256,1024}
 label=${8:-$(basename "$model" .bin)}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
+read -r -a extra <<< "${EXTRA_OPTIONS:-}"
+engine_extra=()
+for o in "${extra[@]}"; do engine_extra+=("--engine-option=$o"); done
 for p in fp32 tf32x2 bf16 fp16; do
-    if ! "$build/translate" -m "$model" --device cuda --precision "$p" --quiet \
+    if ! "$build/translate" -m "$model" --device cuda --precision "$p" --quiet "${extra[@]}" \
             < /dev/null > /dev/null 2> "$out/check-$label-$p.err"; then
         echo "$label $p: skipped: $(tail -1 "$out/check-$label-$p.err")"
         continue
     fi
     python3 "$here/dev/eval/speed" -m "$model" --src "$src" --beams 5 --batch-sizes "$batches" \
         --repeat 3 --latency-lines "${LATENCY_LINES:-150}" --device cuda \
-        --translate "$build/translate" --engine-option="--precision=$p" \
+        --translate "$build/translate" --engine-option="--precision=$p" "${engine_extra[@]}" \
         --json "$out/speed-$label-$p.json" > "$out/speed-$label-$p.txt"
     "$build/translate" -m "$model" --device cuda --precision "$p" --beam 5 --batch-size 64 \
-        --quiet -i "$test_src" -o "$out/test-$label-$p.txt"
+        --quiet "${extra[@]}" -i "$test_src" -o "$out/test-$label-$p.txt"
 done
 python3 - "$out" "$label" "$test_ref" <<'PY'
 import gzip, json, os, sys
