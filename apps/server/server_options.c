@@ -74,6 +74,7 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     const translate_args *c = &args->common;
     const char *unused = c->input_path[0] ? "-i/--input" : c->output_path[0] ? "-o/--output"
                          : c->alignment ? "--alignment (use \"align\": true per item)"
+                         : c->token_scores ? "--token-scores (use \"token_scores\": true per item)"
                          : c->mpi ? "--mpi" : c->skip_lines ? "--skip-lines"
                          : c->stats_path[0] ? "--stats/--timing (see /metrics)" : NULL;
     if (unused) {
@@ -109,11 +110,14 @@ int server_print_help(const char *program)
         "  --max-connections N   open connections at most (1024)\n"
         "  --timeout S           idle connections are closed after S seconds (30)\n"
         "  --max-requests N      stop gracefully after N requests (0: never)\n"
+        "  --attention           (translate's) keep the attention weights, so that items may\n"
+        "                        ask for \"attention\": true\n"
         "\n"
         "Every translate option works here too (-c CONFIG, -b BEAM, --batch-size, --device,\n"
         "--lsh, ...; see translate --help): they set the defaults of every request, and\n"
         "--beam and --batch-size the largest a request and a batch may be. A request item may\n"
-        "set beam_size, n_best, alpha, max_len_a, max_len_b, shrink and deadline_ms.\n"
+        "set beam_size, n_best, alpha, max_len_a, max_len_b, shrink and deadline_ms, and\n"
+        "ask for \"align\", \"token_scores\" and (with --attention) \"attention\": true.\n"
         "SIGTERM or SIGINT: stop accepting, answer what is in flight, exit 0.\n",
         program);
 }

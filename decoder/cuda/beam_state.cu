@@ -82,7 +82,7 @@ static __global__ void record_attention_kernel(nmt_beam_device b, const int32_t 
 {
     const int32_t r = blockIdx.x, p = r / b.beam, k = r % b.beam, s = act[p];
     if (b.done[s])
-        return; /* uniform across the block, as the whole test */
+        return; /* uniform across the block, as the test below */
     const int32_t t = *b.step - b.start[s]; /* the sentence's step, 1-based */
     if (t < 1 || t > b.hist_len)
         return;

@@ -129,7 +129,7 @@ static void test_max_memory(const nmt_model *model)
     nmt_translator_free(t);
 
     /* The CUDA backend's measure, no device needed. */
-    nmt_backend_config config = {32, 5, 64, NULL, 0, 1, 0, 1, NMT_PRECISION_FP32, 0};
+    nmt_backend_config config = {32, 5, 64, NULL, 0, 1, 0, 1, NMT_PRECISION_FP32, 0, 0};
     size_t at[33] = {0};
     for (int32_t n = 1; n <= 32; n *= 2) {
         config.max_sentences = n;

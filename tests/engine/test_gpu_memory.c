@@ -46,7 +46,7 @@ static size_t measure(const nmt_model *model, const nmt_options *o)
 {
     const nmt_backend_config config = {o->batch_size, o->beam_size, o->max_src_tokens, NULL,
                                        o->collect_stats, o->cuda_graphs, o->warmup,
-                                       o->check_every, o->precision, 0};
+                                       o->check_every, o->precision, 0, 0};
     size_t bytes = 0;
     nmt_error err = {0};
     CHECK(nmt_cuda_backend_device_bytes(model, &config, &bytes, &err) == NMT_STATUS_OK,
