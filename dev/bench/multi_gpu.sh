@@ -30,7 +30,8 @@
 # the engine's, 8 x BATCH), REPEAT, LINES, SRC, WORK (inputs and outputs,
 # default /tmp/nmt-multi-gpu: they are too big for OUT_DIR), MPI=0 (no mpirun
 # runs), BUDGET_S (default 420: runs that would start later are skipped, said
-# so), RUN_TIMEOUT_S (default 180 a run), NMT_BENCH_DEVICE=cpu (a dry run of
+# so), RUN_TIMEOUT_S (default 180 a run), NMT_BENCH_COMMIT (the commit for the
+# table where the copy has no .git), NMT_BENCH_DEVICE=cpu (a dry run of
 # this script on the CPU: --workers N and no GPU wrapper; for checking the
 # script, not for numbers).
 # Open MPI: the system's, or .carry/mpi (dev/prepare-device-mpi.sh) through
