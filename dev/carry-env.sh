@@ -38,7 +38,7 @@ use_carried_mpi() {
         PMIX_PKGDATADIR="$m/share/pmix" PMIX_SYSCONFDIR="$m/etc" PMIX_INCLUDEDIR="$m/include"
     export PMIX_MCA_mca_base_component_path="$m/lib/pmix"
     export HWLOC_PLUGINS_PATH="$m/lib/hwloc" # none carried: no other hwloc's plugins
-    if [ -d "$m/lib/prte" ]; then # Open MPI 5's launcher
+    if [ -d "$m/lib/prte" ]; then # Open MPI 5's launcher (PRRTE): untried, Debian 12 has 4.1
         export PRTE_PREFIX="$m" PRTE_MCA_prte_base_component_path="$m/lib/prte"
     fi
     if [ "$(id -u)" = 0 ]; then
