@@ -34,8 +34,9 @@ for p in fp32 tf32x2 bf16 fp16; do
         --repeat 3 --latency-lines "${LATENCY_LINES:-150}" --device cuda \
         --translate "$build/translate" --engine-option="--precision=$p" "${engine_extra[@]}" \
         --json "$out/speed-$label-$p.json" > "$out/speed-$label-$p.txt"
+    gzip -cdf "$test_src" > "$out/test-src.txt"  # a .gz or plain file
     "$build/translate" -m "$model" --device cuda --precision "$p" --beam 5 --batch-size 64 \
-        --quiet "${extra[@]}" -i "$test_src" -o "$out/test-$label-$p.txt"
+        --quiet "${extra[@]}" -i "$out/test-src.txt" -o "$out/test-$label-$p.txt"
 done
 python3 - "$out" "$label" "$test_ref" <<'PY'
 import gzip, json, os, sys
