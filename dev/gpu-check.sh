@@ -171,10 +171,10 @@ if [[ $build_status == ok ]]; then
                     done
                 done
             fi
-            # The tf32x2 GEMMs (--cuda-gemm): the engine alone at batch 64.
+            # The tf32x2 GEMMs (--precision): the engine alone at batch 64.
             timeout 120 "$python" dev/eval/speed -m "$model" --src "$src" --lines "${NMT_SPEED_LINES:-0}" \
                 --beams 5 --batch-sizes 64 --repeat 3 --latency-lines 0 --device cuda \
-                --engine-option=--cuda-gemm=tf32x2 --translate "$build/translate" \
+                --engine-option=--precision=tf32x2 --translate "$build/translate" \
                 --json "$bench_dir/speed-tf32x2.json" >"$bench_dir/speed-tf32x2.txt" \
                 2>>"$bench_dir/speed.err" || speed_status="$speed_status; tf32x2 speed failed"
             # The whole test set through the CUDA engine at beams 1 and 5 with
@@ -184,7 +184,7 @@ if [[ $build_status == ok ]]; then
                 for beam in 1 5; do
                     tag=$([[ $gemm == fp32 ]] && echo "" || echo ".$gemm")
                     zcat "$src" | timeout 60 "$build/translate" -m "$model" --device cuda --beam $beam \
-                        --batch-size 64 --cuda-gemm $gemm --scores \
+                        --batch-size 64 --precision $gemm --scores \
                         >"$bench_dir/gpu.test.beam$beam$tag.tsv" 2>>"$bench_dir/speed.err" ||
                         speed_status="$speed_status; test-set translation beam $beam $gemm failed"
                     cut -f2 "$bench_dir/gpu.test.beam$beam$tag.tsv" >"$bench_dir/gpu.test.beam$beam$tag.en"
@@ -208,7 +208,7 @@ if [[ -s "$bench_dir/speed.txt" ]]; then
     echo
     echo "== end-to-end speed (dev/eval/speed)"
     cat "$bench_dir/speed.txt"
-    [[ -s "$bench_dir/speed-tf32x2.txt" ]] && { echo "-- with --cuda-gemm tf32x2:"; head -3 "$bench_dir/speed-tf32x2.txt"; }
+    [[ -s "$bench_dir/speed-tf32x2.txt" ]] && { echo "-- with --precision tf32x2:"; head -3 "$bench_dir/speed-tf32x2.txt"; }
 fi
 echo
 echo "================ gpu-check summary ($(elapsed)s) ================"

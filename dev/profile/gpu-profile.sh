@@ -53,7 +53,7 @@ if [[ "${NMT_PROFILE_SKIP_NCU:-0}" != 1 ]]; then
     ncu_run batch64 "$work/64.de" --launch-skip 500 --launch-count 150 \
         "$tr" -m "$model" --device cuda --beam 5 --batch-size 64 --warmup off
     ncu_run batch64-tf32x2 "$work/64.de" --launch-skip 500 --launch-count 150 \
-        "$tr" -m "$model" --device cuda --beam 5 --batch-size 64 --warmup off --cuda-gemm tf32x2
+        "$tr" -m "$model" --device cuda --beam 5 --batch-size 64 --warmup off --precision tf32x2
     for cfg in ${NMT_PROFILE_SOFTMAX_CASES-1,10240,1 1,10240,50 60,10240,5 5,4778,10 320,4778,10 1,50000,5}; do
         set -- ${cfg//,/ }
         NMT_BENCH_ROWS=$1 NMT_BENCH_VOCABS=$2 NMT_BENCH_KS=$3 NMT_BENCH_REPEATS=15 \
