@@ -11,26 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench_lib_ok.h" /* CUBLAS_OK, CUSPARSE_OK */
 #include "bench_util.h"
 #include "nhot.h"
-
-#define CUBLAS_OK(call)                                                                    \
-    do {                                                                                   \
-        cublasStatus_t s_ = (call);                                                        \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-            fprintf(stderr, "%s:%d: %s: %d\n", __FILE__, __LINE__, #call, (int)s_);        \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CUSPARSE_OK(call)                                                                  \
-    do {                                                                                   \
-        cusparseStatus_t s_ = (call);                                                      \
-        if (s_ != CUSPARSE_STATUS_SUCCESS) {                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
-                    cusparseGetErrorString(s_));                                           \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 enum { ROWS = 100, TABLE_ROWS = 10240, DIM = 512, MAX_COPIES = 8 };
 

@@ -47,28 +47,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_lib_ok.h" /* CUBLAS_OK, CUSPARSE_OK */
 #include "bench_spmm_data.h"
 #include "bench_util.h"
 #include "spmm.h"
-
-#define CUBLAS_OK(call)                                                                    \
-    do {                                                                                   \
-        cublasStatus_t s_ = (call);                                                        \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
-                    cublasGetStatusString(s_));                                            \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CUSPARSE_OK(call)                                                                  \
-    do {                                                                                   \
-        cusparseStatus_t s_ = (call);                                                      \
-        if (s_ != CUSPARSE_STATUS_SUCCESS) {                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
-                    cusparseGetErrorString(s_));                                           \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 enum { MAX_METHODS = 32, MAX_LIST = 64, MAX_COPIES = 256 };
 
