@@ -6,7 +6,8 @@
  * times, when the search does not wait), so sentences join and leave the
  * running search at every check point, in every slot and row position. Each
  * line must be delivered exactly once, with the batch's status, hypotheses
- * and texts (byte for byte) and scores within 1e-4. Several configurations:
+ * and texts (byte for byte) and scores within 1e-4 (+ 5e-6 a token), except
+ * at near ties (compare_one; at most 1% of the lines). Several configurations:
  * beam 1 and 5, n-best 1 and 3, check_every 1 to 4, graphs on and off, a
  * search smaller than the stream's burst, and OpenNMT-py's search rules. Exit 77 without a GPU.
  * NMT_TEST_SMALL=1 (under compute-sanitizer): 40 lines, two configurations. */
@@ -95,8 +96,35 @@ static void script_deliver(void *self, void *tag, nmt_result *result)
     memset(result, 0, sizeof *result);
 }
 
+/* The first target token where two token strings differ (0-based). */
+static int first_difference(const char *x, const char *y)
+{
+    int t = 0;
+    for (;;) {
+        const char *ex = strchr(x, ' '), *ey = strchr(y, ' ');
+        const size_t nx = ex ? (size_t)(ex - x) : strlen(x), ny = ey ? (size_t)(ey - y) : strlen(y);
+        if (nx != ny || strncmp(x, y, nx) != 0 || !ex || !ey)
+            return t;
+        x = ex + 1, y = ey + 1, t++;
+    }
+}
+
+static double prefix_sum(const nmt_hypothesis *h, int through)
+{
+    double sum = 0.0;
+    for (int j = 0; j <= through && j <= h->n_tokens; j++)
+        sum += h->token_scores ? h->token_scores[j] : 0.0;
+    return sum;
+}
+
+/* Texts must match, scores within 1e-4 + 5e-6 a token (per-token rounding
+ * of GEMMs over other row counts, accumulated). A text may differ only at a
+ * near tie, which that rounding can order either way: where the token
+ * strings first differ, the two runs' log-probabilities through that token
+ * are within 1e-3, or the two hypotheses' final scores are (n-best order).
+ * Such lines are counted in *ties; compare() bounds their number. */
 static void compare_one(const char *what, int i, const nmt_result *a, const nmt_result *b,
-                        double *max_diff)
+                        double *max_diff, int *ties)
 {
     CHECK(a->status == b->status, "%s line %d: status %d (batch) vs %d (stream)", what, i,
           (int)a->status, (int)b->status);
@@ -106,12 +134,21 @@ static void compare_one(const char *what, int i, const nmt_result *a, const nmt_
         return;
     for (int h = 0; h < a->n_hypotheses; h++) {
         const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
-        CHECK(strcmp(x->text, y->text) == 0, "%s line %d hyp %d:\n  batch:  %s\n  stream: %s",
-              what, i, h, x->text, y->text);
         const double d = fabs((double)x->score - (double)y->score);
+        if (strcmp(x->text, y->text) != 0) {
+            const int t = first_difference(x->text, y->text);
+            const double at = fabs(prefix_sum(x, t) - prefix_sum(y, t));
+            fprintf(stderr, "%s line %d hyp %d: a near tie? token %d, log-probs through it "
+                    "%.2e apart, scores %.6f vs %.6f\n  batch:  %s\n  stream: %s\n", what, i, h,
+                    t, at, x->score, y->score, x->text, y->text);
+            CHECK(at <= 1e-3 || d <= 1e-3, "%s line %d hyp %d: texts differ at token %d, "
+                  "not at a near tie (%.2e apart there, scores %.2e)", what, i, h, t, at, d);
+            (*ties)++;
+            return;
+        }
         *max_diff = d > *max_diff ? d : *max_diff;
-        CHECK(d <= 1e-4, "%s line %d hyp %d: score %.6f vs %.6f", what, i, h, x->score,
-              y->score);
+        CHECK(d <= 1e-4 + 5e-6 * (x->n_tokens + 1), "%s line %d hyp %d: score %.6f vs %.6f",
+              what, i, h, x->score, y->score);
     }
 }
 
@@ -132,6 +169,7 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best, int
     o.cuda_graphs = graphs;
     o.max_src_tokens = 64;
     o.search_rules = onmt ? NMT_SEARCH_RULES_ONMT : NMT_SEARCH_RULES_V1;
+    o.output_tokens = 1; /* token strings: a difference has a position */
     nmt_translator *t = NULL;
     nmt_error err = {NMT_STATUS_OK, ""};
     nmt_status st = nmt_translator_create(model, &o, &t, &err);
@@ -150,17 +188,19 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best, int
     CHECK(st == NMT_STATUS_OK, "%s: stream: %s", what, err.message);
     CHECK(s.next == n_lines, "%s: the stream took %d of %d lines", what, s.next, n_lines);
     double max_diff = 0.0;
-    int bad = 0;
+    int bad = 0, ties = 0;
     for (int i = 0; i < n_lines; i++) {
         CHECK(s.delivered[i] == 1, "%s: line %d delivered %d times", what, i, s.delivered[i]);
         bad += expected[i].status != NMT_STATUS_OK;
         if (s.delivered[i] == 1)
-            compare_one(what, i, &expected[i], &s.results[i], &max_diff);
+            compare_one(what, i, &expected[i], &s.results[i], &max_diff, &ties);
         nmt_result_clear(&expected[i]);
         nmt_result_clear(&s.results[i]);
     }
-    printf("%s: %d lines (%d refused), %d pulls (%d empty), max score diff %.2g\n", what,
-           n_lines, bad, s.pulls, s.empty_pulls, max_diff);
+    CHECK(ties <= (n_lines + 99) / 100, "%s: %d lines differ at near ties (over 1%%)", what,
+          ties);
+    printf("%s: %d lines (%d refused), %d pulls (%d empty), max score diff %.2g, %d near ties\n",
+           what, n_lines, bad, s.pulls, s.empty_pulls, max_diff, ties);
     nmt_translator_free(t);
 }
 
