@@ -89,3 +89,13 @@ int test_finish(const char *name)
     fprintf(stderr, "%s: passed\n", name);
     return 0;
 }
+
+void test_random_words(char *dst, const char *const *words, int n_words, int len)
+{
+    dst[0] = '\0';
+    for (int w = 0; w < len; w++) {
+        if (w)
+            strcat(dst, " ");
+        strcat(dst, words[test_rand_int(0, n_words)]);
+    }
+}

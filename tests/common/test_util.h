@@ -17,6 +17,9 @@ uint64_t test_rand_u64(void);
 float test_rand_uniform(float lo, float hi);
 int32_t test_rand_int(int32_t lo, int32_t hi_exclusive);
 void test_fill_uniform(float *x, size_t n, float lo, float hi);
+/* dst = len words drawn at random from words[0..n_words), separated by single
+ * spaces (the engine tests' random lines; dst must have room for them). */
+void test_random_words(char *dst, const char *const *words, int n_words, int len);
 
 /* Fills with a NaN payload so unwritten outputs are caught. */
 void test_poison_f32(float *x, size_t n);

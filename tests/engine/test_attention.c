@@ -42,12 +42,7 @@ static void make_lines(void)
     for (int i = 0; i < N_LINES; i++) {
         const int len = i == N_LINES - 2 ? 0 : i == N_LINES - 1 ? MAX_TOKENS + 4
                                                                  : test_rand_int(1, 9);
-        text[i][0] = '\0';
-        for (int w = 0; w < len; w++) {
-            if (w)
-                strcat(text[i], " ");
-            strcat(text[i], words[test_rand_int(0, n_words)]);
-        }
+        test_random_words(text[i], words, n_words, len);
         lines[i] = text[i];
     }
 }

@@ -129,12 +129,7 @@ int main(void)
     const int n_words = (int)(sizeof words / sizeof words[0]);
     for (int i = 0; i < N_LINES; i++) {
         const int len = test_rand_int(1, 21);
-        text[i][0] = '\0';
-        for (int w = 0; w < len; w++) {
-            if (w)
-                strcat(text[i], " ");
-            strcat(text[i], words[test_rand_int(0, n_words)]);
-        }
+        test_random_words(text[i], words, n_words, len);
         lines[i] = text[i];
     }
     /* Device auto with the onmt rules: the GPU now. */

@@ -46,11 +46,7 @@ static void make_lines(void)
             continue;
         }
         const int len = kind == 2 ? 200 : test_rand_int(1, 31); /* 200: over max_src_tokens */
-        for (int w = 0; w < len; w++) {
-            if (w)
-                strcat(text[i], " ");
-            strcat(text[i], words[test_rand_int(0, n_words)]);
-        }
+        test_random_words(text[i], words, n_words, len);
     }
     for (int i = 0; i < N_LINES; i++)
         lines[i] = text[i];

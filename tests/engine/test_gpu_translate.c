@@ -33,12 +33,7 @@ static void make_lines(char lines[N_LINES][512])
     const int n_words = (int)(sizeof words / sizeof words[0]);
     for (int i = 0; i < N_LINES; i++) {
         int len = test_rand_int(1, 21);
-        lines[i][0] = '\0';
-        for (int w = 0; w < len; w++) {
-            if (w)
-                strcat(lines[i], " ");
-            strcat(lines[i], words[test_rand_int(0, n_words)]);
-        }
+        test_random_words(lines[i], words, n_words, len);
     }
 }
 
