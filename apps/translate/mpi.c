@@ -9,7 +9,10 @@
  * gathered on rank 0: when all succeeded (0, or 1 for refused lines) rank 0
  * joins the parts in rank order into out.txt and removes them; when a rank
  * failed, rank 0 names it and its shard (lines, part file) and the run exits
- * 4 on every rank, so mpirun never waits on a rank that has given up. Without
+ * 4 on every rank, so mpirun never waits on a rank that has given up. On
+ * CUDA a rank without --devices or --device-index on its command line takes
+ * the GPU of its rank among its host's ranks (modulo the visible GPUs), so
+ * one rank a GPU needs no wrapper. Without
  * --mpi the program is translate as usual, even under mpirun. */
 #include "options.h"
 #include "shard.h"
@@ -106,6 +109,11 @@ int main(int argc, char **argv)
     translate_shard shard = {0};
     MPI_Comm_rank(MPI_COMM_WORLD, &shard.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &shard.size);
+    /* The ranks that share this host, for a GPU each (translate.c). */
+    MPI_Comm host;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, shard.rank, MPI_INFO_NULL, &host);
+    MPI_Comm_rank(host, &shard.local_rank);
+    MPI_Comm_free(&host);
     long total = -1;
     int usage = !args.input_path[0] || !args.output_path[0] || args.stats_path[0] ||
                 args.skip_lines > 0;

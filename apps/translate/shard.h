@@ -7,6 +7,8 @@
 
 typedef struct translate_shard {
     int rank, size;
+    int local_rank;        /* this rank among the ranks of its host: its default GPU is
+                              local_rank modulo the visible GPUs (translate.c) */
     long first, count;     /* 0-based first line, lines */
     char part_path[1100];  /* OUTPUT.part<rank> */
 } translate_shard;
