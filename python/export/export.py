@@ -10,6 +10,10 @@ text was split with) and says tokenizer=sentencepiece: the engine then splits
 raw text into its pieces and joins the output pieces with it
 (docs/model-format.md, section SPMP). After writing, the file is read back
 and compared, so a bad export fails here rather than in the engine.
+
+A checkpoint trained with pruning (train.py --prune-sparsity) records which
+matrices it pruned; those the format lets be sparse (decoder LSTM, attention,
+output) are written to section SPRS as CSR (docs/sparse.md) unless --dense.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pynmt import modelfile  # noqa: E402
 from pynmt.network import NMTNetwork, load_checkpoint  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
+from pruning import sparse_names  # noqa: E402
+
 
 def network_from_checkpoint(path: str) -> tuple[NMTNetwork, dict]:
     ckpt = load_checkpoint(path)
@@ -35,9 +42,10 @@ def network_from_checkpoint(path: str) -> tuple[NMTNetwork, dict]:
 
 def export(net: NMTNetwork, src_vocab: list[str], tgt_vocab: list[str], out: str,
            fp16: bool = False, compress: bool = False,
-           sentencepiece: bytes | None = None) -> dict[str, np.ndarray]:
+           sentencepiece: bytes | None = None, sparse=()) -> dict[str, np.ndarray]:
     """Writes model.bin; returns the tensors written (fp32, before any narrowing).
-    sentencepiece: a .model file's bytes, embedded (tokenizer=sentencepiece)."""
+    sentencepiece: a .model file's bytes, embedded (tokenizer=sentencepiece);
+    sparse: names of matrices written to section SPRS."""
     hparams = net.hparams()
     if sentencepiece is not None:
         hparams["tokenizer"] = "sentencepiece"  # refused with a case feature
@@ -46,7 +54,7 @@ def export(net: NMTNetwork, src_vocab: list[str], tgt_vocab: list[str], out: str
     ordered = {name: tensors[name] for name, _ in modelfile.expected_tensors(hparams)}
     # Read back: the file must give exactly what was meant (fp16: the rounded values).
     modelfile.write_model_checked(out, hparams, src_vocab, tgt_vocab, ordered, fp16, compress,
-                                  sentencepiece)
+                                  sentencepiece, sparse)
     return ordered
 
 
@@ -59,6 +67,8 @@ def main(argv=None) -> int:
     p.add_argument("--sentencepiece", metavar="MODEL",
                    help="embed this SentencePiece .model: the engine splits raw text into its "
                         "pieces and joins the output pieces with it (tokenizer=sentencepiece)")
+    p.add_argument("--dense", action="store_true",
+                   help="write pruned matrices dense (default: sparse where the format allows)")
     a = p.parse_args(argv)
     spm = None
     net, ckpt = network_from_checkpoint(a.checkpoint)
@@ -73,12 +83,14 @@ def main(argv=None) -> int:
             if strangers:
                 print(f"WARNING: {len(strangers)} {side} entries are not pieces of "
                       f"{a.sentencepiece}, e.g. {strangers[:5]}", file=sys.stderr)
+    sparse = [] if a.dense else sparse_names(ckpt.get("pruning"))
     tensors = export(net, ckpt["src_vocab"], ckpt["tgt_vocab"], a.output, a.fp16, a.compress,
-                     spm)
+                     spm, sparse)
     n = sum(t.size for t in tensors.values())
     print(f"{a.output}: {os.path.getsize(a.output):,} bytes ({os.path.getsize(a.output) / 1e6:.1f} MB), "
           f"{len(tensors)} tensors, {n / 1e6:.2f}M parameters, {'fp16' if a.fp16 else 'fp32'}"
-          f"{', deflated' if a.compress else ''}; epoch {ckpt.get('epoch')}, "
+          f"{', deflated' if a.compress else ''}"
+          f"{f', {len(sparse)} sparse matrices' if sparse else ''}; epoch {ckpt.get('epoch')}, "
           f"valid BLEU {ckpt.get('best_bleu', float('nan')):.2f}")
     return 0
 

@@ -333,13 +333,13 @@ def _u(fmt, blob, offset):
 
 
 def write_model_checked(path, hparams, src_vocab, tgt_vocab, tensors, fp16=False,
-                        compress=False, sentencepiece=None):
+                        compress=False, sentencepiece=None, sparse=()):
     """write_model, then reads the file back: the vocabularies, the
     SentencePiece model and every tensor must come back exactly (fp16: the
     values rounded to fp16). RuntimeError otherwise. The exporters' last step
-    (python/export)."""
+    (python/export). sparse: as write_model's."""
     write_model(path, hparams, src_vocab, tgt_vocab, tensors, dtype="f16" if fp16 else "f32",
-                compress=compress, sentencepiece=sentencepiece)
+                compress=compress, sentencepiece=sentencepiece, sparse=sparse)
     _, sv, tv, back, spm = read_model_sections(path)
     if sv != list(src_vocab) or tv != list(tgt_vocab):
         raise RuntimeError(f"{path}: vocabularies differ after reading back")

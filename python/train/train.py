@@ -18,6 +18,14 @@ Checkpoints (save-dir/last.pt each epoch, save-dir/best.pt at the best
 validation BLEU) hold the weights, the vocabularies, the hyper-parameters as
 model.bin stores them, the optimizer and RNG states (for --resume) and the
 history; python/export/export.py turns one into model.bin.
+
+--init-model MODEL.bin starts from an engine model file's weights and
+vocabularies (fine-tuning; its hyper-parameters replace the model options).
+--prune-sparsity S prunes the LSTM, attention and output matrices gradually
+by magnitude (pruning.py: Zhu & Gupta's cubic schedule from --prune-start to
+--prune-end, every --prune-every steps); the masks are re-applied after every
+optimizer step and saved in the checkpoint ("pruning"), and export.py writes
+the pruned matrices the file may store sparse to section SPRS.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import preprocess  # noqa: E402
+from pruning import GradualPruner  # noqa: E402
 from pynmt.network import BOS, EOS, PAD, NMTNetwork, count_parameters, load_checkpoint  # noqa: E402,E501
 from pynmt.search import SearchConfig  # noqa: E402
 from pynmt.translator import Translator  # noqa: E402
@@ -165,9 +174,23 @@ def parse_args(argv=None):
     g.add_argument("--log-interval", type=int, default=50, help="batches between progress lines")
     g.add_argument("--valid-beam", type=int, default=1, help="beam of the per-epoch BLEU decode")
     g.add_argument("--valid-batch-size", type=int, default=128)
+    g.add_argument("--no-validate", action="store_true",
+                   help="skip the per-epoch validation; every saved checkpoint counts as best")
+    g.add_argument("--max-steps", type=int, default=0, help="stop after N steps (0: no limit)")
+    g = p.add_argument_group("pruning (gradual magnitude, Zhu & Gupta 2017)")
+    g.add_argument("--prune-sparsity", type=float, default=0.0,
+                   help="final fraction of zeros in each pruned matrix (0: no pruning)")
+    g.add_argument("--prune-start", type=int, default=0, help="step the schedule starts at")
+    g.add_argument("--prune-end", type=int, default=1000, help="step it reaches the sparsity")
+    g.add_argument("--prune-every", type=int, default=100, help="steps between pruning steps")
+    g.add_argument("--prune-tensors", default="all",
+                   help="all (LSTM, attention, output matrices), sparse (those model.bin may "
+                        "store sparse: decoder LSTM, attention, output) or a comma list of names")
     g = p.add_argument_group("files")
     g.add_argument("--save-dir", required=True)
     g.add_argument("--resume", action="store_true", help="continue from save-dir/last.pt")
+    g.add_argument("--init-model", metavar="MODEL.bin",
+                   help="start from this engine model file's weights and vocabularies")
     return p.parse_args(argv)
 
 
@@ -194,15 +217,36 @@ def main(argv=None) -> int:
         resume = load_checkpoint(last_path)
         log(f"resuming from {last_path} after epoch {resume['epoch']}")
     log("args: " + json.dumps(vars(args), sort_keys=True))
+    init = None
+    if args.init_model and not resume:
+        from pynmt.modelfile import read_model
+        init = read_model(args.init_model)  # (hparams, src_vocab, tgt_vocab, tensors)
+        if init[0].get("tokenizer", "engine") != "engine":
+            log(f"--init-model: tokenizer={init[0]['tokenizer']}; this trainer uses the engine's")
+            return 2
+        log(f"initializing from {args.init_model}: {init[0]}")
+    vocabs = ((resume["src_vocab"], resume["tgt_vocab"]) if resume else
+              (init[1], init[2]) if init else (None, None))
 
-    data = preprocess.prepare_from_args(args, log,
-                                        src_vocab=resume["src_vocab"] if resume else None,
-                                        tgt_vocab=resume["tgt_vocab"] if resume else None)
+    data = preprocess.prepare_from_args(args, log, src_vocab=vocabs[0], tgt_vocab=vocabs[1])
 
-    net = NMTNetwork(len(data.src_vocab), len(data.tgt_vocab), args.emb_size, args.hidden_size,
-                     args.layers, args.layers, args.dropout, args.dec_init)
-    net.init_uniform(args.param_init, seed=args.seed)
+    if init:
+        net = NMTNetwork.from_hparams(init[0], dropout=args.dropout)
+        net.from_file_tensors(init[3])
+    elif resume:
+        net = NMTNetwork.from_hparams(resume["hparams"], dropout=args.dropout)
+    else:
+        net = NMTNetwork(len(data.src_vocab), len(data.tgt_vocab), args.emb_size,
+                         args.hidden_size, args.layers, args.layers, args.dropout, args.dec_init)
+        net.init_uniform(args.param_init, seed=args.seed)
     net.to(device)
+    pruner = None
+    if args.prune_sparsity > 0:
+        pruner = GradualPruner(net, args.prune_sparsity, args.prune_start, args.prune_end,
+                               args.prune_every, args.prune_tensors)
+        log(f"pruning {len(pruner.names)} matrices to {args.prune_sparsity:.0%} zeros, steps "
+            f"{args.prune_start}..{args.prune_end} every {args.prune_every}: "
+            + ", ".join(pruner.names))
     optimizer = torch.optim.Adam(net.parameters(), lr=args.lr)
     n_params = count_parameters(net)
     log(f"model: {n_params / 1e6:.2f}M parameters ({2 * n_params / 1e6:.1f} MB as fp16), "
@@ -219,6 +263,8 @@ def main(argv=None) -> int:
         best_ppl = min((r["valid_ppl"] for r in history), default=float("inf"))
         rng.setstate(resume["rng"])
         torch.set_rng_state(resume["torch_rng"])
+        if pruner and resume.get("pruning"):
+            pruner.load_state_dict(resume["pruning"])
     translator = Translator(net, data.src_vocab, data.tgt_vocab)
     lr = optimizer.param_groups[0]["lr"]
     reserve = 30.0  # seconds kept for the last validation and save; measured after epoch 1
@@ -235,6 +281,9 @@ def main(argv=None) -> int:
             if args.time_budget and time.time() - t0 > args.time_budget - reserve:
                 stop_reason = f"time budget ({args.time_budget:.0f}s) in epoch {epoch}"
                 break
+            if args.max_steps and step >= args.max_steps:
+                stop_reason = f"--max-steps {args.max_steps} reached in epoch {epoch}"
+                break
             words, cases, lengths, tgt_in, tgt_out = collate(data.train, ids, device)
             with autocast(args, device):
                 logits = net(words, cases, lengths, tgt_in)
@@ -247,6 +296,10 @@ def main(argv=None) -> int:
             torch.nn.utils.clip_grad_norm_(net.parameters(), args.clip)
             optimizer.step()
             step += 1
+            if pruner and not pruner.update(step):
+                pruner.apply()  # Adam moved the pruned weights: back to zero
+            elif pruner:
+                log(f"step {step}: pruned to {pruner.current:.4f} sparsity")
             n_batches += 1
             loss_val = loss.item()
             loss_sum += loss_val
@@ -256,7 +309,8 @@ def main(argv=None) -> int:
             if (bi + 1) % args.log_interval == 0:
                 dt = time.time() - t_log
                 log(f"epoch {epoch} batch {bi + 1}/{len(batches)} step {step} "
-                    f"loss {loss_log / tok_log:.3f} {tok_log / dt:,.0f} tgt tok/s lr {lr:.2e}")
+                    f"loss {loss_log / tok_log:.3f} {tok_log / dt:,.0f} tgt tok/s lr {lr:.2e}"
+                    + (f" sparsity {pruner.current:.3f}" if pruner else ""))
                 t_log, tok_log, loss_log = time.time(), 0, 0.0
         train_time = time.time() - t_epoch
         if tok_sum == 0:
@@ -264,8 +318,12 @@ def main(argv=None) -> int:
             break
 
         t_save = time.time()
-        v = validate(net, data.valid, translator, args, device, log)
-        improved = v["valid_bleu"] > best_bleu
+        if args.no_validate:
+            v = {"valid_ppl": float("nan"), "valid_bleu": float("nan"), "valid_time": 0.0,
+                 "sample": [""]}
+        else:
+            v = validate(net, data.valid, translator, args, device, log)
+        improved = args.no_validate or v["valid_bleu"] > best_bleu
         if improved:
             best_bleu, stale = v["valid_bleu"], 0
         else:
@@ -276,13 +334,15 @@ def main(argv=None) -> int:
                   "valid_ppl": v["valid_ppl"], "valid_bleu": v["valid_bleu"],
                   "valid_time": v["valid_time"], "best": improved,
                   "elapsed": time.time() - t0}
+        if pruner:
+            record["sparsity"] = pruner.current
         history.append(record)
         log(f"epoch {epoch} done: train loss {record['train_loss']:.3f} "
             f"({train_time:.1f}s, {record['train_tok_per_s']:,.0f} tok/s), valid ppl "
             f"{v['valid_ppl']:.2f}, valid BLEU {v['valid_bleu']:.2f} (greedy, "
             f"{v['valid_time']:.1f}s){' *best*' if improved else ''}, lr {lr:.2e}")
         log(f"  sample: {v['sample'][0]!r}")
-        if v["valid_ppl"] < best_ppl:
+        if args.no_validate or v["valid_ppl"] < best_ppl:
             best_ppl = v["valid_ppl"]
         else:
             lr *= args.lr_decay
@@ -297,7 +357,8 @@ def main(argv=None) -> int:
                  "src_vocab": data.src_vocab, "tgt_vocab": data.tgt_vocab,
                  "optimizer": optimizer.state_dict(), "epoch": epoch, "step": step,
                  "best_bleu": best_bleu, "stale": stale, "history": history,
-                 "args": vars(args), "rng": rng.getstate(), "torch_rng": torch.get_rng_state()}
+                 "args": vars(args), "rng": rng.getstate(), "torch_rng": torch.get_rng_state(),
+                 "pruning": pruner.state_dict() if pruner else None}
         save_checkpoint(last_path, state)
         if improved:
             save_checkpoint(os.path.join(args.save_dir, "best.pt"), state)
@@ -310,8 +371,14 @@ def main(argv=None) -> int:
             stop_reason = f"time budget ({args.time_budget:.0f}s): no room for a useful epoch"
 
     stop_reason = stop_reason or f"--max-epochs {args.max_epochs} reached"
-    best = max(history, key=lambda r: r["valid_bleu"]) if history else None
+    best = max(history, key=lambda r: r["valid_bleu"]) if history and not args.no_validate \
+        else None
     log(f"stopped: {stop_reason}; {epoch} epochs, {step} steps, {time.time() - t0:.0f}s")
+    if pruner:
+        zeros = sum(z for z, _ in pruner.stats().values())
+        size = sum(n for _, n in pruner.stats().values())
+        log(f"pruned matrices: {zeros} of {size} entries zero ({zeros / size:.2%}), schedule at "
+            f"{pruner.current:.4f} of {pruner.sparsity}")
     if best:
         log(f"best: epoch {best['epoch']} valid BLEU {best['valid_bleu']:.2f} (greedy) "
             f"ppl {best['valid_ppl']:.2f} -> {os.path.join(args.save_dir, 'best.pt')}")
