@@ -42,6 +42,10 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 export PYTHONUNBUFFERED=1
 
+case "$DEVICE:$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null)" in
+    cpu:*/blas/libblas.so.3) echo "prune-curve: WARNING: libblas.so.3 is the reference BLAS;" \
+        "Debian's torch trains ~20x slower with it (apt-get install libopenblas0-pthread)" >&2 ;;
+esac
 zcat "$DATA/test_2016_flickr.de.gz" | sed -n "1,${LINES}p" > "$OUT/test.de"
 zcat "$DATA/test_2016_flickr.en.gz" | sed -n "1,${LINES}p" > "$OUT/test.en"
 LINES=$(wc -l < "$OUT/test.de")

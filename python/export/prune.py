@@ -12,7 +12,8 @@ output is read back and compared before the command succeeds.
 This prunes a trained model once, with no retraining, so quality drops with
 S: measure BLEU before relying on a pruned model. Gradual pruning during
 training (Zhu & Gupta's schedule, as Gale et al. train their sparse models)
-is a later step of the trainer, not done here.
+is the trainer's: python/train/train.py --prune-sparsity (docs/sparse.md,
+"Pruning in the trainer").
 """
 
 from __future__ import annotations
