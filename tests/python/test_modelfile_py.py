@@ -20,25 +20,9 @@ except ImportError:
 
 from pynmt import modelfile
 
-failures = 0
+import checks
+from checks import check, model_info_crcs
 
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAILED:", what)
-
-
-def model_info_crcs(model_info, path):
-    out = subprocess.run([model_info, "--tensor-crcs", path], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"model-info {path}: {out.stderr.strip()}")
-    crcs = {}
-    for line in out.stdout.splitlines()[2:]:
-        name, dtype, dims, crc = line.split()
-        crcs[name] = (dtype, tuple(int(d) for d in dims.split("x")), int(crc, 16))
-    return crcs
 
 
 def compare(model_info, path, tensors, dtype, what):
@@ -113,8 +97,8 @@ def main():
         out = subprocess.run([model_info, bad], capture_output=True, text=True)
         check(out.returncode == 1 and "CRC mismatch" in out.stderr, f"C on corrupt: {out.stderr}")
 
-    print(f"test_modelfile_py: {'FAILED' if failures else 'passed'}")
-    return 1 if failures else 0
+    print(f"test_modelfile_py: {'FAILED' if checks.failures else 'passed'}")
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":

@@ -23,24 +23,17 @@ except ImportError:
 
 from pynmt import modelfile, modelfile_sparse
 
+import checks
+from checks import check, model_info_crcs
+
 SOURCE_DIR = os.environ.get("NMT_SOURCE_DIR", "")
 PRUNE = os.path.join(SOURCE_DIR, "python", "export", "prune.py")
 LINES = "ein mann spielt im park\nzwei hund\nein rot ball\nfrau im haus\nkind\n"
-failures = 0
 
 
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAILED:", what)
-
-
-def model_info_crcs(model_info, path):
-    out = subprocess.run([model_info, "--tensor-crcs", path], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"model-info {path}: {out.stderr.strip()}")
-    return {line.split()[0]: int(line.split()[3], 16) for line in out.stdout.splitlines()[2:]}
+def crc_values(model_info, path):
+    """{tensor name: CRC-32} as the C loader reads the file (dense or sparse)."""
+    return {name: crc for name, (_, _, crc) in model_info_crcs(model_info, path).items()}
 
 
 def translate(binary, model, *args):
@@ -78,7 +71,7 @@ def main():
             for n in sparse_names:
                 zeros = int(np.sum(tensors[n] == 0))
                 check(zeros == round(0.8 * tensors[n].size), f"{extra}: {n}: {zeros} zeros")
-            c_side = model_info_crcs(model_info, out)
+            c_side = crc_values(model_info, out)
             py_side = modelfile.tensor_crcs(tensors)
             check(c_side == py_side, f"{extra}: model-info CRCs differ from Python's")
             info = subprocess.run([model_info, out], capture_output=True, text=True).stdout
@@ -90,7 +83,7 @@ def main():
         ordered = {n: tensors[n] for n, _ in modelfile.expected_tensors(hp)}
         dense_path = os.path.join(tmp, "dense.bin")
         modelfile.write_model(dense_path, hp, src, tgt, ordered)
-        check(model_info_crcs(model_info, dense_path) == model_info_crcs(model_info, sparse_path),
+        check(crc_values(model_info, dense_path) == crc_values(model_info, sparse_path),
               "dense and sparse files differ in their tensors")
         dense_out = translate(translate_bin, dense_path)
         check(dense_out.count(b"\n") == 5, f"dense output: {dense_out!r}")
@@ -127,8 +120,8 @@ def main():
                 check(False, f"Python's reader accepted SPRS with {what}")
             except ValueError:
                 pass
-    if failures:
-        print(f"test_prune_py: {failures} failures")
+    if checks.failures:
+        print(f"test_prune_py: {checks.failures} failures")
         return 1
     print("test_prune_py: passed")
     return 0

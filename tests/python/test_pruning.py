@@ -40,14 +40,9 @@ from pynmt import modelfile  # noqa: E402
 from pynmt.modelfile_sparse import sparse_allowed  # noqa: E402
 from pynmt.network import NMTNetwork, load_checkpoint  # noqa: E402
 
-failures = 0
+import checks  # noqa: E402
+from checks import check  # noqa: E402
 
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAILED:", what)
 
 
 def test_schedule():
@@ -211,8 +206,8 @@ def main():
     test_schedule()
     test_masks()
     engine_ran = test_end_to_end()
-    if failures:
-        print(f"test_pruning: {failures} failures")
+    if checks.failures:
+        print(f"test_pruning: {checks.failures} failures")
         return 1
     if not engine_ran:
         return 77
