@@ -11,7 +11,6 @@
 #define NMT_CUDA_MODEL_H
 
 #include "cuda_ctx.h"
-#include "linear.h"
 #include "model.h"
 #include "shrink.h"
 #include "step_io.h"
@@ -66,8 +65,6 @@ int32_t nmt_cuda_model_vocab(const nmt_cuda_model *m);
  *   candidate logits and the recall probe read them). */
 nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_cuda_precision precision,
                                         nmt_error *err);
-nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err);
-nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_error *err);
 
 /* Shrinks every later output layer (shrink/shrink.h): builds the LSH index
  * from the model's W_out (shrink->index), uploads and packs it, and

@@ -213,6 +213,12 @@ size_t nmt_cuda_decoder_part_bytes(nmt_cuda_model *m);
 size_t nmt_cuda_output_part_bytes(nmt_cuda_model *m);
 size_t nmt_cuda_tf32x2_part_bytes(const nmt_cuda_model *m);
 
+/* The two halves of nmt_cuda_model_set_precision, which refuses a second
+ * precision before calling either: gemm_tf32x2.c's doubled weights, and
+ * gemm.c's 16-bit copies. */
+nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err);
+nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_error *err);
+
 /* The table of GEMM weights from the uploaded fp32 weights (at create). */
 void nmt_cuda_gemm_weights_init(nmt_cuda_model *m);
 size_t nmt_cuda_half_part_bytes(nmt_cuda_model *m);

@@ -110,9 +110,6 @@ nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_er
     nmt_status status = NMT_STATUS_OK;
     weight_shape shapes[MAX_WEIGHTS];
     const int n = weight_shapes(m, shapes);
-    if (m->half16.on || m->tf32x2.on)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cuda model: a GEMM precision is already set");
     NMT_TRY(nmt_cuda_arena_carve(&m->half16.arena, layout_half, m, err));
     for (int i = 0; i < n; i++) {
         const nmt_cuda_weight *w = shapes[i].weight;
@@ -174,6 +171,9 @@ nmt_status nmt_cuda_model_gemm(nmt_cuda_model *m, nmt_gemm_site site, int32_t ro
 nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_cuda_precision precision,
                                         nmt_error *err)
 {
+    if (precision != NMT_CUDA_PRECISION_FP32 && (m->half16.on || m->tf32x2.on))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda model: a GEMM precision is already set");
     switch (precision) {
     case NMT_CUDA_PRECISION_FP32: return NMT_STATUS_OK;
     case NMT_CUDA_PRECISION_TF32X2: return nmt_cuda_model_set_tf32x2(m, err);

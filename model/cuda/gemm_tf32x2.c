@@ -59,9 +59,6 @@ nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err)
     nmt_status status = NMT_STATUS_OK;
     const nmt_model *model = m->model;
     const int32_t H = m->hidden, V = m->vocab, L = m->dec_layers;
-    if (m->half16.on || m->tf32x2.on)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "cuda model: a GEMM precision is already set");
     for (int32_t l = 0; l < L; l++) {
         const nmt_lstm_weights *d = &model->dec[l];
         const size_t g = 4 * (size_t)d->hidden_size;
