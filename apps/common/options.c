@@ -145,8 +145,10 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
     }
     if (!strcmp(key, "workers"))
         return app_parse_int(value, 1, 256, &a->workers);
-    if (!strcmp(key, "devices"))
+    if (!strcmp(key, "devices")) {
+        a->device_given = 1;
         return app_parse_devices(value, a);
+    }
     if (!strcmp(key, "max_batch_tokens"))
         return app_parse_int(value, 0, 1 << 24, &o->max_batch_tokens);
     if (!strcmp(key, "max_memory"))
@@ -200,8 +202,10 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return batching;
     if (!strcmp(key, "device"))
         return app_parse_device(value, &o->device);
-    if (!strcmp(key, "device_index"))
+    if (!strcmp(key, "device_index")) {
+        a->device_given = 1;
         return app_parse_int(value, 0, 1024, &o->device_index);
+    }
     if (!strcmp(key, "unk_replace"))
         return app_parse_bool(value, &o->unk_replace);
     if (!strcmp(key, "no_unk_replace")) {

@@ -39,6 +39,7 @@ typedef struct translate_args {
     int mpi;          /* --mpi: one shard of the input per rank of mpirun (shard.h) */
     int n_devices;    /* CUDA: --devices 0,1,... or all (-1); 0: --device-index alone */
     int devices[64];
+    int device_given;  /* --device-index or --devices was set (file or command line) */
     const char *stats_option; /* "--stats" or "--timing", for messages */
     int max_len_given; /* --max-len-a or --max-len-b was set (file or command line) */
     int batch_tokens;  /* --batch-type tokens: --batch-size counted source tokens (batching.c) */

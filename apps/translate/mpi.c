@@ -10,7 +10,7 @@
  * joins the parts in rank order into out.txt and removes them; when a rank
  * failed, rank 0 names it and its shard (lines, part file) and the run exits
  * 4 on every rank, so mpirun never waits on a rank that has given up. On
- * CUDA a rank without --devices or --device-index on its command line takes
+ * CUDA a rank given neither --devices nor --device-index takes
  * the GPU of its rank among its host's ranks (modulo the visible GPUs), so
  * one rank a GPU needs no wrapper. Without
  * --mpi the program is translate as usual, even under mpirun. */

@@ -221,17 +221,13 @@ static int print_info(const translate_args *args, const char *program)
     return EXIT_OK;
 }
 
-/* Under --mpi on CUDA: a rank whose command line names no GPU (--devices,
- * --device-index) takes GPU local_rank modulo the visible ones, so the ranks
- * of a host spread over its GPUs instead of all using GPU 0. */
-static void pick_rank_device(translate_args *args, const translate_shard *shard, int argc,
-                             char **argv)
+/* Under --mpi on CUDA: a rank told no GPU (--devices, --device-index, on the
+ * command line or in the file) takes GPU local_rank modulo the visible ones,
+ * so the ranks of a host spread over its GPUs instead of all using GPU 0. */
+static void pick_rank_device(translate_args *args, const translate_shard *shard)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strncmp(argv[i], "--devices", 9) || !strncmp(argv[i], "--device-index", 14))
-            return;
     const int visible = nmt_cuda_available();
-    if (args->n_devices == 0 && args->engine.device != NMT_DEVICE_CPU && visible > 0)
+    if (!args->device_given && args->engine.device != NMT_DEVICE_CPU && visible > 0)
         args->engine.device_index = shard->local_rank % visible;
 }
 
@@ -257,7 +253,7 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
         snprintf(args.output_path, sizeof args.output_path, "%s", shard->part_path);
         if (shard->rank != 0)
             args.progress = 0;
-        pick_rank_device(&args, shard, argc, argv);
+        pick_rank_device(&args, shard);
     }
 
     /* The --stats / --timing file is opened now: a bad path fails before
