@@ -21,6 +21,7 @@ batches=${7:-64,256,1024}
 label=${8:-$(basename "$model" .bin)}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
+gzip -cdf "$test_src" > "$out/test-src.txt"  # translate reads plain text; a .gz or plain file
 read -r -a extra <<< "${EXTRA_OPTIONS:-}"
 engine_extra=()
 for o in "${extra[@]}"; do engine_extra+=("--engine-option=$o"); done
@@ -34,7 +35,6 @@ for p in fp32 tf32x2 bf16 fp16; do
         --repeat 3 --latency-lines "${LATENCY_LINES:-150}" --device cuda \
         --translate "$build/translate" --engine-option="--precision=$p" "${engine_extra[@]}" \
         --json "$out/speed-$label-$p.json" > "$out/speed-$label-$p.txt"
-    gzip -cdf "$test_src" > "$out/test-src.txt"  # a .gz or plain file
     "$build/translate" -m "$model" --device cuda --precision "$p" --beam 5 --batch-size 64 \
         --quiet "${extra[@]}" -i "$out/test-src.txt" -o "$out/test-$label-$p.txt"
 done
