@@ -28,8 +28,9 @@ typedef struct nmt_backend_config {
     int warmup;               /* CUDA: warm up at create */
     int check_every;          /* CUDA: steps between done-flag checks */
     nmt_precision precision; /* CUDA: the GEMMs' arithmetic */
-    int sparse;               /* CPU: multiply the matrices the model stores sparse in CSR
-                                 form (CUDA always uses their dense expansion) */
+    nmt_sparse sparse;        /* the matrices the model stores sparse: OFF (or a dense
+                                 model) their dense expansion; CPU: in CSR form unless OFF;
+                                 CUDA: SpMM always (ON) or where it pays (AUTO) */
     int attention;            /* keep the attention weights for the search's
                                  nmt_search_config.attention (CUDA: a weights buffer and
                                  history, allocated only then) */

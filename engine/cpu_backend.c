@@ -106,6 +106,7 @@ static void cpu_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
     stats->recall_hits += recall[1];
     stats->candidate_words += recall[2];
     stats->output_layer_ms = -1.0;
+    stats->sparse_matrices = nmt_cpu_state_sparse_count(self->state);
 }
 
 static const nmt_backend_vtable cpu_backend_vtable = {cpu_backend_decode, cpu_backend_add_stats,
@@ -123,7 +124,7 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
     read_oom_hook(self);
     NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
                                  &self->state, err));
-    if (config->sparse)
+    if (config->sparse != NMT_SPARSE_OFF)
         NMT_TRY(nmt_cpu_state_set_sparse(self->state, err));
     if (config->shrink) {
         nmt_shrink shrink = *config->shrink;

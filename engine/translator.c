@@ -224,17 +224,11 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         options->batch_size, options->beam_size, options->max_src_tokens,
         options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
         options->cuda_graphs, options->warmup, options->check_every, options->precision, 0, 0};
-    config.sparse = options->sparse != NMT_SPARSE_OFF && model->n_sparse > 0;
+    config.sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF;
     config.attention = options->attention_weights;
     if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "sparse on: the model stores no "
                                "matrix sparse (section SPRS; python/export/prune.py writes one)");
-        goto cleanup;
-    }
-    if (options->sparse == NMT_SPARSE_ON && options->device == NMT_DEVICE_CUDA) {
-        status = nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "sparse on: the CUDA backend "
-                               "has no sparse kernels yet (it multiplies the dense expansion of "
-                               "the sparse matrices): use device cpu, or sparse auto on CUDA");
         goto cleanup;
     }
     NMT_TRY(nmt_translator_fit_memory(model, options, &config, err));
@@ -243,8 +237,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     t->stats.batch_size = batch;
 
     nmt_device device = options->device;
-    /* sparse on: only the CPU computes with the CSR form (no GPU SpMM yet). */
-    if (device == NMT_DEVICE_AUTO && options->sparse != NMT_SPARSE_ON && nmt_cuda_available()) {
+    if (device == NMT_DEVICE_AUTO && nmt_cuda_available()) {
         /* auto: a CUDA backend that cannot run here is not an error */
         status = nmt_cuda_backend_create(model, options->device_index, &config, &t->backend, err);
         if (status != NMT_STATUS_OK && status != NMT_STATUS_ERROR_UNSUPPORTED)

@@ -97,10 +97,11 @@ typedef enum nmt_search_rules {
 
 /* Matrices the model file stores sparse (docs/model-format.md, section SPRS). */
 typedef enum nmt_sparse {
-    NMT_SPARSE_AUTO = 0, /* the CPU multiplies them in CSR form (SpMM); CUDA, which has no
-                            sparse kernel yet, multiplies their dense expansion (default) */
-    NMT_SPARSE_ON = 1,   /* the CSR form, always: device auto picks the CPU; an error on
-                            device cuda or when the model has no sparse matrix */
+    NMT_SPARSE_AUTO = 0, /* the CPU multiplies them in CSR form (SpMM); CUDA where its SpMM
+                            was measured faster than the dense GEMM of the precision at the
+                            step's row count, else the dense expansion (default) */
+    NMT_SPARSE_ON = 1,   /* the CSR form, always (an error when the model has no sparse
+                            matrix) */
     NMT_SPARSE_OFF = 2   /* the dense expansion everywhere (the same results on the CPU) */
 } nmt_sparse;
 
@@ -264,6 +265,9 @@ typedef struct nmt_stats {
                                     counts them); 0 on the CPU */
     int64_t device_memory_used;  /* CUDA: the device's bytes in use, every process's
                                     (cudaMemGetInfo), when that peak was reached */
+    int64_t sparse_matrices;     /* matrices multiplied in CSR form (options.sparse): on the
+                                    CPU each one the file stores sparse; on CUDA those run
+                                    as SpMM at some row count */
 } nmt_stats;
 
 nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,

@@ -82,6 +82,7 @@ int translate_write_stats(const translate_args *args, const nmt_translator *cons
         st.graph_runs += one.graph_runs;
         st.eager_runs += one.eager_runs;
         st.split_batches += one.split_batches;
+        st.sparse_matrices = one.sparse_matrices; /* the same options on every translator */
         st.batch_size = one.batch_size < st.batch_size ? one.batch_size : st.batch_size;
         /* each device's own peak: the largest */
         st.device_memory_bytes = one.device_memory_bytes > st.device_memory_bytes
@@ -114,6 +115,7 @@ int translate_write_stats(const translate_args *args, const nmt_translator *cons
             (long long)st.eager_runs);
     fprintf(f, "  \"batch_size\": %lld,\n  \"split_batches\": %lld,\n",
             (long long)st.batch_size, (long long)st.split_batches);
+    fprintf(f, "  \"sparse_matrices\": %lld,\n", (long long)st.sparse_matrices);
     if (cuda)
         fprintf(f, "  \"device_memory_bytes\": %lld,\n  \"device_memory_used\": %lld,\n",
                 (long long)st.device_memory_bytes, (long long)st.device_memory_used);

@@ -6,7 +6,7 @@
  *                 [--workers N] [--max-delay-us U] [--continuous 0|1] [--join-every J]
  *                 [--queue N] [--lines N]
  *                 (--closed C | --open RATE) [--requests N] [--cancel P]
- *                 [--deadline-ms D] [--seed S] [--no-offline]
+ *                 [--deadline-ms D] [--seed S] [--warmup N]
  *
  * First the offline reference: one translator with the same options
  * translates the lines (nmt_translate_batch, --batch-size a call), timed.
@@ -19,7 +19,10 @@
  * --cancel P cancels a fraction P of the requests right after submitting
  * them (a queued one completes as cancelled, a running one when its batch
  * ends; either way it completes once); --deadline-ms gives each request a
- * deadline. Every answer is checked
+ * deadline. --warmup N first sends N requests one at a time (line i % lines,
+ * untimed, unchecked): a service that has run a while has seen its
+ * sentence lengths, so its batch-1 steps replay CUDA graphs (the open loop
+ * at 1 request/s measures that, not first-seen lengths). Every answer is checked
  * against the offline translation of its line: lost (never completed),
  * duplicated (completed twice), different (OK but another text). Prints one
  * JSON line: throughput, p50/p90/p99 latency, batch fill, the checks and
@@ -157,6 +160,21 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* --warmup: n requests one after another, their answers dropped. */
+static void warm_up(bench *b, int64_t n)
+{
+    const nmt_request_options o = request_options(b);
+    for (int64_t i = 0; i < n; i++) {
+        nmt_request *r = NULL;
+        nmt_error err = {0};
+        if (nmt_service_submit(b->service, b->lines[i % b->n_lines], &o, NULL, NULL, &r, &err) !=
+            NMT_STATUS_OK)
+            continue;
+        nmt_request_wait(r, -1.0);
+        nmt_request_free(r);
+    }
+}
+
 /* The offline reference and its throughput (sentences/s). */
 static double offline(bench *b, const nmt_options *o, int timed_only)
 {
@@ -191,11 +209,13 @@ int main(int argc, char **argv)
         {"max-delay-us", 1, 0, 'D'}, {"queue", 1, 0, 'q'}, {"lines", 1, 0, 'l'},
         {"closed", 1, 0, 'c'}, {"open", 1, 0, 'o'}, {"requests", 1, 0, 'n'},
         {"cancel", 1, 0, 'x'}, {"deadline-ms", 1, 0, 't'}, {"seed", 1, 0, 's'},
-        {"continuous", 1, 0, 'C'}, {"join-every", 1, 0, 'J'}, {0, 0, 0, 0}};
+        {"continuous", 1, 0, 'C'}, {"join-every", 1, 0, 'J'}, {"warmup", 1, 0, 'W'},
+        {0, 0, 0, 0}};
     const char *model_path = NULL, *input = NULL;
     nmt_service_options so;
     nmt_service_options_init(&so);
     int closed = 0, max_lines = 0;
+    int64_t warmup = 0;
     double rate = 0.0;
     bench b = {0};
     b.seed = 1;
@@ -222,6 +242,7 @@ int main(int argc, char **argv)
         case 'x': b.cancel = atof(optarg); break;
         case 't': b.deadline_ms = atof(optarg); break;
         case 's': b.seed = strtoull(optarg, NULL, 10); break;
+        case 'W': warmup = atoll(optarg); break;
         default: fprintf(stderr, "bench_service: see the header of dev/bench/bench_service.c\n");
                  return 2;
         }
@@ -251,6 +272,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_service: service: %s\n", err.message);
         return 2;
     }
+    warm_up(&b, warmup);
+    nmt_service_stats before;
+    nmt_service_stats_get(b.service, &before);
     const double t0 = now_s();
     if (closed > 0) {
         pthread_t *threads = calloc((size_t)closed, sizeof *threads);
@@ -296,17 +320,19 @@ int main(int argc, char **argv)
     const int different = atomic_load(&b.different);
     printf("{\"bench\":\"service\",\"mode\":\"%s\",\"clients\":%d,\"rate\":%.1f,"
            "\"requests\":%lld,\"lines\":%d,\"beam\":%d,\"batch_size\":%d,\"workers\":%d,"
-           "\"max_delay_us\":%d,\"continuous\":%d,\"join_every\":%d,\"seconds\":%.3f,\"sents_per_s\":%.1f,"
+           "\"max_delay_us\":%d,\"continuous\":%d,\"join_every\":%d,\"warmup\":%lld,\"seconds\":%.3f,\"sents_per_s\":%.1f,"
            "\"offline_sents_per_s\":%.1f,\"ratio_to_offline\":%.3f,"
            "\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"batch_fill\":%.2f,"
            "\"lost\":%lld,\"duplicated\":%lld,\"different\":%d,\"cancelled\":%d,\"expired\":%d,"
            "\"failed\":%d,\"rejected\":%d}\n",
            closed > 0 ? "closed" : "open", closed, rate, (long long)b.n_requests, b.n_lines,
            so.translator.beam_size, so.translator.batch_size, so.cpu_workers, so.max_delay_us, so.continuous, so.join_every,
-           wall, (double)done / wall, offline_rate, (double)done / wall / offline_rate,
+           (long long)warmup, wall, (double)done / wall, offline_rate, (double)done / wall / offline_rate,
            1e3 * percentile(b.latency, done, 0.5), 1e3 * percentile(b.latency, done, 0.9),
            1e3 * percentile(b.latency, done, 0.99),
-           st.batches ? (double)st.batch_sentences / (double)st.batches : 0.0, (long long)lost,
+           st.batches > before.batches ? (double)(st.batch_sentences - before.batch_sentences) /
+                                             (double)(st.batches - before.batches)
+                                       : 0.0, (long long)lost,
            (long long)duplicated, different, atomic_load(&b.cancelled), atomic_load(&b.expired),
            atomic_load(&b.failed), atomic_load(&b.rejected));
     nmt_service_free(b.service);

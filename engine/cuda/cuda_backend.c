@@ -103,6 +103,7 @@ static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
     stats->output_layer_ms = c.output_layer_ms;
     stats->device_memory_bytes = self->peak_bytes;
     stats->device_memory_used = self->peak_used;
+    stats->sparse_matrices = nmt_cuda_model_sparse_count(self->net);
     int64_t recall[3];
     nmt_error ignored;
     if (nmt_cuda_output_probe_counts(self->net, recall, 0, &ignored) == NMT_STATUS_OK) {
@@ -222,6 +223,8 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_TRY(nmt_cuda_model_create(model, self->ctx, config->max_sentences, config->beam,
                                   config->max_src, &self->net, err));
     NMT_TRY(nmt_cuda_model_set_precision(self->net, (nmt_cuda_precision)config->precision, err));
+    if (config->sparse != NMT_SPARSE_OFF)
+        NMT_TRY(nmt_cuda_model_set_sparse(self->net, config->sparse == NMT_SPARSE_ON, err));
     if (config->attention)
         NMT_TRY(nmt_cuda_model_set_attention(self->net, err));
     if (config->shrink)

@@ -162,6 +162,7 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
     nmt_cuda_output_part_free_shrink(m); /* first: its side stream may still read the weights */
     nmt_cuda_ctx_free(m->enc.side_ctx);  /* the same for the encoder's */
     nmt_device_weights_free(&m->w);
+    nmt_cuda_sparse_part_free(m);
     void *arenas[] = {m->enc.arena,    m->dec.arena,     m->out.arena,        m->probe.arena,
                       m->tf32x2.arena, m->half16.arena, m->dec.attn_weights};
     for (size_t i = 0; i < sizeof arenas / sizeof arenas[0]; i++)

@@ -66,6 +66,15 @@ int32_t nmt_cuda_model_vocab(const nmt_cuda_model *m);
 nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_cuda_precision precision,
                                         nmt_error *err);
 
+/* Multiplies the matrices the model file stores sparse as SpMM
+ * (gemm_sparse.c; kernels/spmm.h): the decoder layers, W_c and the full
+ * output layer, at every row count with `always` (--sparse on), else only
+ * where the measured break-even says the SpMM is faster than the dense GEMM
+ * of the precision set (call after nmt_cuda_model_set_precision). Matrices
+ * that never pay stay dense. _count: the matrices prepared sparse. */
+nmt_status nmt_cuda_model_set_sparse(nmt_cuda_model *m, int always, nmt_error *err);
+int32_t nmt_cuda_model_sparse_count(const nmt_cuda_model *m);
+
 /* Shrinks every later output layer (shrink/shrink.h): builds the LSH index
  * from the model's W_out (shrink->index), uploads and packs it, and
  * allocates the lists; the host index is freed before this returns. With

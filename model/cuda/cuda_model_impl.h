@@ -22,6 +22,7 @@
 
 #include "cuda_model.h"
 #include "linear.h"
+#include "spmm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -131,13 +132,17 @@ typedef struct nmt_cuda_probe_part {
 
 /* A weight matrix in each form the GEMMs read (gemm.c): fp32 (always, rows
  * ld floats apart), [w w] for tf32x2 (rows 2k apart; decoder and output
- * layer only) and 16-bit (rows ld16 apart) once those are turned on. */
+ * layer only) and 16-bit (rows ld16 apart) once those are turned on, and the
+ * SpMM's CSR (gemm_sparse.c) for GEMMs of the whole [sparse_rows,
+ * sparse_cols] matrix at up to sparse_max_rows rows. */
 typedef struct nmt_cuda_weight {
     const float *f32;
     int32_t ld;
     const float *w2;
     const void *w16;
     int32_t ld16;
+    const nmt_cuda_spmm_matrix *sparse;
+    int32_t sparse_rows, sparse_cols, sparse_max_rows;
 } nmt_cuda_weight;
 
 /* Every matrix a GEMM of the network reads, by role. */
@@ -183,6 +188,17 @@ typedef struct nmt_cuda_half_part {
     void *scratch[NMT_GEMM_SITES];
 } nmt_cuda_half_part;
 
+/* Sparse GEMMs (gemm_sparse.c): the prepared CSR matrices (at most the
+ * decoder layers, W_c and W_out) and one SpMM workspace, used on the model's
+ * stream only. */
+enum { NMT_CUDA_SPARSE_MAX = NMT_MAX_LAYERS + 2 };
+typedef struct nmt_cuda_sparse_part {
+    int n_matrices;
+    nmt_cuda_spmm_matrix *matrices[NMT_CUDA_SPARSE_MAX];
+    void *workspace;
+    size_t workspace_bytes;
+} nmt_cuda_sparse_part;
+
 struct nmt_cuda_model {
     const nmt_model *model;
     nmt_cuda_ctx *ctx; /* not owned */
@@ -197,6 +213,7 @@ struct nmt_cuda_model {
     nmt_cuda_gemm_weights gw;
     nmt_cuda_tf32x2_part tf32x2;
     nmt_cuda_half_part half16;
+    nmt_cuda_sparse_part sparse;
 };
 
 /* Each part's workspace, allocated by nmt_cuda_model_create and freed by
@@ -223,7 +240,16 @@ nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_er
 void nmt_cuda_gemm_weights_init(nmt_cuda_model *m);
 size_t nmt_cuda_half_part_bytes(nmt_cuda_model *m);
 
-/* y = x . w^T (+ bias) for `rows` rows by the model's precision: 16-bit
+/* gemm_sparse.c: whether a GEMM runs as SpMM (w's CSR, the whole matrix,
+ * at most its sparse_max_rows rows, on the model's stream, a decoder or
+ * output-layer site); and the part's release (nmt_cuda_model_free). */
+int nmt_cuda_model_gemm_sparse(const nmt_cuda_model *m, const nmt_cuda_ctx *ctx,
+                               nmt_gemm_site site, int32_t rows, int32_t n, int32_t k,
+                               const nmt_cuda_weight *w);
+void nmt_cuda_sparse_part_free(nmt_cuda_model *m);
+
+/* y = x . w^T (+ bias) for `rows` rows: SpMM where
+ * nmt_cuda_model_gemm_sparse says so, else by the model's precision: 16-bit
  * when on (every matrix of the table has a 16-bit form), split TF32 when on
  * and w has the doubled form and rows >= NMT_TF32X2_MIN_ROWS, else fp32
  * sgemm; _on: on another context's stream and cuBLAS handle (the site's

@@ -152,6 +152,9 @@ nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm
 {
     if (site != NMT_GEMM_SITE_ENCODER && rows <= m->max_rows)
         rows = bucket_rows(m, rows);
+    if (nmt_cuda_model_gemm_sparse(m, ctx, site, rows, n, k, w))
+        return nmt_cuda_spmm(rows, n, k, x, ldx, w->sparse, bias, 0, y, ldy, m->sparse.workspace,
+                             m->sparse.workspace_bytes, m->stream, err);
     if (m->half16.on && w->w16)
         return nmt_cuda_linear_half(ctx, m->half16.kind, rows, n, k, x, ldx, w->w16, w->ld16,
                                     bias, y, ldy, m->half16.scratch[site], err);

@@ -144,6 +144,7 @@ class nmt_stats(ctypes.Structure):
         ("split_batches", ctypes.c_int64),
         ("device_memory_bytes", ctypes.c_int64),
         ("device_memory_used", ctypes.c_int64),
+        ("sparse_matrices", ctypes.c_int64),
     ]
 
 

@@ -198,6 +198,7 @@ class TranslatorStats:
     split_batches: int = 0         # batches split after the device ran out of memory
     device_memory_bytes: int = 0   # CUDA: the most the backend held at once
     device_memory_used: int = 0    # CUDA: the device's use at that peak (cudaMemGetInfo)
+    sparse_matrices: int = 0       # matrices multiplied in CSR form (SpMM)
 
 
 @dataclasses.dataclass(frozen=True)

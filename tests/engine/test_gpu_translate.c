@@ -11,6 +11,7 @@
 #include "nmt.h"
 #include "cuda_ctx.h"
 #include "test_gpu_model.h"
+#include "test_results.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -103,73 +104,17 @@ static int translate_with(const nmt_model *model, const nmt_options *options,
     return st == NMT_STATUS_OK;
 }
 
-/* 1 when both hypotheses align every target token to the same source token. */
-static int same_alignment(const nmt_hypothesis *x, const nmt_hypothesis *y)
-{
-    if (x->n_tokens != y->n_tokens || (x->n_tokens > 0 && (!x->alignment || !y->alignment)))
-        return 0;
-    for (int t = 0; t < x->n_tokens; t++)
-        if (x->alignment[t] != y->alignment[t])
-            return 0;
-    return 1;
-}
-
-/* 1 when both runs gave bit-identical hypotheses (alignments included). */
-static int identical_line(const nmt_result *a, const nmt_result *b)
-{
-    if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)
-        return 0;
-    for (int h = 0; h < a->n_hypotheses; h++) {
-        const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
-        if (strcmp(x->text, y->text) || x->score != y->score || x->log_prob != y->log_prob ||
-            !same_alignment(x, y))
-            return 0;
-    }
-    return 1;
-}
-
-/* 1 when every hypothesis of the line has the same text, length, alignment
- * and a score within 1e-3 on both devices. */
-static int same_line(const nmt_result *a, const nmt_result *b)
-{
-    if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)
-        return 0;
-    for (int h = 0; h < a->n_hypotheses; h++) {
-        const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
-        if (strcmp(x->text, y->text) || x->n_tokens != y->n_tokens || !same_alignment(x, y) ||
-            fabsf(x->score - y->score) > 1e-3f || fabsf(x->log_prob - y->log_prob) > 1e-3f)
-            return 0;
-    }
-    return 1;
-}
-
 /* Translates the lines with options a and with options b (on `model`) and
  * returns how many lines `same` finds different, each printed with both
  * runs' hypotheses under `label`; -1 when a translation failed (already
  * reported). */
 static int count_differing(const nmt_model *model, const nmt_options *a, const nmt_options *b,
-                           int (*same)(const nmt_result *, const nmt_result *),
-                           const char *label, const char *const *lines)
+                           test_line_compare same, const char *label, const char *const *lines)
 {
     static nmt_result ra[N_LINES], rb[N_LINES];
     int differing = -1;
-    if (translate_with(model, a, lines, ra) && translate_with(model, b, lines, rb)) {
-        differing = 0;
-        for (int i = 0; i < n_lines; i++) {
-            if (same(&ra[i], &rb[i]))
-                continue;
-            differing++;
-            fprintf(stderr, "%s line %d: %s\n", label, i, lines[i]);
-            for (int d = 0; d < 2; d++) {
-                const nmt_result *r = d ? &rb[i] : &ra[i];
-                fprintf(stderr, "  %s status %d:", d ? "b" : "a", (int)r->status);
-                for (int h = 0; h < r->n_hypotheses; h++)
-                    fprintf(stderr, " [%.5f / %.5f] %s;", r->hypotheses[h].score,
-                            r->hypotheses[h].log_prob, r->hypotheses[h].text);
-                fprintf(stderr, "\n");
-            }
-        }
-    }
+    if (translate_with(model, a, lines, ra) && translate_with(model, b, lines, rb))
+        differing = test_count_differing(ra, rb, n_lines, same, label, lines);
     for (int i = 0; i < n_lines; i++) {
         nmt_result_clear(&ra[i]);
         nmt_result_clear(&rb[i]);
@@ -194,7 +139,7 @@ static void compare_launch_modes(const nmt_model *model, int batch, int beam,
     nmt_options graphs = plain;
     graphs.cuda_graphs = 1;
     graphs.warmup = n_lines == N_LINES; /* not under NMT_TEST_SMALL (sanitizers: ~100x slower) */
-    const int differing = count_differing(model, &plain, &graphs, identical_line,
+    const int differing = count_differing(model, &plain, &graphs, test_identical_line,
                                           "plain (a) vs graphs (b)", lines);
     CHECK(differing == 0, "graphs vs plain launches, batch %d beam %d shrink %d check %d: "
           "%d of %d lines differ", batch, beam, shrink ? (int)shrink->mode : 0, check_every,
@@ -210,7 +155,7 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best,
     char label[96];
     snprintf(label, sizeof label, "batch %d beam %d n_best %d shrink %d/%d, cpu (a) vs cuda (b)",
              batch, beam, n_best, mode, share);
-    const int differing = count_differing(model, &cpu, &gpu, same_line, label, lines);
+    const int differing = count_differing(model, &cpu, &gpu, test_same_line, label, lines);
     if (differing >= 0) {
         /* <= 1% of the lines, and at least one line may differ (near-ties). */
         CHECK(differing <= (n_lines + 99) / 100, "batch %d beam %d n_best %d shrink %d/%d: %d of "
@@ -241,7 +186,7 @@ static void compare_tf32x2(const char *const *lines)
           "tf32x2 on fp32 weights not refused with a reason: %s", err.message);
     nmt_translator_free(t);
     const nmt_options c = make_options(NMT_DEVICE_CPU, 37, 8, 1, NULL);
-    const int differing = count_differing(model16, &c, &o, same_line,
+    const int differing = count_differing(model16, &c, &o, test_same_line,
                                           "tf32x2, cpu (a) vs cuda (b)", lines);
     CHECK(differing >= 0 && differing <= (n_lines + 99) / 100, "tf32x2: %d of %d lines differ",
           differing, n_lines);

@@ -1,0 +1,91 @@
+/* test_pruned_model.c: see test_pruned_model.h. */
+#include "test_pruned_model.h"
+
+#include "model.h"
+#include "model_file.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_TENSORS = 128, MAX_VOCAB = 4096 };
+
+static int sparse_allowed(const nmt_model_tensor *t)
+{
+    size_t len = strlen(t->name);
+    return t->ndim == 2 && ((!strncmp(t->name, "decoder.", 8) && t->name[len - 4] == 'w') ||
+                            !strcmp(t->name, "attention.w_a") ||
+                            !strcmp(t->name, "attention.w_c") || !strcmp(t->name, "output.w"));
+}
+
+static int compare_abs(const void *a, const void *b)
+{
+    float x = fabsf(*(const float *)a), y = fabsf(*(const float *)b);
+    return x < y ? -1 : x > y;
+}
+
+static int prune(float *v, size_t n, double sparsity, float gain)
+{
+    float *sorted = malloc(n * sizeof *sorted);
+    if (!sorted)
+        return 0;
+    memcpy(sorted, v, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, compare_abs);
+    float threshold = fabsf(sorted[(size_t)(sparsity * (double)n)]);
+    for (size_t i = 0; i < n; i++)
+        v[i] = fabsf(v[i]) < threshold ? 0.0f : v[i] * gain;
+    free(sorted);
+    return 1;
+}
+
+int test_write_pruned_model(const nmt_model *m, const char *path, double sparsity, int sparse,
+                            int fp16)
+{
+    static nmt_write_tensor t[MAX_TENSORS];
+    static nmt_model_tensor info[MAX_TENSORS];
+    static const char *src[MAX_VOCAB], *tgt[MAX_VOCAB];
+    float *values[MAX_TENSORS] = {0};
+    int32_t n = nmt_model_tensor_count(m), ok = 0;
+    CHECK(n <= MAX_TENSORS && m->hp.src_words <= MAX_VOCAB && m->hp.tgt_vocab <= MAX_VOCAB &&
+              sparsity >= 0.0 && sparsity < 1.0,
+          "pruned model: %d tensors, vocabularies %d / %d, sparsity %g", n, m->hp.src_words,
+          m->hp.tgt_vocab, sparsity);
+    if (n > MAX_TENSORS || m->hp.src_words > MAX_VOCAB || m->hp.tgt_vocab > MAX_VOCAB ||
+        sparsity < 0.0 || sparsity >= 1.0)
+        return 0;
+    for (int32_t i = 0; i < m->hp.src_words; i++)
+        src[i] = nmt_vocab_token(m->src_vocab, i);
+    for (int32_t i = 0; i < m->hp.tgt_vocab; i++)
+        tgt[i] = nmt_vocab_token(m->tgt_vocab, i);
+    memset(t, 0, sizeof t);
+    for (int32_t i = 0; i < n; i++) {
+        nmt_model_tensor_at(m, i, &info[i]);
+        size_t elems = (size_t)info[i].dims[0] * (size_t)(info[i].ndim == 2 ? info[i].dims[1] : 1);
+        values[i] = malloc(elems * sizeof(float));
+        CHECK(values[i] != NULL, "pruned model: out of memory");
+        if (!values[i])
+            goto done;
+        memcpy(values[i], info[i].data, elems * sizeof(float));
+        t[i].name = info[i].name;
+        t[i].ndim = info[i].ndim;
+        for (int d = 0; d < info[i].ndim; d++)
+            t[i].dims[d] = (uint64_t)info[i].dims[d];
+        t[i].values = values[i];
+        if (sparse_allowed(&info[i])) {
+            if (!prune(values[i], elems, sparsity, (float)(1.0 / (1.0 - sparsity))))
+                goto done;
+            t[i].sparse = sparse;
+        }
+    }
+    nmt_write_options opt = {.dtype = fp16 ? NMT_DTYPE_F16 : NMT_DTYPE_F32};
+    nmt_error err = {0};
+    ok = nmt_model_file_write(path, &m->hp, src, m->hp.src_words, tgt, m->hp.tgt_vocab, t, n,
+                              &opt, &err) == NMT_STATUS_OK;
+    CHECK(ok, "write %s: %s", path, err.message);
+done:
+    for (int32_t i = 0; i < n; i++)
+        free(values[i]);
+    return ok;
+}
