@@ -74,7 +74,7 @@ int test_write_pruned_model(const nmt_model *m, const char *path, double sparsit
             t[i].dims[d] = (uint64_t)info[i].dims[d];
         t[i].values = values[i];
         if (sparse_allowed(&info[i])) {
-            if (!prune(values[i], elems, sparsity, (float)(1.0 / (1.0 - sparsity))))
+            if (!prune(values[i], elems, sparsity, (float)pow(1.0 - sparsity, -0.6)))
                 goto done;
             t[i].sparse = sparse;
         }

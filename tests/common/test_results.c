@@ -1,6 +1,8 @@
 /* test_results.c: see test_results.h. */
 #include "test_results.h"
 
+#include "test_util.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,4 +62,57 @@ int test_count_differing(const nmt_result *a, const nmt_result *b, int n, test_l
         }
     }
     return differing;
+}
+
+/* The first target token where two token strings differ (0-based). */
+static int first_difference(const char *x, const char *y)
+{
+    int t = 0;
+    for (;;) {
+        const char *ex = strchr(x, ' '), *ey = strchr(y, ' ');
+        const size_t nx = ex ? (size_t)(ex - x) : strlen(x), ny = ey ? (size_t)(ey - y) : strlen(y);
+        if (nx != ny || strncmp(x, y, nx) != 0 || !ex || !ey)
+            return t;
+        x = ex + 1, y = ey + 1, t++;
+    }
+}
+
+static double prefix_sum(const nmt_hypothesis *h, int through)
+{
+    double sum = 0.0;
+    for (int j = 0; j <= through && j <= h->n_tokens; j++)
+        sum += h->token_scores ? h->token_scores[j] : 0.0;
+    return sum;
+}
+
+int test_compare_near_tie(const char *what, int line, const nmt_result *a, const nmt_result *b,
+                          double tie, double score_tol, double score_tol_token, double *max_diff)
+{
+    CHECK(a->status == b->status, "%s line %d: status %d vs %d", what, line, (int)a->status,
+          (int)b->status);
+    CHECK(a->n_hypotheses == b->n_hypotheses, "%s line %d: %d vs %d hypotheses", what, line,
+          a->n_hypotheses, b->n_hypotheses);
+    if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)
+        return -1;
+    for (int h = 0; h < a->n_hypotheses; h++) {
+        const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
+        const double d = fabs((double)x->score - (double)y->score);
+        if (strcmp(x->text, y->text) != 0) {
+            const int t = first_difference(x->text, y->text);
+            const double at = fabs(prefix_sum(x, t) - prefix_sum(y, t));
+            fprintf(stderr, "%s line %d hyp %d: a near tie? token %d, log-probs through it "
+                    "%.2e apart, scores %.6f vs %.6f\n  a: %s\n  b: %s\n", what, line, h, t, at,
+                    x->score, y->score, x->text, y->text);
+            CHECK(at <= tie || d <= tie, "%s line %d hyp %d: texts differ at token %d, not at a "
+                  "near tie (%.2e apart there, scores %.2e)", what, line, h, t, at, d);
+            return at <= tie || d <= tie ? 1 : -1;
+        }
+        *max_diff = d > *max_diff ? d : *max_diff;
+        const double bound = score_tol + score_tol_token * (x->n_tokens + 1);
+        CHECK(d <= bound, "%s line %d hyp %d: score %.6f vs %.6f (within %.2e)", what, line, h,
+              x->score, y->score, bound);
+        if (d > bound)
+            return -1;
+    }
+    return 0;
 }

@@ -19,4 +19,17 @@ typedef int (*test_line_compare)(const nmt_result *a, const nmt_result *b);
 int test_count_differing(const nmt_result *a, const nmt_result *b, int n, test_line_compare same,
                          const char *label, const char *const *lines);
 
+/* Two runs that add the same products in another order (batch against
+ * stream, CPU against CUDA, sparse against dense), texts as token strings
+ * (options.output_tokens): 0 when every hypothesis has the same text and
+ * scores within score_tol + score_tol_token x (tokens + 1); 1 when a text
+ * differs at a near tie, which another rounding can order either way (where
+ * the token strings first differ, the two runs' log-probabilities through
+ * that token are within tie, or the two hypotheses' final scores are: n-best
+ * order), printed; -1 otherwise (a CHECK fails, naming `what` and the line).
+ * *max_diff: the largest score difference of equal texts so far. */
+int test_compare_near_tie(const char *what, int line, const nmt_result *a, const nmt_result *b,
+                          double tie, double score_tol, double score_tol_token,
+                          double *max_diff);
+
 #endif

@@ -14,6 +14,7 @@
 #include "nmt.h"
 #include "cuda_ctx.h"
 #include "test_gpu_model.h"
+#include "test_results.h"
 #include "test_util.h"
 #include "translator.h"
 
@@ -92,60 +93,14 @@ static void script_deliver(void *self, void *tag, nmt_result *result)
     memset(result, 0, sizeof *result);
 }
 
-/* The first target token where two token strings differ (0-based). */
-static int first_difference(const char *x, const char *y)
-{
-    int t = 0;
-    for (;;) {
-        const char *ex = strchr(x, ' '), *ey = strchr(y, ' ');
-        const size_t nx = ex ? (size_t)(ex - x) : strlen(x), ny = ey ? (size_t)(ey - y) : strlen(y);
-        if (nx != ny || strncmp(x, y, nx) != 0 || !ex || !ey)
-            return t;
-        x = ex + 1, y = ey + 1, t++;
-    }
-}
-
-static double prefix_sum(const nmt_hypothesis *h, int through)
-{
-    double sum = 0.0;
-    for (int j = 0; j <= through && j <= h->n_tokens; j++)
-        sum += h->token_scores ? h->token_scores[j] : 0.0;
-    return sum;
-}
-
 /* Texts must match, scores within 1e-4 + 5e-6 a token (per-token rounding
- * of GEMMs over other row counts, accumulated). A text may differ only at a
- * near tie, which that rounding can order either way: where the token
- * strings first differ, the two runs' log-probabilities through that token
- * are within 1e-3, or the two hypotheses' final scores are (n-best order).
- * Such lines are counted in *ties; compare() bounds their number. */
+ * of GEMMs over other row counts, accumulated); a text may differ only at a
+ * near tie (1e-3: test_compare_near_tie). Such lines are counted in *ties;
+ * compare() bounds their number. */
 static void compare_one(const char *what, int i, const nmt_result *a, const nmt_result *b,
                         double *max_diff, int *ties)
 {
-    CHECK(a->status == b->status, "%s line %d: status %d (batch) vs %d (stream)", what, i,
-          (int)a->status, (int)b->status);
-    CHECK(a->n_hypotheses == b->n_hypotheses, "%s line %d: %d vs %d hypotheses", what, i,
-          a->n_hypotheses, b->n_hypotheses);
-    if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)
-        return;
-    for (int h = 0; h < a->n_hypotheses; h++) {
-        const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
-        const double d = fabs((double)x->score - (double)y->score);
-        if (strcmp(x->text, y->text) != 0) {
-            const int t = first_difference(x->text, y->text);
-            const double at = fabs(prefix_sum(x, t) - prefix_sum(y, t));
-            fprintf(stderr, "%s line %d hyp %d: a near tie? token %d, log-probs through it "
-                    "%.2e apart, scores %.6f vs %.6f\n  batch:  %s\n  stream: %s\n", what, i, h,
-                    t, at, x->score, y->score, x->text, y->text);
-            CHECK(at <= 1e-3 || d <= 1e-3, "%s line %d hyp %d: texts differ at token %d, "
-                  "not at a near tie (%.2e apart there, scores %.2e)", what, i, h, t, at, d);
-            (*ties)++;
-            return;
-        }
-        *max_diff = d > *max_diff ? d : *max_diff;
-        CHECK(d <= 1e-4 + 5e-6 * (x->n_tokens + 1), "%s line %d hyp %d: score %.6f vs %.6f",
-              what, i, h, x->score, y->score);
-    }
+    *ties += test_compare_near_tie(what, i, a, b, 1e-3, 1e-4, 5e-6, max_diff) == 1;
 }
 
 static void compare(const nmt_model *model, int batch, int beam, int n_best, int check_every,
