@@ -48,7 +48,7 @@ static const sparse_break_even SPARSE_AUTO[] = {
 static int32_t auto_rows(const nmt_cuda_model *m, float zeros)
 {
     for (size_t i = 0; i < sizeof SPARSE_AUTO / sizeof SPARSE_AUTO[0]; i++)
-        if (zeros >= SPARSE_AUTO[i].zeros) {
+        if (zeros + 1e-6f >= SPARSE_AUTO[i].zeros) { /* pruned to exactly 80%: counts as 80% */
             if (m->half16.on)
                 return SPARSE_AUTO[i].half_rows;
             const int32_t r = SPARSE_AUTO[i].fp32_rows;
