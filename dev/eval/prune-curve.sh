@@ -59,7 +59,7 @@ score() {  # name model: translate, score, write OUT/name.json
         < "$OUT/test.de" > "$OUT/$name.hyp"
     t1=$(date +%s.%N)
     "$PYTHON_EVAL" - "$OUT/$name.hyp" "$OUT/test.en" "$OUT/$name.json" "$model" \
-        "$(echo "$t1 - $t0" | bc)" <<'EOF'
+        "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')" <<'EOF'
 import json, os, sys
 hyp, ref, out, model, seconds = sys.argv[1:6]
 hyps = open(hyp, encoding="utf-8").read().splitlines()
@@ -79,7 +79,7 @@ EOF
 }
 
 for s in $SPARSITIES; do
-    frac=$(echo "scale=4; $s / 100" | bc)
+    frac=$(awk -v s="$s" 'BEGIN { printf "%.4f", s / 100 }')
     if [ "$s" = 0 ]; then
         score dense "$MODEL"
         continue
