@@ -6,10 +6,12 @@
  *                 [--workers N] [--max-delay-us U] [--continuous 0|1] [--join-every J]
  *                 [--queue N] [--lines N]
  *                 (--closed C | --open RATE) [--requests N] [--cancel P]
- *                 [--deadline-ms D] [--seed S] [--warmup N]
+ *                 [--deadline-ms D] [--seed S] [--warmup N] [--offline-batch N]
  *
  * First the offline reference: one translator with the same options
- * translates the lines (nmt_translate_batch, --batch-size a call), timed.
+ * translates the lines (nmt_translate_batch, --batch-size a call), and again
+ * timed (at --offline-batch sentences a call when given: offline's best
+ * batch size may exceed what the service's clients keep in flight).
  * Then the service gets --requests requests (default: one per line), line
  * i % lines each:
  *   --closed C   C client threads, each submitting one sentence and waiting
@@ -210,12 +212,14 @@ int main(int argc, char **argv)
         {"closed", 1, 0, 'c'}, {"open", 1, 0, 'o'}, {"requests", 1, 0, 'n'},
         {"cancel", 1, 0, 'x'}, {"deadline-ms", 1, 0, 't'}, {"seed", 1, 0, 's'},
         {"continuous", 1, 0, 'C'}, {"join-every", 1, 0, 'J'}, {"warmup", 1, 0, 'W'},
+        {"offline-batch", 1, 0, 'O'},
         {0, 0, 0, 0}};
     const char *model_path = NULL, *input = NULL;
     nmt_service_options so;
     nmt_service_options_init(&so);
     int closed = 0, max_lines = 0;
     int64_t warmup = 0;
+    int offline_batch = 0;
     double rate = 0.0;
     bench b = {0};
     b.seed = 1;
@@ -243,6 +247,7 @@ int main(int argc, char **argv)
         case 't': b.deadline_ms = atof(optarg); break;
         case 's': b.seed = strtoull(optarg, NULL, 10); break;
         case 'W': warmup = atoll(optarg); break;
+        case 'O': offline_batch = atoi(optarg); break;
         default: fprintf(stderr, "bench_service: see the header of dev/bench/bench_service.c\n");
                  return 2;
         }
@@ -267,7 +272,10 @@ int main(int argc, char **argv)
     if (!b.ref || !b.submitted || !b.latency || !b.completions)
         return 2;
     offline(&b, &so.translator, 0);                          /* reference (and warm) */
-    const double offline_rate = offline(&b, &so.translator, 1); /* timed again */
+    nmt_options timed = so.translator;
+    if (offline_batch > 0)
+        timed.batch_size = offline_batch;
+    const double offline_rate = offline(&b, &timed, 1); /* timed again */
     if (nmt_service_create(b.model, &so, &b.service, &err) != NMT_STATUS_OK) {
         fprintf(stderr, "bench_service: service: %s\n", err.message);
         return 2;
@@ -321,13 +329,14 @@ int main(int argc, char **argv)
     printf("{\"bench\":\"service\",\"mode\":\"%s\",\"clients\":%d,\"rate\":%.1f,"
            "\"requests\":%lld,\"lines\":%d,\"beam\":%d,\"batch_size\":%d,\"workers\":%d,"
            "\"max_delay_us\":%d,\"continuous\":%d,\"join_every\":%d,\"warmup\":%lld,\"seconds\":%.3f,\"sents_per_s\":%.1f,"
-           "\"offline_sents_per_s\":%.1f,\"ratio_to_offline\":%.3f,"
+           "\"offline_batch_size\":%d,\"offline_sents_per_s\":%.1f,\"ratio_to_offline\":%.3f,"
            "\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"batch_fill\":%.2f,"
            "\"lost\":%lld,\"duplicated\":%lld,\"different\":%d,\"cancelled\":%d,\"expired\":%d,"
            "\"failed\":%d,\"rejected\":%d}\n",
            closed > 0 ? "closed" : "open", closed, rate, (long long)b.n_requests, b.n_lines,
            so.translator.beam_size, so.translator.batch_size, so.cpu_workers, so.max_delay_us, so.continuous, so.join_every,
-           (long long)warmup, wall, (double)done / wall, offline_rate, (double)done / wall / offline_rate,
+           (long long)warmup, wall, (double)done / wall, timed.batch_size, offline_rate,
+           (double)done / wall / offline_rate,
            1e3 * percentile(b.latency, done, 0.5), 1e3 * percentile(b.latency, done, 0.9),
            1e3 * percentile(b.latency, done, 0.99),
            st.batches > before.batches ? (double)(st.batch_sentences - before.batch_sentences) /
