@@ -120,6 +120,7 @@ for s in sparsities.split():
     if os.path.exists(seconds):
         row["train_seconds"] = int(open(seconds).read())
     rows.append(row)
+rows.sort(key=lambda r: r["sparsity"])
 dense = load("dense")
 summary = {"model": "models/multi30k-de-en.bin", "test": "test_2016_flickr",
            "lines": dense["lines"] if dense else None, "beam": int(beam),
