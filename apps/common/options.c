@@ -195,8 +195,10 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
             return 0;
         return 1;
     }
-    if (!strcmp(key, "batch_size")) /* sentences: 1..4096, checked by app_resolve_batching */
+    if (!strcmp(key, "batch_size")) { /* sentences: 1..4096, checked by app_resolve_batching */
+        a->batch_size_given = 1;
         return app_parse_int(value, 1, 1 << 24, &o->batch_size);
+    }
     const int batching = app_batching_setting(a, key, value); /* batch_type, maxi_batch */
     if (batching >= 0)
         return batching;
@@ -272,8 +274,9 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return 0;
     }
     if (!strcmp(key, "precision")) {
-        static const char *const names[] = {"fp32", "tf32x2", "bf16", "fp16"}; /* nmt_precision */
-        for (int p = 0; p < 4; p++)
+        static const char *const names[] = {"fp32", "tf32x2", "bf16", "fp16",
+                                            "auto"}; /* nmt_precision */
+        for (int p = 0; p < 5; p++)
             if (!strcmp(value, names[p])) {
                 o->precision = (nmt_precision)p;
                 return 1;

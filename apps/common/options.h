@@ -43,6 +43,7 @@ typedef struct translate_args {
     const char *stats_option; /* "--stats" or "--timing", for messages */
     int max_len_given; /* --max-len-a or --max-len-b was set (file or command line) */
     int batch_tokens;  /* --batch-type tokens: --batch-size counted source tokens (batching.c) */
+    int batch_size_given; /* --batch-size was set (file or command line) */
     int maxi_batch;    /* --maxi-batch: lines read ahead as one window (0: from the batch size) */
     int token_scores;  /* append " ||| " and each target token's log-probability, EOS last */
     int attention;     /* append " ||| " and a JSON document: source and target tokens and the

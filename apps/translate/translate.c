@@ -28,6 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The default batch size for a file on CUDA (sentences): the sweep's best
+ * on both models at beam 5 (docs/performance.md, "Default batch size"). */
+enum { TRANSLATE_CUDA_BATCH = 1024 };
+
 
 static double now_seconds(void)
 {
@@ -294,6 +298,13 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
         code = EXIT_MODEL;
         goto done;
     }
+    /* A file (not a terminal) on CUDA: batches of TRANSLATE_CUDA_BATCH
+     * sentences unless --batch-size is given; the library's 32 suits the CPU
+     * and interactive use (docs/performance.md, "Default batch size"). */
+    if (!args.batch_size_given && !isatty(fileno(in)) &&
+        (args.engine.device == NMT_DEVICE_CUDA ||
+         (args.engine.device == NMT_DEVICE_AUTO && nmt_cuda_available())))
+        args.engine.batch_size = TRANSLATE_CUDA_BATCH;
     code = create_translators(&args, model, translators, worker_labels, &n_translators);
     if (code != EXIT_OK)
         goto done;

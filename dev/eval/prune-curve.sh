@@ -55,7 +55,9 @@ LINES=$(wc -l < "$OUT/test.de")
 score() {  # name model: translate, score, write OUT/name.json
     local name=$1 model=$2 t0 t1
     t0=$(date +%s.%N)
-    "$TRANSLATE" -m "$model" --device "$EVAL_DEVICE" --workers "$WORKERS" -b "$BEAM" \
+    local workers=()
+    [ "$EVAL_DEVICE" = cpu ] && workers=(--workers "$WORKERS")
+    "$TRANSLATE" -m "$model" --device "$EVAL_DEVICE" "${workers[@]}" -b "$BEAM" \
         < "$OUT/test.de" > "$OUT/$name.hyp"
     t1=$(date +%s.%N)
     "$PYTHON_EVAL" - "$OUT/$name.hyp" "$OUT/test.en" "$OUT/$name.json" "$model" \
