@@ -9,7 +9,8 @@
 #
 # BATCHES: comma-separated (default 64,256,1024); EXTRA_OPTIONS (env): more
 # translate options for every run (e.g. "--lsh 8,3,500,2000,6"); LATENCY_LINES
-# (env, default 150; 0 skips latency). tf32x2 needs weights exact
+# (env, default 150; 0 skips latency); PRECISIONS (env, default "fp32 tf32x2
+# bf16 fp16"; fp32 is the agreement baseline). tf32x2 needs weights exact
 # in TF32 (an fp16 model file): it is skipped, with the reason, otherwise.
 # Writes OUT_DIR/speed-<label>-<precision>.json, OUT_DIR/test-<label>-<precision>.txt
 # and OUT_DIR/precision-<label>.json (one record a precision); prints a table.
@@ -25,7 +26,7 @@ gzip -cdf "$test_src" > "$out/test-src.txt"  # translate reads plain text; a .gz
 read -r -a extra <<< "${EXTRA_OPTIONS:-}"
 engine_extra=()
 for o in "${extra[@]}"; do engine_extra+=("--engine-option=$o"); done
-for p in fp32 tf32x2 bf16 fp16; do
+for p in ${PRECISIONS:-fp32 tf32x2 bf16 fp16}; do
     if ! "$build/translate" -m "$model" --device cuda --precision "$p" --quiet "${extra[@]}" \
             < /dev/null > /dev/null 2> "$out/check-$label-$p.err"; then
         echo "$label $p: skipped: $(tail -1 "$out/check-$label-$p.err")"
