@@ -37,7 +37,6 @@ void nmt_options_init(nmt_options *options)
     options->cuda_graphs = 1;
     options->warmup = 1;
     options->check_every = 1;
-    options->precision = NMT_PRECISION_AUTO;
     options->input_tokens = -1; /* the model file's tokenizer key decides */
     options->output_tokens = -1;
     options->search_rules = NMT_SEARCH_RULES_V1;
@@ -105,7 +104,7 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->cuda_graphs == 0 || o->cuda_graphs == 1, "cuda_graphs %d: must be 0 or 1",
             o->cuda_graphs);
     REQUIRE(o->warmup == 0 || o->warmup == 1, "warmup %d: must be 0 or 1", o->warmup);
-    REQUIRE(o->precision >= NMT_PRECISION_FP32 && o->precision <= NMT_PRECISION_AUTO,
+    REQUIRE(o->precision >= NMT_PRECISION_FP32 && o->precision <= NMT_PRECISION_FP16,
             "precision %d: unknown", (int)o->precision);
     REQUIRE(o->check_every >= 1 && o->check_every <= 64, "check_every %d: must be in 1..64",
             o->check_every);
@@ -221,13 +220,10 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     t->search.attention = options->attention_weights;
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
-    /* auto: the file's own precision (fp16 files compute in fp16, others in fp32). */
-    if (t->options.precision == NMT_PRECISION_AUTO)
-        t->options.precision = model->weights_fp16 ? NMT_PRECISION_FP16 : NMT_PRECISION_FP32;
     nmt_backend_config config = {
         options->batch_size, options->beam_size, options->max_src_tokens,
         options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
-        options->cuda_graphs, options->warmup, options->check_every, t->options.precision, 0, 0};
+        options->cuda_graphs, options->warmup, options->check_every, options->precision, 0, 0};
     config.sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF;
     config.attention = options->attention_weights;
     if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {

@@ -98,7 +98,6 @@ struct nmt_model {
     int32_t n_sparse; /* matrices stored sparse in the file (section SPRS) */
     nmt_sparse_matrix *sparse; /* [n_sparse]; arrays in sparse_arena */
     void *sparse_arena;
-    int weights_fp16; /* every tensor (and sparse value) stored fp16 in the file */
     char description[512];
 };
 

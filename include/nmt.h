@@ -72,7 +72,7 @@ typedef struct nmt_shrink_options {
  * Log-softmax, top-K and the beam scores are fp32 in every mode; the CPU
  * backend is fp32 and ignores it. */
 typedef enum nmt_precision {
-    NMT_PRECISION_FP32 = 0,   /* cuBLAS sgemm: fp32 math throughout */
+    NMT_PRECISION_FP32 = 0,   /* cuBLAS sgemm: fp32 math throughout (default) */
     NMT_PRECISION_TF32X2 = 1, /* from 64 rows a step: the decoder's GEMMs on TF32 tensor
                                  cores with activations split in two TF32 parts, ~22-bit
                                  inputs and fp32 sums; needs weights exact in TF32 (every
@@ -81,12 +81,8 @@ typedef enum nmt_precision {
                                  and attention-key projections, the decoder LSTMs, W_c and
                                  the output layer: weights kept in bf16 on the device,
                                  activations rounded to bf16 (8-bit mantissa) */
-    NMT_PRECISION_FP16 = 3,   /* the same in fp16 (11-bit mantissa; an fp16 model file's
+    NMT_PRECISION_FP16 = 3    /* the same in fp16 (11-bit mantissa; an fp16 model file's
                                  weights exactly) */
-    NMT_PRECISION_AUTO = 4    /* the default: FP16 for a model file that stores every weight
-                                 in fp16 (the GEMMs then read the file's own values; measured
-                                 fastest at equal BLEU, docs/performance.md "Precision"), else
-                                 FP32 */
 } nmt_precision;
 
 /* Which beam-search rules the translator follows (docs/decoding.md, "Search rules"). */
@@ -133,7 +129,7 @@ typedef struct nmt_options {
     int warmup;          /* CUDA: decode small synthetic batches when the translator
                             is created (~0.2 s), so that the first real batches do not
                             pay one-time CUDA/cuBLAS costs (~150 ms), default 1 */
-    nmt_precision precision; /* CUDA: the GEMMs' arithmetic, default NMT_PRECISION_AUTO */
+    nmt_precision precision; /* CUDA: the GEMMs' arithmetic, default NMT_PRECISION_FP32 */
     int check_every;     /* CUDA: the host reads the sentences' done flags every this
                             many steps (1..64, default 1): finished sentences leave
                             the batch and the loop stops at most 2x this many steps

@@ -274,9 +274,8 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return 0;
     }
     if (!strcmp(key, "precision")) {
-        static const char *const names[] = {"fp32", "tf32x2", "bf16", "fp16",
-                                            "auto"}; /* nmt_precision */
-        for (int p = 0; p < 5; p++)
+        static const char *const names[] = {"fp32", "tf32x2", "bf16", "fp16"}; /* nmt_precision */
+        for (int p = 0; p < 4; p++)
             if (!strcmp(value, names[p])) {
                 o->precision = (nmt_precision)p;
                 return 1;

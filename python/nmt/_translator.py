@@ -16,8 +16,7 @@ _SHARES = {"batch": _capi.LSH_SHARE_BATCH, "sentence": _capi.LSH_SHARE_SENTENCE,
 _LISTS = {"hits": _capi.LSH_LISTS_HITS, "direct": _capi.LSH_LISTS_DIRECT,
           "auto": _capi.LSH_LISTS_AUTO}
 _PRECISIONS = {"fp32": _capi.PRECISION_FP32, "tf32x2": _capi.PRECISION_TF32X2,
-               "bf16": _capi.PRECISION_BF16, "fp16": _capi.PRECISION_FP16,
-               "auto": _capi.PRECISION_AUTO}
+               "bf16": _capi.PRECISION_BF16, "fp16": _capi.PRECISION_FP16}
 _SPARSE = {"auto": _capi.SPARSE_AUTO, "on": _capi.SPARSE_ON, "off": _capi.SPARSE_OFF}
 _RULES = {"v1": 0, "onmt": 1}  # nmt_search_rules
 

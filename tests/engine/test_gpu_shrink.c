@@ -58,7 +58,6 @@ static int run(const nmt_model *model, const config *c, nmt_device device, nmt_r
     nmt_options_init(&o);
     o.warmup = 0; /* seconds under compute-sanitizer; test_gpu_translate covers it */
     o.device = device;
-    o.precision = NMT_PRECISION_FP32; /* the CPU's arithmetic (auto: fp16 for this fp16 file) */
     o.beam_size = c->beam;
     o.batch_size = c->batch;
     o.collect_stats = 2;

@@ -51,7 +51,6 @@ static nmt_options options(nmt_device device, nmt_sparse sparse, int batch)
     nmt_options_init(&o);
     o.device = device;
     o.sparse = sparse;
-    o.precision = NMT_PRECISION_FP32; /* auto would be fp16 for the fp16 file */
     o.batch_size = batch;
     o.beam_size = 5;
     o.n_best = 2;
