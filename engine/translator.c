@@ -399,47 +399,106 @@ nmt_search_overrides nmt_translator_search(const nmt_translator *t)
     return o;
 }
 
-nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n_lines,
-                              const nmt_search_overrides *overrides, nmt_result *results,
-                              nmt_error *err)
+/* nmt_translator_prepare's result: what nmt_translate_batch does before
+ * decoding, for one call's lines. */
+struct nmt_prepared {
+    const nmt_model *model;        /* and the options the lines were checked against */
+    int max_line_bytes, max_src_tokens, input_tokens;
+    int n_lines;
+    int32_t n_valid;
+    nmt_tokens *tokens;            /* [n_lines] */
+    nmt_result *results;           /* [n_lines]: the answers of lines not searched */
+    int32_t *order;                /* [n_valid]: the searched lines, longest first */
+    int used;                      /* translated already: its answers were moved out */
+};
+
+void nmt_prepared_free(nmt_prepared *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; p->tokens && i < p->n_lines; i++)
+        nmt_tokens_clear(&p->tokens[i]);
+    for (int i = 0; p->results && i < p->n_lines; i++)
+        nmt_result_clear(&p->results[i]);
+    free(p->tokens);
+    free(p->results);
+    free(p->order);
+    free(p);
+}
+
+nmt_status nmt_translator_prepare(const nmt_translator *t, const char *const *lines, int n_lines,
+                                  nmt_prepared **prepared, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    nmt_tokens *tokens = NULL;
-    int32_t *order = NULL, *scratch = NULL;
-    if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_batch: bad arguments");
-    memset(results, 0, sizeof *results * (size_t)n_lines);
-    nmt_search_config search;
-    NMT_TRY(nmt_translator_search_config(t, overrides, &search, err));
-    NMT_ALLOC(tokens, n_lines);
-    NMT_ALLOC(order, n_lines);
-    NMT_ALLOC(scratch, n_lines);
-
-    int32_t n_valid = 0;
+    nmt_prepared *p = NULL;
+    int32_t *scratch = NULL;
+    if (!t || !prepared || (!lines && n_lines > 0) || n_lines < 0)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translator_prepare: bad arguments");
+    *prepared = NULL;
+    NMT_ALLOC(p, 1);
+    p->model = t->model;
+    p->max_line_bytes = t->options.max_line_bytes;
+    p->max_src_tokens = t->options.max_src_tokens;
+    p->input_tokens = t->options.input_tokens;
+    p->n_lines = n_lines;
+    NMT_ALLOC(p->tokens, n_lines > 0 ? n_lines : 1);
+    NMT_ALLOC(p->results, n_lines > 0 ? n_lines : 1);
+    NMT_ALLOC(p->order, n_lines > 0 ? n_lines : 1);
+    NMT_ALLOC(scratch, n_lines > 0 ? n_lines : 1);
     for (int i = 0; i < n_lines; i++) {
         int searched = 0;
-        NMT_TRY(nmt_translator_prepare_line(t, lines[i], &tokens[i], &results[i], &searched,
-                                            err));
+        NMT_TRY(nmt_translator_prepare_line(t, lines[i], &p->tokens[i], &p->results[i],
+                                            &searched, err));
         if (searched)
-            order[n_valid++] = i;
+            p->order[p->n_valid++] = i;
     }
-    sort_by_length(order, scratch, n_valid, tokens);
+    sort_by_length(p->order, scratch, p->n_valid, p->tokens);
+    *prepared = p;
+    p = NULL;
+cleanup:
+    nmt_prepared_free(p);
+    free(scratch);
+    return status;
+}
 
+/* Decodes a prepared call's lines into results[0 .. n_lines). */
+static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
+                               const nmt_search_overrides *overrides, nmt_result *results,
+                               nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (!t || !p || (!results && p->n_lines > 0))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_prepared: bad arguments");
+    if (p->model != t->model || p->max_line_bytes != t->options.max_line_bytes ||
+        p->max_src_tokens != t->options.max_src_tokens ||
+        p->input_tokens != t->options.input_tokens)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_prepared: the lines were "
+                             "prepared for another model or other input options");
+    if (p->used)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "translate_prepared: these lines were translated already");
+    p->used = 1;
+    const int n_lines = p->n_lines;
+    /* The answers prepare gave (refused and empty lines) move to the caller. */
+    memcpy(results, p->results, sizeof *results * (size_t)n_lines);
+    memset(p->results, 0, sizeof *p->results * (size_t)n_lines);
+    nmt_search_config search;
+    NMT_TRY(nmt_translator_search_config(t, overrides, &search, err));
     const int32_t batch = t->options.batch_size, max_tokens = t->options.max_batch_tokens;
     const double started = seconds_now();
-    for (int32_t first = 0, count = 0; first < n_valid; first += count) {
+    for (int32_t first = 0, count = 0; first < p->n_valid; first += count) {
         /* batch_size sentences at most, and max_batch_tokens source tokens
          * (a longer sentence goes alone). */
         int64_t in_batch = 0;
-        for (count = 0; count < batch && first + count < n_valid; count++) {
-            const int32_t n = tokens[order[first + count]].n;
+        for (count = 0; count < batch && first + count < p->n_valid; count++) {
+            const int32_t n = p->tokens[p->order[first + count]].n;
             if (max_tokens > 0 && count > 0 && in_batch + n > max_tokens)
                 break;
             in_batch += n;
         }
         /* Split and retried there when the device runs out of memory. */
-        NMT_TRY(nmt_translator_decode_lines(t, &search, tokens, order + first, count, results,
-                                            err));
+        NMT_TRY(nmt_translator_decode_lines(t, &search, p->tokens, p->order + first, count,
+                                            results, err));
     }
     if (t->options.collect_stats) {
         t->stats.sentences += n_lines;
@@ -453,11 +512,31 @@ cleanup:
             set_line_error(&results[i], status, err ? err->message : nmt_status_string(status));
         }
     }
-    if (tokens)
-        for (int i = 0; i < n_lines; i++)
-            nmt_tokens_clear(&tokens[i]);
-    free(tokens);
-    free(order);
-    free(scratch);
+    return status;
+}
+
+nmt_status nmt_translate_prepared(nmt_translator *t, nmt_prepared *prepared, nmt_result *results,
+                                  nmt_error *err)
+{
+    return run_prepared(t, prepared, NULL, results, err);
+}
+
+nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n_lines,
+                              const nmt_search_overrides *overrides, nmt_result *results,
+                              nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_prepared *p = NULL;
+    if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_batch: bad arguments");
+    status = nmt_translator_prepare(t, lines, n_lines, &p, err);
+    if (status == NMT_STATUS_OK)
+        status = run_prepared(t, p, overrides, results, err);
+    else
+        for (int i = 0; i < n_lines; i++) {
+            results[i] = (nmt_result){0};
+            set_line_error(&results[i], status, err ? err->message : nmt_status_string(status));
+        }
+    nmt_prepared_free(p);
     return status;
 }

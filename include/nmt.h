@@ -239,6 +239,22 @@ nmt_device nmt_translator_device(const nmt_translator *translator);
 nmt_status nmt_translate_batch(nmt_translator *translator, const char *const *lines, int n_lines,
                                nmt_result *results, nmt_error *err);
 
+/* nmt_translate_batch in two halves, for a pipeline that prepares the next
+ * lines while the translator decodes the last ones. prepare does the host
+ * work that comes before decoding (each line checked and tokenized, the
+ * lines ordered by length); it reads only the translator's model and input
+ * options, so it may run on another thread while any translator of that
+ * model decodes. translate_prepared decodes them with a translator of the
+ * same model and input options (max_line_bytes, max_src_tokens,
+ * input_tokens; NMT_STATUS_ERROR_ARGUMENT otherwise) into results[0 ..
+ * n_lines), exactly as nmt_translate_batch would; once, then free it. */
+typedef struct nmt_prepared nmt_prepared;
+nmt_status nmt_translator_prepare(const nmt_translator *translator, const char *const *lines,
+                                  int n_lines, nmt_prepared **prepared, nmt_error *err);
+nmt_status nmt_translate_prepared(nmt_translator *translator, nmt_prepared *prepared,
+                                  nmt_result *results, nmt_error *err);
+void nmt_prepared_free(nmt_prepared *prepared); /* NULL: nothing */
+
 void nmt_result_clear(nmt_result *result);
 
 /* Counters summed over every nmt_translate_batch call of a translator made

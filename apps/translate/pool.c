@@ -44,10 +44,15 @@ static void translate_slot(const pool_worker *w, chunk_slot *slot)
         slot->status = NMT_STATUS_ERROR_CUDA;
         snprintf(slot->err.message, sizeof slot->err.message,
                  "injected failure (NMT_TRANSLATE_INJECT_FAILURE)");
-        return;
+    } else if (slot->prepared) {
+        slot->status = nmt_translate_prepared(w->translator, slot->prepared, slot->results,
+                                              &slot->err);
+    } else {
+        slot->status = nmt_translate_batch(w->translator, slot->texts, slot->n, slot->results,
+                                           &slot->err);
     }
-    slot->status = nmt_translate_batch(w->translator, slot->texts, slot->n, slot->results,
-                                       &slot->err);
+    nmt_prepared_free(slot->prepared);
+    slot->prepared = NULL;
 }
 
 static void *worker_main(void *arg)
@@ -143,6 +148,7 @@ void chunk_pool_free(chunk_pool *p)
         chunk_slot *slot = &p->slots[s];
         for (int i = 0; slot->results && i < slot->n; i++)
             nmt_result_clear(&slot->results[i]);
+        nmt_prepared_free(slot->prepared); /* a window no worker took */
         for (int i = 0; slot->lines && i < p->chunk; i++) /* every buffer ever read into */
             free(slot->lines[i].text);
         free(slot->lines);
@@ -168,6 +174,13 @@ chunk_slot *chunk_pool_acquire(chunk_pool *p)
 
 void chunk_pool_submit(chunk_pool *p, chunk_slot *slot)
 {
+    /* Any translator's input options are everyone's; a failure (out of
+     * memory) leaves the work to the worker's nmt_translate_batch. */
+    nmt_error err = {NMT_STATUS_OK, ""};
+    if (p->n_workers > 0 && nmt_translator_prepare(p->workers[0].translator, slot->texts,
+                                                   slot->n, &slot->prepared, &err) !=
+                                NMT_STATUS_OK)
+        slot->prepared = NULL;
     pthread_mutex_lock(&p->lock);
     slot->state = SLOT_READY;
     p->read++;

@@ -1,9 +1,10 @@
 /* pool.h: translate's windows in flight (pool.c), a three-stage pipeline
  * over a ring of slots. A reader thread (reader.c) reads window after
- * window of input lines into the ring's free slots; the workers, one thread
- * a translator (a GPU with --devices LIST, a CPU thread with --workers N,
- * and one with one translator), each take the oldest window read and hand
- * it to nmt_translate_batch; the main thread writes the windows back in
+ * window of input lines into the ring's free slots and tokenizes it
+ * (nmt_translator_prepare); the workers, one thread a translator (a GPU
+ * with --devices LIST, a CPU thread with --workers N, and one with one
+ * translator), each take the oldest window read and decode it
+ * (nmt_translate_prepared); the main thread writes the windows back in
  * input order. So with one translator the next window is read while the
  * current one is translated and the previous one written; with several,
  * they translate in parallel; the output is the same byte for byte, and
@@ -36,6 +37,8 @@ typedef struct chunk_slot {
     nmt_status status; /* of the whole nmt_translate_batch call */
     nmt_error err;
     int worker;        /* which translator took it */
+    nmt_prepared *prepared; /* its lines checked and tokenized by the reader
+                               (nmt_translator_prepare); NULL: the worker does it */
 } chunk_slot;
 
 typedef struct chunk_pool chunk_pool;
@@ -54,7 +57,9 @@ int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk
 void chunk_pool_free(chunk_pool *pool);
 
 /* The reader: waits for the ring's next slot to be free and returns it
- * (NULL once the pool is closed); submit hands it to the workers; end says
+ * (NULL once the pool is closed); submit prepares its lines on the calling
+ * thread (checked and tokenized, nmt_translator_prepare: so tokenizing
+ * overlaps the workers' decoding) and hands it to the workers; end says
  * that no more windows come. */
 chunk_slot *chunk_pool_acquire(chunk_pool *pool);
 void chunk_pool_submit(chunk_pool *pool, chunk_slot *slot);
