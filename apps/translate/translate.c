@@ -301,7 +301,7 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     /* A file (not a terminal) on CUDA: batches of TRANSLATE_CUDA_BATCH
      * sentences unless --batch-size is given; the library's 32 suits the CPU
      * and interactive use (docs/performance.md, "Default batch size"). */
-    if (!args.batch_size_given && !isatty(fileno(in)) &&
+    if (!args.batch_size_given && !args.batch_tokens && !isatty(fileno(in)) &&
         (args.engine.device == NMT_DEVICE_CUDA ||
          (args.engine.device == NMT_DEVICE_AUTO && nmt_cuda_available())))
         args.engine.batch_size = TRANSLATE_CUDA_BATCH;
