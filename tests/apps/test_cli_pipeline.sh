@@ -8,7 +8,8 @@
 # refused lines keep their numbers; --batch-type tokens gives the output of
 # sentences (and its INI key, its conflicts); a failed write exits 5; input
 # from a pipe that arrives slowly, in pieces that cut lines, gives every line;
-# the peak memory does not grow with the input's length.
+# the peak memory does not grow with the input's length; the CPU's default
+# batch size is 32.
 # shellcheck source=tests/common/shell_lib.sh
 source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
@@ -132,6 +133,19 @@ def peak(copies):
 print(f"peak RSS: {small / 1024:.1f} MiB for 800 lines, {big / 1024:.1f} MiB for 8000")
 sys.exit(0 if c1 == 0 and c2 == 0 and big - small < 4096 else 1)
 PY
+
+# The default batch size: 32 on the CPU, from a file too (1,024 is CUDA's,
+# for a file); --batch-size wins.
+printf 'ein mann\nzwei hund\n' > "$TMP/two.txt"
+for want in 32 7; do
+    extra=()
+    [ "$want" = 32 ] || extra=(--batch-size "$want")
+    "$T" -m "$M" --device cpu --max-len-b 2 "${extra[@]}" --stats "$TMP/st.json" \
+        < "$TMP/two.txt" > /dev/null 2> "$TMP/err"
+    code=$?
+    [ $code -eq 0 ] && grep -q "\"batch_size\": $want," "$TMP/st.json" ||
+        fail "batch size ${extra[*]:-default}: exit $code, $(grep batch_size "$TMP/st.json")"
+done
 
 if [ $failures -ne 0 ]; then echo "test_cli_pipeline: $failures failures" >&2; exit 1; fi
 echo "test_cli_pipeline: passed"
