@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# prune-curve.sh OUT_DIR: BLEU against sparsity for the shipped Multi30k model.
+# prune-curve.sh OUT_DIR: BLEU against sparsity for a model and its corpus.
 #
-# For each sparsity in SPARSITIES (percent): 0 is models/multi30k-de-en.bin as
-# it is; every other one fine-tunes that model with gradual magnitude pruning
-# (python/train/train.py --init-model --prune-sparsity, Zhu & Gupta's cubic
-# schedule over steps 0..PRUNE_END, every PRUNE_EVERY, then STEPS - PRUNE_END
-# steps at the final sparsity), exports fp16 with the pruned matrices sparse
-# (section SPRS), and scores the C engine on the first LINES lines of
-# test_2016_flickr (sacreBLEU cased 13a). The one-shot baseline prunes the
-# shipped model with python/export/prune.py at the same sparsities, with no
-# training. Writes OUT_DIR/curve.json, curve.txt and curve.png.
+# For each sparsity in SPARSITIES (percent): 0 is MODEL as it is; every other
+# one fine-tunes MODEL with gradual magnitude pruning (python/train/train.py
+# --init-model --prune-sparsity, Zhu & Gupta's cubic schedule over steps
+# 0..PRUNE_END, every PRUNE_EVERY, then STEPS - PRUNE_END steps at the final
+# sparsity), exports fp16 with the pruned matrices sparse (section SPRS), and
+# scores the C engine on the first LINES lines of the corpus's test set
+# (sacreBLEU cased 13a). The one-shot baseline prunes MODEL with
+# python/export/prune.py at the same sparsities, with no training. Writes
+# OUT_DIR/curve.json, curve.txt and curve.png.
 #
-# Environment (all optional): DATA (.carry/data/multi30k), PYTHON (with torch;
+# CORPUS picks the model, data and test set:
+#   multi30k  models/multi30k-de-en.bin, .carry/data/multi30k, test_2016_flickr
+#             (fine-tuning batches of 2,000 target tokens);
+#   europarl  MODEL must be given (python/train/train-europarl.sh's export),
+#             .carry/data/europarl-it-en through the PREPARED cache, its 3,000
+#             test lines (batches of 6,000 tokens, bf16 autocast, as trained).
+#
+# Environment (all optional): CORPUS (multi30k), MODEL, DATA, PREPARED
+# (europarl: .carry/europarl/prepared.pkl.xz), PYTHON (with torch;
 # default /usr/bin/python3), PYTHON_EVAL (with sacrebleu and matplotlib;
 # default python3; without sacrebleu the hypotheses are kept and BLEU is
 # null), TRANSLATE (default build/translate), DEVICE (training: cpu or cuda;
@@ -23,7 +31,26 @@ set -euo pipefail
 
 OUT=${1:?usage: $0 OUT_DIR}
 cd "$(dirname "$0")/../.."
-DATA=${DATA:-.carry/data/multi30k}
+CORPUS=${CORPUS:-multi30k}
+case "$CORPUS" in
+multi30k)
+    MODEL=${MODEL:-models/multi30k-de-en.bin}
+    DATA=${DATA:-.carry/data/multi30k}
+    TEST_SRC=$DATA/test_2016_flickr.de.gz TEST_REF=$DATA/test_2016_flickr.en.gz
+    TEST_NAME=test_2016_flickr TITLE="Multi30k de-en"
+    data_args=(--data "$DATA" --src-lang de --tgt-lang en)
+    tune_args=(--batch-tokens 2000) ;;
+europarl)
+    MODEL=${MODEL:?CORPUS=europarl needs MODEL (python/train/train-europarl.sh)}
+    DATA=${DATA:-.carry/data/europarl-it-en}
+    TEST_SRC=$DATA/test.it.gz TEST_REF=$DATA/test.en.gz TEST_NAME=europarl-test
+    TITLE="Europarl it-en"
+    source python/train/europarl-data.sh
+    data_args=("${EUROPARL_DATA_ARGS[@]}" --data "$DATA" \
+               --prepared "${PREPARED:-.carry/europarl/prepared.pkl.xz}")
+    tune_args=(--batch-tokens 6000 --amp bf16) ;;
+*) echo "prune-curve: CORPUS $CORPUS: multi30k or europarl" >&2; exit 2 ;;
+esac
 PYTHON=${PYTHON:-/usr/bin/python3}
 PYTHON_EVAL=${PYTHON_EVAL:-python3}
 TRANSLATE=${TRANSLATE:-build/translate}
@@ -39,7 +66,6 @@ BEAM=${BEAM:-5}
 WORKERS=${WORKERS:-2}
 TENSORS=${TENSORS:-sparse}
 ONESHOT=${ONESHOT:-1}
-MODEL=models/multi30k-de-en.bin
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 export PYTHONUNBUFFERED=1
@@ -48,9 +74,9 @@ case "$DEVICE:$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null)"
     cpu:*/blas/libblas.so.3) echo "prune-curve: WARNING: libblas.so.3 is the reference BLAS;" \
         "Debian's torch trains ~20x slower with it (apt-get install libopenblas0-pthread)" >&2 ;;
 esac
-zcat "$DATA/test_2016_flickr.de.gz" | sed -n "1,${LINES}p" > "$OUT/test.de"
-zcat "$DATA/test_2016_flickr.en.gz" | sed -n "1,${LINES}p" > "$OUT/test.en"
-LINES=$(wc -l < "$OUT/test.de")
+zcat "$TEST_SRC" | sed -n "1,${LINES}p" > "$OUT/test.src"
+zcat "$TEST_REF" | sed -n "1,${LINES}p" > "$OUT/test.ref"
+LINES=$(wc -l < "$OUT/test.src")
 
 score() {  # name model: translate, score, write OUT/name.json
     local name=$1 model=$2 t0 t1
@@ -58,9 +84,9 @@ score() {  # name model: translate, score, write OUT/name.json
     local workers=()
     [ "$EVAL_DEVICE" = cpu ] && workers=(--workers "$WORKERS")
     "$TRANSLATE" -m "$model" --device "$EVAL_DEVICE" "${workers[@]}" -b "$BEAM" \
-        < "$OUT/test.de" > "$OUT/$name.hyp"
+        < "$OUT/test.src" > "$OUT/$name.hyp"
     t1=$(date +%s.%N)
-    "$PYTHON_EVAL" - "$OUT/$name.hyp" "$OUT/test.en" "$OUT/$name.json" "$model" \
+    "$PYTHON_EVAL" - "$OUT/$name.hyp" "$OUT/test.ref" "$OUT/$name.json" "$model" \
         "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')" <<'EOF'
 import json, os, sys
 hyp, ref, out, model, seconds = sys.argv[1:6]
@@ -92,7 +118,7 @@ for s in $SPARSITIES; do
     fi
     rm -rf "$OUT/ckpt-$s"
     t0=$(date +%s)
-    "$PYTHON" python/train/train.py --data "$DATA" --src-lang de --tgt-lang en \
+    "$PYTHON" python/train/train.py "${data_args[@]}" "${tune_args[@]}" \
         --save-dir "$OUT/ckpt-$s" --device "$DEVICE" --init-model "$MODEL" --no-validate \
         --max-steps "$STEPS" --lr "$LR" --prune-sparsity "$frac" --prune-start 0 \
         --prune-end "$PRUNE_END" --prune-every "$PRUNE_EVERY" --prune-tensors "$TENSORS" \
@@ -103,9 +129,9 @@ for s in $SPARSITIES; do
 done
 
 "$PYTHON_EVAL" - "$OUT" "$STEPS" "$PRUNE_END" "$PRUNE_EVERY" "$LR" "$BEAM" "$TENSORS" \
-    "$SPARSITIES" "$DEVICE" <<'EOF'
+    "$SPARSITIES" "$DEVICE" "$MODEL" "$TEST_NAME" "$TITLE" "${tune_args[*]}" <<'EOF'
 import json, os, sys
-out, steps, end, every, lr, beam, tensors, sparsities, device = sys.argv[1:10]
+out, steps, end, every, lr, beam, tensors, sparsities, device, model, test, title, tune = sys.argv[1:14]
 def load(name):
     path = os.path.join(out, name + ".json")
     return json.load(open(path)) if os.path.exists(path) else None
@@ -124,12 +150,12 @@ for s in sparsities.split():
     rows.append(row)
 rows.sort(key=lambda r: r["sparsity"])
 dense = load("dense")
-summary = {"model": "models/multi30k-de-en.bin", "test": "test_2016_flickr",
+summary = {"model": model, "test": test,
            "lines": dense["lines"] if dense else None, "beam": int(beam),
            "signature": dense["signature"] if dense else None,
            "fine_tune": {"steps": int(steps), "prune_end": int(end), "prune_every": int(every),
                          "lr": float(lr), "tensors": tensors, "device": device,
-                         "batch_tokens": 2000},
+                         "train_options": tune},
            "rows": rows}
 json.dump(summary, open(os.path.join(out, "curve.json"), "w"), indent=1)
 lines = [f"{'sparsity':>8} {'one-shot':>9} {'gradual':>8} {'bytes':>10} {'train s':>8}"]
@@ -152,8 +178,8 @@ for kind, label, mark in (("gradual", f"gradual pruning + {steps} fine-tuning st
     if pts:
         ax.plot([p[0] for p in pts], [p[1] for p in pts], mark, label=label)
 ax.set_xlabel("sparsity of the pruned matrices (%)")
-ax.set_ylabel(f"BLEU (test_2016_flickr, {summary['lines']} lines, beam {beam})")
-ax.set_title("Multi30k de-en: BLEU against sparsity (C engine, fp16)")
+ax.set_ylabel(f"BLEU ({test}, {summary['lines']} lines, beam {beam})")
+ax.set_title(f"{title}: BLEU against sparsity (C engine, fp16)")
 ax.grid(alpha=0.3)
 ax.legend()
 fig.tight_layout()

@@ -37,9 +37,8 @@ started=$(date +%s)
 trap 'echo "=== train-europarl: exit $? after $(( $(date +%s) - started ))s ==="' EXIT
 
 # The data options: they must stay what the cache was made with.
-data_args=(--data "$DATA" --src-lang it --tgt-lang en --train-prefix train --valid-prefix dev
-           --src-min-freq 2 --tgt-min-freq 1 --src-max-vocab 20000 --tgt-max-vocab 30004
-           --max-src-len 50 --max-tgt-len 50 --prepared "$PREPARED")
+source python/train/europarl-data.sh
+data_args=("${EUROPARL_DATA_ARGS[@]}" --data "$DATA" --prepared "$PREPARED")
 
 if [ "$TIME_BUDGET" = 0 ]; then  # only the cache, and the model size it implies
     $PYTHON python/train/preprocess.py "${data_args[@]}" --emb-size 128 --hidden-size 512 --layers 2
