@@ -5,7 +5,9 @@ The weights come from the model file (not a training checkpoint), so this
 checks the file and the engine at once: same file, same tokenizer, same
 search semantics (pynmt.search), computed independently of the C code. It is
 also the speed baseline: batched over sentences and hypotheses in the style
-of OpenNMT-py, on the CPU or a GPU (--device), fp32.
+of OpenNMT-py, on the CPU or a GPU (--device), fp32, or under bf16 autocast
+(--amp bf16: PyTorch's mixed precision, matrix products in bf16 and
+log-softmax in fp32, as a PyTorch user would speed it up).
 
 Reads stdin, writes one line per input line, in order (an empty or refused
 line gives an empty line); the output formats are the C translate tool's.
@@ -15,6 +17,7 @@ Importable: load(), translate_lines().
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -37,13 +40,18 @@ def load(model_path: str, device: str = "cpu", threads: int = 0) -> Translator:
 def translate_lines(translator: Translator, lines: list[str], beam: int = 5, n_best: int = 1,
                     alpha: float = 1.0, max_len_a: float = 2.0, max_len_b: int = 10,
                     batch_size: int = 32, unk_replace: bool = True,
-                    max_src_tokens: int = 256) -> list[list[Output]]:
+                    max_src_tokens: int = 256, amp: str = "none") -> list[list[Output]]:
     """n-best Outputs per input line (an empty line: one empty Output of score 0;
-    a refused line: an empty list)."""
+    a refused line: an empty list). amp: "none" (fp32) or "bf16" (autocast)."""
+    if amp not in ("none", "bf16"):
+        raise ValueError(f"amp {amp!r}: none or bf16")
     config = SearchConfig(beam=beam, n_best=n_best, alpha=alpha, max_len_a=max_len_a,
                           max_len_b=max_len_b)
-    return translator.translate(lines, config, batch_size=batch_size, unk_replace=unk_replace,
-                                max_src_tokens=max_src_tokens)
+    autocast = (torch.autocast(device_type=translator.device.type, dtype=torch.bfloat16)
+                if amp == "bf16" else contextlib.nullcontext())
+    with autocast:
+        return translator.translate(lines, config, batch_size=batch_size,
+                                    unk_replace=unk_replace, max_src_tokens=max_src_tokens)
 
 
 def format_output(line_number: int, outs: list[Output], n_best: int, scores: bool) -> str:
@@ -72,6 +80,8 @@ def main(argv=None) -> int:
     p.add_argument("--scores", action="store_true", help="print SCORE<TAB>TEXT")
     p.add_argument("--no-unk-replace", action="store_true")
     p.add_argument("--max-src-tokens", type=int, default=256, help="refuse longer lines")
+    p.add_argument("--amp", choices=["none", "bf16"], default="none",
+                   help="bf16: matrix products under torch.autocast (bf16)")
     p.add_argument("--time", action="store_true", help="report timing on stderr")
     a = p.parse_args(argv)
     if not 1 <= a.n_best <= a.beam:
@@ -84,7 +94,8 @@ def main(argv=None) -> int:
              open(sys.stdin.fileno(), encoding="utf-8", errors="strict", newline="\n")]
     t = time.time()
     results = translate_lines(translator, lines, a.beam, a.n_best, a.alpha, a.max_len_a,
-                              a.max_len_b, a.batch_size, not a.no_unk_replace, a.max_src_tokens)
+                              a.max_len_b, a.batch_size, not a.no_unk_replace, a.max_src_tokens,
+                              a.amp)
     if a.device.startswith("cuda"):
         torch.cuda.synchronize()
     elapsed = time.time() - t
