@@ -33,7 +33,12 @@ TIME_RE = re.compile(r"Total translation time \(s\): ([0-9.]+)")
 
 
 def run_onmt(argv):
-    """The child: onmt_translate with argv, optional imports stood in."""
+    """The child: onmt_translate with argv, optional imports stood in. The
+    checkpoint holds its options as an argparse.Namespace, which torch >= 2.6
+    refuses to unpickle by default (weights_only); it is our own file."""
+    import torch
+    if hasattr(torch.serialization, "add_safe_globals"):
+        torch.serialization.add_safe_globals([argparse.Namespace])
     sys.path.insert(0, HERE)
     import onmt_from_model
     onmt_from_model._stand_ins()
@@ -79,7 +84,7 @@ def main(argv=None):
             f.write(" ".join(f"{t.key}\uffe8{t.case_class}" for t in tokenizer.tokenize(line)))
             f.write("\n")
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", PYTHONPATH=os.pathsep.join(
         [HERE, os.path.join(HERE, "..", "..", "python"), os.environ.get("PYTHONPATH", "")]))
     records = []
     for precision in args.precisions.split(","):
