@@ -43,6 +43,15 @@ int test_same_line(const nmt_result *a, const nmt_result *b)
     return 1;
 }
 
+int test_at_max_length(const nmt_result *r, float max_len_a, int max_len_b)
+{
+    const double limit = floor((double)max_len_a * r->n_src + max_len_b);
+    for (int h = 0; h < r->n_hypotheses; h++)
+        if (r->hypotheses[h].n_tokens + 1 >= limit)
+            return 1;
+    return 0;
+}
+
 int test_count_differing(const nmt_result *a, const nmt_result *b, int n, test_line_compare same,
                          const char *label, const char *const *lines)
 {

@@ -12,6 +12,13 @@ int test_identical_line(const nmt_result *a, const nmt_result *b);
  * score and log-prob within 1e-3 (another summation order's). */
 int test_same_line(const nmt_result *a, const nmt_result *b);
 
+/* 1 when a hypothesis of r has as many tokens as the maximum length
+ * floor(max_len_a x n_src + max_len_b) allows (EOS counted; a hypothesis
+ * the onmt rules cut there included). A random or pruned test model's line
+ * that runs that long is a loop of a few words, and rounding differences
+ * grow along it: two runs' scores drift apart even where the words agree. */
+int test_at_max_length(const nmt_result *r, float max_len_a, int max_len_b);
+
 typedef int (*test_line_compare)(const nmt_result *a, const nmt_result *b);
 
 /* How many of the n lines `same` finds different, each printed under
