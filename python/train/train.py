@@ -249,8 +249,9 @@ def main(argv=None) -> int:
             + ", ".join(pruner.names))
     optimizer = torch.optim.Adam(net.parameters(), lr=args.lr)
     n_params = count_parameters(net)
+    sizes = net.hparams()  # --init-model's and --resume's replace the size options
     log(f"model: {n_params / 1e6:.2f}M parameters ({2 * n_params / 1e6:.1f} MB as fp16), "
-        f"E={args.emb_size} H={args.hidden_size} layers={args.layers} on {device}"
+        f"E={sizes['emb_size']} H={sizes['hidden_size']} layers={sizes['enc_layers']} on {device}"
         + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
 
     history, epoch, step, best_bleu, stale, best_ppl = [], 0, 0, -1.0, 0, float("inf")
