@@ -26,6 +26,10 @@ void nmt_cuda_ctx_free(nmt_cuda_ctx *ctx);
 size_t nmt_cuda_ctx_device_bytes(void);
 void *nmt_cuda_ctx_stream(const nmt_cuda_ctx *ctx); /* cudaStream_t */
 void *nmt_cuda_ctx_cublas(const nmt_cuda_ctx *ctx); /* cublasHandle_t */
+void *nmt_cuda_ctx_cublaslt(const nmt_cuda_ctx *ctx); /* cublasLtHandle_t */
+/* The context's GEMM workspace (cuBLAS's, and cuBLASLt calls on its stream). */
+void *nmt_cuda_ctx_workspace(const nmt_cuda_ctx *ctx, size_t *bytes);
+int nmt_cuda_ctx_device(const nmt_cuda_ctx *ctx); /* its CUDA device ordinal */
 /* Makes ctx's device the calling thread's current one. */
 nmt_status nmt_cuda_ctx_activate(const nmt_cuda_ctx *ctx, nmt_error *err);
 /* Number of visible CUDA devices; 0 (not an error) when there is no driver/GPU. */

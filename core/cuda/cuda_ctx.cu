@@ -1,8 +1,9 @@
 /* cuda_ctx.cu: the CUDA context every launcher is handed instead of globals:
- * a device ordinal, a non-blocking stream on it and a cuBLAS handle bound to
- * that stream. nmt_cuda_device_count answers 0, not an error, on a machine
+ * a device ordinal, a non-blocking stream on it, a cuBLAS handle bound to
+ * that stream and a cuBLASLt handle (its calls name their stream). nmt_cuda_device_count answers 0, not an error, on a machine
  * without a driver or a GPU, so callers (and the tests) can skip cleanly;
  * nmt_cuda_sm_count is the one query of a device's SM count. */
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -16,7 +17,8 @@ struct nmt_cuda_ctx {
     int device;
     cudaStream_t stream;
     cublasHandle_t cublas;
-    void *cublas_workspace;
+    cublasLtHandle_t cublaslt; /* for GEMMs with an epilogue (kernels/cuda/linear_lt.cu) */
+    void *cublas_workspace;    /* both handles', used in stream order */
 };
 
 extern "C" int nmt_cuda_device_count(void)
@@ -119,6 +121,7 @@ static nmt_status create_ctx(int device_index, int side, nmt_cuda_ctx **ctx, nmt
      * cuBLAS documents for Hopper. */
     NMT_CUDA_TRY(cudaMalloc(&c->cublas_workspace, kCublasWorkspaceBytes));
     NMT_CUBLAS_TRY(cublasSetWorkspace(c->cublas, c->cublas_workspace, kCublasWorkspaceBytes));
+    NMT_CUBLAS_TRY(cublasLtCreate(&c->cublaslt));
     *ctx = c;
     return NMT_STATUS_OK;
 
@@ -139,6 +142,8 @@ extern "C" void nmt_cuda_ctx_free(nmt_cuda_ctx *ctx)
     (void)cudaSetDevice(ctx->device);
     if (ctx->cublas)
         (void)cublasDestroy(ctx->cublas);
+    if (ctx->cublaslt)
+        (void)cublasLtDestroy(ctx->cublaslt);
     if (ctx->stream) {
         (void)cudaStreamSynchronize(ctx->stream);
         (void)cudaStreamDestroy(ctx->stream);
@@ -156,4 +161,20 @@ extern "C" void *nmt_cuda_ctx_stream(const nmt_cuda_ctx *ctx)
 extern "C" void *nmt_cuda_ctx_cublas(const nmt_cuda_ctx *ctx)
 {
     return ctx ? (void *)ctx->cublas : NULL;
+}
+
+extern "C" void *nmt_cuda_ctx_cublaslt(const nmt_cuda_ctx *ctx)
+{
+    return ctx ? (void *)ctx->cublaslt : NULL;
+}
+
+extern "C" void *nmt_cuda_ctx_workspace(const nmt_cuda_ctx *ctx, size_t *bytes)
+{
+    *bytes = ctx ? kCublasWorkspaceBytes : 0;
+    return ctx ? ctx->cublas_workspace : NULL;
+}
+
+extern "C" int nmt_cuda_ctx_device(const nmt_cuda_ctx *ctx)
+{
+    return ctx ? ctx->device : -1;
 }

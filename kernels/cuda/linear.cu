@@ -5,8 +5,10 @@
  * is the column-major [c, r] matrix with the same ld, i.e. its transpose. So
  *     y^T (n x m, ldy) = w (k x n as stored, transposed) . x^T (k x m, ldx)
  * is one call: sgemm(T, N, n, m, k, w, ldw, x, ldx, y, ldy), beta = 1 to
- * accumulate. The bias is a broadcast add over rows afterwards (y stays in L2
- * for the decoder's small m). Plain fp32 math (the context disables TF32).
+ * accumulate. With a bias (and no accumulate) the GEMM is cuBLASLt's with
+ * the bias in its epilogue (linear_lt.cu); otherwise, or where cuBLASLt has
+ * no algorithm, the bias is a broadcast add over rows afterwards. Plain fp32
+ * math (the context disables TF32).
  * nmt_cuda_linear_tf32x2: the split-activation TF32 variant (linear.h).
  * nmt_cuda_linear_half: bf16 or fp16 inputs on tensor cores, fp32 sums and
  * output (CUBLAS_COMPUTE_32F); the activations are rounded into a scratch
@@ -20,6 +22,7 @@
 #include "cuda_check.h"
 #include "cuda_ctx.h"
 #include "linear.h"
+#include "linear_lt.h"
 
 static constexpr int kBiasThreads = 256;
 
@@ -140,6 +143,13 @@ extern "C" nmt_status nmt_cuda_linear(nmt_cuda_ctx *ctx, int32_t m, int32_t n, i
     cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
     cublasHandle_t handle = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
 
+    if (bias && !accumulate && k > 0) {
+        int ran = 0;
+        const nmt_status st = nmt_cuda_linear_lt_bias(ctx, CUDA_R_32F, m, n, k, x, ldx, w, ldw,
+                                                      bias, y, ldy, &ran, err);
+        if (st != NMT_STATUS_OK || ran)
+            return st;
+    }
     if (k == 0) {
         /* An empty product: cuBLAS's quick return would leave y untouched. */
         if (!accumulate)
@@ -182,6 +192,13 @@ extern "C" nmt_status nmt_cuda_linear_half(nmt_cuda_ctx *ctx, nmt_half_kind kind
         return status;
     /* Column-major as in nmt_cuda_linear: y^T = w16^T' . x16^T. */
     const cudaDataType_t type = kind == NMT_HALF_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    if (bias) {
+        int ran = 0;
+        const nmt_status st = nmt_cuda_linear_lt_bias(ctx, type, m, n, k, x16, k, w16, ldw16,
+                                                      bias, y, ldy, &ran, err);
+        if (st != NMT_STATUS_OK || ran)
+            return st;
+    }
     const float alpha = 1.0f, beta = 0.0f;
     NMT_CUBLAS_RETURN(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w16, type,
                                    ldw16, x16, type, k, &beta, y, CUDA_R_32F, ldy,

@@ -1,0 +1,185 @@
+/* linear_lt.cu: y = x . w^T + bias with the bias added by cuBLASLt's
+ * epilogue (CUBLASLT_EPILOGUE_BIAS) inside the GEMM, instead of a second
+ * pass over y (add_bias_kernel in linear.cu). At the decoder's output layer
+ * y is [rows, V]: the pass read and wrote it once more (68 us of a 610 us
+ * bf16 step at 5,120 rows, docs/performance.md), and at batch 1 it is one
+ * launch of a step's dozen.
+ *
+ * The view is linear.cu's: row-major [r, c] with leading dimension ld is the
+ * column-major [c, r] matrix with that ld, so in cuBLASLt's column-major terms
+ *     D (n x m, ldy) = op_T(A = w, k x n, ldw) . (B = x, k x m, ldx) + bias
+ * with the bias broadcast along D's columns (its length is D's rows, n).
+ * C is D (beta = 0).
+ *
+ * cuBLASLt chooses an algorithm through a heuristic on the host, which costs
+ * more than a small GEMM. Its choice for a call's shape is cached in one
+ * process-wide table (no allocation: a fixed array under a mutex), keyed by
+ * the device, the input type, m, n, k, the leading dimensions and the
+ * pointers' alignments: the heuristic assumes 256-byte aligned buffers
+ * unless told, and a slice of a wider matrix is not. Descriptors live on the
+ * stack (the *Init calls). A shape the heuristic has no algorithm for is
+ * remembered too, and reported as not run. */
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <mutex>
+
+#include "cuda_check.h"
+#include "cuda_ctx.h"
+#include "linear_lt.h"
+
+namespace {
+
+struct PlanKey {
+    int32_t device, type, m, n, k, ldx, ldw, ldy;
+    int32_t align_x, align_w, align_y, align_bias;
+};
+static_assert(sizeof(PlanKey) == 12 * sizeof(int32_t), "no padding in the key");
+
+struct Plan {
+    PlanKey key;
+    int state; /* 0 empty, 1 has an algorithm, 2 the heuristic found none */
+    cublasLtMatmulAlgo_t algo;
+};
+
+/* Shapes a process meets: a few per GEMM site and row bucket (the decoder
+ * rounds its row counts up to buckets, model/cuda/gemm.c). When the table is
+ * full a new shape asks the heuristic on every call: slower, still right. */
+constexpr int kPlans = 2048;
+Plan g_plans[kPlans];
+std::mutex g_plans_mutex;
+
+int32_t alignment(const void *p)
+{
+    const uintptr_t a = (uintptr_t)p;
+    const uintptr_t low = a & (~a + 1); /* lowest set bit; 0 for NULL */
+    return low == 0 || low > 256 ? 256 : (int32_t)low;
+}
+
+uint32_t hash_key(const PlanKey &key)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over the key's bytes */
+    const unsigned char *b = reinterpret_cast<const unsigned char *>(&key);
+    for (size_t i = 0; i < sizeof key; i++)
+        h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+/* The slot holding key, or the empty slot where it belongs; NULL when full. */
+Plan *find_slot(const PlanKey &key)
+{
+    const uint32_t h = hash_key(key);
+    for (int probe = 0; probe < kPlans; probe++) {
+        Plan *p = &g_plans[(h + (uint32_t)probe) % kPlans];
+        if (p->state == 0 || memcmp(&p->key, &key, sizeof key) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* The call's descriptors, initialized in place. */
+struct Descriptors {
+    cublasLtMatmulDescOpaque_t op;
+    cublasLtMatrixLayoutOpaque_t a, b, d;
+};
+
+cublasStatus_t describe(Descriptors *s, cudaDataType_t type, int32_t m, int32_t n, int32_t k,
+                        int32_t ldx, int32_t ldw, int32_t ldy, const float *bias)
+{
+    const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    cublasStatus_t st;
+    if ((st = cublasLtMatmulDescInit(&s->op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
+        (st = cublasLtMatmulDescSetAttribute(&s->op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                             sizeof trans_a)) ||
+        (st = cublasLtMatmulDescSetAttribute(&s->op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                             sizeof trans_b)) ||
+        (st = cublasLtMatmulDescSetAttribute(&s->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                             sizeof epilogue)) ||
+        (st = cublasLtMatmulDescSetAttribute(&s->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof bias)) ||
+        (st = cublasLtMatrixLayoutInit(&s->a, type, k, n, ldw)) ||
+        (st = cublasLtMatrixLayoutInit(&s->b, type, k, m, ldx)) ||
+        (st = cublasLtMatrixLayoutInit(&s->d, CUDA_R_32F, n, m, ldy)))
+        return st;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The heuristic's first choice under the context's workspace; *found 0: none. */
+cublasStatus_t choose(cublasLtHandle_t lt, Descriptors *s, const PlanKey &key,
+                      size_t workspace_bytes, cublasLtMatmulAlgo_t *algo, int *found)
+{
+    cublasLtMatmulPreferenceOpaque_t pref;
+    const uint32_t align[4] = {(uint32_t)key.align_w, (uint32_t)key.align_x,
+                               (uint32_t)key.align_y, (uint32_t)key.align_y};
+    cublasStatus_t st;
+    if ((st = cublasLtMatmulPreferenceInit(&pref)) ||
+        (st = cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                   &workspace_bytes, sizeof workspace_bytes)) ||
+        (st = cublasLtMatmulPreferenceSetAttribute(
+             &pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align[0], sizeof align[0])) ||
+        (st = cublasLtMatmulPreferenceSetAttribute(
+             &pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align[1], sizeof align[1])) ||
+        (st = cublasLtMatmulPreferenceSetAttribute(
+             &pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align[2], sizeof align[2])) ||
+        (st = cublasLtMatmulPreferenceSetAttribute(
+             &pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align[3], sizeof align[3])))
+        return st;
+    cublasLtMatmulHeuristicResult_t result;
+    int returned = 0;
+    st = cublasLtMatmulAlgoGetHeuristic(lt, &s->op, &s->a, &s->b, &s->d, &s->d, &pref, 1, &result,
+                                        &returned);
+    *found = st == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS;
+    if (*found)
+        *algo = result.algo;
+    /* NOT_SUPPORTED: no algorithm for these operands; not an error here. */
+    return st == CUBLAS_STATUS_NOT_SUPPORTED ? CUBLAS_STATUS_SUCCESS : st;
+}
+
+} // namespace
+
+nmt_status nmt_cuda_linear_lt_bias(nmt_cuda_ctx *ctx, cudaDataType_t type, int32_t m,
+                                   int32_t n, int32_t k, const void *x, int32_t ldx,
+                                   const void *w, int32_t ldw, const float *bias, float *y,
+                                   int32_t ldy, int *ran, nmt_error *err)
+{
+    *ran = 0;
+    NMT_ARG_CHECK(ctx && m >= 1 && n >= 1 && k >= 1 && x && w && bias && y && ldx >= k &&
+                  ldw >= k && ldy >= n);
+    cublasLtHandle_t lt = (cublasLtHandle_t)nmt_cuda_ctx_cublaslt(ctx);
+    size_t workspace_bytes = 0;
+    void *workspace = nmt_cuda_ctx_workspace(ctx, &workspace_bytes);
+    Descriptors s;
+    NMT_CUBLAS_RETURN(describe(&s, type, m, n, k, ldx, ldw, ldy, bias));
+
+    /* All int32: no padding, so the key hashes and compares as bytes. */
+    const PlanKey key = {nmt_cuda_ctx_device(ctx), (int32_t)type, m, n, k, ldx, ldw, ldy,
+                         alignment(x), alignment(w), alignment(y), alignment(bias)};
+    cublasLtMatmulAlgo_t algo;
+    int found = 0;
+    {
+        std::lock_guard<std::mutex> lock(g_plans_mutex);
+        Plan *p = find_slot(key);
+        if (p && p->state != 0) {
+            found = p->state == 1;
+            algo = p->algo;
+        } else {
+            NMT_CUBLAS_RETURN(choose(lt, &s, key, workspace_bytes, &algo, &found));
+            if (p) {
+                p->key = key;
+                p->state = found ? 1 : 2;
+                p->algo = algo;
+            }
+        }
+    }
+    if (!found)
+        return NMT_STATUS_OK;
+    const float alpha = 1.0f, beta = 0.0f;
+    NMT_CUBLAS_RETURN(cublasLtMatmul(lt, &s.op, &alpha, w, &s.a, x, &s.b, &beta, y, &s.d, y, &s.d,
+                                     &algo, workspace, workspace_bytes,
+                                     (cudaStream_t)nmt_cuda_ctx_stream(ctx)));
+    *ran = 1;
+    return NMT_STATUS_OK;
+}
