@@ -175,7 +175,7 @@ fig, ax = plt.subplots(figsize=(6, 4))
 for kind, label, mark in (("gradual", f"gradual pruning + {steps} fine-tuning steps", "o-"),
                           ("oneshot", "one-shot (prune.py, no training)", "s--")):
     pts = [(r["sparsity"], r[kind]) for r in rows if kind in r]
-    if pts:
+    if len(pts) > 1:  # the one-shot baseline's 0% alone is the dense point
         ax.plot([p[0] for p in pts], [p[1] for p in pts], mark, label=label)
 ax.set_xlabel("sparsity of the pruned matrices (%)")
 ax.set_ylabel(f"BLEU ({test}, {summary['lines']} lines, beam {beam})")
