@@ -93,7 +93,8 @@ typedef struct nmt_cuda_decoder_part {
  * row). */
 typedef struct nmt_cuda_output_part {
     void *arena;
-    float *logits;           /* [., V] */
+    float *logits;           /* [., ld_logits] full and TOP; [., V] over candidate lists */
+    int32_t ld_logits;       /* V rounded up to kLogitsAlign floats */
     float *top_values;       /* [., 2 * beam] */
     int32_t *top_ids;        /* [., 2 * beam] */
     float *lse;              /* [.] */
