@@ -157,7 +157,7 @@ nmt_status nmt_cuda_linear_lt_bias(nmt_cuda_ctx *ctx, cudaDataType_t type, int32
     /* All int32: no padding, so the key hashes and compares as bytes. */
     const PlanKey key = {nmt_cuda_ctx_device(ctx), (int32_t)type, m, n, k, ldx, ldw, ldy,
                          alignment(x), alignment(w), alignment(y), alignment(bias)};
-    cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t algo = {}; /* stays unset when the heuristic has none */
     int found = 0;
     {
         std::lock_guard<std::mutex> lock(g_plans_mutex);
