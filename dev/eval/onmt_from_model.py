@@ -11,7 +11,7 @@ Debian's torch; its optional imports are stood in as by the test's runner).
 OpenNMT-py's specials come first in its vocabularies (<unk>, <blank>, <s>,
 </s>); the source feature's values are the case classes 0-3 (LOWER,
 CAPITALIZED, UPPER, OTHER), merged by sum, so onmt_translate reads
-"key￨class" tokens (tests/python/test_onmt_convert.py's onmt_source)."""
+"key￨class" tokens (python/export/onmt_convert.py's onmt_source_line)."""
 
 import argparse
 import importlib

@@ -7,8 +7,8 @@
 
 Rebuilds the model file as an OpenNMT-py 3.5.1 checkpoint
 (dev/eval/onmt_from_model.py), writes the source as OpenNMT-py reads it (the
-engine's tokens as "key￨case-class", as tests/python/test_onmt_convert.py
-does), then runs `onmt_translate -gpu 0 -beam_size B -batch_size N
+engine's tokens as "key￨case-class", python/export/onmt_convert.py's
+onmt_source_line), then runs `onmt_translate -gpu 0 -beam_size B -batch_size N
 -precision P -n_src_feats 1 -report_time` once per run, in a fresh process,
 and keeps the translator's own time (after the model is loaded; its reading
 of the already tokenized lines is inside it). It prints that time to 0.1 s
@@ -51,17 +51,10 @@ def run_onmt(argv):
     return translate.main()
 
 
-def read_lines(path):
-    if path.endswith(".gz"):
-        import gzip
-        return gzip.open(path, "rt", encoding="utf-8").read().splitlines()
-    return open(path, encoding="utf-8").read().splitlines()
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-m", "--model", required=True)
-    p.add_argument("--src", required=True, help="raw source lines (.gz ok)")
+    p.add_argument("--src", required=True, help="raw source lines (.gz/.xz ok)")
     p.add_argument("--lines", type=int, default=0, help="the first N lines (0: all)")
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--batch-sizes", default="64")
@@ -74,7 +67,8 @@ def main(argv=None):
 
     import torch
     import onmt_from_model
-    from pynmt import tokenizer
+    from export.onmt_convert import onmt_source_line
+    from pynmt.data import read_lines
 
     os.makedirs(args.work, exist_ok=True)
     ckpt = os.path.join(args.work, "model.pt")
@@ -85,8 +79,7 @@ def main(argv=None):
     src_path = os.path.join(args.work, "src.onmt")
     with open(src_path, "w", encoding="utf-8") as f:
         for line in src:
-            f.write(" ".join(f"{t.key}\uffe8{t.case_class}" for t in tokenizer.tokenize(line)))
-            f.write("\n")
+            f.write(onmt_source_line(line) + "\n")
 
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", PYTHONPATH=os.pathsep.join(
         [HERE, os.path.join(HERE, "..", "..", "python"), os.environ.get("PYTHONPATH", "")]))

@@ -77,6 +77,14 @@ try:  # the loader: python/export/onmt_checkpoint.py (as a package module or bes
 except ImportError:
     from onmt_checkpoint import Refused, load_checkpoint  # noqa: E402,F401
 
+def onmt_source_line(line: str, with_case: bool = True) -> str:
+    """A raw line as OpenNMT-py reads it for the engine's tokenizer: the tokens
+    as written, or with the case feature (features=word,case) their lowercased
+    keys and "\uffe8class", the class one of the values 0-3 (CASE_NAMES)."""
+    return " ".join(f"{t.key}\uffe8{t.case_class}" if with_case else t.text
+                    for t in tok.tokenize(line))
+
+
 def _opt(opt, name, default=None):
     if isinstance(opt, dict):
         return opt.get(name, default)

@@ -152,14 +152,9 @@ def write_lines(path, lines):
 
 
 def onmt_source(lines, with_case):
-    """What OpenNMT-py reads: the engine's tokens as written, or with the case
-    feature their lowercased keys and "￨class"."""
-    from pynmt import tokenizer
-    out = []
-    for line in lines:
-        toks = tokenizer.tokenize(line)
-        out.append(" ".join(f"{t.key}\uffe8{t.case_class}" if with_case else t.text for t in toks))
-    return out
+    """What OpenNMT-py reads (onmt_convert.onmt_source_line)."""
+    from export.onmt_convert import onmt_source_line
+    return [onmt_source_line(line, with_case) for line in lines]
 
 
 def onmt(tool, args, cwd, log):
