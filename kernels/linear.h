@@ -1,7 +1,8 @@
 /* linear.h: y[m, n] = x[m, k] . w[n, k]^T (+ bias[n]) (+ y if accumulate).
  * Row-major with leading dimensions, so a slice of a wider matrix works.
  * CPU: plain triple loop, double accumulation. CUDA: cuBLAS sgemm, or on
- * tensor cores: split TF32 (~fp32 accuracy) or 16-bit inputs (bf16, fp16). */
+ * tensor cores: split TF32 (~fp32 accuracy) or 16-bit inputs (bf16, fp16);
+ * for a few rows, a kernel that reads the weights at full bandwidth. */
 #ifndef NMT_KERNELS_LINEAR_H
 #define NMT_KERNELS_LINEAR_H
 
@@ -57,6 +58,50 @@ nmt_status nmt_cuda_linear_half(nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m
  * dst [m, k] dense; on ctx's stream. */
 nmt_status nmt_cuda_to_half(nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m, int32_t k,
                             const float *src, int32_t ld, void *dst, nmt_error *err);
+
+/* Few-row products (linear_skinny.cu): y[m, n] = x[m, k] . w[n, k]^T
+ * (+ bias[n]), tanh applied after with tanh_out, for 1 <= m <=
+ * NMT_SKINNY_MAX_ROWS: a batch-1 decoder step's GEMMs and the encoder's
+ * one-row recurrences, which read the weights and little else. w is fp32 or
+ * 16-bit (rows ldw apart), widened exactly; x is used as is (F32) or
+ * rounded to bf16 / fp16 first (the 16-bit precisions' arithmetic, as
+ * nmt_cuda_linear_half). fp32 sums. A row's result does not depend on the
+ * other rows of the call (the same sums for every m: the policy is chosen
+ * from n). The CPU twin:
+ * nmt_cpu_half_round_rows on x where rounded, nmt_cpu_linear, tanh.
+ * nmt_linear_skinny_fits: 1 when the call takes (m, k); the others get
+ * NMT_STATUS_ERROR_ARGUMENT. */
+enum { NMT_SKINNY_MAX_ROWS = 8 };
+typedef enum nmt_skinny_x {
+    NMT_SKINNY_X_F32 = 0,
+    NMT_SKINNY_X_BF16 = 1,
+    NMT_SKINNY_X_FP16 = 2
+} nmt_skinny_x;
+typedef enum nmt_weight_type {
+    NMT_WEIGHT_F32 = 0,
+    NMT_WEIGHT_BF16 = 1,
+    NMT_WEIGHT_FP16 = 2
+} nmt_weight_type;
+/* Its tuning (0 in a field: the policy's choice): outputs, the weight rows
+ * a warp computes at once (1, 2 or 4: x read once for more rows, against
+ * fewer warps in flight); unroll, the groups of 8 columns whose weights a
+ * lane loads before using any (1 or 2); split, the warps that share the
+ * k columns of one group of outputs (1, 2 or 4: more loads in flight for
+ * few outputs). A row's result depends on the policy but not on m. _plan:
+ * the policy that runs for n outputs with `wanted` (NULL: all the
+ * policy's). */
+typedef struct nmt_skinny_policy {
+    int outputs;
+    int unroll;
+    int split;
+} nmt_skinny_policy;
+nmt_skinny_policy nmt_cuda_linear_skinny_plan(int32_t n, const nmt_skinny_policy *wanted);
+int nmt_linear_skinny_fits(int32_t m, int32_t k);
+nmt_status nmt_cuda_linear_skinny(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32_t k,
+                                  const float *x, int32_t ldx, nmt_skinny_x x_round,
+                                  const void *w, nmt_weight_type w_type, int32_t ldw,
+                                  const float *bias, int tanh_out, float *y, int32_t ldy,
+                                  const nmt_skinny_policy *policy, nmt_error *err);
 
 /* x rounded to `kind` and widened back: what the GPU's GEMM multiplies. */
 float nmt_half_round(nmt_half_kind kind, float x);

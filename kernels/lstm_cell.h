@@ -28,6 +28,23 @@ nmt_status nmt_cuda_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates
                               float *c_out, float *h_out, int32_t ld_h, float *h_out2,
                               int32_t ld_h2, void *stream, nmt_error *err);
 
+/* The recurrent product and the step above in one launch, for 1 <= n_rows
+ * <= NMT_SKINNY_MAX_ROWS rows (lstm_skinny.cu): gates_h[r] = x[r] . w^T
+ * for r < n_dot (w [4 * hidden, k] fp32, rows ldw apart; x rows ldx apart),
+ * zero for the rows from n_dot (they have no predecessor), then
+ * nmt_cuda_lstm_cell with gates_x and bias, on ctx's stream. The same bits
+ * as nmt_cuda_linear_skinny without a k split (policy split 1) into gates_h
+ * followed by nmt_cuda_lstm_cell. x
+ * must not overlap the outputs (other blocks still read it while one
+ * writes). n_dot == 0 or nmt_linear_skinny_fits(n_dot, k). */
+typedef struct nmt_cuda_ctx nmt_cuda_ctx; /* core/cuda_ctx.h */
+nmt_status nmt_cuda_lstm_skinny(nmt_cuda_ctx *ctx, int32_t n_rows, int32_t n_dot,
+                                int32_t hidden, int32_t k, const float *x, int32_t ldx,
+                                const float *w, int32_t ldw, const float *gates_x, int32_t ld_x,
+                                const float *bias, const float *c_prev, float *c_out,
+                                float *h_out, int32_t ld_h, float *h_out2, int32_t ld_h2,
+                                nmt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

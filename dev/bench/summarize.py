@@ -221,6 +221,21 @@ def lsh_section(rows):
         print()
 
 
+def skinny_section(rows):
+    """bench_skinny: a batch-1 step's GEMMs by variant, against cuBLAS's."""
+    print("## Few-row GEMMs (bench_skinny)\n")
+    print("| what | rows | variant | us | vs cublas | floor us |")
+    print("|---|---|---|---|---|---|")
+    base = {(r["what"], r["rows"], r.get("copies", 1)): r["us"] for r in rows
+            if r["variant"] == "cublas"}
+    for r in rows:
+        b = base.get((r["what"], r["rows"], r.get("copies", 1)))
+        what = r["what"] + (f" ({r['copies']} copies)" if r.get("copies", 1) > 1 else "")
+        print(f"| {what} | {r['rows']} | {r['variant']} | {r['us']:.2f} "
+              f"| {fmt(ratio(b, r['us']))}x | {r['floor_us']:.2f} |")
+    print()
+
+
 def main(argv):
     data = load(argv[1:])
     by = {}
@@ -335,6 +350,10 @@ def main(argv):
     lsh = by.get("lsh", [])
     if lsh:
         lsh_section(lsh)
+
+    skinny = by.get("skinny", [])
+    if skinny:
+        skinny_section(skinny)
 
     expected = {"softmax_topk": "softmax_topk", "nhot": "nhot", "reduce": "reduce/broadcast",
                 "lsh": "LSH"}

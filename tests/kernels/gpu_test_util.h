@@ -1,6 +1,7 @@
 /* gpu_test_util.h: small helpers shared by the GPU kernel tests (header only,
  * static): the no-GPU skip, device buffers poisoned before the call with a
- * guard region after the output that must stay untouched, and copies back.
+ * guard region after the output that must stay untouched, copies back, and
+ * the ok/FAIL line of a check.
  * CUDA_OK, the check, is tests/common/cuda_ok.h (the benches use it too). */
 #ifndef NMT_GPU_TEST_UTIL_H
 #define NMT_GPU_TEST_UTIL_H
@@ -84,6 +85,28 @@ static void *host_alloc(size_t bytes)
         exit(1);
     }
     return p;
+}
+
+/* The prelude of a kernel test's main: skips without a GPU, seeds the
+ * random inputs, and returns a context on device 0 (exits 1 if none). */
+static nmt_cuda_ctx *gpu_test_start(const char *name)
+{
+    gpu_test_require_device(name);
+    test_seed();
+    nmt_cuda_ctx *ctx = NULL;
+    nmt_error err = {};
+    if (nmt_cuda_ctx_create(0, &ctx, &err) != NMT_STATUS_OK) {
+        fprintf(stderr, "%s: context: %s\n", name, err.message);
+        exit(1);
+    }
+    return ctx;
+}
+
+/* Counts a failure when !ok, and prints "ok" or "FAIL" beside what was checked. */
+static void report_check(int ok, const char *what)
+{
+    CHECK(ok, "%s", what);
+    fprintf(stderr, "%s %s\n", ok ? "ok  " : "FAIL", what);
 }
 
 #endif

@@ -26,12 +26,6 @@
 static nmt_cuda_ctx *ctx;
 static const char *const kind_name[] = {"bf16", "fp16"};
 
-static void report(int ok, const char *what)
-{
-    CHECK(ok, "%s", what);
-    fprintf(stderr, "%s %s\n", ok ? "ok  " : "FAIL", what);
-}
-
 static uint16_t host_bits(nmt_half_kind kind, float x)
 {
     return kind == NMT_HALF_BF16 ? nmt_f32_to_bf16(x) : nmt_f32_to_f16(x);
@@ -98,7 +92,7 @@ static void test_to_half(nmt_half_kind kind, int m, int k, int pad)
                 fprintf(stderr, "  %s [%d, %d]: %a -> 0x%04x, want 0x%04x\n", what, i, p, v,
                         have, want);
         }
-    report(ok && bad == 0, what);
+    report_check(ok && bad == 0, what);
     cudaFree(d_src);
     cudaFree(d_dst);
     free(src);
@@ -164,20 +158,15 @@ static void test_linear_half(nmt_half_kind kind, int m, int n, int k, int pad, i
                 fprintf(stderr, "  %s [%d, %d]: %.9g want %.9g (|x w| %.3g)\n", what, i, j, g,
                         want[(size_t)i * ldy + j], mag);
         }
-    report(ok && bad == 0, what);
+    report_check(ok && bad == 0, what);
     cudaFree(d_x); cudaFree(d_w); cudaFree(d_b); cudaFree(d_w16); cudaFree(d_x16); cudaFree(d_y);
     free(x); free(w); free(bias); free(x_r); free(w_r); free(want); free(got); free(x16);
 }
 
 int main(void)
 {
-    gpu_test_require_device("test_gpu_linear_half");
-    test_seed();
+    ctx = gpu_test_start("test_gpu_linear_half");
     nmt_error err = {};
-    if (nmt_cuda_ctx_create(0, &ctx, &err) != NMT_STATUS_OK) {
-        fprintf(stderr, "context: %s\n", err.message);
-        return 1;
-    }
     const int small = getenv("NMT_TEST_SMALL") != NULL;
     for (int kind = 0; kind < 2; kind++) {
         const nmt_half_kind h = (nmt_half_kind)kind;

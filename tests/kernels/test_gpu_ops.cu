@@ -24,12 +24,6 @@
 static nmt_cuda_ctx *ctx;
 static void *stream;
 
-static void report(int ok, const char *what)
-{
-    CHECK(ok, "%s", what);
-    fprintf(stderr, "%s %s\n", ok ? "ok  " : "FAIL", what);
-}
-
 static void test_nhot(int n_rows, int dim, int table_rows, int n_min, int n_max)
 {
     int32_t *row_ptr = (int32_t *)host_alloc((n_rows + 1) * sizeof(int32_t));
@@ -63,7 +57,7 @@ static void test_nhot(int n_rows, int dim, int table_rows, int n_min, int n_max)
     snprintf(what, sizeof what, "nhot rows %d dim %d table %d N %d..%d", n_rows, dim, table_rows,
              n_min, n_max);
     dev_download(got, d_out, n_out * sizeof(float), POISON_F32, what);
-    report(test_close_f32(what, got, want, n_out, 1e-5, 1e-5), what);
+    report_check(test_close_f32(what, got, want, n_out, 1e-5, 1e-5), what);
     cudaFree(d_rp); cudaFree(d_cols); cudaFree(d_vals); cudaFree(d_table); cudaFree(d_out);
     free(row_ptr); free(cols); free(values); free(table); free(want); free(got);
 }
@@ -98,7 +92,7 @@ static void test_linear(int m, int n, int k, int pad, int with_bias, int accumul
     snprintf(what, sizeof what, "linear m %d n %d k %d pad %d bias %d acc %d", m, n, k, pad,
              with_bias, accumulate);
     dev_download(got, d_y, ny * sizeof(float), POISON_F32, what);
-    report(test_close_f32(what, got, want, ny, 1e-5 * sqrt((double)k + 1), 1e-5), what);
+    report_check(test_close_f32(what, got, want, ny, 1e-5 * sqrt((double)k + 1), 1e-5), what);
     cudaFree(d_x); cudaFree(d_w); cudaFree(d_b); cudaFree(d_y);
     free(x); free(w); free(bias); free(want); free(got);
 }
@@ -161,7 +155,7 @@ static void test_linear_tf32x2(int m, int n, int k, int pad, int with_bias)
                             got[(size_t)i * ldy + j], want[(size_t)i * ldy + j], mag);
             }
         }
-    report(bad == 0 && !bad_split, what);
+    report_check(bad == 0 && !bad_split, what);
     cudaFree(d_x); cudaFree(d_w2); cudaFree(d_b); cudaFree(d_y); cudaFree(d_split);
     free(x); free(w); free(w2); free(bias); free(want); free(got); free(split_want);
     free(split_got);
@@ -234,7 +228,7 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
     dev_download(got_h, d_h, nh * sizeof(float), POISON_F32, what);
     int ok = test_close_f32("c", got_c, want_c, nc, 1e-6, 1e-5);
     ok &= test_close_f32("h", got_h, want_h, nh, 1e-6, 1e-5);
-    report(ok, what);
+    report_check(ok, what);
     cudaFree(d_gx); cudaFree(d_gh); cudaFree(d_b); cudaFree(d_c); cudaFree(d_h);
     if (!alias)
         cudaFree(d_cprev);
@@ -326,7 +320,7 @@ static void test_attention(int n_sent, int rows, int hidden, int max_src, int wi
             ok = 0;
         }
     }
-    report(ok, what);
+    report_check(ok, what);
     cudaFree(d_sent); cudaFree(d_len); cudaFree(d_keys); cudaFree(d_mem); cudaFree(d_query);
     cudaFree(d_ctx); cudaFree(d_w); cudaFree(d_a);
     free(sent); free(len); free(keys); free(mem); free(query);
@@ -352,7 +346,7 @@ static void test_gather(int rows, int dim, int src_rows)
     char what[96];
     snprintf(what, sizeof what, "gather rows %d dim %d src %d", rows, dim, src_rows);
     dev_download(got, d_dst, nd * sizeof(float), POISON_F32, what);
-    report(test_close_f32(what, got, want, nd, 0.0, 0.0), what);
+    report_check(test_close_f32(what, got, want, nd, 0.0, 0.0), what);
     cudaFree(d_src); cudaFree(d_index); cudaFree(d_dst);
     free(src); free(index); free(want); free(got);
 }
@@ -400,7 +394,7 @@ static void test_gather_segments(int rows, int n_seg, int max_width)
              max_width);
     dev_download(got, d_dst, nd * sizeof(float), POISON_F32, what);
     /* Bitwise: copies are exact and the poisoned gaps compare as bits. */
-    report(memcmp(got, want, nd * sizeof(float)) == 0, what);
+    report_check(memcmp(got, want, nd * sizeof(float)) == 0, what);
     for (int g = 0; g < n_seg; g++) {
         cudaFree(d_src[g]); cudaFree(d_index[g]);
         free(src[g]); free(index[g]);
@@ -424,20 +418,14 @@ static void test_tanh_rows(int rows, int width, int pad)
     char what[96];
     snprintf(what, sizeof what, "tanh rows %d width %d pad %d", rows, width, pad);
     dev_download(got, d_x, n * sizeof(float), POISON_F32, what);
-    report(test_close_f32(what, got, x, n, 1e-6, 1e-6), what);
+    report_check(test_close_f32(what, got, x, n, 1e-6, 1e-6), what);
     cudaFree(d_x);
     free(x); free(got);
 }
 
 int main(void)
 {
-    gpu_test_require_device("test_gpu_ops");
-    test_seed();
-    nmt_error err = {};
-    if (nmt_cuda_ctx_create(0, &ctx, &err) != NMT_STATUS_OK) {
-        fprintf(stderr, "context: %s\n", err.message);
-        return 1;
-    }
+    ctx = gpu_test_start("test_gpu_ops");
     stream = nmt_cuda_ctx_stream(ctx);
 
     test_nhot(1, 1, 1, 1, 1);
