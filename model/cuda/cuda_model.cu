@@ -114,6 +114,12 @@ nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sente
                                 : precision == NMT_CUDA_PRECISION_BF16 ||
                                         precision == NMT_CUDA_PRECISION_FP16
                                     ? nmt_cuda_half_part_bytes(&sizes)
+                                    : 0,
+                                /* fp32, tf32x2: counted whether or not the
+                                 * weights turn out exact in fp16 */
+                                precision == NMT_CUDA_PRECISION_FP32 ||
+                                        precision == NMT_CUDA_PRECISION_TF32X2
+                                    ? nmt_cuda_skinny16_part_bytes(&sizes)
                                     : 0};
         *bytes = 0;
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
@@ -163,8 +169,9 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
     nmt_cuda_ctx_free(m->enc.side_ctx);  /* the same for the encoder's */
     nmt_device_weights_free(&m->w);
     nmt_cuda_sparse_part_free(m);
-    void *arenas[] = {m->enc.arena,    m->dec.arena,     m->out.arena,        m->probe.arena,
-                      m->tf32x2.arena, m->half16.arena, m->dec.attn_weights};
+    void *arenas[] = {m->enc.arena,     m->dec.arena,   m->out.arena,
+                      m->probe.arena,   m->tf32x2.arena, m->half16.arena,
+                      m->skinny16.arena, m->dec.attn_weights};
     for (size_t i = 0; i < sizeof arenas / sizeof arenas[0]; i++)
         if (arenas[i])
             cudaFree(arenas[i]);

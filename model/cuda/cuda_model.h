@@ -42,7 +42,8 @@ typedef enum nmt_cuda_precision {
 /* *bytes = the device memory nmt_cuda_model_create and
  * nmt_cuda_model_set_precision allocate for these sizes, measured by each
  * part's own layout (host arithmetic, no device): weights (and their
- * tf32x2 or 16-bit forms), the parts' workspaces, the encoder side
+ * tf32x2 or 16-bit forms, and at fp32 and tf32x2 the fp16 copies of
+ * nmt_cuda_model_set_precision), the parts' workspaces, the encoder side
  * context's cuBLAS workspace. The shrink wing's index and lists and the
  * recall probe are not counted. */
 nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sentences,
@@ -55,6 +56,9 @@ void *nmt_cuda_model_stream(const nmt_cuda_model *m);
 int32_t nmt_cuda_model_vocab(const nmt_cuda_model *m);
 
 /* Sets the GEMMs' arithmetic, once, after create (fp32 until then):
+ * - FP32 and TF32X2 also keep an fp16 copy of the decoder layers, W_c and
+ *   W_out for the few-row GEMMs of small batches (gemm_skinny.c), where
+ *   every one of those weights is exact in fp16 (an fp16 model file's);
  * - TF32X2: split-activation TF32 (kernels/linear.h) for the decoder step
  *   and the output layer; refused (NMT_STATUS_ERROR_ARGUMENT, naming the
  *   tensor) unless those weights are exact in TF32, as every fp16 model

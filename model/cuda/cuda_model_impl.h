@@ -9,7 +9,8 @@
  *   output layer  (output_layer.c):  logits, top-K, and the shrink wing's
  *                                    device index and lists
  * and the GEMMs' precision (gemm.c: fp32, split TF32 in gemm_tf32x2.c, bf16
- * or fp16), and the optional recall probe (output_probe.c).
+ * or fp16; the few-row GEMMs in gemm_skinny.c), and the optional recall
+ * probe (output_probe.c).
  *
  * Layouts (n sentences of the batch, sorted longest first by the search):
  * - encoder time-major: row t * n + i is sentence i's token t (padding rows
@@ -154,6 +155,16 @@ typedef struct nmt_cuda_gemm_weights {
     nmt_cuda_weight attn_c, out;               /* W_c, W_out */
 } nmt_cuda_gemm_weights;
 
+/* Each matrix of the table with its shape [rows, cols], in the table's
+ * order (the encoder's, W_a, the decoder layers, W_c, W_out: the 16-bit
+ * arena's order); returns how many (at most NMT_CUDA_GEMM_WEIGHTS). */
+typedef struct nmt_cuda_weight_shape {
+    nmt_cuda_weight *weight;
+    int32_t rows, cols;
+} nmt_cuda_weight_shape;
+enum { NMT_CUDA_GEMM_WEIGHTS = 3 * NMT_MAX_LAYERS + 3 };
+int nmt_cuda_gemm_weight_shapes(nmt_cuda_model *m, nmt_cuda_weight_shape *out);
+
 /* Where a GEMM runs. Each site has its own 16-bit activation scratch: the
  * encoder (on the second stream under continuous batching) and the output
  * layer's dense prefix (on the shrink wing's side stream) run beside the
@@ -189,6 +200,13 @@ typedef struct nmt_cuda_half_part {
     void *scratch[NMT_GEMM_SITES];
 } nmt_cuda_half_part;
 
+/* fp16 copies of the decoder-side weights at fp32 and tf32x2 (in
+ * nmt_cuda_weight.w16), read by the few-row GEMMs (gemm_skinny.c). */
+typedef struct nmt_cuda_skinny16_part {
+    int on;
+    void *arena;
+} nmt_cuda_skinny16_part;
+
 /* Sparse GEMMs (gemm_sparse.c): the prepared CSR matrices (at most the
  * decoder layers, W_c and W_out) and one SpMM workspace, used on the model's
  * stream only. */
@@ -214,6 +232,7 @@ struct nmt_cuda_model {
     nmt_cuda_gemm_weights gw;
     nmt_cuda_tf32x2_part tf32x2;
     nmt_cuda_half_part half16;
+    nmt_cuda_skinny16_part skinny16;
     nmt_cuda_sparse_part sparse;
 };
 
@@ -237,6 +256,18 @@ size_t nmt_cuda_tf32x2_part_bytes(const nmt_cuda_model *m);
 nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err);
 nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_error *err);
 
+/* gemm_skinny.c: the fp16 copies (set at fp32 and tf32x2 where every
+ * decoder-side weight is exact in fp16, else nothing), their bytes; whether
+ * a GEMM of `rows` rows runs on the skinny kernel, and the call. */
+nmt_status nmt_cuda_model_set_skinny16(nmt_cuda_model *m, nmt_error *err);
+size_t nmt_cuda_skinny16_part_bytes(nmt_cuda_model *m);
+int nmt_cuda_model_skinny_takes(const nmt_cuda_model *m, const nmt_cuda_weight *w, int32_t rows,
+                                int32_t k);
+nmt_status nmt_cuda_model_gemm_skinny(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int32_t rows,
+                                      int32_t n, int32_t k, const float *x, int32_t ldx,
+                                      const nmt_cuda_weight *w, const float *bias, int tanh_out,
+                                      float *y, int32_t ldy, nmt_error *err);
+
 /* The table of GEMM weights from the uploaded fp32 weights (at create). */
 void nmt_cuda_gemm_weights_init(nmt_cuda_model *m);
 size_t nmt_cuda_half_part_bytes(nmt_cuda_model *m);
@@ -250,11 +281,14 @@ int nmt_cuda_model_gemm_sparse(const nmt_cuda_model *m, const nmt_cuda_ctx *ctx,
 void nmt_cuda_sparse_part_free(nmt_cuda_model *m);
 
 /* y = x . w^T (+ bias) for `rows` rows: SpMM where
- * nmt_cuda_model_gemm_sparse says so, else by the model's precision: 16-bit
- * when on (every matrix of the table has a 16-bit form), split TF32 when on
- * and w has the doubled form and rows >= NMT_TF32X2_MIN_ROWS, else fp32
- * sgemm; _on: on another context's stream and cuBLAS handle (the site's
- * scratch must not be in use on another stream at the time). */
+ * nmt_cuda_model_gemm_sparse says so; up to NMT_SKINNY_MAX_ROWS rows the
+ * skinny kernel on the precision's weights (kernels/linear.h); else by the
+ * model's precision: 16-bit when on (every matrix of the table has a 16-bit
+ * form), split TF32 when on and w has the doubled form and rows >=
+ * NMT_TF32X2_MIN_ROWS, else fp32 sgemm; _on: on another context's stream
+ * and cuBLAS handle (the site's scratch must not be in use on another
+ * stream at the time); _tanh: y = tanh(x . w^T), no bias, the tanh fused
+ * where the skinny kernel runs. */
 nmt_status nmt_cuda_model_gemm(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows, int32_t n,
                                int32_t k, const float *x, int32_t ldx, const nmt_cuda_weight *w,
                                const float *bias, float *y, int32_t ldy, nmt_error *err);
@@ -262,6 +296,10 @@ nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm
                                   int32_t rows, int32_t n, int32_t k, const float *x,
                                   int32_t ldx, const nmt_cuda_weight *w, const float *bias,
                                   float *y, int32_t ldy, nmt_error *err);
+nmt_status nmt_cuda_model_gemm_tanh(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows,
+                                    int32_t n, int32_t k, const float *x, int32_t ldx,
+                                    const nmt_cuda_weight *w, float *y, int32_t ldy,
+                                    nmt_error *err);
 
 /* Bump allocator over a part's arena: pass 1 (base NULL) only measures. */
 typedef struct nmt_carver {

@@ -5,7 +5,9 @@
  * the time-major layout (row t * n + i; the host built the CSR in that order,
  * padding rows empty). Then for each layer and direction: one GEMM over all
  * time steps for w_ih x + b_ih, and per time step one recurrent GEMM over
- * the sentences still active at that step followed by the LSTM cell. The
+ * the sentences still active at that step followed by the LSTM cell (one
+ * fused launch, nmt_cuda_lstm_skinny, for up to NMT_SKINNY_MAX_ROWS
+ * sentences: the batch-1 encoder). The
  * sentences are sorted longest first, so the active ones at step t are the
  * prefix [0, active[t]).
  * - Forward: rows past a sentence's end are no longer touched, so its c and
@@ -196,16 +198,23 @@ static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
         const int32_t active = in->active[t];
         const int32_t prev_active = t_prev >= 0 && t_prev < stride ? in->active[t_prev] : 0;
         const int32_t n_rec = active < prev_active ? active : prev_active;
+        const float *h_prev = n_rec > 0 ? out + (int64_t)t_prev * n * H + col : NULL;
+        float *h = out + (int64_t)t * n * H + col;
+        const float *gates_x = m->enc.gates_x + (int64_t)t * n * g;
+        if (active <= NMT_SKINNY_MAX_ROWS && (n_rec == 0 || nmt_linear_skinny_fits(n_rec, half))) {
+            NMT_TRY(nmt_cuda_lstm_skinny(ctx, active, n_rec, half, half, h_prev, H, lstm->w_hh,
+                                         half, gates_x, g, lstm->b_hh, c, c, h, H, NULL, 0,
+                                         err));
+            continue;
+        }
         if (n_rec > 0)
-            NMT_TRY(nmt_cuda_linear(ctx, n_rec, g, half,
-                                    out + (int64_t)t_prev * n * H + col, H, lstm->w_hh, half,
-                                    NULL, 0, m->enc.gates_h, g, err));
+            NMT_TRY(nmt_cuda_linear(ctx, n_rec, g, half, h_prev, H, lstm->w_hh, half, NULL, 0,
+                                    m->enc.gates_h, g, err));
         if (n_rec < active)
             NMT_CUDA_TRY(cudaMemsetAsync(m->enc.gates_h + (int64_t)n_rec * g, 0,
                                          sizeof(float) * (size_t)(active - n_rec) * g, stream));
-        NMT_TRY(nmt_cuda_lstm_cell(active, half, m->enc.gates_x + (int64_t)t * n * g, g,
-                                   m->enc.gates_h, lstm->b_hh, c, c,
-                                   out + (int64_t)t * n * H + col, H, NULL, 0, stream, err));
+        NMT_TRY(nmt_cuda_lstm_cell(active, half, gates_x, g, m->enc.gates_h, lstm->b_hh, c, c, h,
+                                   H, NULL, 0, stream, err));
     }
 cleanup:
     return status;

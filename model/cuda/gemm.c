@@ -13,6 +13,7 @@
 
 #include "cuda_check.h"
 #include "linear.h"
+#include "pointwise.h"
 
 #include <string.h>
 
@@ -41,14 +42,7 @@ void nmt_cuda_gemm_weights_init(nmt_cuda_model *m)
     g->out = fp32_weight(w->out_w, m->hidden);
 }
 
-/* Each matrix of the table with its shape [rows, cols]: the order of the
- * 16-bit arena. */
-typedef struct weight_shape {
-    nmt_cuda_weight *weight;
-    int32_t rows, cols;
-} weight_shape;
-
-static int weight_shapes(nmt_cuda_model *m, weight_shape *out)
+int nmt_cuda_gemm_weight_shapes(nmt_cuda_model *m, nmt_cuda_weight_shape *out)
 {
     nmt_cuda_gemm_weights *g = &m->gw;
     const nmt_model *model = m->model;
@@ -57,26 +51,24 @@ static int weight_shapes(nmt_cuda_model *m, weight_shape *out)
     for (int32_t l = 0; l < m->enc_layers; l++)
         for (int d = 0; d < 2; d++) {
             const nmt_lstm_weights *lw = d ? &model->enc_bwd[l] : &model->enc_fwd[l];
-            out[n++] = (weight_shape){&g->enc_ih[d][l], 4 * lw->hidden_size, lw->input_size};
+            out[n++] = (nmt_cuda_weight_shape){&g->enc_ih[d][l], 4 * lw->hidden_size, lw->input_size};
         }
-    out[n++] = (weight_shape){&g->attn_a, H, H};
+    out[n++] = (nmt_cuda_weight_shape){&g->attn_a, H, H};
     for (int32_t l = 0; l < m->dec_layers; l++)
-        out[n++] = (weight_shape){&g->dec[l], 4 * H,
+        out[n++] = (nmt_cuda_weight_shape){&g->dec[l], 4 * H,
                                   model->dec[l].input_size + model->dec[l].hidden_size};
-    out[n++] = (weight_shape){&g->attn_c, H, 2 * H};
-    out[n++] = (weight_shape){&g->out, m->vocab, H};
+    out[n++] = (nmt_cuda_weight_shape){&g->attn_c, H, 2 * H};
+    out[n++] = (nmt_cuda_weight_shape){&g->out, m->vocab, H};
     return n;
 }
-
-enum { MAX_WEIGHTS = 2 * NMT_MAX_LAYERS + NMT_MAX_LAYERS + 3 };
 
 /* The 16-bit arena: the weights (rows cols apart), then each site's
  * activation scratch, sized for the widest GEMM input of that site. */
 static void layout_half(nmt_cuda_model *m, nmt_carver *c)
 {
     const size_t h = 2; /* bytes of a bf16 or fp16 value */
-    weight_shape shapes[MAX_WEIGHTS];
-    const int n = weight_shapes(m, shapes);
+    nmt_cuda_weight_shape shapes[NMT_CUDA_GEMM_WEIGHTS];
+    const int n = nmt_cuda_gemm_weight_shapes(m, shapes);
     for (int i = 0; i < n; i++) {
         void *p = nmt_carve(c, (size_t)shapes[i].rows * shapes[i].cols * h);
         if (c->base) {
@@ -108,8 +100,8 @@ size_t nmt_cuda_half_part_bytes(nmt_cuda_model *m)
 nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    weight_shape shapes[MAX_WEIGHTS];
-    const int n = weight_shapes(m, shapes);
+    nmt_cuda_weight_shape shapes[NMT_CUDA_GEMM_WEIGHTS];
+    const int n = nmt_cuda_gemm_weight_shapes(m, shapes);
     NMT_TRY(nmt_cuda_arena_carve(&m->half16.arena, layout_half, m, err));
     for (int i = 0; i < n; i++) {
         const nmt_cuda_weight *w = shapes[i].weight;
@@ -155,6 +147,8 @@ nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm
     if (nmt_cuda_model_gemm_sparse(m, ctx, site, rows, n, k, w))
         return nmt_cuda_spmm(rows, n, k, x, ldx, w->sparse, bias, 0, y, ldy, m->sparse.workspace,
                              m->sparse.workspace_bytes, m->stream, err);
+    if (nmt_cuda_model_skinny_takes(m, w, rows, k))
+        return nmt_cuda_model_gemm_skinny(m, ctx, rows, n, k, x, ldx, w, bias, 0, y, ldy, err);
     if (m->half16.on && w->w16)
         return nmt_cuda_linear_half(ctx, m->half16.kind, rows, n, k, x, ldx, w->w16, w->ld16,
                                     bias, y, ldy, m->half16.scratch[site], err);
@@ -162,6 +156,21 @@ nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm
         return nmt_cuda_linear_tf32x2(ctx, rows, n, k, x, ldx, w->w2, 2 * k, bias, y, ldy,
                                       m->tf32x2.split, err);
     return nmt_cuda_linear(ctx, rows, n, k, x, ldx, w->f32, w->ld, bias, 0, y, ldy, err);
+}
+
+nmt_status nmt_cuda_model_gemm_tanh(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows,
+                                    int32_t n, int32_t k, const float *x, int32_t ldx,
+                                    const nmt_cuda_weight *w, float *y, int32_t ldy,
+                                    nmt_error *err)
+{
+    if (!nmt_cuda_model_gemm_sparse(m, m->ctx, site, rows, n, k, w) &&
+        nmt_cuda_model_skinny_takes(m, w, rows, k))
+        return nmt_cuda_model_gemm_skinny(m, m->ctx, rows, n, k, x, ldx, w, NULL, 1, y, ldy, err);
+    const nmt_status status =
+        nmt_cuda_model_gemm_on(m, m->ctx, site, rows, n, k, x, ldx, w, NULL, y, ldy, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    return nmt_cuda_tanh_rows(rows, n, y, ldy, m->stream, err);
 }
 
 nmt_status nmt_cuda_model_gemm(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows, int32_t n,
@@ -174,12 +183,15 @@ nmt_status nmt_cuda_model_gemm(nmt_cuda_model *m, nmt_gemm_site site, int32_t ro
 nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_cuda_precision precision,
                                         nmt_error *err)
 {
-    if (precision != NMT_CUDA_PRECISION_FP32 && (m->half16.on || m->tf32x2.on))
+    if (m->half16.on || m->tf32x2.on || m->skinny16.on)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda model: a GEMM precision is already set");
     switch (precision) {
-    case NMT_CUDA_PRECISION_FP32: return NMT_STATUS_OK;
-    case NMT_CUDA_PRECISION_TF32X2: return nmt_cuda_model_set_tf32x2(m, err);
+    case NMT_CUDA_PRECISION_FP32: return nmt_cuda_model_set_skinny16(m, err);
+    case NMT_CUDA_PRECISION_TF32X2: {
+        const nmt_status status = nmt_cuda_model_set_tf32x2(m, err);
+        return status != NMT_STATUS_OK ? status : nmt_cuda_model_set_skinny16(m, err);
+    }
     case NMT_CUDA_PRECISION_BF16: return nmt_cuda_model_set_half(m, NMT_HALF_BF16, err);
     case NMT_CUDA_PRECISION_FP16: return nmt_cuda_model_set_half(m, NMT_HALF_FP16, err);
     }

@@ -1,0 +1,121 @@
+/* gemm_skinny.c: the network's few-row GEMMs (a batch-1 step at beam 5:
+ * up to NMT_SKINNY_MAX_ROWS rows) on the skinny kernel (kernels/linear.h),
+ * and the fp16 copies it reads at fp32 and tf32x2.
+ *
+ * A decoder step at batch 1 reads every weight of the decoder and the
+ * output layer for 5 rows of work: the step's time is those bytes. The
+ * shipped model's are 30 MB in fp32, more than the part of the H100's
+ * 50 MB L2 that keeps them from one step to the next, so every step would
+ * read them from memory; an fp16 model file's weights are exact in fp16,
+ * and the same product from an fp16 copy (widened in registers, the same
+ * fp32 products and sums) is half the bytes and stays in L2. The copy is
+ * made only where every one of those weights is exact in fp16; otherwise
+ * the kernel reads the fp32 weights. At bf16 / fp16 the kernel reads the
+ * precision's own 16-bit weights with the activations rounded as the
+ * tensor cores round them (gemm.c's 16-bit part). Host code. */
+#include "cuda_model_impl.h"
+
+#include "cuda_check.h"
+#include "half.h"
+#include "linear.h"
+
+#include <string.h>
+
+/* 1 when each of the n floats is exactly an fp16 value. */
+static int fp16_exact(const float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float back = nmt_f16_to_f32(nmt_f32_to_f16(v[i]));
+        if (memcmp(&back, &v[i], sizeof back) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The decoder-side matrices the skinny kernel reads (the decoder layers,
+ * W_c, W_out: the table's last dec_layers + 2) into out; their count. */
+static int skinny_matrices(nmt_cuda_model *m, nmt_cuda_weight_shape *out)
+{
+    nmt_cuda_weight_shape all[NMT_CUDA_GEMM_WEIGHTS];
+    const int n_all = nmt_cuda_gemm_weight_shapes(m, all), n = m->dec_layers + 2;
+    memcpy(out, all + (n_all - n), (size_t)n * sizeof *out);
+    return n;
+}
+
+static void layout_skinny16(nmt_cuda_model *m, nmt_carver *c)
+{
+    nmt_cuda_weight_shape mats[NMT_MAX_LAYERS + 2];
+    const int n = skinny_matrices(m, mats);
+    for (int i = 0; i < n; i++) {
+        void *p = nmt_carve(c, (size_t)mats[i].rows * mats[i].cols * sizeof(uint16_t));
+        if (c->base) {
+            mats[i].weight->w16 = p;
+            mats[i].weight->ld16 = mats[i].cols;
+        }
+    }
+}
+
+size_t nmt_cuda_skinny16_part_bytes(nmt_cuda_model *m)
+{
+    return nmt_cuda_arena_bytes(layout_skinny16, m);
+}
+
+nmt_status nmt_cuda_model_set_skinny16(nmt_cuda_model *m, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const nmt_model *model = m->model;
+    const int32_t H = m->hidden;
+    for (int32_t l = 0; l < m->dec_layers; l++) {
+        const nmt_lstm_weights *d = &model->dec[l];
+        const size_t g = 4 * (size_t)d->hidden_size;
+        if (!fp16_exact(d->w_ih, g * (size_t)d->input_size) ||
+            !fp16_exact(d->w_hh, g * (size_t)d->hidden_size))
+            return NMT_STATUS_OK; /* the kernel reads fp32 */
+    }
+    if (!fp16_exact(model->attn_w_c, (size_t)H * 2 * H) ||
+        !fp16_exact(model->out_w, (size_t)m->vocab * H))
+        return NMT_STATUS_OK;
+    nmt_cuda_weight_shape mats[NMT_MAX_LAYERS + 2];
+    const int n = skinny_matrices(m, mats);
+    NMT_TRY(nmt_cuda_arena_carve(&m->skinny16.arena, layout_skinny16, m, err));
+    for (int i = 0; i < n; i++) /* exact values: the rounding changes none */
+        NMT_TRY(nmt_cuda_to_half(m->ctx, NMT_HALF_FP16, mats[i].rows, mats[i].cols,
+                                 mats[i].weight->f32, mats[i].weight->ld,
+                                 (void *)mats[i].weight->w16, err));
+    NMT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)m->stream));
+    m->skinny16.on = 1;
+    return NMT_STATUS_OK;
+cleanup:
+    cudaFree(m->skinny16.arena);
+    m->skinny16.arena = NULL;
+    for (int i = 0; i < n; i++)
+        mats[i].weight->w16 = NULL;
+    return status;
+}
+
+int nmt_cuda_model_skinny_takes(const nmt_cuda_model *m, const nmt_cuda_weight *w, int32_t rows,
+                                int32_t k)
+{
+    (void)m;
+    return nmt_linear_skinny_fits(rows, k) && w->f32;
+}
+
+nmt_status nmt_cuda_model_gemm_skinny(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int32_t rows,
+                                      int32_t n, int32_t k, const float *x, int32_t ldx,
+                                      const nmt_cuda_weight *w, const float *bias, int tanh_out,
+                                      float *y, int32_t ldy, nmt_error *err)
+{
+    if (m->half16.on && w->w16) {
+        const int bf16 = m->half16.kind == NMT_HALF_BF16;
+        return nmt_cuda_linear_skinny(ctx, rows, n, k, x, ldx,
+                                      bf16 ? NMT_SKINNY_X_BF16 : NMT_SKINNY_X_FP16, w->w16,
+                                      bf16 ? NMT_WEIGHT_BF16 : NMT_WEIGHT_FP16, w->ld16, bias,
+                                      tanh_out, y, ldy, NULL, err);
+    }
+    if (m->skinny16.on && w->w16)
+        return nmt_cuda_linear_skinny(ctx, rows, n, k, x, ldx, NMT_SKINNY_X_F32, w->w16,
+                                      NMT_WEIGHT_FP16, w->ld16, bias, tanh_out, y, ldy, NULL,
+                                      err);
+    return nmt_cuda_linear_skinny(ctx, rows, n, k, x, ldx, NMT_SKINNY_X_F32, w->f32,
+                                  NMT_WEIGHT_F32, w->ld, bias, tanh_out, y, ldy, NULL, err);
+}
