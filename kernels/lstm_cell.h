@@ -45,6 +45,29 @@ nmt_status nmt_cuda_lstm_skinny(nmt_cuda_ctx *ctx, int32_t n_rows, int32_t n_dot
                                 float *h_out, int32_t ld_h, float *h_out2, int32_t ld_h2,
                                 nmt_error *err);
 
+/* One step of nmt_cuda_lstm_skinny, as its arguments; _steps: up to
+ * NMT_LSTM_SKINNY_MAX_STEPS independent steps of the same hidden and k in
+ * one launch (a bidirectional encoder layer's two directions at one time
+ * step), each the same bits as its own nmt_cuda_lstm_skinny. */
+enum { NMT_LSTM_SKINNY_MAX_STEPS = 2 };
+typedef struct nmt_lstm_skinny_step {
+    int32_t n_rows, n_dot;
+    const float *x;
+    int32_t ldx;
+    const float *w;
+    int32_t ldw;
+    const float *gates_x;
+    int32_t ld_x;
+    const float *bias, *c_prev;
+    float *c_out, *h_out;
+    int32_t ld_h;
+    float *h_out2;
+    int32_t ld_h2;
+} nmt_lstm_skinny_step;
+nmt_status nmt_cuda_lstm_skinny_steps(nmt_cuda_ctx *ctx, int32_t hidden, int32_t k,
+                                      const nmt_lstm_skinny_step *steps, int n_steps,
+                                      nmt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

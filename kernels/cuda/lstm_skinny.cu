@@ -12,7 +12,9 @@
  * so the result is the skinny GEMM's (without a k split) followed by the
  * cell's, bit for bit.
  * Writing h while other blocks still read x would race, so x must not
- * overlap h_out / h_out2 / c_out (the encoder reads step t - 1, writes t). */
+ * overlap h_out / h_out2 / c_out (the encoder reads step t - 1, writes t).
+ * A launch may carry two independent steps (blockIdx.y): the encoder's two
+ * directions of a layer at one time step, a launch instead of two. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -27,15 +29,17 @@ static constexpr int kWarps = 4;
 static constexpr int kThreads = kWarps * kWarpSize;
 static constexpr int kUnroll = 1; /* four gate rows a lane already: registers */
 
+/* The steps of one launch (blockIdx.y picks one): a bidirectional layer's
+ * two directions, independent of each other. */
+struct skinny_steps {
+    nmt_lstm_skinny_step s[NMT_LSTM_SKINNY_MAX_STEPS];
+};
+
 template <bool VEC>
 static __global__ void __launch_bounds__(kThreads)
-    lstm_skinny_kernel(int n_rows, int n_dot, int hidden, int k, const float *__restrict__ x,
-                       int ldx, const float *__restrict__ w, int ldw,
-                       const float *__restrict__ gates_x, int ld_x,
-                       const float *__restrict__ bias, const float *c_prev, float *c_out,
-                       float *__restrict__ h_out, int ld_h, float *__restrict__ h_out2,
-                       int ld_h2)
+    lstm_skinny_kernel(int hidden, int k, const skinny_steps steps)
 {
+    const nmt_lstm_skinny_step &st = steps.s[blockIdx.y];
     const int lane = threadIdx.x % kWarpSize;
     const int j = blockIdx.x * kWarps + threadIdx.x / kWarpSize;
     if (j >= hidden)
@@ -43,25 +47,65 @@ static __global__ void __launch_bounds__(kThreads)
     const float *rows[4];
 #pragma unroll
     for (int g = 0; g < 4; g++)
-        rows[g] = w + (int64_t)(g * hidden + j) * ldw;
+        rows[g] = st.w + (int64_t)(g * hidden + j) * st.ldw;
     float acc[4][skinny::kMaxRows] = {};
-    skinny::lane_dots<4, kUnroll, VEC>(n_dot, k, x, ldx, NMT_SKINNY_X_F32, rows, acc);
+    skinny::lane_dots<4, kUnroll, VEC>(st.n_dot, k, st.x, st.ldx, NMT_SKINNY_X_F32, rows, acc);
     const float total = skinny::warp_totals<4>(acc); /* gate lane / 8, row lane % 8 */
     const int r = lane % skinny::kMaxRows;
     float dot[4];
 #pragma unroll
     for (int g = 0; g < 4; g++)
         dot[g] = __shfl_sync(kFullMask, total, g * skinny::kMaxRows + r);
-    if (lane >= n_rows) /* lanes < kMaxRows only: n_rows <= kMaxRows */
+    if (lane >= st.n_rows) /* lanes < kMaxRows only: n_rows <= kMaxRows */
         return;
-    const float *gx = gates_x + (int64_t)r * ld_x;
+    const float *gx = st.gates_x + (int64_t)r * st.ld_x;
     float a[4];
 #pragma unroll
     for (int g = 0; g < 4; g++) {
-        a[g] = __ldg(&gx[g * hidden + j]) + (bias ? __ldg(&bias[g * hidden + j]) : 0.0f);
-        a[g] += r < n_dot ? dot[g] : 0.0f; /* the cell's gates_h: zero past n_dot */
+        a[g] = __ldg(&gx[g * hidden + j]) + (st.bias ? __ldg(&st.bias[g * hidden + j]) : 0.0f);
+        a[g] += r < st.n_dot ? dot[g] : 0.0f; /* the cell's gates_h: zero past n_dot */
     }
-    lstm_finish(a, r, j, hidden, c_prev, c_out, h_out, ld_h, h_out2, ld_h2);
+    lstm_finish(a, r, j, hidden, st.c_prev, st.c_out, st.h_out, st.ld_h, st.h_out2, st.ld_h2);
+}
+
+/* NMT_STATUS_OK when st is a step the kernel takes; *vec: its vector path. */
+static nmt_status check_step(const nmt_lstm_skinny_step *st, int32_t hidden, int32_t k,
+                             bool *vec, nmt_error *err)
+{
+    NMT_ARG_CHECK(st->n_rows >= 1 && st->n_rows <= NMT_SKINNY_MAX_ROWS && st->n_dot >= 0 &&
+                  st->n_dot <= st->n_rows && st->ldw >= k);
+    NMT_ARG_CHECK(st->n_dot == 0 || (st->ldx >= k && st->x));
+    NMT_ARG_CHECK(st->ld_x >= 4 * hidden && st->ld_h >= hidden &&
+                  (!st->h_out2 || st->ld_h2 >= hidden));
+    NMT_ARG_CHECK(st->w && st->gates_x && st->c_prev && st->c_out && st->h_out);
+    *vec = *vec && k % skinny::kVec == 0 && st->ldw % skinny::kVec == 0 &&
+           st->ldx % skinny::kVec == 0 &&
+           (uintptr_t)st->w % (skinny::kVec * sizeof(float)) == 0 && (uintptr_t)st->x % 16 == 0;
+    return NMT_STATUS_OK;
+}
+
+extern "C" nmt_status nmt_cuda_lstm_skinny_steps(nmt_cuda_ctx *ctx, int32_t hidden, int32_t k,
+                                                 const nmt_lstm_skinny_step *steps,
+                                                 int n_steps, nmt_error *err)
+{
+    NMT_ARG_CHECK(ctx && hidden >= 1 && k >= 1 && steps && n_steps >= 1 &&
+                  n_steps <= NMT_LSTM_SKINNY_MAX_STEPS);
+    skinny_steps all;
+    bool vec = true;
+    for (int i = 0; i < n_steps; i++) {
+        const nmt_status status = check_step(&steps[i], hidden, k, &vec, err);
+        if (status != NMT_STATUS_OK)
+            return status;
+        all.s[i] = steps[i];
+    }
+    const dim3 grid((unsigned)((hidden + kWarps - 1) / kWarps), (unsigned)n_steps);
+    cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
+    if (vec)
+        lstm_skinny_kernel<true><<<grid, kThreads, 0, stream>>>(hidden, k, all);
+    else
+        lstm_skinny_kernel<false><<<grid, kThreads, 0, stream>>>(hidden, k, all);
+    NMT_LAUNCH_RETURN("lstm_skinny_kernel");
+    return NMT_STATUS_OK;
 }
 
 extern "C" nmt_status nmt_cuda_lstm_skinny(nmt_cuda_ctx *ctx, int32_t n_rows, int32_t n_dot,
@@ -72,24 +116,8 @@ extern "C" nmt_status nmt_cuda_lstm_skinny(nmt_cuda_ctx *ctx, int32_t n_rows, in
                                            float *c_out, float *h_out, int32_t ld_h,
                                            float *h_out2, int32_t ld_h2, nmt_error *err)
 {
-    NMT_ARG_CHECK(ctx && n_rows >= 1 && n_rows <= NMT_SKINNY_MAX_ROWS && n_dot >= 0 &&
-                  n_dot <= n_rows && hidden >= 1 && k >= 1 && ldw >= k);
-    NMT_ARG_CHECK(n_dot == 0 || (nmt_linear_skinny_fits(n_dot, k) && ldx >= k && x));
-    NMT_ARG_CHECK(ld_x >= 4 * hidden && ld_h >= hidden && (!h_out2 || ld_h2 >= hidden));
-    NMT_ARG_CHECK(w && gates_x && c_prev && c_out && h_out);
-    const bool vec = k % skinny::kVec == 0 && ldw % skinny::kVec == 0 &&
-                     ldx % skinny::kVec == 0 && (uintptr_t)w % (skinny::kVec * sizeof(float)) == 0 &&
-                     (uintptr_t)x % 16 == 0;
-    const dim3 grid((unsigned)((hidden + kWarps - 1) / kWarps));
-    cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
-    if (vec)
-        lstm_skinny_kernel<true><<<grid, kThreads, 0, stream>>>(
-            n_rows, n_dot, hidden, k, x, ldx, w, ldw, gates_x, ld_x, bias, c_prev, c_out, h_out,
-            ld_h, h_out2, ld_h2);
-    else
-        lstm_skinny_kernel<false><<<grid, kThreads, 0, stream>>>(
-            n_rows, n_dot, hidden, k, x, ldx, w, ldw, gates_x, ld_x, bias, c_prev, c_out, h_out,
-            ld_h, h_out2, ld_h2);
-    NMT_LAUNCH_RETURN("lstm_skinny_kernel");
-    return NMT_STATUS_OK;
+    const nmt_lstm_skinny_step step = {n_rows, n_dot, x,     ldx,   w,    ldw,    gates_x,
+                                       ld_x,   bias,  c_prev, c_out, h_out, ld_h, h_out2,
+                                       ld_h2};
+    return nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &step, 1, err);
 }

@@ -56,6 +56,9 @@ typedef struct nmt_cuda_encoder_part {
     float *x;            /* [., E]: N-hot source embeddings */
     float *out[2];       /* [., H]: [fwd; bwd] of a layer, ping-pong */
     float *gates_x;      /* [., 4 * H/2]: w_ih x + b_ih of one direction */
+    float *gates_x_pair; /* [max_src * min(max_sentences, 8), 4 * H/2]: the backward
+                          * direction's beside it, for the paired steps of a batch of
+                          * up to NMT_SKINNY_MAX_ROWS sentences (encoder.cu) */
     float *gates_h;      /* [max_sentences, 4 * H/2] */
     float *c[2];         /* [max_sentences, H/2]: running c, forward and backward */
     float *memory, *keys; /* [max_sentences, src_stride, H]: read by the decoder step */

@@ -6,8 +6,9 @@
  * padding rows empty). Then for each layer and direction: one GEMM over all
  * time steps for w_ih x + b_ih, and per time step one recurrent GEMM over
  * the sentences still active at that step followed by the LSTM cell (one
- * fused launch, nmt_cuda_lstm_skinny, for up to NMT_SKINNY_MAX_ROWS
- * sentences: the batch-1 encoder). The
+ * fused launch, nmt_cuda_lstm_skinny_steps, where up to NMT_SKINNY_MAX_ROWS
+ * sentences are active; for a batch of at most that many, the batch-1
+ * encoder, one launch a time step carries both directions). The
  * sentences are sorted longest first, so the active ones at step t are the
  * prefix [0, active[t]).
  * - Forward: rows past a sentence's end are no longer touched, so its c and
@@ -44,6 +45,8 @@ static void layout_encoder(nmt_cuda_model *m, nmt_carver *c)
     p->out[0] = (float *)nmt_carve(c, S * N * H * f);
     p->out[1] = (float *)nmt_carve(c, S * N * H * f);
     p->gates_x = (float *)nmt_carve(c, S * N * 4 * half * f);
+    const size_t pair_n = N < NMT_SKINNY_MAX_ROWS ? N : NMT_SKINNY_MAX_ROWS;
+    p->gates_x_pair = (float *)nmt_carve(c, S * pair_n * 4 * half * f);
     p->gates_h = (float *)nmt_carve(c, N * 4 * half * f);
     p->c[0] = (float *)nmt_carve(c, N * half * f);
     p->c[1] = (float *)nmt_carve(c, N * half * f);
@@ -178,6 +181,40 @@ static int grid_for(int64_t total)
     return blocks > 65535 ? 65535 : (int)blocks;
 }
 
+/* A direction's time step number `step`: its t, the rows active at t, and
+ * how many of them have a predecessor (n_rec; sentences are sorted longest
+ * first, so both are prefixes). */
+typedef struct enc_time {
+    int32_t t, t_prev, active, n_rec;
+} enc_time;
+
+static enc_time time_of(const nmt_cuda_encoder_input *in, int reverse, int32_t step)
+{
+    const int32_t stride = in->src_stride;
+    enc_time e;
+    e.t = reverse ? stride - 1 - step : step;
+    e.t_prev = reverse ? e.t + 1 : e.t - 1;
+    e.active = in->active[e.t];
+    const int32_t prev_active = e.t_prev >= 0 && e.t_prev < stride ? in->active[e.t_prev] : 0;
+    e.n_rec = e.active < prev_active ? e.active : prev_active;
+    return e;
+}
+
+/* The fused few-row step of a direction at time e (gates_x: its input
+ * GEMM's output, rows t * n + i). */
+static nmt_lstm_skinny_step fused_step(const nmt_cuda_model *m, const nmt_cuda_encoder_input *in,
+                                       const nmt_lstm_weights *lstm, const float *gates_x,
+                                       int reverse, enc_time e, float *out, float *c)
+{
+    const int32_t n = in->n_sentences, half = m->half, H = m->hidden, g = 4 * half;
+    const int32_t col = reverse ? half : 0;
+    const nmt_lstm_skinny_step st = {
+        e.active, e.n_rec, e.n_rec > 0 ? out + (int64_t)e.t_prev * n * H + col : NULL, H,
+        lstm->w_hh, half, gates_x + (int64_t)e.t * n * g, g, lstm->b_hh, c, c,
+        out + (int64_t)e.t * n * H + col, H, NULL, 0};
+    return st;
+}
+
 /* One direction of one layer: writes h into out[t * n + i, col .. col + half)
  * and leaves the running c of every sentence in c (final once done). */
 static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
@@ -193,28 +230,54 @@ static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
                                    in_dim, w_ih, lstm->b_ih, m->enc.gates_x, g, err));
     NMT_CUDA_TRY(cudaMemsetAsync(c, 0, sizeof(float) * (size_t)n * half, stream));
     for (int32_t step = 0; step < stride; step++) {
-        const int32_t t = reverse ? stride - 1 - step : step;
-        const int32_t t_prev = reverse ? t + 1 : t - 1;
-        const int32_t active = in->active[t];
-        const int32_t prev_active = t_prev >= 0 && t_prev < stride ? in->active[t_prev] : 0;
-        const int32_t n_rec = active < prev_active ? active : prev_active;
-        const float *h_prev = n_rec > 0 ? out + (int64_t)t_prev * n * H + col : NULL;
-        float *h = out + (int64_t)t * n * H + col;
-        const float *gates_x = m->enc.gates_x + (int64_t)t * n * g;
-        if (active <= NMT_SKINNY_MAX_ROWS && (n_rec == 0 || nmt_linear_skinny_fits(n_rec, half))) {
-            NMT_TRY(nmt_cuda_lstm_skinny(ctx, active, n_rec, half, half, h_prev, H, lstm->w_hh,
-                                         half, gates_x, g, lstm->b_hh, c, c, h, H, NULL, 0,
-                                         err));
+        const enc_time e = time_of(in, reverse, step);
+        if (e.active <= NMT_SKINNY_MAX_ROWS) { /* the batch's tail: one launch */
+            const nmt_lstm_skinny_step st =
+                fused_step(m, in, lstm, m->enc.gates_x, reverse, e, out, c);
+            NMT_TRY(nmt_cuda_lstm_skinny_steps(ctx, half, half, &st, 1, err));
             continue;
         }
-        if (n_rec > 0)
-            NMT_TRY(nmt_cuda_linear(ctx, n_rec, g, half, h_prev, H, lstm->w_hh, half, NULL, 0,
-                                    m->enc.gates_h, g, err));
-        if (n_rec < active)
-            NMT_CUDA_TRY(cudaMemsetAsync(m->enc.gates_h + (int64_t)n_rec * g, 0,
-                                         sizeof(float) * (size_t)(active - n_rec) * g, stream));
-        NMT_TRY(nmt_cuda_lstm_cell(active, half, gates_x, g, m->enc.gates_h, lstm->b_hh, c, c, h,
-                                   H, NULL, 0, stream, err));
+        if (e.n_rec > 0)
+            NMT_TRY(nmt_cuda_linear(ctx, e.n_rec, g, half, out + (int64_t)e.t_prev * n * H + col,
+                                    H, lstm->w_hh, half, NULL, 0, m->enc.gates_h, g, err));
+        if (e.n_rec < e.active)
+            NMT_CUDA_TRY(cudaMemsetAsync(m->enc.gates_h + (int64_t)e.n_rec * g, 0,
+                                         sizeof(float) * (size_t)(e.active - e.n_rec) * g,
+                                         stream));
+        NMT_TRY(nmt_cuda_lstm_cell(e.active, half, m->enc.gates_x + (int64_t)e.t * n * g, g,
+                                   m->enc.gates_h, lstm->b_hh, c, c,
+                                   out + (int64_t)e.t * n * H + col, H, NULL, 0, stream, err));
+    }
+cleanup:
+    return status;
+}
+
+/* Both directions of layer l for a batch of up to NMT_SKINNY_MAX_ROWS
+ * sentences (a batch-1 encoder): their input GEMMs, then a launch a time
+ * step carrying both directions' fused steps (forward t, backward
+ * stride - 1 - t), half the launches of run_direction twice and the same
+ * results. */
+static nmt_status run_layer_paired(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
+                                   const nmt_cuda_encoder_input *in, int32_t l, const float *x,
+                                   int32_t in_dim, float *out, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
+    const int32_t n = in->n_sentences, stride = in->src_stride, half = m->half, g = 4 * half;
+    const nmt_lstm_weights *lstm[2] = {&m->w.enc_fwd[l], &m->w.enc_bwd[l]};
+    float *gates_x[2] = {m->enc.gates_x, m->enc.gates_x_pair};
+    for (int d = 0; d < 2; d++) {
+        NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, stride * n, g, in_dim, x,
+                                       in_dim, &m->gw.enc_ih[d][l], lstm[d]->b_ih, gates_x[d], g,
+                                       err));
+        NMT_CUDA_TRY(cudaMemsetAsync(m->enc.c[d], 0, sizeof(float) * (size_t)n * half, stream));
+    }
+    for (int32_t step = 0; step < stride; step++) {
+        nmt_lstm_skinny_step st[2];
+        for (int d = 0; d < 2; d++)
+            st[d] = fused_step(m, in, lstm[d], gates_x[d], d, time_of(in, d, step), out,
+                               m->enc.c[d]);
+        NMT_TRY(nmt_cuda_lstm_skinny_steps(ctx, half, half, st, 2, err));
     }
 cleanup:
     return status;
@@ -274,10 +337,14 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         float *out = m->enc.out[l % 2];
         /* Padding rows are never written by a direction: keep them finite. */
         NMT_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float) * rows * H, stream));
-        NMT_TRY(run_direction(m, ctx, in, &m->w.enc_fwd[l], &m->gw.enc_ih[0][l], x, in_dim, 0,
-                              out, m->enc.c[0], err));
-        NMT_TRY(run_direction(m, ctx, in, &m->w.enc_bwd[l], &m->gw.enc_ih[1][l], x, in_dim, 1,
-                              out, m->enc.c[1], err));
+        if (n <= NMT_SKINNY_MAX_ROWS) {
+            NMT_TRY(run_layer_paired(m, ctx, in, l, x, in_dim, out, err));
+        } else {
+            NMT_TRY(run_direction(m, ctx, in, &m->w.enc_fwd[l], &m->gw.enc_ih[0][l], x, in_dim,
+                                  0, out, m->enc.c[0], err));
+            NMT_TRY(run_direction(m, ctx, in, &m->w.enc_bwd[l], &m->gw.enc_ih[1][l], x, in_dim,
+                                  1, out, m->enc.c[1], err));
+        }
         if (init && in->side) {
             encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
                 n, m->half, 1, in->src_len, in->slot, out, m->enc.c[0], m->enc.c[1],

@@ -18,7 +18,9 @@
  * - The LSTM step: c and h within 1e-5 of the CPU's (nmt_cpu_linear then
  *   nmt_cpu_lstm_cell; rows from n_dot without a product), c updated in
  *   place, h's second copy, padded rows; and the same bits as the skinny
- *   product (no k split) into gates_h followed by nmt_cuda_lstm_cell.
+ *   product (no k split) into gates_h followed by nmt_cuda_lstm_cell; two
+ *   steps in one launch (the encoder's directions) each its own launch's
+ *   bits.
  * - Arguments refused: 0 or 9 rows, a policy value not listed. */
 #include <math.h>
 #include <stdint.h>
@@ -273,6 +275,70 @@ static void test_lstm(int n_rows, int n_dot, int hidden, int k, int pad)
     free(two[0]); free(two[1]);
 }
 
+/* A device copy of c0 in a guarded buffer (updated in place by the steps). */
+static float *dev_c(const float *c0, size_t n)
+{
+    float *d = (float *)dev_output(n * sizeof(float), POISON_F32);
+    CUDA_OK(cudaMemcpy(d, c0, n * sizeof(float), cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* Two independent steps in one launch (nmt_cuda_lstm_skinny_steps, as the
+ * encoder pairs its directions) give each its own launch's bits: step A with
+ * a bias, step B without and with a row fewer, so a launch that mixed them
+ * up would show. */
+static void test_lstm_pair(int n_rows, int n_dot, int hidden, int k)
+{
+    const int g4 = 4 * hidden;
+    const size_t nx = (size_t)n_rows * k, nw = (size_t)g4 * k, ngx = (size_t)n_rows * g4;
+    const size_t nc = (size_t)n_rows * hidden;
+    float *host = (float *)host_alloc((nx + nw + ngx + g4 + nc) * sizeof(float));
+    float *x = host, *w = x + nx, *gx = w + nw, *bias = gx + ngx, *c0 = bias + g4;
+    test_fill_uniform(x, nx, -1.0f, 1.0f);
+    test_fill_uniform(w, nw, -0.2f, 0.2f);
+    test_fill_uniform(gx, ngx, -2.0f, 2.0f);
+    test_fill_uniform(bias, (size_t)g4, -1.0f, 1.0f);
+    test_fill_uniform(c0, nc, -1.0f, 1.0f);
+    float *d_x = (float *)dev_upload(x, nx * sizeof(float));
+    float *d_w = (float *)dev_upload(w, nw * sizeof(float));
+    float *d_gx = (float *)dev_upload(gx, ngx * sizeof(float));
+    float *d_b = (float *)dev_upload(bias, (size_t)g4 * sizeof(float));
+    const int rows_b = n_rows > 1 ? n_rows - 1 : 1, dot_b = n_dot < rows_b ? n_dot : rows_b;
+    float *c[4], *h[4]; /* A alone, B alone, A paired, B paired */
+    for (int i = 0; i < 4; i++) {
+        c[i] = dev_c(c0, nc);
+        h[i] = (float *)dev_output(nc * sizeof(float), POISON_F32);
+    }
+    nmt_lstm_skinny_step st[4];
+    for (int i = 0; i < 4; i++) {
+        const int b = i % 2;
+        st[i] = (nmt_lstm_skinny_step){b ? rows_b : n_rows, b ? dot_b : n_dot, d_x, k, d_w, k,
+                                       d_gx, g4, b ? NULL : d_b, c[i], c[i], h[i], hidden,
+                                       NULL, 0};
+    }
+    nmt_error err = {};
+    int ok = nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &st[0], 1, &err) == NMT_STATUS_OK &&
+             nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &st[1], 1, &err) == NMT_STATUS_OK &&
+             nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &st[2], 2, &err) == NMT_STATUS_OK;
+    char what[128];
+    snprintf(what, sizeof what, "lstm_skinny paired rows %d dot %d hidden %d k %d: each its own "
+             "launch's bits", n_rows, n_dot, hidden, k);
+    float *got = (float *)host_alloc(4 * 2 * nc * sizeof(float));
+    for (int i = 0; i < 4; i++) {
+        ok &= dev_download(got + (2 * i) * nc, c[i], nc * sizeof(float), POISON_F32, what);
+        ok &= dev_download(got + (2 * i + 1) * nc, h[i], nc * sizeof(float), POISON_F32, what);
+    }
+    for (int i = 0; i < 2; i++) /* c and h of A (i 0) and B (i 1): alone, then paired */
+        ok &= memcmp(got + 2 * i * nc, got + 2 * (i + 2) * nc, 2 * nc * sizeof(float)) == 0;
+    report_check(ok, what);
+    for (int i = 0; i < 4; i++) {
+        cudaFree(c[i]);
+        cudaFree(h[i]);
+    }
+    cudaFree(d_x); cudaFree(d_w); cudaFree(d_gx); cudaFree(d_b);
+    free(host); free(got);
+}
+
 int main(void)
 {
     ctx = gpu_test_start("test_gpu_linear_skinny");
@@ -308,6 +374,8 @@ int main(void)
     test_lstm(1, 0, 256, 256, 0);   /* a sentence's first step: no product */
     test_lstm(8, 5, 37, 64, 3);     /* rows without a predecessor, padded, odd hidden */
     test_lstm(3, 3, 9, 13, 1);      /* scalar path */
+    test_lstm_pair(1, 1, 256, 256); /* the batch-1 encoder's two directions */
+    test_lstm_pair(6, 4, 37, 64);
     /* Arguments refused, not run. */
     float *d = (float *)dev_output(64, POISON_F32);
     CHECK(nmt_cuda_linear_skinny(ctx, 0, 4, 4, d, 4, NMT_SKINNY_X_F32, d, NMT_WEIGHT_F32, 4,
