@@ -461,6 +461,16 @@ cleanup:
     return status;
 }
 
+/* The whole call failed: every line gets the call's error and no line
+ * keeps a partial answer (results hold valid, possibly empty, answers). */
+static void fail_lines(nmt_result *results, int n_lines, nmt_status status, const nmt_error *err)
+{
+    for (int i = 0; i < n_lines; i++) {
+        nmt_result_clear(&results[i]);
+        set_line_error(&results[i], status, err ? err->message : nmt_status_string(status));
+    }
+}
+
 /* Decodes a prepared call's lines into results[0 .. n_lines). */
 static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
                                const nmt_search_overrides *overrides, nmt_result *results,
@@ -505,13 +515,8 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
         t->stats.decode_seconds += seconds_now() - started;
     }
 cleanup:
-    if (status != NMT_STATUS_OK) {
-        /* The whole call failed: no line keeps a partial answer. */
-        for (int i = 0; i < n_lines; i++) {
-            nmt_result_clear(&results[i]);
-            set_line_error(&results[i], status, err ? err->message : nmt_status_string(status));
-        }
-    }
+    if (status != NMT_STATUS_OK)
+        fail_lines(results, n_lines, status, err);
     return status;
 }
 
@@ -530,13 +535,13 @@ nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n
     if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_batch: bad arguments");
     status = nmt_translator_prepare(t, lines, n_lines, &p, err);
-    if (status == NMT_STATUS_OK)
+    if (status == NMT_STATUS_OK) {
         status = run_prepared(t, p, overrides, results, err);
-    else
-        for (int i = 0; i < n_lines; i++) {
+    } else {
+        for (int i = 0; i < n_lines; i++) /* the caller's memory: nothing to free */
             results[i] = (nmt_result){0};
-            set_line_error(&results[i], status, err ? err->message : nmt_status_string(status));
-        }
+        fail_lines(results, n_lines, status, err);
+    }
     nmt_prepared_free(p);
     return status;
 }
