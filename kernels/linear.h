@@ -116,6 +116,9 @@ float nmt_tf32_round(float x);
 void nmt_cpu_tf32_split(int32_t m, int32_t k, const float *x, int32_t ldx, float *split);
 /* 1 when each of the n floats is exactly a TF32 value (low 13 mantissa bits 0). */
 int nmt_tf32_exact(const float *values, size_t n);
+/* 1 when each of the n floats is exactly an fp16 value: the same bits after
+ * nmt_half_round to fp16. */
+int nmt_fp16_exact(const float *values, size_t n);
 
 #ifdef __cplusplus
 }

@@ -65,6 +65,16 @@ float nmt_half_round(nmt_half_kind kind, float x)
                                  : nmt_f16_to_f32(nmt_f32_to_f16(x));
 }
 
+int nmt_fp16_exact(const float *values, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float back = nmt_half_round(NMT_HALF_FP16, values[i]);
+        if (memcmp(&back, &values[i], sizeof back) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 void nmt_cpu_half_round_rows(nmt_half_kind kind, int32_t m, int32_t k, const float *src,
                              int32_t ld, float *dst)
 {

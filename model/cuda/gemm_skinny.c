@@ -16,21 +16,9 @@
 #include "cuda_model_impl.h"
 
 #include "cuda_check.h"
-#include "half.h"
 #include "linear.h"
 
 #include <string.h>
-
-/* 1 when each of the n floats is exactly an fp16 value. */
-static int fp16_exact(const float *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        const float back = nmt_f16_to_f32(nmt_f32_to_f16(v[i]));
-        if (memcmp(&back, &v[i], sizeof back) != 0)
-            return 0;
-    }
-    return 1;
-}
 
 /* The decoder-side matrices the skinny kernel reads (the decoder layers,
  * W_c, W_out: the table's last dec_layers + 2) into out; their count. */
@@ -68,12 +56,12 @@ nmt_status nmt_cuda_model_set_skinny16(nmt_cuda_model *m, nmt_error *err)
     for (int32_t l = 0; l < m->dec_layers; l++) {
         const nmt_lstm_weights *d = &model->dec[l];
         const size_t g = 4 * (size_t)d->hidden_size;
-        if (!fp16_exact(d->w_ih, g * (size_t)d->input_size) ||
-            !fp16_exact(d->w_hh, g * (size_t)d->hidden_size))
+        if (!nmt_fp16_exact(d->w_ih, g * (size_t)d->input_size) ||
+            !nmt_fp16_exact(d->w_hh, g * (size_t)d->hidden_size))
             return NMT_STATUS_OK; /* the kernel reads fp32 */
     }
-    if (!fp16_exact(model->attn_w_c, (size_t)H * 2 * H) ||
-        !fp16_exact(model->out_w, (size_t)m->vocab * H))
+    if (!nmt_fp16_exact(model->attn_w_c, (size_t)H * 2 * H) ||
+        !nmt_fp16_exact(model->out_w, (size_t)m->vocab * H))
         return NMT_STATUS_OK;
     nmt_cuda_weight_shape mats[NMT_MAX_LAYERS + 2];
     const int n = skinny_matrices(m, mats);

@@ -126,6 +126,12 @@ static void test_tf32_split(void)
     CHECK(nmt_tf32_round(-(one + ldexpf(1.0f, -11))) == -(one + ulp10), "negative tie");
     CHECK(nmt_tf32_exact(&ulp10, 1) && !nmt_tf32_exact((float[]){one + ldexpf(1.0f, -12)}, 1),
           "nmt_tf32_exact");
+    /* fp16: 10 mantissa bits, a 2^-24 least subnormal, 65504 the largest. */
+    CHECK(nmt_fp16_exact((float[]){one + ulp10, -0.0f, 65504.0f, ldexpf(1.0f, -24)}, 4) &&
+              !nmt_fp16_exact((float[]){one + ldexpf(1.0f, -11)}, 1) &&
+              !nmt_fp16_exact((float[]){ldexpf(1.0f, -26)}, 1) &&
+              !nmt_fp16_exact((float[]){65520.0f}, 1),
+          "nmt_fp16_exact");
     enum { M = 3, K = 257, LD = 260 };
     static float x[M * LD], split[M * 2 * K];
     test_fill_uniform(x, M * LD, -100.0f, 100.0f);
