@@ -127,7 +127,8 @@ if [[ $build_status == ok ]]; then
     # --- 4. benches ----------------------------------------------------------
     if [[ "${NMT_GPU_CHECK_SKIP_BENCH:-0}" != 1 ]]; then
         bench_status=ok
-        for b in ${NMT_GPU_CHECK_BENCHES:-bench_softmax_topk bench_nhot bench_reduce bench_lsh bench_skinny}; do
+        default_benches="bench_softmax_topk bench_nhot bench_reduce bench_lsh bench_skinny"
+        for b in ${NMT_GPU_CHECK_BENCHES:-$default_benches}; do
             [[ -x "$build/$b" ]] || continue
             echo "== $b"
             timeout 150 "$build/$b" >"$bench_dir/$b.jsonl" 2>"$bench_dir/$b.txt" || bench_status="$b failed"

@@ -1,6 +1,7 @@
 /* cuda_ctx.cu: the CUDA context every launcher is handed instead of globals:
  * a device ordinal, a non-blocking stream on it, a cuBLAS handle bound to
- * that stream and a cuBLASLt handle (its calls name their stream). nmt_cuda_device_count answers 0, not an error, on a machine
+ * that stream and a cuBLASLt handle (its calls name their stream).
+ * nmt_cuda_device_count answers 0, not an error, on a machine
  * without a driver or a GPU, so callers (and the tests) can skip cleanly;
  * nmt_cuda_sm_count is the one query of a device's SM count. */
 #include <cublasLt.h>

@@ -20,7 +20,8 @@
  *   bench_skinny --copies 8                      # weights from memory, not L2
  *   bench_skinny --list
  * A skinny variant's name may end in /OUTPUTSxUNROLL[xSPLIT]: its policy
- * (nmt_skinny_policy; a field left out or 0: the library's). Variants: cublas (fp32 sgemm / cuBLASLt with the bias, tanh a pass),
+ * (nmt_skinny_policy; a field left out or 0: the library's). Variants:
+ * cublas (fp32 sgemm / cuBLASLt with the bias, tanh a pass),
  * half_fp16 (nmt_cuda_linear_half, fp16 tensor cores, tanh a pass),
  * skinny_f32 (fp32 weights), skinny_w16 (fp32 activations, an fp16 copy of
  * fp16-exact weights), skinny_bf16, skinny_fp16 (activations rounded as the

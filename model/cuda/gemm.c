@@ -51,7 +51,8 @@ int nmt_cuda_gemm_weight_shapes(nmt_cuda_model *m, nmt_cuda_weight_shape *out)
     for (int32_t l = 0; l < m->enc_layers; l++)
         for (int d = 0; d < 2; d++) {
             const nmt_lstm_weights *lw = d ? &model->enc_bwd[l] : &model->enc_fwd[l];
-            out[n++] = (nmt_cuda_weight_shape){&g->enc_ih[d][l], 4 * lw->hidden_size, lw->input_size};
+            out[n++] = (nmt_cuda_weight_shape){&g->enc_ih[d][l], 4 * lw->hidden_size,
+                                                lw->input_size};
         }
     out[n++] = (nmt_cuda_weight_shape){&g->attn_a, H, H};
     for (int32_t l = 0; l < m->dec_layers; l++)
