@@ -40,11 +40,13 @@ typedef enum nmt_softmax_topk_variant {
     NMT_SOFTMAX_TOPK_SPLIT = 3,  /* fused over slices of a row, the last block merges (K <= 64,
                                     rows <= 1024, V >= 2048) */
     NMT_SOFTMAX_TOPK_ATOMIC = 4, /* 64-bit atomicMax into a shared top-K (K <= 6144) */
-    NMT_SOFTMAX_TOPK_SORT = 5    /* keys, CUB segmented sort, the first K (any K, >= 1 by
+    NMT_SOFTMAX_TOPK_SORT = 5,   /* keys, CUB segmented sort, the first K (any K, >= 1 by
                                     name; no candidate lists) */
+    NMT_SOFTMAX_TOPK_WARP = 6    /* a warp a row, its top-K in registers (K <= 64): many
+                                    rows */
 } nmt_softmax_topk_variant;
 
-/* "auto", "row", "fused", "split", "atomic", "sort". */
+/* "auto", "row", "fused", "split", "atomic", "sort", "warp". */
 const char *nmt_cuda_softmax_topk_variant_name(nmt_softmax_topk_variant variant);
 
 /* The variant AUTO runs for such a call on the current device (candidates:

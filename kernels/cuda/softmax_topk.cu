@@ -21,6 +21,8 @@
  *         registers (softmax_topk_fused.cu).
  *  split  (K <= 64, rows < SMs): the fused kernel over slices of a row, the
  *         row's last block merging them (softmax_topk_fused.cu).
+ *  warp   (K <= 64, many rows: at least warp_rows_per_sm x SMs): one warp
+ *         a row, several rows a block (softmax_topk_fused.cu).
  *  atomic (64 < K <= 512): Argueta Alg. 4 (softmax_topk_atomic.cu).
  *  sort   (K > 512): (m, d) pass writing keys, CUB segmented radix sort,
  *         copy the first K (softmax_topk_sort.cu).
@@ -61,6 +63,13 @@ struct nmt_softmax_topk_policy {
      * (docs/performance.md).
      * bench_softmax_topk --variant split,fused --rows 5 --vocabs 4778 --ks 1,10,50 */
     int split_min_words = 1024;
+    /* The warp variant from this many rows an SM (full vocabulary; lists are
+     * usually far shorter than their bound, the row variant's case). Beyond
+     * it the rows alone give every SM enough warps, and the fused kernel's
+     * per-warp seed, insertions and merge, paid up to 8 times a row, cost
+     * more than they spread.
+     * bench_softmax_topk --variant fused,warp --rows 320,1024,2560,5120 --vocabs 4778,10240,30004 --ks 10 */
+    int warp_rows_per_sm = 8;
     /* Fused and split: warps a block ~ words / this (K <= 32, one slot a lane), */
     int fused_words_per_warp = 512;
     /* ... and for K > 32 (two slots a lane), where insertions, not loads,
@@ -182,7 +191,7 @@ struct Plan {
 };
 
 /* AUTO: sort above atomic_max_k (full vocabulary), atomic above kRegisterK,
- * else row where it applies, else fused or split. */
+ * else row where it applies, else warp for many rows, else fused or split. */
 static Plan auto_plan(int32_t n_rows, int32_t vocab, int32_t k, int32_t n_excluded, bool cand)
 {
     Plan p = {};
@@ -201,6 +210,10 @@ static Plan auto_plan(int32_t n_rows, int32_t vocab, int32_t k, int32_t n_exclud
                          : row_plan_threads(n_rows, vocab, p.k_run, n_excluded, sms, true);
     if (p.row_threads > 0) {
         p.variant = NMT_SOFTMAX_TOPK_ROW;
+        return p;
+    }
+    if (!cand && (int64_t)n_rows >= (int64_t)kPolicy.warp_rows_per_sm * sms) {
+        p.variant = NMT_SOFTMAX_TOPK_WARP;
         return p;
     }
     p.fused = fused_plan(vocab, p.k_run, auto_splits(n_rows, vocab, sms));
@@ -241,6 +254,8 @@ static nmt_status named_plan(nmt_softmax_topk_variant variant, int32_t n_rows, i
                    ? NMT_STATUS_OK
                    : cannot_run(variant, "K + excluded ids over 64, or K x a thread's words "
                                          "over the block's 4096 candidates", err);
+    case NMT_SOFTMAX_TOPK_WARP:
+        return p->k_run > kRegisterK ? cannot_run(variant, "K over 64", err) : NMT_STATUS_OK;
     case NMT_SOFTMAX_TOPK_FUSED:
     case NMT_SOFTMAX_TOPK_SPLIT:
         if (p->k_run > kRegisterK)
@@ -294,6 +309,8 @@ static nmt_status run_plan(const Plan &p, const SoftmaxTopkCall &c, bool cand, v
         return nmt_softmax_topk_atomic(c, cand, p.k_sel, stream, err);
     case NMT_SOFTMAX_TOPK_ROW:
         return nmt_softmax_topk_row(c, cand, p.k_run, p.row_threads, stream, err);
+    case NMT_SOFTMAX_TOPK_WARP:
+        return nmt_softmax_topk_warp(c, cand, p.k_run, stream, err);
     default: { /* fused, split */
         float2 *part_md = NULL;
         uint64_t *part_keys = NULL;
@@ -326,6 +343,7 @@ extern "C" const char *nmt_cuda_softmax_topk_variant_name(nmt_softmax_topk_varia
     case NMT_SOFTMAX_TOPK_SPLIT: return "split";
     case NMT_SOFTMAX_TOPK_ATOMIC: return "atomic";
     case NMT_SOFTMAX_TOPK_SORT: return "sort";
+    case NMT_SOFTMAX_TOPK_WARP: return "warp";
     }
     return "unknown";
 }
@@ -386,7 +404,7 @@ extern "C" nmt_status nmt_cuda_softmax_topk_variant(
     NMT_ARG_CHECK(n_excluded == 0 || excluded);
     NMT_ARG_CHECK((int64_t)n_rows * (k > 1 ? k : 1) <= INT32_MAX);
     NMT_ARG_CHECK((uintptr_t)workspace % 256 == 0);
-    NMT_ARG_CHECK(variant >= NMT_SOFTMAX_TOPK_AUTO && variant <= NMT_SOFTMAX_TOPK_SORT);
+    NMT_ARG_CHECK(variant >= NMT_SOFTMAX_TOPK_AUTO && variant <= NMT_SOFTMAX_TOPK_WARP);
     if (n_rows == 0)
         return NMT_STATUS_OK;
     Plan plan;
@@ -426,7 +444,7 @@ extern "C" nmt_status nmt_cuda_softmax_topk_candidates_variant(
     NMT_ARG_CHECK(n_excluded == 0 || excluded);
     NMT_ARG_CHECK((int64_t)n_rows * (k > 1 ? k : 1) <= INT32_MAX);
     NMT_ARG_CHECK((uintptr_t)workspace % 256 == 0);
-    NMT_ARG_CHECK(variant >= NMT_SOFTMAX_TOPK_AUTO && variant <= NMT_SOFTMAX_TOPK_SORT);
+    NMT_ARG_CHECK(variant >= NMT_SOFTMAX_TOPK_AUTO && variant <= NMT_SOFTMAX_TOPK_WARP);
     if (variant == NMT_SOFTMAX_TOPK_AUTO && k > kPolicy.atomic_max_k) /* no sort mapping */
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                              "nmt_cuda_softmax_topk_candidates: K = %d, at most %d with "

@@ -16,6 +16,7 @@
 
 /* Capacities (array sizes and launch bounds of the kernels). */
 static constexpr int kMaxWarps = 8;      /* fused block: up to 256 threads */
+static constexpr int kWarpRowsPerBlock = 4; /* warp variant: rows (warps) a block */
 static constexpr int kRegisterK = 64;    /* row, fused and split variants: K <= this */
 static constexpr int kMaxSplits = 16;    /* split variant: blocks per row at most */
 static constexpr int kCounterSlots = 1024;  /* split rows at most (one counter a row) */

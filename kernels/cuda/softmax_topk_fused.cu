@@ -1,5 +1,6 @@
-/* softmax_topk_fused.cu: the fused and split variants of nmt_cuda_softmax_topk
- * (K <= kRegisterK), one kernel (fused_topk_kernel).
+/* softmax_topk_fused.cu: the fused, split and warp variants of
+ * nmt_cuda_softmax_topk (K <= kRegisterK): fused_topk_kernel and, for many
+ * rows, warp_topk_kernel (a row a warp, below).
  *
  *  fused: one block (1..8 warps) per row reads the row once (16-byte loads),
  *         keeps (m, d) (Milakov & Gimelshein, Alg. 3 and eq. 4) and, per warp,
@@ -314,6 +315,90 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
         lse_out[row] = lse;
 }
 
+/* ---- warp: a row a warp ---------------------------------------------------- */
+
+/* The fused kernel's per-warp work alone: warp w of block b owns row
+ * b * (warps a block) + w, from its first word to its last, so its list in
+ * registers is the row's answer and its (m, d) the row's (no shared memory,
+ * no barrier, no merge). For many rows: a row's fixed costs (the seed, the
+ * insertions of ~K (1 + ln(words / K)) keys, the merge) are paid once
+ * instead of once a warp of the row, and the rows give the SMs their
+ * parallelism. */
+template <int SLOTS, bool CAND>
+static __global__ void __launch_bounds__(kWarpRowsPerBlock *kWarpSize)
+    warp_topk_kernel(int32_t n_rows, int32_t vocab, const float *__restrict__ logits, int64_t ld,
+                     int k, int k_out, const int32_t *__restrict__ excluded, int n_excluded,
+                     float *__restrict__ top_values, int32_t *__restrict__ top_ids,
+                     float *__restrict__ lse_out, CandMap map)
+{
+    const int lane = threadIdx.x & (kWarpSize - 1);
+    const int row = blockIdx.x * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
+    if (row >= n_rows) /* warp-uniform: the last block's spare warps */
+        return;
+    const float *p = logits + (int64_t)row * ld;
+    const int32_t *words;
+    const int32_t n_words = row_length<CAND>(map, row, vocab, &words);
+    const RowSplit rs = row_split(p, n_words);
+    const float4 *p4 = reinterpret_cast<const float4 *>(p + rs.a0);
+
+    OnlineMD md{-INFINITY, 0.0f};
+    WarpTopK<SLOTS> top;
+    top.init();
+    const float4 neg4 = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+    constexpr int U = 4; /* float4 loads in flight a lane */
+    for (int base = 0; base < rs.n4; base += U * kWarpSize) {
+        float4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = base + u * kWarpSize + lane;
+            v[u] = i < rs.n4 ? __ldcs(p4 + i) : neg4;
+        }
+        if (base == 0) { /* the first loads seed the floor (WarpTopK::seed) */
+            float lane_max = -INFINITY;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = u * kWarpSize + lane;
+                const float xs[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (i < rs.n4 &&
+                        !is_excluded_at<CAND>(rs.a0 + 4 * i + e, words, excluded, n_excluded))
+                        lane_max = fmaxf(lane_max, xs[e]);
+            }
+            top.seed(lane_max, k, lane);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = base + u * kWarpSize + lane;
+            scan4<SLOTS, CAND>(v[u], rs.a0 + 4 * i, i < rs.n4 ? 4 : 0, md, top, k, lane,
+                               excluded, n_excluded, words);
+        }
+    }
+    { /* at most 3 head and 3 tail words */
+        const int n_head = rs.a0, n_extra = n_head + (n_words - rs.a1);
+        const int id = lane < n_head ? lane : rs.a1 + (lane - n_head);
+        const bool ok = lane < n_extra;
+        float4 v = neg4;
+        if (ok)
+            v.x = p[id];
+        scan4<SLOTS, CAND>(v, id, ok ? 1 : 0, md, top, k, lane, excluded, n_excluded, words);
+    }
+    md = warp_md(md);
+    const float lse = md.m + logf(md.d);
+    float *values = top_values + (int64_t)row * k_out;
+    int32_t *ids = top_ids + (int64_t)row * k_out;
+#pragma unroll
+    for (int s = 0; s < SLOTS; s++) { /* position s * 32 + lane holds key[s] */
+        const int pos = s * kWarpSize + lane;
+        if (pos < k && pos < k_out)
+            write_slot_at<CAND>(top.key[s], lse, values + pos, ids + pos, words);
+    }
+    for (int pos = k + lane; pos < k_out; pos += kWarpSize) /* K past the words: empty */
+        write_slot_at<CAND>(0, lse, values + pos, ids + pos, words);
+    if (lse_out && lane == 0)
+        lse_out[row] = lse;
+}
+
 /* ---- launch --------------------------------------------------------------- */
 
 template <int SLOTS, bool CAND>
@@ -353,3 +438,24 @@ nmt_status nmt_softmax_topk_fused(const SoftmaxTopkCall &c, bool cand, int k_run
     NMT_LAUNCH_RETURN("fused_topk_kernel");
     return NMT_STATUS_OK;
 }
+
+template <int SLOTS, bool CAND>
+static void launch_warp(const SoftmaxTopkCall &c, int k_run, cudaStream_t stream)
+{
+    const int blocks = (c.n_rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock;
+    warp_topk_kernel<SLOTS, CAND><<<blocks, kWarpRowsPerBlock * kWarpSize, 0, stream>>>(
+        c.n_rows, c.vocab, c.logits, c.ld, k_run, c.k, c.excluded, c.n_excluded, c.top_values,
+        c.top_ids, c.lse, c.map);
+}
+
+nmt_status nmt_softmax_topk_warp(const SoftmaxTopkCall &c, bool cand, int k_run,
+                                 cudaStream_t stream, nmt_error *err)
+{
+    if (k_run <= kWarpSize)
+        cand ? launch_warp<1, true>(c, k_run, stream) : launch_warp<1, false>(c, k_run, stream);
+    else
+        cand ? launch_warp<2, true>(c, k_run, stream) : launch_warp<2, false>(c, k_run, stream);
+    NMT_LAUNCH_RETURN("warp_topk_kernel");
+    return NMT_STATUS_OK;
+}
+

@@ -53,6 +53,10 @@ nmt_status nmt_softmax_topk_fused(const SoftmaxTopkCall &c, bool cand, int k_run
                                   const FusedPlan &plan, float2 *part_md, uint64_t *part_keys,
                                   uint32_t *row_done, cudaStream_t stream, nmt_error *err);
 
+/* Warp: a row a warp, kWarpRowsPerBlock rows a block; k_run in [1, kRegisterK]. */
+nmt_status nmt_softmax_topk_warp(const SoftmaxTopkCall &c, bool cand, int k_run,
+                                 cudaStream_t stream, nmt_error *err);
+
 /* Atomic: k_sel in [1, kAtomicMaxK] keys in dynamic shared memory. */
 static constexpr int kAtomicMaxK = 48 * 1024 / (int)sizeof(uint64_t);
 nmt_status nmt_softmax_topk_atomic(const SoftmaxTopkCall &c, bool cand, int k_sel,

@@ -32,7 +32,8 @@ static size_t g_topk_ws_bytes;
 
 static const nmt_softmax_topk_variant kVariants[] = {
     NMT_SOFTMAX_TOPK_AUTO,  NMT_SOFTMAX_TOPK_ROW,    NMT_SOFTMAX_TOPK_FUSED,
-    NMT_SOFTMAX_TOPK_SPLIT, NMT_SOFTMAX_TOPK_ATOMIC, NMT_SOFTMAX_TOPK_SORT};
+    NMT_SOFTMAX_TOPK_SPLIT, NMT_SOFTMAX_TOPK_ATOMIC, NMT_SOFTMAX_TOPK_SORT,
+    NMT_SOFTMAX_TOPK_WARP};
 enum { N_VARIANTS = sizeof kVariants / sizeof kVariants[0] };
 static int g_ran[N_VARIANTS]; /* calls each variant took */
 

@@ -1,6 +1,7 @@
 /* test_gpu_softmax_topk.cu: nmt_cuda_softmax_topk against nmt_cpu_softmax_topk
  * over a shape table that reaches every variant the launcher can pick: row
  * (few rows, 1..32 warps), fused (1..8 warps, one and two slots a lane),
+ * warp (a row a warp: from 8 rows an SM),
  * split (rows << SMs, K x V past the row kernel's bound), atomic
  * (64 < K <= 512), sort (K > 512); K > V, V = 1, odd and padded ld,
  * excluded ids, quantized logits (exact ties), k = 0 and lse = NULL. Each
@@ -27,8 +28,9 @@ typedef struct {
 
 /* Labels are the H100's picks (132 SMs): the row kernel while rows x ~V/16
  * threads fit about one 1024-thread block an SM and k' = K + excluded ids
- * <= 64 with k' x (words a thread) in its candidate buffer; fused above that; split where the row kernel's
- * bound fails with rows < SMs. */
+ * <= 64 with k' x (words a thread) in its candidate buffer; warp from 8
+ * rows an SM (1,056); fused between; split where the row kernel's bound
+ * fails with rows < SMs. */
 static const shape shapes[] = {
     {1, 1, 1, 0, 0, 0, 1, "row V=1"},
     {1, 1, 5, 0, 0, 0, 1, "row K>V"},
@@ -50,9 +52,13 @@ static const shape shapes[] = {
     {12, 50000, 5, 0, 0, 2, 1, "row"},
     {1, 100003, 10, 1, 0, 2, 1, "row odd V"},
     {60, 32000, 50, 0, 1, 3, 1, "row K=50 ties"},
-    {5000, 40, 3, 1, 0, 2, 1, "fused 1 warp many rows"},
-    {3000, 777, 8, 2, 1, 2, 1, "fused short rows, ties"},
-    {2500, 1000, 40, 0, 0, 3, 1, "fused 2 slots"},
+    {5000, 40, 3, 1, 0, 2, 1, "warp many rows"},
+    {3000, 777, 8, 2, 1, 2, 1, "warp short rows, ties"},
+    {2500, 1000, 40, 0, 0, 3, 1, "warp 2 slots"},
+    {1101, 4778, 10, 1, 1, 2, 1, "warp the decoder's V, rows not a block multiple"},
+    {5000, 30, 40, 3, 0, 2, 1, "warp K>V"},
+    {4500, 50, 60, 0, 1, 1, 0, "warp K>V 2 slots, lse NULL"},
+    {4400, 3, 2, 0, 0, 2, 1, "warp V<4 (head words only)"},
     {200, 50000, 10, 0, 0, 2, 1, "fused large V"},
     {1, 100003, 64, 1, 0, 2, 1, "split (row bound: 64 x 101 words)"},
     {3, 90001, 50, 0, 1, 2, 1, "split 2 slots ties"},
@@ -65,7 +71,8 @@ static const shape shapes[] = {
 
 static const nmt_softmax_topk_variant kVariants[] = {
     NMT_SOFTMAX_TOPK_AUTO,  NMT_SOFTMAX_TOPK_ROW,    NMT_SOFTMAX_TOPK_FUSED,
-    NMT_SOFTMAX_TOPK_SPLIT, NMT_SOFTMAX_TOPK_ATOMIC, NMT_SOFTMAX_TOPK_SORT};
+    NMT_SOFTMAX_TOPK_SPLIT, NMT_SOFTMAX_TOPK_ATOMIC, NMT_SOFTMAX_TOPK_SORT,
+    NMT_SOFTMAX_TOPK_WARP};
 enum { N_VARIANTS = sizeof kVariants / sizeof kVariants[0] };
 
 static void *g_workspace;
