@@ -47,4 +47,59 @@ static __device__ __forceinline__ float warp_max(float v)
     return v;
 }
 
+/* ---- programmatic dependent launch (sm_90) ---------------------------------
+ * A kernel started by nmt_launch_pdl may be scheduled while the kernel before
+ * it in the stream is still running: its blocks become resident and wait in
+ * pdl_wait() until that kernel has finished and its writes are visible, so
+ * the launch latency (a few microseconds between two small kernels, even in a
+ * CUDA graph) overlaps the work before it. The rule for such a kernel: it
+ * calls pdl_wait() before its first global read or write (the kernels here
+ * call it first thing), which makes it as ordered as a plain launch.
+ * pdl_release() lets the next kernel's blocks launch before this one ends;
+ * they still wait for all of it. Both are no-ops where the kernel was not
+ * launched that way, or before sm_90. The chain stays safe transitively: a
+ * kernel's wait covers the one before it, which waited for its own. */
+static __device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void pdl_release()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Both, first thing in a kernel of the decode step: the next kernel may
+ * launch at once, and this one reads nothing before the last has finished. */
+static __device__ __forceinline__ void pdl_enter()
+{
+    pdl_release();
+    pdl_wait();
+}
+
+/* kernel<<<grid, block, smem, stream>>>(args...) with programmatic stream
+ * serialization allowed (cudaLaunchKernelEx); the kernel must follow the rule
+ * above. As after <<<...>>>, a failed launch shows in cudaGetLastError
+ * (NMT_LAUNCH_RETURN). */
+template <typename... Params, typename... Args>
+static inline void nmt_launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                         size_t smem, cudaStream_t stream, Args... args)
+{
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    (void)cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+}
+
 #endif /* NMT_CORE_DEVICE_CUH */

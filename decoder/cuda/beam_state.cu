@@ -62,6 +62,7 @@ static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
                                            int32_t *row_tokens, int32_t *row_sentence,
                                            int32_t *row_parent, int32_t *row_live)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= n_active * b.beam)
         return;
@@ -80,6 +81,7 @@ static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
 static __global__ void record_attention_kernel(nmt_beam_device b, const int32_t *act,
                                                const float *weights)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     const int32_t r = blockIdx.x, p = r / b.beam, k = r % b.beam, s = act[p];
     if (b.done[s])
         return; /* uniform across the block, as the test below */
@@ -199,9 +201,9 @@ nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active
     if (n_active < 1)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "beam prepare rows: %d active",
                              n_active);
-    prepare_rows_kernel<<<blocks_for((int64_t)n_active * b->beam, 256), 256, 0,
-                          (cudaStream_t)stream>>>(*b, n_active, act, old_pos, row_tokens,
-                                                  row_sentence, row_parent, row_live);
+    nmt_launch_pdl(prepare_rows_kernel, blocks_for((int64_t)n_active * b->beam, 256), 256, 0,
+                   (cudaStream_t)stream, *b, n_active, act, old_pos, row_tokens, row_sentence,
+                   row_parent, row_live);
     NMT_LAUNCH_TRY("prepare_rows_kernel");
 cleanup:
     return status;
@@ -217,8 +219,8 @@ nmt_status nmt_cuda_beam_record_attention(const nmt_beam_device *b, int32_t n_ac
                              "beam record attention: %d active, history %s, weights %s, "
                              "stride %d", n_active, b->hist_weights ? "set" : "NULL",
                              weights ? "set" : "NULL", b->weights_stride);
-    record_attention_kernel<<<n_active * b->beam, 64, 0, (cudaStream_t)stream>>>(*b, act,
-                                                                                 weights);
+    nmt_launch_pdl(record_attention_kernel, n_active * b->beam, 64, 0, (cudaStream_t)stream, *b,
+                   act, weights);
     NMT_LAUNCH_TRY("record_attention_kernel");
 cleanup:
     return status;

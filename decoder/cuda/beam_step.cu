@@ -272,6 +272,7 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
                  const int32_t *top_ids, const float *logits, int32_t ld_logits,
                  const float *lse, const int32_t *attn_argmax)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     __shared__ float base[BEAM_MAX];
     __shared__ int32_t head[BEAM_MAX], taken[BEAM_MAX];
     __shared__ beam_candidate chosen[2 * BEAM_MAX];
@@ -349,6 +350,7 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
                       const int32_t *top_ids, const float *logits, int32_t ld_logits,
                       const float *lse, const int32_t *attn_argmax)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     extern __shared__ float top_lists[]; /* values [B, 2B], then ids [B, 2B] */
     __shared__ beam_candidate chosen[2 * WARP_BEAM_MAX];
     __shared__ int32_t slot_attn[WARP_BEAM_MAX];
@@ -453,12 +455,13 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
     if (b->beam <= WARP_BEAM_MAX) {
         const size_t list_bytes =
             (size_t)b->beam * 2 * b->beam * (sizeof(float) + sizeof(int32_t));
-        beam_step_warp_kernel<<<n_active, kWarpSize, list_bytes, (cudaStream_t)stream>>>(
-            *b, act, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
+        nmt_launch_pdl(beam_step_warp_kernel, n_active, kWarpSize, list_bytes,
+                       (cudaStream_t)stream, *b, act, top_values, top_ids, logits, ld_logits, lse,
+                       attn_argmax);
         NMT_LAUNCH_TRY("beam_step_warp_kernel");
     } else {
-        beam_step_kernel<<<n_active, BEAM_THREADS, 0, (cudaStream_t)stream>>>(
-            *b, act, top_values, top_ids, logits, ld_logits, lse, attn_argmax);
+        nmt_launch_pdl(beam_step_kernel, n_active, BEAM_THREADS, 0, (cudaStream_t)stream, *b, act,
+                       top_values, top_ids, logits, ld_logits, lse, attn_argmax);
         NMT_LAUNCH_TRY("beam_step_kernel");
     }
 cleanup:

@@ -124,6 +124,7 @@ static __global__ void __launch_bounds__(kThreads, 2)
                      float *__restrict__ context, int32_t ld_context,
                      float *__restrict__ weights, int32_t *__restrict__ argmax)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     using Vec = typename Lane<V>::type;
     constexpr int kSlots = kScoreFloats / V;
     extern __shared__ float s_dynamic[];
@@ -280,9 +281,9 @@ static nmt_status launch(int32_t n_rows, int32_t slices, int32_t slice_vec, int3
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              (int)smem));
     dim3 grid((unsigned)n_rows, (unsigned)slices);
-    attention_kernel<V><<<grid, kThreads, smem, stream>>>(
-        hidden, max_src, slice_vec, group_shift, row_sentence, src_len, keys, memory, query,
-        ld_query, context, ld_context, weights, argmax);
+    nmt_launch_pdl(attention_kernel<V>, grid, kThreads, smem, stream, hidden, max_src, slice_vec,
+                   group_shift, row_sentence, src_len, keys, memory, query, ld_query, context,
+                   ld_context, weights, argmax);
     NMT_LAUNCH_RETURN("attention_kernel");
     return NMT_STATUS_OK;
 }

@@ -24,6 +24,7 @@ static __global__ void __launch_bounds__(kMaxThreads)
     gather_rows_kernel(int32_t dim_vec, const float *__restrict__ src,
                        const int32_t *__restrict__ index, float *__restrict__ dst)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     typedef float_vec<VEC> vec_t;
     const int32_t row = blockIdx.x;
     const int32_t c = blockIdx.y * blockDim.x + threadIdx.x;
@@ -43,6 +44,7 @@ static constexpr int kSegmentUnroll = 4; /* loads in flight a thread */
 static __global__ void __launch_bounds__(kMaxThreads)
     gather_segments_kernel(int32_t n_rows, SegmentTable table)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     const nmt_gather_segment s = table.seg[blockIdx.y];
     for (int32_t row = blockIdx.x; row < n_rows; row += gridDim.x) {
         const float *src = s.src + (int64_t)__ldg(&s.index[row]) * s.ld_src;
@@ -72,7 +74,7 @@ static nmt_status launch(int32_t n_rows, int32_t dim, const float *src, const in
     int threads = ((dim_vec + 31) / 32) * 32;
     threads = threads > kMaxThreads ? kMaxThreads : threads;
     dim3 grid((unsigned)n_rows, (unsigned)((dim_vec + threads - 1) / threads));
-    gather_rows_kernel<VEC><<<grid, threads, 0, stream>>>(dim_vec, src, index, dst);
+    nmt_launch_pdl(gather_rows_kernel<VEC>, grid, threads, 0, stream, dim_vec, src, index, dst);
     NMT_LAUNCH_RETURN("gather_rows_kernel");
     return NMT_STATUS_OK;
 }
@@ -115,8 +117,8 @@ extern "C" nmt_status nmt_cuda_gather_segments(int32_t n_rows, int32_t n_segment
     threads = (threads + 31) / 32 * 32;
     threads = threads > kMaxThreads ? kMaxThreads : threads;
     const unsigned rows = (unsigned)(n_rows < 65535 ? n_rows : 65535);
-    gather_segments_kernel<<<dim3(rows, (unsigned)n_segments), threads, 0,
-                             (cudaStream_t)stream>>>(n_rows, table);
+    nmt_launch_pdl(gather_segments_kernel, dim3(rows, (unsigned)n_segments), threads, 0,
+                   (cudaStream_t)stream, n_rows, table);
     NMT_LAUNCH_RETURN("gather_segments_kernel");
     return NMT_STATUS_OK;
 }

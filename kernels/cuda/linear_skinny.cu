@@ -41,6 +41,7 @@ static __global__ void __launch_bounds__(kThreads)
                          const W *__restrict__ w, int ldw, const float *__restrict__ bias,
                          int tanh_out, float *__restrict__ y, int ldy)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     __shared__ float partial[SPLIT > 1 ? kWarps : 1][kWarpSize];
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
     const int part = warp % SPLIT;
@@ -111,8 +112,8 @@ template <typename W> struct skinny_args {
 template <int OUT, int U, int SPLIT, bool VEC, typename W>
 static void go(dim3 grid, cudaStream_t stream, const skinny_args<W> &a)
 {
-    linear_skinny_kernel<OUT, U, SPLIT, VEC><<<grid, kThreads, 0, stream>>>(
-        a.m, a.n, a.k, a.x, a.ldx, a.x_round, a.w, a.ldw, a.bias, a.tanh_out, a.y, a.ldy);
+    nmt_launch_pdl(linear_skinny_kernel<OUT, U, SPLIT, VEC, W>, grid, kThreads, 0, stream, a.m,
+                   a.n, a.k, a.x, a.ldx, a.x_round, a.w, a.ldw, a.bias, a.tanh_out, a.y, a.ldy);
 }
 
 template <int OUT, int U, typename W>

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cuda_check.h"
+#include "device.cuh"
 #include "lstm_cell.h"
 #include "lstm_device.cuh"
 
@@ -23,6 +24,7 @@ static __global__ void __launch_bounds__(kThreads)
                      float *__restrict__ h_out, int32_t ld_h, float *__restrict__ h_out2,
                      int32_t ld_h2)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     const int32_t j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= hidden)
         return;
@@ -61,8 +63,8 @@ extern "C" nmt_status nmt_cuda_lstm_cell(int32_t n_rows, int32_t hidden, const f
         return NMT_STATUS_OK;
     unsigned rows = (unsigned)(n_rows < 65535 ? n_rows : 65535);
     dim3 grid((unsigned)((hidden + kThreads - 1) / kThreads), rows);
-    lstm_cell_kernel<<<grid, kThreads, 0, (cudaStream_t)stream>>>(
-        n_rows, hidden, gates_x, ld_x, gates_h, bias, c_prev, c_out, h_out, ld_h, h_out2, ld_h2);
+    nmt_launch_pdl(lstm_cell_kernel, grid, kThreads, 0, (cudaStream_t)stream, n_rows, hidden,
+                   gates_x, ld_x, gates_h, bias, c_prev, c_out, h_out, ld_h, h_out2, ld_h2);
     NMT_LAUNCH_RETURN("lstm_cell_kernel");
     return NMT_STATUS_OK;
 }

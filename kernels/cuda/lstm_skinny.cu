@@ -39,6 +39,7 @@ template <bool VEC>
 static __global__ void __launch_bounds__(kThreads)
     lstm_skinny_kernel(int hidden, int k, const skinny_steps steps)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     const nmt_lstm_skinny_step &st = steps.s[blockIdx.y];
     const int lane = threadIdx.x % kWarpSize;
     const int j = blockIdx.x * kWarps + threadIdx.x / kWarpSize;
@@ -101,9 +102,9 @@ extern "C" nmt_status nmt_cuda_lstm_skinny_steps(nmt_cuda_ctx *ctx, int32_t hidd
     const dim3 grid((unsigned)((hidden + kWarps - 1) / kWarps), (unsigned)n_steps);
     cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
     if (vec)
-        lstm_skinny_kernel<true><<<grid, kThreads, 0, stream>>>(hidden, k, all);
+        nmt_launch_pdl(lstm_skinny_kernel<true>, grid, kThreads, 0, stream, hidden, k, all);
     else
-        lstm_skinny_kernel<false><<<grid, kThreads, 0, stream>>>(hidden, k, all);
+        nmt_launch_pdl(lstm_skinny_kernel<false>, grid, kThreads, 0, stream, hidden, k, all);
     NMT_LAUNCH_RETURN("lstm_skinny_kernel");
     return NMT_STATUS_OK;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "cuda_check.h"
+#include "device.cuh"
 #include "pointwise.h"
 
 static constexpr int kThreads = 256;
@@ -15,6 +16,7 @@ static constexpr int kThreads = 256;
 static __global__ void __launch_bounds__(kThreads)
     tanh_rows_kernel(int32_t n_rows, int32_t width, float *x, int32_t ld)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     const int32_t j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= width)
         return;
@@ -31,7 +33,8 @@ extern "C" nmt_status nmt_cuda_tanh_rows(int32_t n_rows, int32_t width, float *x
         return NMT_STATUS_OK;
     const unsigned rows = (unsigned)(n_rows < 65535 ? n_rows : 65535);
     dim3 grid((unsigned)((width + kThreads - 1) / kThreads), rows);
-    tanh_rows_kernel<<<grid, kThreads, 0, (cudaStream_t)stream>>>(n_rows, width, x, ld);
+    nmt_launch_pdl(tanh_rows_kernel, grid, kThreads, 0, (cudaStream_t)stream, n_rows, width, x,
+                   ld);
     NMT_LAUNCH_RETURN("tanh_rows_kernel");
     return NMT_STATUS_OK;
 }

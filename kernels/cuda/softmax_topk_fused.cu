@@ -180,6 +180,7 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
                       float2 *__restrict__ part_md, uint64_t *__restrict__ part_keys,
                       uint32_t *__restrict__ row_done, CandMap map)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     /* The warps' lists, then (split, last block of a row) the row's slices' lists. */
     __shared__ uint64_t s_lists[(kMaxWarps > kMaxSplits ? kMaxWarps : kMaxSplits) * kRegisterK];
     __shared__ int s_last;
@@ -331,6 +332,7 @@ static __global__ void __launch_bounds__(kWarpRowsPerBlock *kWarpSize)
                      float *__restrict__ top_values, int32_t *__restrict__ top_ids,
                      float *__restrict__ lse_out, CandMap map)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     const int lane = threadIdx.x & (kWarpSize - 1);
     const int row = blockIdx.x * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
     if (row >= n_rows) /* warp-uniform: the last block's spare warps */
@@ -408,9 +410,9 @@ static void launch_fused(int blocks, int threads, int32_t vocab, const float *lo
                          float2 *part_md, uint64_t *part_keys, uint32_t *row_done, CandMap map,
                          cudaStream_t stream)
 {
-    fused_topk_kernel<SLOTS, CAND><<<blocks, threads, 0, stream>>>(
-        vocab, logits, ld, k, k_out, excluded, n_excluded, splits, chunk, top_values, top_ids,
-        lse, part_md, part_keys, row_done, map);
+    nmt_launch_pdl(fused_topk_kernel<SLOTS, CAND>, blocks, threads, 0, stream, vocab, logits, ld,
+                   k, k_out, excluded, n_excluded, splits, chunk, top_values, top_ids, lse,
+                   part_md, part_keys, row_done, map);
 }
 
 nmt_status nmt_softmax_topk_fused(const SoftmaxTopkCall &c, bool cand, int k_run,
@@ -443,9 +445,9 @@ template <int SLOTS, bool CAND>
 static void launch_warp(const SoftmaxTopkCall &c, int k_run, cudaStream_t stream)
 {
     const int blocks = (c.n_rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock;
-    warp_topk_kernel<SLOTS, CAND><<<blocks, kWarpRowsPerBlock * kWarpSize, 0, stream>>>(
-        c.n_rows, c.vocab, c.logits, c.ld, k_run, c.k, c.excluded, c.n_excluded, c.top_values,
-        c.top_ids, c.lse, c.map);
+    nmt_launch_pdl(warp_topk_kernel<SLOTS, CAND>, blocks, kWarpRowsPerBlock * kWarpSize, 0,
+                   stream, c.n_rows, c.vocab, c.logits, c.ld, k_run, c.k, c.excluded,
+                   c.n_excluded, c.top_values, c.top_ids, c.lse, c.map);
 }
 
 nmt_status nmt_softmax_topk_warp(const SoftmaxTopkCall &c, bool cand, int k_run,

@@ -113,6 +113,7 @@ static __global__ void __launch_bounds__(kRowMaxThreads)
                     float *__restrict__ top_values, int32_t *__restrict__ top_ids,
                     float *__restrict__ lse_out, CandMap map)
 {
+    pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     __shared__ uint64_t s_keys[kRowCandKeys]; /* 2: the bests >= t0; 3-4: candidates */
     __shared__ uint64_t s_warp_qth[kRowMaxThreads / kWarpSize];
     __shared__ OnlineMD s_md[kRowMaxThreads / kWarpSize];
@@ -249,13 +250,13 @@ nmt_status nmt_softmax_topk_row(const SoftmaxTopkCall &c, bool cand, int k_run, 
                                 cudaStream_t stream, nmt_error *err)
 {
     if (cand)
-        row_topk_kernel<true><<<c.n_rows, threads, 0, stream>>>(
-            c.vocab, c.logits, c.ld, k_run, c.k, c.excluded, c.n_excluded, c.top_values,
-            c.top_ids, c.lse, c.map);
+        nmt_launch_pdl(row_topk_kernel<true>, c.n_rows, threads, 0, stream, c.vocab, c.logits,
+                       c.ld, k_run, c.k, c.excluded, c.n_excluded, c.top_values, c.top_ids, c.lse,
+                       c.map);
     else
-        row_topk_kernel<false><<<c.n_rows, threads, 0, stream>>>(
-            c.vocab, c.logits, c.ld, k_run, c.k, c.excluded, c.n_excluded, c.top_values,
-            c.top_ids, c.lse, c.map);
+        nmt_launch_pdl(row_topk_kernel<false>, c.n_rows, threads, 0, stream, c.vocab, c.logits,
+                       c.ld, k_run, c.k, c.excluded, c.n_excluded, c.top_values, c.top_ids, c.lse,
+                       c.map);
     NMT_LAUNCH_RETURN("row_topk_kernel");
     return NMT_STATUS_OK;
 }
