@@ -11,6 +11,7 @@
 #ifndef NMT_KERNELS_LSTM_CELL_H
 #define NMT_KERNELS_LSTM_CELL_H
 
+#include "linear.h" /* the skinny kernels' weight types and rounding */
 #include "nmt_status.h"
 #include <stdint.h>
 
@@ -36,7 +37,11 @@ nmt_status nmt_cuda_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates
  * as nmt_cuda_linear_skinny without a k split (policy split 1) into gates_h
  * followed by nmt_cuda_lstm_cell. x
  * must not overlap the outputs (other blocks still read it while one
- * writes). n_dot == 0 or nmt_linear_skinny_fits(n_dot, k). */
+ * writes). n_dot == 0 or nmt_linear_skinny_fits(n_dot, k).
+ * With gates_x NULL (the steps' form below) the product is the whole gate
+ * input, and the cell adds the bias to it: nmt_cuda_linear_skinny into
+ * gates, then nmt_cuda_lstm_cell(gates_x = gates, gates_h = NULL), bit for
+ * bit, when the split is the skinny plan's. */
 typedef struct nmt_cuda_ctx nmt_cuda_ctx; /* core/cuda_ctx.h */
 nmt_status nmt_cuda_lstm_skinny(nmt_cuda_ctx *ctx, int32_t n_rows, int32_t n_dot,
                                 int32_t hidden, int32_t k, const float *x, int32_t ldx,
@@ -45,16 +50,21 @@ nmt_status nmt_cuda_lstm_skinny(nmt_cuda_ctx *ctx, int32_t n_rows, int32_t n_dot
                                 float *h_out, int32_t ld_h, float *h_out2, int32_t ld_h2,
                                 nmt_error *err);
 
-/* One step of nmt_cuda_lstm_skinny, as its arguments; _steps: up to
- * NMT_LSTM_SKINNY_MAX_STEPS independent steps of the same hidden and k in
- * one launch (a bidirectional encoder layer's two directions at one time
- * step), each the same bits as its own nmt_cuda_lstm_skinny. */
+/* One step of nmt_cuda_lstm_skinny, as its arguments (w of the form's
+ * weight type; gates_x may be NULL); _steps: up to
+ * NMT_LSTM_SKINNY_MAX_STEPS independent steps of the same hidden, k and
+ * form in one launch (a bidirectional encoder layer's two directions at one
+ * time step), each the same bits as its own launch. The form (NULL: fp32
+ * weights, fp32 activations, split 1, nmt_cuda_lstm_skinny's) picks the
+ * weights' type, the activations' rounding and the k split (1, 2 or 4 warps
+ * a hidden unit), as nmt_cuda_linear_skinny takes them: a decoder layer's
+ * fp16 copy or 16-bit precision weights. */
 enum { NMT_LSTM_SKINNY_MAX_STEPS = 2 };
 typedef struct nmt_lstm_skinny_step {
     int32_t n_rows, n_dot;
     const float *x;
     int32_t ldx;
-    const float *w;
+    const void *w;
     int32_t ldw;
     const float *gates_x;
     int32_t ld_x;
@@ -64,9 +74,14 @@ typedef struct nmt_lstm_skinny_step {
     float *h_out2;
     int32_t ld_h2;
 } nmt_lstm_skinny_step;
+typedef struct nmt_lstm_skinny_form {
+    nmt_weight_type w_type;
+    nmt_skinny_x x_round;
+    int32_t split;
+} nmt_lstm_skinny_form;
 nmt_status nmt_cuda_lstm_skinny_steps(nmt_cuda_ctx *ctx, int32_t hidden, int32_t k,
                                       const nmt_lstm_skinny_step *steps, int n_steps,
-                                      nmt_error *err);
+                                      const nmt_lstm_skinny_form *form, nmt_error *err);
 
 #ifdef __cplusplus
 }

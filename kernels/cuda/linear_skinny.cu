@@ -56,15 +56,8 @@ static __global__ void __launch_bounds__(kThreads)
         skinny::lane_dots<OUT, U, VEC>(m, k, x, ldx, x_round, rows, acc, part, SPLIT);
     }
     float total = skinny::warp_totals<OUT>(acc);
-    if (SPLIT > 1) { /* the group's first warp adds the others' totals, in order */
-        partial[warp][lane] = total;
-        __syncthreads();
-        if (part != 0)
-            return;
-#pragma unroll
-        for (int q = 1; q < SPLIT; q++)
-            total += partial[warp + q][lane];
-    }
+    if (!skinny::add_split_totals<SPLIT>(total, partial))
+        return;
     const int value = lane % (OUT * skinny::kMaxRows);
     const int o = value / skinny::kMaxRows, r = value % skinny::kMaxRows, j = j0 + o;
     if (live && lane < OUT * skinny::kMaxRows && r < m && j < n) {

@@ -219,6 +219,28 @@ template <int OUT> static __device__ __forceinline__ float warp_totals(float (&a
     return v[0];
 }
 
+/* A k split of SPLIT warps (warp w's group: the SPLIT warps from
+ * w - w % SPLIT, each with its warp_totals of the same outputs): the
+ * group's first warp adds the others' totals to its own, in order, through
+ * partial ([warps a block][32], shared). Block-wide: every thread of the
+ * block calls it (a barrier when SPLIT > 1). False for the other warps,
+ * whose part is done. */
+template <int SPLIT>
+static __device__ __forceinline__ bool add_split_totals(float &total, float (*partial)[kWarpSize])
+{
+    if (SPLIT == 1)
+        return true;
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    partial[warp][lane] = total;
+    __syncthreads();
+    if (warp % SPLIT != 0)
+        return false;
+#pragma unroll
+    for (int q = 1; q < SPLIT; q++)
+        total += partial[warp + q][lane];
+    return true;
+}
+
 } /* namespace skinny */
 
 #endif /* NMT_KERNELS_CUDA_SKINNY_DEVICE_CUH */

@@ -73,14 +73,17 @@ typedef struct nmt_cuda_encoder_part {
  * is live). Each layer's GEMM input is one row buffer x[.][l] = [input; h_l]:
  *   layer 0: [E_tgt(prev token); feed f_{t-1}; h_0]   (E + 2H floats)
  *   layer l: [h_{l-1}; h_l]                            (2H floats)
- * h and feed point into those rows (strides x_ld, feed_ld); the cells write
- * h twice: into its own slot and into the next layer's input (the top
- * layer's into attn_in). */
+ * h and feed point into those rows (strides x_ld, feed_ld). The cells write
+ * h twice: into h_last (one buffer: the next step's gather copies it into
+ * the h slots) and into the next layer's input (the top layer's into
+ * attn_in); never into the rows their own GEMM reads, so a launch that
+ * multiplies and runs the cell (few rows) does not race. */
 typedef struct nmt_cuda_decoder_part {
     void *arena;
     float *x[2][NMT_MAX_LAYERS];
     int32_t x_ld[NMT_MAX_LAYERS];
-    float *h[2][NMT_MAX_LAYERS]; /* inside x, rows x_ld[l] apart */
+    float *h[2][NMT_MAX_LAYERS]; /* inside x, rows x_ld[l] apart: the GEMM's h input */
+    float *h_last[NMT_MAX_LAYERS]; /* [., H]: h after the last step, in the live rows' order */
     float *c[2][NMT_MAX_LAYERS]; /* [., H] */
     float *feed[2];              /* inside x[.][0]: f_{t-1}, rows feed_ld apart */
     int32_t feed_ld;
@@ -270,6 +273,15 @@ nmt_status nmt_cuda_model_gemm_skinny(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int3
                                       int32_t n, int32_t k, const float *x, int32_t ldx,
                                       const nmt_cuda_weight *w, const float *bias, int tanh_out,
                                       float *y, int32_t ldy, nmt_error *err);
+/* A decoder layer's step, gates = x . w^T ([4H, k]), then the cell with
+ * bias, c updated in place, h into h_out and h_out2: one launch of the
+ * skinny LSTM kernel where its GEMM would run the skinny kernel (the same
+ * weights, rounding and split: the same bits), else the GEMM into
+ * m->dec.gates and the cell. x must not overlap c or the h outputs. */
+nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, int32_t rows, int32_t k, const float *x,
+                                     int32_t ldx, const nmt_cuda_weight *w, const float *bias,
+                                     float *c, float *h_out, int32_t ld_h, float *h_out2,
+                                     int32_t ld_h2, nmt_error *err);
 
 /* The table of GEMM weights from the uploaded fp32 weights (at create). */
 void nmt_cuda_gemm_weights_init(nmt_cuda_model *m);

@@ -6,18 +6,21 @@
  * search says which buffer is live, the step reads it and writes the other.
  * Per step, for n rows (every row of every active sentence, B per sentence):
  *   inputs: one gather launch builds the new live rows from the old ones by
- *     back-pointer (feed, h, c of every layer) and writes E_tgt[prev token]
- *     beside them, so layer 0's GEMM input [emb; feed; h_0] is one row
+ *     back-pointer (feed, the layers' h_last, c) and writes E_tgt[prev
+ *     token] beside them, so layer 0's GEMM input [emb; feed; h_0] is one row
  *   layer l: gates = [W_ih W_hh] [input; h_l]     one GEMM (fused weights)
- *     lstm_cell adds b_ih + b_hh, updates c, writes h into its own slot and
- *     into the next layer's input (the top layer's into attn_in)
+ *     lstm_cell adds b_ih + b_hh, updates c, writes h into h_last[l] and
+ *     into the next layer's input (the top layer's into attn_in); up to
+ *     NMT_SKINNY_MAX_ROWS rows the GEMM and the cell are one launch
+ *     (nmt_cuda_model_lstm_layer): h_last lies outside the GEMM's input
+ *     rows, which other blocks still read while one writes its h
  *   attention over each row's sentence (ragged): context into attn_in,
  *     beside h_top, and the argmax
  *   f = tanh(W_c [c; h_top])                      one GEMM, into the feed slot
- * Launches per step: 1 + 2 per layer + 3 (and cuBLAS's split-K reduction
- * where it picks one), down from 6 + 4 per layer + 4 with separate tensors:
- * at a few rows the launches, not the bytes, are the cost. Nothing here
- * allocates or synchronizes. */
+ * Launches per step: 1 + 2 per layer + 3 (1 per layer at a few rows; and
+ * cuBLAS's split-K reduction where it picks one), down from 6 + 4 per layer
+ * + 4 with separate tensors: at a few rows the launches, not the bytes, are
+ * the cost. Nothing here allocates or synchronizes. */
 #include "cuda_model_impl.h"
 
 #include "attention.h"
@@ -27,7 +30,7 @@
 #include "lstm_cell.h"
 #include "pointwise.h"
 
-static_assert(2 * NMT_MAX_LAYERS + 1 <= NMT_GATHER_MAX_SEGMENTS, "one gather for the step inputs");
+static_assert(2 * NMT_MAX_LAYERS + 2 <= NMT_GATHER_MAX_SEGMENTS, "one gather for the step inputs");
 
 static void layout_decoder(nmt_cuda_model *m, nmt_carver *c)
 {
@@ -46,6 +49,8 @@ static void layout_decoder(nmt_cuda_model *m, nmt_carver *c)
         }
         p->feed[b] = p->x[b][0] ? p->x[b][0] + E : NULL;
     }
+    for (int32_t l = 0; l < m->dec_layers; l++)
+        p->h_last[l] = (float *)nmt_carve(c, R * H * f);
     p->attn_in = (float *)nmt_carve(c, R * 2 * H * f);
     p->gates = (float *)nmt_carve(c, R * 4 * H * f);
     p->attn_argmax = (int32_t *)nmt_carve(c, R * sizeof(int32_t));
@@ -83,8 +88,8 @@ const float *nmt_cuda_model_attention(const nmt_cuda_model *m)
     return m->dec.attn_weights;
 }
 
-/* New row r <- row rows->parent[r] of buffer cur (feed, every h and c) and
- * the target embedding of rows->tokens[r], into buffer next. */
+/* New row r <- row rows->parent[r] of buffer cur (feed and c) and of
+ * h_last, and the target embedding of rows->tokens[r], into buffer next. */
 static nmt_status gather_step_inputs(nmt_cuda_model *m, int cur, int32_t n_rows,
                                      const nmt_cuda_rows *rows, nmt_error *err)
 {
@@ -95,11 +100,10 @@ static nmt_status gather_step_inputs(nmt_cuda_model *m, int cur, int32_t n_rows,
     int n = 0;
     seg[n++] = (nmt_gather_segment){m->w.tgt_embedding, rows->tokens, d->x[next][0], E, E,
                                     d->x_ld[0]};
-    /* Layer 0's feed and h are adjacent: one segment of 2H. */
-    seg[n++] = (nmt_gather_segment){d->feed[cur], rows->parent, d->feed[next], 2 * H, d->x_ld[0],
+    seg[n++] = (nmt_gather_segment){d->feed[cur], rows->parent, d->feed[next], H, d->x_ld[0],
                                     d->x_ld[0]};
-    for (int32_t l = 1; l < L; l++)
-        seg[n++] = (nmt_gather_segment){d->h[cur][l], rows->parent, d->h[next][l], H, d->x_ld[l],
+    for (int32_t l = 0; l < L; l++)
+        seg[n++] = (nmt_gather_segment){d->h_last[l], rows->parent, d->h[next][l], H, H,
                                         d->x_ld[l]};
     for (int32_t l = 0; l < L; l++)
         seg[n++] = (nmt_gather_segment){d->c[cur][l], rows->parent, d->c[next][l], H, H, H};
@@ -127,12 +131,9 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
         const int32_t ld = d->x_ld[l];
         float *h_next = l + 1 < L ? d->x[cur][l + 1] : h_top;
         const int32_t ld_next = l + 1 < L ? d->x_ld[l + 1] : 2 * H;
-        NMT_TRY(nmt_cuda_model_gemm(m, NMT_GEMM_SITE_DECODER, n_rows, 4 * H, w->dec_ld[l],
-                                    d->x[cur][l], ld, &m->gw.dec[l], NULL, d->gates,
-                                      4 * H, err));
-        NMT_TRY(nmt_cuda_lstm_cell(n_rows, H, d->gates, 4 * H, NULL, w->dec_bias[l],
-                                   d->c[cur][l], d->c[cur][l], d->h[cur][l], ld, h_next, ld_next,
-                                   stream, err));
+        NMT_TRY(nmt_cuda_model_lstm_layer(m, n_rows, w->dec_ld[l], d->x[cur][l], ld,
+                                          &m->gw.dec[l], w->dec_bias[l], d->c[cur][l],
+                                          d->h_last[l], H, h_next, ld_next, err));
     }
     NMT_TRY(nmt_cuda_attention(n_rows, H, src_stride, rows->sentence, src_len, m->enc.keys,
                                m->enc.memory, h_top, 2 * H, d->attn_in, 2 * H, d->attn_weights,

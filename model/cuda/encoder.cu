@@ -98,8 +98,8 @@ static __global__ void to_sentence_major(int32_t n, int32_t stride, int32_t hidd
 
 /* Decoder row dec_pos[i] * beam (slot 0; dec_pos NULL: i) of layer l =
  * [fwd h at len-1; bwd h at 0], c = [fwd c; bwd c] (the final running c of
- * each direction); h rows are ld_h floats apart (inside the decoder's row
- * buffers). */
+ * each direction); h rows are ld_h floats apart (the decoder's h_last or
+ * the side staging: H). */
 static __global__ void encoder_finals(int32_t n, int32_t half, int32_t beam,
                                       const int32_t *src_len, const int32_t *dec_pos,
                                       const float *out, const float *c_fwd, const float *c_bwd,
@@ -124,7 +124,8 @@ static __global__ void encoder_finals(int32_t n, int32_t half, int32_t beam,
     }
 }
 
-/* The decoder rows a joining sentence starts from, in one row buffer. */
+/* The decoder rows a joining sentence starts from, in one row buffer (h:
+ * the decoder's h_last, which the first step gathers). */
 struct decoder_rows {
     float *h[NMT_MAX_LAYERS], *c[NMT_MAX_LAYERS];
     int32_t ld_h[NMT_MAX_LAYERS];
@@ -163,9 +164,9 @@ static decoder_rows rows_of(const nmt_cuda_model *m, int buf, int staged)
     decoder_rows r;
     memset(&r, 0, sizeof r);
     for (int32_t l = 0; l < m->dec_layers; l++) {
-        r.h[l] = staged ? m->enc.init_h[l] : m->dec.h[buf][l];
+        r.h[l] = staged ? m->enc.init_h[l] : m->dec.h_last[l];
         r.c[l] = staged ? m->enc.init_c[l] : m->dec.c[buf][l];
-        r.ld_h[l] = staged ? m->hidden : m->dec.x_ld[l];
+        r.ld_h[l] = m->hidden;
     }
     r.feed = staged ? NULL : m->dec.feed[buf];
     r.feed_ld = m->dec.feed_ld;
@@ -234,7 +235,7 @@ static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
         if (e.active <= NMT_SKINNY_MAX_ROWS) { /* the batch's tail: one launch */
             const nmt_lstm_skinny_step st =
                 fused_step(m, in, lstm, m->enc.gates_x, reverse, e, out, c);
-            NMT_TRY(nmt_cuda_lstm_skinny_steps(ctx, half, half, &st, 1, err));
+            NMT_TRY(nmt_cuda_lstm_skinny_steps(ctx, half, half, &st, 1, NULL, err));
             continue;
         }
         if (e.n_rec > 0)
@@ -277,7 +278,7 @@ static nmt_status run_layer_paired(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
         for (int d = 0; d < 2; d++)
             st[d] = fused_step(m, in, lstm[d], gates_x[d], d, time_of(in, d, step), out,
                                m->enc.c[d]);
-        NMT_TRY(nmt_cuda_lstm_skinny_steps(ctx, half, half, st, 2, err));
+        NMT_TRY(nmt_cuda_lstm_skinny_steps(ctx, half, half, st, 2, NULL, err));
     }
 cleanup:
     return status;
@@ -324,8 +325,8 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         NMT_LAUNCH_TRY("set_decoder_rows");
     } else {
         for (int32_t l = 0; l < m->dec_layers; l++) {
-            NMT_CUDA_TRY(cudaMemset2DAsync(m->dec.h[buf][l], sizeof(float) * m->dec.x_ld[l], 0,
-                                           sizeof(float) * H, dec_rows, stream));
+            NMT_CUDA_TRY(cudaMemsetAsync(m->dec.h_last[l], 0, sizeof(float) * dec_rows * H,
+                                         stream));
             NMT_CUDA_TRY(cudaMemsetAsync(m->dec.c[buf][l], 0, sizeof(float) * dec_rows * H,
                                          stream));
         }
@@ -353,7 +354,7 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         } else if (init) {
             encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
                 n, m->half, beam, in->src_len, in->dec_pos, out, m->enc.c[0], m->enc.c[1],
-                m->dec.h[buf][l], m->dec.x_ld[l], m->dec.c[buf][l]);
+                m->dec.h_last[l], H, m->dec.c[buf][l]);
             NMT_LAUNCH_TRY("encoder_finals");
         }
         x = out;

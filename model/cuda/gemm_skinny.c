@@ -17,6 +17,7 @@
 
 #include "cuda_check.h"
 #include "linear.h"
+#include "lstm_cell.h"
 
 #include <string.h>
 
@@ -88,22 +89,58 @@ int nmt_cuda_model_skinny_takes(const nmt_cuda_model *m, const nmt_cuda_weight *
     return nmt_linear_skinny_fits(rows, k) && w->f32;
 }
 
+/* What the skinny kernels read for w: the precision's 16-bit weights with
+ * the activations rounded as its tensor cores round them, else the fp16
+ * copy, else the fp32 weights, both with fp32 activations. */
+typedef struct skinny_operand {
+    const void *w;
+    int32_t ld;
+    nmt_weight_type type;
+    nmt_skinny_x x_round;
+} skinny_operand;
+
+static skinny_operand operand_of(const nmt_cuda_model *m, const nmt_cuda_weight *w)
+{
+    if (m->half16.on && w->w16) {
+        const int bf16 = m->half16.kind == NMT_HALF_BF16;
+        return (skinny_operand){w->w16, w->ld16, bf16 ? NMT_WEIGHT_BF16 : NMT_WEIGHT_FP16,
+                                bf16 ? NMT_SKINNY_X_BF16 : NMT_SKINNY_X_FP16};
+    }
+    if (m->skinny16.on && w->w16)
+        return (skinny_operand){w->w16, w->ld16, NMT_WEIGHT_FP16, NMT_SKINNY_X_F32};
+    return (skinny_operand){w->f32, w->ld, NMT_WEIGHT_F32, NMT_SKINNY_X_F32};
+}
+
 nmt_status nmt_cuda_model_gemm_skinny(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int32_t rows,
                                       int32_t n, int32_t k, const float *x, int32_t ldx,
                                       const nmt_cuda_weight *w, const float *bias, int tanh_out,
                                       float *y, int32_t ldy, nmt_error *err)
 {
-    if (m->half16.on && w->w16) {
-        const int bf16 = m->half16.kind == NMT_HALF_BF16;
-        return nmt_cuda_linear_skinny(ctx, rows, n, k, x, ldx,
-                                      bf16 ? NMT_SKINNY_X_BF16 : NMT_SKINNY_X_FP16, w->w16,
-                                      bf16 ? NMT_WEIGHT_BF16 : NMT_WEIGHT_FP16, w->ld16, bias,
-                                      tanh_out, y, ldy, NULL, err);
+    const skinny_operand o = operand_of(m, w);
+    return nmt_cuda_linear_skinny(ctx, rows, n, k, x, ldx, o.x_round, o.w, o.type, o.ld, bias,
+                                  tanh_out, y, ldy, NULL, err);
+}
+
+nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, int32_t rows, int32_t k, const float *x,
+                                     int32_t ldx, const nmt_cuda_weight *w, const float *bias,
+                                     float *c, float *h_out, int32_t ld_h, float *h_out2,
+                                     int32_t ld_h2, nmt_error *err)
+{
+    const int32_t H = m->hidden;
+    if (nmt_cuda_model_gemm_sparse(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H, k, w) ||
+        !nmt_cuda_model_skinny_takes(m, w, rows, k)) {
+        const nmt_status status = nmt_cuda_model_gemm(m, NMT_GEMM_SITE_DECODER, rows, 4 * H, k,
+                                                      x, ldx, w, NULL, m->dec.gates, 4 * H, err);
+        if (status != NMT_STATUS_OK)
+            return status;
+        return nmt_cuda_lstm_cell(rows, H, m->dec.gates, 4 * H, NULL, bias, c, c, h_out, ld_h,
+                                  h_out2, ld_h2, m->stream, err);
     }
-    if (m->skinny16.on && w->w16)
-        return nmt_cuda_linear_skinny(ctx, rows, n, k, x, ldx, NMT_SKINNY_X_F32, w->w16,
-                                      NMT_WEIGHT_FP16, w->ld16, bias, tanh_out, y, ldy, NULL,
-                                      err);
-    return nmt_cuda_linear_skinny(ctx, rows, n, k, x, ldx, NMT_SKINNY_X_F32, w->f32,
-                                  NMT_WEIGHT_F32, w->ld, bias, tanh_out, y, ldy, NULL, err);
+    /* The product's split as the skinny GEMM of 4H outputs has it: the same bits. */
+    const skinny_operand o = operand_of(m, w);
+    const nmt_lstm_skinny_form form = {o.type, o.x_round,
+                                       nmt_cuda_linear_skinny_plan(4 * H, NULL).split};
+    const nmt_lstm_skinny_step step = {rows, rows, x, ldx,   o.w,   o.ld,  NULL, 0,
+                                       bias, c,    c, h_out, ld_h, h_out2, ld_h2};
+    return nmt_cuda_lstm_skinny_steps(m->ctx, H, k, &step, 1, &form, err);
 }

@@ -20,7 +20,9 @@
  *   place, h's second copy, padded rows; and the same bits as the skinny
  *   product (no k split) into gates_h followed by nmt_cuda_lstm_cell; two
  *   steps in one launch (the encoder's directions) each its own launch's
- *   bits.
+ *   bits. A decoder layer's form (no input gates; every weight and
+ *   rounding pairing; k split 1, 2, 4) against the CPU and, bit for bit,
+ *   against the skinny product with that split then the cell.
  * - Arguments refused: 0 or 9 rows, a policy value not listed. */
 #include <math.h>
 #include <stdint.h>
@@ -275,6 +277,93 @@ static void test_lstm(int n_rows, int n_dot, int hidden, int k, int pad)
     free(two[0]); free(two[1]);
 }
 
+static float *dev_c(const float *c0, size_t n);
+
+/* A decoder layer's step in one launch (gates_x NULL: the product is the
+ * whole gate input; the form's weights, rounding and k split) against the
+ * CPU (the rounded values multiplied, then the cell) and, bit for bit,
+ * against the skinny product with that split into gates followed by
+ * nmt_cuda_lstm_cell (the two launches it replaces). */
+static void test_lstm_layer(nmt_skinny_x x_round, nmt_weight_type w_type, int split, int n_rows,
+                            int hidden, int k, int pad, int misalign)
+{
+    const int g4 = 4 * hidden, ldx = k + pad, ldw = k + pad, ld_h = hidden + pad;
+    const size_t nx = (size_t)n_rows * ldx, nw = (size_t)g4 * ldw, ng = (size_t)n_rows * g4;
+    const size_t nc = (size_t)n_rows * hidden, nh = (size_t)n_rows * ld_h;
+    float *host = (float *)host_alloc((2 * nx + 2 * nw + ng + g4 + 2 * nc + nh) * sizeof(float));
+    float *x = host, *x_r = x + nx, *w = x_r + nx, *w_r = w + nw, *gates = w_r + nw;
+    float *bias = gates + ng, *c0 = bias + g4, *c_want = c0 + nc, *h_want = c_want + nc;
+    float *got = (float *)host_alloc((2 * nc + 3 * nh) * sizeof(float));
+    float *got_c = got, *got_c2 = got + nc, *got_h = got + 2 * nc;
+    float *got_h2 = got_h + nh, *got_h3 = got_h2 + nh;
+    test_fill_uniform(x, nx, -1.0f, 1.0f);
+    test_fill_uniform(w, nw, -0.2f, 0.2f);
+    test_fill_uniform(bias, (size_t)g4, -1.0f, 1.0f);
+    test_fill_uniform(c0, nc, -1.0f, 1.0f);
+    if (x_round == NMT_SKINNY_X_F32 && w_type == NMT_WEIGHT_FP16)
+        for (size_t i = 0; i < nw; i++) /* the fp16 copy holds fp16-exact weights only */
+            w[i] = nmt_half_round(NMT_HALF_FP16, w[i]);
+    for (size_t i = 0; i < nx; i++)
+        x_r[i] = x_used(x_round, x[i]);
+    void *w_base = NULL;
+    const void *d_w = upload_weights(w_type, w, nw, misalign, w_r, &w_base);
+    nmt_cpu_linear(n_rows, g4, k, x_r, ldx, w_r, ldw, NULL, 0, gates, g4);
+    nmt_cpu_lstm_cell(n_rows, hidden, gates, g4, NULL, bias, c0, c_want, h_want, ld_h, NULL, 0);
+
+    float *d_x = (float *)dev_upload(x, nx * sizeof(float));
+    float *d_b = (float *)dev_upload(bias, (size_t)g4 * sizeof(float));
+    float *d_c = dev_c(c0, nc), *d_c2 = dev_c(c0, nc);
+    float *d_h = (float *)dev_output(nh * sizeof(float), POISON_F32);
+    float *d_h2 = (float *)dev_output(nh * sizeof(float), POISON_F32);
+    float *d_h3 = (float *)dev_output(nh * sizeof(float), POISON_F32);
+    float *d_g = (float *)dev_output(ng * sizeof(float), POISON_F32);
+    const nmt_lstm_skinny_form form = {w_type, x_round, split};
+    const nmt_lstm_skinny_step st = {n_rows, n_rows, d_x, ldx,   d_w,  ldw,  NULL, 0,
+                                     d_b,    d_c,    d_c, d_h, ld_h, d_h2, ld_h};
+    const nmt_skinny_policy policy = {0, 0, split};
+    nmt_error err = {};
+    char what[160];
+    snprintf(what, sizeof what, "lstm layer %s %s split %d rows %d hidden %d k %d pad %d "
+             "misalign %d", x_name[x_round], w_name[w_type], split, n_rows, hidden, k, pad,
+             misalign);
+    CHECK(nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &st, 1, &form, &err) == NMT_STATUS_OK,
+          "%s: %s", what, err.message);
+    CHECK(nmt_cuda_linear_skinny(ctx, n_rows, g4, k, d_x, ldx, x_round, d_w, w_type, ldw, NULL,
+                                 0, d_g, g4, &policy, &err) == NMT_STATUS_OK,
+          "%s: skinny: %s", what, err.message);
+    CHECK(nmt_cuda_lstm_cell(n_rows, hidden, d_g, g4, NULL, d_b, d_c2, d_c2, d_h3, ld_h, NULL, 0,
+                             nmt_cuda_ctx_stream(ctx), &err) == NMT_STATUS_OK,
+          "%s: cell: %s", what, err.message);
+    int ok = dev_download(got_c, d_c, nc * sizeof(float), POISON_F32, what) &&
+             dev_download(got_c2, d_c2, nc * sizeof(float), POISON_F32, what) &&
+             dev_download(got_h, d_h, nh * sizeof(float), POISON_F32, what) &&
+             dev_download(got_h2, d_h2, nh * sizeof(float), POISON_F32, what) &&
+             dev_download(got_h3, d_h3, nh * sizeof(float), POISON_F32, what);
+    int bad = 0;
+    const double tol = 1e-5 * (1.0 + k * 0.2);
+    for (int r = 0; r < n_rows; r++)
+        for (int j = 0; j < ld_h; j++) {
+            const size_t ih = (size_t)r * ld_h + j, ic = (size_t)r * hidden + j;
+            const float h = got_h[ih];
+            if (j >= hidden) { /* padding keeps its poison */
+                bad += !isnan(h) || !isnan(got_h2[ih]);
+                continue;
+            }
+            if (!(fabs(h - h_want[ih]) <= tol && fabs(got_c[ic] - c_want[ic]) <= 2 * tol) &&
+                bad++ < 3)
+                fprintf(stderr, "  %s [%d, %d]: h %.9g want %.9g, c %.9g want %.9g\n", what, r,
+                        j, h, h_want[ih], got_c[ic], c_want[ic]);
+            if ((memcmp(&h, &got_h2[ih], 4) || memcmp(&h, &got_h3[ih], 4) ||
+                 memcmp(&got_c[ic], &got_c2[ic], 4)) &&
+                bad++ < 3)
+                fprintf(stderr, "  %s [%d, %d]: not the two-launch form's bits\n", what, r, j);
+        }
+    report_check(ok && bad == 0, what);
+    cudaFree(d_x); cudaFree(d_b); cudaFree(d_c); cudaFree(d_c2); cudaFree(d_h); cudaFree(d_h2);
+    cudaFree(d_h3); cudaFree(d_g); cudaFree(w_base);
+    free(host); free(got);
+}
+
 /* A device copy of c0 in a guarded buffer (updated in place by the steps). */
 static float *dev_c(const float *c0, size_t n)
 {
@@ -317,9 +406,9 @@ static void test_lstm_pair(int n_rows, int n_dot, int hidden, int k)
                                        NULL, 0};
     }
     nmt_error err = {};
-    int ok = nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &st[0], 1, &err) == NMT_STATUS_OK &&
-             nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &st[1], 1, &err) == NMT_STATUS_OK &&
-             nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &st[2], 2, &err) == NMT_STATUS_OK;
+    int ok = nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &st[0], 1, NULL, &err) == NMT_STATUS_OK &&
+             nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &st[1], 1, NULL, &err) == NMT_STATUS_OK &&
+             nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &st[2], 2, NULL, &err) == NMT_STATUS_OK;
     char what[128];
     snprintf(what, sizeof what, "lstm_skinny paired rows %d dot %d hidden %d k %d: each its own "
              "launch's bits", n_rows, n_dot, hidden, k);
@@ -376,6 +465,15 @@ int main(void)
     test_lstm(3, 3, 9, 13, 1);      /* scalar path */
     test_lstm_pair(1, 1, 256, 256); /* the batch-1 encoder's two directions */
     test_lstm_pair(6, 4, 37, 64);
+    for (int p = 0; p < 4; p++) { /* a decoder layer: every pairing, every split */
+        const nmt_skinny_x xr = (nmt_skinny_x)pairs[p][0];
+        const nmt_weight_type wt = (nmt_weight_type)pairs[p][1];
+        for (int split = 1; split <= 4; split *= 2) {
+            test_lstm_layer(xr, wt, split, 5, small ? 64 : 512, small ? 160 : 1280, 0, 0);
+            test_lstm_layer(xr, wt, split, 8, 37, 64, 3, 0); /* padded, odd hidden */
+            test_lstm_layer(xr, wt, split, 3, 9, 13, 1, 1);  /* scalar path */
+        }
+    }
     /* Arguments refused, not run. */
     float *d = (float *)dev_output(64, POISON_F32);
     CHECK(nmt_cuda_linear_skinny(ctx, 0, 4, 4, d, 4, NMT_SKINNY_X_F32, d, NMT_WEIGHT_F32, 4,
