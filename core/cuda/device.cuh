@@ -47,6 +47,18 @@ static __device__ __forceinline__ float warp_max(float v)
     return v;
 }
 
+/* Floats as ints that order like the floats (not NaN; -0 below +0), for
+ * redux.sync max (__reduce_max_sync); ordered_float undoes it. */
+static __device__ __forceinline__ int ordered_int(float f)
+{
+    const int i = __float_as_int(f);
+    return i >= 0 ? i : i ^ 0x7fffffff;
+}
+static __device__ __forceinline__ float ordered_float(int i)
+{
+    return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff);
+}
+
 /* ---- programmatic dependent launch (sm_90) ---------------------------------
  * A kernel started by nmt_launch_pdl may be scheduled while the kernel before
  * it in the stream is still running: its blocks become resident and wait in

@@ -17,7 +17,9 @@
  *    sentence index is known: they are read at every step, also the last
  *    and for done sentences, within the [rows, 2B] the caller provides.
  *    Lane k then holds slot k's head and base score in registers, and a
- *    round is a warp shuffle reduction under the same order, no barrier.
+ *    round is one redux.sync max over the heads' scores (as ordered ints)
+ *    and a ballot for the lowest slot holding it, no barrier (a butterfly
+ *    of the three fields was 15 dependent shuffles a round).
  *  - B > 32, 128 threads: a round is a block reduction over the heads read
  *    from global memory. O(B log B) per round.
  * Split (one thread, at most 2B entries, shared by both): among the first
@@ -45,6 +47,7 @@
 #include "device.cuh"
 
 #include <cuda_pipeline.h>
+#include <limits.h>
 #include <math.h>
 
 #define BEAM_THREADS 128
@@ -401,20 +404,16 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
 
     int32_t n_chosen = 0;
     for (int32_t round = 0; round < n_select; round++) {
-        /* Butterfly: every lane ends with the same best, as the order is
-         * total (slots differ; the no-candidates are all equal). */
-        beam_candidate best = head;
-        for (int32_t mask = kWarpSize / 2; mask > 0; mask /= 2) {
-            beam_candidate other;
-            other.score = __shfl_xor_sync(kFullMask, best.score, mask);
-            other.slot = __shfl_xor_sync(kFullMask, best.slot, mask);
-            other.word = __shfl_xor_sync(kFullMask, best.word, mask);
-            if (candidate_before(other, best))
-                best = other;
-        }
-        if (best.slot == INT32_MAX)
+        /* The best head under (score desc, slot asc): lane k holds slot k,
+         * so it is the lowest lane holding the highest score, one redux and
+         * one ballot (+ 0.0f: -0 and +0 are one score, as the comparison
+         * has them). No candidate: INT_MIN, below every score's key. */
+        const int key = head.slot != INT32_MAX ? ordered_int(head.score + 0.0f) : INT_MIN;
+        const int best_key = __reduce_max_sync(kFullMask, key);
+        if (best_key == INT_MIN)
             break; /* uniform */
-        if (lane == best.slot) {
+        if (lane == __ffs(__ballot_sync(kFullMask, key == best_key)) - 1) {
+            const beam_candidate best = head;
             chosen[round] = best;
             head = no_candidate(); /* v1's last step offers EOS only, once */
             if (!eos_only) {

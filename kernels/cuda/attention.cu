@@ -85,17 +85,6 @@ template <> struct Lane<1> {
     static __device__ __forceinline__ float scale(float a, float s) { return a * s; }
 };
 
-/* Floats as ints that order like the floats, for redux.sync max. */
-static __device__ __forceinline__ int ordered_int(float f)
-{
-    int i = __float_as_int(f);
-    return i >= 0 ? i : i ^ 0x7fffffff;
-}
-static __device__ __forceinline__ float ordered_float(int i)
-{
-    return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff);
-}
-
 /* Memory rows j0, j0 + step, ... of one column (zero past len), all loads
  * issued before any is used. Offsets are 32-bit: the launcher checks that a
  * sentence's max_src x hidden floats fit. */
