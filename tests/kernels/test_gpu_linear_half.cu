@@ -4,7 +4,8 @@
  *   (core/half.h) on random values and on the edges: ties (even and odd),
  *   the largest finite values, what rounds to infinity, fp16 subnormals and
  *   what underflows, signed zeros, infinities; NaN stays NaN. Padded source
- *   rows; the guard after the output untouched.
+ *   rows; the guard after the output untouched; both kernels (by four where
+ *   k and ld are multiples of 4, else one at a time).
  * - nmt_cuda_linear_half: every output within 1e-5 of sum |x w| (+ |bias|)
  *   of the fp64 product of the rounded inputs (fp32 sums on tensor cores:
  *   ~sqrt(k) x 2^-24 typically), i.e. ~100x tighter than the inputs'
@@ -173,6 +174,8 @@ int main(void)
         test_to_half(h, 1, 40, 0); /* every edge value in one row */
         test_to_half(h, 7, 33, 5);
         test_to_half(h, 300, 257, 3);
+        test_to_half(h, 333, 1280, 4); /* by four (a decoder layer's input), padded rows */
+        test_to_half(h, 3, 8, 0);
         test_linear_half(h, 1, 1, 1, 0, 0);
         test_linear_half(h, 7, 33, 5, 3, 1);
         test_linear_half(h, 5, 2048, 1280, 0, 0); /* a batch-1 decoder layer at beam 5 */
