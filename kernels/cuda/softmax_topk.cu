@@ -68,7 +68,8 @@ struct nmt_softmax_topk_policy {
      * it the rows alone give every SM enough warps, and the fused kernel's
      * per-warp seed, insertions and merge, paid up to 8 times a row, cost
      * more than they spread.
-     * bench_softmax_topk --variant fused,warp --rows 320,1024,2560,5120 --vocabs 4778,10240,30004 --ks 10 */
+     * bench_softmax_topk --variant fused,warp --rows 320,640,1056,2560,5120
+     *     --vocabs 4778,10240,30004 --ks 10 */
     int warp_rows_per_sm = 8;
     /* Fused and split: warps a block ~ words / this (K <= 32, one slot a lane), */
     int fused_words_per_warp = 512;
