@@ -264,11 +264,13 @@ nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_er
 
 /* gemm_skinny.c: the fp16 copies (set at fp32 and tf32x2 where every
  * decoder-side weight is exact in fp16, else nothing), their bytes; whether
- * a GEMM of `rows` rows runs on the skinny kernel, and the call. */
+ * a GEMM runs on the skinny kernel (not as SpMM, at most
+ * NMT_SKINNY_MAX_ROWS rows, w has its fp32 form), and the call. */
 nmt_status nmt_cuda_model_set_skinny16(nmt_cuda_model *m, nmt_error *err);
 size_t nmt_cuda_skinny16_part_bytes(nmt_cuda_model *m);
-int nmt_cuda_model_skinny_takes(const nmt_cuda_model *m, const nmt_cuda_weight *w, int32_t rows,
-                                int32_t k);
+int nmt_cuda_model_skinny_runs(const nmt_cuda_model *m, const nmt_cuda_ctx *ctx,
+                               nmt_gemm_site site, int32_t rows, int32_t n, int32_t k,
+                               const nmt_cuda_weight *w);
 nmt_status nmt_cuda_model_gemm_skinny(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int32_t rows,
                                       int32_t n, int32_t k, const float *x, int32_t ldx,
                                       const nmt_cuda_weight *w, const float *bias, int tanh_out,

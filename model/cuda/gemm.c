@@ -148,7 +148,7 @@ nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm
     if (nmt_cuda_model_gemm_sparse(m, ctx, site, rows, n, k, w))
         return nmt_cuda_spmm(rows, n, k, x, ldx, w->sparse, bias, 0, y, ldy, m->sparse.workspace,
                              m->sparse.workspace_bytes, m->stream, err);
-    if (nmt_cuda_model_skinny_takes(m, w, rows, k))
+    if (nmt_cuda_model_skinny_runs(m, ctx, site, rows, n, k, w))
         return nmt_cuda_model_gemm_skinny(m, ctx, rows, n, k, x, ldx, w, bias, 0, y, ldy, err);
     if (m->half16.on && w->w16)
         return nmt_cuda_linear_half(ctx, m->half16.kind, rows, n, k, x, ldx, w->w16, w->ld16,
@@ -164,8 +164,7 @@ nmt_status nmt_cuda_model_gemm_tanh(nmt_cuda_model *m, nmt_gemm_site site, int32
                                     const nmt_cuda_weight *w, float *y, int32_t ldy,
                                     nmt_error *err)
 {
-    if (!nmt_cuda_model_gemm_sparse(m, m->ctx, site, rows, n, k, w) &&
-        nmt_cuda_model_skinny_takes(m, w, rows, k))
+    if (nmt_cuda_model_skinny_runs(m, m->ctx, site, rows, n, k, w))
         return nmt_cuda_model_gemm_skinny(m, m->ctx, rows, n, k, x, ldx, w, NULL, 1, y, ldy, err);
     const nmt_status status =
         nmt_cuda_model_gemm_on(m, m->ctx, site, rows, n, k, x, ldx, w, NULL, y, ldy, err);

@@ -82,11 +82,12 @@ cleanup:
     return status;
 }
 
-int nmt_cuda_model_skinny_takes(const nmt_cuda_model *m, const nmt_cuda_weight *w, int32_t rows,
-                                int32_t k)
+int nmt_cuda_model_skinny_runs(const nmt_cuda_model *m, const nmt_cuda_ctx *ctx,
+                               nmt_gemm_site site, int32_t rows, int32_t n, int32_t k,
+                               const nmt_cuda_weight *w)
 {
-    (void)m;
-    return nmt_linear_skinny_fits(rows, k) && w->f32;
+    return !nmt_cuda_model_gemm_sparse(m, ctx, site, rows, n, k, w) &&
+           nmt_linear_skinny_fits(rows, k) && w->f32;
 }
 
 /* What the skinny kernels read for w: the precision's 16-bit weights with
@@ -127,8 +128,7 @@ nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, int32_t rows, int32_t k,
                                      int32_t ld_h2, nmt_error *err)
 {
     const int32_t H = m->hidden;
-    if (nmt_cuda_model_gemm_sparse(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H, k, w) ||
-        !nmt_cuda_model_skinny_takes(m, w, rows, k)) {
+    if (!nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H, k, w)) {
         const nmt_status status = nmt_cuda_model_gemm(m, NMT_GEMM_SITE_DECODER, rows, 4 * H, k,
                                                       x, ldx, w, NULL, m->dec.gates, 4 * H, err);
         if (status != NMT_STATUS_OK)
