@@ -170,6 +170,12 @@ typedef struct nmt_cuda_weight_shape {
 } nmt_cuda_weight_shape;
 enum { NMT_CUDA_GEMM_WEIGHTS = 3 * NMT_MAX_LAYERS + 3 };
 int nmt_cuda_gemm_weight_shapes(nmt_cuda_model *m, nmt_cuda_weight_shape *out);
+/* The first of the decoder-side matrices (each decoder layer's w_ih and
+ * w_hh, then W_c and W_out) that `exact` (nmt_tf32_exact, nmt_fp16_exact)
+ * refuses: its layer, or dec_layers for W_c or W_out; -1 when none. What
+ * the tf32x2 form and the few-row fp16 copies require of the weights. */
+int32_t nmt_cuda_decoder_weights_inexact(const nmt_cuda_model *m,
+                                         int (*exact)(const float *values, size_t n));
 
 /* Where a GEMM runs. Each site has its own 16-bit activation scratch: the
  * encoder (on the second stream under continuous batching) and the output

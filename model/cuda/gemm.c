@@ -63,6 +63,24 @@ int nmt_cuda_gemm_weight_shapes(nmt_cuda_model *m, nmt_cuda_weight_shape *out)
     return n;
 }
 
+int32_t nmt_cuda_decoder_weights_inexact(const nmt_cuda_model *m,
+                                         int (*exact)(const float *values, size_t n))
+{
+    const nmt_model *model = m->model;
+    const int32_t H = m->hidden;
+    for (int32_t l = 0; l < m->dec_layers; l++) {
+        const nmt_lstm_weights *d = &model->dec[l];
+        const size_t g = 4 * (size_t)d->hidden_size;
+        if (!exact(d->w_ih, g * (size_t)d->input_size) ||
+            !exact(d->w_hh, g * (size_t)d->hidden_size))
+            return l;
+    }
+    if (!exact(model->attn_w_c, (size_t)H * 2 * H) ||
+        !exact(model->out_w, (size_t)m->vocab * H))
+        return m->dec_layers;
+    return -1;
+}
+
 /* The 16-bit arena: the weights (rows cols apart), then each site's
  * activation scratch, sized for the widest GEMM input of that site. */
 static void layout_half(nmt_cuda_model *m, nmt_carver *c)

@@ -52,18 +52,8 @@ size_t nmt_cuda_skinny16_part_bytes(nmt_cuda_model *m)
 nmt_status nmt_cuda_model_set_skinny16(nmt_cuda_model *m, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    const nmt_model *model = m->model;
-    const int32_t H = m->hidden;
-    for (int32_t l = 0; l < m->dec_layers; l++) {
-        const nmt_lstm_weights *d = &model->dec[l];
-        const size_t g = 4 * (size_t)d->hidden_size;
-        if (!nmt_fp16_exact(d->w_ih, g * (size_t)d->input_size) ||
-            !nmt_fp16_exact(d->w_hh, g * (size_t)d->hidden_size))
-            return NMT_STATUS_OK; /* the kernel reads fp32 */
-    }
-    if (!nmt_fp16_exact(model->attn_w_c, (size_t)H * 2 * H) ||
-        !nmt_fp16_exact(model->out_w, (size_t)m->vocab * H))
-        return NMT_STATUS_OK;
+    if (nmt_cuda_decoder_weights_inexact(m, nmt_fp16_exact) >= 0)
+        return NMT_STATUS_OK; /* the kernel reads fp32 */
     nmt_cuda_weight_shape mats[NMT_MAX_LAYERS + 2];
     const int n = skinny_matrices(m, mats);
     NMT_TRY(nmt_cuda_arena_carve(&m->skinny16.arena, layout_skinny16, m, err));

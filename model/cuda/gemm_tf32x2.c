@@ -57,19 +57,13 @@ size_t nmt_cuda_tf32x2_part_bytes(const nmt_cuda_model *m)
 nmt_status nmt_cuda_model_set_tf32x2(nmt_cuda_model *m, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    const nmt_model *model = m->model;
     const int32_t H = m->hidden, V = m->vocab, L = m->dec_layers;
-    for (int32_t l = 0; l < L; l++) {
-        const nmt_lstm_weights *d = &model->dec[l];
-        const size_t g = 4 * (size_t)d->hidden_size;
-        if (!nmt_tf32_exact(d->w_ih, g * (size_t)d->input_size) ||
-            !nmt_tf32_exact(d->w_hh, g * (size_t)d->hidden_size))
-            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                                 "tf32x2 GEMMs: decoder layer %d's weights are not exact in "
-                                 "TF32 (an fp16 model file's are; use fp32 GEMMs)", l);
-    }
-    if (!nmt_tf32_exact(model->attn_w_c, (size_t)H * 2 * H) ||
-        !nmt_tf32_exact(model->out_w, (size_t)V * H))
+    const int32_t inexact = nmt_cuda_decoder_weights_inexact(m, nmt_tf32_exact);
+    if (inexact >= 0 && inexact < L)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "tf32x2 GEMMs: decoder layer %d's weights are not exact in "
+                             "TF32 (an fp16 model file's are; use fp32 GEMMs)", inexact);
+    if (inexact == L)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "tf32x2 GEMMs: attn_w_c or out_w is not exact in TF32 (an fp16 "
                              "model file's are; use fp32 GEMMs)");
