@@ -336,6 +336,15 @@ size_t nmt_cuda_arena_bytes(void (*layout)(nmt_cuda_model *, nmt_carver *), nmt_
 nmt_status nmt_cuda_arena_carve(void **arena, void (*layout)(nmt_cuda_model *, nmt_carver *),
                                 nmt_cuda_model *m, nmt_error *err);
 
+/* The 16-bit copies of the n matrices of shapes: carves *arena by layout
+ * (which sets each one's w16), rounds each fp32 form to kind into it on
+ * the model's stream, and waits; on failure frees *arena and clears the
+ * w16 pointers. nmt_cuda_model_set_half's and _set_skinny16's. */
+nmt_status nmt_cuda_make_half_copies(nmt_cuda_model *m, void **arena,
+                                     void (*layout)(nmt_cuda_model *, nmt_carver *),
+                                     nmt_half_kind kind, const nmt_cuda_weight_shape *shapes,
+                                     int n, nmt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -116,27 +116,39 @@ size_t nmt_cuda_half_part_bytes(nmt_cuda_model *m)
     return nmt_cuda_arena_bytes(layout_half, m);
 }
 
-nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_error *err)
+nmt_status nmt_cuda_make_half_copies(nmt_cuda_model *m, void **arena,
+                                     void (*layout)(nmt_cuda_model *, nmt_carver *),
+                                     nmt_half_kind kind, const nmt_cuda_weight_shape *shapes,
+                                     int n, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    nmt_cuda_weight_shape shapes[NMT_CUDA_GEMM_WEIGHTS];
-    const int n = nmt_cuda_gemm_weight_shapes(m, shapes);
-    NMT_TRY(nmt_cuda_arena_carve(&m->half16.arena, layout_half, m, err));
+    NMT_TRY(nmt_cuda_arena_carve(arena, layout, m, err));
     for (int i = 0; i < n; i++) {
         const nmt_cuda_weight *w = shapes[i].weight;
         NMT_TRY(nmt_cuda_to_half(m->ctx, kind, shapes[i].rows, shapes[i].cols, w->f32, w->ld,
                                  (void *)w->w16, err));
     }
     NMT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)m->stream));
-    m->half16.kind = kind;
-    m->half16.on = 1;
     return NMT_STATUS_OK;
 cleanup:
-    cudaFree(m->half16.arena);
-    m->half16.arena = NULL;
+    cudaFree(*arena);
+    *arena = NULL;
     for (int i = 0; i < n; i++)
         shapes[i].weight->w16 = NULL;
     return status;
+}
+
+nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_error *err)
+{
+    nmt_cuda_weight_shape shapes[NMT_CUDA_GEMM_WEIGHTS];
+    const int n = nmt_cuda_gemm_weight_shapes(m, shapes);
+    const nmt_status status =
+        nmt_cuda_make_half_copies(m, &m->half16.arena, layout_half, kind, shapes, n, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    m->half16.kind = kind;
+    m->half16.on = 1;
+    return NMT_STATUS_OK;
 }
 
 /* The rows a decoder-side GEMM computes: `rows` rounded up to a bucket (a

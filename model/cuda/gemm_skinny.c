@@ -51,25 +51,17 @@ size_t nmt_cuda_skinny16_part_bytes(nmt_cuda_model *m)
 
 nmt_status nmt_cuda_model_set_skinny16(nmt_cuda_model *m, nmt_error *err)
 {
-    nmt_status status = NMT_STATUS_OK;
     if (nmt_cuda_decoder_weights_inexact(m, nmt_fp16_exact) >= 0)
         return NMT_STATUS_OK; /* the kernel reads fp32 */
     nmt_cuda_weight_shape mats[NMT_MAX_LAYERS + 2];
     const int n = skinny_matrices(m, mats);
-    NMT_TRY(nmt_cuda_arena_carve(&m->skinny16.arena, layout_skinny16, m, err));
-    for (int i = 0; i < n; i++) /* exact values: the rounding changes none */
-        NMT_TRY(nmt_cuda_to_half(m->ctx, NMT_HALF_FP16, mats[i].rows, mats[i].cols,
-                                 mats[i].weight->f32, mats[i].weight->ld,
-                                 (void *)mats[i].weight->w16, err));
-    NMT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)m->stream));
+    /* exact values: the rounding changes none */
+    const nmt_status status = nmt_cuda_make_half_copies(m, &m->skinny16.arena, layout_skinny16,
+                                                        NMT_HALF_FP16, mats, n, err);
+    if (status != NMT_STATUS_OK)
+        return status;
     m->skinny16.on = 1;
     return NMT_STATUS_OK;
-cleanup:
-    cudaFree(m->skinny16.arena);
-    m->skinny16.arena = NULL;
-    for (int i = 0; i < n; i++)
-        mats[i].weight->w16 = NULL;
-    return status;
 }
 
 int nmt_cuda_model_skinny_runs(const nmt_cuda_model *m, const nmt_cuda_ctx *ctx,
