@@ -169,11 +169,7 @@ extern "C" nmt_status nmt_cuda_linear_skinny(nmt_cuda_ctx *ctx, int32_t m, int32
     if (n == 0)
         return NMT_STATUS_OK;
     cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
-    const size_t wb = w_type == NMT_WEIGHT_F32 ? sizeof(float) : sizeof(uint16_t);
-    /* 8 values a load: every row of w and x must start on a whole load. */
-    const bool vec = k % skinny::kVec == 0 && ldw % skinny::kVec == 0 &&
-                     ldx % skinny::kVec == 0 && (uintptr_t)w % (skinny::kVec * wb) == 0 &&
-                     (uintptr_t)x % 16 == 0;
+    const bool vec = skinny::vector_path(k, ldw, ldx, w, w_type, x);
     switch (w_type) {
     case NMT_WEIGHT_F32:
         launch(p, vec, stream, skinny_args<float>{m, n, k, x, ldx, (int)x_round, (const float *)w,

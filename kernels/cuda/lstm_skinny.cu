@@ -93,7 +93,7 @@ static __global__ void __launch_bounds__(kThreads)
 
 /* NMT_STATUS_OK when st is a step the kernel takes; *vec: its vector path. */
 static nmt_status check_step(const nmt_lstm_skinny_step *st, int32_t hidden, int32_t k,
-                             size_t w_bytes, bool *vec, nmt_error *err)
+                             nmt_weight_type w_type, bool *vec, nmt_error *err)
 {
     NMT_ARG_CHECK(st->n_rows >= 1 && st->n_rows <= NMT_SKINNY_MAX_ROWS && st->n_dot >= 0 &&
                   st->n_dot <= st->n_rows && st->ldw >= k);
@@ -101,9 +101,7 @@ static nmt_status check_step(const nmt_lstm_skinny_step *st, int32_t hidden, int
     NMT_ARG_CHECK((!st->gates_x || st->ld_x >= 4 * hidden) && st->ld_h >= hidden &&
                   (!st->h_out2 || st->ld_h2 >= hidden));
     NMT_ARG_CHECK(st->w && st->c_prev && st->c_out && st->h_out);
-    *vec = *vec && k % skinny::kVec == 0 && st->ldw % skinny::kVec == 0 &&
-           st->ldx % skinny::kVec == 0 && (uintptr_t)st->w % (skinny::kVec * w_bytes) == 0 &&
-           (uintptr_t)st->x % 16 == 0;
+    *vec = *vec && skinny::vector_path(k, st->ldw, st->ldx, st->w, w_type, st->x);
     return NMT_STATUS_OK;
 }
 
@@ -144,11 +142,10 @@ extern "C" nmt_status nmt_cuda_lstm_skinny_steps(nmt_cuda_ctx *ctx, int32_t hidd
     NMT_ARG_CHECK(f.w_type >= NMT_WEIGHT_F32 && f.w_type <= NMT_WEIGHT_FP16 &&
                   f.x_round >= NMT_SKINNY_X_F32 && f.x_round <= NMT_SKINNY_X_FP16 &&
                   (f.split == 1 || f.split == 2 || f.split == 4));
-    const size_t w_bytes = f.w_type == NMT_WEIGHT_F32 ? sizeof(float) : sizeof(uint16_t);
     skinny_steps all;
     bool vec = true;
     for (int i = 0; i < n_steps; i++) {
-        const nmt_status status = check_step(&steps[i], hidden, k, w_bytes, &vec, err);
+        const nmt_status status = check_step(&steps[i], hidden, k, f.w_type, &vec, err);
         if (status != NMT_STATUS_OK)
             return status;
         all.s[i] = steps[i];

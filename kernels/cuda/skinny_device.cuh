@@ -27,6 +27,16 @@ namespace skinny {
 static constexpr int kMaxRows = NMT_SKINNY_MAX_ROWS; /* activation rows a call */
 static constexpr int kVec = 8;                       /* weights a lane loads at once */
 
+/* Host: whether a call takes lane_dots' vector path (VEC). 8 values a load,
+ * so every row of w (of `type`) and of x must start on a whole load. */
+static inline bool vector_path(int k, int ldw, int64_t ldx, const void *w, nmt_weight_type type,
+                               const float *x)
+{
+    const size_t w_bytes = type == NMT_WEIGHT_F32 ? sizeof(float) : sizeof(uint16_t);
+    return k % kVec == 0 && ldw % kVec == 0 && ldx % kVec == 0 &&
+           (uintptr_t)w % (kVec * w_bytes) == 0 && (uintptr_t)x % 16 == 0;
+}
+
 /* An activation as the product multiplies it: as is, or rounded to bf16 or
  * fp16 (nearest, ties to even: nmt_half_round). */
 static __device__ __forceinline__ float round_x(float v, int x_round)
