@@ -98,12 +98,12 @@ static __global__ void to_sentence_major(int32_t n, int32_t stride, int32_t hidd
 
 /* Decoder row dec_pos[i] * beam (slot 0; dec_pos NULL: i) of layer l =
  * [fwd h at len-1; bwd h at 0], c = [fwd c; bwd c] (the final running c of
- * each direction); h rows are ld_h floats apart (the decoder's h_last or
- * the side staging: H). */
+ * each direction); h and c rows are hidden floats apart (the decoder's
+ * h_last and c, or the side staging). */
 static __global__ void encoder_finals(int32_t n, int32_t half, int32_t beam,
                                       const int32_t *src_len, const int32_t *dec_pos,
                                       const float *out, const float *c_fwd, const float *c_bwd,
-                                      float *dec_h, int32_t ld_h, float *dec_c)
+                                      float *dec_h, float *dec_c)
 {
     const int32_t hidden = 2 * half;
     int64_t total = (int64_t)n * hidden;
@@ -112,23 +112,23 @@ static __global__ void encoder_finals(int32_t n, int32_t half, int32_t beam,
         int32_t i = (int32_t)(e / hidden), d = (int32_t)(e % hidden);
         /* (the side encode passes the slots as dec_pos, beam 1, the staging) */
         int64_t row = (int64_t)(dec_pos ? dec_pos[i] : i) * beam;
-        int64_t dst = row * hidden + d, dst_h = row * ld_h + d;
+        int64_t dst = row * hidden + d;
         if (d < half) {
             int64_t t = src_len[i] - 1;
-            dec_h[dst_h] = out[(t * n + i) * hidden + d];
+            dec_h[dst] = out[(t * n + i) * hidden + d];
             dec_c[dst] = c_fwd[(int64_t)i * half + d];
         } else {
-            dec_h[dst_h] = out[(int64_t)i * hidden + d];
+            dec_h[dst] = out[(int64_t)i * hidden + d];
             dec_c[dst] = c_bwd[(int64_t)i * half + (d - half)];
         }
     }
 }
 
 /* The decoder rows a joining sentence starts from, in one row buffer (h:
- * the decoder's h_last, which the first step gathers). */
+ * the decoder's h_last, which the first step gathers; h and c rows hidden
+ * floats apart). */
 struct decoder_rows {
     float *h[NMT_MAX_LAYERS], *c[NMT_MAX_LAYERS];
-    int32_t ld_h[NMT_MAX_LAYERS];
     float *feed;
     int32_t feed_ld, layers;
 };
@@ -151,7 +151,7 @@ static __global__ void set_decoder_rows(int32_t n, int32_t beam, int32_t hidden,
         const int staged_row = slot && k == 0;
         int64_t from = staged_row ? (int64_t)slot[i] * hidden + d : 0;
         for (int32_t l = 0; l < r.layers; l++) {
-            r.h[l][row * r.ld_h[l] + d] = staged_row ? staged.h[l][from] : 0.0f;
+            r.h[l][row * hidden + d] = staged_row ? staged.h[l][from] : 0.0f;
             r.c[l][row * hidden + d] = staged_row ? staged.c[l][from] : 0.0f;
         }
         r.feed[row * r.feed_ld + d] = 0.0f;
@@ -166,7 +166,6 @@ static decoder_rows rows_of(const nmt_cuda_model *m, int buf, int staged)
     for (int32_t l = 0; l < m->dec_layers; l++) {
         r.h[l] = staged ? m->enc.init_h[l] : m->dec.h_last[l];
         r.c[l] = staged ? m->enc.init_c[l] : m->dec.c[buf][l];
-        r.ld_h[l] = m->hidden;
     }
     r.feed = staged ? NULL : m->dec.feed[buf];
     r.feed_ld = m->dec.feed_ld;
@@ -349,12 +348,12 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         if (init && in->side) {
             encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
                 n, m->half, 1, in->src_len, in->slot, out, m->enc.c[0], m->enc.c[1],
-                m->enc.init_h[l], H, m->enc.init_c[l]);
+                m->enc.init_h[l], m->enc.init_c[l]);
             NMT_LAUNCH_TRY("encoder_finals");
         } else if (init) {
             encoder_finals<<<grid_for((int64_t)n * H), THREADS, 0, stream>>>(
                 n, m->half, beam, in->src_len, in->dec_pos, out, m->enc.c[0], m->enc.c[1],
-                m->dec.h_last[l], H, m->dec.c[buf][l]);
+                m->dec.h_last[l], m->dec.c[buf][l]);
             NMT_LAUNCH_TRY("encoder_finals");
         }
         x = out;
