@@ -95,7 +95,8 @@ static double prefix_sum(const nmt_hypothesis *h, int through)
 }
 
 int test_compare_near_tie(const char *what, int line, const nmt_result *a, const nmt_result *b,
-                          double tie, double score_tol, double score_tol_token, double *max_diff)
+                          double tie, double final_tie, double score_tol,
+                          double score_tol_token, double *max_diff)
 {
     CHECK(a->status == b->status, "%s line %d: status %d vs %d", what, line, (int)a->status,
           (int)b->status);
@@ -112,9 +113,10 @@ int test_compare_near_tie(const char *what, int line, const nmt_result *a, const
             fprintf(stderr, "%s line %d hyp %d: a near tie? token %d, log-probs through it "
                     "%.2e apart, scores %.6f vs %.6f\n  a: %s\n  b: %s\n", what, line, h, t, at,
                     x->score, y->score, x->text, y->text);
-            CHECK(at <= tie || d <= tie, "%s line %d hyp %d: texts differ at token %d, not at a "
-                  "near tie (%.2e apart there, scores %.2e)", what, line, h, t, at, d);
-            return at <= tie || d <= tie ? 1 : -1;
+            const int near = at <= tie || d <= final_tie;
+            CHECK(near, "%s line %d hyp %d: texts differ at token %d, not at a near tie (%.2e "
+                  "apart there, scores %.2e)", what, line, h, t, at, d);
+            return near ? 1 : -1;
         }
         *max_diff = d > *max_diff ? d : *max_diff;
         const double bound = score_tol + score_tol_token * (x->n_tokens + 1);

@@ -32,11 +32,14 @@ int test_count_differing(const nmt_result *a, const nmt_result *b, int n, test_l
  * scores within score_tol + score_tol_token x (tokens + 1); 1 when a text
  * differs at a near tie, which another rounding can order either way (where
  * the token strings first differ, the two runs' log-probabilities through
- * that token are within tie, or the two hypotheses' final scores are: n-best
- * order), printed; -1 otherwise (a CHECK fails, naming `what` and the line).
- * *max_diff: the largest score difference of equal texts so far. */
+ * that token are within tie), or the two hypotheses' final scores are within
+ * final_tie (n-best order at tie; a larger final_tie where a tie among
+ * hypotheses the beam then drops can change the best one without a tie
+ * where the two texts differ), printed; -1 otherwise (a CHECK fails, naming
+ * `what` and the line). *max_diff: the largest score difference of equal
+ * texts so far. */
 int test_compare_near_tie(const char *what, int line, const nmt_result *a, const nmt_result *b,
-                          double tie, double score_tol, double score_tol_token,
-                          double *max_diff);
+                          double tie, double final_tie, double score_tol,
+                          double score_tol_token, double *max_diff);
 
 #endif

@@ -185,7 +185,8 @@ static void compare_cpu(const nmt_model *model, int batch, int beam, int n_best,
                 differing++;
                 fprintf(stderr, "%s: line %d translates differently: %s\n", label, i,
                         lines[i]);
-                test_compare_near_tie(label, i, &cpu[i], &gpu[i], 1e-3, 1e-3, 0.0, &ignored);
+                test_compare_near_tie(label, i, &cpu[i], &gpu[i], 1e-3, 1e-3, 1e-3, 0.0,
+                                      &ignored);
                 continue;
             }
             double scores = 0.0, weights = 0.0;

@@ -113,7 +113,7 @@ static int64_t check_near(const nmt_model *model, const nmt_result *a, const nmt
                       rb[i].n_hypotheses);
                 continue;
             }
-            const int c = test_compare_near_tie(label, i, &a[i], &rb[i], 1e-3, 1e-3, 0.0,
+            const int c = test_compare_near_tie(label, i, &a[i], &rb[i], 1e-3, 1e-3, 1e-3, 0.0,
                                                 &max_diff);
             ties += c == 1;
             bad += c < 0;

