@@ -127,7 +127,7 @@ if [[ $build_status == ok ]]; then
     # --- 4. benches ----------------------------------------------------------
     if [[ "${NMT_GPU_CHECK_SKIP_BENCH:-0}" != 1 ]]; then
         bench_status=ok
-        default_benches="bench_softmax_topk bench_nhot bench_reduce bench_lsh bench_skinny"
+        default_benches="bench_softmax_topk bench_nhot bench_reduce bench_lsh bench_skinny bench_attention"
         for b in ${NMT_GPU_CHECK_BENCHES:-$default_benches}; do
             [[ -x "$build/$b" ]] || continue
             echo "== $b"

@@ -236,6 +236,20 @@ def skinny_section(rows):
     print()
 
 
+def attention_section(rows):
+    """bench_attention: the attention variants by name, against the block one."""
+    print("## Attention (bench_attention)\n")
+    print("| rows | hidden | positions | variant | us | vs block | floor us |")
+    print("|---|---|---|---|---|---|---|")
+    base = {(r["rows"], r["hidden"], r["src"]): r["median_us"] for r in rows
+            if r["impl"] == "block"}
+    for r in rows:
+        b = base.get((r["rows"], r["hidden"], r["src"]))
+        print(f"| {r['rows']} | {r['hidden']} | {r['src']} | {r['impl']} | {r['median_us']:.2f} "
+              f"| {fmt(ratio(b, r['median_us']))}x | {r['floor_us']:.2f} |")
+    print()
+
+
 def main(argv):
     data = load(argv[1:])
     by = {}
@@ -354,6 +368,10 @@ def main(argv):
     skinny = by.get("skinny", [])
     if skinny:
         skinny_section(skinny)
+
+    attention = by.get("attention", [])
+    if attention:
+        attention_section(attention)
 
     expected = {"softmax_topk": "softmax_topk", "nhot": "nhot", "reduce": "reduce/broadcast",
                 "lsh": "LSH"}

@@ -38,68 +38,9 @@
 #include <stdint.h>
 
 #include "attention.h"
+#include "attention_device.cuh"
 #include "cuda_check.h"
 #include "cuda_ctx.h"
-#include "device.cuh"
-
-static constexpr int kThreads = 256;
-static constexpr int kWarps = kThreads / kWarpSize;
-static constexpr int kScorePositions = 2; /* positions a warp scores at once */
-static constexpr int kScoreFloats = 16;   /* floats of H a lane loads per position */
-static constexpr int kContextBatch = 8;   /* memory rows a thread has in flight */
-static constexpr int kMaxSlices = 8;
-static constexpr int kMinSliceFloats = 128; /* a slice is at least a warp of float4 */
-static constexpr int kMinGroupWidth = 8;    /* at most kThreads / 8 position groups */
-static_assert(kThreads % kWarpSize == 0 && kThreads <= 1024, "whole warps");
-static_assert(kScoreFloats % 4 == 0, "whole float4 slots");
-
-/* float4 or float lanes: the same code for the aligned and the scalar path. */
-template <int V> struct Lane;
-template <> struct Lane<4> {
-    using type = float4;
-    static __device__ __forceinline__ float4 zero() { return make_float4(0.f, 0.f, 0.f, 0.f); }
-    static __device__ __forceinline__ float dot(float4 a, float4 b, float acc)
-    {
-        return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
-    }
-    static __device__ __forceinline__ float4 axpy(float a, float4 x, float4 y)
-    {
-        return make_float4(fmaf(a, x.x, y.x), fmaf(a, x.y, y.y), fmaf(a, x.z, y.z),
-                           fmaf(a, x.w, y.w));
-    }
-    static __device__ __forceinline__ float4 add(float4 a, float4 b)
-    {
-        return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-    }
-    static __device__ __forceinline__ float4 scale(float4 a, float s)
-    {
-        return make_float4(a.x * s, a.y * s, a.z * s, a.w * s);
-    }
-};
-template <> struct Lane<1> {
-    using type = float;
-    static __device__ __forceinline__ float zero() { return 0.0f; }
-    static __device__ __forceinline__ float dot(float a, float b, float acc) { return fmaf(a, b, acc); }
-    static __device__ __forceinline__ float axpy(float a, float x, float y) { return fmaf(a, x, y); }
-    static __device__ __forceinline__ float add(float a, float b) { return a + b; }
-    static __device__ __forceinline__ float scale(float a, float s) { return a * s; }
-};
-
-/* Memory rows j0, j0 + step, ... of one column (zero past len), all loads
- * issued before any is used. Offsets are 32-bit: the launcher checks that a
- * sentence's max_src x hidden floats fit. */
-template <int V>
-static __device__ __forceinline__ void load_memory_batch(typename Lane<V>::type (&rows)[kContextBatch],
-                                                         const typename Lane<V>::type *column,
-                                                         int32_t stride, int32_t j0, int32_t step,
-                                                         int32_t len)
-{
-#pragma unroll
-    for (int u = 0; u < kContextBatch; u++) {
-        int32_t j = j0 + u * step;
-        rows[u] = j < len ? __ldg(column + (uint32_t)(j * stride)) : Lane<V>::zero();
-    }
-}
 
 /* slice_vec: context columns (in lanes of V floats) per slice; group_shift:
  * log2 of the group width W, or -1 for G = 1 (the launcher computes both,
@@ -115,7 +56,6 @@ static __global__ void __launch_bounds__(kThreads, 2)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     using Vec = typename Lane<V>::type;
-    constexpr int kSlots = kScoreFloats / V;
     extern __shared__ float s_dynamic[];
     float *s_score = s_dynamic;         /* [max_src] */
     float *s_exp = s_dynamic + max_src; /* [max_src]: exp(score - max) */
@@ -149,34 +89,8 @@ static __global__ void __launch_bounds__(kThreads, 2)
     /* Scores: a warp per kScorePositions positions, lanes over H. The query
      * is read by every warp; after the first it comes from L1. */
     for (int32_t j0 = warp * kScorePositions; j0 < len; j0 += kWarps * kScorePositions) {
-        float part[kScorePositions][4] = {};
-        for (int32_t base = lane; base < n_vec; base += kWarpSize * kSlots) {
-            Vec q[kSlots], k[kScorePositions][kSlots];
-#pragma unroll
-            for (int v = 0; v < kSlots; v++) {
-                int32_t i = base + v * kWarpSize;
-                q[v] = i < n_vec ? __ldg(&q_row[i]) : Lane<V>::zero();
-#pragma unroll
-                for (int p = 0; p < kScorePositions; p++)
-                    k[p][v] = j0 + p < len && i < n_vec
-                                  ? __ldg(&sent_keys[(uint32_t)((j0 + p) * n_vec + i)])
-                                  : Lane<V>::zero();
-            }
-#pragma unroll
-            for (int v = 0; v < kSlots; v++)
-#pragma unroll
-                for (int p = 0; p < kScorePositions; p++)
-                    part[p][v % 4] = Lane<V>::dot(q[v], k[p][v], part[p][v % 4]);
-        }
         float dot[kScorePositions];
-#pragma unroll
-        for (int p = 0; p < kScorePositions; p++)
-            dot[p] = (part[p][0] + part[p][1]) + (part[p][2] + part[p][3]);
-#pragma unroll
-        for (int off = kWarpSize / 2; off > 0; off /= 2)
-#pragma unroll
-            for (int p = 0; p < kScorePositions; p++)
-                dot[p] += __shfl_xor_sync(kFullMask, dot[p], off);
+        score_positions<V, kScorePositions>(q_row, sent_keys, n_vec, j0, len, lane, dot);
         if (lane == 0)
 #pragma unroll
             for (int p = 0; p < kScorePositions; p++)
@@ -187,19 +101,7 @@ static __global__ void __launch_bounds__(kThreads, 2)
 
     /* Softmax: each warp reduces all the scores itself (S is small), the
      * same way, so every warp of every slice holds the same m and d. */
-    int m_key = ordered_int(-INFINITY);
-    for (int32_t j = lane; j < len; j += kWarpSize)
-        m_key = max(m_key, ordered_int(s_score[j]));
-    const float m = ordered_float(__reduce_max_sync(kFullMask, m_key));
-    float d = 0.0f;
-    for (int32_t j = lane; j < len; j += kWarpSize) {
-        float e = expf(s_score[j] - m);
-        d += e;
-        if (warp == 0)
-            s_exp[j] = e;
-    }
-    d = warp_sum(d);
-    const float inv_d = len > 0 ? 1.0f / d : 0.0f;
+    const float inv_d = softmax_scale(s_score, warp == 0 ? s_exp : nullptr, len, lane);
     __syncthreads();
 
     /* Context: each thread sums its column over positions group, group + G,
@@ -235,26 +137,9 @@ static __global__ void __launch_bounds__(kThreads, 2)
         }
     }
 
-    /* Slice 0's last warp: weights and argmax (a >= 0, so its bits order as
-     * ints: one redux for the largest, one for its lowest index). */
-    if (blockIdx.y == 0 && warp == kWarps - 1 && (weights || argmax)) {
-        int best_key = -1, best_i = INT32_MAX;
-        for (int32_t j = lane; j < max_src; j += kWarpSize) {
-            float a = j < len ? s_exp[j] * inv_d : 0.0f;
-            if (weights)
-                weights[(int64_t)row * max_src + j] = a;
-            if (j < len && __float_as_int(a) > best_key) {
-                best_key = __float_as_int(a);
-                best_i = j;
-            }
-        }
-        if (argmax) {
-            int key = __reduce_max_sync(kFullMask, best_key);
-            int best = __reduce_min_sync(kFullMask, best_key == key ? best_i : INT32_MAX);
-            if (lane == 0)
-                argmax[row] = len > 0 ? best : -1;
-        }
-    }
+    /* Slice 0's last warp: weights and argmax. */
+    if (blockIdx.y == 0 && warp == kWarps - 1)
+        write_weights(s_exp, inv_d, len, max_src, row, lane, weights, argmax);
 }
 
 template <int V>
@@ -277,13 +162,17 @@ static nmt_status launch(int32_t n_rows, int32_t slices, int32_t slice_vec, int3
     return NMT_STATUS_OK;
 }
 
-extern "C" nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
-                                         const int32_t *row_sentence, const int32_t *src_len,
-                                         const float *keys, const float *memory,
-                                         const float *query, int32_t ld_query, float *context,
-                                         int32_t ld_context, float *weights, int32_t *argmax,
-                                         void *stream, nmt_error *err)
+extern "C" nmt_status nmt_cuda_attention_with(nmt_attention_variant variant, int32_t n_rows,
+                                              int32_t hidden, int32_t max_src,
+                                              const int32_t *row_sentence,
+                                              const int32_t *src_len, const float *keys,
+                                              const float *memory, const float *query,
+                                              int32_t ld_query, float *context,
+                                              int32_t ld_context, float *weights,
+                                              int32_t *argmax, void *stream, nmt_error *err)
 {
+    NMT_ARG_CHECK(variant == NMT_ATTENTION_AUTO || variant == NMT_ATTENTION_BLOCK ||
+                  variant == NMT_ATTENTION_WARP);
     NMT_ARG_CHECK(n_rows >= 0 && hidden >= 0 && max_src >= 0);
     NMT_ARG_CHECK(ld_query >= hidden && ld_context >= hidden);
     NMT_ARG_CHECK(n_rows == 0 || (row_sentence && src_len && query && context &&
@@ -322,11 +211,18 @@ extern "C" nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t
         slices = (n_vec + slice_vec - 1) / slice_vec; /* no empty last slice */
     /* Position groups of W = 2^shift threads when a slice fits in half the
      * block, else (shift -1) one group striding over the columns. */
-    int32_t group_shift = -1;
-    if (slice_vec <= kThreads / 2) {
-        group_shift = 0;
-        while ((1 << group_shift) < slice_vec || (1 << group_shift) < kMinGroupWidth)
-            group_shift++;
+    const int32_t group_shift = attention_group_shift(slice_vec);
+    /* One slice and rows enough: the warp variant adds the same products in
+     * the same order with an SM's rows all in flight. */
+    const bool warp_fits = vec4 && slices == 1 && n_rows >= kWarpMinRowsPerSm * sms &&
+                           n_vec >= kWarpMinVec && n_vec <= kWarpMaxVec;
+    if (variant == NMT_ATTENTION_WARP || (variant == NMT_ATTENTION_AUTO && warp_fits)) {
+        const nmt_status status = nmt_attention_warp(
+            n_rows, hidden, max_src, row_sentence, src_len, keys, memory, query, ld_query, context,
+            ld_context, weights, argmax, smem_optin, (cudaStream_t)stream, err);
+        if (variant == NMT_ATTENTION_WARP || status != NMT_STATUS_ERROR_UNSUPPORTED)
+            return status;
+        /* AUTO: a max_src past the warp variant's shared memory runs the block one. */
     }
     if (vec4)
         return launch<4>(n_rows, slices, slice_vec, group_shift, smem, (cudaStream_t)stream,
@@ -335,4 +231,16 @@ extern "C" nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t
     return launch<1>(n_rows, slices, slice_vec, group_shift, smem, (cudaStream_t)stream, hidden,
                      max_src, row_sentence, src_len, keys, memory, query, ld_query, context,
                      ld_context, weights, argmax, err);
+}
+
+extern "C" nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
+                                         const int32_t *row_sentence, const int32_t *src_len,
+                                         const float *keys, const float *memory,
+                                         const float *query, int32_t ld_query, float *context,
+                                         int32_t ld_context, float *weights, int32_t *argmax,
+                                         void *stream, nmt_error *err)
+{
+    return nmt_cuda_attention_with(NMT_ATTENTION_AUTO, n_rows, hidden, max_src, row_sentence,
+                                   src_len, keys, memory, query, ld_query, context, ld_context,
+                                   weights, argmax, stream, err);
 }

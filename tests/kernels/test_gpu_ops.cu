@@ -2,8 +2,8 @@
  * (ragged N, N = 0 rows, Argueta's 100 x 10240 x 512 shape), linear (padded
  * leading dimensions must keep their contents, bias, accumulate, k = 0),
  * lstm_cell (aliased c, padded ld_x/ld_h, optional gates_h and bias),
- * attention (ragged and empty sentences; key and memory rows past the length
- * are NaN so any read of them shows), gather_rows. All on the context's
+ * attention (every variant; ragged and empty sentences; key and memory rows
+ * past the length are NaN so any read of them shows), gather_rows. All on the context's
  * stream. Outputs are NaN-poisoned with guard regions after them. */
 #include <math.h>
 #include <string.h>
@@ -235,8 +235,17 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
     free(gx); free(gh); free(b); free(c_prev); free(want_c); free(want_h); free(got_c); free(got_h);
 }
 
+/* One variant's outputs, downloaded. */
+typedef struct attention_out {
+    float *ctx, *w;
+    int32_t *a;
+    int ran; /* 0: the variant refused the shape (UNSUPPORTED) */
+} attention_out;
+
 /* pad > 0: query and context rows hidden + pad floats apart; the query's
- * gaps are NaN (never read) and the context's must keep their poison. */
+ * gaps are NaN (never read) and the context's must keep their poison. Every
+ * variant (AUTO, BLOCK, WARP where it runs) against the CPU; where the rows
+ * fill the SMs (the block variant's one slice) WARP must give BLOCK's bits. */
 static void test_attention(int n_sent, int rows, int hidden, int max_src, int with_weights,
                            int pad)
 {
@@ -264,67 +273,102 @@ static void test_attention(int n_sent, int rows, int hidden, int max_src, int wi
     for (int s = 0; s < n_sent; s++) /* past the length: NaN, must never be read */
         for (size_t i = (size_t)len[s] * hidden; i < (size_t)max_src * hidden; i++)
             keys[(size_t)s * max_src * hidden + i] = mem[(size_t)s * max_src * hidden + i] = NAN;
-    float *want_ctx = (float *)host_alloc(nq * sizeof(float)), *got_ctx = (float *)host_alloc(nq * sizeof(float));
-    float *want_w = (float *)host_alloc(nwt * sizeof(float)), *got_w = (float *)host_alloc(nwt * sizeof(float));
-    int32_t *want_a = (int32_t *)host_alloc(rows * sizeof(int32_t)), *got_a = (int32_t *)host_alloc(rows * sizeof(int32_t));
+    float *want_ctx = (float *)host_alloc(nq * sizeof(float)), *cmp = (float *)host_alloc(nq * sizeof(float));
+    float *want_w = (float *)host_alloc(nwt * sizeof(float));
+    int32_t *want_a = (int32_t *)host_alloc(rows * sizeof(int32_t));
     memset(want_ctx, 0xFF, nq * sizeof(float)); /* the gaps: poison, as on the device */
     nmt_cpu_attention(rows, hidden, max_src, sent, len, keys, mem, query, ld, want_ctx, ld, want_w,
                       want_a);
+    for (int r = 0; r < rows; r++) /* compacted for the comparison */
+        memcpy(cmp + (size_t)r * hidden, want_ctx + (size_t)r * ld, hidden * sizeof(float));
     int32_t *d_sent = (int32_t *)dev_upload(sent, rows * sizeof(int32_t));
     int32_t *d_len = (int32_t *)dev_upload(len, n_sent * sizeof(int32_t));
     float *d_keys = (float *)dev_upload(keys, nk * sizeof(float));
     float *d_mem = (float *)dev_upload(mem, nk * sizeof(float));
     float *d_query = (float *)dev_upload(query, nq * sizeof(float));
-    float *d_ctx = (float *)dev_output(nq * sizeof(float), POISON_F32);
-    float *d_w = (float *)dev_output(nwt * sizeof(float), POISON_F32);
-    int32_t *d_a = (int32_t *)dev_output(rows * sizeof(int32_t), POISON_I32);
-    nmt_error err = {};
-    nmt_status st = nmt_cuda_attention(rows, hidden, max_src, d_sent, d_len, d_keys, d_mem,
-                                       d_query, ld, d_ctx, ld, with_weights ? d_w : NULL, d_a,
-                                       stream, &err);
-    CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
-    char what[128];
-    snprintf(what, sizeof what,
-             "attention sentences %d rows %d hidden %d max_src %d weights %d pad %d", n_sent,
-             rows, hidden, max_src, with_weights, pad);
-    dev_download(got_ctx, d_ctx, nq * sizeof(float), POISON_F32, what);
-    dev_download(got_a, d_a, rows * sizeof(int32_t), POISON_I32, what);
-    int ok = 1;
-    for (size_t i = 0; i < nq; i++) {
-        uint32_t bits;
-        memcpy(&bits, &got_ctx[i], 4);
-        if ((int)(i % ld) >= hidden && bits != 0xFFFFFFFFu) {
-            fprintf(stderr, "  context gap element %zu was written\n", i);
-            ok = 0;
-            break;
+
+    static const nmt_attention_variant variants[] = {NMT_ATTENTION_AUTO, NMT_ATTENTION_BLOCK,
+                                                     NMT_ATTENTION_WARP};
+    static const char *const names[] = {"auto", "block", "warp"};
+    attention_out out[3];
+    for (int v = 0; v < 3; v++) {
+        attention_out *o = &out[v];
+        o->ctx = (float *)host_alloc(nq * sizeof(float));
+        o->w = (float *)host_alloc(nwt * sizeof(float));
+        o->a = (int32_t *)host_alloc(rows * sizeof(int32_t));
+        float *d_ctx = (float *)dev_output(nq * sizeof(float), POISON_F32);
+        float *d_w = (float *)dev_output(nwt * sizeof(float), POISON_F32);
+        int32_t *d_a = (int32_t *)dev_output(rows * sizeof(int32_t), POISON_I32);
+        nmt_error err = {};
+        nmt_status st = nmt_cuda_attention_with(variants[v], rows, hidden, max_src, d_sent, d_len,
+                                                d_keys, d_mem, d_query, ld, d_ctx, ld,
+                                                with_weights ? d_w : NULL, d_a, stream, &err);
+        /* The warp variant's shapes (attention.h): hidden % 4 == 0 in [68, 1024]. */
+        const int warp_runs = hidden % 4 == 0 && hidden >= 68 && hidden <= 1024 && ld % 4 == 0;
+        o->ran = st == NMT_STATUS_OK;
+        char what[160];
+        snprintf(what, sizeof what,
+                 "attention %s sentences %d rows %d hidden %d max_src %d weights %d pad %d",
+                 names[v], n_sent, rows, hidden, max_src, with_weights, pad);
+        if (variants[v] == NMT_ATTENTION_WARP && !warp_runs) {
+            CHECK(st == NMT_STATUS_ERROR_UNSUPPORTED, "%s: status %d, not refused", what, (int)st);
+        } else {
+            CHECK(st == NMT_STATUS_OK, "%s: status %d: %s", what, (int)st, err.message);
         }
-    }
-    for (int r = 0; r < rows; r++) /* compact the rows for the comparison */
-        for (int h = 0; h < hidden; h++) {
-            got_ctx[(size_t)r * hidden + h] = got_ctx[(size_t)r * ld + h];
-            want_ctx[(size_t)r * hidden + h] = want_ctx[(size_t)r * ld + h];
+        if (o->ran) {
+            dev_download(o->ctx, d_ctx, nq * sizeof(float), POISON_F32, what);
+            dev_download(o->a, d_a, rows * sizeof(int32_t), POISON_I32, what);
+            int ok = 1;
+            for (size_t i = 0; i < nq; i++) {
+                uint32_t bits;
+                memcpy(&bits, &o->ctx[i], 4);
+                if ((int)(i % ld) >= hidden && bits != 0xFFFFFFFFu) {
+                    fprintf(stderr, "  context gap element %zu was written\n", i);
+                    ok = 0;
+                    break;
+                }
+            }
+            for (int r = 0; r < rows; r++) /* compact the rows */
+                memmove(o->ctx + (size_t)r * hidden, o->ctx + (size_t)r * ld,
+                        hidden * sizeof(float));
+            ok &= test_close_f32("context", o->ctx, cmp, (size_t)rows * hidden, 1e-5, 1e-4);
+            if (with_weights) {
+                dev_download(o->w, d_w, nwt * sizeof(float), POISON_F32, what);
+                ok &= test_close_f32("weights", o->w, want_w, nwt, 1e-6, 1e-4);
+            }
+            for (int r = 0; r < rows; r++) {
+                if (o->a[r] == want_a[r])
+                    continue;
+                /* Accept the other index only when the two weights tie within rounding. */
+                int tie = o->a[r] >= 0 && want_a[r] >= 0 &&
+                          fabsf(want_w[(size_t)r * max_src + o->a[r]] -
+                                want_w[(size_t)r * max_src + want_a[r]]) < 1e-6f;
+                if (!tie) {
+                    fprintf(stderr, "  argmax[%d]: got %d want %d\n", r, o->a[r], want_a[r]);
+                    ok = 0;
+                }
+            }
+            report_check(ok, what);
         }
-    ok &= test_close_f32("context", got_ctx, want_ctx, (size_t)rows * hidden, 1e-5, 1e-4);
-    if (with_weights) {
-        dev_download(got_w, d_w, nwt * sizeof(float), POISON_F32, what);
-        ok &= test_close_f32("weights", got_w, want_w, nwt, 1e-6, 1e-4);
+        cudaFree(d_ctx); cudaFree(d_w); cudaFree(d_a);
     }
-    for (int r = 0; r < rows; r++) {
-        if (got_a[r] == want_a[r])
-            continue;
-        /* Accept the other index only when the two weights tie within rounding. */
-        int tie = got_a[r] >= 0 && want_a[r] >= 0 &&
-                  fabsf(want_w[(size_t)r * max_src + got_a[r]] - want_w[(size_t)r * max_src + want_a[r]]) < 1e-6f;
-        if (!tie) {
-            fprintf(stderr, "  argmax[%d]: got %d want %d\n", r, got_a[r], want_a[r]);
-            ok = 0;
-        }
+    int device = 0;
+    CUDA_OK(cudaGetDevice(&device));
+    if (out[1].ran && out[2].ran && rows >= nmt_cuda_sm_count(device)) {
+        char what[160];
+        snprintf(what, sizeof what, "attention warp = block bits, rows %d hidden %d max_src %d",
+                 rows, hidden, max_src);
+        const int same = memcmp(out[1].ctx, out[2].ctx, (size_t)rows * hidden * sizeof(float)) == 0 &&
+                         memcmp(out[1].a, out[2].a, rows * sizeof(int32_t)) == 0 &&
+                         (!with_weights || memcmp(out[1].w, out[2].w, nwt * sizeof(float)) == 0);
+        report_check(same, what);
     }
-    report_check(ok, what);
+    for (int v = 0; v < 3; v++) {
+        free(out[v].ctx); free(out[v].w); free(out[v].a);
+    }
     cudaFree(d_sent); cudaFree(d_len); cudaFree(d_keys); cudaFree(d_mem); cudaFree(d_query);
-    cudaFree(d_ctx); cudaFree(d_w); cudaFree(d_a);
     free(sent); free(len); free(keys); free(mem); free(query);
-    free(want_ctx); free(got_ctx); free(want_w); free(got_w); free(want_a); free(got_a);
+    free(want_ctx); free(cmp); free(want_w); free(want_a);
 }
 
 static void test_gather(int rows, int dim, int src_rows)
@@ -462,6 +506,16 @@ int main(void)
     test_attention(6, 2, 333, 40, 1, 0);   /* scalar lanes, 2 slices */
     test_attention(8, 200, 1024, 40, 1, 4); /* 1 slice wider than half the block: G = 1 */
     test_attention(5, 150, 333, 30, 1, 0); /* G = 1, scalar, 2 columns a thread */
+    /* Rows past the SMs (one slice): warp = block bits, every group count. */
+    test_attention(300, 1500, 512, 60, 1, 0);   /* batch 300, beam 5: G = 2, 4 float4 a lane */
+    test_attention(40, 640, 512, 13, 0, 512);   /* the decoder's rows, no weights */
+    test_attention(9, 400, 256, 33, 1, 4);      /* G = 4 */
+    test_attention(7, 300, 128, 20, 1, 0);      /* G = 8 */
+    test_attention(6, 200, 68, 9, 1, 0);        /* 17 float4: the warp's smallest */
+    test_attention(5, 260, 1000, 70, 1, 0);     /* G = 1, 8 float4 a lane, the last partial */
+    test_attention(4, 133, 1024, 3, 1, 0);      /* the warp's widest, positions < 8 */
+    test_attention(3, 140, 1028, 10, 1, 0);     /* past the warp's widest: refused */
+    test_attention(2, 140, 512, 2000, 0, 0);    /* many positions (64 KB of shared memory) */
 
     test_gather(1, 1, 1);
     test_gather(7, 33, 5);
