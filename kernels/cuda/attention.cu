@@ -88,15 +88,8 @@ static __global__ void __launch_bounds__(kThreads, 2)
 
     /* Scores: a warp per kScorePositions positions, lanes over H. The query
      * is read by every warp; after the first it comes from L1. */
-    for (int32_t j0 = warp * kScorePositions; j0 < len; j0 += kWarps * kScorePositions) {
-        float dot[kScorePositions];
-        score_positions<V, kScorePositions>(q_row, sent_keys, n_vec, j0, len, lane, dot);
-        if (lane == 0)
-#pragma unroll
-            for (int p = 0; p < kScorePositions; p++)
-                if (j0 + p < len)
-                    s_score[j0 + p] = dot[p];
-    }
+    score_into<V, kScorePositions>(q_row, sent_keys, n_vec, len, lane, warp * kScorePositions,
+                                   kWarps * kScorePositions, s_score);
     __syncthreads();
 
     /* Softmax: each warp reduces all the scores itself (S is small), the
@@ -214,8 +207,12 @@ extern "C" nmt_status nmt_cuda_attention_with(nmt_attention_variant variant, int
     const int32_t group_shift = attention_group_shift(slice_vec);
     /* One slice and rows enough: the warp variant adds the same products in
      * the same order with an SM's rows all in flight. */
-    const bool warp_fits = vec4 && slices == 1 && n_rows >= kWarpMinRowsPerSm * sms &&
-                           n_vec >= kWarpMinVec && n_vec <= kWarpMaxVec;
+    const bool warp_shape = vec4 && n_vec >= kWarpMinVec && n_vec <= kWarpMaxVec;
+    if (variant == NMT_ATTENTION_WARP && !warp_shape)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "attention warp variant: hidden %d (a multiple of 4 in [%d, %d], "
+                             "rows 16-byte aligned)", hidden, 4 * kWarpMinVec, 4 * kWarpMaxVec);
+    const bool warp_fits = warp_shape && slices == 1 && n_rows >= kWarpMinRowsPerSm * sms;
     if (variant == NMT_ATTENTION_WARP || (variant == NMT_ATTENTION_AUTO && warp_fits)) {
         const nmt_status status = nmt_attention_warp(
             n_rows, hidden, max_src, row_sentence, src_len, keys, memory, query, ld_query, context,

@@ -114,6 +114,25 @@ static __device__ __forceinline__ void score_positions(const typename Lane<V>::t
             dot[p] += __shfl_xor_sync(kFullMask, dot[p], off);
 }
 
+/* The warp scores positions j_first, j_first + j_step, ... (< len) P at a
+ * time into s_score (lane 0 stores). */
+template <int V, int P>
+static __device__ __forceinline__ void score_into(const typename Lane<V>::type *q_row,
+                                                  const typename Lane<V>::type *sent_keys,
+                                                  int32_t n_vec, int32_t len, int lane,
+                                                  int32_t j_first, int32_t j_step, float *s_score)
+{
+    for (int32_t j0 = j_first; j0 < len; j0 += j_step) {
+        float dot[P];
+        score_positions<V, P>(q_row, sent_keys, n_vec, j0, len, lane, dot);
+        if (lane == 0)
+#pragma unroll
+            for (int p = 0; p < P; p++)
+                if (j0 + p < len)
+                    s_score[j0 + p] = dot[p];
+    }
+}
+
 /* The warp's softmax of score[0 .. len): m by one redux, d summed by lanes
  * then a butterfly; exp(score - m) into s_exp unless NULL. Returns 1 / d
  * (0 for len 0). */
@@ -174,9 +193,9 @@ static inline int32_t attention_group_shift(int32_t slice_vec)
     return shift;
 }
 
-/* The variants' launchers (attention.cu, attention_warp.cu). The warp
- * variant refuses (UNSUPPORTED) what it does not run: scalar lanes, lanes
- * of H outside [kWarpMinVec, kWarpMaxVec], positions past its shared memory. */
+/* The warp variant's launcher (attention_warp.cu). Its caller, the front
+ * in attention.cu, has checked float4 lanes and kWarpMinVec <= hidden / 4 <=
+ * kWarpMaxVec; it refuses (UNSUPPORTED) positions past its shared memory. */
 static constexpr int kWarpMinVec = 17, kWarpMaxVec = 256;
 /* AUTO runs the warp variant from this many rows an SM (with one slice):
  * below, the block variant's 256 threads a row finish a row sooner and the

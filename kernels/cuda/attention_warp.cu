@@ -63,15 +63,8 @@ static __global__ void __launch_bounds__(kWarpBlockThreads, 2)
     const float4 *sent_keys = (const float4 *)(keys + (int64_t)sent * max_src * hidden);
     const float4 *sent_memory = (const float4 *)(memory + (int64_t)sent * max_src * hidden);
 
-    for (int32_t j0 = 0; j0 < len; j0 += kScorePositions) {
-        float dot[kScorePositions];
-        score_positions<4, kScorePositions>(q_row, sent_keys, n_vec, j0, len, lane, dot);
-        if (lane == 0)
-#pragma unroll
-            for (int p = 0; p < kScorePositions; p++)
-                if (j0 + p < len)
-                    s_score[j0 + p] = dot[p];
-    }
+    score_into<4, kScorePositions>(q_row, sent_keys, n_vec, len, lane, 0, kScorePositions,
+                                   s_score);
     __syncwarp();
     const float inv_d = softmax_scale(s_score, s_exp, len, lane);
     __syncwarp();
@@ -144,15 +137,11 @@ nmt_status nmt_attention_warp(int32_t n_rows, int32_t hidden, int32_t max_src,
                               cudaStream_t stream, nmt_error *err)
 {
     const int32_t n_vec = hidden / 4;
-    const bool vec4 = hidden % 4 == 0 && ld_query % 4 == 0 && ld_context % 4 == 0 &&
-                      nmt_is_aligned(keys, 16) && nmt_is_aligned(memory, 16) &&
-                      nmt_is_aligned(query, 16) && nmt_is_aligned(context, 16);
     const size_t smem = (size_t)kWarpRows * 2 * max_src * sizeof(float);
-    if (!vec4 || n_vec < kWarpMinVec || n_vec > kWarpMaxVec || smem + 1024 > (size_t)smem_optin)
+    if (smem + 1024 > (size_t)smem_optin)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                             "attention warp variant: hidden %d (a multiple of 4 in [%d, %d], "
-                             "rows 16-byte aligned), max_src %d (shared memory)",
-                             hidden, 4 * kWarpMinVec, 4 * kWarpMaxVec, max_src);
+                             "attention warp variant: max_src %d past shared memory (%zu bytes)",
+                             max_src, smem);
     /* The block variant's groups for one slice of n_vec lanes. */
     const int32_t shift = attention_group_shift(n_vec);
     const int groups = shift >= 0 ? kThreads >> shift : 1;
