@@ -11,8 +11,10 @@
  * math (the context disables TF32).
  * nmt_cuda_linear_tf32x2: the split-activation TF32 variant (linear.h).
  * nmt_cuda_linear_half: bf16 or fp16 inputs on tensor cores, fp32 sums and
- * output (CUBLAS_COMPUTE_32F); the activations are rounded into a scratch
- * by the same kernel that rounds the weights once at create. */
+ * output (CUBLAS_COMPUTE_32F), one cuBLASLt call with a cached plan, bias or
+ * not (cublasGemmEx only where cuBLASLt has no algorithm); the activations
+ * are rounded into a scratch by the same kernel that rounds the weights once
+ * at create. */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -201,8 +203,8 @@ extern "C" nmt_status nmt_cuda_linear(nmt_cuda_ctx *ctx, int32_t m, int32_t n, i
 
     if (bias && !accumulate && k > 0) {
         int ran = 0;
-        const nmt_status st = nmt_cuda_linear_lt_bias(ctx, CUDA_R_32F, m, n, k, x, ldx, w, ldw,
-                                                      bias, y, ldy, &ran, err);
+        const nmt_status st = nmt_cuda_linear_lt(ctx, CUDA_R_32F, m, n, k, x, ldx, w, ldw, bias,
+                                                 y, ldy, &ran, err);
         if (st != NMT_STATUS_OK || ran)
             return st;
     }
@@ -248,13 +250,11 @@ extern "C" nmt_status nmt_cuda_linear_half(nmt_cuda_ctx *ctx, nmt_half_kind kind
         return status;
     /* Column-major as in nmt_cuda_linear: y^T = w16^T' . x16^T. */
     const cudaDataType_t type = kind == NMT_HALF_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-    if (bias) {
-        int ran = 0;
-        const nmt_status st = nmt_cuda_linear_lt_bias(ctx, type, m, n, k, x16, k, w16, ldw16,
-                                                      bias, y, ldy, &ran, err);
-        if (st != NMT_STATUS_OK || ran)
-            return st;
-    }
+    int ran = 0;
+    const nmt_status st =
+        nmt_cuda_linear_lt(ctx, type, m, n, k, x16, k, w16, ldw16, bias, y, ldy, &ran, err);
+    if (st != NMT_STATUS_OK || ran)
+        return st;
     const float alpha = 1.0f, beta = 0.0f;
     NMT_CUBLAS_RETURN(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w16, type,
                                    ldw16, x16, type, k, &beta, y, CUDA_R_32F, ldy,

@@ -1,9 +1,21 @@
-/* linear_lt.cu: y = x . w^T + bias with the bias added by cuBLASLt's
- * epilogue (CUBLASLT_EPILOGUE_BIAS) inside the GEMM, instead of a second
- * pass over y (add_bias_kernel in linear.cu). At the decoder's output layer
- * y is [rows, V]: the pass read and wrote it once more (68 us of a 610 us
- * bf16 step at 5,120 rows, docs/performance.md), and at batch 1 it is one
- * launch of a step's dozen.
+/* linear_lt.cu: y = x . w^T (+ bias) as one cublasLtMatmul with a plan
+ * chosen once per shape.
+ *
+ * With a bias, cuBLASLt's epilogue (CUBLASLT_EPILOGUE_BIAS) adds it inside
+ * the GEMM instead of a second pass over y (add_bias_kernel in linear.cu).
+ * At the decoder's output layer y is [rows, V]: the pass read and wrote it
+ * once more (68 us of a 610 us bf16 step at 5,120 rows, docs/performance.md),
+ * and at batch 1 it is one launch of a step's dozen.
+ *
+ * Without a bias it is the 16-bit GEMMs' path (linear.cu's
+ * nmt_cuda_linear_half): cublasGemmEx runs cuBLAS's heuristic on the host at
+ * every call, and its choice at a few hundred rows was 1.2-1.5x slower on
+ * the device than cuBLASLt's first choice (dev/bench/bench_gemm_algos.cu;
+ * docs/performance.md, "Precision"). Both give the same bits: every
+ * algorithm either offers for the decoder's shapes sums a row's k products
+ * in one order, whatever the tile, and with no split of k (measured from 3
+ * to 5,120 rows: bench_gemm_algos --invariance), so a row's result does not
+ * depend on the rows beside it.
  *
  * The view is linear.cu's: row-major [r, c] with leading dimension ld is the
  * column-major [c, r] matrix with that ld, so in cuBLASLt's column-major terms
@@ -15,10 +27,11 @@
  * more than a small GEMM. Its choice for a call's shape is cached in one
  * process-wide table (no allocation: a fixed array under a mutex), keyed by
  * the device, the input type, m, n, k, the leading dimensions and the
- * pointers' alignments: the heuristic assumes 256-byte aligned buffers
- * unless told, and a slice of a wider matrix is not. Descriptors live on the
- * stack (the *Init calls). A shape the heuristic has no algorithm for is
- * remembered too, and reported as not run. */
+ * pointers' alignments (the bias's 0 when there is none): the heuristic
+ * assumes 256-byte aligned buffers unless told, and a slice of a wider
+ * matrix is not. Descriptors live on the stack (the *Init calls). A shape
+ * the heuristic has no algorithm for is remembered too, and reported as not
+ * run. */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -89,7 +102,7 @@ cublasStatus_t describe(Descriptors *s, cudaDataType_t type, int32_t m, int32_t 
                         int32_t ldx, int32_t ldw, int32_t ldy, const float *bias)
 {
     const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const cublasLtEpilogue_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     cublasStatus_t st;
     if ((st = cublasLtMatmulDescInit(&s->op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
         (st = cublasLtMatmulDescSetAttribute(&s->op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
@@ -98,8 +111,8 @@ cublasStatus_t describe(Descriptors *s, cudaDataType_t type, int32_t m, int32_t 
                                              sizeof trans_b)) ||
         (st = cublasLtMatmulDescSetAttribute(&s->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                              sizeof epilogue)) ||
-        (st = cublasLtMatmulDescSetAttribute(&s->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                             sizeof bias)) ||
+        (bias && (st = cublasLtMatmulDescSetAttribute(&s->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                      &bias, sizeof bias))) ||
         (st = cublasLtMatrixLayoutInit(&s->a, type, k, n, ldw)) ||
         (st = cublasLtMatrixLayoutInit(&s->b, type, k, m, ldx)) ||
         (st = cublasLtMatrixLayoutInit(&s->d, CUDA_R_32F, n, m, ldy)))
@@ -140,14 +153,13 @@ cublasStatus_t choose(cublasLtHandle_t lt, Descriptors *s, const PlanKey &key,
 
 } // namespace
 
-nmt_status nmt_cuda_linear_lt_bias(nmt_cuda_ctx *ctx, cudaDataType_t type, int32_t m,
-                                   int32_t n, int32_t k, const void *x, int32_t ldx,
-                                   const void *w, int32_t ldw, const float *bias, float *y,
-                                   int32_t ldy, int *ran, nmt_error *err)
+nmt_status nmt_cuda_linear_lt(nmt_cuda_ctx *ctx, cudaDataType_t type, int32_t m, int32_t n,
+                              int32_t k, const void *x, int32_t ldx, const void *w, int32_t ldw,
+                              const float *bias, float *y, int32_t ldy, int *ran, nmt_error *err)
 {
     *ran = 0;
-    NMT_ARG_CHECK(ctx && m >= 1 && n >= 1 && k >= 1 && x && w && bias && y && ldx >= k &&
-                  ldw >= k && ldy >= n);
+    NMT_ARG_CHECK(ctx && m >= 1 && n >= 1 && k >= 1 && x && w && y && ldx >= k && ldw >= k &&
+                  ldy >= n);
     cublasLtHandle_t lt = (cublasLtHandle_t)nmt_cuda_ctx_cublaslt(ctx);
     size_t workspace_bytes = 0;
     void *workspace = nmt_cuda_ctx_workspace(ctx, &workspace_bytes);
@@ -156,7 +168,7 @@ nmt_status nmt_cuda_linear_lt_bias(nmt_cuda_ctx *ctx, cudaDataType_t type, int32
 
     /* All int32: no padding, so the key hashes and compares as bytes. */
     const PlanKey key = {nmt_cuda_ctx_device(ctx), (int32_t)type, m, n, k, ldx, ldw, ldy,
-                         alignment(x), alignment(w), alignment(y), alignment(bias)};
+                         alignment(x), alignment(w), alignment(y), bias ? alignment(bias) : 0};
     cublasLtMatmulAlgo_t algo = {}; /* stays unset when the heuristic has none */
     int found = 0;
     {
