@@ -142,13 +142,18 @@ typedef struct nmt_cuda_probe_part {
  * ld floats apart), [w w] for tf32x2 (rows 2k apart; decoder and output
  * layer only) and 16-bit (rows ld16 apart) once those are turned on, and the
  * SpMM's CSR (gemm_sparse.c) for GEMMs of the whole [sparse_rows,
- * sparse_cols] matrix at up to sparse_max_rows rows. */
+ * sparse_cols] matrix at up to sparse_max_rows rows.
+ * The 16-bit copy has rows16 rows: the matrix's, or for W_out at bf16/fp16
+ * that many rounded up to NMT_CUDA_OUT_ROWS_ALIGN, the rows past the
+ * matrix's zero, with bias16, its bias (bias16_of) padded with zeros to
+ * rows16 (NULL for the other matrices). */
 typedef struct nmt_cuda_weight {
     const float *f32;
     int32_t ld;
     const float *w2;
     const void *w16;
-    int32_t ld16;
+    int32_t ld16, rows16;
+    const float *bias16, *bias16_of;
     const nmt_cuda_spmm_matrix *sparse;
     int32_t sparse_rows, sparse_cols, sparse_max_rows;
 } nmt_cuda_weight;
@@ -163,11 +168,21 @@ typedef struct nmt_cuda_gemm_weights {
 
 /* Each matrix of the table with its shape [rows, cols], in the table's
  * order (the encoder's, W_a, the decoder layers, W_c, W_out: the 16-bit
- * arena's order); returns how many (at most NMT_CUDA_GEMM_WEIGHTS). */
+ * arena's order), and the bias a GEMM over it adds (W_out's; else NULL);
+ * returns how many (at most NMT_CUDA_GEMM_WEIGHTS). */
 typedef struct nmt_cuda_weight_shape {
     nmt_cuda_weight *weight;
     int32_t rows, cols;
+    const float *bias;
 } nmt_cuda_weight_shape;
+
+/* The output layer's 16-bit GEMM runs over its words rounded up to this
+ * many (zero rows of W_out, zero bias, logits nobody reads, inside the
+ * logits' row pitch): at V = 4,778 cuBLASLt takes an sm80 kernel at ~190
+ * TFLOP/s, at 4,800 a Hopper one at ~400-460, 2.1-2.8x faster from 320 to
+ * 5,120 rows, and 2.3x at 30,004 -> 30,016 words
+ * (dev/bench/bench_gemm_algos.cu; docs/performance.md, "Precision"). */
+enum { NMT_CUDA_OUT_ROWS_ALIGN = 32 };
 enum { NMT_CUDA_GEMM_WEIGHTS = 3 * NMT_MAX_LAYERS + 3 };
 int nmt_cuda_gemm_weight_shapes(nmt_cuda_model *m, nmt_cuda_weight_shape *out);
 /* The first of the decoder-side matrices (each decoder layer's w_ih and
@@ -337,9 +352,10 @@ nmt_status nmt_cuda_arena_carve(void **arena, void (*layout)(nmt_cuda_model *, n
                                 nmt_cuda_model *m, nmt_error *err);
 
 /* The 16-bit copies of the n matrices of shapes: carves *arena by layout
- * (which sets each one's w16), rounds each fp32 form to kind into it on
- * the model's stream, and waits; on failure frees *arena and clears the
- * w16 pointers. nmt_cuda_model_set_half's and _set_skinny16's. */
+ * (which sets each one's w16, rows16 and bias16), rounds each fp32 form to
+ * kind into it on the model's stream, zeroes the padding rows, copies the
+ * padded biases, and waits; on failure frees *arena and clears the
+ * pointers. nmt_cuda_model_set_half's and _set_skinny16's. */
 nmt_status nmt_cuda_make_half_copies(nmt_cuda_model *m, void **arena,
                                      void (*layout)(nmt_cuda_model *, nmt_carver *),
                                      nmt_half_kind kind, const nmt_cuda_weight_shape *shapes,

@@ -3,14 +3,18 @@
  * 16-bit forms once turned on), the 16-bit part (weights rounded once at
  * create, one activation scratch per GEMM site) and the dispatch.
  *
- * bf16/fp16: cuBLAS GemmEx with 16-bit inputs and CUBLAS_COMPUTE_32F, so
- * every product is exact and the sums are fp32; what changes against fp32
- * is only the rounding of the inputs (kernels/linear.h). The encoder's
- * recurrent GEMMs stay fp32: a few rows a step against an H/2-wide matrix
- * that lives in L2, where rounding the activations would cost a launch per
- * step and save no bandwidth. Host code. */
+ * bf16/fp16: cuBLASLt with 16-bit inputs and CUBLAS_COMPUTE_32F, so every
+ * product is exact and the sums are fp32; what changes against fp32 is only
+ * the rounding of the inputs (kernels/linear.h). The output layer's GEMM
+ * runs over W_out's words rounded up to NMT_CUDA_OUT_ROWS_ALIGN (zero rows
+ * and bias past the vocabulary), where cuBLASLt has its fast Hopper
+ * kernels. The encoder's recurrent GEMMs stay fp32: a few rows a step
+ * against an H/2-wide matrix that lives in L2, where rounding the
+ * activations would cost a launch per step and save no bandwidth. Host
+ * code. */
 #include "cuda_model_impl.h"
 
+#include "align.h"
 #include "cuda_check.h"
 #include "linear.h"
 #include "pointwise.h"
@@ -52,14 +56,14 @@ int nmt_cuda_gemm_weight_shapes(nmt_cuda_model *m, nmt_cuda_weight_shape *out)
         for (int d = 0; d < 2; d++) {
             const nmt_lstm_weights *lw = d ? &model->enc_bwd[l] : &model->enc_fwd[l];
             out[n++] = (nmt_cuda_weight_shape){&g->enc_ih[d][l], 4 * lw->hidden_size,
-                                                lw->input_size};
+                                                lw->input_size, NULL};
         }
-    out[n++] = (nmt_cuda_weight_shape){&g->attn_a, H, H};
+    out[n++] = (nmt_cuda_weight_shape){&g->attn_a, H, H, NULL};
     for (int32_t l = 0; l < m->dec_layers; l++)
         out[n++] = (nmt_cuda_weight_shape){&g->dec[l], 4 * H,
-                                  model->dec[l].input_size + model->dec[l].hidden_size};
-    out[n++] = (nmt_cuda_weight_shape){&g->attn_c, H, 2 * H};
-    out[n++] = (nmt_cuda_weight_shape){&g->out, m->vocab, H};
+                                  model->dec[l].input_size + model->dec[l].hidden_size, NULL};
+    out[n++] = (nmt_cuda_weight_shape){&g->attn_c, H, 2 * H, NULL};
+    out[n++] = (nmt_cuda_weight_shape){&g->out, m->vocab, H, m->w.out_b};
     return n;
 }
 
@@ -89,10 +93,17 @@ static void layout_half(nmt_cuda_model *m, nmt_carver *c)
     nmt_cuda_weight_shape shapes[NMT_CUDA_GEMM_WEIGHTS];
     const int n = nmt_cuda_gemm_weight_shapes(m, shapes);
     for (int i = 0; i < n; i++) {
-        void *p = nmt_carve(c, (size_t)shapes[i].rows * shapes[i].cols * h);
+        const nmt_cuda_weight_shape *s = &shapes[i];
+        const int32_t rows16 =
+            s->bias ? (int32_t)nmt_align_up((size_t)s->rows, NMT_CUDA_OUT_ROWS_ALIGN) : s->rows;
+        void *p = nmt_carve(c, (size_t)rows16 * s->cols * h);
+        float *bias16 = s->bias ? (float *)nmt_carve(c, (size_t)rows16 * sizeof(float)) : NULL;
         if (c->base) {
-            shapes[i].weight->w16 = p;
-            shapes[i].weight->ld16 = shapes[i].cols;
+            s->weight->w16 = p;
+            s->weight->ld16 = s->cols;
+            s->weight->rows16 = rows16;
+            s->weight->bias16 = bias16;
+            s->weight->bias16_of = bias16 ? s->bias : NULL;
         }
     }
     const size_t R = (size_t)m->max_rows, H = (size_t)m->hidden;
@@ -122,19 +133,35 @@ nmt_status nmt_cuda_make_half_copies(nmt_cuda_model *m, void **arena,
                                      int n, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
+    cudaStream_t stream = (cudaStream_t)m->stream;
     NMT_TRY(nmt_cuda_arena_carve(arena, layout, m, err));
     for (int i = 0; i < n; i++) {
         const nmt_cuda_weight *w = shapes[i].weight;
+        const size_t rows = (size_t)shapes[i].rows, cols = (size_t)shapes[i].cols;
         NMT_TRY(nmt_cuda_to_half(m->ctx, kind, shapes[i].rows, shapes[i].cols, w->f32, w->ld,
                                  (void *)w->w16, err));
+        if (w->rows16 > shapes[i].rows) /* zeros in either 16-bit format */
+            NMT_CUDA_TRY(cudaMemsetAsync((uint16_t *)w->w16 + rows * cols, 0,
+                                         ((size_t)w->rows16 - rows) * cols * sizeof(uint16_t),
+                                         stream));
+        if (w->bias16) {
+            NMT_CUDA_TRY(cudaMemcpyAsync((float *)w->bias16, w->bias16_of, rows * sizeof(float),
+                                         cudaMemcpyDeviceToDevice, stream));
+            if (w->rows16 > shapes[i].rows)
+                NMT_CUDA_TRY(cudaMemsetAsync((float *)w->bias16 + rows, 0,
+                                             ((size_t)w->rows16 - rows) * sizeof(float), stream));
+        }
     }
-    NMT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)m->stream));
+    NMT_CUDA_TRY(cudaStreamSynchronize(stream));
     return NMT_STATUS_OK;
 cleanup:
     cudaFree(*arena);
     *arena = NULL;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         shapes[i].weight->w16 = NULL;
+        shapes[i].weight->bias16 = shapes[i].weight->bias16_of = NULL;
+        shapes[i].weight->rows16 = 0;
+    }
     return status;
 }
 
@@ -180,9 +207,18 @@ nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm
                              m->sparse.workspace_bytes, m->stream, err);
     if (nmt_cuda_model_skinny_runs(m, ctx, site, rows, n, k, w))
         return nmt_cuda_model_gemm_skinny(m, ctx, rows, n, k, x, ldx, w, bias, 0, y, ldy, err);
-    if (m->half16.on && w->w16)
-        return nmt_cuda_linear_half(ctx, m->half16.kind, rows, n, k, x, ldx, w->w16, w->ld16,
-                                    bias, y, ldy, m->half16.scratch[site], err);
+    if (m->half16.on && w->w16) {
+        /* W_out's width (all its words, or TOP's first n) rounded up, where
+         * the padded outputs fit y's rows: the main stream's output layer
+         * only (the side stream's prefix GEMM of the LSH lists shares its
+         * rows' columns with the lists' kernel). */
+        const int32_t n_pad = (int32_t)nmt_align_up((size_t)n, NMT_CUDA_OUT_ROWS_ALIGN);
+        const int pad = site == NMT_GEMM_SITE_OUTPUT && n_pad > n && n_pad <= w->rows16 &&
+                        n_pad <= ldy && bias && bias == w->bias16_of;
+        return nmt_cuda_linear_half(ctx, m->half16.kind, rows, pad ? n_pad : n, k, x, ldx,
+                                    w->w16, w->ld16, pad ? w->bias16 : bias, y, ldy,
+                                    m->half16.scratch[site], err);
+    }
     if (m->tf32x2.on && w->w2 && rows >= NMT_TF32X2_MIN_ROWS)
         return nmt_cuda_linear_tf32x2(ctx, rows, n, k, x, ldx, w->w2, 2 * k, bias, y, ldy,
                                       m->tf32x2.split, err);

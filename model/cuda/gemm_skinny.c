@@ -40,6 +40,8 @@ static void layout_skinny16(nmt_cuda_model *m, nmt_carver *c)
         if (c->base) {
             mats[i].weight->w16 = p;
             mats[i].weight->ld16 = mats[i].cols;
+            mats[i].weight->rows16 = mats[i].rows;
+            mats[i].weight->bias16 = mats[i].weight->bias16_of = NULL;
         }
     }
 }

@@ -209,13 +209,16 @@ static void compare_tf32x2(const char *const *lines)
  * model 990 and 999 of 1,000 test lines equal fp32's), and on
  * those the scores stay close (mean |diff| <= 0.05 for bf16, 0.01 for fp16:
  * their inputs keep 8 and 11 bits) but are not all equal to CUDA fp32's,
- * which would mean the 16-bit path never ran. */
+ * which would mean the 16-bit path never ran. With `shrink` (TOP over 30
+ * words) the output layer's 16-bit GEMM runs over its width padded to 32
+ * (NMT_CUDA_OUT_ROWS_ALIGN: W_out's zero rows past the model's 32 words are
+ * not reached, its real words 30 and 31 are, their logits unread). */
 static void compare_half(const nmt_model *model, nmt_precision precision,
-                         const char *const *lines)
+                         const nmt_shrink_options *shrink, const char *const *lines)
 {
-    const char *name = precision == NMT_PRECISION_BF16 ? "bf16" : "fp16";
-    nmt_options cpu = make_options(NMT_DEVICE_CPU, 37, 5, 1, NULL);
-    nmt_options f32 = make_options(NMT_DEVICE_CUDA, 37, 5, 1, NULL);
+    const char *name = precision == NMT_PRECISION_BF16 ? "bf16" : shrink ? "fp16 top" : "fp16";
+    nmt_options cpu = make_options(NMT_DEVICE_CPU, 37, 5, 1, shrink);
+    nmt_options f32 = make_options(NMT_DEVICE_CUDA, 37, 5, 1, shrink);
     nmt_options h16 = f32;
     h16.precision = precision;
     nmt_result *a = (nmt_result *)calloc((size_t)n_lines, sizeof *a);
@@ -283,6 +286,8 @@ int main(void)
     lsh.k = 8, lsh.u = 2, lsh.w = 64, lsh.top = 100, lsh.threshold = 2;
     nmt_shrink_options top = lsh;
     top.mode = NMT_SHRINK_TOP;
+    nmt_shrink_options top30 = top;
+    top30.top = 26; /* 4 specials + 26 words: a 30-word output layer */
     const char *small = getenv("NMT_TEST_SMALL");
     if (small && *small == '1') {
         n_lines = N_LINES_SMALL;
@@ -291,11 +296,13 @@ int main(void)
         compare(model, 5, 3, 1, &lsh, lines);
         compare_launch_modes(model, 1, 5, NULL, 1, lines);
         compare_tf32x2(lines);
-        compare_half(model, NMT_PRECISION_BF16, lines);
+        compare_half(model, NMT_PRECISION_BF16, NULL, lines);
+        compare_half(model, NMT_PRECISION_FP16, &top30, lines);
     } else {
         compare_tf32x2(lines);
-        compare_half(model, NMT_PRECISION_BF16, lines);
-        compare_half(model, NMT_PRECISION_FP16, lines);
+        compare_half(model, NMT_PRECISION_BF16, NULL, lines);
+        compare_half(model, NMT_PRECISION_FP16, NULL, lines);
+        compare_half(model, NMT_PRECISION_FP16, &top30, lines);
         compare_launch_modes(model, 1, 5, NULL, 1, lines);
         compare_launch_modes(model, 7, 5, NULL, 3, lines);
         compare_launch_modes(model, 1, 5, &lsh, 1, lines);
