@@ -24,16 +24,29 @@
  * C is D (beta = 0).
  *
  * cuBLASLt chooses an algorithm through a heuristic on the host, which costs
- * more than a small GEMM. Its choice for a call's shape is cached in one
+ * more than a small GEMM: for the 16-bit types on an H100 ~200-900 us a
+ * call, against ~20 us for fp32 (host timers around the model's GEMMs,
+ * docs/performance.md, "Precision"). Its choice is cached in one
  * process-wide table (no allocation: a fixed array under a mutex), keyed by
- * the device, the input type, m, n, k, the leading dimensions and the
+ * the device, the input type, the rows, n, k, the leading dimensions and the
  * pointers' alignments (the bias's 0 when there is none): the heuristic
  * assumes 256-byte aligned buffers unless told, and a slice of a wider
  * matrix is not. Descriptors live on the stack (the *Init calls). A shape
  * the heuristic has no algorithm for is remembered too, and reported as not
- * run. */
+ * run.
+ * The 16-bit types key their plans by plan_rows(m), m rounded up to two
+ * classes an octave, and run the class's algorithm at m: a batch's decoder
+ * steps meet ~150 row buckets a GEMM, the encoder a new row count a batch,
+ * and choosing for each cost more host time than the GPU spent on the steps
+ * (fp16 at batch 1,024: 650 us of host time a step against ~280 us of
+ * kernels). Every algorithm the heuristic offers for these shapes gives the
+ * same bits (bench_gemm_algos), so the class changes the time, not the
+ * result. fp32 keeps exact rows: its algorithms split k by the row count,
+ * and so round differently. An algorithm cuBLASLt refuses at m falls back to
+ * the heuristic at m, cached under the exact key. */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -48,8 +61,9 @@ namespace {
 struct PlanKey {
     int32_t device, type, m, n, k, ldx, ldw, ldy;
     int32_t align_x, align_w, align_y, align_bias;
+    int32_t exact; /* m is the call's rows, not its class (the fallback) */
 };
-static_assert(sizeof(PlanKey) == 12 * sizeof(int32_t), "no padding in the key");
+static_assert(sizeof(PlanKey) == 13 * sizeof(int32_t), "no padding in the key");
 
 struct Plan {
     PlanKey key;
@@ -151,6 +165,42 @@ cublasStatus_t choose(cublasLtHandle_t lt, Descriptors *s, const PlanKey &key,
     return st == CUBLAS_STATUS_NOT_SUPPORTED ? CUBLAS_STATUS_SUCCESS : st;
 }
 
+/* The rows a call's plan is chosen for (the header comment): m for fp32 and
+ * up to 4 rows, else the first of 2^j and 3 * 2^(j-1) at or above m. */
+int32_t plan_rows(cudaDataType_t type, int32_t m)
+{
+    if (type == CUDA_R_32F || m <= 4)
+        return m;
+    for (int32_t p = 4; p <= INT32_MAX / 2; p *= 2) {
+        if (p >= m)
+            return p;
+        if (p + p / 2 >= m)
+            return p + p / 2;
+    }
+    return m;
+}
+
+/* The cached algorithm of key, or the heuristic's for the shape s describes
+ * (cached under key); *found 0 when it has none. */
+cublasStatus_t plan_for(cublasLtHandle_t lt, Descriptors *s, const PlanKey &key,
+                        size_t workspace_bytes, cublasLtMatmulAlgo_t *algo, int *found)
+{
+    std::lock_guard<std::mutex> lock(g_plans_mutex);
+    Plan *p = find_slot(key);
+    if (p && p->state != 0) {
+        *found = p->state == 1;
+        *algo = p->algo;
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    const cublasStatus_t st = choose(lt, s, key, workspace_bytes, algo, found);
+    if (st == CUBLAS_STATUS_SUCCESS && p) {
+        p->key = key;
+        p->state = *found ? 1 : 2;
+        p->algo = *algo;
+    }
+    return st;
+}
+
 } // namespace
 
 nmt_status nmt_cuda_linear_lt(nmt_cuda_ctx *ctx, cudaDataType_t type, int32_t m, int32_t n,
@@ -167,31 +217,36 @@ nmt_status nmt_cuda_linear_lt(nmt_cuda_ctx *ctx, cudaDataType_t type, int32_t m,
     NMT_CUBLAS_RETURN(describe(&s, type, m, n, k, ldx, ldw, ldy, bias));
 
     /* All int32: no padding, so the key hashes and compares as bytes. */
-    const PlanKey key = {nmt_cuda_ctx_device(ctx), (int32_t)type, m, n, k, ldx, ldw, ldy,
-                         alignment(x), alignment(w), alignment(y), bias ? alignment(bias) : 0};
+    const int32_t m_plan = plan_rows(type, m);
+    PlanKey key = {nmt_cuda_ctx_device(ctx), (int32_t)type, m_plan, n, k, ldx, ldw, ldy,
+                   alignment(x), alignment(w), alignment(y), bias ? alignment(bias) : 0, 0};
     cublasLtMatmulAlgo_t algo = {}; /* stays unset when the heuristic has none */
     int found = 0;
-    {
-        std::lock_guard<std::mutex> lock(g_plans_mutex);
-        Plan *p = find_slot(key);
-        if (p && p->state != 0) {
-            found = p->state == 1;
-            algo = p->algo;
-        } else {
-            NMT_CUBLAS_RETURN(choose(lt, &s, key, workspace_bytes, &algo, &found));
-            if (p) {
-                p->key = key;
-                p->state = found ? 1 : 2;
-                p->algo = algo;
-            }
-        }
+    if (m_plan != m) { /* the class's shape, for the heuristic */
+        Descriptors c;
+        NMT_CUBLAS_RETURN(describe(&c, type, m_plan, n, k, ldx, ldw, ldy, bias));
+        NMT_CUBLAS_RETURN(plan_for(lt, &c, key, workspace_bytes, &algo, &found));
+    } else {
+        NMT_CUBLAS_RETURN(plan_for(lt, &s, key, workspace_bytes, &algo, &found));
+    }
+    const float alpha = 1.0f, beta = 0.0f;
+    cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
+    cublasStatus_t st = CUBLAS_STATUS_NOT_SUPPORTED;
+    if (found)
+        st = cublasLtMatmul(lt, &s.op, &alpha, w, &s.a, x, &s.b, &beta, y, &s.d, y, &s.d, &algo,
+                            workspace, workspace_bytes, stream);
+    if (m_plan != m && (!found || st == CUBLAS_STATUS_NOT_SUPPORTED ||
+                        st == CUBLAS_STATUS_INVALID_VALUE)) {
+        key.m = m; /* the class's algorithm does not run at m: the exact plan */
+        key.exact = 1;
+        NMT_CUBLAS_RETURN(plan_for(lt, &s, key, workspace_bytes, &algo, &found));
+        if (found)
+            st = cublasLtMatmul(lt, &s.op, &alpha, w, &s.a, x, &s.b, &beta, y, &s.d, y, &s.d,
+                                &algo, workspace, workspace_bytes, stream);
     }
     if (!found)
         return NMT_STATUS_OK;
-    const float alpha = 1.0f, beta = 0.0f;
-    NMT_CUBLAS_RETURN(cublasLtMatmul(lt, &s.op, &alpha, w, &s.a, x, &s.b, &beta, y, &s.d, y, &s.d,
-                                     &algo, workspace, workspace_bytes,
-                                     (cudaStream_t)nmt_cuda_ctx_stream(ctx)));
+    NMT_CUBLAS_RETURN(st);
     *ran = 1;
     return NMT_STATUS_OK;
 }
