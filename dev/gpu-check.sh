@@ -127,13 +127,21 @@ if [[ $build_status == ok ]]; then
     # --- 4. benches ----------------------------------------------------------
     if [[ "${NMT_GPU_CHECK_SKIP_BENCH:-0}" != 1 ]]; then
         bench_status=ok
-        default_benches="bench_softmax_topk bench_nhot bench_reduce bench_lsh bench_skinny bench_attention"
+        default_benches="bench_softmax_topk bench_nhot bench_reduce bench_lsh bench_skinny bench_attention bench_gemm_algos"
         for b in ${NMT_GPU_CHECK_BENCHES:-$default_benches}; do
             [[ -x "$build/$b" ]] || continue
             echo "== $b"
             timeout 150 "$build/$b" >"$bench_dir/$b.jsonl" 2>"$bench_dir/$b.txt" || bench_status="$b failed"
             cat "$bench_dir/$b.txt"
         done
+        # The GEMMs' rows against the row count (docs/service.md, "Determinism").
+        if [[ -x "$build/bench_gemm_algos" && " ${NMT_GPU_CHECK_BENCHES:-$default_benches} " == *" bench_gemm_algos "* ]]; then
+            echo "== bench_gemm_algos --invariance"
+            timeout 150 "$build/bench_gemm_algos" --graph --rows 5120 --types fp16,fp32 \
+                --invariance 1,2,3,5,8,16,64,320,1024,5120 >"$bench_dir/bench_gemm_invariance.jsonl" \
+                2>"$bench_dir/bench_gemm_invariance.txt" || bench_status="$bench_status; gemm invariance failed"
+            grep -E "against each other" "$bench_dir/bench_gemm_invariance.txt" || true
+        fi
         if [[ "${NMT_GPU_CHECK_SKIP_TORCH:-0}" != 1 ]]; then
             echo "== bench_torch.py"
             timeout 150 "$python" dev/bench/bench_torch.py >"$bench_dir/bench_torch.jsonl" \

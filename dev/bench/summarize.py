@@ -6,6 +6,9 @@ baseline) and marks the targets:
                  >= 50% of the bandwidth floor for rows >= 512;
   N-hot:         >= 5x faster than cuBLAS, cuSPARSE and embedding_bag, N <= 10;
   reduce/bcast:  >= 90% of the measured copy bandwidth.
+The 16-bit GEMMs (bench_gemm_algos.cu) have tables and no target: the
+engine's plan against the fastest algorithm offered, and the rows whose bits
+change with the row count, by policy.
 LSH vocabulary shrinking (bench_lsh.cu) has tables and no target: full vs
 LSH per (H, V, rows) with the paper's Table 4 split, the break-even
 vocabulary per candidate fraction, warp vs naive lookup, and one list for
@@ -250,6 +253,51 @@ def attention_section(rows):
     print()
 
 
+def gemm_section(algos, invariance):
+    """bench_gemm_algos: cuBLASLt's first choice (what the engine runs, for
+    the row class) against the fastest algorithm offered and cublasGemmEx,
+    and which rows change bits with the row count."""
+    if algos:
+        print("## 16-bit GEMMs: cuBLASLt's first choice against the fastest offered "
+              "(bench_gemm_algos)\n")
+        print("| site | type | m x n x k | cublasGemmEx us | first choice us | fastest us "
+              "| first / fastest |")
+        print("|---|---|---|---|---|---|---|")
+        shapes = {}
+        for r in algos:
+            key = (r["site"], r["type"], r["m"], r["n"], r["k"])
+            e = shapes.setdefault(key, {"gemmex": None, "first": None, "best": None})
+            if r["algo"] == "gemmex":
+                e["gemmex"] = r["us"]
+            elif r["algo"] in ("lt_first", "engine"):
+                continue  # algorithm 0 again
+            else:
+                if r["algo"] == 0:
+                    e["first"] = r["us"]
+                if e["best"] is None or r["us"] < e["best"]:
+                    e["best"] = r["us"]
+        for (site, typ, m, n, k), e in shapes.items():
+            print(f"| {site} | {typ} | {m} x {n} x {k} | {fmt(e['gemmex'], '.2f')} "
+                  f"| {fmt(e['first'], '.2f')} | {fmt(e['best'], '.2f')} "
+                  f"| {fmt(ratio(e['first'], e['best']), '.2f')} |")
+        print()
+    if invariance:
+        print("## GEMM rows against the row count (bench_gemm_algos --invariance)\n")
+        print("Rows whose bits differ from the same rows computed at the largest row "
+              "count, the most over the row counts measured.\n")
+        print("| site | type | n x k | policy | from 3 rows | at 1-2 rows |")
+        print("|---|---|---|---|---|---|")
+        groups = {}
+        for r in invariance:
+            key = (r["site"], r["type"], r["n"], r["k"], r["policy"])
+            g = groups.setdefault(key, [0, 0])
+            slot = 0 if r["m"] >= 3 else 1
+            g[slot] = max(g[slot], r["rows_differing"])
+        for (site, typ, n, k, policy), (big, small) in groups.items():
+            print(f"| {site} | {typ} | {n} x {k} | {policy} | {big} | {small} |")
+        print()
+
+
 def main(argv):
     data = load(argv[1:])
     by = {}
@@ -372,6 +420,9 @@ def main(argv):
     attention = by.get("attention", [])
     if attention:
         attention_section(attention)
+
+    if by.get("gemm_algos") or by.get("gemm_invariance"):
+        gemm_section(by.get("gemm_algos", []), by.get("gemm_invariance", []))
 
     expected = {"softmax_topk": "softmax_topk", "nhot": "nhot", "reduce": "reduce/broadcast",
                 "lsh": "LSH"}
