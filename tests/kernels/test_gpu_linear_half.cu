@@ -12,7 +12,8 @@
  *   rounding (2^-9 for bf16) allows, so a wrong rounding or a dropped term
  *   shows; the scratch holds the rounded activations exactly. Shapes: 1x1x1,
  *   odd sizes, padded leading dimensions (padding columns of y keep their
- *   poison), the decoder's 5 and 320 rows, a wide output layer. */
+ *   poison), the decoder's 5 and 320 rows, a wide output layer, and one
+ *   shape at 9-13 rows (cuBLASLt plans shared by a row class). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -180,6 +181,11 @@ int main(void)
         test_linear_half(h, 7, 33, 5, 3, 1);
         test_linear_half(h, 5, 2048, 1280, 0, 0); /* a batch-1 decoder layer at beam 5 */
         test_linear_half(h, 64, 300, 257, 1, 1);
+        /* One shape at consecutive row counts: 9-12 share the plan chosen
+         * for 12 rows (their row class, kernels/cuda/linear_lt.cu), 13 is
+         * the next class. */
+        for (int32_t m = 9; m <= 13; m++)
+            test_linear_half(h, m, 512, 1024, 0, 0);
         if (!small) {
             test_linear_half(h, 320, 1024, 1280, 0, 1); /* batch 64, beam 5 */
             test_linear_half(h, 33, 10007, 256, 2, 1);  /* an output layer, odd V */
