@@ -65,12 +65,8 @@ static __global__ void __launch_bounds__(kThreads, 2)
     const int32_t row = blockIdx.x;
     const int32_t n_vec = hidden / V; /* H in lanes of V floats */
 
-    const int32_t sent = row_sentence[row];
-    int32_t len = src_len[sent];
-    len = len > max_src ? max_src : (len < 0 ? 0 : len);
-    const Vec *q_row = (const Vec *)(query + (int64_t)row * ld_query);
-    const Vec *sent_keys = (const Vec *)(keys + (int64_t)sent * max_src * hidden);
-    const Vec *sent_memory = (const Vec *)(memory + (int64_t)sent * max_src * hidden);
+    const RowInputs<V> in = row_inputs<V>(row, row_sentence, src_len, max_src, hidden, query,
+                                           ld_query, keys, memory);
 
     /* This block's columns [col0, col0 + n_cols) and the thread's place. */
     const int32_t col0 = blockIdx.y * slice_vec;
@@ -84,17 +80,17 @@ static __global__ void __launch_bounds__(kThreads, 2)
     /* The first memory rows of the context go out with the keys. */
     Vec rows[kContextBatch];
     if (col_first < n_cols)
-        load_memory_batch<V>(rows, sent_memory + col0 + col_first, n_vec, group, groups, len);
+        load_memory_batch<V>(rows, in.memory + col0 + col_first, n_vec, group, groups, in.len);
 
     /* Scores: a warp per kScorePositions positions, lanes over H. The query
      * is read by every warp; after the first it comes from L1. */
-    score_into<V, kScorePositions>(q_row, sent_keys, n_vec, len, lane, warp * kScorePositions,
+    score_into<V, kScorePositions>(in.query, in.keys, n_vec, in.len, lane, warp * kScorePositions,
                                    kWarps * kScorePositions, s_score);
     __syncthreads();
 
     /* Softmax: each warp reduces all the scores itself (S is small), the
      * same way, so every warp of every slice holds the same m and d. */
-    const float inv_d = softmax_scale(s_score, warp == 0 ? s_exp : nullptr, len, lane);
+    const float inv_d = softmax_scale(s_score, warp == 0 ? s_exp : nullptr, in.len, lane);
     __syncthreads();
 
     /* Context: each thread sums its column over positions group, group + G,
@@ -102,17 +98,17 @@ static __global__ void __launch_bounds__(kThreads, 2)
      * past len are zero, so the sum needs no branch. */
     Vec *ctx_row = (Vec *)(context + (int64_t)row * ld_context) + col0;
     for (int32_t c = col_first; c < n_cols; c += col_step) {
-        const Vec *column = sent_memory + col0 + c;
+        const Vec *column = in.memory + col0 + c;
         if (c != col_first) /* G = 1: the thread's later columns */
-            load_memory_batch<V>(rows, column, n_vec, group, groups, len);
+            load_memory_batch<V>(rows, column, n_vec, group, groups, in.len);
         Vec acc = Lane<V>::zero();
-        for (int32_t j0 = group; j0 < len; j0 += groups * kContextBatch) {
+        for (int32_t j0 = group; j0 < in.len; j0 += groups * kContextBatch) {
             if (j0 != group)
-                load_memory_batch<V>(rows, column, n_vec, j0, groups, len);
+                load_memory_batch<V>(rows, column, n_vec, j0, groups, in.len);
 #pragma unroll
             for (int u = 0; u < kContextBatch; u++) {
                 int32_t j = j0 + u * groups;
-                acc = Lane<V>::axpy(j < len ? s_exp[j] : 0.0f, rows[u], acc);
+                acc = Lane<V>::axpy(j < in.len ? s_exp[j] : 0.0f, rows[u], acc);
             }
         }
         if (grouped)
@@ -132,7 +128,7 @@ static __global__ void __launch_bounds__(kThreads, 2)
 
     /* Slice 0's last warp: weights and argmax. */
     if (blockIdx.y == 0 && warp == kWarps - 1)
-        write_weights(s_exp, inv_d, len, max_src, row, lane, weights, argmax);
+        write_weights(s_exp, inv_d, in.len, max_src, row, lane, weights, argmax);
 }
 
 template <int V>

@@ -57,6 +57,31 @@ template <> struct Lane<1> {
     static __device__ __forceinline__ float scale(float a, float s) { return a * s; }
 };
 
+/* What a row reads of its sentence: the source length clamped to [0,
+ * max_src], the row's query and the sentence's keys and memory, in lanes of
+ * V floats. Both kernels start a row with it. */
+template <int V> struct RowInputs {
+    int32_t len;
+    const typename Lane<V>::type *query, *keys, *memory;
+};
+
+template <int V>
+static __device__ __forceinline__ RowInputs<V>
+row_inputs(int32_t row, const int32_t *row_sentence, const int32_t *src_len, int32_t max_src,
+           int32_t hidden, const float *query, int32_t ld_query, const float *keys,
+           const float *memory)
+{
+    using Vec = typename Lane<V>::type;
+    const int32_t sent = row_sentence[row];
+    const int32_t len = src_len[sent];
+    RowInputs<V> in;
+    in.len = len > max_src ? max_src : (len < 0 ? 0 : len);
+    in.query = (const Vec *)(query + (int64_t)row * ld_query);
+    in.keys = (const Vec *)(keys + (int64_t)sent * max_src * hidden);
+    in.memory = (const Vec *)(memory + (int64_t)sent * max_src * hidden);
+    return in;
+}
+
 /* Memory rows j0, j0 + step, ... of one column (zero past len), all loads
  * issued before any is used. Offsets are 32-bit: the launcher checks that a
  * sentence's max_src x hidden floats fit. */

@@ -56,17 +56,13 @@ static __global__ void __launch_bounds__(kWarpBlockThreads, 2)
     float *s_exp = s_score + max_src;
     const int32_t n_vec = hidden / 4;
 
-    const int32_t sent = row_sentence[row];
-    int32_t len = src_len[sent];
-    len = len > max_src ? max_src : (len < 0 ? 0 : len);
-    const float4 *q_row = (const float4 *)(query + (int64_t)row * ld_query);
-    const float4 *sent_keys = (const float4 *)(keys + (int64_t)sent * max_src * hidden);
-    const float4 *sent_memory = (const float4 *)(memory + (int64_t)sent * max_src * hidden);
+    const RowInputs<4> in = row_inputs<4>(row, row_sentence, src_len, max_src, hidden, query,
+                                           ld_query, keys, memory);
 
-    score_into<4, kScorePositions>(q_row, sent_keys, n_vec, len, lane, 0, kScorePositions,
+    score_into<4, kScorePositions>(in.query, in.keys, n_vec, in.len, lane, 0, kScorePositions,
                                    s_score);
     __syncwarp();
-    const float inv_d = softmax_scale(s_score, s_exp, len, lane);
+    const float inv_d = softmax_scale(s_score, s_exp, in.len, lane);
     __syncwarp();
 
     /* Context: acc[t][g] sums column lane + 32 t over positions g, g + G, ... */
@@ -76,7 +72,7 @@ static __global__ void __launch_bounds__(kWarpBlockThreads, 2)
 #pragma unroll
         for (int g = 0; g < kGroups; g++)
             acc[t][g] = L::zero();
-    for (int32_t j0 = 0; j0 < len; j0 += kRep * kGroups) {
+    for (int32_t j0 = 0; j0 < in.len; j0 += kRep * kGroups) {
         float4 rows[kRep][kGroups][kCols];
 #pragma unroll
         for (int u = 0; u < kRep; u++)
@@ -85,8 +81,8 @@ static __global__ void __launch_bounds__(kWarpBlockThreads, 2)
 #pragma unroll
                 for (int t = 0; t < kCols; t++) {
                     const int32_t j = j0 + u * kGroups + g, c = lane + kWarpSize * t;
-                    rows[u][g][t] = j < len && c < n_vec
-                                        ? __ldg(sent_memory + (uint32_t)(j * n_vec + c))
+                    rows[u][g][t] = j < in.len && c < n_vec
+                                        ? __ldg(in.memory + (uint32_t)(j * n_vec + c))
                                         : L::zero();
                 }
 #pragma unroll
@@ -94,7 +90,7 @@ static __global__ void __launch_bounds__(kWarpBlockThreads, 2)
 #pragma unroll
             for (int g = 0; g < kGroups; g++) {
                 const int32_t j = j0 + u * kGroups + g;
-                if (j < len)
+                if (j < in.len)
 #pragma unroll
                     for (int t = 0; t < kCols; t++)
                         acc[t][g] = L::axpy(s_exp[j], rows[u][g][t], acc[t][g]);
@@ -104,7 +100,7 @@ static __global__ void __launch_bounds__(kWarpBlockThreads, 2)
      * turns -0 into +0 and leaves every other value as it is. */
 #pragma unroll
     for (int g = 0; g < kGroups; g++) {
-        const int32_t n_g = len > g ? (len - g + kGroups - 1) / kGroups : 0;
+        const int32_t n_g = in.len > g ? (in.len - g + kGroups - 1) / kGroups : 0;
         if (n_g % kContextBatch != 0)
 #pragma unroll
             for (int t = 0; t < kCols; t++)
@@ -122,7 +118,7 @@ static __global__ void __launch_bounds__(kWarpBlockThreads, 2)
             ctx_row[c] = L::scale(sum, inv_d);
         }
     }
-    write_weights(s_exp, inv_d, len, max_src, row, lane, weights, argmax);
+    write_weights(s_exp, inv_d, in.len, max_src, row, lane, weights, argmax);
 }
 
 typedef void (*WarpKernel)(int32_t, int32_t, int32_t, const int32_t *, const int32_t *,
