@@ -180,10 +180,13 @@ int32_t plan_rows(cudaDataType_t type, int32_t m)
     return m;
 }
 
-/* The cached algorithm of key, or the heuristic's for the shape s describes
- * (cached under key); *found 0 when it has none. */
-cublasStatus_t plan_for(cublasLtHandle_t lt, Descriptors *s, const PlanKey &key,
-                        size_t workspace_bytes, cublasLtMatmulAlgo_t *algo, int *found)
+/* The cached algorithm of key, or on a miss the heuristic's for key's shape
+ * (its rows key.m, with `bias` or none), cached under key; *found 0 when it
+ * has none. Descriptors are built only on a miss: a hit, nearly every call,
+ * costs the lookup. */
+cublasStatus_t plan_for(cublasLtHandle_t lt, cudaDataType_t type, const float *bias,
+                        const PlanKey &key, size_t workspace_bytes, cublasLtMatmulAlgo_t *algo,
+                        int *found)
 {
     std::lock_guard<std::mutex> lock(g_plans_mutex);
     Plan *p = find_slot(key);
@@ -192,7 +195,11 @@ cublasStatus_t plan_for(cublasLtHandle_t lt, Descriptors *s, const PlanKey &key,
         *algo = p->algo;
         return CUBLAS_STATUS_SUCCESS;
     }
-    const cublasStatus_t st = choose(lt, s, key, workspace_bytes, algo, found);
+    Descriptors s;
+    cublasStatus_t st = describe(&s, type, key.m, key.n, key.k, key.ldx, key.ldw, key.ldy, bias);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    st = choose(lt, &s, key, workspace_bytes, algo, found);
     if (st == CUBLAS_STATUS_SUCCESS && p) {
         p->key = key;
         p->state = *found ? 1 : 2;
@@ -222,27 +229,21 @@ nmt_status nmt_cuda_linear_lt(nmt_cuda_ctx *ctx, cudaDataType_t type, int32_t m,
                    alignment(x), alignment(w), alignment(y), bias ? alignment(bias) : 0, 0};
     cublasLtMatmulAlgo_t algo = {}; /* stays unset when the heuristic has none */
     int found = 0;
-    if (m_plan != m) { /* the class's shape, for the heuristic */
-        Descriptors c;
-        NMT_CUBLAS_RETURN(describe(&c, type, m_plan, n, k, ldx, ldw, ldy, bias));
-        NMT_CUBLAS_RETURN(plan_for(lt, &c, key, workspace_bytes, &algo, &found));
-    } else {
-        NMT_CUBLAS_RETURN(plan_for(lt, &s, key, workspace_bytes, &algo, &found));
-    }
     const float alpha = 1.0f, beta = 0.0f;
     cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
-    cublasStatus_t st = CUBLAS_STATUS_NOT_SUPPORTED;
-    if (found)
-        st = cublasLtMatmul(lt, &s.op, &alpha, w, &s.a, x, &s.b, &beta, y, &s.d, y, &s.d, &algo,
-                            workspace, workspace_bytes, stream);
+    const auto matmul = [&]() {
+        return cublasLtMatmul(lt, &s.op, &alpha, w, &s.a, x, &s.b, &beta, y, &s.d, y, &s.d,
+                              &algo, workspace, workspace_bytes, stream);
+    };
+    NMT_CUBLAS_RETURN(plan_for(lt, type, bias, key, workspace_bytes, &algo, &found));
+    cublasStatus_t st = found ? matmul() : CUBLAS_STATUS_NOT_SUPPORTED;
     if (m_plan != m && (!found || st == CUBLAS_STATUS_NOT_SUPPORTED ||
                         st == CUBLAS_STATUS_INVALID_VALUE)) {
         key.m = m; /* the class's algorithm does not run at m: the exact plan */
         key.exact = 1;
-        NMT_CUBLAS_RETURN(plan_for(lt, &s, key, workspace_bytes, &algo, &found));
+        NMT_CUBLAS_RETURN(plan_for(lt, type, bias, key, workspace_bytes, &algo, &found));
         if (found)
-            st = cublasLtMatmul(lt, &s.op, &alpha, w, &s.a, x, &s.b, &beta, y, &s.d, y, &s.d,
-                                &algo, workspace, workspace_bytes, stream);
+            st = matmul();
     }
     if (!found)
         return NMT_STATUS_OK;
