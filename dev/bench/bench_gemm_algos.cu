@@ -174,17 +174,71 @@ static double max_diff(const float *a, const float *b, size_t n)
     return bench_max_abs_err(a, b, n);
 }
 
+/* c for m rows of n x k on ctx's handles, stream and workspace (no
+ * descriptors yet: describe_call). */
+static void init_call(call *c, nmt_cuda_ctx *ctx, cudaDataType_t type, int m, int n, int k,
+                      void *x, void *w, float *y)
+{
+    memset(c, 0, sizeof *c);
+    c->lt = (cublasLtHandle_t)nmt_cuda_ctx_cublaslt(ctx);
+    c->blas = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
+    c->stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
+    c->workspace = nmt_cuda_ctx_workspace(ctx, &c->workspace_bytes);
+    c->type = type;
+    c->m = m; c->n = n; c->k = k; c->ldy = (n + 31) / 32 * 32;
+    c->x = x; c->w = w; c->y = y;
+}
+
+/* c's cuBLASLt descriptors (the bias epilogue when bias is not NULL) and up
+ * to max of the heuristic's algorithms into res (*n_res of them; with
+ * nosplit, none that splits k). Returns the heuristic's status. */
+static cublasStatus_t describe_call(call *c, const float *bias, int nosplit, int max,
+                                    cublasLtMatmulHeuristicResult_t *res, int *n_res)
+{
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    const cublasLtEpilogue_t epi = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    LT_OK(cublasLtMatmulDescCreate(&c->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT_OK(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT_OK(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT_OK(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (bias)
+        LT_OK(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof bias));
+    LT_OK(cublasLtMatrixLayoutCreate(&c->a, c->type, c->k, c->n, c->k));
+    LT_OK(cublasLtMatrixLayoutCreate(&c->b, c->type, c->k, c->m, c->k));
+    LT_OK(cublasLtMatrixLayoutCreate(&c->d, CUDA_R_32F, c->n, c->m, c->ldy));
+    cublasLtMatmulPreference_t pref;
+    LT_OK(cublasLtMatmulPreferenceCreate(&pref));
+    LT_OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &c->workspace_bytes, sizeof c->workspace_bytes));
+    if (nosplit) {
+        const uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
+        LT_OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                   &none, sizeof none));
+    }
+    *n_res = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(c->lt, c->op, c->a, c->b, c->d, c->d,
+                                                             pref, max, res, n_res);
+    cublasLtMatmulPreferenceDestroy(pref);
+    return st;
+}
+
+/* The descriptors describe_call made, if any. */
+static void free_call(call *c)
+{
+    if (!c->op)
+        return;
+    cublasLtMatrixLayoutDestroy(c->a);
+    cublasLtMatrixLayoutDestroy(c->b);
+    cublasLtMatrixLayoutDestroy(c->d);
+    cublasLtMatmulDescDestroy(c->op);
+}
+
 static void bench_shape(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, int max_algos)
 {
     const char *tname = type_name(type);
     call c;
-    memset(&c, 0, sizeof c);
-    c.lt = (cublasLtHandle_t)nmt_cuda_ctx_cublaslt(ctx);
-    c.blas = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
-    c.stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
-    c.workspace = nmt_cuda_ctx_workspace(ctx, &c.workspace_bytes);
-    c.type = type;
-    c.m = s->m; c.n = s->n; c.k = s->k; c.ldy = (s->n + 31) / 32 * 32;
+    init_call(&c, ctx, type, s->m, s->n, s->k, NULL, NULL, NULL);
     const size_t ny = (size_t)s->m * c.ldy;
     float *bias = NULL;
     CUDA_OK(cudaMalloc(&c.x, (size_t)s->m * s->k * type_bytes(type)));
@@ -199,26 +253,9 @@ static void bench_shape(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, 
     if (!first || !got)
         exit(1);
 
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    const cublasLtEpilogue_t epi = s->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-    LT_OK(cublasLtMatmulDescCreate(&c.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    LT_OK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT_OK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LT_OK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    if (s->bias)
-        LT_OK(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                             sizeof bias));
-    LT_OK(cublasLtMatrixLayoutCreate(&c.a, type, s->k, s->n, s->k));
-    LT_OK(cublasLtMatrixLayoutCreate(&c.b, type, s->k, s->m, s->k));
-    LT_OK(cublasLtMatrixLayoutCreate(&c.d, CUDA_R_32F, s->n, s->m, c.ldy));
-    cublasLtMatmulPreference_t pref;
-    LT_OK(cublasLtMatmulPreferenceCreate(&pref));
-    LT_OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                               &c.workspace_bytes, sizeof c.workspace_bytes));
     cublasLtMatmulHeuristicResult_t res[MAX_ALGOS];
     int n_res = 0;
-    LT_OK(cublasLtMatmulAlgoGetHeuristic(c.lt, c.op, c.a, c.b, c.d, c.d, pref, max_algos, res,
-                                         &n_res));
+    LT_OK(describe_call(&c, s->bias ? bias : NULL, 0, max_algos, res, &n_res));
     const double flop = 2.0 * s->m * s->n * s->k;
 
     /* The baseline first: its output is the reference for the bits. */
@@ -252,7 +289,8 @@ static void bench_shape(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, 
         const double diff = max_diff(got, first, ny);
         const double us = time_us(&c);
         const cublasLtMatmulAlgo_t *a = &res[i].algo;
-        const int id = config(a, CUBLASLT_ALGO_CONFIG_ID), tile = config(a, CUBLASLT_ALGO_CONFIG_TILE_ID),
+        const int id = config(a, CUBLASLT_ALGO_CONFIG_ID),
+                  tile = config(a, CUBLASLT_ALGO_CONFIG_TILE_ID),
                   stages = config(a, CUBLASLT_ALGO_CONFIG_STAGES_ID),
                   split = config(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
                   red = config(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
@@ -272,11 +310,7 @@ static void bench_shape(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, 
     }
     fprintf(stderr, "  best: %s %.2f us = %.2fx the baseline\n",
             best_i < 0 ? "the baseline" : "an algorithm above", best, base_us / best);
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(c.a);
-    cublasLtMatrixLayoutDestroy(c.b);
-    cublasLtMatrixLayoutDestroy(c.d);
-    cublasLtMatmulDescDestroy(c.op);
+    free_call(&c);
     CUDA_OK(cudaFree(c.x));
     CUDA_OK(cudaFree(c.w));
     CUDA_OK(cudaFree(c.y));
@@ -297,62 +331,22 @@ typedef struct plan {
     int found;
 } plan;
 
-/* The call for m rows under policy p (descriptors created; free_plan). */
+/* The call for m rows under policy p (descriptors created; free_call). */
 static void make_plan(plan *pl, nmt_cuda_ctx *ctx, policy p, cudaDataType_t type, int m, int n,
                       int k, const float *bias, void *x, void *w, float *y)
 {
     memset(pl, 0, sizeof *pl);
-    call *c = &pl->c;
-    c->lt = (cublasLtHandle_t)nmt_cuda_ctx_cublaslt(ctx);
-    c->blas = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
-    c->stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
-    c->workspace = nmt_cuda_ctx_workspace(ctx, &c->workspace_bytes);
-    c->type = type;
-    c->m = m; c->n = n; c->k = k; c->ldy = (n + 31) / 32 * 32;
-    c->x = x; c->w = w; c->y = y;
+    init_call(&pl->c, ctx, type, m, n, k, x, w, y);
     pl->found = 1;
     if (p == POLICY_GEMMEX)
         return;
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    const cublasLtEpilogue_t epi = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-    LT_OK(cublasLtMatmulDescCreate(&c->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    LT_OK(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT_OK(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LT_OK(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    if (bias)
-        LT_OK(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                             sizeof bias));
-    LT_OK(cublasLtMatrixLayoutCreate(&c->a, type, k, n, k));
-    LT_OK(cublasLtMatrixLayoutCreate(&c->b, type, k, m, k));
-    LT_OK(cublasLtMatrixLayoutCreate(&c->d, CUDA_R_32F, n, m, c->ldy));
-    cublasLtMatmulPreference_t pref;
-    LT_OK(cublasLtMatmulPreferenceCreate(&pref));
-    LT_OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                               &c->workspace_bytes, sizeof c->workspace_bytes));
-    if (p == POLICY_LT_NOSPLIT) {
-        const uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
-        LT_OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                                                   &none, sizeof none));
-    }
     cublasLtMatmulHeuristicResult_t res;
     int n_res = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(c->lt, c->op, c->a, c->b, c->d, c->d,
-                                                             pref, 1, &res, &n_res);
+    const cublasStatus_t st = describe_call(&pl->c, bias, p == POLICY_LT_NOSPLIT, 1, &res, &n_res);
     pl->found = st == CUBLAS_STATUS_SUCCESS && n_res > 0 && res.state == CUBLAS_STATUS_SUCCESS;
     if (pl->found)
         pl->algo = res.algo;
-    c->algo = &pl->algo;
-    cublasLtMatmulPreferenceDestroy(pref);
-}
-
-static void free_plan(plan *pl)
-{
-    if (!pl->c.op)
-        return;
-    cublasLtMatrixLayoutDestroy(pl->c.a);
-    cublasLtMatrixLayoutDestroy(pl->c.b);
-    cublasLtMatrixLayoutDestroy(pl->c.d);
-    cublasLtMatmulDescDestroy(pl->c.op);
+    pl->c.algo = &pl->algo;
 }
 
 /* Rows of got (m rows) whose n values differ in any bit from ref's. */
@@ -397,7 +391,7 @@ static void invariance(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, c
         if (!pl.found || (p == POLICY_GEMMEX && s->bias)) {
             fprintf(stderr, "  %-10s no algorithm, or GemmEx with a bias (not measured)\n",
                     kPolicyNames[p]);
-            free_plan(&pl);
+            free_call(&pl.c);
             memset(ref[p], 0, ny * sizeof(float));
             continue;
         }
@@ -405,7 +399,7 @@ static void invariance(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, c
         run_call(&pl.c, 0);
         CUDA_OK(cudaStreamSynchronize(pl.c.stream));
         CUDA_OK(cudaMemcpy(ref[p], y, ny * sizeof(float), cudaMemcpyDeviceToHost));
-        free_plan(&pl);
+        free_call(&pl.c);
         fprintf(stderr, "  %-10s", kPolicyNames[p]);
         for (int i = 0; i < n_ms; i++) {
             const int m = ms[i];
@@ -414,7 +408,7 @@ static void invariance(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, c
             make_plan(&pl, ctx, (policy)p, type, m, n, k, bias, x, w, y);
             if (!pl.found) {
                 fprintf(stderr, " | %d: none", m);
-                free_plan(&pl);
+                free_call(&pl.c);
                 continue;
             }
             CUDA_OK(cudaMemsetAsync(y, 0xff, ny * sizeof(float), pl.c.stream));
@@ -434,7 +428,7 @@ static void invariance(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, c
             printf("{\"bench\":\"gemm_invariance\",\"site\":\"%s\",\"type\":\"%s\",\"n\":%d,"
                    "\"k\":%d,\"policy\":\"%s\",\"m\":%d,\"rows_differing\":%d,\"us\":%.3f}\n",
                    s->site, tname, n, k, kPolicyNames[p], m, bad, us);
-            free_plan(&pl);
+            free_call(&pl.c);
         }
         fprintf(stderr, "\n");
     }
@@ -455,7 +449,8 @@ static void invariance(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, c
 int main(int argc, char **argv)
 {
     static const char *const known[] = {"--rows=", "--types=", "--algos=", "--shapes=", "--emb=",
-                                        "--hidden=", "--vocab=", "--invariance=", "--graph", "--no-bias", NULL};
+                                        "--hidden=", "--vocab=", "--invariance=", "--graph",
+                                        "--no-bias", NULL};
     static const char usage[] =
         "usage: bench_gemm_algos [--rows 320,5120] [--types fp16,bf16] [--algos 16]\n"
         "       [--emb 256 --hidden 512 --vocab 4778] [--shapes MxNxK,...] [--no-bias]\n"
@@ -476,7 +471,8 @@ int main(int argc, char **argv)
     max_algos = max_algos < 1 ? 1 : max_algos > MAX_ALGOS ? MAX_ALGOS : max_algos;
     static const int default_rows[] = {320, 5120};
     int rows[8];
-    const int n_rows = parse_ints_text(bench_option(argc, argv, "--rows"), default_rows, 2, rows, 8);
+    const int n_rows =
+        parse_ints_text(bench_option(argc, argv, "--rows"), default_rows, 2, rows, 8);
     shape shapes[MAX_SHAPES];
     int n_shapes = 0;
     const char *list = bench_option(argc, argv, "--shapes");
