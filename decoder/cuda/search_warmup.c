@@ -8,7 +8,7 @@
  * service should pay when it loads the model, not on its first requests.
  *
  * The synthetic batches cover what the real ones vary: the number of rows a
- * step has (every power of two of sentences up to the backend's maximum) and
+ * step has (2^j and 3 * 2^(j-1) sentences up to the backend's maximum) and
  * the encoder's time-major row counts (source lengths of every power of two).
  * Sentences are runs of one feature row, capped at a few target steps. */
 #include "cuda_search_impl.h"
@@ -69,13 +69,20 @@ nmt_status nmt_cuda_search_warm_up(nmt_cuda_search *self, nmt_error *err)
         if (len == S)
             break;
     }
-    /* Larger batches: the step's row counts; lengths 1 .. 32. */
-    for (int32_t n = 2;; n = 2 * n < N ? 2 * n : N) {
-        if (n > N)
+    /* Larger batches: the step's row counts; lengths 1 .. 32. The sentence
+     * counts 2^j and 3 * 2^(j-1) reach both row classes an octave that the
+     * GEMM plans are cached by (kernels/cuda/linear_lt.cu), in the encoder
+     * (32 n rows) and the steps, so a real batch rarely meets a shape whose
+     * plan is still to be chosen (0.7-7 ms of host time each on an H100). */
+    for (int32_t p = 2;; p = 2 * p < N ? 2 * p : N) {
+        if (p > N)
             break;
-        NMT_TRY(warm_batch(self, n, S < 32 ? S : 32, buf, values, results, err));
-        if (n == N)
+        NMT_TRY(warm_batch(self, p, S < 32 ? S : 32, buf, values, results, err));
+        if (p == N)
             break;
+        const int32_t q = p + p / 2;
+        if (q < N)
+            NMT_TRY(warm_batch(self, q, S < 32 ? S : 32, buf, values, results, err));
     }
     NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
     /* Counters start at zero for the caller's work (the model's own, the

@@ -1,5 +1,6 @@
 /* linear_lt.cu: y = x . w^T (+ bias) as one cublasLtMatmul with a plan
- * chosen once per shape.
+ * chosen once per shape class: every fp32 (non-accumulating) and 16-bit
+ * GEMM of linear.cu.
  *
  * With a bias, cuBLASLt's epilogue (CUBLASLT_EPILOGUE_BIAS) adds it inside
  * the GEMM instead of a second pass over y (add_bias_kernel in linear.cu).
@@ -7,15 +8,15 @@
  * once more (68 us of a 610 us bf16 step at 5,120 rows, docs/performance.md),
  * and at batch 1 it is one launch of a step's dozen.
  *
- * Without a bias it is the 16-bit GEMMs' path (linear.cu's
- * nmt_cuda_linear_half): cublasGemmEx runs cuBLAS's heuristic on the host at
- * every call, and its choice at a few hundred rows was 1.2-1.5x slower on
- * the device than cuBLASLt's first choice (dev/bench/bench_gemm_algos.cu;
- * docs/performance.md, "Precision"). Both give the same bits: every
- * algorithm either offers for the decoder's shapes sums a row's k products
- * in one order, whatever the tile, and with no split of k (measured from 3
- * to 5,120 rows: bench_gemm_algos --invariance), so a row's result does not
- * depend on the rows beside it.
+ * Without a bias it replaces cublasSgemm (nmt_cuda_linear) and cublasGemmEx
+ * (nmt_cuda_linear_half), which run cuBLAS's heuristic on the host at every
+ * call. For the 16-bit types cublasGemmEx's choice at a few hundred rows
+ * was 1.2-1.5x slower on the device than cuBLASLt's first choice
+ * (dev/bench/bench_gemm_algos.cu; docs/performance.md, "Precision"), and
+ * both give the same bits: every 16-bit algorithm either offers for the
+ * decoder's shapes sums a row's k products in one order, whatever the tile,
+ * and with no split of k (measured from 3 to 5,120 rows: bench_gemm_algos
+ * --invariance), so a row's result does not depend on the rows beside it.
  *
  * The view is linear.cu's: row-major [r, c] with leading dimension ld is the
  * column-major [c, r] matrix with that ld, so in cuBLASLt's column-major terms
@@ -24,9 +25,10 @@
  * C is D (beta = 0).
  *
  * cuBLASLt chooses an algorithm through a heuristic on the host, which costs
- * more than a small GEMM: for the 16-bit types on an H100 ~200-900 us a
- * call, against ~20 us for fp32 (host timers around the model's GEMMs,
- * docs/performance.md, "Precision"). Its choice is cached in one
+ * more than a small GEMM: on an H100 ~200-1,600 us a call for the 16-bit
+ * types and ~450-650 us for fp32 at the shapes of the model (host timers
+ * around the model's GEMMs, docs/performance.md, "Precision"); cuBLAS's own
+ * cublasSgemm pays 15-120 us of host time a call. Its choice is cached in one
  * process-wide table (no allocation: a fixed array under a mutex), keyed by
  * the device, the input type, the rows, n, k, the leading dimensions and the
  * pointers' alignments (the bias's 0 when there is none): the heuristic
@@ -34,16 +36,17 @@
  * matrix is not. Descriptors live on the stack (the *Init calls). A shape
  * the heuristic has no algorithm for is remembered too, and reported as not
  * run.
- * The 16-bit types key their plans by plan_rows(m), m rounded up to two
- * classes an octave, and run the class's algorithm at m: a batch's decoder
- * steps meet ~150 row buckets a GEMM, the encoder a new row count a batch,
- * and choosing for each cost more host time than the GPU spent on the steps
+ * Plans are keyed by plan_rows(m), m rounded up to two classes an octave,
+ * and the class's algorithm runs at m: a batch's decoder steps meet ~150 row
+ * buckets a GEMM, the encoder a new row count a batch and a time step, and
+ * choosing for each cost more host time than the GPU spent on the steps
  * (fp16 at batch 1,024: 650 us of host time a step against ~280 us of
- * kernels). Every algorithm the heuristic offers for these shapes gives the
- * same bits (bench_gemm_algos), so the class changes the time, not the
- * result. fp32 keeps exact rows: its algorithms split k by the row count,
- * and so round differently. An algorithm cuBLASLt refuses at m falls back to
- * the heuristic at m, cached under the exact key. */
+ * kernels). For the 16-bit types every algorithm the heuristic offers for
+ * these shapes gives the same bits (bench_gemm_algos), so the class changes
+ * the time, not the result. fp32's algorithms split k by the row count, so
+ * there the class can change the last bits of a row; the algorithm is still
+ * a function of m alone, so a run repeats bit for bit. An algorithm cuBLASLt
+ * refuses at m falls back to the heuristic at m, cached under the exact key. */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <limits.h>
@@ -165,12 +168,21 @@ cublasStatus_t choose(cublasLtHandle_t lt, Descriptors *s, const PlanKey &key,
     return st == CUBLAS_STATUS_NOT_SUPPORTED ? CUBLAS_STATUS_SUCCESS : st;
 }
 
-/* The rows a call's plan is chosen for (the header comment): m for fp32 and
- * up to 4 rows, else the first of 2^j and 3 * 2^(j-1) at or above m. */
-int32_t plan_rows(cudaDataType_t type, int32_t m)
+/* Above this many rows every m shares one plan, chosen at this many: the
+ * encoder's input GEMMs (time steps x sentences rows) would otherwise meet
+ * a class no warm-up reached with each longer batch, and at these sizes
+ * every tile the heuristic offers fills the GPU. */
+constexpr int32_t kPlanRowsCap = 16384;
+
+/* The rows a call's plan is chosen for (the header comment): m up to 4 rows,
+ * else the first of 2^j and 3 * 2^(j-1) at or above m, at most
+ * kPlanRowsCap. */
+int32_t plan_rows(int32_t m)
 {
-    if (type == CUDA_R_32F || m <= 4)
+    if (m <= 4)
         return m;
+    if (m >= kPlanRowsCap)
+        return kPlanRowsCap;
     for (int32_t p = 4; p <= INT32_MAX / 2; p *= 2) {
         if (p >= m)
             return p;
@@ -224,7 +236,7 @@ nmt_status nmt_cuda_linear_lt(nmt_cuda_ctx *ctx, cudaDataType_t type, int32_t m,
     NMT_CUBLAS_RETURN(describe(&s, type, m, n, k, ldx, ldw, ldy, bias));
 
     /* All int32: no padding, so the key hashes and compares as bytes. */
-    const int32_t m_plan = plan_rows(type, m);
+    const int32_t m_plan = plan_rows(m);
     PlanKey key = {nmt_cuda_ctx_device(ctx), (int32_t)type, m_plan, n, k, ldx, ldw, ldy,
                    alignment(x), alignment(w), alignment(y), bias ? alignment(bias) : 0, 0};
     cublasLtMatmulAlgo_t algo = {}; /* stays unset when the heuristic has none */
