@@ -183,7 +183,7 @@ void nmt_translator_free(nmt_translator *t)
     if (t->backend)
         t->backend->vtable->free(t->backend);
     nmt_source_builder_free(&t->source);
-    free(t->search_results);
+    free(t->results_pair);
     free(t);
 }
 
@@ -248,7 +248,8 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     if (!t->backend)
         NMT_TRY(nmt_cpu_backend_create(model, &config, &t->backend, err));
     NMT_TRY(nmt_source_builder_init(&t->source, model, batch, max_src, err));
-    NMT_ALLOC(t->search_results, batch);
+    NMT_ALLOC(t->results_pair, 2 * (size_t)batch);
+    t->search_results = t->results_pair;
     *translator = t;
     return NMT_STATUS_OK;
 cleanup:
@@ -354,6 +355,10 @@ nmt_status nmt_translator_prepare_line(const nmt_translator *t, const char *line
     } else if (tokens->n == 0) {
         return empty_line_result(result, err);
     } else {
+        /* Here, on the caller's thread (translate's reader), not in the
+         * batch builder between the decoder's batches. */
+        for (int32_t i = 0; i < tokens->n; i++)
+            tokens->tokens[i].word_id = nmt_source_word_id(t->model, &tokens->tokens[i]);
         *searched = 1;
     }
     return NMT_STATUS_OK;
@@ -496,6 +501,7 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
     NMT_TRY(nmt_translator_search_config(t, overrides, &search, err));
     const int32_t batch = t->options.batch_size, max_tokens = t->options.max_batch_tokens;
     const double started = seconds_now();
+    nmt_finisher *finisher = NULL;
     for (int32_t first = 0, count = 0; first < p->n_valid; first += count) {
         /* batch_size sentences at most, and max_batch_tokens source tokens
          * (a longer sentence goes alone). */
@@ -506,15 +512,31 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
                 break;
             in_batch += n;
         }
+        if (first == 0 && count < p->n_valid) {
+            /* More than one batch: the results of one are turned into text
+             * while the next decodes (without the thread, here). */
+            nmt_error ignored = {0};
+            if (nmt_finisher_start(t, &finisher, &ignored) != NMT_STATUS_OK)
+                finisher = NULL;
+        }
         /* Split and retried there when the device runs out of memory. */
         NMT_TRY(nmt_translator_decode_lines(t, &search, p->tokens, p->order + first, count,
-                                            results, err));
+                                            results, finisher, err));
+    }
+    {
+        nmt_finisher *last = finisher;
+        finisher = NULL;
+        NMT_TRY(nmt_finisher_stop(last, err));
     }
     if (t->options.collect_stats) {
         t->stats.sentences += n_lines;
         t->stats.decode_seconds += seconds_now() - started;
     }
 cleanup:
+    if (finisher) { /* its batch is done before the lines are failed */
+        nmt_error ignored = {0};
+        nmt_finisher_stop(finisher, &ignored);
+    }
     if (status != NMT_STATUS_OK)
         fail_lines(results, n_lines, status, err);
     return status;

@@ -18,7 +18,8 @@ struct nmt_translator {
     nmt_search_config search;
     nmt_backend *backend;
     nmt_source_builder source;
-    nmt_search_result *search_results; /* [batch_size] */
+    nmt_search_result *search_results; /* [batch_size]: the next batch's, one half of */
+    nmt_search_result *results_pair;   /* [2 * batch_size] (the other half with the finisher) */
     nmt_shrink shrink;                 /* the backend's view of options.shrink */
     nmt_stats stats;                   /* collect_stats: the translator's part */
 };
@@ -67,15 +68,31 @@ void nmt_translator_line_error(nmt_result *result, nmt_status status, const char
  * sentence does not. A no-op on the CPU. */
 nmt_status nmt_translator_fit_memory(const nmt_model *model, const nmt_options *options,
                                      nmt_backend_config *config, nmt_error *err);
+/* engine/translator_finish.c: a thread that turns a batch's search results
+ * into its lines' results while the caller decodes the next batch. Submit
+ * waits for the batch before, hands found (count results, cleared once
+ * read) over and returns; it fails, clearing found, once any earlier batch
+ * failed. Stop waits for the last batch, ends the thread and returns the
+ * first failure. */
+typedef struct nmt_finisher nmt_finisher;
+nmt_status nmt_finisher_start(const nmt_translator *translator, nmt_finisher **finisher,
+                              nmt_error *err);
+nmt_status nmt_finisher_submit(nmt_finisher *finisher, nmt_search_result *found,
+                               const nmt_tokens *tokens, const int32_t *lines, int32_t count,
+                               nmt_result *results, nmt_error *err);
+nmt_status nmt_finisher_stop(nmt_finisher *finisher, nmt_error *err);
+
 /* Decodes lines[0..count) (indices into tokens and results) as one batch and
- * fills their results; a batch the device has no memory for is decoded
- * again as two halves, down to one sentence, which then gets a per-line
- * NMT_STATUS_ERROR_MEMORY. Fails (the caller fails the call) on any other
- * decode error and on host out of memory. */
+ * fills their results, on the finisher's thread when there is one (then
+ * done only by nmt_finisher_stop); a batch the device has no memory for is
+ * decoded again as two halves, down to one sentence, which then gets a
+ * per-line NMT_STATUS_ERROR_MEMORY. Fails (the caller fails the call) on any
+ * other decode error and on host out of memory. */
 nmt_status nmt_translator_decode_lines(nmt_translator *translator,
                                        const nmt_search_config *search,
                                        const nmt_tokens *tokens, const int32_t *lines,
-                                       int32_t count, nmt_result *results, nmt_error *err);
+                                       int32_t count, nmt_result *results,
+                                       nmt_finisher *finisher, nmt_error *err);
 
 /* Lines that arrive while the translator decodes (continuous batching). */
 typedef struct nmt_line_stream {

@@ -45,7 +45,8 @@ nmt_status nmt_translator_fit_memory(const nmt_model *model, const nmt_options *
 
 nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_config *search,
                                        const nmt_tokens *tokens, const int32_t *lines,
-                                       int32_t count, nmt_result *results, nmt_error *err)
+                                       int32_t count, nmt_result *results,
+                                       nmt_finisher *finisher, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK, decoded = NMT_STATUS_OK;
     nmt_error decode_err = {0};
@@ -58,6 +59,15 @@ nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_confi
         decoded = t->backend->vtable->decode(t->backend, &source, search, t->search_results,
                                              &decode_err);
     }
+    if (finisher && decoded == NMT_STATUS_OK) {
+        /* The finisher takes this half of the pair; the next batch the other. */
+        NMT_TRY(nmt_finisher_submit(finisher, t->search_results, tokens, lines, count, results,
+                                    err));
+        t->search_results = t->search_results == t->results_pair
+                                ? t->results_pair + t->options.batch_size
+                                : t->results_pair;
+        return NMT_STATUS_OK;
+    }
     for (int32_t k = 0; k < count && decoded == NMT_STATUS_OK && status == NMT_STATUS_OK; k++)
         status = nmt_translator_fill_result(t, &t->search_results[k], &tokens[lines[k]],
                                             &results[lines[k]], err);
@@ -67,9 +77,10 @@ nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_confi
         /* The batch did not fit: the halves, each as a batch of its own. */
         const int32_t half = count / 2;
         t->stats.split_batches++;
-        NMT_TRY(nmt_translator_decode_lines(t, search, tokens, lines, half, results, err));
+        NMT_TRY(nmt_translator_decode_lines(t, search, tokens, lines, half, results, finisher,
+                                            err));
         NMT_TRY(nmt_translator_decode_lines(t, search, tokens, lines + half, count - half,
-                                            results, err));
+                                            results, finisher, err));
     } else if (decoded == NMT_STATUS_ERROR_MEMORY) {
         char message[sizeof results->message];
         snprintf(message, sizeof message, "out of memory for this sentence alone: %s",

@@ -30,8 +30,6 @@ nmt_status nmt_source_builder_init(nmt_source_builder *builder, const nmt_model 
     builder->max_sentences = max_sentences;
     builder->max_tokens = max_sentences * max_src;
     const int32_t features = model->hp.n_features;
-    for (int32_t f = 0; f < features; f++)
-        builder->cased |= model->hp.features[f].kind == NMT_FEATURE_CASE;
     NMT_ALLOC(builder->src_len, max_sentences);
     NMT_ALLOC(builder->token_offset, max_sentences + 1);
     NMT_ALLOC(builder->row_ptr, builder->max_tokens + 1);
@@ -51,6 +49,15 @@ void nmt_source_builder_reset(nmt_source_builder *builder)
     builder->row_ptr[0] = 0;
 }
 
+int32_t nmt_source_word_id(const nmt_model *model, const nmt_token *token)
+{
+    int cased = 0;
+    for (int32_t f = 0; f < model->hp.n_features; f++)
+        cased |= model->hp.features[f].kind == NMT_FEATURE_CASE;
+    const char *word = cased ? token->key : token->text;
+    return nmt_vocab_lookup(model->src_vocab, word, strlen(word), NMT_UNK_ID);
+}
+
 nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens *tokens,
                                   nmt_error *err)
 {
@@ -67,12 +74,9 @@ nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens 
         for (int32_t f = 0; f < hp->n_features; f++) {
             const nmt_feature_table *table = &hp->features[f];
             int32_t id = 0;
-            if (table->kind == NMT_FEATURE_WORD) {
-                /* The lowercased key when the case is a feature of its own,
-                 * else the token as written (a cased vocabulary). */
-                const char *word = builder->cased ? token->key : token->text;
-                id = nmt_vocab_lookup(builder->model->src_vocab, word, strlen(word), NMT_UNK_ID);
-            }
+            if (table->kind == NMT_FEATURE_WORD)
+                id = token->word_id >= 0 ? token->word_id
+                                         : nmt_source_word_id(builder->model, token);
             else if (table->kind == NMT_FEATURE_CASE)
                 id = (int32_t)token->case_class;
             builder->cols[e] = table->first_row + id;

@@ -106,6 +106,7 @@ static nmt_status tokens_from_pieces(const std::vector<std::string> &pieces, nmt
         storage[at + pieces[i].size()] = '\0';
         tokens[i].text = tokens[i].key = storage + at;
         tokens[i].case_class = NMT_CASE_LOWER;
+        tokens[i].word_id = -1;
         at += pieces[i].size() + 1;
     }
     out->n = static_cast<int32_t>(pieces.size());

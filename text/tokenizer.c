@@ -153,6 +153,7 @@ static nmt_status finish_tokens(byte_buffer *buf, const token_offsets *toks, int
             out->tokens[t].text = buf->data + toks[t].text;
             out->tokens[t].key = buf->data + toks[t].key;
             out->tokens[t].case_class = toks[t].case_class;
+            out->tokens[t].word_id = -1;
         }
         out->storage = buf->data;
         buf->data = NULL;

@@ -33,6 +33,9 @@ typedef struct nmt_token {
     const char *text;  /* joiner (if glued) + original-case form: target-side token */
     const char *key;   /* joiner (if glued) + lowercased form: source vocabulary key */
     nmt_case_class case_class;
+    int32_t word_id;   /* the source vocabulary's id of the word: -1 from the
+                          tokenizers; the translator looks it up when it prepares
+                          the line, so the batch builder copies it */
 } nmt_token;
 
 /* The tokens of one line; the strings live in `storage`. */
