@@ -6,8 +6,8 @@
  * search results into text (token ids to pieces, detokenizing, the
  * alignment and score arrays: a few allocations a line) took ~1 us a line,
  * ~10% of a fp16 decode of 29,000 lines at batch 1,024 on an H100
- * (docs/performance.md, "Where a step's time goes"). The search's host
- * thread mostly waits on the GPU, so the work moves beside it.
+ * (docs/performance.md, "Host time between the kernels"). The search's
+ * host thread mostly waits on the GPU, so the work moves beside it.
  *
  * One batch in flight: submit waits until the thread is done with the
  * previous batch, hands this one over and returns; the translator decodes

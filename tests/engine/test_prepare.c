@@ -4,7 +4,8 @@
  * - prepare then translate_prepared gives every line's answer bit for bit
  *   as nmt_translate_batch does: translations, scores, alignments, and the
  *   refusals (empty, invalid UTF-8, too many bytes, too many tokens) with
- *   their messages;
+ *   their messages; so does each line in a call of its own (one batch, no
+ *   finisher thread) against the call of every line (several batches);
  * - prepare on one thread while the same translator decodes on another
  *   (what the pipeline does) changes nothing;
  * - refused: a prepared call translated twice, lines prepared with other
@@ -114,6 +115,17 @@ int main(void)
         refused += ref[i].status != NMT_STATUS_OK;
     CHECK(refused >= 3, "only %d refused lines (5, 8, 11 should be)", refused);
 
+    /* One line a call: one batch, filled on the caller's thread. The
+     * reference's 40 lines were 6 batches of 7, filled on the finisher's
+     * thread (engine/translator_finish.c) while the next one decoded; the
+     * CPU engine's answer does not depend on the batch, so every line must
+     * have landed on its own result. */
+    for (int i = 0; i < N_LINES; i++)
+        CHECK(nmt_translate_batch(t, &lines[i], 1, &got[i], &err) == NMT_STATUS_OK,
+              "line %d alone: %s", i, err.message);
+    compare("one line a call", ref, got);
+    clear(got, N_LINES);
+
     /* The two halves, one after the other. */
     CHECK(nmt_translator_prepare(t, lines, N_LINES, &p, &err) == NMT_STATUS_OK && p,
           "prepare: %s", err.message);
@@ -167,8 +179,8 @@ int main(void)
 
     nmt_stats stats;
     CHECK(nmt_translator_stats(t, &stats, &err) == NMT_STATUS_OK &&
-              stats.sentences == (2 + 2 * ROUNDS) * N_LINES,
-          "stats: %lld sentences, want %d", (long long)stats.sentences, (2 + 2 * ROUNDS) * N_LINES);
+              stats.sentences == (3 + 2 * ROUNDS) * N_LINES,
+          "stats: %lld sentences, want %d", (long long)stats.sentences, (3 + 2 * ROUNDS) * N_LINES);
 done:
     nmt_prepared_free(p);
     for (int r = 0; r < ROUNDS; r++)
