@@ -357,8 +357,7 @@ nmt_status nmt_translator_prepare_line(const nmt_translator *t, const char *line
     } else {
         /* Here, on the caller's thread (translate's reader), not in the
          * batch builder between the decoder's batches. */
-        for (int32_t i = 0; i < tokens->n; i++)
-            tokens->tokens[i].word_id = nmt_source_word_id(t->model, &tokens->tokens[i]);
+        nmt_source_word_ids(t->model, tokens);
         *searched = 1;
     }
     return NMT_STATUS_OK;

@@ -9,6 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 1 when the model has a case feature of its own. */
+static int words_cased(const nmt_model *model)
+{
+    int cased = 0;
+    for (int32_t f = 0; f < model->hp.n_features; f++)
+        cased |= model->hp.features[f].kind == NMT_FEATURE_CASE;
+    return cased;
+}
+
+/* The lowercased key when the case is a feature of its own, else the token
+ * as written (a cased vocabulary). */
+static int32_t word_id(const nmt_model *model, int cased, const nmt_token *token)
+{
+    const char *word = cased ? token->key : token->text;
+    return nmt_vocab_lookup(model->src_vocab, word, strlen(word), NMT_UNK_ID);
+}
+
 void nmt_source_builder_free(nmt_source_builder *builder)
 {
     if (!builder)
@@ -30,6 +47,7 @@ nmt_status nmt_source_builder_init(nmt_source_builder *builder, const nmt_model 
     builder->max_sentences = max_sentences;
     builder->max_tokens = max_sentences * max_src;
     const int32_t features = model->hp.n_features;
+    builder->cased = words_cased(model);
     NMT_ALLOC(builder->src_len, max_sentences);
     NMT_ALLOC(builder->token_offset, max_sentences + 1);
     NMT_ALLOC(builder->row_ptr, builder->max_tokens + 1);
@@ -49,13 +67,11 @@ void nmt_source_builder_reset(nmt_source_builder *builder)
     builder->row_ptr[0] = 0;
 }
 
-int32_t nmt_source_word_id(const nmt_model *model, const nmt_token *token)
+void nmt_source_word_ids(const nmt_model *model, nmt_tokens *tokens)
 {
-    int cased = 0;
-    for (int32_t f = 0; f < model->hp.n_features; f++)
-        cased |= model->hp.features[f].kind == NMT_FEATURE_CASE;
-    const char *word = cased ? token->key : token->text;
-    return nmt_vocab_lookup(model->src_vocab, word, strlen(word), NMT_UNK_ID);
+    const int cased = words_cased(model);
+    for (int32_t t = 0; t < tokens->n; t++)
+        tokens->tokens[t].word_id = word_id(model, cased, &tokens->tokens[t]);
 }
 
 nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens *tokens,
@@ -76,7 +92,7 @@ nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens 
             int32_t id = 0;
             if (table->kind == NMT_FEATURE_WORD)
                 id = token->word_id >= 0 ? token->word_id
-                                         : nmt_source_word_id(builder->model, token);
+                                         : word_id(builder->model, builder->cased, token);
             else if (table->kind == NMT_FEATURE_CASE)
                 id = (int32_t)token->case_class;
             builder->cols[e] = table->first_row + id;

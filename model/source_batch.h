@@ -22,6 +22,7 @@ typedef struct nmt_source_batch {
 
 typedef struct nmt_source_builder {
     const nmt_model *model;
+    int cased; /* the model has a case feature: words are looked up lowercased */
     int32_t max_sentences, max_tokens;
     int32_t n_sentences, n_tokens;
     int32_t *src_len, *token_offset, *row_ptr, *cols;
@@ -32,10 +33,10 @@ nmt_status nmt_source_builder_init(nmt_source_builder *builder, const nmt_model 
                                    int32_t max_sentences, int32_t max_src, nmt_error *err);
 void nmt_source_builder_free(nmt_source_builder *builder);
 void nmt_source_builder_reset(nmt_source_builder *builder);
-/* The source vocabulary's id of a token's word (model-v1: the lowercased
- * key when the model has a case feature, else the token as written; unknown
- * words NMT_UNK_ID). */
-int32_t nmt_source_word_id(const nmt_model *model, const nmt_token *token);
+/* Sets every token's word_id: the source vocabulary's id of its word
+ * (model-v1: the lowercased key when the model has a case feature, else the
+ * token as written; unknown words NMT_UNK_ID). */
+void nmt_source_word_ids(const nmt_model *model, nmt_tokens *tokens);
 /* Appends one sentence (>= 1 token); a token's word_id when set (>= 0),
  * else its word looked up. */
 nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens *tokens,
