@@ -17,9 +17,11 @@
  *    same weights, bit for bit;
  *  - continuous batching (nmt_translator_stream, lines joining at random)
  *    gives each line the batch's texts, and its token scores and weights
- *    within 1e-3, the bound of CPU against CUDA: a stream step's GEMMs have
+ *    within 1e-3, the bound of CPU against CUDA, through the first 32
+ *    target tokens and within 1e-2 after them: a stream step's GEMMs have
  *    other row counts than the batch's, so cuBLAS adds in another order
- *    (differences of 1.1e-4 seen on a line of the test model).
+ *    (differences of 1.1e-4 seen on a line of the test model), and along a
+ *    long looping line that compounds (STREAM_EXACT_TOKENS).
  * Exit 77 without a GPU. NMT_TEST_SMALL=1 (under compute-sanitizer): 12
  * lines, three configurations. */
 #include "nmt.h"
@@ -28,6 +30,7 @@
 #include "test_util.h"
 #include "translator.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -144,20 +147,22 @@ static int same_translation(const nmt_result *a, const nmt_result *b)
     return a->n_src == b->n_src && test_same_line(a, b);
 }
 
-/* The largest differences of token scores and weights between two agreeing
- * lines (-1 when one side has none). */
-static void max_diffs(const nmt_result *a, const nmt_result *b, double *scores, double *weights)
+/* The largest token-score and attention-weight differences of two runs'
+ * hypotheses over their target tokens [from, to) (EOS is token n_tokens). */
+static void max_diffs(const nmt_result *a, const nmt_result *b, int from, int to,
+                      double *scores, double *weights)
 {
     for (int k = 0; k < a->n_hypotheses; k++) {
         const nmt_hypothesis *x = &a->hypotheses[k], *y = &b->hypotheses[k];
-        for (int t = 0; t <= x->n_tokens; t++) {
+        const int end = to < x->n_tokens + 1 ? to : x->n_tokens + 1;
+        for (int t = from; t < end; t++) {
             const double d = x->token_scores && y->token_scores
                                  ? fabs((double)x->token_scores[t] - y->token_scores[t])
                                  : INFINITY;
             *scores = d > *scores ? d : *scores;
         }
-        const size_t n = (size_t)x->n_tokens * (size_t)a->n_src;
-        for (size_t e = 0; e < n; e++) {
+        const int rows = end < x->n_tokens ? end : x->n_tokens;
+        for (size_t e = (size_t)from * a->n_src; e < (size_t)rows * a->n_src; e++) {
             const double d = x->attention && y->attention
                                  ? fabs((double)x->attention[e] - y->attention[e])
                                  : INFINITY;
@@ -190,7 +195,7 @@ static void compare_cpu(const nmt_model *model, int batch, int beam, int n_best,
                 continue;
             }
             double scores = 0.0, weights = 0.0;
-            max_diffs(&cpu[i], &gpu[i], &scores, &weights);
+            max_diffs(&cpu[i], &gpu[i], 0, INT_MAX, &scores, &weights);
             CHECK(scores <= 1e-3 && weights <= 1e-3, "%s line %d: token scores differ by %.3g, "
                   "weights by %.3g", label, i, scores, weights);
             worst_scores = scores > worst_scores ? scores : worst_scores;
@@ -290,6 +295,17 @@ static void script_deliver(void *self, void *tag, nmt_result *result)
     memset(result, 0, sizeof *result);
 }
 
+/* Token scores and weights agree within 1e-3 through a line's first 32
+ * target tokens and within 1e-2 after them. The random test model's longer
+ * lines are loops of a few words along which the GEMMs' other summation
+ * order compounds: seed 1795641776 (NMT_TEST_SMALL) translates a 23-token
+ * line into 44 tokens whose scores agree within 1e-5 through token 14,
+ * then drift smoothly to 1e-4 at token 31 and 4.8e-3 at token 40, the same
+ * text. A wrong row or state after a join or a leave changes the scores
+ * from the first token it touches, by about as much as the test model's
+ * token scores differ from each other (~0.1-1). */
+#define STREAM_EXACT_TOKENS 32
+
 static void compare_stream(const nmt_model *model, int batch, int beam, int n_best, int onmt)
 {
     static nmt_result expected[N_LINES];
@@ -322,10 +338,24 @@ static void compare_stream(const nmt_model *model, int batch, int beam, int n_be
         CHECK(same, "stream line %d: not the batch's translation", i);
         if (!same || a->status != NMT_STATUS_OK)
             continue;
-        double scores = 0.0, weights = 0.0;
-        max_diffs(a, b, &scores, &weights);
-        CHECK(scores <= 1e-3 && weights <= 1e-3, "stream line %d: token scores differ by %.3g, "
-              "weights by %.3g", i, scores, weights);
+        double scores = 0.0, weights = 0.0, late_scores = 0.0, late_weights = 0.0;
+        max_diffs(a, b, 0, STREAM_EXACT_TOKENS, &scores, &weights);
+        max_diffs(a, b, STREAM_EXACT_TOKENS, INT_MAX, &late_scores, &late_weights);
+        const int bad = scores > 1e-3 || weights > 1e-3 || late_scores > 1e-2 ||
+                        late_weights > 1e-2;
+        CHECK(!bad, "stream line %d: token scores differ by %.3g (%.3g from token %d), weights "
+              "by %.3g (%.3g)", i, scores, late_scores, STREAM_EXACT_TOKENS, weights,
+              late_weights);
+        if (bad)
+            for (int d = 0; d < 2; d++) {
+                const nmt_hypothesis *h = &(d ? b : a)->hypotheses[0];
+                fprintf(stderr, "  %s %s:", d ? "stream" : "batch", h->text);
+                for (int j = 0; h->token_scores && j <= h->n_tokens; j++)
+                    fprintf(stderr, " %.5f", h->token_scores[j]);
+                fprintf(stderr, "\n");
+            }
+        scores = late_scores > scores ? late_scores : scores;
+        weights = late_weights > weights ? late_weights : weights;
         worst_scores = scores > worst_scores ? scores : worst_scores;
         worst_weights = weights > worst_weights ? weights : worst_weights;
     }
