@@ -104,7 +104,7 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->cuda_graphs == 0 || o->cuda_graphs == 1, "cuda_graphs %d: must be 0 or 1",
             o->cuda_graphs);
     REQUIRE(o->warmup == 0 || o->warmup == 1, "warmup %d: must be 0 or 1", o->warmup);
-    REQUIRE(o->precision >= NMT_PRECISION_FP32 && o->precision <= NMT_PRECISION_FP16,
+    REQUIRE(o->precision >= NMT_PRECISION_FP32 && o->precision <= NMT_PRECISION_AUTO,
             "precision %d: unknown", (int)o->precision);
     REQUIRE(o->check_every >= 1 && o->check_every <= 64, "check_every %d: must be in 1..64",
             o->check_every);
@@ -208,6 +208,10 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         t->options.input_tokens = model->hp.pretokenized;
     if (t->options.output_tokens < 0)
         t->options.output_tokens = model->hp.pretokenized;
+    /* auto: the arithmetic of the file's weights (an fp16 file's are exact in
+     * fp16), as CTranslate2's compute_type "default" keeps the model's type. */
+    if (t->options.precision == NMT_PRECISION_AUTO)
+        t->options.precision = model->weights_fp16 ? NMT_PRECISION_FP16 : NMT_PRECISION_FP32;
     t->search.beam_size = options->beam_size;
     t->search.n_best = options->n_best;
     t->search.alpha = options->alpha;
@@ -223,7 +227,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     nmt_backend_config config = {
         options->batch_size, options->beam_size, options->max_src_tokens,
         options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
-        options->cuda_graphs, options->warmup, options->check_every, options->precision, 0, 0};
+        options->cuda_graphs, options->warmup, options->check_every, t->options.precision, 0, 0};
     config.sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF;
     config.attention = options->attention_weights;
     if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {
@@ -247,6 +251,8 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     }
     if (!t->backend)
         NMT_TRY(nmt_cpu_backend_create(model, &config, &t->backend, err));
+    t->stats.precision = t->backend->device == NMT_DEVICE_CPU ? NMT_PRECISION_FP32
+                                                              : t->options.precision;
     NMT_TRY(nmt_source_builder_init(&t->source, model, batch, max_src, err));
     NMT_ALLOC(t->results_pair, 2 * (size_t)batch);
     t->search_results = t->results_pair;

@@ -265,6 +265,7 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
 
     int32_t n = list_specs(m, specs);
     int all_f32 = f->n_sparse == 0; /* sparse matrices need a fresh arena for their expansion */
+    int all_f16 = 1;
     uint64_t arena_size = 0;
     int64_t params = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -273,6 +274,7 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
         const nmt_file_sparse *sp = found_sparse[i] = nmt_model_file_find_sparse(f, s->name);
         if (sp) {
             NMT_TRY(check_sparse_spec(s, sp, t != NULL, f->path, err));
+            all_f16 &= sp->dtype == NMT_DTYPE_F16;
             params += s->dims[0] * s->dims[1];
             arena_size += ((uint64_t)(s->dims[0] * s->dims[1]) * 4 + 63) & ~(uint64_t)63;
             continue;
@@ -295,6 +297,7 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
                 goto cleanup;
             }
         all_f32 &= t->dtype == NMT_DTYPE_F32;
+        all_f16 &= t->dtype == NMT_DTYPE_F16;
         int64_t elems = s->dims[0] * (s->ndim == 2 ? s->dims[1] : 1);
         params += elems;
         arena_size += ((uint64_t)elems * 4 + 63) & ~(uint64_t)63;
@@ -356,6 +359,7 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
         f->data_owner = NULL;
         f->data = NULL;
     }
+    m->weights_fp16 = all_f16;
     describe(m, params);
     if (m->n_sparse > 0) {
         int64_t nnz = 0;

@@ -81,8 +81,12 @@ typedef enum nmt_precision {
                                  and attention-key projections, the decoder LSTMs, W_c and
                                  the output layer: weights kept in bf16 on the device,
                                  activations rounded to bf16 (8-bit mantissa) */
-    NMT_PRECISION_FP16 = 3    /* the same in fp16 (11-bit mantissa; an fp16 model file's
+    NMT_PRECISION_FP16 = 3,   /* the same in fp16 (11-bit mantissa; an fp16 model file's
                                  weights exactly) */
+    NMT_PRECISION_AUTO = 4    /* the model file's: fp16 where every weight it stores is
+                                 fp16 (exact in fp16; the fastest, docs/performance.md,
+                                 "Defaults"), else fp32; what translate and nmt-server
+                                 run by default. nmt_stats.precision says which ran */
 } nmt_precision;
 
 /* Which beam-search rules the translator follows (docs/decoding.md, "Search rules"). */
@@ -129,7 +133,9 @@ typedef struct nmt_options {
     int warmup;          /* CUDA: decode small synthetic batches when the translator
                             is created (~0.2 s), so that the first real batches do not
                             pay one-time CUDA/cuBLAS costs (~150 ms), default 1 */
-    nmt_precision precision; /* CUDA: the GEMMs' arithmetic, default NMT_PRECISION_FP32 */
+    nmt_precision precision; /* CUDA: the GEMMs' arithmetic, default NMT_PRECISION_FP32
+                                (a line's output depends least on its batch); the
+                                programs default to NMT_PRECISION_AUTO */
     int check_every;     /* CUDA: the host reads the sentences' done flags every this
                             many steps (1..64, default 1): finished sentences leave
                             the batch and the loop stops at most 2x this many steps
@@ -284,6 +290,8 @@ typedef struct nmt_stats {
     int64_t sparse_matrices;     /* matrices multiplied in CSR form (options.sparse): on the
                                     CPU each one the file stores sparse; on CUDA those run
                                     as SpMM at some row count */
+    int64_t precision;           /* the nmt_precision the GEMMs run in (NMT_PRECISION_AUTO
+                                    resolved; NMT_PRECISION_FP32 on the CPU; always filled) */
 } nmt_stats;
 
 nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,

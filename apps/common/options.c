@@ -28,6 +28,14 @@ enum {
 enum { OPT_MAX_MEMORY = 512, OPT_LOG_LEVEL, OPT_SPARSE }; /* past the list above */
 enum { OPT_ATTENTION = 600, OPT_TOKEN_SCORES };
 
+const char *app_precision_name(nmt_precision precision)
+{
+    static const char *const names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto"};
+    return precision >= NMT_PRECISION_FP32 && precision <= NMT_PRECISION_AUTO
+               ? names[precision]
+               : "unknown";
+}
+
 static const struct option long_options[] = {
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -274,9 +282,8 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return 0;
     }
     if (!strcmp(key, "precision")) {
-        static const char *const names[] = {"fp32", "tf32x2", "bf16", "fp16"}; /* nmt_precision */
-        for (int p = 0; p < 4; p++)
-            if (!strcmp(value, names[p])) {
+        for (int p = NMT_PRECISION_FP32; p <= NMT_PRECISION_AUTO; p++)
+            if (!strcmp(value, app_precision_name((nmt_precision)p))) {
                 o->precision = (nmt_precision)p;
                 return 1;
             }
@@ -457,6 +464,7 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
     }
     memset(args, 0, sizeof *args);
     nmt_options_init(&args->engine);
+    args->engine.precision = NMT_PRECISION_AUTO; /* the library's is fp32 (docs/performance.md) */
     args->progress = -1;
     args->workers = 1;
     args->limit_lines = -1;

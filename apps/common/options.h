@@ -82,6 +82,8 @@ int app_parse_size(const char *text, int64_t *out);
  * valid value, else 0. */
 int app_parse_float(const char *text, double lo, double hi, float *out);
 int app_parse_device(const char *text, nmt_device *out);
+/* "fp32", "tf32x2", "bf16", "fp16" or "auto": --precision's names. */
+const char *app_precision_name(nmt_precision precision);
 int app_parse_devices(const char *text, translate_args *a);
 int app_parse_lsh(const char *text, nmt_shrink_options *out);
 int app_parse_share(const char *text, nmt_lsh_share *out);

@@ -107,8 +107,9 @@ int translate_write_stats(const translate_args *args, const nmt_translator *cons
     const int cuda = nmt_translator_device(translator) == NMT_DEVICE_CUDA;
     const char *mode = sh->mode == NMT_SHRINK_LSH ? "lsh" : sh->mode == NMT_SHRINK_TOP ? "top"
                                                                                       : "full";
-    fprintf(f, "{\n  \"device\": \"%s\",\n  \"lines\": %ld,\n  \"sentences\": %lld,\n",
-            cuda ? "cuda" : "cpu", lines, (long long)st.sentences);
+    fprintf(f, "{\n  \"device\": \"%s\",\n  \"precision\": \"%s\",\n  \"lines\": %ld,\n"
+            "  \"sentences\": %lld,\n", cuda ? "cuda" : "cpu",
+            app_precision_name((nmt_precision)st.precision), lines, (long long)st.sentences);
     fprintf(f, "  \"decode_seconds\": %.6f,\n  \"steps\": %lld,\n  \"row_steps\": %lld,\n",
             st.decode_seconds, (long long)st.steps, (long long)st.row_steps);
     fprintf(f, "  \"graph_runs\": %lld,\n  \"eager_runs\": %lld,\n", (long long)st.graph_runs,

@@ -3,6 +3,7 @@
 import collections
 import concurrent.futures
 import ctypes
+import dataclasses
 import os
 import threading
 
@@ -16,7 +17,8 @@ _SHARES = {"batch": _capi.LSH_SHARE_BATCH, "sentence": _capi.LSH_SHARE_SENTENCE,
 _LISTS = {"hits": _capi.LSH_LISTS_HITS, "direct": _capi.LSH_LISTS_DIRECT,
           "auto": _capi.LSH_LISTS_AUTO}
 _PRECISIONS = {"fp32": _capi.PRECISION_FP32, "tf32x2": _capi.PRECISION_TF32X2,
-               "bf16": _capi.PRECISION_BF16, "fp16": _capi.PRECISION_FP16}
+               "bf16": _capi.PRECISION_BF16, "fp16": _capi.PRECISION_FP16,
+               "auto": _capi.PRECISION_AUTO}
 _SPARSE = {"auto": _capi.SPARSE_AUTO, "on": _capi.SPARSE_ON, "off": _capi.SPARSE_OFF}
 _RULES = {"v1": 0, "onmt": 1}  # nmt_search_rules
 
@@ -337,7 +339,9 @@ class Translator:
             if self._lib.nmt_translator_stats(self._get(self._default_key), ctypes.byref(st),
                                               ctypes.byref(err)) != _capi.STATUS_OK:
                 raise_error(err)
-        return copy_struct(TranslatorStats, st)
+        stats = copy_struct(TranslatorStats, st)
+        name = {v: k for k, v in _PRECISIONS.items()}.get(st.precision, str(st.precision))
+        return dataclasses.replace(stats, precision=name)
 
     # -- lifetime ---------------------------------------------------------------
 

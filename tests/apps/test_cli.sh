@@ -115,6 +115,14 @@ printf 'cuda_graphs = off\nwarmup = off\ncheck_every = 2\nprecision = fp16\n' > 
 printf 'lsh = 8,2,16,20,2\nlsh_share = sentence\ntiming = %s\n' "$TMP/timing.json" > "$TMP/lsh.ini"
 "$T" -m "$M" --device cpu -c "$TMP/lsh.ini" < "$TMP/in9.txt" > /dev/null 2>&1 || fail "LSH from INI: exit $?"
 grep -q '"vocab_mode": "lsh"' "$TMP/timing.json" || fail "LSH from INI: timing file $(cat "$TMP/timing.json")"
+# --precision auto (the default) is what the GEMMs ran in: fp32 on the CPU.
+for p in "" "--precision auto" "--precision fp16"; do
+    # shellcheck disable=SC2086
+    "$T" -m "$M" --device cpu $p --timing "$TMP/prec.json" < "$TMP/in9.txt" > "$TMP/prec.out" \
+        2>/dev/null || fail "'$p': exit $?"
+    cmp -s "$TMP/plain.out" "$TMP/prec.out" || fail "'$p' changed the CPU output"
+    grep -q '"precision": "fp32"' "$TMP/prec.json" || fail "'$p': timing file $(cat "$TMP/prec.json")"
+done
 
 if [ $failures -ne 0 ]; then echo "test_cli: $failures failures" >&2; exit 1; fi
 echo "test_cli: passed"

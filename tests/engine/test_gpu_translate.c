@@ -176,6 +176,36 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best,
 /* The tf32x2 GEMM path (fp16 test model: weights exact in TF32) against the
  * CPU engine, like compare(), at a batch with >= NMT_TF32X2_MIN_ROWS rows a
  * step; and the fp32 test model must be refused with a reason. */
+/* precision auto: a file of fp16 weights runs in fp16, one of fp32 weights
+ * in fp32, bit for bit what asking for that precision gives, and nmt_stats
+ * says which ran. */
+static void compare_auto(const nmt_model *model16, const nmt_model *model32,
+                         const char *const *lines)
+{
+    const nmt_model *models[2] = {model16, model32};
+    const nmt_precision expect[2] = {NMT_PRECISION_FP16, NMT_PRECISION_FP32};
+    for (int m = 0; m < 2; m++) {
+        nmt_options a = make_options(NMT_DEVICE_CUDA, 7, 5, 1, NULL);
+        a.precision = NMT_PRECISION_AUTO;
+        nmt_options b = a;
+        b.precision = expect[m];
+        nmt_translator *t = NULL;
+        nmt_error err = {NMT_STATUS_OK, ""};
+        nmt_stats stats;
+        memset(&stats, 0, sizeof stats);
+        CHECK(nmt_translator_create(models[m], &a, &t, &err) == NMT_STATUS_OK &&
+                  nmt_translator_stats(t, &stats, &err) == NMT_STATUS_OK,
+              "auto: %s", err.message);
+        CHECK(stats.precision == expect[m], "auto on the fp%d file ran precision %lld",
+              m ? 32 : 16, (long long)stats.precision);
+        nmt_translator_free(t);
+        const char *label = m ? "auto vs fp32, fp32 file" : "auto vs fp16, fp16 file";
+        const int differing = count_differing(models[m], &a, &b, test_identical_line, label,
+                                              lines);
+        CHECK(differing == 0, "%s: %d of %d lines differ", label, differing, n_lines);
+    }
+}
+
 static void compare_tf32x2(const char *const *lines)
 {
     nmt_model *model16 = NULL, *model32 = NULL;
@@ -199,6 +229,7 @@ static void compare_tf32x2(const char *const *lines)
     CHECK(differing >= 0 && differing <= (n_lines + 99) / 100, "tf32x2: %d of %d lines differ",
           differing, n_lines);
     fprintf(stderr, "tf32x2 batch 37 beam 8: %d of %d lines differ\n", differing, n_lines);
+    compare_auto(model16, model32, lines);
     nmt_model_free(model16);
     nmt_model_free(model32);
 }

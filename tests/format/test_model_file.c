@@ -66,6 +66,9 @@ static void test_fp16(void)
 static void check_model(const nmt_model *m, const fixture *f, nmt_dtype dtype, const char *what)
 {
     CHECK(memcmp(&m->hp, &f->hp, sizeof m->hp) == 0, "%s: hparams differ", what);
+    /* what NMT_PRECISION_AUTO follows */
+    CHECK(m->weights_fp16 == (dtype == NMT_DTYPE_F16), "%s: weights_fp16 %d", what,
+          m->weights_fp16);
     CHECK(nmt_vocab_size(m->src_vocab) == f->hp.src_words, "%s: source vocab size", what);
     for (int32_t i = 0; i < f->hp.src_words; i++)
         CHECK(strcmp(nmt_vocab_token(m->src_vocab, i), fixture_src[i]) == 0, "%s: src %d", what, i);
