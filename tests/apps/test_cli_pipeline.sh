@@ -134,7 +134,7 @@ print(f"peak RSS: {small / 1024:.1f} MiB for 800 lines, {big / 1024:.1f} MiB for
 sys.exit(0 if c1 == 0 and c2 == 0 and big - small < 4096 else 1)
 PY
 
-# The default batch size: 32 on the CPU, from a file too (1,024 is CUDA's,
+# The default batch size: 32 on the CPU, from a file too (2,048 is CUDA's,
 # for a file); --batch-size wins.
 printf 'ein mann\nzwei hund\n' > "$TMP/two.txt"
 for want in 32 7; do
