@@ -164,9 +164,11 @@ if [[ $build_status == ok ]]; then
             echo "== dev/eval/speed (engine cuda vs PyTorch reference, beam 5, batch 1 and 64)"
             speed_status=ok
             # The whole test set (1,000 lines): the reference at batch 1 takes ~25 s a run.
+            # Both in fp32 (translate's own default, auto, is fp16 for this model file).
             timeout 280 "$python" dev/eval/speed -m "$model" --src "$src" --lines "${NMT_SPEED_LINES:-0}" \
                 --beams 5 --batch-sizes 1,64 --repeat 3 --latency-lines 150 --device cuda \
-                --translate "$build/translate" --reference --json "$bench_dir/speed.json" \
+                --translate "$build/translate" --engine-option=--precision=fp32 \
+                --reference --json "$bench_dir/speed.json" \
                 >"$bench_dir/speed.txt" 2>"$bench_dir/speed.err" || speed_status="failed rc=$?"
             tail -5 "$bench_dir/speed.err"
             # Launch modes (docs/performance.md): CUDA graphs on/off x done-flag
