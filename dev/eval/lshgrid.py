@@ -252,6 +252,9 @@ def make_parser():
     g.add_argument("--repeats", type=int, help=f"speed runs per setting, median kept (default {DEFAULTS['repeats']})")
     g.add_argument("--engine-option", action="append", default=[],
                    help="extra engine option (repeatable, e.g. --engine-option=--alpha=0.6)")
+    g.add_argument("--precision", default="fp32",
+                   help="engine --precision (default fp32, the grids of docs/lsh.md; translate's "
+                        "own default, auto, is fp16 for an fp16 model file)")
     g.add_argument("--time-budget", type=float, default=0,
                    help="seconds; do not start a (setting, beam) expected to end past it (0: none)")
     g.add_argument("--run-timeout", type=float, default=0,
@@ -365,6 +368,7 @@ def write_outputs(doc, args):
 def main(argv=None) -> int:
     parser = make_parser()
     args = resolve(parser.parse_args(argv), parser)
+    args.engine_option = ["--precision=" + args.precision] + args.engine_option
     settings = build_settings(args.grid_list, args.top_list, args.threshold_list,
                               args.top_baseline_list, args.share_list, args.share_settings,
                               args.grid_thresholds)

@@ -6,7 +6,7 @@
 #      kernel in bench_softmax_topk at small rows
 #   3. tables (dev/profile/kernel_times.py) into $OUT/profile.md
 # Run after a build into build-gpu (dev/gpu-check.sh does one). Env:
-# PROFILE_MODEL, PROFILE_SRC, NMT_PROFILE_SKIP_NCU=1, NMT_PROFILE_SOFTMAX_CASES
+# PROFILE_MODEL, PROFILE_SRC, PROFILE_PRECISION (fp32), NMT_PROFILE_SKIP_NCU=1, NMT_PROFILE_SOFTMAX_CASES
 # (space-separated rows,V,K triples; empty skips the softmax kernel timings).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -20,6 +20,7 @@ build=build-gpu
 model="${PROFILE_MODEL:-models/multi30k-de-en.bin}"
 src="${PROFILE_SRC:-.carry/data/multi30k/test_2016_flickr.de.gz}"
 tr="$build/translate"
+precision="${PROFILE_PRECISION:-fp32}" # translate's own default, auto, is fp16 for fp16 files
 report="$dest/profile.md"
 : >"$report"
 
@@ -32,7 +33,7 @@ echo '```' >>"$report"
 for cfg in "1 64" "64 300"; do
     set -- $cfg
     for rep in 1 2 3; do
-        "$tr" -m "$model" --device cuda --beam 5 --batch-size "$1" --timing "$work/t.json" \
+        "$tr" -m "$model" --device cuda --precision "$precision" --beam 5 --batch-size "$1" --timing "$work/t.json" \
             <"$work/$2.de" >/dev/null 2>"$work/err" || cat "$work/err"
         echo "batch $1 lines $2 rep $rep: $(tr -d '\n' <"$work/t.json")" >>"$report"
     done
@@ -49,9 +50,9 @@ ncu_run() { # name, input file, then the command (its stdout is dropped)
 if [[ "${NMT_PROFILE_SKIP_NCU:-0}" != 1 ]]; then
     # --warmup off: the windows count launches from the first real batch.
     ncu_run batch1 "$work/4.de" --launch-skip 150 --launch-count 250 \
-        "$tr" -m "$model" --device cuda --beam 5 --batch-size 1 --warmup off
+        "$tr" -m "$model" --device cuda --precision "$precision" --beam 5 --batch-size 1 --warmup off
     ncu_run batch64 "$work/64.de" --launch-skip 500 --launch-count 150 \
-        "$tr" -m "$model" --device cuda --beam 5 --batch-size 64 --warmup off
+        "$tr" -m "$model" --device cuda --precision "$precision" --beam 5 --batch-size 64 --warmup off
     ncu_run batch64-tf32x2 "$work/64.de" --launch-skip 500 --launch-count 150 \
         "$tr" -m "$model" --device cuda --beam 5 --batch-size 64 --warmup off --precision tf32x2
     for cfg in ${NMT_PROFILE_SOFTMAX_CASES-1,10240,1 1,10240,50 60,10240,5 5,4778,10 320,4778,10 1,50000,5}; do

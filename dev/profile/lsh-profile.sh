@@ -10,7 +10,7 @@
 # Writes $OUT/lsh-profile.md (and the raw CSVs). Env: MODEL, SRC (gzip),
 # TRANSLATE (build-gpu/translate), LINES (128), BEAM (12), BATCH (64), REPEATS
 # (3), SKIP (600), COUNT (800), SETTINGS (';'-separated option strings; an
-# empty one is the full softmax).
+# empty one is the full softmax), PRECISION (--precision, default fp32).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -41,6 +41,8 @@ IFS=';' read -r -a list <<<"$settings"
 n=0
 for opts in "${list[@]}"; do
     n=$((n + 1))
+    label=$opts
+    opts="--precision ${PRECISION:-fp32} $opts" # PRECISION: the GEMMs (translate's default is auto)
     # shellcheck disable=SC2086
     for rep in $(seq "$repeats"); do
         "$tr" -m "$model" --device cuda --beam "$beam" --batch-size "$batch" --no-progress \
@@ -49,7 +51,7 @@ for opts in "${list[@]}"; do
     done
     "$tr" -m "$model" --device cuda --beam "$beam" --batch-size "$batch" --no-progress \
         $opts --stats "$work/s$n.json" <"$work/src" >/dev/null 2>>"$work/err$n"
-    python3 - "$opts" "$work/s$n.json" "$work"/t$n-*.json >>"$report" <<'EOF'
+    python3 - "$label" "$work/s$n.json" "$work"/t$n-*.json >>"$report" <<'EOF'
 import json, statistics, sys
 try:
     stats = json.load(open(sys.argv[2]))
