@@ -131,8 +131,9 @@ typedef struct nmt_options {
                             as CUDA graphs (fewer launches), default 1; 0 launches
                             every kernel (the same results) */
     int warmup;          /* CUDA: decode small synthetic batches when the translator
-                            is created (~0.2 s), so that the first real batches do not
-                            pay one-time CUDA/cuBLAS costs (~150 ms), default 1 */
+                            is created (~0.5 s at 2,048 sentences), so that the first
+                            real batches do not pay one-time CUDA/cuBLAS costs
+                            (~150 ms), default 1 */
     nmt_precision precision; /* CUDA: the GEMMs' arithmetic, default NMT_PRECISION_FP32
                                 (a line's output depends least on its batch); the
                                 programs default to NMT_PRECISION_AUTO */
