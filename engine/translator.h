@@ -59,6 +59,13 @@ nmt_status nmt_translator_prepare_line(const nmt_translator *translator, const c
 nmt_status nmt_translator_fill_result(const nmt_translator *translator,
                                       const nmt_search_result *found, const nmt_tokens *source,
                                       nmt_result *result, nmt_error *err);
+/* A batch's search results as its lines' results: results[lines[k]] from
+ * found[k], k < count, up to the first failure (none when fill is 0), then
+ * every found[k] cleared. */
+nmt_status nmt_translator_fill_batch(const nmt_translator *translator, nmt_search_result *found,
+                                     const nmt_tokens *tokens, const int32_t *lines,
+                                     int32_t count, int fill, nmt_result *results,
+                                     nmt_error *err);
 /* *result = the error (status, message) and nothing else. */
 void nmt_translator_line_error(nmt_result *result, nmt_status status, const char *message);
 

@@ -47,15 +47,11 @@ static void finish_batch(nmt_finisher *f, nmt_search_result *found, const nmt_to
                          const int32_t *lines, int32_t count, nmt_result *results)
 {
     nmt_error err = {0};
-    nmt_status status = NMT_STATUS_OK;
     pthread_mutex_lock(&f->lock);
     const int failed = f->status != NMT_STATUS_OK;
     pthread_mutex_unlock(&f->lock);
-    for (int32_t k = 0; k < count && !failed && status == NMT_STATUS_OK; k++)
-        status = nmt_translator_fill_result(f->t, &found[k], &tokens[lines[k]],
-                                            &results[lines[k]], &err);
-    for (int32_t k = 0; k < count; k++)
-        nmt_search_result_clear(&found[k]);
+    const nmt_status status =
+        nmt_translator_fill_batch(f->t, found, tokens, lines, count, !failed, results, &err);
     if (status != NMT_STATUS_OK) {
         pthread_mutex_lock(&f->lock);
         if (f->status == NMT_STATUS_OK) {

@@ -68,11 +68,8 @@ nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_confi
                                 : t->results_pair;
         return NMT_STATUS_OK;
     }
-    for (int32_t k = 0; k < count && decoded == NMT_STATUS_OK && status == NMT_STATUS_OK; k++)
-        status = nmt_translator_fill_result(t, &t->search_results[k], &tokens[lines[k]],
-                                            &results[lines[k]], err);
-    for (int32_t k = 0; k < count; k++)
-        nmt_search_result_clear(&t->search_results[k]);
+    status = nmt_translator_fill_batch(t, t->search_results, tokens, lines, count,
+                                       decoded == NMT_STATUS_OK, results, err);
     if (decoded == NMT_STATUS_ERROR_MEMORY && count > 1) {
         /* The batch did not fit: the halves, each as a batch of its own. */
         const int32_t half = count / 2;

@@ -175,3 +175,17 @@ nmt_status nmt_translator_fill_result(const nmt_translator *t, const nmt_search_
 cleanup:
     return status;
 }
+
+nmt_status nmt_translator_fill_batch(const nmt_translator *t, nmt_search_result *found,
+                                     const nmt_tokens *tokens, const int32_t *lines,
+                                     int32_t count, int fill, nmt_result *results,
+                                     nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    for (int32_t k = 0; k < count && fill && status == NMT_STATUS_OK; k++)
+        status = nmt_translator_fill_result(t, &found[k], &tokens[lines[k]], &results[lines[k]],
+                                            err);
+    for (int32_t k = 0; k < count; k++)
+        nmt_search_result_clear(&found[k]);
+    return status;
+}

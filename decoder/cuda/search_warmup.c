@@ -74,15 +74,16 @@ nmt_status nmt_cuda_search_warm_up(nmt_cuda_search *self, nmt_error *err)
      * GEMM plans are cached by (kernels/cuda/linear_lt.cu), in the encoder
      * (32 n rows) and the steps, so a real batch rarely meets a shape whose
      * plan is still to be chosen (0.7-7 ms of host time each on an H100). */
+    const int32_t longest = S < 32 ? S : 32;
     for (int32_t p = 2;; p = 2 * p < N ? 2 * p : N) {
         if (p > N)
             break;
-        NMT_TRY(warm_batch(self, p, S < 32 ? S : 32, buf, values, results, err));
+        NMT_TRY(warm_batch(self, p, longest, buf, values, results, err));
         if (p == N)
             break;
         const int32_t q = p + p / 2;
         if (q < N)
-            NMT_TRY(warm_batch(self, q, S < 32 ? S : 32, buf, values, results, err));
+            NMT_TRY(warm_batch(self, q, longest, buf, values, results, err));
     }
     NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
     /* Counters start at zero for the caller's work (the model's own, the

@@ -19,6 +19,7 @@ _LISTS = {"hits": _capi.LSH_LISTS_HITS, "direct": _capi.LSH_LISTS_DIRECT,
 _PRECISIONS = {"fp32": _capi.PRECISION_FP32, "tf32x2": _capi.PRECISION_TF32X2,
                "bf16": _capi.PRECISION_BF16, "fp16": _capi.PRECISION_FP16,
                "auto": _capi.PRECISION_AUTO}
+_PRECISION_NAMES = {v: k for k, v in _PRECISIONS.items()}
 _SPARSE = {"auto": _capi.SPARSE_AUTO, "on": _capi.SPARSE_ON, "off": _capi.SPARSE_OFF}
 _RULES = {"v1": 0, "onmt": 1}  # nmt_search_rules
 
@@ -340,8 +341,8 @@ class Translator:
                                               ctypes.byref(err)) != _capi.STATUS_OK:
                 raise_error(err)
         stats = copy_struct(TranslatorStats, st)
-        name = {v: k for k, v in _PRECISIONS.items()}.get(st.precision, str(st.precision))
-        return dataclasses.replace(stats, precision=name)
+        return dataclasses.replace(
+            stats, precision=_PRECISION_NAMES.get(st.precision, str(st.precision)))
 
     # -- lifetime ---------------------------------------------------------------
 
