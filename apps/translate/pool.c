@@ -32,6 +32,7 @@ struct chunk_pool {
     int chunk;                 /* lines a slot holds */
     pool_worker *workers;
     int n_workers;
+    int inline_worker;         /* no worker threads: chunk_pool_oldest translates */
 };
 
 static void translate_slot(const pool_worker *w, chunk_slot *slot)
@@ -78,7 +79,7 @@ static void *worker_main(void *arg)
 }
 
 int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk,
-                      chunk_pool **out)
+                      int inline_worker, chunk_pool **out)
 {
     chunk_pool *p = calloc(1, sizeof *p);
     *out = NULL;
@@ -122,7 +123,8 @@ int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk
         p->workers[i].index = i;
         p->workers[i].fail = inject && *inject && atoi(inject) == i;
     }
-    for (int i = 0; i < n_translators; i++) {
+    p->inline_worker = inline_worker && n_translators == 1;
+    for (int i = 0; i < n_translators && !p->inline_worker; i++) {
         if (pthread_create(&p->workers[i].thread, NULL, worker_main, &p->workers[i]) != 0) {
             chunk_pool_free(p);
             return -1;
@@ -203,6 +205,15 @@ chunk_slot *chunk_pool_oldest(chunk_pool *p)
     for (;;) {
         if (p->written < p->read) {
             slot = &p->slots[p->written % p->n_slots];
+            if (p->inline_worker && !p->closed && slot->state == SLOT_READY) {
+                /* No thread to hand it to: translate it here. */
+                p->taken++;
+                slot->state = SLOT_RUNNING;
+                pthread_mutex_unlock(&p->lock);
+                translate_slot(&p->workers[0], slot);
+                pthread_mutex_lock(&p->lock);
+                slot->state = SLOT_DONE;
+            }
             if (slot->state == SLOT_DONE)
                 break;
         } else if (p->ended) {

@@ -44,14 +44,17 @@ typedef struct chunk_slot {
 typedef struct chunk_pool chunk_pool;
 
 /* n_translators translators (not owned), one worker thread each; slots of
- * `chunk` lines. For the tests: NMT_TRANSLATE_INJECT_FAILURE=W makes every
+ * `chunk` lines. inline_worker with one translator starts no thread:
+ * chunk_pool_oldest translates the oldest window on the calling thread
+ * (interactive use, where each hand-off between threads is a wake-up on the
+ * path of every line's answer). For the tests: NMT_TRANSLATE_INJECT_FAILURE=W makes every
  * window worker W takes fail as a device error would
  * (NMT_TRANSLATE_INJECT_RANK=R: only in MPI rank R); NMT_TRANSLATE_SLOTS=1
  * leaves one slot, so each window is read, translated and written before the
  * next is read (the unpipelined order, to compare with). Returns 0, or -1
  * out of memory or threads. */
 int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk,
-                      chunk_pool **pool);
+                      int inline_worker, chunk_pool **pool);
 /* Stops the workers (one in nmt_translate_batch finishes that window first)
  * and frees the slots. The reader must have stopped. */
 void chunk_pool_free(chunk_pool *pool);

@@ -29,6 +29,8 @@ struct translate_reader {
     long lines_read;
     int outcome, error;
     pthread_t thread;
+    int threaded;     /* reader_main runs on `thread`; else translate_reader_next */
+    int skipped, ended; /* translate_reader_next's progress */
     size_t pos, len;
     int eof;
     char buffer[kBufferBytes];
@@ -160,25 +162,29 @@ static void finish_with(translate_reader *r, int result)
                                           : READER_END; /* the end, or stopped */
 }
 
-static void *reader_main(void *arg)
+/* --skip-lines: reads past them (a rerun resumes where a failed one
+ * stopped); line numbers in messages stay those of the whole input. Returns
+ * 1, or read_line's result that ended the input. */
+static int skip_lines(translate_reader *r)
 {
-    translate_reader *r = arg;
     int result = 1;
-    /* --skip-lines: read past them (a rerun resumes where a failed one
-     * stopped); line numbers in messages stay those of the whole input. */
     input_line scratch = {0};
     while (r->lines_read < r->skip && (result = read_line(r, &scratch, r->max_bytes)) == 1)
         r->lines_read++;
     free(scratch.text);
-    while (result == 1) {
-        long want = r->window;
-        if (r->limit >= 0 && r->skip + r->limit - r->lines_read < want)
-            want = r->skip + r->limit - r->lines_read;
-        if (want <= 0)
-            break;
-        chunk_slot *slot = chunk_pool_acquire(r->pool);
-        if (!slot)
-            break; /* closed: the writer gave up */
+    return result;
+}
+
+/* Reads the next window into the pool's next free slot. Returns 1 while
+ * more may follow, else 0 having ended the pool (and set the outcome). */
+static int read_window(translate_reader *r)
+{
+    int result = 1;
+    long want = r->window;
+    if (r->limit >= 0 && r->skip + r->limit - r->lines_read < want)
+        want = r->skip + r->limit - r->lines_read;
+    chunk_slot *slot = want > 0 ? chunk_pool_acquire(r->pool) : NULL;
+    if (slot) { /* else the limit is reached, or the writer gave up (closed) */
         int n = 0;
         while (n < want && (result = read_line(r, &slot->lines[n], r->max_bytes)) == 1) {
             const input_line *line = &slot->lines[n];
@@ -190,14 +196,48 @@ static void *reader_main(void *arg)
             r->lines_read += n;
             chunk_pool_submit(r->pool, slot);
         }
+        if (result == 1)
+            return 1;
     }
-    finish_with(r, result);
+    finish_with(r, slot ? result : 0);
     chunk_pool_end(r->pool);
+    return 0;
+}
+
+static void *reader_main(void *arg)
+{
+    translate_reader *r = arg;
+    const int skipped = skip_lines(r);
+    if (skipped != 1) {
+        finish_with(r, skipped);
+        chunk_pool_end(r->pool);
+        return NULL;
+    }
+    while (read_window(r)) {
+    }
     return NULL;
 }
 
+int translate_reader_next(translate_reader *r)
+{
+    if (r->threaded || r->ended)
+        return 0;
+    if (!r->skipped) {
+        r->skipped = 1;
+        const int skipped = skip_lines(r);
+        if (skipped != 1) {
+            r->ended = 1;
+            finish_with(r, skipped);
+            chunk_pool_end(r->pool);
+            return 0;
+        }
+    }
+    r->ended = !read_window(r);
+    return !r->ended;
+}
+
 int translate_reader_start(chunk_pool *pool, int fd, const translate_args *args, int window,
-                           translate_reader **out)
+                           int threaded, translate_reader **out)
 {
     *out = NULL;
     translate_reader *r = calloc(1, sizeof *r);
@@ -215,7 +255,8 @@ int translate_reader_start(chunk_pool *pool, int fd, const translate_args *args,
     r->limit = args->limit_lines;
     r->max_bytes = (size_t)args->engine.max_line_bytes;
     r->window = window;
-    if (pthread_create(&r->thread, NULL, reader_main, r) != 0) {
+    r->threaded = threaded;
+    if (threaded && pthread_create(&r->thread, NULL, reader_main, r) != 0) {
         close(r->wake[0]);
         close(r->wake[1]);
         free(r);
@@ -235,7 +276,10 @@ int translate_reader_finish(translate_reader *r, int stop, long *lines_read, int
         while (write(r->wake[1], &byte, 1) < 0 && errno == EINTR) {
         }
     }
-    pthread_join(r->thread, NULL);
+    if (r->threaded)
+        pthread_join(r->thread, NULL);
+    else if (!r->ended)
+        chunk_pool_end(r->pool); /* stopped before the end */
     const int outcome = r->outcome;
     if (lines_read)
         *lines_read = r->lines_read;

@@ -23,11 +23,15 @@ enum {
  * (8 or more batches at 8 tokens a line or more), at most 65536. */
 int translate_window_lines(const translate_args *args, int interactive);
 
-/* Starts the thread: skips args->skip_lines lines, then reads at most
+/* Starts the thread (unless threaded is 0): skips args->skip_lines lines, then reads at most
  * args->limit_lines (-1: all) in windows of `window` lines into the pool,
  * and ends the pool. Returns 0, or -1 (out of memory or threads). */
 int translate_reader_start(chunk_pool *pool, int fd, const translate_args *args, int window,
-                           translate_reader **reader);
+                           int threaded, translate_reader **reader);
+/* Without the thread (threaded 0): reads the next window into the pool on
+ * the calling thread (the --skip-lines first). Returns 1 after a window
+ * while more input may follow, 0 once the pool is ended. */
+int translate_reader_next(translate_reader *reader);
 /* Waits for the thread to end (after the pool's last window, or at once
  * with stop: the pool is closed and a wait on the input interrupted) and
  * returns its outcome, the lines it read (skipped ones included) and the

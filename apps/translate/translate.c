@@ -321,8 +321,13 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
                                              : args.progress;
     const size_t max_bytes = (size_t)args.engine.max_line_bytes;
     const int window = translate_window_lines(&args, interactive);
-    if (chunk_pool_create(translators, n_translators, window, &pool) != 0 ||
-        translate_reader_start(pool, fileno(in), &args, window, &reader) != 0) {
+    /* A terminal with one translator: read, translate and write on this
+     * thread, a line at a time. The pipeline's threads would put two
+     * wake-ups (reader -> worker -> writer) on the path of every answer
+     * (docs/performance.md, "Batch-1 latency"). */
+    const int one_thread = interactive && n_translators == 1;
+    if (chunk_pool_create(translators, n_translators, window, one_thread, &pool) != 0 ||
+        translate_reader_start(pool, fileno(in), &args, window, !one_thread, &reader) != 0) {
         fprintf(stderr, "translate: out of memory\n");
         code = EXIT_FAILED;
         goto done;
@@ -333,7 +338,12 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     int bad_lines = 0, read_errno = 0;
     const double started = now_seconds();
     double shown = 0; /* when the progress line was last written */
-    for (chunk_slot *slot; (slot = chunk_pool_oldest(pool)) != NULL;) {
+    for (;;) {
+        if (one_thread)
+            translate_reader_next(reader); /* the next window, read on this thread */
+        chunk_slot *slot = chunk_pool_oldest(pool);
+        if (!slot)
+            break;
         if (slot->status != NMT_STATUS_OK) {
             /* Everything before this window is written (and flushed): the
              * output is a complete prefix, never a gap. */

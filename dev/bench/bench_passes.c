@@ -92,7 +92,7 @@ int main(int argc, char **argv)
             }
             const double ms = now_ms() - t0;
             total += ms;
-            printf(" %.1f", ms);
+            printf(" %.3f", ms);
             for (int k = 0; k < count; k++)
                 nmt_result_clear(&results[k]);
         }
