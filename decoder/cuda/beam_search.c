@@ -427,6 +427,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, stream, err));
 
     int32_t n_active = n, steps_run = 0;
+    int all_done = 0; /* seen at a check: the loop stopped early */
     const int32_t *old_pos = NULL; /* set for the step after a compaction */
     int have_snapshot = 0;
     for (int32_t step = 1; step <= longest; step++) {
@@ -452,8 +453,10 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
                 self->host_old[alive] = p;
                 alive++;
             }
-            if (alive == 0)
+            if (alive == 0) {
+                all_done = 1;
                 break;
+            }
             if (alive < n_active) {
                 memcpy(self->act_host, self->host_act, sizeof(int32_t) * alive);
                 memcpy(self->act_host + alive, self->host_old, sizeof(int32_t) * alive);
@@ -476,10 +479,20 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
                                                        hist_len, weights_stride, &r_dev);
     nmt_beam_results_carve(self->results_host, n, config->n_best, hist_len, weights_stride,
                            &r_host);
-    NMT_TRY(nmt_cuda_beam_backtrack(&b, n, &r_dev, stream, err));
+    /* Every sentence was done at the last check, so the step launched after
+     * it changes no state the backtrack reads (a done sentence's beam step
+     * and attention record return at once): the results need not wait for
+     * it. At batch 1 that step is one of ~13 (docs/performance.md, "Batch-1
+     * latency"). The timed run's events need the whole stream anyway. */
+    cudaStream_t results_stream = stream;
+    if (all_done && !timed) {
+        NMT_CUDA_TRY(cudaStreamWaitEvent(self->finish_stream, self->check_event, 0));
+        results_stream = self->finish_stream;
+    }
+    NMT_TRY(nmt_cuda_beam_backtrack(&b, n, &r_dev, results_stream, err));
     NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, result_bytes,
-                                 cudaMemcpyDeviceToHost, stream));
-    NMT_CUDA_TRY(cudaStreamSynchronize(stream));
+                                 cudaMemcpyDeviceToHost, results_stream));
+    NMT_CUDA_TRY(cudaStreamSynchronize(results_stream));
     if (timed)
         for (int32_t i = 0; i < steps_run; i++) {
             float ms = 0.0f;
@@ -495,6 +508,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
 cleanup:
     /* Leave no work in flight on the pinned buffers the next batch reuses. */
     cudaStreamSynchronize(self->stream);
+    cudaStreamSynchronize(self->finish_stream);
     for (int32_t i = 0; i < batch->n_sentences; i++)
         nmt_search_result_clear(&results[i]);
     return status;

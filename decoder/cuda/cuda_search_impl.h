@@ -14,6 +14,10 @@ struct nmt_cuda_search {
     nmt_cuda_step_model model;
     nmt_cuda_search_config config;
     cudaStream_t stream;
+    /* The results of a batch whose sentences were all done at a check:
+     * backtracked and copied here, beside the step launched after that
+     * check, which still runs on `stream` (beam_search.c). */
+    cudaStream_t finish_stream;
     int cur; /* the model's live row buffer */
 
     /* Per batch input: [excluded 2][src_len N][max_len N][row_ptr S*N + 1][cols][values]

@@ -141,6 +141,10 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     if (!s)
         return;
     cudaSetDevice(s->config.device);
+    if (s->finish_stream) {
+        cudaStreamSynchronize(s->stream); /* a last step may still run there */
+        cudaStreamDestroy(s->finish_stream);
+    }
     if (s->event_created) {
         cudaEventDestroy(s->check_event);
         cudaEventDestroy(s->fork_event);
@@ -238,6 +242,7 @@ nmt_status nmt_cuda_search_create(const nmt_cuda_step_model *model,
     NMT_CUDA_TRY(cudaHostAlloc((void **)&s->done_host, sizeof(int32_t) * N, cudaHostAllocDefault));
     NMT_CUDA_TRY(cudaHostAlloc((void **)&s->act_host, sizeof(int32_t) * 2 * N,
                                cudaHostAllocDefault));
+    NMT_CUDA_TRY(cudaStreamCreateWithFlags(&s->finish_stream, cudaStreamNonBlocking));
     NMT_CUDA_TRY(cudaEventCreateWithFlags(&s->check_event, cudaEventDisableTiming));
     NMT_CUDA_TRY(cudaEventCreateWithFlags(&s->fork_event, cudaEventDisableTiming));
     NMT_CUDA_TRY(cudaEventCreateWithFlags(&s->encoded_event, cudaEventDisableTiming));
