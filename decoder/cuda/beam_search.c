@@ -26,6 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Batches of at most this many sentences round the steps' source stride and
+ * history length up to octaves (nmt_cuda_search_run): where graphs matter
+ * most, and the history's memory, doubled at worst, is small. */
+enum { kBucketSentences = 8 };
+
 nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
                                         const nmt_search_config *config, nmt_error *err)
 {
@@ -265,6 +270,14 @@ size_t nmt_cuda_search_key_bytes(int32_t max_src)
     return enc > sizeof(step_key) ? enc : sizeof(step_key);
 }
 
+int32_t nmt_cuda_search_octave(int32_t v, int32_t cap)
+{
+    int64_t p = 1;
+    while (p < v)
+        p *= 2;
+    return p <= cap ? (int32_t)p : (v > cap ? v : cap);
+}
+
 int32_t nmt_cuda_search_hist_len(const nmt_search_config *config, int32_t longest)
 {
     /* v1's last token is always the EOS (no history row); an onmt
@@ -396,7 +409,23 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         longest = max_len > longest ? max_len : longest;
         nnz += batch->row_ptr[first + len] - batch->row_ptr[first];
     }
-    const int32_t hist_len = nmt_cuda_search_hist_len(config, longest);
+    int32_t hist_len = nmt_cuda_search_hist_len(config, longest);
+    /* A few sentences: the steps see the memory bank's stride and the
+     * history's length rounded up to powers of two, so their launches (the
+     * graph key) depend on the length's octave, not on the length, and a
+     * sentence of a length not seen before replays graphs captured for
+     * others (batch 1: docs/performance.md, "Batch-1 latency"). The
+     * attention reads each sentence's own positions only; the encoder keeps
+     * the exact length. */
+    int32_t mem_stride = stride;
+    if (n <= kBucketSentences) {
+        mem_stride = nmt_cuda_search_octave(stride, self->config.max_src);
+        /* No more history than the longest source could need: the
+         * buffers are sized for it (search_buffers.c). */
+        const int32_t most = nmt_cuda_search_hist_len(
+            config, nmt_search_max_length(config, self->config.max_src));
+        hist_len = nmt_cuda_search_octave(hist_len, most);
+    }
     NMT_TRY(nmt_cuda_search_ensure_input(self, nnz, err));
     NMT_TRY(nmt_cuda_search_ensure_history(self, hist_len, err));
     const int timed = self->config.timed;
@@ -420,10 +449,10 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
                                  cudaMemcpyHostToDevice, stream));
 
     const nmt_cuda_encoder_input enc = {n, stride, self->active, dev.src_len, dev.row_ptr,
-                                        dev.cols, dev.values, B, NULL, 0, NULL, 0};
+                                        dev.cols, dev.values, B, NULL, mem_stride, NULL, 0};
     NMT_TRY(nmt_cuda_search_encode(self, &enc, self->stream, err));
 
-    nmt_beam_device b = nmt_cuda_search_beam(self, config, hist_len, dev.max_len, stride);
+    nmt_beam_device b = nmt_cuda_search_beam(self, config, hist_len, dev.max_len, mem_stride);
     NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, stream, err));
 
     int32_t n_active = n, steps_run = 0;
@@ -433,7 +462,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     for (int32_t step = 1; step <= longest; step++) {
         /* A step right after a compaction (old_pos) or with timing events
          * runs eagerly; the others go through the graph cache. */
-        const nmt_cuda_step_args args = {NULL, &b, n_active, B, stride, dev.src_len,
+        const nmt_cuda_step_args args = {NULL, &b, n_active, B, mem_stride, dev.src_len,
                                          dev.excluded, old_pos, 0, timed ? steps_run : -1,
                                          old_pos == NULL};
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
@@ -474,7 +503,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     }
 
     nmt_beam_results r_dev, r_host;
-    const int32_t weights_stride = config->attention ? stride : 0;
+    const int32_t weights_stride = config->attention ? mem_stride : 0;
     const size_t result_bytes = nmt_beam_results_carve(self->results_dev, n, config->n_best,
                                                        hist_len, weights_stride, &r_dev);
     nmt_beam_results_carve(self->results_host, n, config->n_best, hist_len, weights_stride,

@@ -95,6 +95,8 @@ nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *ar
  * less, EOS is never stored; onmt: all, a cut hypothesis keeps its last
  * word). */
 int32_t nmt_cuda_search_hist_len(const nmt_search_config *config, int32_t longest);
+/* The least power of two >= v, at most cap (and never below v). */
+int32_t nmt_cuda_search_octave(int32_t v, int32_t cap);
 /* The two ids the output layer masks out: PAD and BOS (v1), none (onmt). */
 void nmt_cuda_search_excluded(const nmt_search_config *config, int32_t excluded[2]);
 /* The beam state's view of config, over s->beam_dev's buffers; with

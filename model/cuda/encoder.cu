@@ -79,7 +79,8 @@ void *nmt_cuda_encoder_side_stream(const nmt_cuda_model *m)
 }
 
 /* memory[slot_i, j, :] = j < len_i ? top[j * n + i, :] : 0 for j < stride, the
- * bank's rows mem_stride positions apart (slot NULL: slot_i = i). */
+ * bank's rows mem_stride positions apart (slot NULL: slot_i = i); len_i is at
+ * most top's time steps, so stride may exceed them. */
 static __global__ void to_sentence_major(int32_t n, int32_t stride, int32_t hidden,
                                          const int32_t *src_len, const float *top,
                                          const int32_t *slot, int32_t mem_stride,
@@ -361,11 +362,14 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         top = out;
     }
     if (!in->slot) {
-        to_sentence_major<<<grid_for(rows * H), THREADS, 0, stream>>>(
-            n, stride, H, in->src_len, top, NULL, stride, m->enc.memory);
+        /* Sentence i at i * mem_stride, zeros past its length (a bank wider
+         * than the batch's longest: the search's octaves, beam_search.c). */
+        const int64_t bank_rows = (int64_t)n * mem_stride;
+        to_sentence_major<<<grid_for(bank_rows * H), THREADS, 0, stream>>>(
+            n, mem_stride, H, in->src_len, top, NULL, mem_stride, m->enc.memory);
         NMT_LAUNCH_TRY("to_sentence_major");
         /* keys[i, j] = W_a m_j; zero rows of memory give zero keys (no bias). */
-        NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, (int32_t)rows, H, H,
+        NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, (int32_t)bank_rows, H, H,
                                        m->enc.memory, H, &m->gw.attn_a, NULL, m->enc.keys, H,
                                        err));
     } else {

@@ -29,9 +29,11 @@ typedef struct nmt_cuda_encoder_input {
     const float *values;
     int32_t beam;           /* decoder rows p * beam + k; slot 0 gets the initial state */
     /* Continuous batching (decoder/cuda/stream_search.c): sentences joining a
-     * running search. Zero/NULL for a whole batch. */
+     * running search (slot, dec_pos, side: zero/NULL for a whole batch). */
     const int32_t *slot;    /* [n_sentences]: memory-bank slot of sentence i (NULL: i) */
-    int32_t mem_stride;     /* the bank's stride in positions (0: src_stride) */
+    int32_t mem_stride;     /* the bank's stride in positions, >= src_stride (0:
+                               src_stride); positions past a sentence's length are
+                               zeros (slot NULL) or left as they were */
     const int32_t *dec_pos; /* [n_sentences]: sentence i's decoder rows are
                                dec_pos[i] * beam + k (NULL: i); only those rows are
                                written, the others keep the running search's state */

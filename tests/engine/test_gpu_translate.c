@@ -147,6 +147,55 @@ static void compare_launch_modes(const nmt_model *model, int batch, int beam,
           differing, n_lines);
 }
 
+/* At batch 1 a step's launches depend on the source length's octave, not on
+ * the length (decoder/cuda/beam_search.c, kBucketSentences): once a line of
+ * 9 words has been translated a few times (both row buffers' step graphs
+ * captured), a line of 10 words (the same octaves of stride and history)
+ * must run every step as a graph, the encoder pass of its new length alone
+ * eagerly; and its translation must be the one without graphs. */
+static void check_octave_graphs(const nmt_model *model)
+{
+    const char *const seen = "der die das und ist ein eine Haus katze";
+    const char *const fresh = "der die das und ist ein eine Haus katze Hund";
+    nmt_options o = make_options(NMT_DEVICE_CUDA, 1, 5, 1, NULL);
+    o.collect_stats = 1;
+    nmt_options plain = o;
+    plain.cuda_graphs = 0;
+    nmt_translator *t = NULL, *tp = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_result r = {0}, rp = {0};
+    nmt_stats before, after;
+    const int made = nmt_translator_create(model, &o, &t, &err) == NMT_STATUS_OK &&
+                     nmt_translator_create(model, &plain, &tp, &err) == NMT_STATUS_OK;
+    CHECK(made, "octave graphs: translator: %s", err.message);
+    int ok = made;
+    for (int i = 0; ok && i < 6; i++) {
+        ok = nmt_translate_batch(t, &seen, 1, &r, &err) == NMT_STATUS_OK;
+        nmt_result_clear(&r);
+    }
+    ok = ok && nmt_translator_stats(t, &before, &err) == NMT_STATUS_OK &&
+         nmt_translate_batch(t, &fresh, 1, &r, &err) == NMT_STATUS_OK &&
+         nmt_translator_stats(t, &after, &err) == NMT_STATUS_OK &&
+         nmt_translate_batch(tp, &fresh, 1, &rp, &err) == NMT_STATUS_OK;
+    CHECK(ok, "octave graphs: %s", err.message);
+    if (ok) {
+        const long long eager = (long long)(after.eager_runs - before.eager_runs);
+        const long long graphs = (long long)(after.graph_runs - before.graph_runs);
+        CHECK(eager == 1 && graphs >= 1, "octave graphs: a new length in a seen octave ran %lld "
+              "eagerly (expected 1: its encoder pass) and %lld as graphs", eager, graphs);
+        CHECK(r.n_hypotheses == 1 && rp.n_hypotheses == 1 &&
+                  !strcmp(r.hypotheses[0].text, rp.hypotheses[0].text) &&
+                  r.hypotheses[0].score == rp.hypotheses[0].score,
+              "octave graphs: the new length's translation differs from plain launches");
+        fprintf(stderr, "octave graphs: new length: %lld eager run, %lld graph runs\n", eager,
+                graphs);
+    }
+    nmt_result_clear(&r);
+    nmt_result_clear(&rp);
+    nmt_translator_free(t);
+    nmt_translator_free(tp);
+}
+
 static void compare(const nmt_model *model, int batch, int beam, int n_best,
                     const nmt_shrink_options *shrink, const char *const *lines)
 {
@@ -338,6 +387,7 @@ int main(void)
         compare_launch_modes(model, 7, 5, NULL, 3, lines);
         compare_launch_modes(model, 1, 5, &lsh, 1, lines);
         compare_launch_modes(model, 37, 12, &top, 2, lines);
+        check_octave_graphs(model);
         compare(model, 1, 5, 1, NULL, lines);
         compare(model, 7, 3, 2, NULL, lines);
         compare(model, 37, 5, 3, NULL, lines);
