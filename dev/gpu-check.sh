@@ -181,12 +181,12 @@ if [[ $build_status == ok ]]; then
                     settings="1:1:fp32 1:0:fp32 4:1:fp32"
                     [[ $bs == 64 ]] && settings="$settings 1:1:tf32x2"
                     for s in $settings; do
-                        IFS=: read -r check graphs gemm <<<"$s"
+                        IFS=: read -r check graphs precision <<<"$s"
                         line=$(timeout 60 "$build/bench_passes" "$model" "$out/test.de" $bs 5 3 cuda \
-                            graphs=$graphs check=$check gemm=$gemm 2>&1 | grep -oE 'total [0-9.]+' | \
+                            graphs=$graphs check=$check precision=$precision 2>&1 | grep -oE 'total [0-9.]+' | \
                             awk '{print $2}' | tr '\n' ' ')
-                        printf 'batch %-3s check %s graphs %s gemm %-6s  passes ms: %s\n' $bs $check \
-                            $graphs $gemm "$line" | tee -a "$bench_dir/launch-modes.txt"
+                        printf 'batch %-3s check %s graphs %s precision %-6s  passes ms: %s\n' $bs $check \
+                            $graphs $precision "$line" | tee -a "$bench_dir/launch-modes.txt"
                     done
                 done
             fi

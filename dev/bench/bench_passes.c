@@ -56,6 +56,9 @@ int main(int argc, char **argv)
                 return 2;
             }
             options.precision = (nmt_precision)found;
+        } else {
+            fprintf(stderr, "bench_passes: unknown argument %s\n", argv[i]);
+            return 2;
         }
     }
     char **lines = NULL;
