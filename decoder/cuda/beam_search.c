@@ -12,9 +12,12 @@
  * row to the old layout), so done sentences stop costing work. A done
  * sentence still in the list (done since the last snapshot) costs its rows
  * for at most 2 * check_every steps; its beam block returns at once.
+ * Rows: beam_init is followed by step 1's rows; then each beam step writes
+ * the next step's rows and moves the step number on (nmt_beam_next_rows),
+ * and prepare_rows runs again only after a compaction (old_pos).
  * Launches: a step's launches are the same every other step between
  * compactions (the row buffers swap), and at batch 1 the same for every
- * sentence of a length; the encoder's are the same for every batch of the
+ * sentence of a length octave; the encoder's are the same for every batch of the
  * same lengths. Both go through a graph cache (graph_cache.h) that replays a
  * captured CUDA graph once a key recurs, which removes the host's launch
  * work between the kernels (docs/performance.md measures it). The step
@@ -175,9 +178,11 @@ static nmt_status step_body(void *arg, nmt_error *err)
                                 self->row_live};
     const int next = 1 - w->cur;
     nmt_cuda_scores scores;
-    NMT_TRY(nmt_cuda_beam_prepare_rows(w->b, w->n_active, self->act_dev, w->old_pos,
-                                       self->row_tokens, self->row_sentence, self->row_parent,
-                                       self->row_live, stream, err));
+    if (!w->rows_from_beam || w->old_pos)
+        NMT_TRY(nmt_cuda_beam_prepare_rows(w->b, w->n_active, self->act_dev, w->old_pos,
+                                           self->row_tokens, self->row_sentence,
+                                           self->row_parent, self->row_live,
+                                           !w->rows_from_beam, stream, err));
     NMT_TRY(model->step(model->self, w->cur, n_rows, &rows, w->src_len, w->stride, err));
     if (w->timed_step >= 0)
         NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * w->timed_step], stream));
@@ -192,16 +197,19 @@ static nmt_status step_body(void *arg, nmt_error *err)
     if (w->b->hist_weights) /* before the beam step: it reads the done flags it starts with */
         NMT_TRY(nmt_cuda_beam_record_attention(w->b, w->n_active, self->act_dev,
                                                model->attn_weights, stream, err));
+    const nmt_beam_next_rows next_rows = {self->row_tokens, self->row_sentence,
+                                          self->row_parent, self->row_live};
     NMT_TRY(nmt_cuda_beam_step(w->b, w->n_active, self->act_dev, scores.top_values,
                                scores.top_ids, scores.logits, scores.ld_logits, scores.lse,
-                               scores.attn_argmax, stream, err));
+                               scores.attn_argmax, w->rows_from_beam ? &next_rows : NULL, stream,
+                               err));
 cleanup:
     return status;
 }
 
 /* Everything a step's launches depend on besides device data. */
 typedef struct step_key {
-    int32_t n_active, beam, stride, cur;
+    int32_t n_active, beam, stride, cur, rows_from_beam;
     nmt_beam_device b; /* sizes, alpha, EOS and the state's pointers */
     const void *src_len, *excluded, *old_pos;
 } step_key;
@@ -254,6 +262,7 @@ nmt_status nmt_cuda_search_step(nmt_cuda_search *self, const nmt_cuda_step_args 
         memset(&key, 0, sizeof key);
         key.n_active = args->n_active, key.beam = args->beam, key.stride = args->stride;
         key.cur = work.cur;
+        key.rows_from_beam = args->rows_from_beam;
         key.b = *args->b;
         key.src_len = args->src_len, key.excluded = args->excluded, key.old_pos = args->old_pos;
         NMT_TRY(run_cached(self, self->stream, &key, sizeof key, step_body, &work, err));
@@ -454,6 +463,10 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
 
     nmt_beam_device b = nmt_cuda_search_beam(self, config, hist_len, dev.max_len, mem_stride);
     NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, stream, err));
+    /* Step 1's rows; each beam step writes the next step's (rows_from_beam). */
+    NMT_TRY(nmt_cuda_beam_prepare_rows(&b, n, self->act_dev, NULL, self->row_tokens,
+                                       self->row_sentence, self->row_parent, self->row_live, 1,
+                                       stream, err));
 
     int32_t n_active = n, steps_run = 0;
     int all_done = 0; /* seen at a check: the loop stopped early */
@@ -464,7 +477,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
          * runs eagerly; the others go through the graph cache. */
         const nmt_cuda_step_args args = {NULL, &b, n_active, B, mem_stride, dev.src_len,
                                          dev.excluded, old_pos, 0, timed ? steps_run : -1,
-                                         old_pos == NULL};
+                                         old_pos == NULL, 1};
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
         old_pos = NULL;
         steps_run++;

@@ -43,8 +43,11 @@ static __global__ void beam_init_kernel(nmt_beam_device b, int32_t n, int32_t bo
     int32_t e = blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n * b.beam)
         return;
-    if (e == 0)
+    if (e == 0) {
         *b.step = 0;
+        if (b.ticket)
+            *b.ticket = 0;
+    }
     begin_sentence(b, e / b.beam, e % b.beam, bos_id, 0);
 }
 
@@ -60,13 +63,13 @@ static __global__ void beam_join_kernel(nmt_beam_device b, const int32_t *slots,
 static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
                                            const int32_t *act, const int32_t *old_pos,
                                            int32_t *row_tokens, int32_t *row_sentence,
-                                           int32_t *row_parent, int32_t *row_live)
+                                           int32_t *row_parent, int32_t *row_live, int advance)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= n_active * b.beam)
         return;
-    if (r == 0)
+    if (r == 0 && advance)
         *b.step += 1; /* nothing in this kernel reads it */
     int32_t p = r / b.beam, k = r % b.beam, s = act[p];
     int32_t from = old_pos ? old_pos[p] : p;
@@ -194,8 +197,8 @@ cleanup:
 nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active,
                                       const int32_t *act, const int32_t *old_pos,
                                       int32_t *row_tokens, int32_t *row_sentence,
-                                      int32_t *row_parent, int32_t *row_live, void *stream,
-                                      nmt_error *err)
+                                      int32_t *row_parent, int32_t *row_live, int advance,
+                                      void *stream, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     if (n_active < 1)
@@ -203,7 +206,7 @@ nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active
                              n_active);
     nmt_launch_pdl(prepare_rows_kernel, blocks_for((int64_t)n_active * b->beam, 256), 256, 0,
                    (cudaStream_t)stream, *b, n_active, act, old_pos, row_tokens, row_sentence,
-                   row_parent, row_live);
+                   row_parent, row_live, advance);
     NMT_LAUNCH_TRY("prepare_rows_kernel");
 cleanup:
     return status;

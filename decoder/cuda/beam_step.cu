@@ -270,10 +270,39 @@ static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t s
         b.done[s] = 1;
 }
 
+/* The end of sentence s's block (every thread, after a barrier that makes
+ * the split's writes visible; a done sentence's at once, rows false): the
+ * next step's rows at position p, as prepare_rows writes them without a
+ * compaction, then the block's ticket; the last block to take one moves
+ * *b.step on and resets the count. Every block read *b.step before taking
+ * its ticket, so none sees the new number. */
+static __device__ void finish_block(const nmt_beam_device &b, const nmt_beam_next_rows &next,
+                                    int32_t p, int32_t s, bool rows, int tid, int threads)
+{
+    if (!next.tokens)
+        return;
+    const int32_t B = b.beam;
+    for (int32_t k = tid; rows && k < B; k += threads) {
+        const int64_t r = (int64_t)p * B + k, q = (int64_t)s * B + k;
+        next.tokens[r] = b.tokens[q];
+        next.sentence[r] = s;
+        next.parent[r] = p * B + b.parents[q];
+        if (next.live)
+            next.live[r] = !b.done[s] && b.scores[q] > -INFINITY;
+    }
+    if (tid != 0)
+        return;
+    __threadfence(); /* the block's reads of *b.step are done before its ticket */
+    if (atomicAdd(b.ticket, 1) == (int)gridDim.x - 1) {
+        *b.step += 1;
+        *b.ticket = 0;
+    }
+}
+
 static __global__ void __launch_bounds__(BEAM_THREADS)
 beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
                  const int32_t *top_ids, const float *logits, int32_t ld_logits,
-                 const float *lse, const int32_t *attn_argmax)
+                 const float *lse, const int32_t *attn_argmax, nmt_beam_next_rows next)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     __shared__ float base[BEAM_MAX];
@@ -284,8 +313,10 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
 
     const int32_t B = b.beam, K = 2 * B, tid = threadIdx.x;
     const int32_t p = blockIdx.x, s = act[p];
-    if (b.done[s])
-        return; /* uniform across the block */
+    if (b.done[s]) { /* uniform across the block */
+        finish_block(b, next, p, s, false, tid, BEAM_THREADS);
+        return;
+    }
     const int64_t row0 = (int64_t)p * B;
     const int32_t step = *b.step - b.start[s];
     const int last_step = step >= b.max_len[s];
@@ -346,12 +377,14 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
     else if (tid == 0)
         split_chosen(b, s, step, last_step, chosen, n_chosen, b.n_finished[s],
                      attn_argmax + row0);
+    __syncthreads();
+    finish_block(b, next, p, s, true, tid, BEAM_THREADS);
 }
 
 static __global__ void __launch_bounds__(kWarpSize)
 beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
                       const int32_t *top_ids, const float *logits, int32_t ld_logits,
-                      const float *lse, const int32_t *attn_argmax)
+                      const float *lse, const int32_t *attn_argmax, nmt_beam_next_rows next)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     extern __shared__ float top_lists[]; /* values [B, 2B], then ids [B, 2B] */
@@ -378,7 +411,8 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
     const float base = has_slot ? b.scores[(int64_t)s * B + lane] : -INFINITY;
     if (done) {
         __pipeline_wait_prior(0); /* no copy may land after the block's memory is freed */
-        return;                   /* uniform across the warp */
+        finish_block(b, next, p, s, false, lane, kWarpSize);
+        return; /* uniform across the warp */
     }
     const int last_step = step >= max_len;
     const int onmt = b.rules == NMT_BEAM_RULES_ONMT;
@@ -432,14 +466,25 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
         split_onmt(b, s, step, last_step, penalty, chosen, n_chosen, slot_attn);
     else if (lane == 0)
         split_chosen(b, s, step, last_step, chosen, n_chosen, n_fin, slot_attn);
+    __syncwarp();
+    finish_block(b, next, p, s, true, lane, kWarpSize);
 }
 
 nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const int32_t *act,
                               const float *top_values, const int32_t *top_ids,
                               const float *logits, int32_t ld_logits, const float *lse,
-                              const int32_t *attn_argmax, void *stream, nmt_error *err)
+                              const int32_t *attn_argmax, const nmt_beam_next_rows *next,
+                              void *stream, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
+    nmt_beam_next_rows rows = {NULL, NULL, NULL, NULL};
+    if (next) {
+        if (!next->tokens || !next->sentence || !next->parent || !b->ticket)
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                 "beam step: next rows without tokens, sentences, parents "
+                                 "or the ticket");
+        rows = *next;
+    }
     if (n_active < 1 || b->beam < 1 || b->beam > BEAM_MAX || b->hist_len < 1 || !b->step ||
         !b->start)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
@@ -456,11 +501,11 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
             (size_t)b->beam * 2 * b->beam * (sizeof(float) + sizeof(int32_t));
         nmt_launch_pdl(beam_step_warp_kernel, n_active, kWarpSize, list_bytes,
                        (cudaStream_t)stream, *b, act, top_values, top_ids, logits, ld_logits, lse,
-                       attn_argmax);
+                       attn_argmax, rows);
         NMT_LAUNCH_TRY("beam_step_warp_kernel");
     } else {
         nmt_launch_pdl(beam_step_kernel, n_active, BEAM_THREADS, 0, (cudaStream_t)stream, *b, act,
-                       top_values, top_ids, logits, ld_logits, lse, attn_argmax);
+                       top_values, top_ids, logits, ld_logits, lse, attn_argmax, rows);
         NMT_LAUNCH_TRY("beam_step_kernel");
     }
 cleanup:

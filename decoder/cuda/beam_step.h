@@ -58,7 +58,20 @@ typedef struct nmt_beam_device {
     int32_t *start; /* [n]: *step when the sentence began (beam_init: 0; beam_join: the
                        steps taken so far); sentence s is at its own step *step - start[s],
                        so sentences can join a running search */
+    int32_t *ticket; /* [1]: beam_init sets 0; the blocks of a beam step that writes the
+                        next step's rows count themselves here, and the last moves *step
+                        on (nmt_beam_next_rows) */
 } nmt_beam_device;
+
+/* The next step's rows, written by the beam step (nmt_cuda_beam_step) for the
+ * active list as it stands: what prepare_rows with old_pos NULL writes at the
+ * start of the next step, *step moved on too, one launch less a step. A done
+ * sentence's block leaves its rows as they are (they were written when it
+ * finished, or by the prepare_rows of a compaction since). */
+typedef struct nmt_beam_next_rows {
+    int32_t *tokens, *sentence, *parent; /* [n_active * B] */
+    int32_t *live;                       /* [n_active * B], or NULL */
+} nmt_beam_next_rows;
 
 /* Finished results of a batch, carved from one buffer (nmt_beam_results_carve)
  * so that a single copy brings them all to the host. */
@@ -112,7 +125,8 @@ nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int
 nmt_status nmt_cuda_beam_join(const nmt_beam_device *b, const int32_t *slots, int32_t n_slots,
                               int32_t bos_id, void *stream, nmt_error *err);
 
-/* Begins a step: *b->step += 1, and for the n_active * B rows of the list
+/* Begins a step: with advance, *b->step += 1 (without: the beam step before
+ * did it, nmt_beam_next_rows); and for the n_active * B rows of the list
  * act: row_tokens (the slot's last
  * token), row_sentence, and row_parent = old_pos[p] * B + parent slot, the
  * row of the previous step's layout it continues (old_pos NULL: p itself,
@@ -122,11 +136,12 @@ nmt_status nmt_cuda_beam_join(const nmt_beam_device *b, const int32_t *slots, in
 nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active,
                                       const int32_t *act, const int32_t *old_pos,
                                       int32_t *row_tokens, int32_t *row_sentence,
-                                      int32_t *row_parent, int32_t *row_live, void *stream,
-                                      nmt_error *err);
+                                      int32_t *row_parent, int32_t *row_live, int advance,
+                                      void *stream, nmt_error *err);
 
 /* One search step (number *b->step) for the sentences of the active list
- * (one block each; done ones are skipped). Row p * B + k's 2B best words are
+ * (one block each; done ones are skipped); with next (may be NULL), the next
+ * step's rows and *b->step + 1 (b->ticket must be 0). Row p * B + k's 2B best words are
  * top_values (log p) / top_ids [row, 2B], sorted best first; v1: at a
  * sentence's max-length step only EOS counts, with log p = logits[row, eos]
  * - lse[row] (onmt reads neither logits nor lse). attn_argmax[row] is
@@ -134,7 +149,8 @@ nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active
 nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const int32_t *act,
                               const float *top_values, const int32_t *top_ids,
                               const float *logits, int32_t ld_logits, const float *lse,
-                              const int32_t *attn_argmax, void *stream, nmt_error *err);
+                              const int32_t *attn_argmax, const nmt_beam_next_rows *next,
+                              void *stream, nmt_error *err);
 
 /* With b->hist_weights: copies the attention weights of the step's rows
  * (weights: [n_active * B, b->weights_stride], row p * B + k) into the

@@ -7,8 +7,9 @@
  *
  * Per batch (decoder/cuda/beam_search.c): sentences sorted longest first
  * (results mapped back), the time-major feature CSR packed and copied up in
- * one transfer, encode, then a step loop that only launches: prepare_rows
- * (decoder/cuda/beam_step.cu), step, output, beam step; scores,
+ * one transfer, encode, then a step loop that only launches: step, output,
+ * beam step, the beam step writing the next step's rows (prepare_rows,
+ * decoder/cuda/beam_state.cu, only after a compaction); scores,
  * back-pointers, history and finished hypotheses stay on the device, and
  * one copy brings the n-best token sequences back. */
 #ifndef NMT_CUDA_SEARCH_H

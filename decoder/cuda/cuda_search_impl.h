@@ -78,7 +78,11 @@ nmt_status nmt_cuda_search_encode(nmt_cuda_search *s, const nmt_cuda_encoder_inp
                                   void *stream, nmt_error *err);
 
 /* One decoder step: prepare_rows, the model's step and output layer, the
- * beam step; then the live row buffer swaps. */
+ * beam step; then the live row buffer swaps. With rows_from_beam the beam
+ * step writes the next step's rows and moves the step number on
+ * (nmt_beam_next_rows), so the step prepares rows only after a compaction
+ * (old_pos), without moving the number; the first step's rows must have
+ * been prepared (with advance) after beam_init. */
 typedef struct nmt_cuda_step_args {
     nmt_cuda_search *self;  /* set by nmt_cuda_search_step */
     const nmt_beam_device *b;
@@ -87,6 +91,7 @@ typedef struct nmt_cuda_step_args {
     int cur;                /* set by nmt_cuda_search_step: the live buffer */
     int timed_step;         /* >= 0: record the output layer's events at this index */
     int cacheable;          /* the launches are a function of the key: may replay */
+    int rows_from_beam;     /* the whole-batch search's steps (beam_search.c) */
 } nmt_cuda_step_args;
 nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *args,
                                 nmt_error *err);

@@ -173,12 +173,13 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
 static size_t state_bytes(const nmt_cuda_search_config *c)
 {
     const size_t N = (size_t)c->max_sentences, NB = N * (size_t)c->beam, NK = 2 * NB;
-    return sizeof(int32_t) * (3 * NB + 2 * N + 4 * NK + 2 * N + 1 + 4 * NB + 2 * N);
+    return sizeof(int32_t) * (3 * NB + 2 * N + 4 * NK + 2 * N + 1 + 4 * NB + 2 * N + 1);
 }
 
 /* Beam state: scores, tokens, parents [N, B]; done, n_finished [N];
  * finished [N, 2B] x 4; active list [2N]; the step number [1]; the step's
- * rows [N * B] x 4; each sentence's start [N]; n_ended [N] (onmt rules). */
+ * rows [N * B] x 4; each sentence's start [N]; n_ended [N] (onmt rules); the
+ * beam step's ticket [1]. */
 static nmt_status create_state(nmt_cuda_search *s, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
@@ -204,6 +205,7 @@ static nmt_status create_state(nmt_cuda_search *s, nmt_error *err)
     s->row_live = s->row_parent + NB;
     b->start = s->row_live + NB;
     b->n_ended = b->start + N;
+    b->ticket = b->n_ended + N;
 cleanup:
     return status;
 }

@@ -379,12 +379,40 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     int32_t *d_act = upload(act), *d_top_i = upload(top_i), *d_attn = upload(attn);
     float *d_top_v = upload(top_v), *d_logits = upload(logits), *d_lse = upload(lse);
 
+    /* Odd cases: the beam step also writes the next step's rows (poisoned
+     * first) and moves the step on (nmt_beam_next_rows). */
+    const bool with_next = case_id % 2 == 1;
+    b.ticket = upload(std::vector<int32_t>{0});
+    int32_t *d_next = upload(std::vector<int32_t>(4 * rows, -77));
+    const nmt_beam_next_rows next = {d_next, d_next + rows, d_next + 2 * rows, d_next + 3 * rows};
+    const std::vector<int32_t> done_before = h.done;
+
     nmt_error err = {NMT_STATUS_OK, ""};
     nmt_status st = nmt_cuda_beam_step(&b, (int32_t)act.size(), d_act, d_top_v, d_top_i,
-                                       d_logits, V, d_lse, d_attn, NULL, &err);
+                                       d_logits, V, d_lse, d_attn, with_next ? &next : NULL,
+                                       NULL, &err);
     CHECK(st == NMT_STATUS_OK, "case %d: beam step: %s", case_id, err.message);
     CUDA_OK(cudaDeviceSynchronize());
     twin_step(h, act, steps, alpha, top_v, top_i, logits, V, lse, attn);
+    CHECK(download(b.step, 1)[0] == G + (with_next ? 1 : 0) && download(b.ticket, 1)[0] == 0,
+          "case %d: the beam step left step %d (from %d) and ticket %d", case_id,
+          download(b.step, 1)[0], G, download(b.ticket, 1)[0]);
+    if (with_next) {
+        /* Rows of sentences done before the step stay as they were. */
+        const std::vector<int32_t> got = download(d_next, 4 * rows);
+        for (size_t r = 0; r < rows; r++) {
+            const size_t p = r / B, k = r % B;
+            const int32_t s = act[p];
+            const int live = !h.done[s] && h.scores[(size_t)s * B + k] > -INFINITY;
+            const int32_t want[4] = {h.tokens[(size_t)s * B + k], s,
+                                     (int32_t)p * B + h.parents[(size_t)s * B + k], live};
+            for (int f = 0; f < 4; f++) {
+                const int32_t expect = done_before[s] ? -77 : want[f];
+                CHECK(got[f * rows + r] == expect, "case %d: next row %zu field %d: %d, want %d",
+                      case_id, r, f, got[f * rows + r], expect);
+            }
+        }
+    }
 
     expect_equal("scores", case_id, download(b.scores, h.scores.size()), h.scores);
     expect_equal("tokens", case_id, download(b.tokens, h.tokens.size()), h.tokens);
@@ -417,13 +445,15 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     int32_t *d_new_act = upload(new_act), *d_old = upload(old_pos);
     int32_t *d_rows = NULL;
     CUDA_OK(cudaMalloc(&d_rows, sizeof(int32_t) * 4 * rows));
+    /* With the next rows written the step has moved on: prepare_rows must
+     * not move it again (advance 0). */
     st = nmt_cuda_beam_prepare_rows(&b, (int32_t)act.size(), d_new_act, d_old, d_rows,
-                                    d_rows + rows, d_rows + 2 * rows, d_rows + 3 * rows, NULL,
-                                    &err);
+                                    d_rows + rows, d_rows + 2 * rows, d_rows + 3 * rows,
+                                    !with_next, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "case %d: prepare rows: %s", case_id, err.message);
     std::vector<int32_t> got = download(d_rows, 4 * rows);
-    CHECK(download(b.step, 1)[0] == G + 1, "case %d: prepare_rows did not advance the step",
-          case_id);
+    CHECK(download(b.step, 1)[0] == G + 1, "case %d: the step is %d after prepare_rows, want %d",
+          case_id, download(b.step, 1)[0], G + 1);
     for (size_t r = 0; r < rows; r++) {
         size_t p = r / B, k = r % B;
         int32_t s = new_act[p];
@@ -439,7 +469,8 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     void *ptrs[] = {(void *)b.max_len, b.scores, b.tokens, b.parents, b.done, b.n_finished,
                     b.fin_log_prob, b.fin_score, b.fin_length, b.fin_parent, b.hist_token,
                     b.hist_attn, b.hist_parent, d_act, d_top_i, d_attn, d_top_v, d_logits,
-                    d_lse, d_new_act, d_old, d_rows, b.step, b.start, b.n_ended, b.hist_score};
+                    d_lse, d_new_act, d_old, d_rows, b.step, b.start, b.n_ended, b.hist_score,
+                    b.ticket, d_next};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CUDA_OK(cudaFree(ptrs[i]));
 }
