@@ -19,7 +19,9 @@
  * and as several sentences with some done. Sentences are at different steps
  * of their own (start[s]: they joined a running search at different times).
  * Every step's history scores (the score each kept token carries on) are
- * checked with the rest. Then prepare_rows, beam_join, record_attention
+ * checked with the rest; in odd cases the step also writes the next step's
+ * rows (a done sentence's left as they were) and moves the step number on,
+ * its ticket back to 0. Then prepare_rows, beam_join, record_attention
  * (active, done and out-of-history sentences), and a backtrack of hand-made
  * history (all sentences, and a slot list; tokens, token scores and the
  * attention rows of each token's parent slot) are checked too. Exit 77
