@@ -29,8 +29,8 @@ struct translate_reader {
     long lines_read;
     int outcome, error;
     pthread_t thread;
-    int threaded;     /* reader_main runs on `thread`; else translate_reader_next */
-    int skipped, ended; /* translate_reader_next's progress */
+    int threaded;       /* reader_main runs on `thread`; else translate_reader_next */
+    int skipped, ended; /* next_window's progress */
     size_t pos, len;
     int eof;
     char buffer[kBufferBytes];
@@ -204,23 +204,12 @@ static int read_window(translate_reader *r)
     return 0;
 }
 
-static void *reader_main(void *arg)
+/* The reader's next move, on its thread or the caller's: the --skip-lines
+ * first, then a window. Returns 1 while more may follow, else 0 having
+ * ended the pool (and set the outcome). */
+static int next_window(translate_reader *r)
 {
-    translate_reader *r = arg;
-    const int skipped = skip_lines(r);
-    if (skipped != 1) {
-        finish_with(r, skipped);
-        chunk_pool_end(r->pool);
-        return NULL;
-    }
-    while (read_window(r)) {
-    }
-    return NULL;
-}
-
-int translate_reader_next(translate_reader *r)
-{
-    if (r->threaded || r->ended)
+    if (r->ended)
         return 0;
     if (!r->skipped) {
         r->skipped = 1;
@@ -234,6 +223,18 @@ int translate_reader_next(translate_reader *r)
     }
     r->ended = !read_window(r);
     return !r->ended;
+}
+
+static void *reader_main(void *arg)
+{
+    while (next_window((translate_reader *)arg)) {
+    }
+    return NULL;
+}
+
+int translate_reader_next(translate_reader *r)
+{
+    return r->threaded ? 0 : next_window(r);
 }
 
 int translate_reader_start(chunk_pool *pool, int fd, const translate_args *args, int window,
