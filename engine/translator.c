@@ -363,7 +363,7 @@ nmt_status nmt_translator_prepare_line(const nmt_translator *t, const char *line
     } else {
         /* Here, on the caller's thread (translate's reader), not in the
          * batch builder between the decoder's batches. */
-        nmt_source_word_ids(t->model, tokens);
+        nmt_source_word_ids(&t->source, tokens);
         *searched = 1;
     }
     return NMT_STATUS_OK;

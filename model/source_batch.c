@@ -67,11 +67,10 @@ void nmt_source_builder_reset(nmt_source_builder *builder)
     builder->row_ptr[0] = 0;
 }
 
-void nmt_source_word_ids(const nmt_model *model, nmt_tokens *tokens)
+void nmt_source_word_ids(const nmt_source_builder *builder, nmt_tokens *tokens)
 {
-    const int cased = words_cased(model);
     for (int32_t t = 0; t < tokens->n; t++)
-        tokens->tokens[t].word_id = word_id(model, cased, &tokens->tokens[t]);
+        tokens->tokens[t].word_id = word_id(builder->model, builder->cased, &tokens->tokens[t]);
 }
 
 nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens *tokens,

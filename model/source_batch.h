@@ -35,8 +35,9 @@ void nmt_source_builder_free(nmt_source_builder *builder);
 void nmt_source_builder_reset(nmt_source_builder *builder);
 /* Sets every token's word_id: the source vocabulary's id of its word
  * (model-v1: the lowercased key when the model has a case feature, else the
- * token as written; unknown words NMT_UNK_ID). */
-void nmt_source_word_ids(const nmt_model *model, nmt_tokens *tokens);
+ * token as written; unknown words NMT_UNK_ID). Reads only what init set, so
+ * any thread may call it while another builds a batch. */
+void nmt_source_word_ids(const nmt_source_builder *builder, nmt_tokens *tokens);
 /* Appends one sentence (>= 1 token); a token's word_id when set (>= 0),
  * else its word looked up. */
 nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens *tokens,
