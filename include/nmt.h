@@ -85,8 +85,8 @@ typedef enum nmt_precision {
                                  weights exactly) */
     NMT_PRECISION_AUTO = 4    /* the model file's: fp16 where every weight it stores is
                                  fp16 (exact in fp16; the fastest, docs/performance.md,
-                                 "Defaults"), else fp32; what translate and nmt-server
-                                 run by default. nmt_stats.precision says which ran */
+                                 "Defaults"), else fp32; translate's default (nmt-server
+                                 keeps fp32). nmt_stats.precision says which ran */
 } nmt_precision;
 
 /* Which beam-search rules the translator follows (docs/decoding.md, "Search rules"). */
@@ -135,8 +135,8 @@ typedef struct nmt_options {
                             real batches do not pay one-time CUDA/cuBLAS costs
                             (~150 ms), default 1 */
     nmt_precision precision; /* CUDA: the GEMMs' arithmetic, default NMT_PRECISION_FP32
-                                (a line's output depends least on its batch); the
-                                programs default to NMT_PRECISION_AUTO */
+                                (a line's output depends least on its batch), as
+                                nmt-server's; translate defaults to NMT_PRECISION_AUTO */
     int check_every;     /* CUDA: the host reads the sentences' done flags every this
                             many steps (1..64, default 1): finished sentences leave
                             the batch and the loop stops at most 2x this many steps
