@@ -393,15 +393,21 @@ cleanup:
     return status;
 }
 
-nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *batch,
-                               const nmt_search_config *config, nmt_search_result *results,
-                               nmt_error *err)
+/* What a batch's start decided, for its steps. */
+typedef struct batch_start {
+    int32_t n, longest, hist_len, mem_stride;
+    input_layout dev;
+} batch_start;
+
+/* The start of a batch: checks, the longest-first order, the history's and
+ * the memory bank's sizes, the packed input on the device and the encoder
+ * pass. Every batch starts from row buffer 0, whatever the batch before it
+ * left live, so its encoder pass has one key (at batch 1: one graph a
+ * length, not one a buffer and a length). */
+static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *batch,
+                              const nmt_search_config *config, batch_start *out, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    if (!self || !batch || !config || !results)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda search: NULL argument");
-    for (int32_t i = 0; i < batch->n_sentences; i++)
-        results[i] = (nmt_search_result){0, NULL};
     NMT_TRY(nmt_cuda_search_check_config(self, config, err));
     NMT_TRY(nmt_cuda_search_check_sentences(self, batch, err));
     NMT_CUDA_TRY(cudaSetDevice(self->config.device));
@@ -437,9 +443,6 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     }
     NMT_TRY(nmt_cuda_search_ensure_input(self, nnz, err));
     NMT_TRY(nmt_cuda_search_ensure_history(self, hist_len, err));
-    const int timed = self->config.timed;
-    if (timed)
-        NMT_TRY(nmt_cuda_search_ensure_events(self, longest, err));
 
     /* Pack: time-major CSR (row t * n + i, padding rows empty) and the rest. */
     input_layout host = layout_input(self->input_host, n, stride, nnz);
@@ -457,9 +460,40 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host, sizeof(int32_t) * n,
                                  cudaMemcpyHostToDevice, stream));
 
+    self->cur = 0;
     const nmt_cuda_encoder_input enc = {n, stride, self->active, dev.src_len, dev.row_ptr,
                                         dev.cols, dev.values, B, NULL, mem_stride, NULL, 0};
     NMT_TRY(nmt_cuda_search_encode(self, &enc, self->stream, err));
+    *out = (batch_start){n, longest, hist_len, mem_stride, dev};
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cuda_search_encode_only(nmt_cuda_search *self, const nmt_source_batch *batch,
+                                       const nmt_search_config *config, nmt_error *err)
+{
+    batch_start start;
+    return start_batch(self, batch, config, &start, err);
+}
+
+nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *batch,
+                               const nmt_search_config *config, nmt_search_result *results,
+                               nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (!self || !batch || !config || !results)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda search: NULL argument");
+    for (int32_t i = 0; i < batch->n_sentences; i++)
+        results[i] = (nmt_search_result){0, NULL};
+    batch_start start;
+    NMT_TRY(start_batch(self, batch, config, &start, err));
+    cudaStream_t stream = self->stream;
+    const int32_t n = start.n, B = config->beam_size, longest = start.longest;
+    const int32_t hist_len = start.hist_len, mem_stride = start.mem_stride;
+    const input_layout dev = start.dev;
+    const int timed = self->config.timed;
+    if (timed)
+        NMT_TRY(nmt_cuda_search_ensure_events(self, longest, err));
 
     nmt_beam_device b = nmt_cuda_search_beam(self, config, hist_len, dev.max_len, mem_stride);
     NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, stream, err));

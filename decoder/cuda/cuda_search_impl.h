@@ -77,6 +77,12 @@ int32_t nmt_cuda_search_sort(nmt_cuda_search *s, const nmt_source_batch *batch);
 nmt_status nmt_cuda_search_encode(nmt_cuda_search *s, const nmt_cuda_encoder_input *in,
                                   void *stream, nmt_error *err);
 
+/* The start of a whole-batch search (beam_search.c) alone: the checks, the
+ * packed input on the device and the encoder pass, from row buffer 0; no
+ * steps. The warm-up's way to capture encoder graphs (search_warmup.c). */
+nmt_status nmt_cuda_search_encode_only(nmt_cuda_search *s, const nmt_source_batch *batch,
+                                       const nmt_search_config *config, nmt_error *err);
+
 /* One decoder step: prepare_rows, the model's step and output layer, the
  * beam step; then the live row buffer swaps. With rows_from_beam the beam
  * step writes the next step's rows and moves the step number on

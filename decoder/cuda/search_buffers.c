@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Graphs kept: at batch 1 one step graph per (source length, row buffer) and
- * one encoder graph per length, for the lengths in use. */
-enum { kGraphsKept = 96 };
+/* Graphs kept: at batch 1 one encoder graph a source length (the warm-up
+ * captures lengths 1 .. 64) and a step graph per (length octave, history
+ * octave, row buffer); larger batches' keys beside them. */
+enum { kGraphsKept = 160 };
 
 /* The whole-batch layout (beam_search.c) or the stream's (stream_search.c),
  * which has five more arrays of n. */

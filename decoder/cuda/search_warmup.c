@@ -9,18 +9,23 @@
  *
  * The synthetic batches cover what the real ones vary: the number of rows a
  * step has (2^j and 3 * 2^(j-1) sentences up to the backend's maximum) and
- * the encoder's time-major row counts (source lengths of every power of two).
+ * the encoder's time-major row counts (source lengths of every power of two),
+ * and at batch 1 the encoder's graph of every length up to kWarmLengths.
  * Sentences are runs of one feature row, capped at a few target steps. */
 #include "cuda_search_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { kWarmSteps = 9 }; /* a few steps, past the first done-flag checks */
+enum {
+    kWarmSteps = 9,     /* a few steps, past the first done-flag checks */
+    kWarmLengths = 64   /* batch-1 encoder graphs captured for lengths 1 .. this */
+};
 
-/* Decodes n sentences; sentence i has max(1, longest * (n - i) / n) tokens. */
-static nmt_status warm_batch(nmt_cuda_search *self, int32_t n, int32_t longest, int32_t *buf,
-                             float *values, nmt_search_result *results, nmt_error *err)
+/* n synthetic sentences in buf and values; sentence i has max(1, longest *
+ * (n - i) / n) tokens, each a run of one feature row a kind. */
+static nmt_source_batch synthetic_batch(const nmt_cuda_search *self, int32_t n, int32_t longest,
+                                        int32_t *buf, float *values)
 {
     const int32_t kinds = self->config.feature_kinds;
     int32_t *src_len = buf, *token_offset = buf + n, *row_ptr = token_offset + n + 1;
@@ -40,7 +45,14 @@ static nmt_status warm_batch(nmt_cuda_search *self, int32_t n, int32_t longest, 
         cols[e] = e % kinds == 0 ? NMT_UNK_ID : self->config.src_rows - 1;
         values[e] = 1.0f;
     }
-    const nmt_source_batch batch = {n, src_len, token_offset, row_ptr, cols, values};
+    return (nmt_source_batch){n, src_len, token_offset, row_ptr, cols, values};
+}
+
+/* Decodes n synthetic sentences of up to `longest` tokens. */
+static nmt_status warm_batch(nmt_cuda_search *self, int32_t n, int32_t longest, int32_t *buf,
+                             float *values, nmt_search_result *results, nmt_error *err)
+{
+    const nmt_source_batch batch = synthetic_batch(self, n, longest, buf, values);
     /* With a weights history, warm the steps that record into it. */
     const nmt_search_config config = {self->config.beam, 1, 1.0f, 0.0f, kWarmSteps,
                                       NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID, NMT_BEAM_RULES_V1,
@@ -48,6 +60,34 @@ static nmt_status warm_batch(nmt_cuda_search *self, int32_t n, int32_t longest, 
     nmt_status status = nmt_cuda_search_run(self, &batch, &config, results, err);
     for (int32_t i = 0; i < n; i++)
         nmt_search_result_clear(&results[i]);
+    return status;
+}
+
+/* Batch 1, every source length up to kWarmLengths: the encoder pass alone,
+ * until the graph cache has captured it. The encoder's graph is keyed by the
+ * exact length (its recurrence runs the sentence's own time steps), so
+ * without this the first sentences of each length an interactive user or
+ * a service sends run ~25 launches from the host (docs/performance.md,
+ * "Batch-1 latency"). Steps need no such pass: their graphs are keyed by
+ * the length's octave and the caller's search settings, and the first few
+ * sentences of an octave capture them. */
+static nmt_status warm_encoder_lengths(nmt_cuda_search *self, int32_t *buf, float *values,
+                                       nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const int32_t S = self->config.max_src;
+    const nmt_search_config config = {self->config.beam, 1, 1.0f, 0.0f, kWarmSteps,
+                                      NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID, NMT_BEAM_RULES_V1,
+                                      self->config.attention};
+    for (int32_t len = 1; len <= S && len <= kWarmLengths; len++) {
+        const nmt_source_batch batch = synthetic_batch(self, 1, len, buf, values);
+        for (int run = 0; run < NMT_GRAPH_CAPTURE_AT; run++) {
+            NMT_TRY(nmt_cuda_search_encode_only(self, &batch, &config, err));
+            /* The next pass packs its input into the same pinned buffer. */
+            NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
+        }
+    }
+cleanup:
     return status;
 }
 
@@ -85,6 +125,8 @@ nmt_status nmt_cuda_search_warm_up(nmt_cuda_search *self, nmt_error *err)
         if (q < N)
             NMT_TRY(warm_batch(self, q, longest, buf, values, results, err));
     }
+    if (self->graphs)
+        NMT_TRY(warm_encoder_lengths(self, buf, values, err));
     NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
     /* Counters start at zero for the caller's work (the model's own, the
      * probe's, are the caller's to reset). */

@@ -4,7 +4,8 @@
  *
  * Translates FILE (one sentence a line) PASSES times (default 3) in one
  * process, BATCH lines per nmt_translate_batch call (default 64), and prints
- * the wall time of every call, then each pass's total. Pass 1 includes the
+ * the wall time of every call, then each pass's total and how many encoder
+ * passes and steps ran as graphs and eagerly. Pass 1 includes the
  * one-time work of the first batches (kernel loading, cuBLAS's per-shape
  * heuristics, buffers growing); later passes are the steady state. */
 #include "nmt.h"
@@ -38,6 +39,7 @@ int main(int argc, char **argv)
     nmt_options_init(&options);
     options.batch_size = batch;
     options.beam_size = beam;
+    options.collect_stats = 1; /* the graph counters (free: no timing events) */
     options.device = argc > 6 && !strcmp(argv[6], "cpu") ? NMT_DEVICE_CPU : NMT_DEVICE_CUDA;
     for (int i = 7; i < argc; i++) {
         if (!strncmp(argv[i], "graphs=", 7))
@@ -84,6 +86,8 @@ int main(int argc, char **argv)
         return 4;
     for (int pass = 1; pass <= passes; pass++) {
         double total = 0.0;
+        nmt_stats before = {0}, after = {0};
+        (void)nmt_translator_stats(translator, &before, &err);
         printf("pass %d:", pass);
         for (int first = 0; first < n; first += batch) {
             const int count = n - first < batch ? n - first : batch;
@@ -99,7 +103,10 @@ int main(int argc, char **argv)
             for (int k = 0; k < count; k++)
                 nmt_result_clear(&results[k]);
         }
-        printf("  | total %.1f ms\n", total);
+        (void)nmt_translator_stats(translator, &after, &err);
+        printf("  | total %.1f ms | graph runs %lld, eager runs %lld\n", total,
+               (long long)(after.graph_runs - before.graph_runs),
+               (long long)(after.eager_runs - before.eager_runs));
     }
     free(results);
     for (int i = 0; i < n; i++)
