@@ -48,15 +48,21 @@ static nmt_source_batch synthetic_batch(const nmt_cuda_search *self, int32_t n, 
     return (nmt_source_batch){n, src_len, token_offset, row_ptr, cols, values};
 }
 
+/* The synthetic batches' search: the backend's beam, a few steps; with a
+ * weights history, the steps that record into it. */
+static nmt_search_config warm_config(const nmt_cuda_search *self)
+{
+    return (nmt_search_config){self->config.beam, 1, 1.0f, 0.0f, kWarmSteps,
+                               NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID, NMT_BEAM_RULES_V1,
+                               self->config.attention};
+}
+
 /* Decodes n synthetic sentences of up to `longest` tokens. */
 static nmt_status warm_batch(nmt_cuda_search *self, int32_t n, int32_t longest, int32_t *buf,
                              float *values, nmt_search_result *results, nmt_error *err)
 {
     const nmt_source_batch batch = synthetic_batch(self, n, longest, buf, values);
-    /* With a weights history, warm the steps that record into it. */
-    const nmt_search_config config = {self->config.beam, 1, 1.0f, 0.0f, kWarmSteps,
-                                      NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID, NMT_BEAM_RULES_V1,
-                                      self->config.attention};
+    const nmt_search_config config = warm_config(self);
     nmt_status status = nmt_cuda_search_run(self, &batch, &config, results, err);
     for (int32_t i = 0; i < n; i++)
         nmt_search_result_clear(&results[i]);
@@ -76,9 +82,7 @@ static nmt_status warm_encoder_lengths(nmt_cuda_search *self, int32_t *buf, floa
 {
     nmt_status status = NMT_STATUS_OK;
     const int32_t S = self->config.max_src;
-    const nmt_search_config config = {self->config.beam, 1, 1.0f, 0.0f, kWarmSteps,
-                                      NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID, NMT_BEAM_RULES_V1,
-                                      self->config.attention};
+    const nmt_search_config config = warm_config(self);
     for (int32_t len = 1; len <= S && len <= kWarmLengths; len++) {
         const nmt_source_batch batch = synthetic_batch(self, 1, len, buf, values);
         for (int run = 0; run < NMT_GRAPH_CAPTURE_AT; run++) {
