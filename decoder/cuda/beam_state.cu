@@ -12,6 +12,7 @@
  * token's weights are then those of the row it was chosen from, its parent
  * slot in the history entry (slot 0 at step 1), as decoder/beam_search.c
  * keeps them per entry. */
+#include "beam_rows.cuh"
 #include "beam_step.h"
 
 #include "cuda_check.h"
@@ -72,12 +73,8 @@ static __global__ void prepare_rows_kernel(nmt_beam_device b, int32_t n_active,
     if (r == 0 && advance)
         *b.step += 1; /* nothing in this kernel reads it */
     int32_t p = r / b.beam, k = r % b.beam, s = act[p];
-    int32_t from = old_pos ? old_pos[p] : p;
-    row_tokens[r] = b.tokens[s * b.beam + k];
-    row_sentence[r] = s;
-    row_parent[r] = from * b.beam + b.parents[s * b.beam + k];
-    if (row_live)
-        row_live[r] = !b.done[s] && b.scores[s * b.beam + k] > -INFINITY;
+    write_step_row(b, r, s, k, old_pos ? old_pos[p] : p, row_tokens, row_sentence, row_parent,
+                   row_live);
 }
 
 /* Block r copies row r = p * B + k's weights (threads over positions). */

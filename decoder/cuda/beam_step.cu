@@ -40,6 +40,7 @@
  * 2B best log p, except when more than B of its 2B words round to one rank
  * with a lower word beyond the list (never seen: rank ties need sums within
  * an ulp). */
+#include "beam_rows.cuh"
 #include "beam_step.h"
 
 #include "cuda_check.h"
@@ -281,15 +282,9 @@ static __device__ void finish_block(const nmt_beam_device &b, const nmt_beam_nex
 {
     if (!next.tokens)
         return;
-    const int32_t B = b.beam;
-    for (int32_t k = tid; rows && k < B; k += threads) {
-        const int64_t r = (int64_t)p * B + k, q = (int64_t)s * B + k;
-        next.tokens[r] = b.tokens[q];
-        next.sentence[r] = s;
-        next.parent[r] = p * B + b.parents[q];
-        if (next.live)
-            next.live[r] = !b.done[s] && b.scores[q] > -INFINITY;
-    }
+    for (int32_t k = tid; rows && k < b.beam; k += threads)
+        write_step_row(b, (int64_t)p * b.beam + k, s, k, p, next.tokens, next.sentence,
+                       next.parent, next.live);
     if (tid != 0)
         return;
     __threadfence(); /* the block's reads of *b.step are done before its ticket */
