@@ -160,6 +160,7 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     cudaFree(s->results_dev);
     cudaFreeHost(s->results_host);
     cudaFreeHost(s->done_host);
+    cudaFreeHost(s->done_at_host);
     cudaFreeHost(s->act_host);
     nmt_graph_cache_free(s->graphs);
     free(s->key);
@@ -243,6 +244,11 @@ nmt_status nmt_cuda_search_create(const nmt_cuda_step_model *model,
     NMT_CUDA_TRY(cudaSetDevice(config->device));
     NMT_TRY(create_state(s, err));
     NMT_CUDA_TRY(cudaHostAlloc((void **)&s->done_host, sizeof(int32_t) * N, cudaHostAllocDefault));
+    /* The beam step writes each sentence's done step here itself, so a
+     * check needs no copy between the steps (beam_search.c). */
+    NMT_CUDA_TRY(cudaHostAlloc((void **)&s->done_at_host, sizeof(int32_t) * N,
+                               cudaHostAllocMapped));
+    NMT_CUDA_TRY(cudaHostGetDevicePointer((void **)&s->beam_dev.done_at, s->done_at_host, 0));
     NMT_CUDA_TRY(cudaHostAlloc((void **)&s->act_host, sizeof(int32_t) * 2 * N,
                                cudaHostAllocDefault));
     NMT_CUDA_TRY(cudaStreamCreateWithFlags(&s->finish_stream, cudaStreamNonBlocking));
