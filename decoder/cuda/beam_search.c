@@ -35,6 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Results up to this size are written into mapped host memory by the
+ * backtrack; above it, scattered writes across the bus would cost more than
+ * one copy. */
+enum { kMappedResultsMax = 64 * 1024 };
+
 /* Batches of at most this many sentences round the steps' source stride and
  * history length up to octaves (nmt_cuda_search_run): where graphs matter
  * most, and the history's memory, doubled at worst, is small. */
@@ -463,8 +468,14 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
                                  cudaMemcpyHostToDevice, stream));
     for (int32_t p = 0; p < n; p++)
         self->host_act[p] = self->act_host[p] = p;
-    NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host, sizeof(int32_t) * n,
-                                 cudaMemcpyHostToDevice, stream));
+    /* The list of a batch is 0, 1, ...: at batch 1 it is on the device
+     * already, and a copy less keeps the encoder from waiting for one. */
+    if (self->act_ident < n) {
+        self->act_ident = 0;
+        NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host, sizeof(int32_t) * n,
+                                     cudaMemcpyHostToDevice, stream));
+        self->act_ident = n;
+    }
 
     self->cur = 0;
     const nmt_cuda_encoder_input enc = {n, stride, self->active, dev.src_len, dev.row_ptr,
@@ -544,6 +555,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
             if (alive < n_active) {
                 memcpy(self->act_host, self->host_act, sizeof(int32_t) * alive);
                 memcpy(self->act_host + alive, self->host_old, sizeof(int32_t) * alive);
+                self->act_ident = 0;
                 NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host,
                                              sizeof(int32_t) * 2 * alive,
                                              cudaMemcpyHostToDevice, stream));
@@ -557,8 +569,15 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
 
     nmt_beam_results r_dev, r_host;
     const int32_t weights_stride = config->attention ? mem_stride : 0;
-    const size_t result_bytes = nmt_beam_results_carve(self->results_dev, n, config->n_best,
-                                                       hist_len, weights_stride, &r_dev);
+    size_t result_bytes = nmt_beam_results_carve(self->results_dev, n, config->n_best, hist_len,
+                                                 weights_stride, &r_dev);
+    /* Small results go straight to the host's mapped buffer: no copy after
+     * the backtrack (at batch 1 a copy-engine round trip a sentence). Large
+     * ones are written on the device and copied in one transfer. */
+    const int mapped = result_bytes <= kMappedResultsMax;
+    if (mapped)
+        result_bytes = nmt_beam_results_carve(self->results_mapped, n, config->n_best, hist_len,
+                                              weights_stride, &r_dev);
     nmt_beam_results_carve(self->results_host, n, config->n_best, hist_len, weights_stride,
                            &r_host);
     /* Every sentence was done at the last check, so the step launched after
@@ -572,8 +591,9 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         results_stream = self->finish_stream;
     }
     NMT_TRY(nmt_cuda_beam_backtrack(&b, n, &r_dev, results_stream, err));
-    NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, result_bytes,
-                                 cudaMemcpyDeviceToHost, results_stream));
+    if (!mapped)
+        NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, result_bytes,
+                                     cudaMemcpyDeviceToHost, results_stream));
     NMT_CUDA_TRY(cudaStreamSynchronize(results_stream));
     if (timed)
         for (int32_t i = 0; i < steps_run; i++) {

@@ -78,7 +78,7 @@ static void free_history(nmt_cuda_search *s)
     cudaFree(s->results_dev);
     if (s->results_host)
         cudaFreeHost(s->results_host);
-    s->hist_dev = s->results_dev = s->results_host = NULL;
+    s->hist_dev = s->results_dev = s->results_host = s->results_mapped = NULL;
     s->weights_dev = NULL;
 }
 
@@ -98,7 +98,10 @@ nmt_status nmt_cuda_search_ensure_history(nmt_cuda_search *s, int32_t hist_len, 
         NMT_CUDA_TRY(cudaMalloc((void **)&s->weights_dev,
                                 entries * (size_t)s->config.max_src * sizeof(float)));
     NMT_CUDA_TRY(cudaMalloc(&s->results_dev, s->results_bytes));
-    NMT_CUDA_TRY(cudaHostAlloc(&s->results_host, s->results_bytes, cudaHostAllocDefault));
+    /* Mapped: a batch's small results are written here by the backtrack
+     * itself, without a copy (beam_search.c). */
+    NMT_CUDA_TRY(cudaHostAlloc(&s->results_host, s->results_bytes, cudaHostAllocMapped));
+    NMT_CUDA_TRY(cudaHostGetDevicePointer(&s->results_mapped, s->results_host, 0));
     s->beam_dev.hist_token = (int32_t *)s->hist_dev;
     s->beam_dev.hist_attn = s->beam_dev.hist_token + entries;
     s->beam_dev.hist_parent = s->beam_dev.hist_attn + entries;
