@@ -83,6 +83,41 @@ nmt_status nmt_cuda_lstm_skinny_steps(nmt_cuda_ctx *ctx, int32_t hidden, int32_t
                                       const nmt_lstm_skinny_step *steps, int n_steps,
                                       const nmt_lstm_skinny_form *form, nmt_error *err);
 
+/* The cell of a layer whose products were made before its rows were
+ * chosen (lstm_gathered.cu): for new row r, continuing row parent[r] with
+ * token[r],
+ *   gates = table[token[r]] + bias + proj[parent[r]]  (the cell's gates_x,
+ *           bias, gates_h, added in that order)
+ *   c_prev = c_prev[parent[r]] -> c_out[r];  h -> each h_out[i][r]
+ * and, in the same launch, the rows the next layers gather by parent:
+ * copies[i].dst[r] = copies[i].src[parent[r]] (hidden floats each). The
+ * decoder's layer 0 at a few rows (model/cuda/decoder_step.cu): the table
+ * holds every target word's embedding product, proj the recurrent product
+ * of the rows before the beam step chose among them. No output may overlap
+ * table, proj, c_prev or a copy's source. */
+enum { NMT_LSTM_GATHERED_OUTS = 3, NMT_LSTM_GATHERED_COPIES = 8 };
+typedef struct nmt_lstm_gathered_copy {
+    const float *src;
+    int32_t ld_src;
+    float *dst;
+    int32_t ld_dst;
+} nmt_lstm_gathered_copy;
+typedef struct nmt_lstm_gathered {
+    int32_t n_rows, hidden;
+    const int32_t *token, *parent;     /* [n_rows] */
+    const float *table;                /* rows 4 * hidden floats apart, indexed by token */
+    const float *proj;                 /* rows 4 * hidden floats apart, indexed by parent */
+    const float *bias;                 /* [4 * hidden] or NULL */
+    const float *c_prev;               /* rows hidden apart, indexed by parent */
+    float *c_out;                      /* rows hidden apart */
+    float *h_out[NMT_LSTM_GATHERED_OUTS]; /* NULL: unused */
+    int32_t ld_h[NMT_LSTM_GATHERED_OUTS];
+    int32_t n_copies;
+    nmt_lstm_gathered_copy copies[NMT_LSTM_GATHERED_COPIES];
+} nmt_lstm_gathered;
+void nmt_cpu_lstm_cell_gathered(const nmt_lstm_gathered *g);
+nmt_status nmt_cuda_lstm_cell_gathered(const nmt_lstm_gathered *g, void *stream, nmt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -194,7 +194,8 @@ static nmt_status step_body(void *arg, nmt_error *err)
                                            self->row_tokens, self->row_sentence,
                                            self->row_parent, self->row_live,
                                            !w->rows_from_beam, stream, err));
-    NMT_TRY(model->step(model->self, w->cur, n_rows, &rows, w->src_len, w->stride, err));
+    NMT_TRY(model->step(model->self, w->cur, n_rows, &rows, w->src_len, w->stride, w->carried,
+                        w->leave, err));
     if (w->timed_step >= 0)
         NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * w->timed_step], stream));
     NMT_TRY(model->output(model->self, next, n_rows, w->beam, &rows, w->excluded, 2, &scores,
@@ -220,7 +221,7 @@ cleanup:
 
 /* Everything a step's launches depend on besides device data. */
 typedef struct step_key {
-    int32_t n_active, beam, stride, cur, rows_from_beam;
+    int32_t n_active, beam, stride, cur, rows_from_beam, carried, leave;
     nmt_beam_device b; /* sizes, alpha, EOS and the state's pointers */
     const void *src_len, *excluded, *old_pos;
 } step_key;
@@ -274,6 +275,7 @@ nmt_status nmt_cuda_search_step(nmt_cuda_search *self, const nmt_cuda_step_args 
         key.n_active = args->n_active, key.beam = args->beam, key.stride = args->stride;
         key.cur = work.cur;
         key.rows_from_beam = args->rows_from_beam;
+        key.carried = args->carried, key.leave = args->leave;
         key.b = *args->b;
         key.src_len = args->src_len, key.excluded = args->excluded, key.old_pos = args->old_pos;
         NMT_TRY(run_cached(self, self->stream, &key, sizeof key, step_body, &work, err));
@@ -524,13 +526,18 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     const int32_t *old_pos = NULL; /* set for the step after a compaction */
     int32_t checked = 0; /* the step the check event follows (0: none yet) */
     const volatile int32_t *done_at = self->done_at_host;
+    int left = 0; /* the step before left layer 0's product (a few rows) */
     for (int32_t step = 1; step <= longest; step++) {
         /* A step right after a compaction (old_pos) or with timing events
-         * runs eagerly; the others go through the graph cache. */
+         * runs eagerly; the others go through the graph cache. Rows only
+         * shrink, so a step that left the product is followed by one that
+         * can take it (through a compaction too: parents are old rows). */
+        const int leave = n_active * B <= self->model.carry_rows;
         const nmt_cuda_step_args args = {NULL, &b, n_active, B, mem_stride, dev.src_len,
                                          dev.excluded, old_pos, 0, timed ? steps_run : -1,
-                                         old_pos == NULL, 1};
+                                         old_pos == NULL, 1, left, leave};
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
+        left = leave;
         old_pos = NULL;
         steps_run++;
         if (step % self->config.check_every != 0 || step == longest)

@@ -102,6 +102,7 @@ typedef struct nmt_cuda_step_args {
     int timed_step;         /* >= 0: record the output layer's events at this index */
     int cacheable;          /* the launches are a function of the key: may replay */
     int rows_from_beam;     /* the whole-batch search's steps (beam_search.c) */
+    int carried, leave;     /* nmt_cuda_step_model.step's (0 in the stream search) */
 } nmt_cuda_step_args;
 nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *args,
                                 nmt_error *err);

@@ -296,7 +296,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
     for (;;) {
         if (n_active > 0 && since_check < every) {
             const nmt_cuda_step_args args = {NULL, &b, n_active, B, S, dev.slot_len,
-                                             dev.excluded, self->ident_dev, 0, -1, 1, 0};
+                                             dev.excluded, self->ident_dev, 0, -1, 1, 0, 0, 0};
             NMT_TRY(nmt_cuda_search_step(self, &args, err));
             since_check++;
             continue;
@@ -417,7 +417,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
         NMT_CUDA_TRY(cudaEventRecord(self->check_event, stream));
         have_snapshot = 1;
         const nmt_cuda_step_args args = {NULL, &b, n_active, B, S, dev.slot_len, dev.excluded,
-                                         old_pos, 0, -1, 1, 0};
+                                         old_pos, 0, -1, 1, 0, 0, 0};
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
         since_check = 1;
     }

@@ -32,9 +32,11 @@ static nmt_status net_encode(void *net, int buf, const nmt_cuda_encoder_input *i
 }
 
 static nmt_status net_step(void *net, int buf, int32_t n_rows, const nmt_cuda_rows *rows,
-                           const int32_t *src_len, int32_t src_stride, nmt_error *err)
+                           const int32_t *src_len, int32_t src_stride, int carried, int leave,
+                           nmt_error *err)
 {
-    return nmt_cuda_decoder_step(net, buf, n_rows, rows, src_len, src_stride, err);
+    return nmt_cuda_decoder_step(net, buf, n_rows, rows, src_len, src_stride, carried, leave,
+                                 err);
 }
 
 static nmt_status net_output(void *net, int buf, int32_t n_rows, int32_t beam,
@@ -64,7 +66,8 @@ static nmt_cuda_step_model cuda_step_model(nmt_cuda_model *net)
         net, nmt_cuda_model_stream(net), nmt_cuda_model_vocab(net), nmt_cuda_model_shrunk(net),
         net_encode, net_step, net_output,
         nmt_cuda_output_probe_on(net) ? net_probe : NULL,
-        nmt_cuda_encoder_side_stream(net), net_place, nmt_cuda_model_attention(net)};
+        nmt_cuda_encoder_side_stream(net), net_place, nmt_cuda_model_attention(net),
+        nmt_cuda_model_carry_rows(net)};
     return step;
 }
 

@@ -3,6 +3,7 @@
 #include "lstm_cell.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include <math.h>
 
@@ -39,5 +40,22 @@ void nmt_cpu_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int
             if (h_out2)
                 h_out2[(int64_t)r * ld_h2 + j] = h;
         }
+    }
+}
+
+void nmt_cpu_lstm_cell_gathered(const nmt_lstm_gathered *g)
+{
+    const int32_t H = g->hidden;
+    for (int32_t r = 0; r < g->n_rows; r++) {
+        const int64_t tok = g->token[r], par = g->parent[r];
+        float *h = g->h_out[0] + (int64_t)r * g->ld_h[0]; /* the others copy it */
+        nmt_cpu_lstm_cell(1, H, g->table + tok * 4 * H, 4 * H, g->proj + par * 4 * H, g->bias,
+                          g->c_prev + par * H, g->c_out + (int64_t)r * H, h, H, NULL, 0);
+        for (int i = 1; i < NMT_LSTM_GATHERED_OUTS; i++)
+            if (g->h_out[i])
+                memcpy(g->h_out[i] + (int64_t)r * g->ld_h[i], h, sizeof(float) * (size_t)H);
+        for (int32_t i = 0; i < g->n_copies; i++)
+            memcpy(g->copies[i].dst + (int64_t)r * g->copies[i].ld_dst,
+                   g->copies[i].src + par * g->copies[i].ld_src, sizeof(float) * (size_t)H);
     }
 }

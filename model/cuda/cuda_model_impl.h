@@ -93,6 +93,13 @@ typedef struct nmt_cuda_decoder_part {
     float *attn_weights;         /* [., max_src]: the attention weights, rows src_stride floats
                                     apart; NULL unless nmt_cuda_model_set_attention (its own
                                     allocation, freed with the arenas) */
+    /* Layer 0 carried over the beam step (decoder_step.cu, "carried"): */
+    float *word_gates;           /* [V, 4H]: E_tgt[w] . W_ih0[:, :E]^T of every target word */
+    float *proj;                 /* [., 4H]: [feed; h_0] . [W_feed W_hh]^T of the last step's
+                                    rows, made beside its output layer */
+    nmt_cuda_ctx *side_ctx;      /* owned: the stream proj is made on */
+    void *fork_event, *join_event; /* cudaEvent_t */
+    int proj_pending;            /* proj launched; the output layer joins it */
 } nmt_cuda_decoder_part;
 
 /* Output layer: logits and top-K [max_rows, .], and with shrinking the
@@ -270,6 +277,10 @@ nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err);
 nmt_status nmt_cuda_output_part_create(nmt_cuda_model *m, nmt_error *err);
 nmt_status nmt_cuda_probe_part_create(nmt_cuda_model *m, nmt_error *err);
 void nmt_cuda_output_part_free_shrink(nmt_cuda_model *m);
+void nmt_cuda_decoder_part_free_side(nmt_cuda_model *m);
+/* The output layer's last act: the main stream waits for a product the
+ * step left on the side stream (decoder_step.cu). */
+nmt_status nmt_cuda_decoder_join(nmt_cuda_model *m, nmt_error *err);
 /* What each part's create allocates, measured by the same layout (host
  * arithmetic; m holds the sizes only). SIZE_MAX when it cannot be sized. */
 size_t nmt_cuda_encoder_part_bytes(nmt_cuda_model *m);

@@ -20,7 +20,19 @@
  * Launches per step: 1 + 2 per layer + 3 (1 per layer at a few rows; and
  * cuBLAS's split-K reduction where it picks one), down from 6 + 4 per layer
  * + 4 with separate tensors: at a few rows the launches, not the bytes, are
- * the cost. Nothing here allocates or synchronizes. */
+ * the cost. Nothing here allocates or synchronizes.
+ *
+ * Carried (a few rows, the search says when): layer 0's gates are
+ * E_tgt[y] W_e^T + [f; h_0] [W_f W_hh]^T + b. The first term depends on the
+ * word only: word_gates holds it for every target word (made at create).
+ * The second depends on the row before the beam step chose among the rows,
+ * so it is made for every row of step t right after W_c (`leave`), on a
+ * side stream beside the output layer and the beam step, which joins it at
+ * its end (nmt_cuda_decoder_join). Step t + 1 then starts with one launch
+ * that picks word_gates[y] and proj[parent], runs the cell and gathers the
+ * other layers' rows (nmt_cuda_lstm_cell_gathered): no GEMM and no gather
+ * on the chain before layer 1. The sums are in another order than the one
+ * GEMM's, so the bits differ from the plain step at the last place. */
 #include "cuda_model_impl.h"
 
 #include "attention.h"
@@ -29,6 +41,8 @@
 #include "linear.h"
 #include "lstm_cell.h"
 #include "pointwise.h"
+
+#include <string.h>
 
 static_assert(2 * NMT_MAX_LAYERS + 2 <= NMT_GATHER_MAX_SEGMENTS, "one gather for the step inputs");
 
@@ -54,6 +68,8 @@ static void layout_decoder(nmt_cuda_model *m, nmt_carver *c)
     p->attn_in = (float *)nmt_carve(c, R * 2 * H * f);
     p->gates = (float *)nmt_carve(c, R * 4 * H * f);
     p->attn_argmax = (int32_t *)nmt_carve(c, R * sizeof(int32_t));
+    p->word_gates = (float *)nmt_carve(c, (size_t)m->vocab * 4 * H * f);
+    p->proj = (float *)nmt_carve(c, R * 4 * H * f);
 }
 
 size_t nmt_cuda_decoder_part_bytes(nmt_cuda_model *m)
@@ -63,7 +79,75 @@ size_t nmt_cuda_decoder_part_bytes(nmt_cuda_model *m)
 
 nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err)
 {
-    return nmt_cuda_arena_carve(&m->dec.arena, layout_decoder, m, err);
+    nmt_status status = NMT_STATUS_OK;
+    nmt_cuda_decoder_part *d = &m->dec;
+    const nmt_device_weights *w = &m->w;
+    cudaEvent_t fork = NULL, join = NULL;
+    NMT_TRY(nmt_cuda_arena_carve(&d->arena, layout_decoder, m, err));
+    /* Every word's embedding product: layer 0's weights' first E columns. */
+    NMT_TRY(nmt_cuda_linear(m->ctx, m->vocab, 4 * m->hidden, m->emb, w->tgt_embedding, m->emb,
+                            w->dec_w[0], w->dec_ld[0], NULL, 0, d->word_gates, 4 * m->hidden,
+                            err));
+    NMT_TRY(nmt_cuda_ctx_create_side(m->ctx, &d->side_ctx, err));
+    NMT_CUDA_TRY(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    d->fork_event = fork;
+    NMT_CUDA_TRY(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    d->join_event = join;
+cleanup:
+    return status;
+}
+
+void nmt_cuda_decoder_part_free_side(nmt_cuda_model *m)
+{
+    nmt_cuda_decoder_part *d = &m->dec;
+    nmt_cuda_ctx_free(d->side_ctx); /* synchronizes its stream first */
+    if (d->fork_event)
+        cudaEventDestroy((cudaEvent_t)d->fork_event);
+    if (d->join_event)
+        cudaEventDestroy((cudaEvent_t)d->join_event);
+    d->side_ctx = NULL;
+    d->fork_event = d->join_event = NULL;
+}
+
+/* Layer 0's weights past the embedding's columns, [W_f W_hh]: the matrix
+ * of the carried product, in each form the skinny kernel reads. */
+static nmt_cuda_weight recurrent_weight(const nmt_cuda_model *m)
+{
+    nmt_cuda_weight r = m->gw.dec[0];
+    const int32_t E = m->emb;
+    r.f32 = r.f32 ? r.f32 + E : NULL;
+    r.w2 = NULL;
+    r.w16 = r.w16 ? (const uint16_t *)r.w16 + E : NULL;
+    r.bias16 = r.bias16_of = NULL;
+    r.sparse = NULL;
+    return r;
+}
+
+int32_t nmt_cuda_model_carry_rows(const nmt_cuda_model *m)
+{
+    const int32_t H = m->hidden, E = m->emb;
+    const nmt_cuda_weight r = recurrent_weight(m);
+    if (!m->dec.side_ctx)
+        return 0;
+    for (int32_t rows = 1; rows <= NMT_SKINNY_MAX_ROWS && rows <= m->max_rows; rows++)
+        if (!nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H,
+                                        E + 2 * H, &m->gw.dec[0]) ||
+            !nmt_cuda_model_skinny_runs(m, m->dec.side_ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H,
+                                        2 * H, &r))
+            return rows - 1;
+    return NMT_SKINNY_MAX_ROWS < m->max_rows ? NMT_SKINNY_MAX_ROWS : m->max_rows;
+}
+
+nmt_status nmt_cuda_decoder_join(nmt_cuda_model *m, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (m->dec.proj_pending) {
+        m->dec.proj_pending = 0;
+        NMT_CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)m->stream,
+                                         (cudaEvent_t)m->dec.join_event, 0));
+    }
+cleanup:
+    return status;
 }
 
 size_t nmt_cuda_model_attention_bytes(int32_t max_sentences, int32_t beam, int32_t max_src)
@@ -110,9 +194,63 @@ static nmt_status gather_step_inputs(nmt_cuda_model *m, int cur, int32_t n_rows,
     return nmt_cuda_gather_segments(n_rows, n, seg, m->stream, err);
 }
 
+/* Carried layer 0 (see the top): word_gates[token] + b + proj[parent] and
+ * the cell, h into h_last, the next layer's input and the slot beside the
+ * feed that this step's product reads; the other layers' rows gathered in
+ * the same launch. */
+static nmt_status carried_layer0(nmt_cuda_model *m, int buf, int32_t n_rows,
+                                 const nmt_cuda_rows *rows, nmt_error *err)
+{
+    const int32_t H = m->hidden, L = m->dec_layers;
+    const int next = 1 - buf;
+    const nmt_cuda_decoder_part *d = &m->dec;
+    nmt_lstm_gathered g;
+    memset(&g, 0, sizeof g);
+    g.n_rows = n_rows, g.hidden = H, g.token = rows->tokens, g.parent = rows->parent;
+    g.table = d->word_gates, g.proj = d->proj, g.bias = m->w.dec_bias[0];
+    g.c_prev = d->c[buf][0], g.c_out = d->c[next][0];
+    g.h_out[0] = d->h_last[0], g.ld_h[0] = H;
+    g.h_out[1] = L > 1 ? d->x[next][1] : d->attn_in + H;
+    g.ld_h[1] = L > 1 ? d->x_ld[1] : 2 * H;
+    g.h_out[2] = d->h[next][0], g.ld_h[2] = d->x_ld[0];
+    for (int32_t l = 1; l < L; l++) {
+        g.copies[g.n_copies++] = (nmt_lstm_gathered_copy){d->h_last[l], H, d->h[next][l],
+                                                          d->x_ld[l]};
+        g.copies[g.n_copies++] = (nmt_lstm_gathered_copy){d->c[buf][l], H, d->c[next][l], H};
+    }
+    return nmt_cuda_lstm_cell_gathered(&g, m->stream, err);
+}
+
+/* The next step's carried product of buffer cur's rows, [feed; h_0] .
+ * [W_f W_hh]^T into proj, on the side stream from here; the output layer
+ * joins it. The plain step's layer 0 read the old h_0 beside the feed, so
+ * the new one is copied there first. */
+static nmt_status leave_product(nmt_cuda_model *m, int cur, int32_t n_rows, int carried,
+                                nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_cuda_decoder_part *d = &m->dec;
+    const int32_t H = m->hidden;
+    const cudaStream_t side = (cudaStream_t)nmt_cuda_ctx_stream(d->side_ctx);
+    const nmt_cuda_weight r = recurrent_weight(m);
+    NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)d->fork_event, (cudaStream_t)m->stream));
+    NMT_CUDA_TRY(cudaStreamWaitEvent(side, (cudaEvent_t)d->fork_event, 0));
+    if (!carried)
+        NMT_CUDA_TRY(cudaMemcpy2DAsync(d->h[cur][0], sizeof(float) * (size_t)d->x_ld[0],
+                                       d->h_last[0], sizeof(float) * (size_t)H,
+                                       sizeof(float) * (size_t)H, (size_t)n_rows,
+                                       cudaMemcpyDeviceToDevice, side));
+    NMT_TRY(nmt_cuda_model_gemm_skinny(m, d->side_ctx, n_rows, 4 * H, 2 * H, d->feed[cur],
+                                       d->feed_ld, &r, NULL, 0, d->proj, 4 * H, err));
+    NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)d->join_event, side));
+    d->proj_pending = 1;
+cleanup:
+    return status;
+}
+
 nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
                                  const nmt_cuda_rows *rows, const int32_t *src_len,
-                                 int32_t src_stride, nmt_error *err)
+                                 int32_t src_stride, int carried, int leave, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     void *stream = m->stream;
@@ -123,11 +261,18 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda decoder step: %d rows (max %d), buffer %d", n_rows,
                              m->max_rows, buf);
+    if ((carried || leave) && n_rows > nmt_cuda_model_carry_rows(m))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda decoder step: %d rows carry layer 0 (at most %d)", n_rows,
+                             nmt_cuda_model_carry_rows(m));
 
     const int cur = 1 - buf;       /* the rows gathered into */
     float *h_top = d->attn_in + H; /* the top layer's second copy of h */
-    NMT_TRY(gather_step_inputs(m, buf, n_rows, rows, err));
-    for (int32_t l = 0; l < L; l++) {
+    if (carried)
+        NMT_TRY(carried_layer0(m, buf, n_rows, rows, err));
+    else
+        NMT_TRY(gather_step_inputs(m, buf, n_rows, rows, err));
+    for (int32_t l = carried ? 1 : 0; l < L; l++) {
         const int32_t ld = d->x_ld[l];
         float *h_next = l + 1 < L ? d->x[cur][l + 1] : h_top;
         const int32_t ld_next = l + 1 < L ? d->x_ld[l + 1] : 2 * H;
@@ -140,6 +285,8 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
                                d->attn_argmax, stream, err));
     NMT_TRY(nmt_cuda_model_gemm_tanh(m, NMT_GEMM_SITE_DECODER, n_rows, H, 2 * H, d->attn_in,
                                      2 * H, &m->gw.attn_c, d->feed[cur], d->feed_ld, err));
+    if (leave)
+        NMT_TRY(leave_product(m, cur, n_rows, carried, err));
 cleanup:
     return status;
 }

@@ -384,6 +384,7 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int
     } else {
         NMT_TRY(shrunk_layer(m, feed, n_rows, beam, rows->live, excluded, n_excluded, err));
     }
+    NMT_TRY(nmt_cuda_decoder_join(m, err));
     *out = (nmt_cuda_scores){p->top_values, p->top_ids, p->logits, ld, p->lse,
                              m->dec.attn_argmax};
 cleanup:
