@@ -4,8 +4,8 @@
  * of the finished hypotheses.
  *
  * Rows: row p * B + k is slot k of the sentence at position p of the active
- * list. Every check_every steps the host reads which sentences were done at
- * the previous check (an event recorded check_every steps earlier, so it
+ * list. Every check_every steps the host reads the done flags it asked for
+ * at the previous check (an event recorded check_every steps earlier, so it
  * never waits on the step it just launched), stops if every sentence is
  * done, and otherwise compacts the list: the alive sentences move to a
  * prefix through the reorder gather that runs anyway (rows.parent maps a new
@@ -22,23 +22,12 @@
  * captured CUDA graph once a key recurs, which removes the host's launch
  * work between the kernels (docs/performance.md measures it). The step
  * number lives on the device (beam_step.h) so a replayed step needs no new
- * argument.
- * Done flags: the beam step writes the step number at which a sentence
- * became done into mapped host memory (nmt_beam_device.done_at), so no copy
- * sits in the stream between two steps (at batch 1 each would hold the next
- * step back). When the host has waited for a check's event, a sentence
- * counts as done if its number is at most the check's step: later steps may
- * already be writing theirs, and the results must not outrun them. */
+ * argument. */
 #include "cuda_search_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Results up to this size are written into mapped host memory by the
- * backtrack; above it, scattered writes across the bus would cost more than
- * one copy. */
-enum { kMappedResultsMax = 64 * 1024 };
 
 /* Batches of at most this many sentences round the steps' source stride and
  * history length up to octaves (nmt_cuda_search_run): where graphs matter
@@ -470,14 +459,8 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
                                  cudaMemcpyHostToDevice, stream));
     for (int32_t p = 0; p < n; p++)
         self->host_act[p] = self->act_host[p] = p;
-    /* The list of a batch is 0, 1, ...: at batch 1 it is on the device
-     * already, and a copy less keeps the encoder from waiting for one. */
-    if (self->act_ident < n) {
-        self->act_ident = 0;
-        NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host, sizeof(int32_t) * n,
-                                     cudaMemcpyHostToDevice, stream));
-        self->act_ident = n;
-    }
+    NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host, sizeof(int32_t) * n,
+                                 cudaMemcpyHostToDevice, stream));
 
     self->cur = 0;
     const nmt_cuda_encoder_input enc = {n, stride, self->active, dev.src_len, dev.row_ptr,
@@ -524,8 +507,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     int32_t n_active = n, steps_run = 0;
     int all_done = 0; /* seen at a check: the loop stopped early */
     const int32_t *old_pos = NULL; /* set for the step after a compaction */
-    int32_t checked = 0; /* the step the check event follows (0: none yet) */
-    const volatile int32_t *done_at = self->done_at_host;
+    int have_snapshot = 0;
     int left = 0; /* the step before left layer 0's product (a few rows) */
     for (int32_t step = 1; step <= longest; step++) {
         /* A step right after a compaction (old_pos) or with timing events
@@ -542,14 +524,13 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         steps_run++;
         if (step % self->config.check_every != 0 || step == longest)
             continue;
-        if (checked) {
-            /* The step of check_every steps ago: done on the GPU unless the
-             * host is less than that many steps ahead of it. */
+        if (have_snapshot) {
+            /* The flags copied check_every steps ago: done on the GPU unless
+             * the host is less than that many steps ahead of it. */
             NMT_CUDA_TRY(cudaEventSynchronize(self->check_event));
             int32_t alive = 0;
             for (int32_t p = 0; p < n_active; p++) {
-                const int32_t at = done_at[self->host_act[p]];
-                if (at > 0 && at <= checked)
+                if (self->done_host[self->host_act[p]])
                     continue;
                 self->host_act[alive] = self->host_act[p];
                 self->host_old[alive] = p;
@@ -562,7 +543,6 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
             if (alive < n_active) {
                 memcpy(self->act_host, self->host_act, sizeof(int32_t) * alive);
                 memcpy(self->act_host + alive, self->host_old, sizeof(int32_t) * alive);
-                self->act_ident = 0;
                 NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host,
                                              sizeof(int32_t) * 2 * alive,
                                              cudaMemcpyHostToDevice, stream));
@@ -570,21 +550,16 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
                 n_active = alive;
             }
         }
+        NMT_CUDA_TRY(cudaMemcpyAsync(self->done_host, b.done, sizeof(int32_t) * n,
+                                     cudaMemcpyDeviceToHost, stream));
         NMT_CUDA_TRY(cudaEventRecord(self->check_event, stream));
-        checked = step;
+        have_snapshot = 1;
     }
 
     nmt_beam_results r_dev, r_host;
     const int32_t weights_stride = config->attention ? mem_stride : 0;
-    size_t result_bytes = nmt_beam_results_carve(self->results_dev, n, config->n_best, hist_len,
-                                                 weights_stride, &r_dev);
-    /* Small results go straight to the host's mapped buffer: no copy after
-     * the backtrack (at batch 1 a copy-engine round trip a sentence). Large
-     * ones are written on the device and copied in one transfer. */
-    const int mapped = result_bytes <= kMappedResultsMax;
-    if (mapped)
-        result_bytes = nmt_beam_results_carve(self->results_mapped, n, config->n_best, hist_len,
-                                              weights_stride, &r_dev);
+    const size_t result_bytes = nmt_beam_results_carve(self->results_dev, n, config->n_best,
+                                                       hist_len, weights_stride, &r_dev);
     nmt_beam_results_carve(self->results_host, n, config->n_best, hist_len, weights_stride,
                            &r_host);
     /* Every sentence was done at the last check, so the step launched after
@@ -598,9 +573,8 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         results_stream = self->finish_stream;
     }
     NMT_TRY(nmt_cuda_beam_backtrack(&b, n, &r_dev, results_stream, err));
-    if (!mapped)
-        NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, result_bytes,
-                                     cudaMemcpyDeviceToHost, results_stream));
+    NMT_CUDA_TRY(cudaMemcpyAsync(self->results_host, self->results_dev, result_bytes,
+                                 cudaMemcpyDeviceToHost, results_stream));
     NMT_CUDA_TRY(cudaStreamSynchronize(results_stream));
     if (timed)
         for (int32_t i = 0; i < steps_run; i++) {

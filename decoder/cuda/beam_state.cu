@@ -32,8 +32,6 @@ static __device__ void begin_sentence(const nmt_beam_device &b, int32_t s, int32
     b.parents[e] = 0;
     if (k == 0) {
         b.done[s] = 0;
-        if (b.done_at)
-            b.done_at[s] = 0;
         b.n_finished[s] = 0;
         if (b.n_ended)
             b.n_ended[s] = 0;

@@ -37,10 +37,6 @@ typedef struct nmt_beam_device {
     int32_t *tokens;                 /* [n, B]: last token */
     int32_t *parents;                /* [n, B]: slot it continued at the last step */
     int32_t *done;                   /* [n]: 1 once the sentence takes no more steps */
-    int32_t *done_at;                /* [n] or NULL: the step number (*step) at which the
-                                        sentence became done, 0 before (beam_init, join); a
-                                        mapped host buffer, so the host reads it without a
-                                        copy in the stream (decoder/cuda/beam_search.c) */
     int32_t *n_finished;             /* [n] */
     int32_t *n_ended;                /* [n]: onmt: hypotheses finished so far, kept or not
                                         (may be NULL with v1) */

@@ -34,17 +34,13 @@ struct nmt_cuda_search {
     int32_t *row_tokens, *row_sentence, *row_parent, *row_live; /* [N * B] */
     /* History and results: depend on the longest max length. */
     int32_t hist_cap;         /* history steps held */
-    void *hist_dev, *results_dev, *results_host; /* host: pinned and mapped */
-    void *results_mapped;     /* results_host's device address */
+    void *hist_dev, *results_dev, *results_host; /* host: pinned */
     float *weights_dev;       /* config.attention: the weights history [N, hist_cap, B,
                                  max_src] (nmt_beam_device.hist_weights) */
     size_t results_bytes;
     /* Pinned small transfers and the check event. */
-    int32_t *done_host; /* [N]: the stream search's copy of the done flags */
-    int32_t *done_at_host; /* [N]: mapped; beam_dev.done_at on the device */
+    int32_t *done_host; /* [N] */
     int32_t *act_host;  /* [2N] */
-    int32_t act_ident;  /* leading entries of act_dev known to hold 0, 1, ... (a batch
-                           that needs no more skips its copy; 0 after any other write) */
     cudaEvent_t check_event;
     cudaEvent_t fork_event, encoded_event; /* the stream's encoder pass beside the steps */
     int event_created;

@@ -78,7 +78,7 @@ static void free_history(nmt_cuda_search *s)
     cudaFree(s->results_dev);
     if (s->results_host)
         cudaFreeHost(s->results_host);
-    s->hist_dev = s->results_dev = s->results_host = s->results_mapped = NULL;
+    s->hist_dev = s->results_dev = s->results_host = NULL;
     s->weights_dev = NULL;
 }
 
@@ -98,10 +98,7 @@ nmt_status nmt_cuda_search_ensure_history(nmt_cuda_search *s, int32_t hist_len, 
         NMT_CUDA_TRY(cudaMalloc((void **)&s->weights_dev,
                                 entries * (size_t)s->config.max_src * sizeof(float)));
     NMT_CUDA_TRY(cudaMalloc(&s->results_dev, s->results_bytes));
-    /* Mapped: a batch's small results are written here by the backtrack
-     * itself, without a copy (beam_search.c). */
-    NMT_CUDA_TRY(cudaHostAlloc(&s->results_host, s->results_bytes, cudaHostAllocMapped));
-    NMT_CUDA_TRY(cudaHostGetDevicePointer(&s->results_mapped, s->results_host, 0));
+    NMT_CUDA_TRY(cudaHostAlloc(&s->results_host, s->results_bytes, cudaHostAllocDefault));
     s->beam_dev.hist_token = (int32_t *)s->hist_dev;
     s->beam_dev.hist_attn = s->beam_dev.hist_token + entries;
     s->beam_dev.hist_parent = s->beam_dev.hist_attn + entries;
@@ -163,7 +160,6 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     cudaFree(s->results_dev);
     cudaFreeHost(s->results_host);
     cudaFreeHost(s->done_host);
-    cudaFreeHost(s->done_at_host);
     cudaFreeHost(s->act_host);
     nmt_graph_cache_free(s->graphs);
     free(s->key);
@@ -247,11 +243,6 @@ nmt_status nmt_cuda_search_create(const nmt_cuda_step_model *model,
     NMT_CUDA_TRY(cudaSetDevice(config->device));
     NMT_TRY(create_state(s, err));
     NMT_CUDA_TRY(cudaHostAlloc((void **)&s->done_host, sizeof(int32_t) * N, cudaHostAllocDefault));
-    /* The beam step writes each sentence's done step here itself, so a
-     * check needs no copy between the steps (beam_search.c). */
-    NMT_CUDA_TRY(cudaHostAlloc((void **)&s->done_at_host, sizeof(int32_t) * N,
-                               cudaHostAllocMapped));
-    NMT_CUDA_TRY(cudaHostGetDevicePointer((void **)&s->beam_dev.done_at, s->done_at_host, 0));
     NMT_CUDA_TRY(cudaHostAlloc((void **)&s->act_host, sizeof(int32_t) * 2 * N,
                                cudaHostAllocDefault));
     NMT_CUDA_TRY(cudaStreamCreateWithFlags(&s->finish_stream, cudaStreamNonBlocking));

@@ -403,7 +403,6 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
         if (changed) {
             memcpy(self->act_host, self->host_act, sizeof(int32_t) * (size_t)n_active);
             memcpy(self->act_host + N, self->host_old, sizeof(int32_t) * (size_t)n_active);
-            self->act_ident = 0;
             NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host,
                                          sizeof(int32_t) * ((size_t)N + n_active),
                                          cudaMemcpyHostToDevice, stream));
