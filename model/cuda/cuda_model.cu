@@ -167,7 +167,7 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
         return;
     nmt_cuda_output_part_free_shrink(m); /* first: its side stream may still read the weights */
     nmt_cuda_ctx_free(m->enc.side_ctx);  /* the same for the encoder's */
-    nmt_cuda_decoder_part_free_side(m);  /* and the decoder's */
+    nmt_cuda_side_free(&m->dec.side);    /* and the decoder's */
     nmt_device_weights_free(&m->w);
     nmt_cuda_sparse_part_free(m);
     void *arenas[] = {m->enc.arena,     m->dec.arena,   m->out.arena,

@@ -50,6 +50,23 @@ nmt_status nmt_device_weights_upload(const nmt_model *model, nmt_device_weights 
                                      nmt_error *err);
 void nmt_device_weights_free(nmt_device_weights *weights);
 
+/* A second stream beside the model's (side_stream.c): its context (lowest
+ * priority) and the events that fork work onto it and join it back; all
+ * NULL when unused. Fork: the side stream waits for the model's stream so
+ * far; done: marks the end of the side's work; join: the model's stream
+ * waits for that mark. Free synchronizes the side stream first. */
+typedef struct nmt_cuda_side {
+    nmt_cuda_ctx *ctx;
+    void *fork_event, *join_event; /* cudaEvent_t */
+} nmt_cuda_side;
+nmt_status nmt_cuda_side_create(const nmt_cuda_model *m, nmt_cuda_side *side, nmt_error *err);
+void nmt_cuda_side_free(nmt_cuda_side *side);
+nmt_status nmt_cuda_side_fork(const nmt_cuda_model *m, const nmt_cuda_side *side,
+                              nmt_error *err);
+nmt_status nmt_cuda_side_done(const nmt_cuda_side *side, nmt_error *err);
+nmt_status nmt_cuda_side_join(const nmt_cuda_model *m, const nmt_cuda_side *side,
+                              nmt_error *err);
+
 /* Encoder workspace, time-major [max_src * max_sentences, .]. */
 typedef struct nmt_cuda_encoder_part {
     void *arena;
@@ -97,8 +114,7 @@ typedef struct nmt_cuda_decoder_part {
     float *word_gates;           /* [V, 4H]: E_tgt[w] . W_ih0[:, :E]^T of every target word */
     float *proj;                 /* [., 4H]: [feed; h_0] . [W_feed W_hh]^T of the last step's
                                     rows, made beside its output layer */
-    nmt_cuda_ctx *side_ctx;      /* owned: the stream proj is made on */
-    void *fork_event, *join_event; /* cudaEvent_t */
+    nmt_cuda_side side;          /* owned: the stream proj is made on */
     int proj_pending;            /* proj launched; the output layer joins it */
 } nmt_cuda_decoder_part;
 
@@ -131,8 +147,7 @@ typedef struct nmt_cuda_output_part {
     /* LSH with a dense prefix: a second stream (and cuBLAS handle) for the
      * prefix's GEMM, which needs only the feeds, beside the codes and the
      * lists on the model's stream; forked and joined by two events. */
-    nmt_cuda_ctx *side_ctx;  /* owned; NULL when unused */
-    void *fork_event, *join_event; /* cudaEvent_t */
+    nmt_cuda_side side;      /* owned; unused (NULL) without a dense prefix */
 } nmt_cuda_output_part;
 
 /* The recall probe (collect_stats 2 with shrinking): the full softmax's
@@ -277,7 +292,6 @@ nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err);
 nmt_status nmt_cuda_output_part_create(nmt_cuda_model *m, nmt_error *err);
 nmt_status nmt_cuda_probe_part_create(nmt_cuda_model *m, nmt_error *err);
 void nmt_cuda_output_part_free_shrink(nmt_cuda_model *m);
-void nmt_cuda_decoder_part_free_side(nmt_cuda_model *m);
 /* The output layer's last act: the main stream waits for a product the
  * step left on the side stream (decoder_step.cu). */
 nmt_status nmt_cuda_decoder_join(nmt_cuda_model *m, nmt_error *err);

@@ -82,31 +82,14 @@ nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err)
     nmt_status status = NMT_STATUS_OK;
     nmt_cuda_decoder_part *d = &m->dec;
     const nmt_device_weights *w = &m->w;
-    cudaEvent_t fork = NULL, join = NULL;
     NMT_TRY(nmt_cuda_arena_carve(&d->arena, layout_decoder, m, err));
     /* Every word's embedding product: layer 0's weights' first E columns. */
     NMT_TRY(nmt_cuda_linear(m->ctx, m->vocab, 4 * m->hidden, m->emb, w->tgt_embedding, m->emb,
                             w->dec_w[0], w->dec_ld[0], NULL, 0, d->word_gates, 4 * m->hidden,
                             err));
-    NMT_TRY(nmt_cuda_ctx_create_side(m->ctx, &d->side_ctx, err));
-    NMT_CUDA_TRY(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-    d->fork_event = fork;
-    NMT_CUDA_TRY(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-    d->join_event = join;
+    NMT_TRY(nmt_cuda_side_create(m, &d->side, err));
 cleanup:
     return status;
-}
-
-void nmt_cuda_decoder_part_free_side(nmt_cuda_model *m)
-{
-    nmt_cuda_decoder_part *d = &m->dec;
-    nmt_cuda_ctx_free(d->side_ctx); /* synchronizes its stream first */
-    if (d->fork_event)
-        cudaEventDestroy((cudaEvent_t)d->fork_event);
-    if (d->join_event)
-        cudaEventDestroy((cudaEvent_t)d->join_event);
-    d->side_ctx = NULL;
-    d->fork_event = d->join_event = NULL;
 }
 
 /* Layer 0's weights past the embedding's columns, [W_f W_hh]: the matrix
@@ -127,12 +110,12 @@ int32_t nmt_cuda_model_carry_rows(const nmt_cuda_model *m)
 {
     const int32_t H = m->hidden, E = m->emb;
     const nmt_cuda_weight r = recurrent_weight(m);
-    if (!m->dec.side_ctx)
+    if (!m->dec.side.ctx)
         return 0;
     for (int32_t rows = 1; rows <= NMT_SKINNY_MAX_ROWS && rows <= m->max_rows; rows++)
         if (!nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H,
                                         E + 2 * H, &m->gw.dec[0]) ||
-            !nmt_cuda_model_skinny_runs(m, m->dec.side_ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H,
+            !nmt_cuda_model_skinny_runs(m, m->dec.side.ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H,
                                         2 * H, &r))
             return rows - 1;
     return NMT_SKINNY_MAX_ROWS < m->max_rows ? NMT_SKINNY_MAX_ROWS : m->max_rows;
@@ -143,8 +126,7 @@ nmt_status nmt_cuda_decoder_join(nmt_cuda_model *m, nmt_error *err)
     nmt_status status = NMT_STATUS_OK;
     if (m->dec.proj_pending) {
         m->dec.proj_pending = 0;
-        NMT_CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)m->stream,
-                                         (cudaEvent_t)m->dec.join_event, 0));
+        NMT_TRY(nmt_cuda_side_join(m, &m->dec.side, err));
     }
 cleanup:
     return status;
@@ -231,18 +213,17 @@ static nmt_status leave_product(nmt_cuda_model *m, int cur, int32_t n_rows, int 
     nmt_status status = NMT_STATUS_OK;
     nmt_cuda_decoder_part *d = &m->dec;
     const int32_t H = m->hidden;
-    const cudaStream_t side = (cudaStream_t)nmt_cuda_ctx_stream(d->side_ctx);
+    const cudaStream_t side = (cudaStream_t)nmt_cuda_ctx_stream(d->side.ctx);
     const nmt_cuda_weight r = recurrent_weight(m);
-    NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)d->fork_event, (cudaStream_t)m->stream));
-    NMT_CUDA_TRY(cudaStreamWaitEvent(side, (cudaEvent_t)d->fork_event, 0));
+    NMT_TRY(nmt_cuda_side_fork(m, &d->side, err));
     if (!carried)
         NMT_CUDA_TRY(cudaMemcpy2DAsync(d->h[cur][0], sizeof(float) * (size_t)d->x_ld[0],
                                        d->h_last[0], sizeof(float) * (size_t)H,
                                        sizeof(float) * (size_t)H, (size_t)n_rows,
                                        cudaMemcpyDeviceToDevice, side));
-    NMT_TRY(nmt_cuda_model_gemm_skinny(m, d->side_ctx, n_rows, 4 * H, 2 * H, d->feed[cur],
+    NMT_TRY(nmt_cuda_model_gemm_skinny(m, d->side.ctx, n_rows, 4 * H, 2 * H, d->feed[cur],
                                        d->feed_ld, &r, NULL, 0, d->proj, 4 * H, err));
-    NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)d->join_event, side));
+    NMT_TRY(nmt_cuda_side_done(&d->side, err));
     d->proj_pending = 1;
 cleanup:
     return status;

@@ -249,14 +249,8 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.ws, 0, l.total - l.ws, stream)); /* and direct */
     if (shrink->mode == NMT_SHRINK_METHOD_TOP)
         NMT_TRY(write_top_list(p, shrink->n_always, err));
-    if (shrink->mode == NMT_SHRINK_METHOD_LSH && dense_prefix(p) > 0) {
-        cudaEvent_t fork = NULL, join = NULL;
-        NMT_TRY(nmt_cuda_ctx_create_side(m->ctx, &p->side_ctx, err));
-        NMT_CUDA_TRY(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-        p->fork_event = fork;
-        NMT_CUDA_TRY(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-        p->join_event = join;
-    }
+    if (shrink->mode == NMT_SHRINK_METHOD_LSH && dense_prefix(p) > 0)
+        NMT_TRY(nmt_cuda_side_create(m, &p->side, err));
     if (probe)
         NMT_TRY(nmt_cuda_probe_part_create(m, err));
     /* The host tables may be freed once this returns. */
@@ -277,15 +271,9 @@ int nmt_cuda_model_shrunk(const nmt_cuda_model *m)
 void nmt_cuda_output_part_free_shrink(nmt_cuda_model *m)
 {
     nmt_cuda_output_part *p = &m->out;
-    nmt_cuda_ctx_free(p->side_ctx); /* synchronizes its stream first */
-    if (p->fork_event)
-        cudaEventDestroy((cudaEvent_t)p->fork_event);
-    if (p->join_event)
-        cudaEventDestroy((cudaEvent_t)p->join_event);
+    nmt_cuda_side_free(&p->side); /* synchronizes its stream first */
     if (p->shrink_arena)
         cudaFree(p->shrink_arena);
-    p->side_ctx = NULL;
-    p->fork_event = p->join_event = NULL;
     p->shrink_arena = NULL;
     p->has_shrink = 0;
 }
@@ -313,12 +301,10 @@ static nmt_status shrunk_layer(nmt_cuda_model *m, const float *feed, int32_t n_r
          * fills the room they leave (forked first, its blocks held the SMs
          * and the builder's last blocks started up to 22 us late, by a
          * per-block timer on the H100). */
-        cudaStream_t side = (cudaStream_t)nmt_cuda_ctx_stream(p->side_ctx);
-        NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)p->fork_event, (cudaStream_t)stream));
-        NMT_CUDA_TRY(cudaStreamWaitEvent(side, (cudaEvent_t)p->fork_event, 0));
-        NMT_TRY(nmt_cuda_model_gemm_on(m, p->side_ctx, NMT_GEMM_SITE_OUTPUT_SIDE, n_rows, dense,
+        NMT_TRY(nmt_cuda_side_fork(m, &p->side, err));
+        NMT_TRY(nmt_cuda_model_gemm_on(m, p->side.ctx, NMT_GEMM_SITE_OUTPUT_SIDE, n_rows, dense,
                                        H, feed, ld, &m->gw.out, w->out_b, p->logits, V, err));
-        NMT_CUDA_TRY(cudaEventRecord((cudaEvent_t)p->join_event, side));
+        NMT_TRY(nmt_cuda_side_done(&p->side, err));
     }
     const int direct = s->lists == NMT_LIST_BUILDER_DIRECT ||
                        (s->lists == NMT_LIST_BUILDER_AUTO &&
@@ -342,7 +328,7 @@ static nmt_status shrunk_layer(nmt_cuda_model *m, const float *feed, int32_t n_r
                                 p->cand_count, dense, V, p->logits, V, NMT_LSH_LOGITS_AUTO,
                                 stream, err));
     if (dense > 0)
-        NMT_CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)p->join_event, 0));
+        NMT_TRY(nmt_cuda_side_join(m, &p->side, err));
     NMT_TRY(nmt_cuda_softmax_topk_candidates(n_rows, rpg, p->logits, V, p->cand, V,
                                              p->cand_count, V, 2 * beam, excluded, n_excluded,
                                              p->top_values, p->top_ids, p->lse,
