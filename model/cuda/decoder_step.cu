@@ -72,9 +72,11 @@ static void layout_decoder(nmt_cuda_model *m, nmt_carver *c)
     p->proj = (float *)nmt_carve(c, R * 4 * H * f);
 }
 
+/* The arena and the side context's own workspace (the carried product's
+ * stream), as the encoder part counts its own. */
 size_t nmt_cuda_decoder_part_bytes(nmt_cuda_model *m)
 {
-    return nmt_cuda_arena_bytes(layout_decoder, m);
+    return nmt_cuda_arena_bytes(layout_decoder, m) + nmt_cuda_ctx_device_bytes();
 }
 
 nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err)
