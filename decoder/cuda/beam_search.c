@@ -4,8 +4,8 @@
  * of the finished hypotheses.
  *
  * Rows: row p * B + k is slot k of the sentence at position p of the active
- * list. Every check_every steps the host reads the done flags it asked for
- * at the previous check (an event recorded check_every steps earlier, so it
+ * list. Every check_every steps the host reads which sentences were done at
+ * the previous check (an event recorded check_every steps earlier, so it
  * never waits on the step it just launched), stops if every sentence is
  * done, and otherwise compacts the list: the alive sentences move to a
  * prefix through the reorder gather that runs anyway (rows.parent maps a new
@@ -22,7 +22,16 @@
  * captured CUDA graph once a key recurs, which removes the host's launch
  * work between the kernels (docs/performance.md measures it). The step
  * number lives on the device (beam_step.h) so a replayed step needs no new
- * argument. */
+ * argument.
+ * Done flags: the beam step writes the step number at which a sentence
+ * became done into mapped host memory (nmt_beam_device.done_at), so no copy
+ * sits in the stream between two steps (at batch 1 each would hold the next
+ * step back). When the host has waited for a check's event, a sentence
+ * counts as done if its entry carries this batch's tag and a step number at
+ * most the check's: later steps may already be writing theirs, and the
+ * results must not outrun them. The host clears a batch's entries before
+ * the batch; the tag keeps a late write of an earlier batch (one stopped by
+ * an error) from counting. */
 #include "cuda_search_impl.h"
 
 #include <math.h>
@@ -498,7 +507,18 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         NMT_TRY(nmt_cuda_search_ensure_events(self, longest, err));
 
     nmt_beam_device b = nmt_cuda_search_beam(self, config, hist_len, dev.max_len, mem_stride);
-    NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, stream, err));
+    /* A tag of its own: writes of another batch that land late never count
+     * for this one. The host clears the entries itself: beam_init doing so
+     * (a kernel writing host memory just before the overlapped launches of
+     * the first steps) made those steps read stale state when a second
+     * process shared the GPU (docs/performance.md, "Done flags in mapped
+     * host memory"); the clear also keeps an entry 32,767 batches old from
+     * matching a recycled tag. */
+    self->done_tag = self->done_tag % 32767 + 1;
+    const int32_t tag = self->done_tag;
+    for (int32_t s = 0; s < n; s++)
+        self->done_at_host[s] = 0;
+    NMT_TRY(nmt_cuda_beam_init(&b, n, config->bos_id, tag, stream, err));
     /* Step 1's rows; each beam step writes the next step's (rows_from_beam). */
     NMT_TRY(nmt_cuda_beam_prepare_rows(&b, n, self->act_dev, NULL, self->row_tokens,
                                        self->row_sentence, self->row_parent, self->row_live, 1,
@@ -507,7 +527,8 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     int32_t n_active = n, steps_run = 0;
     int all_done = 0; /* seen at a check: the loop stopped early */
     const int32_t *old_pos = NULL; /* set for the step after a compaction */
-    int have_snapshot = 0;
+    int32_t checked = 0; /* the step the check event follows (0: none yet) */
+    const volatile int32_t *done_at = self->done_at_host;
     int left = 0; /* the step before left layer 0's product (a few rows) */
     for (int32_t step = 1; step <= longest; step++) {
         /* A step right after a compaction (old_pos) or with timing events
@@ -524,13 +545,14 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         steps_run++;
         if (step % self->config.check_every != 0 || step == longest)
             continue;
-        if (have_snapshot) {
-            /* The flags copied check_every steps ago: done on the GPU unless
-             * the host is less than that many steps ahead of it. */
+        if (checked) {
+            /* The step of check_every steps ago: done on the GPU unless the
+             * host is less than that many steps ahead of it. */
             NMT_CUDA_TRY(cudaEventSynchronize(self->check_event));
             int32_t alive = 0;
             for (int32_t p = 0; p < n_active; p++) {
-                if (self->done_host[self->host_act[p]])
+                const int32_t at = done_at[self->host_act[p]];
+                if (at >> 16 == tag && (at & 0xFFFF) <= checked)
                     continue;
                 self->host_act[alive] = self->host_act[p];
                 self->host_old[alive] = p;
@@ -550,10 +572,8 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
                 n_active = alive;
             }
         }
-        NMT_CUDA_TRY(cudaMemcpyAsync(self->done_host, b.done, sizeof(int32_t) * n,
-                                     cudaMemcpyDeviceToHost, stream));
         NMT_CUDA_TRY(cudaEventRecord(self->check_event, stream));
-        have_snapshot = 1;
+        checked = step;
     }
 
     nmt_beam_results r_dev, r_host;

@@ -39,7 +39,8 @@ static __device__ void begin_sentence(const nmt_beam_device &b, int32_t s, int32
     }
 }
 
-static __global__ void beam_init_kernel(nmt_beam_device b, int32_t n, int32_t bos_id)
+static __global__ void beam_init_kernel(nmt_beam_device b, int32_t n, int32_t bos_id,
+                                        int32_t tag)
 {
     int32_t e = blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n * b.beam)
@@ -48,6 +49,8 @@ static __global__ void beam_init_kernel(nmt_beam_device b, int32_t n, int32_t bo
         *b.step = 0;
         if (b.ticket)
             *b.ticket = 0;
+        if (b.tag)
+            *b.tag = tag;
     }
     begin_sentence(b, e / b.beam, e % b.beam, bos_id, 0);
 }
@@ -177,15 +180,16 @@ static int blocks_for(int64_t n, int threads)
 }
 
 nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int32_t bos_id,
-                              void *stream, nmt_error *err)
+                              int32_t tag, void *stream, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    if (n_sentences < 1 || b->beam < 1 || b->beam > BEAM_MAX || !b->start || !b->step)
+    if (n_sentences < 1 || b->beam < 1 || b->beam > BEAM_MAX || !b->start || !b->step ||
+        tag < 0 || tag > 32767)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "beam init: %d sentences, beam %d (max %d), step and start set",
-                             n_sentences, b->beam, BEAM_MAX);
+                             "beam init: %d sentences, beam %d (max %d), tag %d (0..32767), step "
+                             "and start set", n_sentences, b->beam, BEAM_MAX, tag);
     beam_init_kernel<<<blocks_for((int64_t)n_sentences * b->beam, 256), 256, 0,
-                       (cudaStream_t)stream>>>(*b, n_sentences, bos_id);
+                       (cudaStream_t)stream>>>(*b, n_sentences, bos_id, tag);
     NMT_LAUNCH_TRY("beam_init_kernel");
 cleanup:
     return status;

@@ -90,6 +90,16 @@ static __device__ float rank_of(float base, float value, float penalty)
     return penalty != 1.0f ? __fdiv_rn(sum, penalty) : sum;
 }
 
+/* Sentence s takes no more steps after its own step `step`; done_at gets the
+ * batch's tag and the search's step number, which the host compares with
+ * its tag and the step of the check it reads (beam_step.h). */
+static __device__ void mark_done(const nmt_beam_device &b, int32_t s, int32_t step)
+{
+    b.done[s] = 1;
+    if (b.done_at)
+        b.done_at[s] = (b.tag ? *b.tag << 16 : 0) | ((step + b.start[s]) & 0xFFFF);
+}
+
 /* OpenNMT-py's avg length penalty at step t: (t + 1)^alpha (the + 1 the
  * BOS), a double made float32, as decoder/beam_search.c computes it. */
 static __device__ float onmt_penalty(int32_t step, float alpha)
@@ -187,7 +197,7 @@ static __device__ void split_chosen(const nmt_beam_device &b, int32_t s, int32_t
     }
     b.n_finished[s] = n_fin;
     if (n_fin >= B || last_step || n_alive == 0)
-        b.done[s] = 1;
+        mark_done(b, s, step);
 }
 
 /* Adds a finished hypothesis to sentence s's list, kept as the best n_best
@@ -268,7 +278,7 @@ static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t s
     b.n_ended[s] = n_ended;
     const int best_ended = n_chosen > 0 && chosen[0].word == b.eos_id;
     if (last_step || n_alive == 0 || (best_ended && n_ended >= b.n_best))
-        b.done[s] = 1;
+        mark_done(b, s, step);
 }
 
 /* The end of sentence s's block (every thread, after a barrier that makes

@@ -37,6 +37,12 @@ typedef struct nmt_beam_device {
     int32_t *tokens;                 /* [n, B]: last token */
     int32_t *parents;                /* [n, B]: slot it continued at the last step */
     int32_t *done;                   /* [n]: 1 once the sentence takes no more steps */
+    int32_t *done_at;                /* [n] or NULL: (*tag << 16) | the step number (*step,
+                                        low 16 bits) at which the sentence became done; a
+                                        mapped host buffer, so the host reads it without a
+                                        copy in the stream. Only the beam step writes it:
+                                        the host zeroes a batch's entries before the batch
+                                        (decoder/cuda/beam_search.c) */
     int32_t *n_finished;             /* [n] */
     int32_t *n_ended;                /* [n]: onmt: hypotheses finished so far, kept or not
                                         (may be NULL with v1) */
@@ -61,6 +67,8 @@ typedef struct nmt_beam_device {
     int32_t *ticket; /* [1]: beam_init sets 0; the blocks of a beam step that writes the
                         next step's rows count themselves here, and the last moves *step
                         on (nmt_beam_next_rows) */
+    int32_t *tag;    /* [1] or NULL: beam_init's tag, which marks done_at's entries as this
+                        batch's (1..32767; a value left by another batch never matches) */
 } nmt_beam_device;
 
 /* The next step's rows, written by the beam step (nmt_cuda_beam_step) for the
@@ -115,9 +123,9 @@ static inline size_t nmt_beam_results_carve(void *base, int32_t n_sentences, int
 }
 
 /* Step-1 state: slot 0 alive with score 0 and token bos_id, the others dead;
- * nothing done, finished or ended; *step = 0. */
+ * nothing done, finished or ended; *step = 0; *tag = tag (when b->tag). */
 nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int32_t bos_id,
-                              void *stream, nmt_error *err);
+                              int32_t tag, void *stream, nmt_error *err);
 
 /* Sentences joining a running search: each listed sentence (slots: device
  * [n_slots]) gets the step-1 state of beam_init and start = *step, so its

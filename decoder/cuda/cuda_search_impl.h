@@ -39,7 +39,9 @@ struct nmt_cuda_search {
                                  max_src] (nmt_beam_device.hist_weights) */
     size_t results_bytes;
     /* Pinned small transfers and the check event. */
-    int32_t *done_host; /* [N] */
+    int32_t *done_host; /* [N]: the stream search's copy of the done flags */
+    int32_t *done_at_host; /* [N]: mapped; beam_dev.done_at on the device */
+    int32_t done_tag;      /* the last batch's tag (beam_step.h), 1..32767 */
     int32_t *act_host;  /* [2N] */
     cudaEvent_t check_event;
     cudaEvent_t fork_event, encoded_event; /* the stream's encoder pass beside the steps */

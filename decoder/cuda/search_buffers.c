@@ -160,6 +160,7 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     cudaFree(s->results_dev);
     cudaFreeHost(s->results_host);
     cudaFreeHost(s->done_host);
+    cudaFreeHost(s->done_at_host);
     cudaFreeHost(s->act_host);
     nmt_graph_cache_free(s->graphs);
     free(s->key);
@@ -174,13 +175,13 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
 static size_t state_bytes(const nmt_cuda_search_config *c)
 {
     const size_t N = (size_t)c->max_sentences, NB = N * (size_t)c->beam, NK = 2 * NB;
-    return sizeof(int32_t) * (3 * NB + 2 * N + 4 * NK + 2 * N + 1 + 4 * NB + 2 * N + 1);
+    return sizeof(int32_t) * (3 * NB + 2 * N + 4 * NK + 2 * N + 1 + 4 * NB + 2 * N + 2);
 }
 
 /* Beam state: scores, tokens, parents [N, B]; done, n_finished [N];
  * finished [N, 2B] x 4; active list [2N]; the step number [1]; the step's
  * rows [N * B] x 4; each sentence's start [N]; n_ended [N] (onmt rules); the
- * beam step's ticket [1]. */
+ * beam step's ticket [1]; the batch's tag [1]. */
 static nmt_status create_state(nmt_cuda_search *s, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
@@ -207,6 +208,7 @@ static nmt_status create_state(nmt_cuda_search *s, nmt_error *err)
     b->start = s->row_live + NB;
     b->n_ended = b->start + N;
     b->ticket = b->n_ended + N;
+    b->tag = b->ticket + 1;
 cleanup:
     return status;
 }
@@ -243,6 +245,12 @@ nmt_status nmt_cuda_search_create(const nmt_cuda_step_model *model,
     NMT_CUDA_TRY(cudaSetDevice(config->device));
     NMT_TRY(create_state(s, err));
     NMT_CUDA_TRY(cudaHostAlloc((void **)&s->done_host, sizeof(int32_t) * N, cudaHostAllocDefault));
+    /* The beam step writes each sentence's done step here itself, so a
+     * check needs no copy between the steps (beam_search.c). */
+    NMT_CUDA_TRY(cudaHostAlloc((void **)&s->done_at_host, sizeof(int32_t) * N,
+                               cudaHostAllocMapped));
+    NMT_CUDA_TRY(cudaHostGetDevicePointer((void **)&s->beam_dev.done_at, s->done_at_host, 0));
+    memset(s->done_at_host, 0, sizeof(int32_t) * N);
     NMT_CUDA_TRY(cudaHostAlloc((void **)&s->act_host, sizeof(int32_t) * 2 * N,
                                cudaHostAllocDefault));
     NMT_CUDA_TRY(cudaStreamCreateWithFlags(&s->finish_stream, cudaStreamNonBlocking));

@@ -130,7 +130,8 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
     *b = nmt_cuda_search_beam(self, config, *hist_len,
                               layout_stream(self->input_dev, N, S, self->nnz_cap).slot_max_len,
                               S);
-    NMT_TRY(nmt_cuda_beam_init(b, N, config->bos_id, self->stream, err));
+    b->done_at = NULL; /* its checks copy the done flags (the snapshot in the loop) */
+    NMT_TRY(nmt_cuda_beam_init(b, N, config->bos_id, 0, self->stream, err));
     /* The act_host copy above must land before the header is rewritten. */
     NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
 cleanup:

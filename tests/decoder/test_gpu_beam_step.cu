@@ -21,7 +21,10 @@
  * Every step's history scores (the score each kept token carries on) are
  * checked with the rest; in odd cases the step also writes the next step's
  * rows (a done sentence's left as they were) and moves the step number on,
- * its ticket back to 0. Then prepare_rows, beam_join, record_attention
+ * its ticket back to 0. A sentence that becomes done gets the batch's tag
+ * and the global step number in done_at (NULL in every third case); the
+ * others' entries stay as they were, and beam_join leaves them all (the
+ * host clears them). Then prepare_rows, beam_join, record_attention
  * (active, done and out-of-history sentences), and a backtrack of hand-made
  * history (all sentences, and a slot list; tokens, token scores and the
  * attention rows of each token's parent slot) are checked too. Exit 77
@@ -388,6 +391,10 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     int32_t *d_next = upload(std::vector<int32_t>(4 * rows, -77));
     const nmt_beam_next_rows next = {d_next, d_next + rows, d_next + 2 * rows, d_next + 3 * rows};
     const std::vector<int32_t> done_before = h.done;
+    const int32_t kDoneAtPoison = -5;
+    b.done_at = case_id % 3 == 2 ? NULL : upload(std::vector<int32_t>(n, kDoneAtPoison));
+    const int32_t tag = test_rand_int(1, 32768);
+    b.tag = upload(std::vector<int32_t>{tag});
 
     nmt_error err = {NMT_STATUS_OK, ""};
     nmt_status st = nmt_cuda_beam_step(&b, (int32_t)act.size(), d_act, d_top_v, d_top_i,
@@ -420,6 +427,13 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     expect_equal("tokens", case_id, download(b.tokens, h.tokens.size()), h.tokens);
     expect_equal("parents", case_id, download(b.parents, h.parents.size()), h.parents);
     expect_equal("done", case_id, download(b.done, h.done.size()), h.done);
+    if (b.done_at) {
+        std::vector<int32_t> want(n, kDoneAtPoison);
+        for (int32_t s = 0; s < n; s++)
+            if (h.done[s] && !done_before[s])
+                want[s] = tag << 16 | G;
+        expect_equal("done_at", case_id, download(b.done_at, want.size()), want);
+    }
     expect_equal("n_finished", case_id, download(b.n_finished, h.n_finished.size()), h.n_finished);
     expect_equal("n_ended", case_id, download(b.n_ended, h.n_ended.size()), h.n_ended);
     expect_equal("fin_log_prob", case_id, download(b.fin_log_prob, h.fin_log_prob.size()),
@@ -472,7 +486,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
                     b.fin_log_prob, b.fin_score, b.fin_length, b.fin_parent, b.hist_token,
                     b.hist_attn, b.hist_parent, d_act, d_top_i, d_attn, d_top_v, d_logits,
                     d_lse, d_new_act, d_old, d_rows, b.step, b.start, b.n_ended, b.hist_score,
-                    b.ticket, d_next};
+                    b.ticket, d_next, b.done_at, b.tag};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CUDA_OK(cudaFree(ptrs[i]));
 }
@@ -506,13 +520,17 @@ static void join_case(int32_t B, int32_t n)
     b.scores = upload(scores), b.tokens = upload(tokens), b.parents = upload(parents);
     b.done = upload(done), b.n_finished = upload(n_fin), b.start = upload(start);
     b.step = upload(std::vector<int32_t>{G});
+    std::vector<int32_t> done_at(n);
+    for (int32_t s = 0; s < n; s++)
+        done_at[s] = done[s] ? test_rand_int(1, G + 2) : 0;
+    b.done_at = upload(done_at);
     int32_t *d_slots = upload(slots);
     nmt_error err = {NMT_STATUS_OK, ""};
     CHECK(nmt_cuda_beam_join(&b, d_slots, (int32_t)slots.size(), BOS, NULL, &err) ==
               NMT_STATUS_OK, "join: %s", err.message);
     CUDA_OK(cudaDeviceSynchronize());
     for (int32_t s : slots) {
-        done[s] = 0, n_fin[s] = 0, start[s] = G;
+        done[s] = 0, n_fin[s] = 0, start[s] = G; /* done_at: untouched */
         for (int32_t k = 0; k < B; k++) {
             scores[(size_t)s * B + k] = k == 0 ? 0.0f : -INFINITY;
             tokens[(size_t)s * B + k] = BOS;
@@ -525,8 +543,10 @@ static void join_case(int32_t B, int32_t n)
     expect_equal("join done", B, download(b.done, done.size()), done);
     expect_equal("join n_finished", B, download(b.n_finished, n_fin.size()), n_fin);
     expect_equal("join start", B, download(b.start, start.size()), start);
+    expect_equal("join done_at", B, download(b.done_at, done_at.size()), done_at);
     CHECK(download(b.step, 1)[0] == G, "join changed the step");
-    void *ptrs[] = {b.scores, b.tokens, b.parents, b.done, b.n_finished, b.start, b.step, d_slots};
+    void *ptrs[] = {b.scores, b.tokens, b.parents, b.done, b.n_finished, b.start, b.step, d_slots,
+                    b.done_at};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CUDA_OK(cudaFree(ptrs[i]));
 }
