@@ -70,9 +70,10 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
 /* *bytes = the device memory nmt_cuda_backend_create allocates for config
  * (host arithmetic, no device): the contexts' cuBLAS workspaces, the
  * network's weights and workspaces (nmt_cuda_model_device_bytes) and the
- * search's buffers (nmt_cuda_search_device_bytes); not the CUDA context,
- * cuBLAS's handles, graphs or the shrink wing. NMT_STATUS_ERROR_UNSUPPORTED
- * when built without CUDA. */
+ * search's buffers (nmt_cuda_search_device_bytes), and with config->shrink
+ * the shrink wing (its LSH index at the first table size); not the CUDA
+ * context, cuBLAS's handles or graphs. NMT_STATUS_ERROR_UNSUPPORTED when
+ * built without CUDA. */
 nmt_status nmt_cuda_backend_device_bytes(const nmt_model *model, const nmt_backend_config *config,
                                          size_t *bytes, nmt_error *err);
 

@@ -174,14 +174,15 @@ _Static_assert(NMT_PRECISION_FP32 == (int)NMT_CUDA_PRECISION_FP32 &&
                    NMT_PRECISION_FP16 == (int)NMT_CUDA_PRECISION_FP16,
                "nmt_precision and nmt_cuda_precision differ");
 
-/* The contexts' workspaces and the network (fixed at create). */
+/* The contexts' workspaces and the network (fixed at create); with shrink,
+ * the shrink wing's estimate (create counts what it allocated instead). */
 static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_config *config,
-                                     size_t *bytes, nmt_error *err)
+                                     const nmt_shrink *shrink, size_t *bytes, nmt_error *err)
 {
     size_t net = 0;
     const nmt_status status = nmt_cuda_model_device_bytes(
         model, config->max_sentences, config->beam, config->max_src,
-        (nmt_cuda_precision)config->precision, &net, err);
+        (nmt_cuda_precision)config->precision, shrink, &net, err);
     *bytes = nmt_cuda_ctx_device_bytes() + net +
              (config->attention ? nmt_cuda_model_attention_bytes(config->max_sentences,
                                                                  config->beam, config->max_src)
@@ -195,7 +196,7 @@ nmt_status nmt_cuda_backend_device_bytes(const nmt_model *model, const nmt_backe
     nmt_status status = NMT_STATUS_OK;
     if (!model || !config || !bytes)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda backend: NULL argument");
-    NMT_TRY(fixed_device_bytes(model, config, bytes, err));
+    NMT_TRY(fixed_device_bytes(model, config, config->shrink, bytes, err));
     const nmt_cuda_search_config search = search_config(model, 0, config);
     *bytes += nmt_cuda_search_device_bytes(&search);
 cleanup:
@@ -221,7 +222,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     self->base.vtable = &cuda_backend_vtable;
     self->base.device = NMT_DEVICE_CUDA;
     self->device = device_index;
-    NMT_TRY(fixed_device_bytes(model, config, &self->fixed_bytes, err));
+    NMT_TRY(fixed_device_bytes(model, config, NULL, &self->fixed_bytes, err));
     NMT_TRY(nmt_cuda_ctx_create(device_index, &self->ctx, err));
     NMT_TRY(nmt_cuda_model_create(model, self->ctx, config->max_sentences, config->beam,
                                   config->max_src, &self->net, err));
@@ -230,8 +231,10 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
         NMT_TRY(nmt_cuda_model_set_sparse(self->net, config->sparse == NMT_SPARSE_ON, err));
     if (config->attention)
         NMT_TRY(nmt_cuda_model_set_attention(self->net, err));
-    if (config->shrink)
+    if (config->shrink) {
         NMT_TRY(set_shrink(self, model, config, err));
+        self->fixed_bytes += nmt_cuda_model_shrink_bytes(self->net);
+    }
     const nmt_cuda_step_model step = cuda_step_model(self->net);
     const nmt_cuda_search_config search = search_config(model, device_index, config);
     NMT_TRY(nmt_cuda_search_create(&step, &search, &self->search, err));

@@ -44,12 +44,14 @@ typedef enum nmt_cuda_precision {
  * part's own layout (host arithmetic, no device): weights (and their
  * tf32x2 or 16-bit forms, and at fp32 and tf32x2 the fp16 copies of
  * nmt_cuda_model_set_precision), the parts' workspaces, the encoder side
- * context's cuBLAS workspace. The shrink wing's index and lists and the
- * recall probe are not counted. */
+ * context's cuBLAS workspace; with shrink (NULL: none), what
+ * nmt_cuda_model_set_shrink allocates for it, its LSH index at the first
+ * table size (a band whose cuckoo tables grow takes more). The recall probe
+ * is not counted. */
 nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sentences,
                                        int32_t beam, int32_t max_src,
-                                       nmt_cuda_precision precision, size_t *bytes,
-                                       nmt_error *err);
+                                       nmt_cuda_precision precision, const nmt_shrink *shrink,
+                                       size_t *bytes, nmt_error *err);
 
 /* The stream every call below launches on (a cudaStream_t). */
 void *nmt_cuda_model_stream(const nmt_cuda_model *m);
@@ -86,6 +88,8 @@ int32_t nmt_cuda_model_sparse_count(const nmt_cuda_model *m);
 nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink, int probe,
                                      nmt_error *err);
 int nmt_cuda_model_shrunk(const nmt_cuda_model *m);
+/* What set_shrink allocated (its arena and side context; 0 before). */
+size_t nmt_cuda_model_shrink_bytes(const nmt_cuda_model *m);
 
 /* Encodes into the memory bank and sets the decoder rows of buffer buf:
  * slot 0 of sentence i to its initial state (encoder finals or zeros), other

@@ -136,6 +136,7 @@ typedef struct nmt_cuda_output_part {
     nmt_shrink_policy policy;
     nmt_lsh_tables lsh;      /* the index on the device */
     void *shrink_arena;      /* every buffer below */
+    size_t shrink_bytes;     /* its size */
     int32_t *lsh_codes;      /* [max_rows, W] */
     int32_t *lsh_hits;       /* [max_rows, V]: zero between steps */
     int32_t *cand;           /* [groups, V] */
@@ -300,6 +301,9 @@ nmt_status nmt_cuda_decoder_join(nmt_cuda_model *m, nmt_error *err);
 size_t nmt_cuda_encoder_part_bytes(nmt_cuda_model *m);
 size_t nmt_cuda_decoder_part_bytes(nmt_cuda_model *m);
 size_t nmt_cuda_output_part_bytes(nmt_cuda_model *m);
+/* nmt_cuda_model_set_shrink's arena and side context for shrink (NULL: 0),
+ * the LSH index at its first table size. */
+size_t nmt_cuda_shrink_part_bytes(const nmt_cuda_model *m, const nmt_shrink *shrink);
 size_t nmt_cuda_tf32x2_part_bytes(const nmt_cuda_model *m);
 
 /* The two halves of nmt_cuda_model_set_precision, which refuses a second

@@ -104,13 +104,33 @@ typedef struct shrink_layout {
     int64_t packed_vectors; /* the direct builder's packed buckets (nmt_lsh_pack); -1: none */
 } shrink_layout;
 
-static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s)
+/* Rows the two-step (hits) builder can see at a step: every row with HITS;
+ * with AUTO only steps of fewer rows than the direct builder takes from
+ * (the hit matrix is [rows, V]: 1.2 GB at 10,240 rows of 30,000 words). */
+static size_t hits_rows(const nmt_cuda_model *m, const nmt_shrink *s,
+                        const nmt_shrink_policy *policy)
+{
+    const size_t R = (size_t)m->max_rows;
+    if (s->lists == NMT_LIST_BUILDER_DIRECT)
+        return 0;
+    if (s->lists == NMT_LIST_BUILDER_AUTO && policy->direct_lists_min_rows >= 1 &&
+        (size_t)policy->direct_lists_min_rows - 1 < R)
+        return (size_t)policy->direct_lists_min_rows - 1;
+    return R;
+}
+
+/* t: the index's tables (their sizes only); packed_vectors: the direct
+ * builder's packed buckets (nmt_lsh_pack_vectors; -1: none). */
+static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s,
+                                   const nmt_shrink_policy *policy, const nmt_lsh_tables *t,
+                                   int64_t packed_vectors)
 {
     shrink_layout l;
     memset(&l, 0, sizeof l);
     const size_t R = (size_t)m->max_rows, V = (size_t)m->vocab;
     const size_t G = (size_t)max_groups(m, s->share), i4 = sizeof(int32_t);
-    const nmt_lsh_tables *t = s->mode == NMT_SHRINK_METHOD_LSH ? s->tables : NULL;
+    if (s->mode != NMT_SHRINK_METHOD_LSH)
+        t = NULL;
     const size_t W = t ? (size_t)t->w : 0;
     size_t at = 0;
 #define PLACE(field, bytes) (l.field = at, at = nmt_align_up(at + (bytes), 256))
@@ -118,13 +138,12 @@ static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s)
     PLACE(slots, t ? W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot) : 0);
     PLACE(hash, W * 4 * sizeof(uint32_t));
     PLACE(words, W * V * i4);
-    l.packed_vectors = t && s->lists != NMT_LIST_BUILDER_HITS ? nmt_lsh_pack_vectors(t, s->n_always)
-                                                           : -1;
+    l.packed_vectors = t && s->lists != NMT_LIST_BUILDER_HITS ? packed_vectors : -1;
     const int packed = l.packed_vectors >= 0;
     PLACE(packed_slots, packed ? W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot) : 0);
     PLACE(packed_words, packed ? (size_t)l.packed_vectors * 8 * sizeof(uint16_t) : 0);
     PLACE(codes, R * W * i4);
-    PLACE(hits, t && s->lists != NMT_LIST_BUILDER_DIRECT ? R * V * i4 : 0); /* two-step lists */
+    PLACE(hits, t ? hits_rows(m, s, policy) * V * i4 : 0); /* two-step lists */
     PLACE(cand, G * V * i4);
     PLACE(count, G * i4);
     PLACE(ws, nmt_cuda_lsh_candidates_workspace_size((int32_t)G, (int32_t)V));
@@ -227,9 +246,13 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda shrink: no model, or set twice");
     NMT_TRY(nmt_shrink_check(shrink, m->hidden, m->vocab, "cuda", err));
     nmt_cuda_output_part *p = &m->out;
-    const shrink_layout l = layout_shrink(m, shrink);
+    const nmt_lsh_tables *tables = shrink->mode == NMT_SHRINK_METHOD_LSH ? shrink->tables : NULL;
+    const shrink_layout l =
+        layout_shrink(m, shrink, &p->policy, tables,
+                      tables ? nmt_lsh_pack_vectors(tables, shrink->n_always) : -1);
     cudaStream_t stream = (cudaStream_t)m->stream;
     NMT_CUDA_TRY(cudaMalloc(&p->shrink_arena, l.total));
+    p->shrink_bytes = l.total;
     char *base = (char *)p->shrink_arena;
     p->shrink = *shrink;
     p->lsh_codes = (int32_t *)(base + l.codes);
@@ -275,7 +298,45 @@ void nmt_cuda_output_part_free_shrink(nmt_cuda_model *m)
     if (p->shrink_arena)
         cudaFree(p->shrink_arena);
     p->shrink_arena = NULL;
+    p->shrink_bytes = 0;
     p->has_shrink = 0;
+}
+
+size_t nmt_cuda_model_shrink_bytes(const nmt_cuda_model *m)
+{
+    const nmt_cuda_output_part *p = &m->out;
+    return p->shrink_bytes + (p->side.ctx ? nmt_cuda_ctx_device_bytes() : 0);
+}
+
+size_t nmt_cuda_shrink_part_bytes(const nmt_cuda_model *m, const nmt_shrink *shrink)
+{
+    if (!shrink)
+        return 0;
+    const nmt_shrink_policy policy = NMT_SHRINK_POLICY_DEFAULT;
+    nmt_lsh_tables t;
+    memset(&t, 0, sizeof t);
+    int64_t packed = -1;
+    if (shrink->mode == NMT_SHRINK_METHOD_LSH) {
+        const nmt_lsh_index_config *c = &shrink->index;
+        if (c->w < 1 || c->k < 1 || c->u < 1 || m->vocab < 1)
+            return SIZE_MAX;
+        t.k = c->k, t.u = c->u, t.w = c->w, t.dim = m->hidden, t.vocab = m->vocab;
+        /* The index's first table size (shrink/lsh_index.c: 2^b >= 2 keys,
+         * at most V keys a band); a band whose cuckoo insertion fails grows
+         * it, which this does not foresee. */
+        t.table_bits = 1;
+        while (((int64_t)1 << t.table_bits) < 2 * (int64_t)m->vocab)
+            t.table_bits++;
+        /* Packed buckets (nmt_lsh_pack_vectors): a bucket of n words takes
+         * ceil(n / 8) vectors, so a band's V words in at most V buckets
+         * take at most V / 8 + V. */
+        if (m->vocab <= 65535)
+            packed = (int64_t)c->w * ((int64_t)m->vocab / 8 + 1 + m->vocab);
+    }
+    const shrink_layout l = layout_shrink(m, shrink, &policy, &t, packed);
+    const int side = shrink->mode == NMT_SHRINK_METHOD_LSH &&
+                     shrink->n_always >= policy.dense_prefix_min_words;
+    return l.total + (side ? nmt_cuda_ctx_device_bytes() : 0);
 }
 
 /* LSH: codes, lists and logits over the lists, then softmax + top-K. */

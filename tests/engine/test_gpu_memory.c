@@ -4,14 +4,15 @@
  * nmt_translator_create, for a few (batch, beam, max_src): what the measure
  * leaves out must not grow with the sizes (check_creates); nmt_stats' device_memory_bytes equal to the measure after
  * create and device_memory_used filled after translating; max_memory halves
- * the batch size to what fits and the lines translate as uncapped. Exit 77
- * without a GPU. */
+ * the batch size to what fits and the lines translate as uncapped; with LSH
+ * the shrink wing counted (check_shrink). Exit 77 without a GPU. */
 #include "nmt.h"
 #include "backend.h"
 #include "cuda_ok.h"
 #include "test_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { N_LINES = 10 };
@@ -42,9 +43,10 @@ static nmt_options gpu_options(int batch, int beam, int max_src)
     return o;
 }
 
-static size_t measure(const nmt_model *model, const nmt_options *o)
+static size_t measure_shrunk(const nmt_model *model, const nmt_options *o,
+                             const nmt_shrink *shrink)
 {
-    const nmt_backend_config config = {o->batch_size, o->beam_size, o->max_src_tokens, NULL,
+    const nmt_backend_config config = {o->batch_size, o->beam_size, o->max_src_tokens, shrink,
                                        o->collect_stats, o->cuda_graphs, o->warmup,
                                        o->check_every, o->precision, 0, 0};
     size_t bytes = 0;
@@ -52,6 +54,66 @@ static size_t measure(const nmt_model *model, const nmt_options *o)
     CHECK(nmt_cuda_backend_device_bytes(model, &config, &bytes, &err) == NMT_STATUS_OK,
           "measure: %s", err.message);
     return bytes;
+}
+
+static size_t measure(const nmt_model *model, const nmt_options *o)
+{
+    return measure_shrunk(model, o, NULL);
+}
+
+static long long create_taking(const nmt_model *model, const nmt_options *o,
+                               nmt_translator **t, nmt_stats *stats)
+{
+    nmt_error err = {0};
+    const long long before = used_now();
+    CHECK(nmt_translator_create(model, o, t, &err) == NMT_STATUS_OK, "create: %s",
+          err.message);
+    const long long taken = used_now() - before;
+    memset(stats, 0, sizeof *stats);
+    if (*t)
+        nmt_translator_stats(*t, stats, &err);
+    return taken;
+}
+
+/* LSH (the automatic lists: two-step below 128 rows a step, direct from
+ * there): the shrink wing's arena counts in the stats once created, as much
+ * as cudaMemGetInfo sees it take beyond the same translator without LSH
+ * (within its 2 MiB granules), and the measure with the shrink (what
+ * max_memory caps) is at least the stats. At batch 8 and 256 (40 and 1,280
+ * rows). The test model's 32 words leave no room for a dense prefix, so
+ * the side context is not created here. */
+static void check_shrink(const nmt_model *model)
+{
+    static const int batches[] = {8, 256};
+    for (int i = 0; i < 2; i++) {
+        nmt_options plain = gpu_options(batches[i], 5, 64), lsh = plain;
+        lsh.shrink.mode = NMT_SHRINK_LSH;
+        lsh.shrink.top = 10;
+        const int32_t V = model->hp.tgt_vocab;
+        const nmt_shrink shrink = {NMT_SHRINK_METHOD_LSH, (nmt_list_share)lsh.shrink.share,
+                                   4 + lsh.shrink.top < V ? 4 + lsh.shrink.top : V,
+                                   lsh.shrink.threshold,
+                                   {lsh.shrink.k, lsh.shrink.u, lsh.shrink.w, lsh.shrink.seed},
+                                   NULL, (nmt_list_builder)lsh.shrink.lists};
+        const size_t est_plain = measure(model, &plain);
+        const size_t est_lsh = measure_shrunk(model, &lsh, &shrink);
+        nmt_translator *a = NULL, *b = NULL;
+        nmt_stats sa, sb;
+        const long long taken_plain = create_taking(model, &plain, &a, &sa);
+        const long long taken_lsh = create_taking(model, &lsh, &b, &sb);
+        const long long counted = (long long)(sb.device_memory_bytes - sa.device_memory_bytes);
+        const long long seen = taken_lsh - taken_plain;
+        printf("batch %d: LSH counted %lld bytes, cudaMemGetInfo %lld, measure %zu -> %zu\n",
+               batches[i], counted, seen, est_plain, est_lsh);
+        CHECK(counted > 0 && llabs(seen - counted) <= (8LL << 20) + counted / 20,
+              "batch %d: the stats count %lld bytes for LSH, cudaMemGetInfo saw %lld",
+              batches[i], counted, seen);
+        CHECK(est_lsh >= (size_t)sb.device_memory_bytes && est_plain < est_lsh,
+              "batch %d: measure with LSH %zu, stats %lld", batches[i], est_lsh,
+              (long long)sb.device_memory_bytes);
+        nmt_translator_free(a);
+        nmt_translator_free(b);
+    }
 }
 
 /* Creates translators of growing sizes, all kept alive, and compares what
@@ -176,6 +238,7 @@ int main(void)
     }
     check_creates(model);
     check_cap(model);
+    check_shrink(model);
     nmt_model_free(model);
     return test_finish("test_gpu_memory");
 }
