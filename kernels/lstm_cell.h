@@ -51,7 +51,8 @@ nmt_status nmt_cuda_lstm_skinny(nmt_cuda_ctx *ctx, int32_t n_rows, int32_t n_dot
                                 nmt_error *err);
 
 /* One step of nmt_cuda_lstm_skinny, as its arguments (w of the form's
- * weight type; gates_x may be NULL); _steps: up to
+ * weight type; gates_x may be NULL; c_prev NULL: a zero cell, which saves
+ * clearing c before a recurrence's first step); _steps: up to
  * NMT_LSTM_SKINNY_MAX_STEPS independent steps of the same hidden, k and
  * form in one launch (a bidirectional encoder layer's two directions at one
  * time step), each the same bits as its own launch. The form (NULL: fp32

@@ -22,7 +22,8 @@ static __device__ __forceinline__ float lstm_pointwise(const float (&a)[4], floa
     return lstm_sigmoid(a[3]) * tanhf(*c);
 }
 
-/* Row r, unit j of the step: c_out (rows hidden apart; may be c_prev),
+/* Row r, unit j of the step: c_out (rows hidden apart; may be c_prev; c_prev
+ * NULL: a zero cell, the first step of a recurrence whose c was not cleared),
  * h_out (rows ld_h apart) and, when not NULL, h_out2 (rows ld_h2 apart). */
 static __device__ __forceinline__ void lstm_finish(const float (&a)[4], int64_t r, int j,
                                                    int hidden, const float *c_prev,
@@ -31,7 +32,7 @@ static __device__ __forceinline__ void lstm_finish(const float (&a)[4], int64_t 
 {
     const int64_t cj = r * hidden + j;
     float c;
-    const float h = lstm_pointwise(a, c_prev[cj], &c);
+    const float h = lstm_pointwise(a, c_prev ? c_prev[cj] : 0.0f, &c);
     c_out[cj] = c;
     h_out[r * ld_h + j] = h;
     if (h_out2)

@@ -100,7 +100,7 @@ static nmt_status check_step(const nmt_lstm_skinny_step *st, int32_t hidden, int
     NMT_ARG_CHECK(st->n_dot == 0 || (st->ldx >= k && st->x));
     NMT_ARG_CHECK((!st->gates_x || st->ld_x >= 4 * hidden) && st->ld_h >= hidden &&
                   (!st->h_out2 || st->ld_h2 >= hidden));
-    NMT_ARG_CHECK(st->w && st->c_prev && st->c_out && st->h_out);
+    NMT_ARG_CHECK(st->w && st->c_out && st->h_out); /* c_prev NULL: zero */
     *vec = *vec && skinny::vector_path(k, st->ldw, st->ldx, st->w, w_type, st->x);
     return NMT_STATUS_OK;
 }

@@ -134,10 +134,10 @@ struct decoder_rows {
     int32_t feed_ld, layers;
 };
 
-/* Rows dec_pos[i] * beam + k of a row buffer: h and c of slot 0 from the
- * staging of slot[i] (a side encode's), zeros for the other slots, every
- * feed, and every row when slot is NULL (what the whole-batch path does
- * with memsets over a prefix of rows). */
+/* Rows dec_pos[i] * beam + k (dec_pos NULL: i) of a row buffer: h and c
+ * of slot 0 from the staging of slot[i] (a side encode's), zeros for the
+ * other slots, every feed, and every row when slot is NULL (a whole batch:
+ * one launch, where five memsets were five graph nodes in a row). */
 static __global__ void set_decoder_rows(int32_t n, int32_t beam, int32_t hidden,
                                         const int32_t *slot, const int32_t *dec_pos,
                                         decoder_rows r, decoder_rows staged)
@@ -148,7 +148,7 @@ static __global__ void set_decoder_rows(int32_t n, int32_t beam, int32_t hidden,
         int32_t d = (int32_t)(e % hidden);
         int64_t q = e / hidden;
         int32_t k = (int32_t)(q % beam), i = (int32_t)(q / beam);
-        int64_t row = (int64_t)dec_pos[i] * beam + k;
+        int64_t row = (int64_t)(dec_pos ? dec_pos[i] : i) * beam + k;
         const int staged_row = slot && k == 0;
         int64_t from = staged_row ? (int64_t)slot[i] * hidden + d : 0;
         for (int32_t l = 0; l < r.layers; l++) {
@@ -257,10 +257,12 @@ cleanup:
  * sentences (a batch-1 encoder): their input GEMMs, then a launch a time
  * step carrying both directions' fused steps (forward t, backward
  * stride - 1 - t), half the launches of run_direction twice and the same
- * results. */
+ * results. uniform (every sentence of the stride's length): every row
+ * starts at a direction's first step, which reads a zero cell (c_prev
+ * NULL) instead of a cleared one. */
 static nmt_status run_layer_paired(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
                                    const nmt_cuda_encoder_input *in, int32_t l, const float *x,
-                                   int32_t in_dim, float *out, nmt_error *err)
+                                   int32_t in_dim, float *out, int uniform, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
@@ -271,13 +273,18 @@ static nmt_status run_layer_paired(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
         NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, stride * n, g, in_dim, x,
                                        in_dim, &m->gw.enc_ih[d][l], lstm[d]->b_ih, gates_x[d], g,
                                        err));
-        NMT_CUDA_TRY(cudaMemsetAsync(m->enc.c[d], 0, sizeof(float) * (size_t)n * half, stream));
+        if (!uniform)
+            NMT_CUDA_TRY(cudaMemsetAsync(m->enc.c[d], 0, sizeof(float) * (size_t)n * half,
+                                         stream));
     }
     for (int32_t step = 0; step < stride; step++) {
         nmt_lstm_skinny_step st[2];
-        for (int d = 0; d < 2; d++)
+        for (int d = 0; d < 2; d++) {
             st[d] = fused_step(m, in, lstm[d], gates_x[d], d, time_of(in, d, step), out,
                                m->enc.c[d]);
+            if (uniform && step == 0)
+                st[d].c_prev = NULL;
+        }
         NMT_TRY(nmt_cuda_lstm_skinny_steps(ctx, half, half, st, 2, NULL, err));
     }
 cleanup:
@@ -306,6 +313,9 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
                              "cuda encode: %d sentences, stride %d (bank %d), beam %d, "
                              "active[0] %d", n, stride, mem_stride, beam, in->active[0]);
 
+    /* Every sentence as long as the longest: no padding rows to keep finite,
+     * and every row of a direction starts at its first step (c_prev NULL). */
+    const int uniform = in->active[stride - 1] == n;
     NMT_TRY(nmt_cuda_nhot_lookup((int32_t)rows, E, model->hp.src_rows, in->row_ptr, in->cols,
                                  in->values, m->w.src_embedding, m->enc.x, stream, err));
     if (in->side) {
@@ -318,28 +328,20 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
                 NMT_CUDA_TRY(cudaMemsetAsync(m->enc.init_c[l], 0,
                                              sizeof(float) * (size_t)m->max_sentences * H, stream));
             }
-    } else if (in->dec_pos) {
+    } else {
         const decoder_rows none = rows_of(m, buf, 1);
         set_decoder_rows<<<grid_for(dec_rows * H), THREADS, 0, stream>>>(
             n, beam, H, NULL, in->dec_pos, rows_of(m, buf, 0), none);
         NMT_LAUNCH_TRY("set_decoder_rows");
-    } else {
-        for (int32_t l = 0; l < m->dec_layers; l++) {
-            NMT_CUDA_TRY(cudaMemsetAsync(m->dec.h_last[l], 0, sizeof(float) * dec_rows * H,
-                                         stream));
-            NMT_CUDA_TRY(cudaMemsetAsync(m->dec.c[buf][l], 0, sizeof(float) * dec_rows * H,
-                                         stream));
-        }
-        NMT_CUDA_TRY(cudaMemset2DAsync(m->dec.feed[buf], sizeof(float) * m->dec.feed_ld, 0,
-                                       sizeof(float) * H, dec_rows, stream));
     }
 
     for (int32_t l = 0; l < m->enc_layers; l++) {
         float *out = m->enc.out[l % 2];
         /* Padding rows are never written by a direction: keep them finite. */
-        NMT_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float) * rows * H, stream));
+        if (!uniform)
+            NMT_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float) * rows * H, stream));
         if (n <= NMT_SKINNY_MAX_ROWS) {
-            NMT_TRY(run_layer_paired(m, ctx, in, l, x, in_dim, out, err));
+            NMT_TRY(run_layer_paired(m, ctx, in, l, x, in_dim, out, uniform, err));
         } else {
             NMT_TRY(run_direction(m, ctx, in, &m->w.enc_fwd[l], &m->gw.enc_ih[0][l], x, in_dim,
                                   0, out, m->enc.c[0], err));

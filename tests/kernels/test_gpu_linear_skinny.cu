@@ -375,7 +375,7 @@ static float *dev_c(const float *c0, size_t n)
 /* Two independent steps in one launch (nmt_cuda_lstm_skinny_steps, as the
  * encoder pairs its directions) give each its own launch's bits: step A with
  * a bias, step B without and with a row fewer, so a launch that mixed them
- * up would show. */
+ * up would show. Then step A with c_prev NULL against A from a zeroed c. */
 static void test_lstm_pair(int n_rows, int n_dot, int hidden, int k)
 {
     const int g4 = 4 * hidden;
@@ -420,6 +420,26 @@ static void test_lstm_pair(int n_rows, int n_dot, int hidden, int k)
     for (int i = 0; i < 2; i++) /* c and h of A (i 0) and B (i 1): alone, then paired */
         ok &= memcmp(got + 2 * i * nc, got + 2 * (i + 2) * nc, 2 * nc * sizeof(float)) == 0;
     report_check(ok, what);
+    /* c_prev NULL (the encoder's first step of a layer where no c was
+     * cleared): the bits of a step from a zeroed c. */
+    float *zero_c = (float *)dev_output(nc * sizeof(float), 0);
+    CUDA_OK(cudaMemset(zero_c, 0, nc * sizeof(float)));
+    nmt_lstm_skinny_step from_zero = st[0], from_null = st[0];
+    from_zero.c_prev = zero_c, from_zero.c_out = c[0], from_zero.h_out = h[0];
+    from_null.c_prev = NULL, from_null.c_out = c[1], from_null.h_out = h[1];
+    CUDA_OK(cudaMemset(c[1], 0xff, nc * sizeof(float))); /* NaN: must all be written */
+    CUDA_OK(cudaMemset(h[1], 0xff, nc * sizeof(float)));
+    ok = nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &from_zero, 1, NULL, &err) == NMT_STATUS_OK &&
+         nmt_cuda_lstm_skinny_steps(ctx, hidden, k, &from_null, 1, NULL, &err) == NMT_STATUS_OK;
+    snprintf(what, sizeof what, "lstm_skinny rows %d dot %d hidden %d k %d: c_prev NULL as a "
+             "zero cell", n_rows, n_dot, hidden, k);
+    for (int i = 0; i < 2; i++) {
+        ok &= dev_download(got + (2 * i) * nc, c[i], nc * sizeof(float), POISON_F32, what);
+        ok &= dev_download(got + (2 * i + 1) * nc, h[i], nc * sizeof(float), POISON_F32, what);
+    }
+    ok &= memcmp(got, got + 2 * nc, 2 * nc * sizeof(float)) == 0;
+    report_check(ok, what);
+    cudaFree(zero_c);
     for (int i = 0; i < 4; i++) {
         cudaFree(c[i]);
         cudaFree(h[i]);
