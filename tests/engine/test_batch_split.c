@@ -9,8 +9,10 @@
  *    NMT_STATUS_ERROR_MEMORY naming the cause, every other line as before;
  *  - max_memory: refused when negative, ignored on the CPU; with CUDA asked,
  *    the cap lowers the batch size by halving or refuses one sentence that
- *    does not fit, naming the need and the cap (the measure is host
- *    arithmetic: no GPU needed; skipped in a build without CUDA). */
+ *    does not fit, naming the need and the cap; with LSH the measure counts
+ *    the shrink wing, its hit matrix as tall as the automatic lists use
+ *    (the measure is host arithmetic: no GPU needed; skipped in a build
+ *    without CUDA). */
 #include "nmt.h"
 #include "backend.h"
 #include "test_util.h"
@@ -112,6 +114,35 @@ static void test_split(const nmt_model *model)
         nmt_result_clear(&ref[i]);
 }
 
+/* The measure with LSH (no device): it counts the shrink wing, and with the
+ * automatic lists the hit matrix holds only the two-step builder's rows
+ * (below NMT_SHRINK_POLICY_DEFAULT's 128 a step): at 320 rows a step auto
+ * measures 127 x V int32 more than direct-only lists (which share the rest
+ * of its buffers), within the arena's 256-byte alignment. */
+static void test_shrink_measure(const nmt_model *model)
+{
+    const int32_t V = model->hp.tgt_vocab;
+    nmt_shrink shrink = {NMT_SHRINK_METHOD_LSH, NMT_LIST_SHARE_SENTENCE, 14, 2, {4, 2, 20, 1},
+                         NULL, NMT_LIST_BUILDER_AUTO};
+    nmt_backend_config config = {64, 5, 64, NULL, 0, 1, 0, 1, NMT_PRECISION_FP32, 0, 0};
+    nmt_error err = {NMT_STATUS_OK, ""};
+    size_t none = 0, with_auto = 0, with_direct = 0;
+    CHECK(nmt_cuda_backend_device_bytes(model, &config, &none, &err) == NMT_STATUS_OK,
+          "measure: %s", err.message);
+    config.shrink = &shrink;
+    CHECK(nmt_cuda_backend_device_bytes(model, &config, &with_auto, &err) == NMT_STATUS_OK,
+          "measure with LSH: %s", err.message);
+    shrink.lists = NMT_LIST_BUILDER_DIRECT;
+    CHECK(nmt_cuda_backend_device_bytes(model, &config, &with_direct, &err) == NMT_STATUS_OK,
+          "measure with LSH, direct lists: %s", err.message);
+    CHECK(with_direct > none, "LSH not counted: %zu with, %zu without", with_direct, none);
+    const long long hits = 127LL * V * (long long)sizeof(int32_t);
+    const long long d = (long long)with_auto - (long long)with_direct;
+    CHECK(d >= hits - 256 && d <= hits + 256,
+          "auto lists measure %lld bytes over direct; a hit matrix of 127 rows of %d words is "
+          "%lld (of 320 rows: %lld)", d, V, hits, 320LL * V * (long long)sizeof(int32_t));
+}
+
 static void test_max_memory(const nmt_model *model)
 {
     nmt_options o = cpu_options();
@@ -165,6 +196,7 @@ static void test_max_memory(const nmt_model *model)
     /* create refuses it before touching a device */
     CHECK(nmt_translator_create(model, &c, &t, &err) == NMT_STATUS_ERROR_MEMORY,
           "create over the cap: %s", err.message);
+    test_shrink_measure(model);
 }
 
 int main(void)
