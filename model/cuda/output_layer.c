@@ -82,9 +82,15 @@ cleanup:
  * rows, as TOP's layer: per group they would be gathered again and again
  * (64 sentence lists at batch 64 read the top-T rows 64 times). The
  * gathered kernel takes the rest. The prefix's width, 0 for none. */
-static int32_t dense_prefix(const nmt_cuda_output_part *p)
+static int32_t dense_prefix(const nmt_shrink *s, const nmt_shrink_policy *policy)
 {
-    return p->shrink.n_always >= p->policy.dense_prefix_min_words ? p->shrink.n_always : 0;
+    return s->n_always >= policy->dense_prefix_min_words ? s->n_always : 0;
+}
+
+/* LSH with a dense prefix runs the prefix's GEMM on a side stream. */
+static int has_side(const nmt_shrink *s, const nmt_shrink_policy *policy)
+{
+    return s->mode == NMT_SHRINK_METHOD_LSH && dense_prefix(s, policy) > 0;
 }
 
 /* Lists a step can need at most: one per group. */
@@ -272,7 +278,7 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.ws, 0, l.total - l.ws, stream)); /* and direct */
     if (shrink->mode == NMT_SHRINK_METHOD_TOP)
         NMT_TRY(write_top_list(p, shrink->n_always, err));
-    if (shrink->mode == NMT_SHRINK_METHOD_LSH && dense_prefix(p) > 0)
+    if (has_side(shrink, &p->policy))
         NMT_TRY(nmt_cuda_side_create(m, &p->side, err));
     if (probe)
         NMT_TRY(nmt_cuda_probe_part_create(m, err));
@@ -334,9 +340,7 @@ size_t nmt_cuda_shrink_part_bytes(const nmt_cuda_model *m, const nmt_shrink *shr
             packed = (int64_t)c->w * ((int64_t)m->vocab / 8 + 1 + m->vocab);
     }
     const shrink_layout l = layout_shrink(m, shrink, &policy, &t, packed);
-    const int side = shrink->mode == NMT_SHRINK_METHOD_LSH &&
-                     shrink->n_always >= policy.dense_prefix_min_words;
-    return l.total + (side ? nmt_cuda_ctx_device_bytes() : 0);
+    return l.total + (has_side(shrink, &policy) ? nmt_cuda_ctx_device_bytes() : 0);
 }
 
 /* LSH: codes, lists and logits over the lists, then softmax + top-K. */
@@ -351,7 +355,7 @@ static nmt_status shrunk_layer(nmt_cuda_model *m, const float *feed, int32_t n_r
     const nmt_device_weights *w = &m->w;
     const nmt_shrink *s = &p->shrink;
     const int32_t rpg = nmt_shrink_rows_per_group(s, n_rows, beam);
-    const int32_t dense = dense_prefix(p);
+    const int32_t dense = dense_prefix(&p->shrink, &p->policy);
     NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, ld, &p->lsh, p->lsh_codes, stream, err));
     if (dense > 0) {
         /* The prefix's GEMM needs only the feeds: on the side stream, beside
