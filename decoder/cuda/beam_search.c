@@ -551,8 +551,8 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
             NMT_CUDA_TRY(cudaEventSynchronize(self->check_event));
             int32_t alive = 0;
             for (int32_t p = 0; p < n_active; p++) {
-                const int32_t at = done_at[self->host_act[p]];
-                if (at >> 16 == tag && (at & 0xFFFF) <= checked)
+                const int32_t at = nmt_done_at_step(done_at[self->host_act[p]], tag, step);
+                if (at > 0 && at <= checked)
                     continue;
                 self->host_act[alive] = self->host_act[p];
                 self->host_old[alive] = p;

@@ -40,8 +40,9 @@ typedef struct nmt_beam_device {
     int32_t *done_at;                /* [n] or NULL: (*tag << 16) | the step number (*step,
                                         low 16 bits) at which the sentence became done; a
                                         mapped host buffer, so the host reads it without a
-                                        copy in the stream. Only the beam step writes it:
-                                        the host zeroes a batch's entries before the batch
+                                        copy in the stream (nmt_done_at_step reads it).
+                                        Only the beam step writes it: the host zeroes a
+                                        batch's entries before the batch
                                         (decoder/cuda/beam_search.c) */
     int32_t *n_finished;             /* [n] */
     int32_t *n_ended;                /* [n]: onmt: hypotheses finished so far, kept or not
@@ -120,6 +121,20 @@ static inline size_t nmt_beam_results_carve(void *base, int32_t n_sentences, int
     r->attention = words && src_stride > 0
                        ? (float *)(words + n + 3 * hyps + 2 * toks + scores) : NULL;
     return sizeof(int32_t) * (n + 3 * hyps + 2 * toks + scores + weights);
+}
+
+/* The host's reading of a done_at entry (decoder/cuda/beam_search.c): the
+ * step at which the sentence became done when the entry carries `tag`, else
+ * 0. The entry keeps the step's low 16 bits. The host reads it having
+ * launched steps up to `launched`, for a sentence still on its list, so not
+ * done by its previous check (it saw and removed those): the step lies a few
+ * check intervals (at most 64 steps each) back at most, and the low bits
+ * place it even past step 65,535 (a source of 4,096 tokens may run 419,600). */
+static inline int32_t nmt_done_at_step(int32_t entry, int32_t tag, int32_t launched)
+{
+    if (entry >> 16 != tag)
+        return 0;
+    return launched - ((launched - (entry & 0xFFFF)) & 0xFFFF);
 }
 
 /* Step-1 state: slot 0 alive with score 0 and token bos_id, the others dead;

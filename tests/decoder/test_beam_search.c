@@ -546,9 +546,36 @@ static void test_invalid(fake_model *fake)
 
 #include "beam_search_onmt_cases.h"
 
+#ifdef NMT_WITH_CUDA
+#include "beam_step.h"
+
+/* The CUDA search's host reading of a done_at entry (beam_step.h): the
+ * beam step writes tag << 16 | (step & 0xFFFF); read with the last launched
+ * step up to 128 steps later, the entry gives its step back, past 65,535
+ * too, and an entry of another tag (or none) gives 0. */
+static void test_done_at_step(void)
+{
+    static const int32_t steps[] = {1, 2, 63, 64, 65535, 65536, 65537, 131071, 131072, 419600};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        for (int32_t later = 0; later <= 128; later += 32) {
+            const int32_t step = steps[i], tag = 1 + (int32_t)i * 3271 % 32767;
+            const int32_t entry = tag << 16 | (step & 0xFFFF);
+            CHECK(nmt_done_at_step(entry, tag, step + later) == step,
+                  "done at %d, read at %d: %d", step, step + later,
+                  nmt_done_at_step(entry, tag, step + later));
+            CHECK(nmt_done_at_step(entry, tag % 32767 + 1, step + later) == 0,
+                  "done at %d under tag %d counted for tag %d", step, tag, tag % 32767 + 1);
+        }
+    CHECK(nmt_done_at_step(0, 5, 70000) == 0, "a cleared entry counted");
+}
+#endif
+
 int main(void)
 {
     test_seed();
+#ifdef NMT_WITH_CUDA
+    test_done_at_step();
+#endif
     fake_model *fake = calloc(1, sizeof *fake), *alone_fake = calloc(1, sizeof *alone_fake);
     if (!fake || !alone_fake)
         return 1;
