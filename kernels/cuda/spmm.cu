@@ -39,18 +39,26 @@
 #include "spmm.h"
 #include "spmm_variants.cuh"
 
-/* The dispatch's tuning choices, one place. None has been measured on a
- * device yet: each is a first guess from the reasoning beside it, and the
- * command after it is the bench_spmm sweep that should set it
- * (docs/sparse.md). */
+/* The dispatch's tuning choices, one place, each with the bench_spmm sweep
+ * that sets it (docs/sparse.md). The row/tile choice is measured; the
+ * others are first guesses from the reasoning beside them. */
 struct nmt_spmm_policy {
-    /* AUTO: the row variant up to this many rows of x, the tile variant
-     * above. The row variant reads W once a strip of 8 rows and gathers x
+    /* AUTO: the row variant up to row_min_rows rows of x; above, up to
+     * row_max_rows, while the tile variant would launch fewer blocks than
+     * tile_min_blocks an SM (a short W splits into few 1-D tiles: at 16
+     * rows, 32 blocks for 1024 rows of W, 1,000 for 32000); else the tile
+     * variant. The row variant reads W once a strip of 8 rows and gathers x
      * scalar by scalar; the tile variant reads W once a strip of up to 64
      * rows with float4 loads of x^T, but pays two transposes and three
-     * launches.
-     * bench_spmm --variant row,tile --rows 5,10,20,40,80,160 */
-    int row_max_rows = 16;
+     * launches, and leaves SMs idle when its grid is short. Measured on the
+     * H100 (docs/sparse.md, "Row or tile"): at 8 rows row is 1.3-4.9x faster
+     * on every shape; 1024 x 2048 at 24-64 rows (64-128 tile blocks) runs
+     * 1.1-4.4x faster with row; 32000 x 1024 at 12-16 rows 1.3-2.6x faster
+     * with tile; 4096 x 2560 at 24-32 rows (256 blocks) is faster with tile
+     * in fp16 and at 90% zeros (row 0.25-0.77x), hence 1 block an SM.
+     * bench_spmm --variant row,tile --rows 8,12,16,24,32,48,64 --sparsity 0.7,0.9 */
+    int row_min_rows = 8, row_max_rows = 64;
+    int tile_min_blocks = 1;
     /* Row: lanes a row of W, the fewest of 4, 8, 16, 32 whose loads take
      * the mean row in at most this many passes (a pass: lanes x 4 fp32 or 8
      * fp16 entries): fewer lanes for short rows keep lanes busy, more give
@@ -111,6 +119,16 @@ static nmt_status fill_image(int32_t n, int32_t k, const int32_t *row_offsets,
                 static_cast<float *>(values_out)[p] = v;
             }
         }
+    return NMT_STATUS_OK;
+}
+
+/* The current device's SMs (AUTO's choice between the variants). */
+static nmt_status device_sms(int *sms, nmt_error *err)
+{
+    int device = 0;
+    NMT_CUDA_RETURN(cudaGetDevice(&device));
+    NMT_CUDA_RETURN(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device));
+    *sms = *sms > 0 ? *sms : 1;
     return NMT_STATUS_OK;
 }
 
@@ -178,6 +196,7 @@ extern "C" nmt_status nmt_cuda_spmm_prepare(int32_t n, int32_t k, const int32_t 
     w->value_type = value_type;
     w->index_bits = index_bits;
     w->mean_row_nnz = (double)nnz / n;
+    NMT_TRY(device_sms(&w->sm_count, err));
     w->block = block;
     w->block_bytes = total;
     w->read_bytes = ((size_t)n + 1) * 4 + (size_t)n * 4 + (size_t)nnz * (index_bits / 8) +
@@ -191,6 +210,8 @@ extern "C" nmt_status nmt_cuda_spmm_prepare(int32_t n, int32_t k, const int32_t 
 cleanup:
     if (block)
         cudaFree(block); /* the failure being reported is the first one */
+    if (*matrix != w)
+        free(w);
     free(image);
     return status;
 }
@@ -240,6 +261,19 @@ static int tile_outputs(int32_t m)
     return tile;
 }
 
+/* Row for a few rows, and while the tile kernel's grid would not fill the
+ * GPU; tile_blocks grows with m, so the choice switches once, to tile (and
+ * the workspace, none for row, never shrinks as m grows). */
+static nmt_spmm_variant auto_variant(const nmt_cuda_spmm_matrix &w, int32_t m)
+{
+    if (m <= kPolicy.row_min_rows)
+        return NMT_SPMM_ROW;
+    if (m > kPolicy.row_max_rows)
+        return NMT_SPMM_TILE;
+    const int64_t blocks = nmt_spmm_tile_blocks(m, w.rows, tile_outputs(m));
+    return blocks < (int64_t)kPolicy.tile_min_blocks * w.sm_count ? NMT_SPMM_ROW : NMT_SPMM_TILE;
+}
+
 extern "C" nmt_spmm_config nmt_cuda_spmm_plan(const nmt_cuda_spmm_matrix *matrix, int32_t m,
                                               const nmt_spmm_config *wanted)
 {
@@ -249,7 +283,7 @@ extern "C" nmt_spmm_config nmt_cuda_spmm_plan(const nmt_cuda_spmm_matrix *matrix
     if (!matrix)
         return c;
     if (c.variant == NMT_SPMM_AUTO)
-        c.variant = m <= kPolicy.row_max_rows ? NMT_SPMM_ROW : NMT_SPMM_TILE;
+        c.variant = auto_variant(*matrix, m);
     if (c.variant == NMT_SPMM_ROW) {
         c.lanes = c.lanes ? c.lanes : row_lanes(*matrix);
         c.rows = c.rows ? c.rows : row_rows(m);

@@ -216,6 +216,12 @@ template <typename Value, typename Index> static TileKernel tile_kernel(int tile
     }
 }
 
+int64_t nmt_spmm_tile_blocks(int32_t m, int32_t n, int tile)
+{
+    const int subwarps = kTileThreads / (tile / 4);
+    return (int64_t)((n + subwarps - 1) / subwarps) * (nmt_spmm_tile_ld(m, tile) / tile);
+}
+
 int32_t nmt_spmm_tile_ld(int32_t m, int tile)
 {
     return (int32_t)(((int64_t)m + tile - 1) / tile * tile);
@@ -242,8 +248,7 @@ nmt_status nmt_spmm_tile(const SpmmCall &c, const nmt_cuda_spmm_matrix &w,
                              "spmm tile variant: tile %d (8, 16, 32 or 64)", config.tile);
     const int32_t ld_t = nmt_spmm_tile_ld(c.m, config.tile);
     const int32_t m_tiles = ld_t / config.tile;
-    const int subwarps = kTileThreads / (config.tile / 4);
-    const int64_t blocks = (int64_t)((c.n + subwarps - 1) / subwarps) * m_tiles;
+    const int64_t blocks = nmt_spmm_tile_blocks(c.m, c.n, config.tile);
     /* Pre-scaled offsets c x ld_t are int32 (the workspace would pass 8 GiB first). */
     if (((int64_t)c.k + 1) * ld_t > INT32_MAX || blocks > INT32_MAX)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,

@@ -25,6 +25,7 @@ struct nmt_cuda_spmm_matrix {
     double mean_row_nnz;
     void *block; /* the one device allocation, carved at 256-byte offsets */
     size_t block_bytes, read_bytes;
+    int sm_count; /* of the device prepared on: AUTO's variant choice */
     const int32_t *row_offsets; /* [rows + 1] */
     const int32_t *row_order;   /* [rows]: nmt_spmm_row_order */
     const void *col_indices;    /* int32_t or uint16_t [nnz padded] */
@@ -124,6 +125,8 @@ nmt_status nmt_spmm_row(const SpmmCall &c, const nmt_cuda_spmm_matrix &w,
 /* Tile variant (spmm_tile.cu): config.tile in {8, 16, 32, 64}. ld_t: the
  * row length of x^T and y^T in the workspace (a multiple of the tile). */
 int32_t nmt_spmm_tile_ld(int32_t m, int tile);
+/* Blocks the tile kernel launches for m rows of x and n rows of W. */
+int64_t nmt_spmm_tile_blocks(int32_t m, int32_t n, int tile);
 size_t nmt_spmm_tile_workspace_size(int32_t m, int32_t n, int32_t k, int tile);
 nmt_status nmt_spmm_tile(const SpmmCall &c, const nmt_cuda_spmm_matrix &w,
                          const nmt_spmm_config &config, void *workspace, cudaStream_t stream,
