@@ -53,9 +53,10 @@ struct nmt_spmm_policy {
      * launches, and leaves SMs idle when its grid is short. Measured on the
      * H100 (docs/sparse.md, "Row or tile"): at 8 rows row is 1.3-4.9x faster
      * on every shape; 1024 x 2048 at 24-64 rows (64-128 tile blocks) runs
-     * 1.1-4.4x faster with row; 32000 x 1024 at 12-16 rows 1.3-2.6x faster
-     * with tile; 4096 x 2560 at 24-32 rows (256 blocks) is faster with tile
-     * in fp16 and at 90% zeros (row 0.25-0.77x), hence 1 block an SM.
+     * up to 4.4x faster with row (one case 0.92x: 64 rows, 70%, fp16);
+     * 32000 x 1024 at 12-16 rows 1.3-2.6x faster with tile; 4096 x 2560 at
+     * 24-32 rows (256 blocks) is faster with tile in fp16 and at 90% zeros
+     * (row 0.25-0.77x), hence 1 block an SM.
      * bench_spmm --variant row,tile --rows 8,12,16,24,32,48,64 --sparsity 0.7,0.9 */
     int row_min_rows = 8, row_max_rows = 64;
     int tile_min_blocks = 1;

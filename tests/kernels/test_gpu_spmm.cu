@@ -453,11 +453,43 @@ static void test_refusals(void)
     CHECK(st == NMT_STATUS_ERROR_UNSUPPORTED, "row lanes 3: status %d", (int)st);
     st = nmt_cuda_spmm(100, 3, 4, d_x, 4, dw, NULL, 0, d_y, 3, NULL, 0, g_stream, &err);
     CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "n 3 for a 2-row matrix: status %d", (int)st);
-    for (int32_t m = 1; m <= 4096; m *= 2) { /* AUTO's workspace: none for its row variant */
-        const size_t bytes = nmt_cuda_spmm_workspace_size(dw, m, NULL);
-        CHECK((nmt_cuda_spmm_plan(dw, m, NULL).variant == NMT_SPMM_ROW) == (bytes == 0),
-              "AUTO workspace at m %d: %zu bytes", m, bytes);
+    /* AUTO's workspace: none for its row variant, and never smaller at more
+     * rows (its size at the most rows serves every call), on a short W (few
+     * tile blocks: row up to 64 rows) and a tall one (tile from 9 rows). */
+    const int32_t tall_rows = 40000, tall_cols = 64;
+    int32_t *tall_offsets = (int32_t *)host_alloc(((size_t)tall_rows + 1) * sizeof(int32_t));
+    int32_t *tall_cols_idx = (int32_t *)host_alloc((size_t)tall_rows * sizeof(int32_t));
+    float *tall_values = (float *)host_alloc((size_t)tall_rows * sizeof(float));
+    for (int32_t j = 0; j <= tall_rows; j++)
+        tall_offsets[j] = j;
+    for (int32_t j = 0; j < tall_rows; j++) {
+        tall_cols_idx[j] = j % tall_cols;
+        tall_values[j] = 1.0f;
     }
+    nmt_cuda_spmm_matrix *tall = NULL;
+    CHECK(nmt_cuda_spmm_prepare(tall_rows, tall_cols, tall_offsets, tall_cols_idx, tall_values,
+                                NMT_SPMM_VALUES_FP32, 0, g_stream, &tall, &err) == NMT_STATUS_OK,
+          "tall matrix: %s", err.message);
+    const nmt_cuda_spmm_matrix *shapes_auto[] = {dw, tall};
+    for (int a = 0; a < 2 && shapes_auto[a]; a++) {
+        size_t last = 0;
+        int tile_from = 0;
+        for (int32_t m = 1; m <= 4096; m++) {
+            const size_t bytes = nmt_cuda_spmm_workspace_size(shapes_auto[a], m, NULL);
+            const nmt_spmm_variant v = nmt_cuda_spmm_plan(shapes_auto[a], m, NULL).variant;
+            CHECK((v == NMT_SPMM_ROW) == (bytes == 0) && bytes >= last,
+                  "AUTO workspace (W of %d rows) at m %d: %zu bytes, %zu at m - 1",
+                  a ? tall_rows : 2, m, bytes, last);
+            tile_from = !tile_from && v == NMT_SPMM_TILE ? m : tile_from;
+            last = bytes;
+        }
+        CHECK(tile_from == (a ? 9 : 65), "AUTO's first tile plan (W of %d rows) at m %d",
+              a ? tall_rows : 2, tile_from);
+    }
+    nmt_cuda_spmm_free(tall);
+    free(tall_offsets);
+    free(tall_cols_idx);
+    free(tall_values);
     CUDA_OK(cudaStreamSynchronize(g_stream));
     cudaFree(d_x);
     cudaFree(d_y);
