@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "cuda_check.h"
+#include "cuda_ctx.h"
 #include "spmm.h"
 #include "spmm_variants.cuh"
 
@@ -123,16 +124,6 @@ static nmt_status fill_image(int32_t n, int32_t k, const int32_t *row_offsets,
     return NMT_STATUS_OK;
 }
 
-/* The current device's SMs (AUTO's choice between the variants). */
-static nmt_status device_sms(int *sms, nmt_error *err)
-{
-    int device = 0;
-    NMT_CUDA_RETURN(cudaGetDevice(&device));
-    NMT_CUDA_RETURN(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device));
-    *sms = *sms > 0 ? *sms : 1;
-    return NMT_STATUS_OK;
-}
-
 extern "C" nmt_status nmt_cuda_spmm_prepare(int32_t n, int32_t k, const int32_t *row_offsets,
                                             const int32_t *col_indices, const float *values,
                                             nmt_spmm_values value_type, int index_bits,
@@ -197,7 +188,12 @@ extern "C" nmt_status nmt_cuda_spmm_prepare(int32_t n, int32_t k, const int32_t 
     w->value_type = value_type;
     w->index_bits = index_bits;
     w->mean_row_nnz = (double)nnz / n;
-    NMT_TRY(device_sms(&w->sm_count, err));
+    w->sm_count = nmt_cuda_sm_count(-1); /* the current device's: AUTO's variant choice */
+    if (w->sm_count < 1) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_CUDA,
+                               "spmm: the current device's SM count could not be read");
+        goto cleanup;
+    }
     w->block = block;
     w->block_bytes = total;
     w->read_bytes = ((size_t)n + 1) * 4 + (size_t)n * 4 + (size_t)nnz * (index_bits / 8) +
