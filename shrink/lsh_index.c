@@ -186,6 +186,14 @@ static int build_band_table(nmt_lsh_index *index, int32_t band)
     return 1;
 }
 
+int32_t nmt_lsh_first_table_bits(int32_t max_keys)
+{
+    int32_t table_bits = 1;
+    while (((int64_t)1 << table_bits) < 2 * (int64_t)max_keys)
+        table_bits++;
+    return table_bits;
+}
+
 /* All bands' tables: a band that cycles gets fresh hash parameters; after
  * LSH_MAX_REDRAWS failures of one band every table doubles and all bands are
  * rebuilt (a cycle at load <= 1/2 is rare, so this is a safety net). */
@@ -194,9 +202,7 @@ static nmt_status build_tables(nmt_lsh_index *index, int32_t max_keys, uint64_t 
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_lsh_tables *t = &index->tables;
-    int32_t table_bits = 1;
-    while (((int64_t)1 << table_bits) < 2 * (int64_t)max_keys)
-        table_bits++;
+    int32_t table_bits = nmt_lsh_first_table_bits(max_keys);
     /* The hash keeps the top table_bits of 32 bits: stay well inside. */
     int32_t max_table_bits = table_bits + LSH_MAX_GROWTH < 30 ? table_bits + LSH_MAX_GROWTH : 30;
     for (;;) {

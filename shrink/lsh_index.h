@@ -38,6 +38,12 @@ void nmt_lsh_index_free(nmt_lsh_index *index);
 /* Host pointers into the index (valid until it is freed). */
 const nmt_lsh_tables *nmt_lsh_index_tables(const nmt_lsh_index *index);
 
+/* The cuckoo tables' first size, 2^bits slots a band for a band of at most
+ * max_keys codes: the least with at least two slots a key (the build doubles
+ * it when insertion cycles). The index build and the device-memory estimate
+ * (model/cuda/output_layer.c) both size by it. */
+int32_t nmt_lsh_first_table_bits(int32_t max_keys);
+
 
 /* Once, when a backend takes the index (host tables, host memory; the
  * packer is shrink/lsh_pack.c): the direct builder's packed copy. Each

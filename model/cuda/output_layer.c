@@ -327,12 +327,9 @@ size_t nmt_cuda_shrink_part_bytes(const nmt_cuda_model *m, const nmt_shrink *shr
         if (c->w < 1 || c->k < 1 || c->u < 1 || m->vocab < 1)
             return SIZE_MAX;
         t.k = c->k, t.u = c->u, t.w = c->w, t.dim = m->hidden, t.vocab = m->vocab;
-        /* The index's first table size (shrink/lsh_index.c: 2^b >= 2 keys,
-         * at most V keys a band); a band whose cuckoo insertion fails grows
-         * it, which this does not foresee. */
-        t.table_bits = 1;
-        while (((int64_t)1 << t.table_bits) < 2 * (int64_t)m->vocab)
-            t.table_bits++;
+        /* The index's first table size for at most V codes a band; a band
+         * whose cuckoo insertion fails grows it, which this does not foresee. */
+        t.table_bits = nmt_lsh_first_table_bits(m->vocab);
         /* Packed buckets (nmt_lsh_pack_vectors): a bucket of n words takes
          * ceil(n / 8) vectors, so a band's V words in at most V buckets
          * take at most V / 8 + V. */
