@@ -30,6 +30,12 @@ void *nmt_cuda_ctx_cublaslt(const nmt_cuda_ctx *ctx); /* cublasLtHandle_t */
 /* The context's GEMM workspace (cuBLAS's, and cuBLASLt calls on its stream). */
 void *nmt_cuda_ctx_workspace(const nmt_cuda_ctx *ctx, size_t *bytes);
 int nmt_cuda_ctx_device(const nmt_cuda_ctx *ctx); /* its CUDA device ordinal */
+/* Batch invariance (docs/decoding.md): on (the default, and a side
+ * context's as its main's), every GEMM on ctx sums each output in one fixed
+ * order whatever the row count (kernels/cuda/linear_lt.cu); off, the fastest
+ * algorithm for each row class. */
+void nmt_cuda_ctx_set_batch_invariant(nmt_cuda_ctx *ctx, int on);
+int nmt_cuda_ctx_batch_invariant(const nmt_cuda_ctx *ctx);
 /* Makes ctx's device the calling thread's current one. */
 nmt_status nmt_cuda_ctx_activate(const nmt_cuda_ctx *ctx, nmt_error *err);
 /* Number of visible CUDA devices; 0 (not an error) when there is no driver/GPU. */

@@ -34,6 +34,8 @@ typedef struct nmt_backend_config {
     int attention;            /* keep the attention weights for the search's
                                  nmt_search_config.attention (CUDA: a weights buffer and
                                  history, allocated only then) */
+    int batch_invariant;      /* CUDA: kernels whose per-row arithmetic is fixed
+                                 (nmt_cuda_ctx_set_batch_invariant) */
 } nmt_backend_config;
 
 typedef struct nmt_backend_vtable {

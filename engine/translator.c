@@ -55,6 +55,7 @@ void nmt_options_init(nmt_options *options)
     options->shrink.share = NMT_LSH_SHARE_SENTENCE;
     options->shrink.seed = 1;
     options->shrink.lists = NMT_LSH_LISTS_AUTO;
+    options->batch_invariant = 1;
 }
 
 int nmt_cuda_available(void)
@@ -225,11 +226,19 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
     nmt_backend_config config = {
-        options->batch_size, options->beam_size, options->max_src_tokens,
-        options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL, options->collect_stats,
-        options->cuda_graphs, options->warmup, options->check_every, t->options.precision, 0, 0};
-    config.sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF;
-    config.attention = options->attention_weights;
+        .max_sentences = options->batch_size,
+        .beam = options->beam_size,
+        .max_src = options->max_src_tokens,
+        .shrink = options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL,
+        .collect_stats = options->collect_stats,
+        .cuda_graphs = options->cuda_graphs,
+        .warmup = options->warmup,
+        .check_every = options->check_every,
+        .precision = t->options.precision,
+        .sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF,
+        .attention = options->attention_weights,
+        .batch_invariant = options->batch_invariant != 0,
+    };
     if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "sparse on: the model stores no "
                                "matrix sparse (section SPRS; python/export/prune.py writes one)");

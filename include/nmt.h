@@ -171,6 +171,11 @@ typedef struct nmt_options {
                               search then keeps a weights history (memory: on CUDA about
                               batch_size x (2 max_src_tokens + 10) x beam_size x
                               max_src_tokens floats, three times). 0 (default): none */
+    int batch_invariant; /* 1 (default): every output of a line (text, scores, token
+                            scores, alignment, attention) has the same bits whatever it
+                            is batched with, on a given device kind and precision
+                            (docs/decoding.md, "Batch invariance"); 0: CUDA may run
+                            faster kernels whose last bits depend on the batch */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;

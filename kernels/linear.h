@@ -103,6 +103,23 @@ nmt_status nmt_cuda_linear_skinny(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32
                                   const float *bias, int tanh_out, float *y, int32_t ldy,
                                   const nmt_skinny_policy *policy, nmt_error *err);
 
+/* The batch-invariant GEMM's arithmetic (linear_chain.cu): each output one
+ * chain over k from k = 0, the bits of cuBLASLt's tiled unsplit algorithms
+ * at any m. x_round F32: fmaf chain over x and w widened (w any type);
+ * BF16 / FP16: x rounded to w's format (w_type the same), mma k16 blocks in
+ * order with fp32 sums. Then + bias[n] (NULL: none), then tanh if tanh_out.
+ * The CPU twin: nmt_cpu_linear_chain, the same chain for fp32 (the same
+ * bits) and over the rounded values for 16-bit (the tensor cores' sums of a
+ * block are their own: a tolerance). */
+nmt_status nmt_cuda_linear_chain(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32_t k,
+                                 const float *x, int32_t ldx, nmt_skinny_x x_round,
+                                 const void *w, nmt_weight_type w_type, int32_t ldw,
+                                 const float *bias, int tanh_out, float *y, int32_t ldy,
+                                 nmt_error *err);
+void nmt_cpu_linear_chain(int32_t m, int32_t n, int32_t k, const float *x, int32_t ldx,
+                          nmt_skinny_x x_round, const float *w, int32_t ldw, const float *bias,
+                          int tanh_out, float *y, int32_t ldy);
+
 /* x rounded to `kind` and widened back: what the GPU's GEMM multiplies. */
 float nmt_half_round(nmt_half_kind kind, float x);
 /* dst[i, p] = nmt_half_round(src[i * ld + p]), dst [m, k] dense. */

@@ -42,11 +42,14 @@ typedef enum nmt_softmax_topk_variant {
     NMT_SOFTMAX_TOPK_ATOMIC = 4, /* 64-bit atomicMax into a shared top-K (K <= 6144) */
     NMT_SOFTMAX_TOPK_SORT = 5,   /* keys, CUB segmented sort, the first K (any K, >= 1 by
                                     name; no candidate lists) */
-    NMT_SOFTMAX_TOPK_WARP = 6    /* a warp a row, its top-K in registers (K <= 64): many
+    NMT_SOFTMAX_TOPK_WARP = 6,   /* a warp a row, its top-K in registers (K <= 64): many
                                     rows */
+    NMT_SOFTMAX_TOPK_AUTO_INVARIANT = 7 /* AUTO with one plan at every row count (warp, or
+                                    fused with one slice over candidate lists; atomic,
+                                    sort by K): batch-invariant decoding */
 } nmt_softmax_topk_variant;
 
-/* "auto", "row", "fused", "split", "atomic", "sort", "warp". */
+/* "auto", "row", "fused", "split", "atomic", "sort", "warp", "auto-invariant". */
 const char *nmt_cuda_softmax_topk_variant_name(nmt_softmax_topk_variant variant);
 
 /* The variant AUTO runs for such a call on the current device (candidates:

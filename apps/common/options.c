@@ -26,7 +26,7 @@ enum {
 };
 
 enum { OPT_MAX_MEMORY = 512, OPT_LOG_LEVEL, OPT_SPARSE }; /* past the list above */
-enum { OPT_ATTENTION = 600, OPT_TOKEN_SCORES };
+enum { OPT_ATTENTION = 600, OPT_TOKEN_SCORES, OPT_BATCH_INVARIANT };
 
 const char *app_precision_name(nmt_precision precision)
 {
@@ -81,6 +81,7 @@ static const struct option long_options[] = {
     {"stats", required_argument, NULL, OPT_STATS},
     {"timing", required_argument, NULL, OPT_TIMING},
     {"cuda-graphs", required_argument, NULL, OPT_CUDA_GRAPHS},
+    {"batch-invariant", required_argument, NULL, OPT_BATCH_INVARIANT},
     {"warmup", required_argument, NULL, OPT_WARMUP},
     {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
     {"precision", required_argument, NULL, OPT_PRECISION},
@@ -270,6 +271,8 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
     }
     if (!strcmp(key, "cuda_graphs"))
         return app_parse_bool(value, &o->cuda_graphs);
+    if (!strcmp(key, "batch_invariant"))
+        return app_parse_bool(value, &o->batch_invariant);
     if (!strcmp(key, "warmup"))
         return app_parse_bool(value, &o->warmup);
     if (!strcmp(key, "sparse")) {
@@ -373,6 +376,7 @@ static const char *option_key(int code)
     case OPT_STATS: return "stats";
     case OPT_TIMING: return "timing";
     case OPT_CUDA_GRAPHS: return "cuda_graphs";
+    case OPT_BATCH_INVARIANT: return "batch_invariant";
     case OPT_WARMUP: return "warmup";
     case OPT_CHECK_EVERY: return "check_every";
     case OPT_PRECISION: return "precision";

@@ -25,7 +25,7 @@ static int print_token_scores(FILE *out, const nmt_hypothesis *h)
     if (fputs(" |||", out) == EOF)
         return -1;
     for (int t = 0; h && h->token_scores && t <= h->n_tokens; t++)
-        if (fprintf(out, " %.6f", h->token_scores[t]) < 0)
+        if (fprintf(out, " %.9g", h->token_scores[t]) < 0)
             return -1;
     return 0;
 }

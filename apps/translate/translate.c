@@ -57,11 +57,11 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
             const nmt_hypothesis *h = k < found ? &r->hypotheses[k] : NULL;
             int written;
             if (args->nbest_marian)
-                written = h ? fprintf(out, "%ld ||| %s ||| F0= %.6f ||| %.6f", line_number - 1,
+                written = h ? fprintf(out, "%ld ||| %s ||| F0= %.9g ||| %.9g", line_number - 1,
                                       h->text, h->log_prob, h->score)
                             : fprintf(out, "%ld |||  ||| F0= -inf ||| -inf", line_number - 1);
             else
-                written = h ? fprintf(out, "%ld\t%d\t%.6f\t%s", line_number, k + 1, h->score,
+                written = h ? fprintf(out, "%ld\t%d\t%.9g\t%s", line_number, k + 1, h->score,
                                       h->text)
                             : fprintf(out, "%ld\t%d\t-inf\t", line_number, k + 1);
             if (written < 0 || translate_print_fields(args, out, r, h) < 0 ||
@@ -71,7 +71,7 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
         return 0;
     }
     if (args->scores) {
-        int written = ok ? fprintf(out, "%.6f\t", r->hypotheses[0].score) : fprintf(out, "-inf\t");
+        int written = ok ? fprintf(out, "%.9g\t", r->hypotheses[0].score) : fprintf(out, "-inf\t");
         if (written < 0)
             return -1;
     }

@@ -20,6 +20,7 @@ struct nmt_cuda_ctx {
     cublasHandle_t cublas;
     cublasLtHandle_t cublaslt; /* for GEMMs with an epilogue (kernels/cuda/linear_lt.cu) */
     void *cublas_workspace;    /* both handles', used in stream order */
+    int batch_invariant;       /* nmt_cuda_ctx_set_batch_invariant */
 };
 
 extern "C" int nmt_cuda_device_count(void)
@@ -85,7 +86,20 @@ extern "C" nmt_status nmt_cuda_ctx_create_side(const nmt_cuda_ctx *main_ctx, nmt
     if (!main_ctx)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "nmt_cuda_ctx_create_side: main_ctx is NULL");
-    return create_ctx(main_ctx->device, 1, ctx, err);
+    const nmt_status status = create_ctx(main_ctx->device, 1, ctx, err);
+    if (status == NMT_STATUS_OK)
+        (*ctx)->batch_invariant = main_ctx->batch_invariant;
+    return status;
+}
+
+extern "C" void nmt_cuda_ctx_set_batch_invariant(nmt_cuda_ctx *ctx, int on)
+{
+    ctx->batch_invariant = on != 0;
+}
+
+extern "C" int nmt_cuda_ctx_batch_invariant(const nmt_cuda_ctx *ctx)
+{
+    return ctx->batch_invariant;
 }
 
 static nmt_status create_ctx(int device_index, int side, nmt_cuda_ctx **ctx, nmt_error *err)
@@ -109,6 +123,7 @@ static nmt_status create_ctx(int device_index, int side, nmt_cuda_ctx **ctx, nmt
     if (!c)
         return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "out of memory for the CUDA context");
     c->device = device_index;
+    c->batch_invariant = 1;
     NMT_CUDA_TRY(cudaSetDevice(device_index));
     NMT_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     NMT_CUDA_TRY(cudaStreamCreateWithPriority(&c->stream, cudaStreamNonBlocking,

@@ -320,32 +320,193 @@ static void bench_shape(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, 
 }
 
 /* ---- batch invariance: row r of X W^T at m rows against the same row at
- * max_m rows, under each way of choosing the GEMM ------------------------ */
+ * max_m rows, under each way of choosing the GEMM ------------------------
+ * gemmex, lt, lt_nosplit: the heuristic at every m; lt_pinned: the no-split
+ * algorithm chosen at max_m, run at every m; own_*: plain kernels whose
+ * per-element sums are one chain over k (fp32: fmaf from k = 0; 16-bit:
+ * mma.sync over k16 or k8 blocks from k = 0, x as the A or the B operand),
+ * to learn whether a few-row kernel can give cuBLASLt's bits. */
 
-typedef enum { POLICY_GEMMEX, POLICY_LT, POLICY_LT_NOSPLIT } policy;
-static const char *const kPolicyNames[] = {"gemmex", "lt", "lt_nosplit"};
+typedef enum {
+    POLICY_GEMMEX,
+    POLICY_LT,
+    POLICY_LT_NOSPLIT,
+    POLICY_LT_PINNED,
+    POLICY_OWN_A,  /* fp32: fma chain; 16-bit: mma m16n8k16, x the A operand */
+    POLICY_OWN_B,  /* 16-bit: mma m16n8k16, w the A operand */
+    POLICY_OWN_K8, /* 16-bit: mma m16n8k8, x the A operand */
+    POLICY_COUNT
+} policy;
+static const char *const kPolicyNames[] = {"gemmex", "lt", "lt_nosplit", "lt_pinned",
+                                           "own_a",  "own_b", "own_k8"};
 
 typedef struct plan {
     call c;
     cublasLtMatmulAlgo_t algo;
     int found;
+    policy p;
+    const float *bias;
 } plan;
 
-/* The call for m rows under policy p (descriptors created; free_call). */
+static __device__ uint32_t load_pair(const uint16_t *p, int valid)
+{
+    return valid ? *(const uint32_t *)p : 0u;
+}
+
+template <int BF16>
+static __device__ void mma_k16(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                               uint32_t b0, uint32_t b1)
+{
+    if (BF16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <int BF16>
+static __device__ void mma_k8(float d[4], uint32_t a0, uint32_t a1, uint32_t b0)
+{
+    if (BF16)
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5}, {%6}, {%0,%1,%2,%3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a0), "r"(a1), "r"(b0));
+    else
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5}, {%6}, {%0,%1,%2,%3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a0), "r"(a1), "r"(b0));
+}
+
+/* One warp a 16 x 8 tile of P . Q^T (P [p_rows, k], Q [q_rows, k], 16-bit,
+ * k a multiple of 16): P the A operand, Q^T the B operand. out(i, j) is
+ * y[i * ld_i + j * ld_j]. */
+template <int BF16, int K8>
+static __global__ void own_mma_kernel(int p_rows, int q_rows, int k, const uint16_t *P,
+                                      const uint16_t *Q, const float *bias, int bias_on_i,
+                                      float *y, long ld_i, long ld_j)
+{
+    const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+    const int i0 = blockIdx.y * 16, j0 = blockIdx.x * 8;
+    const int ia = i0 + g, ib = i0 + g + 8, j = j0 + g;
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+    const uint16_t *pa = P + (size_t)(ia < p_rows ? ia : 0) * k;
+    const uint16_t *pb = P + (size_t)(ib < p_rows ? ib : 0) * k;
+    const uint16_t *q = Q + (size_t)(j < q_rows ? j : 0) * k;
+    for (int k0 = 0; k0 < k; k0 += 16) {
+        const int c = k0 + 2 * t;
+        if (K8) {
+            mma_k8<BF16>(d, load_pair(pa + c, ia < p_rows), load_pair(pb + c, ib < p_rows),
+                         load_pair(q + c, j < q_rows));
+            mma_k8<BF16>(d, load_pair(pa + c + 8, ia < p_rows), load_pair(pb + c + 8, ib < p_rows),
+                         load_pair(q + c + 8, j < q_rows));
+        } else {
+            mma_k16<BF16>(d, load_pair(pa + c, ia < p_rows), load_pair(pb + c, ib < p_rows),
+                          load_pair(pa + c + 8, ia < p_rows), load_pair(pb + c + 8, ib < p_rows),
+                          load_pair(q + c, j < q_rows), load_pair(q + c + 8, j < q_rows));
+        }
+    }
+    for (int h = 0; h < 4; h++) {
+        const int oi = i0 + g + (h >> 1) * 8, oj = j0 + 2 * t + (h & 1);
+        if (oi < p_rows && oj < q_rows) {
+            const float b = bias ? bias[bias_on_i ? oi : oj] : 0.f;
+            y[oi * ld_i + oj * ld_j] = d[h] + b;
+        }
+    }
+}
+
+/* fp32: one thread an output, one fmaf chain over k from 0. */
+static __global__ void own_fma_kernel(int m, int n, int k, const float *x, const float *w,
+                                      const float *bias, float *y, int ldy)
+{
+    const int j = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+    if (j >= n)
+        return;
+    const float *xr = x + (size_t)r * k, *wj = w + (size_t)j * k;
+    float acc = 0.f;
+    for (int p = 0; p < k; p++)
+        acc = fmaf(xr[p], wj[p], acc);
+    y[(size_t)r * ldy + j] = acc + (bias ? bias[j] : 0.f);
+}
+
+static int own_runs(const call *c, policy p)
+{
+    if (c->type == CUDA_R_32F)
+        return p == POLICY_OWN_A;
+    return c->k % 16 == 0;
+}
+
+static void run_own(const call *c, policy p, const float *bias)
+{
+    const uint16_t *x = (const uint16_t *)c->x, *w = (const uint16_t *)c->w;
+    const int bf = c->type == CUDA_R_16BF;
+    if (c->type == CUDA_R_32F) {
+        own_fma_kernel<<<dim3((c->n + 127) / 128, c->m), 128, 0, c->stream>>>(
+            c->m, c->n, c->k, (const float *)c->x, (const float *)c->w, bias, c->y, c->ldy);
+    } else if (p == POLICY_OWN_B) { /* i: w's rows (outputs), j: x's rows */
+        const dim3 grid((c->m + 7) / 8, (c->n + 15) / 16);
+        if (bf)
+            own_mma_kernel<1, 0><<<grid, 32, 0, c->stream>>>(c->n, c->m, c->k, w, x, bias, 1,
+                                                             c->y, 1, c->ldy);
+        else
+            own_mma_kernel<0, 0><<<grid, 32, 0, c->stream>>>(c->n, c->m, c->k, w, x, bias, 1,
+                                                             c->y, 1, c->ldy);
+    } else { /* i: x's rows, j: w's rows */
+        const dim3 grid((c->n + 7) / 8, (c->m + 15) / 16);
+        const int k8 = p == POLICY_OWN_K8;
+        if (bf)
+            (k8 ? own_mma_kernel<1, 1> : own_mma_kernel<1, 0>)<<<grid, 32, 0, c->stream>>>(
+                c->m, c->n, c->k, x, w, bias, 0, c->y, c->ldy, 1);
+        else
+            (k8 ? own_mma_kernel<0, 1> : own_mma_kernel<0, 0>)<<<grid, 32, 0, c->stream>>>(
+                c->m, c->n, c->k, x, w, bias, 0, c->y, c->ldy, 1);
+    }
+    CUDA_OK(cudaGetLastError());
+}
+
+static void run_plan(void *arg, int iteration)
+{
+    plan *pl = (plan *)arg;
+    if (pl->p >= POLICY_OWN_A)
+        run_own(&pl->c, pl->p, pl->bias);
+    else
+        run_call(&pl->c, iteration);
+}
+
+/* The call for m rows under policy p (descriptors created; free_call);
+ * pinned: lt_pinned's algorithm, chosen at max_m. */
 static void make_plan(plan *pl, nmt_cuda_ctx *ctx, policy p, cudaDataType_t type, int m, int n,
-                      int k, const float *bias, void *x, void *w, float *y)
+                      int k, const float *bias, void *x, void *w, float *y,
+                      const cublasLtMatmulAlgo_t *pinned)
 {
     memset(pl, 0, sizeof *pl);
     init_call(&pl->c, ctx, type, m, n, k, x, w, y);
     pl->found = 1;
+    pl->p = p;
+    pl->bias = bias;
     if (p == POLICY_GEMMEX)
         return;
+    if (p >= POLICY_OWN_A) {
+        pl->found = own_runs(&pl->c, p);
+        return;
+    }
     cublasLtMatmulHeuristicResult_t res;
     int n_res = 0;
-    const cublasStatus_t st = describe_call(&pl->c, bias, p == POLICY_LT_NOSPLIT, 1, &res, &n_res);
+    const cublasStatus_t st =
+        describe_call(&pl->c, bias, p != POLICY_LT, 1, &res, &n_res);
     pl->found = st == CUBLAS_STATUS_SUCCESS && n_res > 0 && res.state == CUBLAS_STATUS_SUCCESS;
     if (pl->found)
         pl->algo = res.algo;
+    if (p == POLICY_LT_PINNED && pinned) {
+        pl->algo = *pinned;
+        pl->found = 1;
+    }
     pl->c.algo = &pl->algo;
 }
 
@@ -356,6 +517,13 @@ static int rows_differing(const float *got, const float *ref, int m, int n, int 
     for (int r = 0; r < m; r++)
         bad += memcmp(got + (size_t)r * ld, ref + (size_t)r * ld, (size_t)n * sizeof(float)) != 0;
     return bad;
+}
+
+static double plan_us(plan *pl)
+{
+    if (pl->p < POLICY_OWN_A)
+        return time_us(&pl->c);
+    return bench_time_us(run_plan, pl, pl->c.stream);
 }
 
 static void invariance(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, const int *ms,
@@ -373,52 +541,60 @@ static void invariance(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, c
     fill_random(w, (size_t)n * k, type, 5u + (unsigned)n);
     if (s->bias) {
         CUDA_OK(cudaMalloc(&bias, (size_t)n * sizeof(float)));
-        CUDA_OK(cudaMemset(bias, 0, (size_t)n * sizeof(float)));
+        fill_random(bias, (size_t)n, CUDA_R_32F, 7u + (unsigned)n);
     }
     CUDA_OK(cudaDeviceSynchronize()); /* the fills (legacy stream) before the GEMMs' stream */
-    float *ref[3], *got = (float *)malloc(ny * sizeof(float));
+    float *ref[POLICY_COUNT], *got = (float *)malloc(ny * sizeof(float));
+    int have[POLICY_COUNT] = {0};
     if (!got)
         exit(1);
     fprintf(stderr, "\ninvariance %s %s n %d k %d%s: rows differing from the same rows at %d "
                     "(us; algo id/tile/splitK/reduction)\n",
             s->site, tname, n, k, s->bias ? " +bias" : "", max_m);
-    for (int p = 0; p < 3; p++) {
+    cublasLtMatmulAlgo_t pinned;
+    int have_pinned = 0;
+    for (int p = 0; p < POLICY_COUNT; p++) {
         ref[p] = (float *)malloc(ny * sizeof(float));
         if (!ref[p])
             exit(1);
         plan pl;
-        make_plan(&pl, ctx, (policy)p, type, max_m, n, k, bias, x, w, y);
-        if (!pl.found || (p == POLICY_GEMMEX && s->bias)) {
-            fprintf(stderr, "  %-10s no algorithm, or GemmEx with a bias (not measured)\n",
-                    kPolicyNames[p]);
+        make_plan(&pl, ctx, (policy)p, type, max_m, n, k, bias, x, w, y, NULL);
+        if (!pl.found || (p == POLICY_GEMMEX && s->bias) ||
+            (p == POLICY_LT_PINNED && !pl.found)) {
             free_call(&pl.c);
             memset(ref[p], 0, ny * sizeof(float));
             continue;
         }
+        if (p == POLICY_LT_PINNED) {
+            pinned = pl.algo;
+            have_pinned = 1;
+        }
         CUDA_OK(cudaMemsetAsync(y, 0xff, ny * sizeof(float), pl.c.stream));
-        run_call(&pl.c, 0);
+        run_plan(&pl, 0);
         CUDA_OK(cudaStreamSynchronize(pl.c.stream));
         CUDA_OK(cudaMemcpy(ref[p], y, ny * sizeof(float), cudaMemcpyDeviceToHost));
         free_call(&pl.c);
+        have[p] = 1;
         fprintf(stderr, "  %-10s", kPolicyNames[p]);
         for (int i = 0; i < n_ms; i++) {
             const int m = ms[i];
             if (m > max_m)
                 continue;
-            make_plan(&pl, ctx, (policy)p, type, m, n, k, bias, x, w, y);
+            make_plan(&pl, ctx, (policy)p, type, m, n, k, bias, x, w, y,
+                      have_pinned ? &pinned : NULL);
             if (!pl.found) {
                 fprintf(stderr, " | %d: none", m);
                 free_call(&pl.c);
                 continue;
             }
             CUDA_OK(cudaMemsetAsync(y, 0xff, ny * sizeof(float), pl.c.stream));
-            run_call(&pl.c, 0);
+            run_plan(&pl, 0);
             CUDA_OK(cudaStreamSynchronize(pl.c.stream));
             CUDA_OK(cudaMemcpy(got, y, (size_t)m * ld * sizeof(float), cudaMemcpyDeviceToHost));
             const int bad = rows_differing(got, ref[p], m, n, ld);
-            const double us = time_us(&pl.c);
+            const double us = plan_us(&pl);
             const cublasLtMatmulAlgo_t *a = &pl.algo;
-            const int lt = p != POLICY_GEMMEX;
+            const int lt = p != POLICY_GEMMEX && p < POLICY_OWN_A;
             fprintf(stderr, " | %d: %d bad %.1fus", m, bad, us);
             if (lt)
                 fprintf(stderr, " %d/%d/%d/%d", config(a, CUBLASLT_ALGO_CONFIG_ID),
@@ -432,11 +608,13 @@ static void invariance(nmt_cuda_ctx *ctx, const shape *s, cudaDataType_t type, c
         }
         fprintf(stderr, "\n");
     }
-    fprintf(stderr, "  policies against each other at %d rows: lt vs gemmex %d rows, lt_nosplit vs "
-                    "lt %d rows\n",
-            max_m, s->bias ? -1 : rows_differing(ref[POLICY_LT], ref[POLICY_GEMMEX], max_m, n, ld),
-            rows_differing(ref[POLICY_LT_NOSPLIT], ref[POLICY_LT], max_m, n, ld));
-    for (int p = 0; p < 3; p++)
+    fprintf(stderr, "  at %d rows, rows differing from lt_pinned:", max_m);
+    for (int p = 0; p < POLICY_COUNT; p++)
+        if (have[p] && have[POLICY_LT_PINNED] && p != POLICY_LT_PINNED)
+            fprintf(stderr, " %s %d", kPolicyNames[p],
+                    rows_differing(ref[p], ref[POLICY_LT_PINNED], max_m, n, ld));
+    fprintf(stderr, "\n");
+    for (int p = 0; p < POLICY_COUNT; p++)
         free(ref[p]);
     free(got);
     CUDA_OK(cudaFree(x));

@@ -1,11 +1,13 @@
 /* linear.c: CPU y = x . w^T (+ bias) (+ y) (kernels/linear.h): the plain
  * triple loop, each output one double-accumulated dot product rounded once.
  * w may be a column slice of a wider matrix (pointer to the first column,
- * ldw the full row length). */
+ * ldw the full row length). nmt_cpu_linear_chain: the batch-invariant
+ * GEMM's order, one fmaf chain an output in float. */
 #include "linear.h"
 
 #include "half.h"
 
+#include <math.h>
 #include <string.h>
 
 void nmt_cpu_linear(int32_t m, int32_t n, int32_t k, const float *x, int32_t ldx,
@@ -81,4 +83,22 @@ void nmt_cpu_half_round_rows(nmt_half_kind kind, int32_t m, int32_t k, const flo
     for (int32_t i = 0; i < m; i++)
         for (int32_t p = 0; p < k; p++)
             dst[(int64_t)i * k + p] = nmt_half_round(kind, src[(int64_t)i * ld + p]);
+}
+
+void nmt_cpu_linear_chain(int32_t m, int32_t n, int32_t k, const float *x, int32_t ldx,
+                          nmt_skinny_x x_round, const float *w, int32_t ldw, const float *bias,
+                          int tanh_out, float *y, int32_t ldy)
+{
+    const int rounded = x_round != NMT_SKINNY_X_F32;
+    const nmt_half_kind kind = x_round == NMT_SKINNY_X_BF16 ? NMT_HALF_BF16 : NMT_HALF_FP16;
+    for (int32_t i = 0; i < m; i++)
+        for (int32_t j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int32_t p = 0; p < k; p++) {
+                const float xv = x[(int64_t)i * ldx + p];
+                acc = fmaf(rounded ? nmt_half_round(kind, xv) : xv, w[(int64_t)j * ldw + p], acc);
+            }
+            const float v = acc + (bias ? bias[j] : 0.0f);
+            y[(int64_t)i * ldy + j] = tanh_out ? tanhf(v) : v;
+        }
 }

@@ -198,9 +198,11 @@ extern "C" nmt_status nmt_cuda_attention_with(nmt_attention_variant variant, int
     const int32_t slice_vec = (n_vec + slices - 1) / slices;
     if (slice_vec > 0)
         slices = (n_vec + slice_vec - 1) / slice_vec; /* no empty last slice */
-    /* Position groups of W = 2^shift threads when a slice fits in half the
-     * block, else (shift -1) one group striding over the columns. */
-    const int32_t group_shift = attention_group_shift(slice_vec);
+    /* Position groups of W = 2^shift threads when the whole row fits in half
+     * the block, else (shift -1) one group striding over the columns: set by
+     * H alone, not by the slices, so that a column's sum over positions is in
+     * the same order at every row count (and the warp variant's). */
+    const int32_t group_shift = attention_group_shift(n_vec);
     /* One slice and rows enough: the warp variant adds the same products in
      * the same order with an SM's rows all in flight. */
     const bool warp_shape = vec4 && n_vec >= kWarpMinVec && n_vec <= kWarpMaxVec;

@@ -201,16 +201,24 @@ extern "C" nmt_status nmt_cuda_linear(nmt_cuda_ctx *ctx, int32_t m, int32_t n, i
     cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
     cublasHandle_t handle = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
 
+    /* Batch-invariant: the chain kernel at a few rows, where cuBLASLt's
+     * fixed-order algorithms are tiled for many, and wherever it has none. */
+    const int invariant = nmt_cuda_ctx_batch_invariant(ctx);
+    if (invariant && !accumulate && k > 0 && m <= NMT_SKINNY_MAX_ROWS)
+        return nmt_cuda_linear_chain(ctx, m, n, k, x, ldx, NMT_SKINNY_X_F32, w, NMT_WEIGHT_F32,
+                                     ldw, bias, 0, y, ldy, err);
     /* One cublasLtMatmul on a cached plan (linear_lt.cu): cublasSgemm runs
-     * cuBLAS's heuristic on the host at every call, 15-120 us a call at the
-     * encoder's recurrent shapes on an H100 (docs/performance.md), longer
-     * than the GEMM. */
+     * cuBLAS's heuristic on the host at every call, longer than the GEMM at
+     * the encoder's recurrent shapes. */
     if (!accumulate && k > 0) {
         int ran = 0;
         const nmt_status st = nmt_cuda_linear_lt(ctx, CUDA_R_32F, m, n, k, x, ldx, w, ldw, bias,
                                                  y, ldy, &ran, err);
         if (st != NMT_STATUS_OK || ran)
             return st;
+        if (invariant)
+            return nmt_cuda_linear_chain(ctx, m, n, k, x, ldx, NMT_SKINNY_X_F32, w,
+                                         NMT_WEIGHT_F32, ldw, bias, 0, y, ldy, err);
     }
     if (k == 0) {
         /* An empty product: cuBLAS's quick return would leave y untouched. */
@@ -249,6 +257,13 @@ extern "C" nmt_status nmt_cuda_linear_half(nmt_cuda_ctx *ctx, nmt_half_kind kind
         return NMT_STATUS_OK;
     cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
     cublasHandle_t handle = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
+    const nmt_skinny_x x_round = kind == NMT_HALF_BF16 ? NMT_SKINNY_X_BF16 : NMT_SKINNY_X_FP16;
+    const nmt_weight_type w_type = kind == NMT_HALF_BF16 ? NMT_WEIGHT_BF16 : NMT_WEIGHT_FP16;
+    /* Batch-invariant with k not in whole k16 blocks: cuBLASLt's algorithms
+     * end such a k in orders of their own (bf16, test_gpu_invariance). */
+    if (nmt_cuda_ctx_batch_invariant(ctx) && k % 16 != 0)
+        return nmt_cuda_linear_chain(ctx, m, n, k, x, ldx, x_round, w16, w_type, ldw16, bias, 0,
+                                     y, ldy, err);
     const nmt_status status = to_half(kind, m, k, x, ldx, x16, stream, err);
     if (status != NMT_STATUS_OK)
         return status;
@@ -259,6 +274,9 @@ extern "C" nmt_status nmt_cuda_linear_half(nmt_cuda_ctx *ctx, nmt_half_kind kind
         nmt_cuda_linear_lt(ctx, type, m, n, k, x16, k, w16, ldw16, bias, y, ldy, &ran, err);
     if (st != NMT_STATUS_OK || ran)
         return st;
+    if (nmt_cuda_ctx_batch_invariant(ctx)) /* no fixed-order algorithm: the same bits */
+        return nmt_cuda_linear_chain(ctx, m, n, k, x, ldx, x_round, w16, w_type, ldw16, bias, 0,
+                                     y, ldy, err);
     const float alpha = 1.0f, beta = 0.0f;
     NMT_CUBLAS_RETURN(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w16, type,
                                    ldw16, x16, type, k, &beta, y, CUDA_R_32F, ldy,

@@ -64,9 +64,10 @@ namespace {
 struct PlanKey {
     int32_t device, type, m, n, k, ldx, ldw, ldy;
     int32_t align_x, align_w, align_y, align_bias;
-    int32_t exact; /* m is the call's rows, not its class (the fallback) */
+    int32_t exact;     /* m is the call's rows, not its class (the fallback) */
+    int32_t invariant; /* chosen among the fixed-order algorithms (choose) */
 };
-static_assert(sizeof(PlanKey) == 13 * sizeof(int32_t), "no padding in the key");
+static_assert(sizeof(PlanKey) == 14 * sizeof(int32_t), "no padding in the key");
 
 struct Plan {
     PlanKey key;
@@ -137,13 +138,36 @@ cublasStatus_t describe(Descriptors *s, cudaDataType_t type, int32_t m, int32_t 
     return CUBLAS_STATUS_SUCCESS;
 }
 
-/* The heuristic's first choice under the context's workspace; *found 0: none. */
+/* Heuristic results read for the first fixed-order algorithm. */
+constexpr int kInvariantCandidates = 8;
+
+/* 1 when algo sums each output in one fixed order whatever m: no split of k
+ * (the preference already excludes them) and a tiled kernel. cuBLAS's
+ * untiled few-row kernels reduce k across threads in an order of their own;
+ * every tiled algorithm offered for the model's shapes gives the bits of a
+ * plain chain over k (fp32: fmaf from k = 0; 16-bit: mma k16 blocks in order,
+ * linear_chain.cu), measured by bench_gemm_algos --invariance. */
+bool fixed_order(const cublasLtMatmulAlgo_t *algo)
+{
+    uint32_t tile = 0, split = 0;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
+                                             sizeof tile, &written) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
+                                             sizeof split, &written) != CUBLAS_STATUS_SUCCESS)
+        return false;
+    return tile != CUBLASLT_MATMUL_TILE_UNDEFINED && split <= 1;
+}
+
+/* The heuristic's first choice under the context's workspace (invariant: its
+ * first fixed-order one); *found 0: none. */
 cublasStatus_t choose(cublasLtHandle_t lt, Descriptors *s, const PlanKey &key,
                       size_t workspace_bytes, cublasLtMatmulAlgo_t *algo, int *found)
 {
     cublasLtMatmulPreferenceOpaque_t pref;
     const uint32_t align[4] = {(uint32_t)key.align_w, (uint32_t)key.align_x,
                                (uint32_t)key.align_y, (uint32_t)key.align_y};
+    const uint32_t no_split = CUBLASLT_REDUCTION_SCHEME_NONE;
     cublasStatus_t st;
     if ((st = cublasLtMatmulPreferenceInit(&pref)) ||
         (st = cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -155,15 +179,23 @@ cublasStatus_t choose(cublasLtHandle_t lt, Descriptors *s, const PlanKey &key,
         (st = cublasLtMatmulPreferenceSetAttribute(
              &pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align[2], sizeof align[2])) ||
         (st = cublasLtMatmulPreferenceSetAttribute(
-             &pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align[3], sizeof align[3])))
+             &pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align[3], sizeof align[3])) ||
+        (key.invariant &&
+         (st = cublasLtMatmulPreferenceSetAttribute(
+              &pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &no_split, sizeof no_split))))
         return st;
-    cublasLtMatmulHeuristicResult_t result;
+    cublasLtMatmulHeuristicResult_t results[kInvariantCandidates];
     int returned = 0;
-    st = cublasLtMatmulAlgoGetHeuristic(lt, &s->op, &s->a, &s->b, &s->d, &s->d, &pref, 1, &result,
+    st = cublasLtMatmulAlgoGetHeuristic(lt, &s->op, &s->a, &s->b, &s->d, &s->d, &pref,
+                                        key.invariant ? kInvariantCandidates : 1, results,
                                         &returned);
-    *found = st == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS;
-    if (*found)
-        *algo = result.algo;
+    *found = 0;
+    for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < returned && !*found; i++)
+        if (results[i].state == CUBLAS_STATUS_SUCCESS &&
+            (!key.invariant || fixed_order(&results[i].algo))) {
+            *algo = results[i].algo;
+            *found = 1;
+        }
     /* NOT_SUPPORTED: no algorithm for these operands; not an error here. */
     return st == CUBLAS_STATUS_NOT_SUPPORTED ? CUBLAS_STATUS_SUCCESS : st;
 }
@@ -237,8 +269,20 @@ nmt_status nmt_cuda_linear_lt(nmt_cuda_ctx *ctx, cudaDataType_t type, int32_t m,
 
     /* All int32: no padding, so the key hashes and compares as bytes. */
     const int32_t m_plan = plan_rows(m);
-    PlanKey key = {nmt_cuda_ctx_device(ctx), (int32_t)type, m_plan, n, k, ldx, ldw, ldy,
-                   alignment(x), alignment(w), alignment(y), bias ? alignment(bias) : 0, 0};
+    PlanKey key = {}; /* C++17: no designated initializers */
+    key.device = nmt_cuda_ctx_device(ctx);
+    key.type = (int32_t)type;
+    key.m = m_plan;
+    key.n = n;
+    key.k = k;
+    key.ldx = ldx;
+    key.ldw = ldw;
+    key.ldy = ldy;
+    key.align_x = alignment(x);
+    key.align_w = alignment(w);
+    key.align_y = alignment(y);
+    key.align_bias = bias ? alignment(bias) : 0;
+    key.invariant = nmt_cuda_ctx_batch_invariant(ctx);
     cublasLtMatmulAlgo_t algo = {}; /* stays unset when the heuristic has none */
     int found = 0;
     const float alpha = 1.0f, beta = 0.0f;

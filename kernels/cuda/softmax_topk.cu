@@ -192,8 +192,12 @@ struct Plan {
 };
 
 /* AUTO: sort above atomic_max_k (full vocabulary), atomic above kRegisterK,
- * else row where it applies, else warp for many rows, else fused or split. */
-static Plan auto_plan(int32_t n_rows, int32_t vocab, int32_t k, int32_t n_excluded, bool cand)
+ * else row where it applies, else warp for many rows, else fused or split.
+ * invariant: a row's lse must not change with the rows beside it, so one
+ * kernel at every row count: warp (a row a warp, the fastest at many rows),
+ * or over candidate lists fused with one slice (its warps from V alone). */
+static Plan auto_plan(int32_t n_rows, int32_t vocab, int32_t k, int32_t n_excluded, bool cand,
+                      bool invariant = false)
 {
     Plan p = {};
     p.k_sel = k < vocab ? k : vocab;
@@ -206,6 +210,15 @@ static Plan auto_plan(int32_t n_rows, int32_t vocab, int32_t k, int32_t n_exclud
         return p;
     }
     p.k_run = p.k_sel > 0 ? p.k_sel : 1;
+    if (invariant && !cand) {
+        p.variant = NMT_SOFTMAX_TOPK_WARP;
+        return p;
+    }
+    if (invariant) {
+        p.fused = fused_plan(vocab, p.k_run, 1);
+        p.variant = NMT_SOFTMAX_TOPK_FUSED;
+        return p;
+    }
     const int sms = multiprocessor_count();
     p.row_threads = cand ? row_plan_threads_lists(vocab, p.k_run, n_excluded)
                          : row_plan_threads(n_rows, vocab, p.k_run, n_excluded, sms, true);
@@ -345,6 +358,7 @@ extern "C" const char *nmt_cuda_softmax_topk_variant_name(nmt_softmax_topk_varia
     case NMT_SOFTMAX_TOPK_ATOMIC: return "atomic";
     case NMT_SOFTMAX_TOPK_SORT: return "sort";
     case NMT_SOFTMAX_TOPK_WARP: return "warp";
+    case NMT_SOFTMAX_TOPK_AUTO_INVARIANT: return "auto-invariant";
     }
     return "unknown";
 }
@@ -405,12 +419,13 @@ extern "C" nmt_status nmt_cuda_softmax_topk_variant(
     NMT_ARG_CHECK(n_excluded == 0 || excluded);
     NMT_ARG_CHECK((int64_t)n_rows * (k > 1 ? k : 1) <= INT32_MAX);
     NMT_ARG_CHECK((uintptr_t)workspace % 256 == 0);
-    NMT_ARG_CHECK(variant >= NMT_SOFTMAX_TOPK_AUTO && variant <= NMT_SOFTMAX_TOPK_WARP);
+    NMT_ARG_CHECK(variant >= NMT_SOFTMAX_TOPK_AUTO && variant <= NMT_SOFTMAX_TOPK_AUTO_INVARIANT);
     if (n_rows == 0)
         return NMT_STATUS_OK;
     Plan plan;
-    if (variant == NMT_SOFTMAX_TOPK_AUTO) {
-        plan = auto_plan(n_rows, vocab, k, n_excluded, false);
+    if (variant == NMT_SOFTMAX_TOPK_AUTO || variant == NMT_SOFTMAX_TOPK_AUTO_INVARIANT) {
+        plan = auto_plan(n_rows, vocab, k, n_excluded, false,
+                         variant == NMT_SOFTMAX_TOPK_AUTO_INVARIANT);
     } else {
         nmt_status status = named_plan(variant, n_rows, vocab, k, n_excluded, false, &plan, err);
         if (status != NMT_STATUS_OK)
@@ -445,16 +460,18 @@ extern "C" nmt_status nmt_cuda_softmax_topk_candidates_variant(
     NMT_ARG_CHECK(n_excluded == 0 || excluded);
     NMT_ARG_CHECK((int64_t)n_rows * (k > 1 ? k : 1) <= INT32_MAX);
     NMT_ARG_CHECK((uintptr_t)workspace % 256 == 0);
-    NMT_ARG_CHECK(variant >= NMT_SOFTMAX_TOPK_AUTO && variant <= NMT_SOFTMAX_TOPK_WARP);
-    if (variant == NMT_SOFTMAX_TOPK_AUTO && k > kPolicy.atomic_max_k) /* no sort mapping */
+    NMT_ARG_CHECK(variant >= NMT_SOFTMAX_TOPK_AUTO && variant <= NMT_SOFTMAX_TOPK_AUTO_INVARIANT);
+    if ((variant == NMT_SOFTMAX_TOPK_AUTO || variant == NMT_SOFTMAX_TOPK_AUTO_INVARIANT) &&
+        k > kPolicy.atomic_max_k) /* no sort mapping */
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                              "nmt_cuda_softmax_topk_candidates: K = %d, at most %d with "
                              "candidate lists", k, kPolicy.atomic_max_k);
     if (n_rows == 0)
         return NMT_STATUS_OK;
     Plan plan;
-    if (variant == NMT_SOFTMAX_TOPK_AUTO) {
-        plan = auto_plan(n_rows, max_count, k, n_excluded, true);
+    if (variant == NMT_SOFTMAX_TOPK_AUTO || variant == NMT_SOFTMAX_TOPK_AUTO_INVARIANT) {
+        plan = auto_plan(n_rows, max_count, k, n_excluded, true,
+                         variant == NMT_SOFTMAX_TOPK_AUTO_INVARIANT);
     } else {
         nmt_status status = named_plan(variant, n_rows, max_count, k, n_excluded, true, &plan,
                                        err);

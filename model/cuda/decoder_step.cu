@@ -112,7 +112,9 @@ int32_t nmt_cuda_model_carry_rows(const nmt_cuda_model *m)
 {
     const int32_t H = m->hidden, E = m->emb;
     const nmt_cuda_weight r = recurrent_weight(m);
-    if (!m->dec.side.ctx)
+    /* Batch-invariant: the carried gates add two sums, where the plain step's
+     * GEMM sums the row once over [emb; feed; h_0]. */
+    if (!m->dec.side.ctx || nmt_cuda_ctx_batch_invariant(m->ctx))
         return 0;
     for (int32_t rows = 1; rows <= NMT_SKINNY_MAX_ROWS && rows <= m->max_rows; rows++)
         if (!nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H,

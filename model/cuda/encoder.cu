@@ -232,7 +232,8 @@ static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
     NMT_CUDA_TRY(cudaMemsetAsync(c, 0, sizeof(float) * (size_t)n * half, stream));
     for (int32_t step = 0; step < stride; step++) {
         const enc_time e = time_of(in, reverse, step);
-        if (e.active <= NMT_SKINNY_MAX_ROWS) { /* the batch's tail: one launch */
+        if (e.active <= NMT_SKINNY_MAX_ROWS && !nmt_cuda_ctx_batch_invariant(ctx)) {
+            /* the batch's tail: one launch (its sums are the skinny kernel's) */
             const nmt_lstm_skinny_step st =
                 fused_step(m, in, lstm, m->enc.gates_x, reverse, e, out, c);
             NMT_TRY(nmt_cuda_lstm_skinny_steps(ctx, half, half, &st, 1, NULL, err));
@@ -340,7 +341,7 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         /* Padding rows are never written by a direction: keep them finite. */
         if (!uniform)
             NMT_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float) * rows * H, stream));
-        if (n <= NMT_SKINNY_MAX_ROWS) {
+        if (n <= NMT_SKINNY_MAX_ROWS && !nmt_cuda_ctx_batch_invariant(ctx)) {
             NMT_TRY(run_layer_paired(m, ctx, in, l, x, in_dim, out, uniform, err));
         } else {
             NMT_TRY(run_direction(m, ctx, in, &m->w.enc_fwd[l], &m->gw.enc_ih[0][l], x, in_dim,

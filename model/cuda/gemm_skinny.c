@@ -70,7 +70,10 @@ int nmt_cuda_model_skinny_runs(const nmt_cuda_model *m, const nmt_cuda_ctx *ctx,
                                nmt_gemm_site site, int32_t rows, int32_t n, int32_t k,
                                const nmt_cuda_weight *w)
 {
-    return !nmt_cuda_model_gemm_sparse(m, ctx, site, rows, n, k, w) &&
+    /* Batch-invariant 16-bit: cuBLASLt at every row count (its bits are the
+     * chain kernel's, and it is the faster of the two at a few rows). */
+    const int invariant_half = nmt_cuda_ctx_batch_invariant(ctx) && m->half16.on;
+    return !invariant_half && !nmt_cuda_model_gemm_sparse(m, ctx, site, rows, n, k, w) &&
            nmt_linear_skinny_fits(rows, k) && w->f32;
 }
 
@@ -102,6 +105,12 @@ nmt_status nmt_cuda_model_gemm_skinny(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int3
                                       float *y, int32_t ldy, nmt_error *err)
 {
     const skinny_operand o = operand_of(m, w);
+    /* Batch-invariant: the skinny kernel splits a sum over lanes and warps,
+     * an order no many-row GEMM shares; the chain kernel reads the same
+     * operands and gives the many-row GEMMs' bits. */
+    if (nmt_cuda_ctx_batch_invariant(ctx))
+        return nmt_cuda_linear_chain(ctx, rows, n, k, x, ldx, o.x_round, o.w, o.type, o.ld, bias,
+                                     tanh_out, y, ldy, err);
     return nmt_cuda_linear_skinny(ctx, rows, n, k, x, ldx, o.x_round, o.w, o.type, o.ld, bias,
                                   tanh_out, y, ldy, NULL, err);
 }
@@ -112,7 +121,8 @@ nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, int32_t rows, int32_t k,
                                      int32_t ld_h2, nmt_error *err)
 {
     const int32_t H = m->hidden;
-    if (!nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H, k, w)) {
+    if (!nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H, k, w) ||
+        nmt_cuda_ctx_batch_invariant(m->ctx)) { /* the GEMM (the chain at a few rows), the cell */
         const nmt_status status = nmt_cuda_model_gemm(m, NMT_GEMM_SITE_DECODER, rows, 4 * H, k,
                                                       x, ldx, w, NULL, m->dec.gates, 4 * H, err);
         if (status != NMT_STATUS_OK)

@@ -426,9 +426,13 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int
     if (cols > 0) {
         NMT_TRY(nmt_cuda_model_gemm(m, NMT_GEMM_SITE_OUTPUT, n_rows, cols, H, feed,
                                     m->dec.feed_ld, &m->gw.out, w->out_b, p->logits, ld, err));
-        NMT_TRY(nmt_cuda_softmax_topk(n_rows, cols, p->logits, ld, 2 * beam, excluded,
-                                      n_excluded, p->top_values, p->top_ids, p->lse,
-                                      p->topk_workspace, p->topk_workspace_bytes, stream, err));
+        const nmt_softmax_topk_variant topk = nmt_cuda_ctx_batch_invariant(m->ctx)
+                                                  ? NMT_SOFTMAX_TOPK_AUTO_INVARIANT
+                                                  : NMT_SOFTMAX_TOPK_AUTO;
+        NMT_TRY(nmt_cuda_softmax_topk_variant(n_rows, cols, p->logits, ld, 2 * beam, excluded,
+                                              n_excluded, p->top_values, p->top_ids, p->lse,
+                                              p->topk_workspace, p->topk_workspace_bytes, topk,
+                                              stream, err));
     } else {
         NMT_TRY(shrunk_layer(m, feed, n_rows, beam, rows->live, excluded, n_excluded, err));
     }

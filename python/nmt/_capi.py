@@ -103,6 +103,7 @@ class nmt_options(ctypes.Structure):
         ("max_memory", ctypes.c_int64),
         ("sparse", _enum),
         ("attention_weights", ctypes.c_int),
+        ("batch_invariant", ctypes.c_int),
     ]
 
 

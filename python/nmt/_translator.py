@@ -153,7 +153,7 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
                  collect_stats=None, cuda_graphs=None, warmup=None, precision=None,
                  check_every=None, input_tokens=None, output_tokens=None,
                  max_batch_tokens=None, search_rules=None, sparse=None,
-                 attention_weights=None):
+                 attention_weights=None, batch_invariant=None):
     """Fills an nmt_options: the library's defaults (nmt_options_init), then
     every argument that is not None. The library checks the values."""
     lib.nmt_options_init(ctypes.byref(o))
@@ -171,7 +171,8 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
                               ("input_tokens", input_tokens, int),
                               ("output_tokens", output_tokens, int),
                               ("max_batch_tokens", max_batch_tokens, int),
-                              ("attention_weights", attention_weights, int)):
+                              ("attention_weights", attention_weights, int),
+                              ("batch_invariant", batch_invariant, int)):
         if value is not None:
             setattr(o, name, conv(value))
     if lsh is not None and top_words is not None:

@@ -124,7 +124,12 @@ static void test_shrink_measure(const nmt_model *model)
     const int32_t V = model->hp.tgt_vocab;
     nmt_shrink shrink = {NMT_SHRINK_METHOD_LSH, NMT_LIST_SHARE_SENTENCE, 14, 2, {4, 2, 20, 1},
                          NULL, NMT_LIST_BUILDER_AUTO};
-    nmt_backend_config config = {64, 5, 64, NULL, 0, 1, 0, 1, NMT_PRECISION_FP32, 0, 0};
+    nmt_backend_config config = {.max_sentences = 64,
+                                 .beam = 5,
+                                 .max_src = 64,
+                                 .cuda_graphs = 1,
+                                 .check_every = 1,
+                                 .precision = NMT_PRECISION_FP32};
     nmt_error err = {NMT_STATUS_OK, ""};
     size_t none = 0, with_auto = 0, with_direct = 0;
     CHECK(nmt_cuda_backend_device_bytes(model, &config, &none, &err) == NMT_STATUS_OK,
@@ -160,7 +165,12 @@ static void test_max_memory(const nmt_model *model)
     nmt_translator_free(t);
 
     /* The CUDA backend's measure, no device needed. */
-    nmt_backend_config config = {32, 5, 64, NULL, 0, 1, 0, 1, NMT_PRECISION_FP32, 0, 0};
+    nmt_backend_config config = {.max_sentences = 32,
+                                 .beam = 5,
+                                 .max_src = 64,
+                                 .cuda_graphs = 1,
+                                 .check_every = 1,
+                                 .precision = NMT_PRECISION_FP32};
     size_t at[33] = {0};
     for (int32_t n = 1; n <= 32; n *= 2) {
         config.max_sentences = n;

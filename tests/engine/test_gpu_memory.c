@@ -46,9 +46,16 @@ static nmt_options gpu_options(int batch, int beam, int max_src)
 static size_t measure_shrunk(const nmt_model *model, const nmt_options *o,
                              const nmt_shrink *shrink)
 {
-    const nmt_backend_config config = {o->batch_size, o->beam_size, o->max_src_tokens, shrink,
-                                       o->collect_stats, o->cuda_graphs, o->warmup,
-                                       o->check_every, o->precision, 0, 0};
+    const nmt_backend_config config = {.max_sentences = o->batch_size,
+                                       .beam = o->beam_size,
+                                       .max_src = o->max_src_tokens,
+                                       .shrink = shrink,
+                                       .collect_stats = o->collect_stats,
+                                       .cuda_graphs = o->cuda_graphs,
+                                       .warmup = o->warmup,
+                                       .check_every = o->check_every,
+                                       .precision = o->precision,
+                                       .batch_invariant = o->batch_invariant};
     size_t bytes = 0;
     nmt_error err = {0};
     CHECK(nmt_cuda_backend_device_bytes(model, &config, &bytes, &err) == NMT_STATUS_OK,

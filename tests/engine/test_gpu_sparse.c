@@ -55,6 +55,7 @@ static nmt_options options(nmt_device device, nmt_sparse sparse, int batch)
     nmt_options_init(&o);
     o.device = device;
     o.sparse = sparse;
+    o.batch_invariant = 0; /* the CUDA SpMM runs only without batch invariance */
     o.batch_size = batch;
     o.beam_size = 5;
     o.n_best = 2;
