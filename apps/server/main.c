@@ -65,6 +65,9 @@ int main(int argc, char **argv)
     static server_args args;
     char message[1024];
     const char *program = argc > 0 ? argv[0] : "nmt-server";
+    int closed[3]; /* a closed stream: a socket must not take its number */
+    if (app_guard_std_streams(closed) != 0)
+        return EXIT_IO;
     if (server_args_parse(argc, argv, &args, message, sizeof message) != EXIT_OK) {
         fprintf(stderr, "nmt-server: %s\n", message);
         return EXIT_USAGE;
