@@ -56,6 +56,15 @@ static void append_body(server *s, request_state *st, const char *data, size_t s
     st->length += size;
 }
 
+/* A 405 with the Allow header HTTP requires (RFC 9110, 15.5.6). */
+static void wrong_method(server_response *out, const char *allow)
+{
+    char message[64];
+    snprintf(message, sizeof message, "use %s", allow);
+    server_error(out, 405, message);
+    out->allow = allow;
+}
+
 static void route(server *s, const char *url, const char *method, request_state *st,
                   server_response *out)
 {
@@ -63,7 +72,7 @@ static void route(server *s, const char *url, const char *method, request_state 
     const int post = !strcmp(method, "POST");
     if (!strcmp(url, "/translator/translate")) {
         if (!post)
-            server_error(out, 405, "use POST");
+            wrong_method(out, "POST");
         else if (st->too_large)
             server_error(out, 413, "the body is larger than max_body_bytes");
         else
@@ -72,10 +81,10 @@ static void route(server *s, const char *url, const char *method, request_state 
         if (get)
             set_text(out, 200, "application/json", "{\"status\":\"ok\"}");
         else
-            server_error(out, 405, "use GET");
+            wrong_method(out, "GET, HEAD");
     } else if (!strcmp(url, "/metrics")) {
         if (!get) {
-            server_error(out, 405, "use GET");
+            wrong_method(out, "GET, HEAD");
             return;
         }
         out->code = 200;
@@ -86,7 +95,7 @@ static void route(server *s, const char *url, const char *method, request_state 
         if (get)
             set_text(out, 200, "text/html; charset=utf-8", server_page_html);
         else
-            server_error(out, 405, "use GET");
+            wrong_method(out, "GET, HEAD");
     } else {
         server_error(out, 404, "no such path");
     }
@@ -109,6 +118,8 @@ static enum MHD_Result send_response(struct MHD_Connection *c, server_response *
         snprintf(seconds, sizeof seconds, "%d", r->retry_after);
         MHD_add_response_header(resp, "Retry-After", seconds);
     }
+    if (r->allow)
+        MHD_add_response_header(resp, "Allow", r->allow);
     const enum MHD_Result ok = MHD_queue_response(c, r->code, resp);
     MHD_destroy_response(resp);
     return ok;

@@ -71,6 +71,7 @@ typedef struct server_response {
     char *body;
     size_t length;
     int retry_after; /* seconds, 0: no header */
+    const char *allow; /* a 405's Allow header: the methods the path takes */
 } server_response;
 
 /* POST /translator/translate: the OpenNMT-py REST API over the service. */
