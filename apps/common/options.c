@@ -305,12 +305,29 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
 
 /* Debian's inih passes no line number to the handler; ini_parse returns the
  * first failing line, so the handler keeps the reason and the caller adds it. */
+enum { kMaxIniKeys = 256 };
+
 typedef struct ini_context {
     translate_args *args;
     const app_extra_settings *extra;
     setting_source source;
     char reason[256];
+    char keys[kMaxIniKeys][48]; /* the keys given so far: each may be given once */
+    int n_keys;
 } ini_context;
+
+/* 1 when name was given before in the file (in any section: both set the
+ * same setting), else records it. A repeat is a mistake the file's reader
+ * cannot see (which one wins?), so it is refused. */
+static int repeated_key(ini_context *ctx, const char *name)
+{
+    for (int i = 0; i < ctx->n_keys; i++)
+        if (!strcmp(ctx->keys[i], name))
+            return 1;
+    if (ctx->n_keys < kMaxIniKeys && strlen(name) < sizeof ctx->keys[0])
+        strcpy(ctx->keys[ctx->n_keys++], name);
+    return 0;
+}
 
 static int on_ini_setting(void *user, const char *section, const char *name, const char *value)
 {
@@ -322,6 +339,11 @@ static int on_ini_setting(void *user, const char *section, const char *name, con
     if (section[0] && strcmp(section, "translate") && !own) {
         snprintf(ctx->reason, sizeof ctx->reason, "unknown section [%s] (use [translate]%s%s%s)",
                  section, extra ? " or [" : "", extra ? extra->section : "", extra ? "]" : "");
+        return 0;
+    }
+    if (repeated_key(ctx, name)) {
+        snprintf(ctx->reason, sizeof ctx->reason, "key '%s' is given twice (give each key once)",
+                 name);
         return 0;
     }
     int r = own ? -1 : apply_setting(ctx->args, name, value, &ctx->source);
@@ -409,25 +431,30 @@ static int read_config(translate_args *args, const app_extra_settings *extra, ch
         fclose(f);
         return EXIT_USAGE;
     }
-    ini_context ctx = {args, extra, {0, 0}, {0}};
-    int r = ini_parse_file(f, on_ini_setting, &ctx);
+    ini_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        snprintf(message, message_size, "%s: out of memory", path);
+        fclose(f);
+        return EXIT_USAGE;
+    }
+    ctx->args = args;
+    ctx->extra = extra;
+    int r = ini_parse_file(f, on_ini_setting, ctx);
     const int read_error = ferror(f);
     const int read_errno = errno;
     fclose(f);
-    if (read_error) {
+    int code = EXIT_USAGE;
+    if (read_error)
         snprintf(message, message_size, "%s: cannot read: %s", path, strerror(read_errno));
-        return EXIT_USAGE;
-    }
-    if (r != 0) {
+    else if (r != 0)
         snprintf(message, message_size, "%s:%d: %s", path, r,
-                 ctx.reason[0] ? ctx.reason : "syntax error");
-        return EXIT_USAGE;
-    }
-    if (ctx.source.lsh && ctx.source.top_words) {
+                 ctx->reason[0] ? ctx->reason : "syntax error");
+    else if (ctx->source.lsh && ctx->source.top_words)
         snprintf(message, message_size, "%s: %s", path, shrink_conflict);
-        return EXIT_USAGE;
-    }
-    return EXIT_OK;
+    else
+        code = EXIT_OK;
+    free(ctx);
+    return code;
 }
 
 int translate_args_parse(int argc, char **argv, translate_args *args, char *message,

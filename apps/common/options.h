@@ -96,6 +96,12 @@ int app_parse_share(const char *text, nmt_lsh_share *out);
 int app_batching_setting(translate_args *args, const char *key, const char *value);
 int app_resolve_batching(translate_args *args, char *message, size_t message_size);
 
+/* std_streams.c: opens /dev/null in place of each of the standard streams
+ * (0, 1, 2) that is closed, so that no file or pipe the program opens takes
+ * its number; closed[fd] says which were. 0, or -1 when /dev/null cannot be
+ * opened. */
+int app_guard_std_streams(int closed[3]);
+
 /* Prints --help on stdout; returns what printf returned (negative: a write error). */
 int translate_print_help(const char *program);
 

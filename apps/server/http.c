@@ -1,11 +1,13 @@
 /* http.c: nmt-server's HTTP/1.1 layer on libmicrohttpd (server.h).
  *
  * A thread per connection (the handler of a translation waits for its
- * requests; the service does the batching), at most max_connections open,
- * idle ones closed after timeout_s (a slow client holds only its own
- * thread). A body is read up to max_body_bytes; past it the rest is
- * discarded and the answer is 413. Every answer is counted by status class;
- * while draining, new requests get 503. */
+ * requests; the service does the batching), at most max_connections open
+ * (and max_connections_per_ip from one address). A connection has timeout_s
+ * to send a whole request, however slowly it sends (close_stalled), and may
+ * idle as long between requests; so a slow client holds its thread for
+ * timeout_s at most. A body is read up to max_body_bytes; past it the rest
+ * is discarded and the answer is 413. Every answer is counted by status
+ * class; while draining, new requests get 503. */
 #include "server.h"
 
 #include <arpa/inet.h>
@@ -14,6 +16,95 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* One open connection (libmicrohttpd's socket context), in s->connections
+ * under s->lock: the time it began waiting for a request. */
+struct server_connection {
+    server_connection *prev, *next;
+    int fd;
+    double since;  /* connected, or its last answer sent */
+    int answering; /* a whole request arrived: the time limit is off until its answer */
+    int closed;    /* shut down by close_stalled */
+};
+
+double server_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static server_connection *connection_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+/* A whole request arrived (answering 1) or its answer went (0). */
+static void set_answering(server *s, struct MHD_Connection *c, int answering)
+{
+    server_connection *conn = connection_of(c);
+    if (!conn)
+        return;
+    pthread_mutex_lock(&s->lock);
+    conn->answering = answering;
+    conn->since = server_now();
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    server *s = cls;
+    server_connection *conn = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn = info ? calloc(1, sizeof *conn) : NULL;
+        if (!conn)
+            return; /* untracked: only libmicrohttpd's idle timeout applies */
+        conn->fd = info->connect_fd;
+        conn->since = server_now();
+        pthread_mutex_lock(&s->lock);
+        conn->next = s->connections;
+        if (s->connections)
+            s->connections->prev = conn;
+        s->connections = conn;
+        pthread_mutex_unlock(&s->lock);
+        *socket_context = conn;
+        return;
+    }
+    if (!conn)
+        return;
+    /* Before libmicrohttpd closes the socket: close_stalled never touches a
+     * closed (or reused) descriptor. */
+    pthread_mutex_lock(&s->lock);
+    if (conn->prev)
+        conn->prev->next = conn->next;
+    else
+        s->connections = conn->next;
+    if (conn->next)
+        conn->next->prev = conn->prev;
+    pthread_mutex_unlock(&s->lock);
+    free(conn);
+    *socket_context = NULL;
+}
+
+void server_http_close_stalled(server *s)
+{
+    const double now = server_now();
+    pthread_mutex_lock(&s->lock);
+    for (server_connection *conn = s->connections; conn; conn = conn->next)
+        if (!conn->answering && !conn->closed && now - conn->since > s->settings.timeout_s) {
+            /* its thread sees the end of the stream and closes the connection */
+            shutdown(conn->fd, SHUT_RDWR);
+            conn->closed = 1;
+        }
+    pthread_mutex_unlock(&s->lock);
+}
 
 /* One request's state across libmicrohttpd's calls. */
 typedef struct request_state {
@@ -56,6 +147,15 @@ static void append_body(server *s, request_state *st, const char *data, size_t s
     st->length += size;
 }
 
+/* A 405 with the Allow header HTTP requires (RFC 9110, 15.5.6). */
+static void wrong_method(server_response *out, const char *allow)
+{
+    char message[64];
+    snprintf(message, sizeof message, "use %s", allow);
+    server_error(out, 405, message);
+    out->allow = allow;
+}
+
 static void route(server *s, const char *url, const char *method, request_state *st,
                   server_response *out)
 {
@@ -63,7 +163,7 @@ static void route(server *s, const char *url, const char *method, request_state 
     const int post = !strcmp(method, "POST");
     if (!strcmp(url, "/translator/translate")) {
         if (!post)
-            server_error(out, 405, "use POST");
+            wrong_method(out, "POST");
         else if (st->too_large)
             server_error(out, 413, "the body is larger than max_body_bytes");
         else
@@ -72,10 +172,10 @@ static void route(server *s, const char *url, const char *method, request_state 
         if (get)
             set_text(out, 200, "application/json", "{\"status\":\"ok\"}");
         else
-            server_error(out, 405, "use GET");
+            wrong_method(out, "GET, HEAD");
     } else if (!strcmp(url, "/metrics")) {
         if (!get) {
-            server_error(out, 405, "use GET");
+            wrong_method(out, "GET, HEAD");
             return;
         }
         out->code = 200;
@@ -86,7 +186,7 @@ static void route(server *s, const char *url, const char *method, request_state 
         if (get)
             set_text(out, 200, "text/html; charset=utf-8", server_page_html);
         else
-            server_error(out, 405, "use GET");
+            wrong_method(out, "GET, HEAD");
     } else {
         server_error(out, 404, "no such path");
     }
@@ -109,6 +209,8 @@ static enum MHD_Result send_response(struct MHD_Connection *c, server_response *
         snprintf(seconds, sizeof seconds, "%d", r->retry_after);
         MHD_add_response_header(resp, "Retry-After", seconds);
     }
+    if (r->allow)
+        MHD_add_response_header(resp, "Allow", r->allow);
     const enum MHD_Result ok = MHD_queue_response(c, r->code, resp);
     MHD_destroy_response(resp);
     return ok;
@@ -137,6 +239,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    set_answering(s, c, 1);
     server_response r = {0};
     pthread_mutex_lock(&s->lock);
     const int draining = s->draining;
@@ -153,9 +256,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
-    (void)c;
     (void)why;
     server *s = cls;
+    set_answering(s, c, 0); /* a kept-alive connection: the limit runs again */
     request_state *st = *con_cls;
     if (!st)
         return;
@@ -185,7 +288,9 @@ int server_http_start(server *s, int *port, char *message, size_t size)
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL,
         NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->settings.max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->settings.max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->settings.timeout_s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(message, size, "cannot listen on %s:%d (in use, or not allowed)",

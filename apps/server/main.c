@@ -1,10 +1,10 @@
 /* main.c: nmt-server (docs/server.md): loads the model, creates the service
  * and listens; prints "nmt-server: listening on http://HOST:PORT" on stdout
  * once it accepts requests. SIGTERM or SIGINT (or --max-requests answered)
- * starts a graceful stop: new requests get 503, those in flight are
- * answered (bounded by --timeout), then the service drains and the program
- * exits 0. Exit codes as translate's: 2 usage, 3 model, 4 service or
- * listening failed. */
+ * starts a graceful stop (drain): new requests get 503, those in flight are
+ * answered within --timeout (translated, or 503 at the deadline), and the
+ * program exits 0. Exit codes as translate's: 2 usage, 3 model, 4 service
+ * or listening failed. */
 #include "server.h"
 
 #include <errno.h>
@@ -14,17 +14,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-static void wait_idle(server *s)
+/* The main thread's tick: stalled connections are closed this often. */
+static const struct timespec kTick = {0, 100 * 1000 * 1000};
+
+/* The drain: from now, new requests get 503 and a handler still waiting at
+ * the deadline (--timeout from now) answers 503 (translate_api.c); this
+ * waits until every request is answered, with a second's grace for the
+ * last answers to be written. */
+static void drain(server *s)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += s->settings.timeout_s;
     pthread_mutex_lock(&s->lock);
     s->draining = 1;
-    while (s->in_flight > 0)
-        if (pthread_cond_timedwait(&s->idle, &s->lock, &until) != 0)
-            break;
+    s->drain_deadline = server_now() + s->settings.timeout_s;
+    const double until = s->drain_deadline + 1.0;
+    while (s->in_flight > 0 && server_now() < until) {
+        pthread_mutex_unlock(&s->lock);
+        server_http_close_stalled(s);
+        pthread_mutex_lock(&s->lock);
+        struct timespec wake;
+        clock_gettime(CLOCK_REALTIME, &wake);
+        wake.tv_nsec += kTick.tv_nsec;
+        wake.tv_sec += wake.tv_nsec / 1000000000L;
+        wake.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&s->idle, &s->lock, &wake);
+    }
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -32,10 +47,10 @@ static void wait_idle(server *s)
 static int wait_for_stop(server *s, const sigset_t *signals)
 {
     for (;;) {
-        const struct timespec tick = {0, 100 * 1000 * 1000};
-        const int sig = sigtimedwait(signals, NULL, &tick);
+        const int sig = sigtimedwait(signals, NULL, &kTick);
         if (sig > 0)
             return sig;
+        server_http_close_stalled(s);
         pthread_mutex_lock(&s->lock);
         const int done = s->settings.max_requests > 0 && s->requests >= s->settings.max_requests;
         pthread_mutex_unlock(&s->lock);
@@ -65,6 +80,9 @@ int main(int argc, char **argv)
     static server_args args;
     char message[1024];
     const char *program = argc > 0 ? argv[0] : "nmt-server";
+    int closed[3]; /* a closed stream: a socket must not take its number */
+    if (app_guard_std_streams(closed) != 0)
+        return EXIT_IO;
     if (server_args_parse(argc, argv, &args, message, sizeof message) != EXIT_OK) {
         fprintf(stderr, "nmt-server: %s\n", message);
         return EXIT_USAGE;
@@ -119,14 +137,23 @@ int main(int argc, char **argv)
     const int sig = wait_for_stop(&s, &signals);
     fprintf(stderr, "nmt-server: %s; answering what is in flight\n",
             sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "max-requests answered");
-    wait_idle(&s);
+    drain(&s);
     server_http_stop(&s);
-    int64_t finished = 0, cancelled = 0;
-    nmt_service_shutdown(s.service, 1, &finished, &cancelled);
     nmt_service_stats st;
     nmt_service_stats_get(s.service, &st);
     fprintf(stderr, "nmt-server: stopped after %lld requests (%lld sentences in %lld batches)\n",
             (long long)s.requests, (long long)st.completed, (long long)st.batches);
+    if (st.running > 0) {
+        /* A batch still runs, its requests answered 503 at the deadline:
+         * joining its worker would hold the exit past --timeout, and there
+         * is no one left to give its translations to. */
+        fprintf(stderr, "nmt-server: %lld sentences abandoned mid-translation\n",
+                (long long)st.running);
+        fflush(NULL);
+        _exit(EXIT_OK);
+    }
+    nmt_service_shutdown(s.service, 0, NULL, NULL); /* nothing is queued: every request was
+                                                       answered or cancelled */
     nmt_service_free(s.service);
     nmt_model_free(model);
     return EXIT_OK;

@@ -17,8 +17,10 @@ typedef struct server_settings {
     int port;               /* 0: any free port (printed at start) */
     int max_body_bytes;     /* larger request bodies: 413 */
     int max_sentences;      /* more items in one request: 413 */
-    int max_connections;    /* open connections at most */
-    int timeout_s;          /* idle connection timeout (slow clients) */
+    int max_connections;    /* open connections at most (a thread each) */
+    int max_connections_per_ip; /* open connections of one client address at most; 0: any */
+    int timeout_s;          /* a connection's time to send a whole request, its idle time
+                               between requests, and the drain's time at a stop */
     int max_requests;       /* stop (gracefully) after this many requests; 0: never */
     int queue_capacity, max_delay_us, continuous, join_every;
 } server_settings;
@@ -50,6 +52,8 @@ void server_metrics_translation(server_metrics *m, int sentences, double seconds
 /* Prometheus text format (version 0.0.4) into a malloc'ed string. */
 char *server_metrics_text(server_metrics *m, nmt_service *service);
 
+typedef struct server_connection server_connection;
+
 typedef struct server {
     nmt_service *service;
     server_settings settings;
@@ -60,6 +64,8 @@ typedef struct server {
     int in_flight;            /* requests being answered */
     int64_t requests;         /* requests answered */
     int draining;             /* shutting down: new requests get 503 */
+    double drain_deadline;    /* server_now() by which every request is answered (0: none) */
+    server_connection *connections; /* open ones, for server_http_close_stalled */
     int attention;            /* the service keeps attention weights (--attention): items may
                                  ask for "attention" */
 } server;
@@ -71,6 +77,7 @@ typedef struct server_response {
     char *body;
     size_t length;
     int retry_after; /* seconds, 0: no header */
+    const char *allow; /* a 405's Allow header: the methods the path takes */
 } server_response;
 
 /* POST /translator/translate: the OpenNMT-py REST API over the service. */
@@ -78,9 +85,17 @@ void server_translate(server *s, const char *body, size_t length, server_respons
 /* A JSON error body {"error": message, "status": "error"}. */
 void server_error(server_response *out, unsigned code, const char *message);
 
+/* Seconds on the monotonic clock. */
+double server_now(void);
+
 /* Starts listening; returns 0 and the port, or -1 with message. */
 int server_http_start(server *s, int *port, char *message, size_t size);
 void server_http_stop(server *s);
+/* Closes the connections that have not sent a whole request within
+ * timeout_s of connecting (or of their last answer): a client sending a
+ * byte a second never idles long enough for libmicrohttpd's timeout. Called
+ * every tick of the main thread. */
+void server_http_close_stalled(server *s);
 
 extern const char server_page_html[];
 

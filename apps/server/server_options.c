@@ -12,6 +12,7 @@ static const struct option server_options[] = {
     {"max-body-bytes", required_argument, NULL, 0},
     {"max-sentences", required_argument, NULL, 0},
     {"max-connections", required_argument, NULL, 0},
+    {"max-connections-per-ip", required_argument, NULL, 0},
     {"timeout", required_argument, NULL, 0},
     {"max-requests", required_argument, NULL, 0},
     {"queue-capacity", required_argument, NULL, 0},
@@ -37,6 +38,8 @@ static int apply_server_setting(void *ctx, const char *key, const char *value)
         return app_parse_int(value, 1, 1 << 20, &s->max_sentences);
     if (!strcmp(key, "max_connections"))
         return app_parse_int(value, 1, 65536, &s->max_connections);
+    if (!strcmp(key, "max_connections_per_ip"))
+        return app_parse_int(value, 0, 65536, &s->max_connections_per_ip);
     if (!strcmp(key, "timeout"))
         return app_parse_int(value, 1, 3600, &s->timeout_s);
     if (!strcmp(key, "max_requests"))
@@ -61,6 +64,9 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     s->max_body_bytes = 1 << 20;
     s->max_sentences = 256;
     s->max_connections = 1024;
+    /* one address's share: a client (or a slowloris) cannot hold every thread;
+     * dev/eval/loadgen's 256 clients fit */
+    s->max_connections_per_ip = 256;
     s->timeout_s = 30;
     s->queue_capacity = 4096;
     s->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
@@ -111,8 +117,12 @@ int server_print_help(const char *program)
         "  --max-batch-tokens N  (translate's) source tokens a batch holds at most\n"
         "  --max-body-bytes N    larger bodies get 413 (1048576)\n"
         "  --max-sentences N     more items in one request get 413 (256)\n"
-        "  --max-connections N   open connections at most (1024)\n"
-        "  --timeout S           idle connections are closed after S seconds (30)\n"
+        "  --max-connections N   open connections at most, a thread each (1024)\n"
+        "  --max-connections-per-ip N  open connections of one client address at most\n"
+        "                        (0: no limit; 256)\n"
+        "  --timeout S           a connection that has not sent a whole request after S\n"
+        "                        seconds, or idles S seconds, is closed; a stop answers\n"
+        "                        every request within S seconds (30)\n"
         "  --max-requests N      stop gracefully after N requests (0: never)\n"
         "  --attention           (translate's) keep the attention weights, so that items may\n"
         "                        ask for \"attention\": true\n"
@@ -124,6 +134,7 @@ int server_print_help(const char *program)
         "that an answer does not depend on what it was batched with. A request item may\n"
         "set beam_size, n_best, alpha, max_len_a, max_len_b, shrink and deadline_ms, and\n"
         "ask for \"align\", \"token_scores\" and (with --attention) \"attention\": true.\n"
-        "SIGTERM or SIGINT: stop accepting, answer what is in flight, exit 0.\n",
+        "SIGTERM or SIGINT: new requests get 503; those in flight are translated, or\n"
+        "answered 503 once --timeout has passed; then exit 0.\n",
         program);
 }

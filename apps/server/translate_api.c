@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void server_error(server_response *out, unsigned code, const char *message)
 {
@@ -30,11 +29,22 @@ void server_error(server_response *out, unsigned code, const char *message)
     json_decref(o);
 }
 
-static double now_seconds(void)
+/* How often a waiting handler looks at the drain's deadline. */
+enum { kDrainCheckMs = 100 };
+
+/* Waits for request r: 1 once complete, 0 when a stop's drain deadline
+ * passed first (the answer is then a 503, not a wait past --timeout). */
+static int wait_request(server *s, nmt_request *r)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    for (;;) {
+        if (nmt_request_wait(r, kDrainCheckMs))
+            return 1;
+        pthread_mutex_lock(&s->lock);
+        const double deadline = s->drain_deadline;
+        pthread_mutex_unlock(&s->lock);
+        if (deadline > 0.0 && server_now() >= deadline)
+            return 0;
+    }
 }
 
 /* An optional integer / number / boolean field of item i; 0 with a message
@@ -258,17 +268,22 @@ static int add_fields(json_t *e, json_t *item, const nmt_result *r, const nmt_hy
 }
 
 /* Waits for every request and writes the OpenNMT-py answer (or the first
- * failed item's error). */
-static void answer(json_t *root, nmt_request **requests, size_t n, server_response *out)
+ * failed item's error, or 503 at the drain's deadline). The requests not
+ * waited for are cancelled by the caller's nmt_request_free. */
+static void answer(server *s, json_t *root, nmt_request **requests, size_t n,
+                   server_response *out)
 {
     json_t *list = json_array(), *wrapper = json_array();
     char msg[400];
     int failed = 0;
-    for (size_t i = 0; i < n; i++) {
-        nmt_request_wait(requests[i], -1.0);
+    for (size_t i = 0; i < n && !failed; i++) {
+        if (!wait_request(s, requests[i])) {
+            server_error(out, 503, "the server is shutting down: not translated within "
+                                   "--timeout of the stop");
+            failed = 1;
+            break;
+        }
         const nmt_result *r = nmt_request_result(requests[i]);
-        if (failed)
-            continue;
         if (r->status != NMT_STATUS_OK) {
             snprintf(msg, sizeof msg, "item %zu: %s", i, r->message);
             server_error(out, code_for(r->status), msg);
@@ -311,7 +326,7 @@ void server_translate(server *s, const char *body, size_t length, server_respons
 {
     json_error_t error;
     char msg[300];
-    const double started = now_seconds();
+    const double started = server_now();
     json_t *root = json_loadb(body, length, JSON_REJECT_DUPLICATES, &error);
     if (!root) {
         snprintf(msg, sizeof msg, "malformed JSON at line %d column %d: %s", error.line,
@@ -331,11 +346,11 @@ void server_translate(server *s, const char *body, size_t length, server_respons
     if (!requests) {
         server_error(out, 500, "out of memory");
     } else if (submit_all(s, root, requests, out)) {
-        answer(root, requests, n, out);
+        answer(s, root, requests, n, out);
         for (size_t i = 0; i < n; i++)
             nmt_request_free(requests[i]);
         if (out->code == 200)
-            server_metrics_translation(&s->metrics, (int)n, now_seconds() - started);
+            server_metrics_translation(&s->metrics, (int)n, server_now() - started);
     }
     free(requests);
     json_decref(root);

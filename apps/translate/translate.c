@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -227,6 +228,43 @@ static int print_info(const translate_args *args, const char *program)
     return EXIT_OK;
 }
 
+/* -i: opened before the model loads. A directory opens on Linux and fails
+ * only at the first read, so it is refused here by name. 0, or -1 said. */
+static int open_input(const char *path, FILE **in)
+{
+    struct stat st;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "translate: -i %s: cannot open: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "translate: -i %s: is a directory\n", path);
+        fclose(f);
+        return -1;
+    }
+    *in = f;
+    return 0;
+}
+
+/* A closed standard input or output that the run would use fails at once
+ * (the guard put /dev/null there): reading nothing or writing nowhere would
+ * look like success. */
+static int check_std_streams(const translate_args *args, int closed[3])
+{
+    const int info = args->show_help || args->show_version;
+    if (closed[0] && !info && !args->input_path[0]) {
+        fprintf(stderr, "translate: standard input is closed (give -i FILE)\n");
+        return EXIT_IO;
+    }
+    if (closed[1] && (info || !args->output_path[0])) {
+        fprintf(stderr, "translate: standard output is closed%s\n",
+                info ? "" : " (give -o FILE)");
+        return EXIT_IO;
+    }
+    return EXIT_OK;
+}
+
 /* Under --mpi on CUDA: a rank told no GPU (--devices, --device-index, on the
  * command line or in the file) takes GPU local_rank modulo the visible ones,
  * so the ranks of a host spread over its GPUs instead of all using GPU 0. */
@@ -241,11 +279,17 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
 {
     translate_args args;
     char message[1024];
+    int closed[3];
+    if (app_guard_std_streams(closed) != 0)
+        return EXIT_IO; /* no /dev/null: nowhere to say so */
     int code = translate_args_parse(argc, argv, &args, message, sizeof message);
     if (code != EXIT_OK) {
         fprintf(stderr, "translate: %s\n", message);
         return code;
     }
+    code = check_std_streams(&args, closed);
+    if (code != EXIT_OK)
+        return code;
     if (args.show_help || args.show_version)
         return print_info(&args, argv[0]);
     if (args.mpi && !shard) {
@@ -275,8 +319,7 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     FILE *in = stdin, *out = stdout;
     const char *out_name = args.output_path[0] ? args.output_path : "standard output";
     const char *in_name = args.input_path[0] ? args.input_path : "standard input";
-    if (args.input_path[0] && !(in = fopen(args.input_path, "r"))) {
-        fprintf(stderr, "translate: -i %s: cannot open: %s\n", args.input_path, strerror(errno));
+    if (args.input_path[0] && open_input(args.input_path, &in) != 0) {
         translate_discard_stats(&args, &stats);
         return EXIT_USAGE;
     }

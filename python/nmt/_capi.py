@@ -183,6 +183,37 @@ class nmt_service_stats(ctypes.Structure):
         "rejected", "batches", "batch_sentences", "device_memory_used", "device_memory_total")]
 
 
+def _c_integer(ctype, value, what):
+    """int(value) for a C field of type ctype; OverflowError outside its
+    range, which ctypes would wrap silently (2**32 + 3 into a c_int is 3)."""
+    n = int(value)
+    bits = 8 * ctypes.sizeof(ctype)
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if ctype(-1).value < 0 else \
+        (0, (1 << bits) - 1)
+    if not lo <= n <= hi:
+        raise OverflowError("%s = %d: out of the range of a C %s (%d..%d)" % (
+            what, n, ctype.__name__[2:], lo, hi))
+    return n
+
+
+def c_int(value, what):
+    """value as a C int, checked (_c_integer); what names it in the error."""
+    return _c_integer(ctypes.c_int, value, what)
+
+
+def c_uint(value, what):
+    return _c_integer(ctypes.c_uint, value, what)
+
+
+def c_path(path, what="path"):
+    """A file path as the C string the library takes; ValueError for one
+    with a NUL byte, which C would cut there (and open another file)."""
+    data = os.fsencode(path)
+    if b"\0" in data:
+        raise ValueError("%s %r: contains a NUL byte" % (what, path))
+    return data
+
+
 # Every struct above with its C name, for the layout test.
 STRUCTS = [nmt_error, nmt_shrink_options, nmt_options, nmt_hypothesis, nmt_result, nmt_stats,
            nmt_service_options, nmt_request_options, nmt_service_stats]

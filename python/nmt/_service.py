@@ -139,22 +139,23 @@ class Service:
         self._lib.nmt_service_options_init(ctypes.byref(so))
         fill_options(self._lib, so.translator, device, batch_size=batch_size, **options)
         if workers is not None:
-            so.cpu_workers = int(workers)
+            so.cpu_workers = _capi.c_int(workers, "workers")
         if queue_capacity is not None:
-            so.queue_capacity = int(queue_capacity)
+            so.queue_capacity = _capi.c_int(queue_capacity, "queue_capacity")
         if max_delay_us is not None:
-            so.max_delay_us = int(max_delay_us)
+            so.max_delay_us = _capi.c_int(max_delay_us, "max_delay_us")
         if max_batch_tokens is not None:
-            so.max_batch_tokens = int(max_batch_tokens)
+            so.max_batch_tokens = _capi.c_int(max_batch_tokens, "max_batch_tokens")
         if continuous is not None:
             so.continuous = 1 if continuous else 0
         if join_every is not None:
-            so.join_every = int(join_every)
+            so.join_every = _capi.c_int(join_every, "join_every")
         device_array = None
         if devices == "all":
             so.n_devices = -1  # every visible CUDA device
         elif devices:
-            device_array = (ctypes.c_int * len(devices))(*[int(d) for d in devices])
+            device_array = (ctypes.c_int * len(devices))(
+                *[_capi.c_int(d, "devices") for d in devices])
             so.n_devices = len(devices)
             so.devices = device_array
         self._cond = threading.Condition()
@@ -207,7 +208,7 @@ class Service:
                                   ("max_len_b", max_len_b, int),
                                   ("deadline_ms", deadline_ms, float)):
             if value is not None:
-                setattr(ro, name, conv(value))
+                setattr(ro, name, _capi.c_int(value, name) if conv is int else conv(value))
         if shrink is not None:
             ro.shrink = 1 if shrink else 0
         if refused is not None:

@@ -26,7 +26,9 @@ _RULES = {"v1": 0, "onmt": 1}  # nmt_search_rules
 # The search options a translate_batch call may change (a translator each).
 SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b")
 # As the C fields hold them (a float as float32), so that keys compare equal.
-_SEARCH_CONV = {"beam_size": int, "n_best": int, "max_len_b": int,
+_SEARCH_CONV = {"beam_size": lambda v: _capi.c_int(v, "beam_size"),
+                "n_best": lambda v: _capi.c_int(v, "n_best"),
+                "max_len_b": lambda v: _capi.c_int(v, "max_len_b"),
                 "alpha": lambda v: ctypes.c_float(v).value,
                 "max_len_a": lambda v: ctypes.c_float(v).value}
 # Cached translators for per-call search options, per Translator.
@@ -57,7 +59,7 @@ class Model:
         self._lock = threading.Lock()
         handle = ctypes.c_void_p()
         err = _capi.nmt_error()
-        if self._lib.nmt_model_load(os.fsencode(self.path), ctypes.byref(handle),
+        if self._lib.nmt_model_load(_capi.c_path(self.path, "model"), ctypes.byref(handle),
                                     ctypes.byref(err)) != _capi.STATUS_OK:
             raise_error(err)
         self._ptr = handle.value
@@ -121,7 +123,7 @@ def parse_device(device, device_index):
         name, index = "cuda", name[5:]
         if not index.isdigit():
             raise ValueError("device %r: cuda:N with N a device ordinal" % device)
-        device_index = int(index)
+        device_index = _capi.c_int(index, "device")
     if name not in _DEVICES:
         raise ValueError("device %r: auto, cpu, cuda or cuda:N" % device)
     return _DEVICES[name], device_index
@@ -138,7 +140,7 @@ def _ints(value, n, what):
     if isinstance(value, str):
         value = value.split(",")
     try:
-        values = [int(v) for v in value]
+        values = [_capi.c_int(v, what) for v in value]
     except (TypeError, ValueError):
         raise ValueError("%s %r: %d integers" % (what, value, n)) from None
     if len(values) != n:
@@ -158,7 +160,8 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
     every argument that is not None. The library checks the values."""
     lib.nmt_options_init(ctypes.byref(o))
     o.device, o.device_index = parse_device(
-        device, o.device_index if device_index is None else int(device_index))
+        device, o.device_index if device_index is None else _capi.c_int(device_index,
+                                                                         "device_index"))
     for name, value, conv in (("beam_size", beam_size, int), ("n_best", n_best, int),
                               ("alpha", alpha, float), ("max_len_a", max_len_a, float),
                               ("max_len_b", max_len_b, int), ("batch_size", batch_size, int),
@@ -174,7 +177,7 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
                               ("attention_weights", attention_weights, int),
                               ("batch_invariant", batch_invariant, int)):
         if value is not None:
-            setattr(o, name, conv(value))
+            setattr(o, name, _capi.c_int(value, name) if conv is int else conv(value))
     if lsh is not None and top_words is not None:
         raise ValueError("lsh and top_words exclude each other")
     if lsh is not None:
@@ -184,11 +187,11 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
             k, u, w, top, threshold)
     if top_words is not None:
         o.shrink.mode = _capi.SHRINK_TOP
-        o.shrink.top = int(top_words)
+        o.shrink.top = _capi.c_int(top_words, "top_words")
     if lsh_share is not None:
         o.shrink.share = _choice(_SHARES, "lsh_share", lsh_share)
     if lsh_seed is not None:
-        o.shrink.seed = int(lsh_seed)
+        o.shrink.seed = _capi.c_uint(lsh_seed, "lsh_seed")
     if lsh_lists is not None:
         o.shrink.lists = _choice(_LISTS, "lsh_lists", lsh_lists)
     if precision is not None:

@@ -23,6 +23,12 @@ grep -q "line 4" "$TMP/file.err" || fail "-i: the refused line 4 is not reported
 
 "$T" -m "$M" "${O[@]}" -i "$TMP/missing.txt" > /dev/null 2> "$TMP/err"; code=$?
 [ $code -eq 2 ] && grep -q "missing.txt: cannot open" "$TMP/err" || fail "missing -i: exit $code"
+# a directory as -i fails before the model loads (the model here is missing:
+# reaching the load would say so, exit 3)
+mkdir -p "$TMP/dir"
+"$T" -m "$TMP/no-model.bin" -i "$TMP/dir" > /dev/null 2> "$TMP/err"; code=$?
+[ $code -eq 2 ] && grep -q "dir: is a directory" "$TMP/err" ||
+    fail "-i DIR: exit $code, expected 2 before the model ($(head -c 300 "$TMP/err"))"
 "$T" -m "$TMP/no-model.bin" -i "$TMP/in.txt" -o "$TMP/no/such/dir/out.txt" 2> "$TMP/err"; code=$?
 [ $code -eq 2 ] && grep -q "out.txt: cannot open" "$TMP/err" ||
     fail "-o in a missing directory: exit $code (before the model: $(cat "$TMP/err"))"

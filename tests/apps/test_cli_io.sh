@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # translate's inputs and outputs: a failed write is an error (exit 5, naming
 # the output) and never a silent loss; the --stats/--timing path is checked
-# before any work (exit 2 at once); a read error on stdin is exit 5; a line
+# before any work (exit 2 at once); a read error on stdin, or a closed stdin
+# or stdout, is exit 5; a line
 # longer than --max-line-bytes is skipped up to its newline, not held in
 # memory, and still gives its one empty output line and its message.
 # shellcheck source=tests/common/shell_lib.sh
@@ -69,6 +70,17 @@ python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$TMP/old.json" ||
 # 3. a read error on standard input (a directory): exit 5, not "translation failed"
 "$T" -m "$M" --device cpu < / > /dev/null 2> "$TMP/err"; code=$?
 check "stdin is a directory" 5 "error reading standard input"
+
+# ... closed: exit 5 at once, not a hang (a pipe opened later took fd 0 and the
+# reader waited on it); a closed stdout is the same; -i or -o instead is fine.
+timeout 20 "$T" -m "$M" --device cpu <&- > /dev/null 2> "$TMP/err"; code=$?
+check "stdin closed" 5 "standard input is closed"
+echo 'ein mann' | timeout 20 "$T" -m "$M" --device cpu >&- 2> "$TMP/err"; code=$?
+check "stdout closed" 5 "standard output is closed"
+echo 'ein mann' > "$TMP/one.txt"
+timeout 20 "$T" -m "$M" --device cpu -i "$TMP/one.txt" <&- > "$TMP/one.out" 2> "$TMP/err" ||
+    fail "stdin closed with -i: exit $? ($(head -c 300 "$TMP/err"))"
+[ "$(wc -l < "$TMP/one.out")" -eq 1 ] || fail "stdin closed with -i: no output line"
 
 # 4. the line limit at its edge: exactly N bytes (also before "\r\n") pass,
 # N + 1 are refused with the byte count; the lines around are untouched.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # translate's options as a new user meets them: a missing value is named as
 # such; the INI file and the command line refuse the same combinations and
-# accept the same keys (flags as key = 1/0); -c refuses a directory; --n-best N
+# accept the same keys (flags as key = 1/0), each once; -c refuses a directory; --n-best N
 # gives N rows for every line, refused ones included; --device cuda without a
 # usable GPU is a configuration error (2); --help, the README's option table
 # and its exit statuses agree; --search-rules; --max-memory sizes.
@@ -56,6 +56,11 @@ cmp -s "$TMP/plain.out" "$TMP/off.out" || fail "flags = 0 in the INI changed the
 printf 'scores = maybe\n' > "$TMP/maybe.ini"
 "$T" -m "$M" -c "$TMP/maybe.ini" < /dev/null 2> "$TMP/err"; code=$?
 check "scores = maybe" 2 "maybe.ini:1: bad value for scores: 'maybe'"
+# a key given twice is refused, naming it and the line of the repeat (also
+# across sections: [translate] and [server] keys set the same settings)
+printf '[translate]\nbeam = 3\ndevice = cpu\n\nbeam = 4\n' > "$TMP/twice.ini"
+"$T" -m "$M" -c "$TMP/twice.ini" < /dev/null 2> "$TMP/err"; code=$?
+check "beam given twice" 2 "twice.ini:5: key 'beam' is given twice"
 
 # 4. -c must name a readable file, not a directory (which reads as empty)
 "$T" -m "$M" --device cpu -c "$TMP" < /dev/null 2> "$TMP/err"; code=$?

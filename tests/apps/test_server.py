@@ -10,8 +10,9 @@ Starts the server on a free port of 127.0.0.1 (bounded: --max-requests and
 - bad requests get a 4xx with a JSON error and never disturb the others:
   malformed JSON, wrong types, not an array, no items, too many items, a body
   over the limit, invalid UTF-8, an option out of range, a line over
-  max_line_bytes, unknown path, wrong method, and a slow client that stalls
-  mid-body (closed after --timeout while others are served);
+  max_line_bytes, unknown path, wrong method (405 with its Allow header), and
+  a slow client that stalls mid-body (closed after --timeout while others are
+  served);
 - SIGTERM: the server answers what is in flight and exits 0.
 Skips (77) when nmt-server was not built (no libmicrohttpd/jansson)."""
 import json
@@ -126,7 +127,19 @@ def bad_requests(port, good_line, good_ref):
         code, answer = post(port, [{"src": good_line}])
         check(code == 200 and answer[0][0]["tgt"] == good_ref, f"a good request after {what}")
     check(get(port, "/nowhere")[0] == 404, "unknown path: 404")
-    check(get(port, "/translator/translate")[0] == 405, "GET on translate: 405")
+    for path, method, allow in (("/translator/translate", "GET", "POST"),
+                                ("/health", "POST", "GET, HEAD"), ("/metrics", "PUT", "GET, HEAD"),
+                                ("/", "DELETE", "GET, HEAD")):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                     data=b"{}" if method != "GET" else None)
+        try:
+            urllib.request.urlopen(req, timeout=30).close()
+            code, header = 200, None
+        except urllib.error.HTTPError as e:
+            code, header = e.code, e.headers.get("Allow")
+            e.read()
+        check(code == 405 and header == allow,
+              f"{method} {path}: {code} with Allow {header!r}, want 405 with Allow {allow!r}")
 
 
 def slow_client(port, good_line, good_ref):

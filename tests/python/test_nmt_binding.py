@@ -13,8 +13,9 @@ libnmt) on the CPU with the test model.
   a deadline, shutdown with and without draining, CLOSED after it, options
   refused at submit, counters; a fire-and-forget service kept alive by its
   request and closed off its worker's thread; close() refused in a callback;
-- errors: a missing or malformed model file, bad options, the library not
-  found (the message names what was tried); the wheel builds (pip).
+- errors: a missing or malformed model file, bad options, integers past a C
+  int and paths with a NUL byte (refused, not wrapped or cut), the library
+  not found (the message names what was tried); the wheel builds (pip).
 
 Runs under pytest (python3 -m pytest tests/python/test_nmt_binding.py) or as
 a script (ctest: pytest when installed, else a plain runner)."""
@@ -485,6 +486,34 @@ def test_errors():
             raise AssertionError("device cuda without a GPU")
         except nmt.Error as e:
             assert e.status in (nmt.Status.ERROR_UNSUPPORTED, nmt.Status.ERROR_CUDA), e
+
+
+def test_values_c_cannot_hold():
+    """Integers past a C int and paths with a NUL byte are refused, never
+    wrapped (2**32 + 3 was beam 3) or cut (path + "\\0x" loaded path)."""
+    def refused(make, error, words):
+        try:
+            make()
+        except error as e:
+            assert all(w in str(e) for w in words), e
+            return
+        raise AssertionError("accepted: %s" % words)
+
+    big = 2**32 + 3
+    t = translator()
+    refused(lambda: translator(beam_size=big), OverflowError, ["beam_size", str(big)])
+    refused(lambda: translator(max_len_b=-2**32 - 1), OverflowError, ["max_len_b"])
+    refused(lambda: translator(lsh=(2**32 + 8, 3, 16, 20, 2)), OverflowError, ["lsh"])
+    refused(lambda: translator(lsh_seed=2**32), OverflowError, ["lsh_seed"])
+    refused(lambda: translator(device="cuda:%d" % big), OverflowError, ["device"])
+    refused(lambda: t.translate_batch(LINES[:2], max_len_b=2**32 + 5), OverflowError,
+            ["max_len_b", str(2**32 + 5)])
+    with service() as s:
+        refused(lambda: s.submit(LINES[0], beam_size=big), OverflowError, ["beam_size"])
+        refused(lambda: s.submit(LINES[0], max_len_b=2**32 + 5), OverflowError, ["max_len_b"])
+    refused(lambda: service(queue_capacity=big), OverflowError, ["queue_capacity"])
+    refused(lambda: nmt.Model(MODEL + "\0x", library=LIBRARY), ValueError, ["NUL", "model"])
+    t.close()
 
 
 def test_library_not_found():
