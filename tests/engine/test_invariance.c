@@ -2,7 +2,7 @@
  * For one model, device, precision and set of search options, every output
  * of a line (status, text, n-best list, scores, token scores, alignment,
  * attention weights and tokens) must have the same bits however the line is
- * batched. Each search kind below translates the lines one at a time (batch
+ * batched. Each search kind (kind_options) translates the lines one at a time (batch
  * size 1, the reference), then in many batchings, each compared line by line
  * with test_bitwise_line:
  *  - batch sizes 2, 3, 7 and 64, and batches by source tokens;
@@ -15,7 +15,8 @@
  *  - the service: client threads submit the lines at random times to
  *    several workers (CUDA: every device, continuous batching on and off).
  * The lines include an empty one and refused ones (bad UTF-8, too many
- * tokens). Random choices come from test_seed (NMT_TEST_SEED replays).
+ * tokens). Also: nmt_options_init and the service default to
+ * NMT_PRECISION_AUTO. Random choices come from test_seed (NMT_TEST_SEED replays).
  *
  * Usage: test_invariance [--device cpu|cuda] [--precision fp32|tf32x2|bf16|fp16|auto]
  *                        [--model PATH] [--input FILE] [--lines N]
@@ -36,7 +37,7 @@
 #include <threads.h>
 #include <time.h>
 
-enum { MAX_LINES = 512, LINE_BYTES = 1024, MAX_SRC_TOKENS = 32, N_KINDS = 3, N_CLIENTS = 4 };
+enum { MAX_LINES = 512, LINE_BYTES = 1024, MAX_SRC_TOKENS = 32, N_KINDS = 4, N_CLIENTS = 4 };
 
 static const char *const words[] = {"der", "die", "das", "und", "ist", "ein", "eine", "Haus",
                                     "katze", "hund", "mann", "frau", "kind", "sieht", "nicht",
@@ -61,7 +62,9 @@ static int n_lines;
 static nmt_result ref[N_KINDS][MAX_LINES];
 
 /* Search kinds: n-best 3 with attention weights; the defaults (n-best 1, no
- * attention); OpenNMT-py's rules with n-best 2 and another length penalty. */
+ * attention); OpenNMT-py's rules with n-best 2 and another length penalty;
+ * LSH shrinking with one candidate list a sentence (a list shared by the
+ * batch, NMT_LSH_SHARE_BATCH, depends on the batch by design). */
 static nmt_options kind_options(int kind)
 {
     nmt_options o;
@@ -79,6 +82,11 @@ static nmt_options kind_options(int kind)
         o.n_best = 2;
         o.alpha = 0.6f;
         o.search_rules = NMT_SEARCH_RULES_ONMT;
+    } else if (kind == 3) {
+        o.shrink.mode = NMT_SHRINK_LSH;
+        o.shrink.k = 8, o.shrink.u = 2, o.shrink.w = 16, o.shrink.top = 20;
+        o.shrink.threshold = 2;
+        o.shrink.share = NMT_LSH_SHARE_SENTENCE;
     }
     return o;
 }
@@ -387,6 +395,19 @@ static void check_comparison(void)
     free(weights);
 }
 
+/* The library and the service default to the model file's precision
+ * (include/nmt.h, NMT_PRECISION_AUTO), as translate and nmt-server do. */
+static void check_defaults(void)
+{
+    nmt_options o;
+    nmt_service_options so;
+    nmt_options_init(&o);
+    nmt_service_options_init(&so);
+    CHECK(o.precision == NMT_PRECISION_AUTO && so.translator.precision == NMT_PRECISION_AUTO,
+          "default precision %d, the service's %d", (int)o.precision,
+          (int)so.translator.precision);
+}
+
 /* ---- arguments and lines ------------------------------------------------------------------ */
 
 static int parse_args(int argc, char **argv)
@@ -480,6 +501,7 @@ int main(int argc, char **argv)
     if (test_failures)
         return test_finish("test_invariance");
     check_comparison();
+    check_defaults();
     for (int kind = 0; kind < N_KINDS; kind++) {
         for (size_t b = 0; b < sizeof batchings / sizeof batchings[0]; b++)
             if (!batchings[b].cuda_only || args.device == NMT_DEVICE_CUDA)
