@@ -101,7 +101,8 @@ typedef struct batching {
     int prepared;         /* through nmt_translator_prepare + nmt_translate_prepared */
     const char *oom;      /* NMT_TEST_DECODE_OOM while the translator is created */
     int cuda_only;
-    int cuda_graphs, warmup, check_every; /* 0: the kind's */
+    int graphs_off, warmup_off;
+    int check_every;      /* 0: the kind's */
 } batching;
 
 static const batching batchings[] = {
@@ -115,8 +116,8 @@ static const batching batchings[] = {
     {.name = "random calls, batch 64", .batch_size = 64, .rounds = 2},
     {.name = "prepared, batch 5", .batch_size = 5, .prepared = 1},
     {.name = "out-of-memory split", .batch_size = 64, .oom = "3"},
-    {.name = "graphs off", .batch_size = 7, .cuda_only = 1, .cuda_graphs = -1},
-    {.name = "warmup off", .batch_size = 64, .cuda_only = 1, .warmup = -1},
+    {.name = "graphs off", .batch_size = 7, .cuda_only = 1, .graphs_off = 1},
+    {.name = "warmup off", .batch_size = 64, .cuda_only = 1, .warmup_off = 1},
     {.name = "check every 4", .batch_size = 64, .cuda_only = 1, .check_every = 4},
 };
 
@@ -176,17 +177,33 @@ static int translate_call(nmt_translator *t, int prepared, const int *idx, int n
     return differ;
 }
 
+/* splitmix64 on a state of the caller's: one for each client thread. */
+static uint64_t next_rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* order[0 .. n_lines) = the line indices in a random order. */
+static void shuffled_lines(int *order, uint64_t *state)
+{
+    for (int i = 0; i < n_lines; i++)
+        order[i] = i;
+    for (int i = n_lines - 1; i > 0; i--) {
+        const int j = (int)(next_rand(state) % (uint64_t)(i + 1)), x = order[i];
+        order[i] = order[j], order[j] = x;
+    }
+}
+
 /* Shuffled lines, cut at random points into calls of 1 .. 2 x batch lines,
  * each call holding one of its lines twice with probability 1/2. */
 static int random_calls(nmt_translator *t, int batch, int kind, const char *what)
 {
     int order[MAX_LINES], call[2 * MAX_LINES], differ = 0;
-    for (int i = 0; i < n_lines; i++)
-        order[i] = i;
-    for (int i = n_lines - 1; i > 0; i--) {
-        const int j = test_rand_int(0, i + 1), x = order[i];
-        order[i] = order[j], order[j] = x;
-    }
+    uint64_t state = test_rand_u64();
+    shuffled_lines(order, &state);
     for (int start = 0; start < n_lines;) {
         int n = test_rand_int(1, 2 * batch + 1);
         if (n > n_lines - start)
@@ -210,9 +227,9 @@ static void run_batching(const batching *b, int kind)
     nmt_options o = kind_options(kind);
     o.max_batch_tokens = b->max_batch_tokens;
     o.collect_stats = 1;
-    if (b->cuda_graphs)
+    if (b->graphs_off)
         o.cuda_graphs = 0;
-    if (b->warmup)
+    if (b->warmup_off)
         o.warmup = 0;
     if (b->check_every)
         o.check_every = b->check_every;
@@ -256,13 +273,6 @@ typedef struct client {
     int differ, failures;
 } client;
 
-static uint64_t client_rand(uint64_t *s) /* splitmix64: each thread its own */
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* Submits every line once, in a random order with pauses of 0-2 ms, so
  * that lines join batches at random times; then compares the answers. */
@@ -271,12 +281,7 @@ static int run_client(void *arg)
     client *c = arg;
     int order[MAX_LINES];
     nmt_request *handles[MAX_LINES] = {0};
-    for (int i = 0; i < n_lines; i++)
-        order[i] = i;
-    for (int i = n_lines - 1; i > 0; i--) {
-        const int j = (int)(client_rand(&c->seed) % (uint64_t)(i + 1)), x = order[i];
-        order[i] = order[j], order[j] = x;
-    }
+    shuffled_lines(order, &c->seed);
     for (int k = 0; k < n_lines; k++) {
         const int line = order[k];
         nmt_error err = {NMT_STATUS_OK, ""};
@@ -288,7 +293,7 @@ static int run_client(void *arg)
             fprintf(stderr, "submit line %d: %s\n", line, err.message);
             c->failures++;
         }
-        const long pause_us = (long)(client_rand(&c->seed) % 2000);
+        const long pause_us = (long)(next_rand(&c->seed) % 2000);
         if (pause_us < 1000) /* half of them at once */
             thrd_sleep(&(struct timespec){.tv_nsec = pause_us * 1000}, NULL);
     }
