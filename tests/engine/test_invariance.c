@@ -177,22 +177,13 @@ static int translate_call(nmt_translator *t, int prepared, const int *idx, int n
     return differ;
 }
 
-/* splitmix64 on a state of the caller's: one for each client thread. */
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* order[0 .. n_lines) = the line indices in a random order. */
 static void shuffled_lines(int *order, uint64_t *state)
 {
     for (int i = 0; i < n_lines; i++)
         order[i] = i;
     for (int i = n_lines - 1; i > 0; i--) {
-        const int j = (int)(next_rand(state) % (uint64_t)(i + 1)), x = order[i];
+        const int j = (int)(test_rand_next(state) % (uint64_t)(i + 1)), x = order[i];
         order[i] = order[j], order[j] = x;
     }
 }
@@ -293,7 +284,7 @@ static int run_client(void *arg)
             fprintf(stderr, "submit line %d: %s\n", line, err.message);
             c->failures++;
         }
-        const long pause_us = (long)(next_rand(&c->seed) % 2000);
+        const long pause_us = (long)(test_rand_next(&c->seed) % 2000);
         if (pause_us < 1000) /* half of them at once */
             thrd_sleep(&(struct timespec){.tv_nsec = pause_us * 1000}, NULL);
     }
