@@ -4,7 +4,8 @@
 #   2. ctest -L gpu, then test_gpu_stream while a second process runs
 #      test_gpu_translate on the same GPU (NMT_GPU_CHECK_LOAD_RUNS times,
 #      default 6; 0 or NMT_GPU_CHECK_SKIP_CTEST=1: skip): timing-dependent
-#      search bugs showed there only
+#      search bugs showed there only; then test_invariance on CUDA at every
+#      precision (batch invariance, bit for bit)
 #   3. compute-sanitizer memcheck and racecheck on the GPU test programs
 #      (NMT_TEST_SMALL=1: the small shapes)
 #   4. the benches (JSON lines into bench/), bench_torch.py, summarize.py
@@ -20,7 +21,7 @@
 # Knobs: NMT_BENCH_REPEATS (20), NMT_BENCH_ROWS / _VOCABS / _KS / _NS,
 # NMT_BENCH_REDUCE_LOG2 (26), NMT_BENCH_LSH_* (bench_lsh.cu's header; ~60 s),
 # NMT_GPU_CHECK_SKIP_BENCH=1, NMT_GPU_CHECK_SKIP_SANITIZER=1, NMT_GPU_CHECK_SKIP_CTEST=1,
-# NMT_GPU_CHECK_LOAD_RUNS (6),
+# NMT_GPU_CHECK_LOAD_RUNS (6), NMT_GPU_CHECK_SKIP_INVARIANCE=1,
 # NMT_GPU_CHECK_SANITIZER_JOBS (4 at a time), NMT_GPU_CHECK_SANITIZE (programs),
 # NMT_GPU_CHECK_JOBS (build parallelism), NMT_PYTHON (python with torch).
 set -euo pipefail
@@ -50,6 +51,7 @@ elapsed() { echo $(( $(date +%s) - start )); }
 build_status=ok
 tests_summary="not run"
 load_summary="not run"
+invariance_summary="not run"
 memcheck_errors="not run"
 racecheck_errors="not run"
 bench_status="not run"
@@ -104,6 +106,35 @@ if [[ $build_status == ok ]]; then
         load_summary="passed $load_passed of $load_runs"
         (( load_skipped > 0 )) && load_summary="$load_summary ($load_skipped skipped: no GPU)"
         echo "   stream under load: $load_summary ($(elapsed)s)"
+    fi
+
+    # Batch invariance (docs/decoding.md, "Batch invariance"): test_invariance
+    # on CUDA at every precision, on the test model and on the shipped model
+    # over 200 lines of test_2016_flickr (NMT_GPU_CHECK_SKIP_INVARIANCE=1: skip).
+    if [[ "${NMT_GPU_CHECK_SKIP_INVARIANCE:-0}" != 1 && -x "$build/test_invariance" ]]; then
+        echo "== test_invariance (CUDA; fp32, tf32x2, bf16, fp16; test and shipped model)"
+        inv_passed=0
+        inv_runs=0
+        inv_failed=""
+        for precision in fp32 tf32x2 bf16 fp16; do
+            for which in test shipped; do
+                inv_args=(--device cuda --precision "$precision")
+                [[ $which == shipped ]] && inv_args+=(--model models/multi30k-de-en.bin
+                    --input tests/data/golden/test_2016_flickr.200.de --lines 200)
+                log="$out/invariance-$precision-$which.log"
+                rc=0
+                timeout 300 "$build/test_invariance" "${inv_args[@]}" >"$log" 2>&1 || rc=$?
+                inv_runs=$((inv_runs + 1))
+                case $rc in
+                    0) inv_passed=$((inv_passed + 1)) ;;
+                    77) inv_failed="$inv_failed $precision/$which:skipped" ;;
+                    *) inv_failed="$inv_failed $precision/$which:rc$rc"
+                       grep -E 'check failed|not exercised' "$log" | head -5 || true ;;
+                esac
+            done
+        done
+        invariance_summary="passed $inv_passed of $inv_runs${inv_failed:+ (not:$inv_failed)}"
+        echo "   invariance: $invariance_summary ($(elapsed)s)"
     fi
 
     # --- 3. sanitizers -------------------------------------------------------
@@ -266,6 +297,7 @@ echo "================ gpu-check summary ($(elapsed)s) ================"
 printf '%-28s %s\n' "build" "$build_status"
 printf '%-28s %s\n' "ctest -L gpu" "$tests_summary"
 printf '%-28s %s\n' "stream under load" "$load_summary"
+printf '%-28s %s\n' "batch invariance" "$invariance_summary"
 printf '%-28s %s\n' "memcheck errors" "$memcheck_errors"
 printf '%-28s %s\n' "racecheck errors" "$racecheck_errors"
 printf '%-28s %s\n' "benches" "$bench_status"

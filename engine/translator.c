@@ -40,6 +40,10 @@ void nmt_options_init(nmt_options *options)
     options->input_tokens = -1; /* the model file's tokenizer key decides */
     options->output_tokens = -1;
     options->search_rules = NMT_SEARCH_RULES_V1;
+    /* 16-bit where the model file's weights are (docs/performance.md,
+     * "Defaults"): a line's output has the same bits in any batch at every
+     * precision (docs/decoding.md, "Batch invariance"). */
+    options->precision = NMT_PRECISION_AUTO;
     /* Shrinking stays off: LSH always loses some BLEU against the full
      * softmax (docs/lsh.md, "Defaults"). The LSH parameters are the grid's
      * best trade-off over both beams on Europarl it-en: {8,3,500}, T = 2000,

@@ -72,7 +72,7 @@ typedef struct nmt_shrink_options {
  * Log-softmax, top-K and the beam scores are fp32 in every mode; the CPU
  * backend is fp32 and ignores it. */
 typedef enum nmt_precision {
-    NMT_PRECISION_FP32 = 0,   /* cuBLAS sgemm: fp32 math throughout (default) */
+    NMT_PRECISION_FP32 = 0,   /* cuBLAS sgemm: fp32 math throughout */
     NMT_PRECISION_TF32X2 = 1, /* from 64 rows a step: the decoder's GEMMs on TF32 tensor
                                  cores with activations split in two TF32 parts, ~22-bit
                                  inputs and fp32 sums; needs weights exact in TF32 (every
@@ -83,10 +83,10 @@ typedef enum nmt_precision {
                                  activations rounded to bf16 (8-bit mantissa) */
     NMT_PRECISION_FP16 = 3,   /* the same in fp16 (11-bit mantissa; an fp16 model file's
                                  weights exactly) */
-    NMT_PRECISION_AUTO = 4    /* the model file's: fp16 where every weight it stores is
-                                 fp16 (exact in fp16; the fastest, docs/performance.md,
-                                 "Defaults"), else fp32; translate's default (nmt-server
-                                 keeps fp32). nmt_stats.precision says which ran */
+    NMT_PRECISION_AUTO = 4    /* the default: the model file's, fp16 where every weight it
+                                 stores is fp16 (exact in fp16; the fastest,
+                                 docs/performance.md, "Defaults"), else fp32.
+                                 nmt_stats.precision says which ran */
 } nmt_precision;
 
 /* Which beam-search rules the translator follows (docs/decoding.md, "Search rules"). */
@@ -134,9 +134,10 @@ typedef struct nmt_options {
                             is created (~0.5 s at 2,048 sentences), so that the first
                             real batches do not pay one-time CUDA/cuBLAS costs
                             (~150 ms), default 1 */
-    nmt_precision precision; /* CUDA: the GEMMs' arithmetic, default NMT_PRECISION_FP32
-                                (a line's output depends least on its batch), as
-                                nmt-server's; translate defaults to NMT_PRECISION_AUTO */
+    nmt_precision precision; /* CUDA: the GEMMs' arithmetic, default NMT_PRECISION_AUTO
+                                (as translate's and nmt-server's). At each precision a
+                                line's outputs have the same bits in any batch
+                                (docs/decoding.md, "Batch invariance") */
     int check_every;     /* CUDA: the host reads the sentences' done flags every this
                             many steps (1..64, default 1): finished sentences leave
                             the batch and the loop stops at most 2x this many steps

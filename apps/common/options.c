@@ -495,8 +495,6 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
     }
     memset(args, 0, sizeof *args);
     nmt_options_init(&args->engine);
-    /* translate's default: auto (docs/performance.md, "Defaults"); the library's is fp32 */
-    args->engine.precision = extra ? extra->precision : NMT_PRECISION_AUTO;
     args->progress = -1;
     args->workers = 1;
     args->limit_lines = -1;

@@ -65,7 +65,6 @@ typedef struct app_extra_settings {
     const char *section;
     int (*apply)(void *ctx, const char *key, const char *value);
     void *ctx;
-    nmt_precision precision; /* the program's default --precision (translate's: auto) */
 } app_extra_settings;
 
 /* translate_args_parse with a program's own settings (extra may be NULL). */

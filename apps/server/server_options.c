@@ -72,11 +72,7 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     s->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
     s->continuous = 0;      /* docs/performance.md, "Continuous batching" */
     s->join_every = 4;
-    /* fp32 unless asked: an answer then equals the offline translation of
-     * its line whatever it was batched with (docs/service.md, "Determinism";
-     * at fp16 5-11 of 20,000 differed, docs/performance.md, "Service"). */
-    const app_extra_settings extra = {server_options, "server", apply_server_setting, s,
-                                      NMT_PRECISION_FP32};
+    const app_extra_settings extra = {server_options, "server", apply_server_setting, s};
     const int code = app_args_parse(argc, argv, &args->common, &extra, message, size);
     if (code != EXIT_OK)
         return code;
@@ -129,9 +125,9 @@ int server_print_help(const char *program)
         "\n"
         "Every translate option works here too (-c CONFIG, -b BEAM, --batch-size, --device,\n"
         "--lsh, ...; see translate --help): they set the defaults of every request, and\n"
-        "--beam and --batch-size the largest a request and a batch may be. --precision is\n"
-        "fp32 unless given (translate's default, auto, is fp16 for an fp16 model file), so\n"
-        "that an answer does not depend on what it was batched with. A request item may\n"
+        "--beam and --batch-size the largest a request and a batch may be; --precision is\n"
+        "auto as in translate (fp16 for an fp16 model file): an answer does not depend on\n"
+        "what it was batched with (--batch-invariant, on by default). A request item may\n"
         "set beam_size, n_best, alpha, max_len_a, max_len_b, shrink and deadline_ms, and\n"
         "ask for \"align\", \"token_scores\" and (with --attention) \"attention\": true.\n"
         "SIGTERM or SIGINT: new requests get 503; those in flight are translated, or\n"

@@ -25,7 +25,7 @@ static int print_token_scores(FILE *out, const nmt_hypothesis *h)
     if (fputs(" |||", out) == EOF)
         return -1;
     for (int t = 0; h && h->token_scores && t <= h->n_tokens; t++)
-        if (fprintf(out, " %.9g", h->token_scores[t]) < 0)
+        if (fprintf(out, " " TRANSLATE_FLOAT, h->token_scores[t]) < 0)
             return -1;
     return 0;
 }
@@ -76,7 +76,8 @@ static int print_attention(FILE *out, const nmt_result *r, const nmt_hypothesis 
         if ((t && fputc(',', out) == EOF) || fputc('[', out) == EOF)
             return -1;
         for (int s = 0; s < n_src; s++)
-            if (fprintf(out, s ? ",%.6g" : "%.6g", h->attention[(size_t)t * n_src + s]) < 0)
+            if (fprintf(out, s ? "," TRANSLATE_FLOAT : TRANSLATE_FLOAT,
+                        h->attention[(size_t)t * n_src + s]) < 0)
                 return -1;
         if (fputc(']', out) == EOF)
             return -1;

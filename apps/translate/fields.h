@@ -11,6 +11,12 @@
 
 #include <stdio.h>
 
+/* The printf format of every score, token score and attention weight
+ * translate prints: 9 significant digits (FLT_DECIMAL_DIG) read back as the
+ * same float, so two outputs are byte-identical exactly when their numbers
+ * have the same bits (docs/decoding.md, "Batch invariance"). */
+#define TRANSLATE_FLOAT "%.9g"
+
 /* The fields args asks for, of hypothesis h of result r; h NULL (a refused
  * line, or an n-best row past its hypotheses): each field empty, the JSON
  * one {"src":[],"tgt":[],"weights":[]}. Returns a negative value when a

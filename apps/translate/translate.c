@@ -45,7 +45,8 @@ static double now_seconds(void)
 
 /* Prints one input line's output: a line, or with --n-best N exactly N rows
  * (a refused line, or one with fewer hypotheses, is padded with rows of score
- * -inf and an empty text), each with the fields asked for (fields.h).
+ * -inf and an empty text), each with the fields asked for (fields.h). Numbers
+ * are printed as TRANSLATE_FLOAT (fields.h): they read back as the same float.
  * Returns a negative value when a write failed. */
 static int print_result(const translate_args *args, FILE *out, long line_number,
                         const nmt_result *r)
@@ -58,12 +59,13 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
             const nmt_hypothesis *h = k < found ? &r->hypotheses[k] : NULL;
             int written;
             if (args->nbest_marian)
-                written = h ? fprintf(out, "%ld ||| %s ||| F0= %.9g ||| %.9g", line_number - 1,
-                                      h->text, h->log_prob, h->score)
+                written = h ? fprintf(out,
+                                      "%ld ||| %s ||| F0= " TRANSLATE_FLOAT " ||| " TRANSLATE_FLOAT,
+                                      line_number - 1, h->text, h->log_prob, h->score)
                             : fprintf(out, "%ld |||  ||| F0= -inf ||| -inf", line_number - 1);
             else
-                written = h ? fprintf(out, "%ld\t%d\t%.9g\t%s", line_number, k + 1, h->score,
-                                      h->text)
+                written = h ? fprintf(out, "%ld\t%d\t" TRANSLATE_FLOAT "\t%s", line_number, k + 1,
+                                      h->score, h->text)
                             : fprintf(out, "%ld\t%d\t-inf\t", line_number, k + 1);
             if (written < 0 || translate_print_fields(args, out, r, h) < 0 ||
                 fputc('\n', out) == EOF)
@@ -72,7 +74,8 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
         return 0;
     }
     if (args->scores) {
-        int written = ok ? fprintf(out, "%.9g\t", r->hypotheses[0].score) : fprintf(out, "-inf\t");
+        int written = ok ? fprintf(out, TRANSLATE_FLOAT "\t", r->hypotheses[0].score)
+                         : fprintf(out, "-inf\t");
         if (written < 0)
             return -1;
     }

@@ -1,6 +1,6 @@
 /* bench_passes: what the first pass over a file costs beyond the later ones.
  *
- *   bench_passes MODEL FILE [BATCH [BEAM [PASSES [DEVICE [graphs=0|1] [warmup=0|1] [check=N] [precision=fp32|tf32x2|bf16|fp16]]]]]
+ *   bench_passes MODEL FILE [BATCH [BEAM [PASSES [DEVICE [graphs=0|1] [warmup=0|1] [check=N] [precision=fp32|tf32x2|bf16|fp16|auto]]]]]
  *
  * Translates FILE (one sentence a line) PASSES times (default 3) in one
  * process, BATCH lines per nmt_translate_batch call (default 64), and prints
@@ -24,13 +24,14 @@ static double now_ms(void)
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
-static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16"};
+/* nmt_precision's values, in order (auto, the default: the model file's). */
+static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto"};
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: %s MODEL FILE [BATCH [BEAM [PASSES [cpu|cuda [graphs=0|1] "
-                        "[warmup=0|1] [check=N] [precision=fp32|tf32x2|bf16|fp16]]]]]\n", argv[0]);
+                        "[warmup=0|1] [check=N] [precision=fp32|tf32x2|bf16|fp16|auto]]]]]\n", argv[0]);
         return 2;
     }
     const int batch = argc > 3 ? atoi(argv[3]) : 64, beam = argc > 4 ? atoi(argv[4]) : 5;
@@ -50,7 +51,7 @@ int main(int argc, char **argv)
             options.check_every = atoi(argv[i] + 6);
         else if (!strncmp(argv[i], "precision=", 10)) {
             int found = -1;
-            for (int p = 0; p < 4; p++)
+            for (int p = 0; p <= NMT_PRECISION_AUTO; p++)
                 if (!strcmp(argv[i] + 10, precision_names[p]))
                     found = p;
             if (found < 0) {

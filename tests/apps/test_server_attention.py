@@ -4,7 +4,8 @@
 - A server started with --attention answers "token_scores": true with the
   log-probability of each target token then the EOS's, and "attention": true
   with {"src", "tgt", "weights"}: the same tokens and numbers as translate
-  --token-scores --attention prints for the line (to its 6 printed digits),
+  --token-scores --attention prints for the line (the same float bits: the
+  server's JSON and translate's %.9g both read back as the float),
   weights rows summing to 1 whose largest is the "align" pair's; n-best
   items get them for every hypothesis; items that do not ask get neither.
 - A server without --attention answers "token_scores" but refuses
@@ -13,6 +14,7 @@
 Skips (77) when nmt-server was not built."""
 import json
 import os
+import struct
 import subprocess
 import sys
 import urllib.error
@@ -67,8 +69,13 @@ def translate_fields():
     return rows
 
 
-def close(a, b, tol):
-    return len(a) == len(b) and all(abs(x - y) <= tol for x, y in zip(a, b))
+def float_bits(x):
+    return struct.pack("<f", x)
+
+
+def same_floats(a, b):
+    """The same floats, bit for bit, once each number is read as a float."""
+    return len(a) == len(b) and all(float_bits(x) == float_bits(y) for x, y in zip(a, b))
 
 
 def with_attention(ref):
@@ -82,13 +89,13 @@ def with_attention(ref):
             text, scores, doc = ref[i]
             att = hyp.get("attention", {})
             check(hyp["tgt"] == text, f"line {i}: {hyp['tgt']!r}, translate: {text!r}")
-            check(close(hyp.get("token_scores", []), scores, 2e-6),
+            check(same_floats(hyp.get("token_scores", []), scores),
                   f"line {i}: token scores {hyp.get('token_scores')} vs translate's {scores}")
             check(att.get("src") == doc["src"] and att.get("tgt") == doc["tgt"],
                   f"line {i}: tokens {att} vs translate's {doc}")
             weights = att.get("weights", [])
             check(len(weights) == len(doc["weights"]) and
-                  all(close(w, d, 1e-5 * (1 + max(d))) for w, d in zip(weights, doc["weights"])),
+                  all(same_floats(w, d) for w, d in zip(weights, doc["weights"])),
                   f"line {i}: weights {weights} vs translate's {doc['weights']}")
             pairs = [tuple(map(int, p.split("-"))) for p in hyp["align"][0].split()]
             for s, t in pairs:
@@ -116,7 +123,7 @@ def without_attention(ref):
     proc, port = start([])
     try:
         code, body = post(port, [{"src": LINES[0], "token_scores": True}])
-        check(code == 200 and close(body[0][0].get("token_scores", []), ref[0][1], 2e-6),
+        check(code == 200 and same_floats(body[0][0].get("token_scores", []), ref[0][1]),
               f"token_scores without --attention: {code} {body}")
         code, body = post(port, [{"src": LINES[0], "attention": True}])
         check(code == 400 and "--attention" in body.get("error", ""),

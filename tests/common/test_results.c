@@ -30,6 +30,71 @@ int test_identical_line(const nmt_result *a, const nmt_result *b)
     return 1;
 }
 
+/* Floats by their bits: n of them at x and y (either NULL: both must be). */
+static int same_bits(const float *x, const float *y, size_t n, size_t *first)
+{
+    if (!x || !y) {
+        *first = 0;
+        return (!x && !y) || n == 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&x[i], &y[i], sizeof x[i]) != 0) {
+            *first = i;
+            return 0;
+        }
+    return 1;
+}
+
+static int same_strings(char *const *x, char *const *y, int n)
+{
+    if (!x || !y)
+        return (!x && !y) || n == 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(x[i], y[i]) != 0)
+            return 0;
+    return 1;
+}
+
+int test_bitwise_line(const nmt_result *a, const nmt_result *b, char *why, size_t size)
+{
+    size_t i = 0;
+#define DIFFER(...) return snprintf(why, size, __VA_ARGS__), 0
+    if (a->status != b->status || strcmp(a->message, b->message) != 0)
+        DIFFER("status %d (%s) vs %d (%s)", (int)a->status, a->message, (int)b->status,
+               b->message);
+    if (a->n_hypotheses != b->n_hypotheses || a->n_src != b->n_src)
+        DIFFER("%d vs %d hypotheses, %d vs %d source tokens", a->n_hypotheses, b->n_hypotheses,
+               a->n_src, b->n_src);
+    if (!same_strings(a->src_tokens, b->src_tokens, a->n_src))
+        DIFFER("source tokens");
+    for (int h = 0; h < a->n_hypotheses; h++) {
+        const nmt_hypothesis *x = &a->hypotheses[h], *y = &b->hypotheses[h];
+        const size_t n = (size_t)x->n_tokens;
+        if (strcmp(x->text, y->text) != 0 || x->n_tokens != y->n_tokens)
+            DIFFER("hypothesis %d: '%s' vs '%s'", h, x->text, y->text);
+        if (!same_bits(&x->score, &y->score, 1, &i) ||
+            !same_bits(&x->log_prob, &y->log_prob, 1, &i))
+            DIFFER("hypothesis %d: score %.9g / %.9g vs %.9g / %.9g", h, x->score, x->log_prob,
+                   y->score, y->log_prob);
+        if (!same_alignment(x, y))
+            DIFFER("hypothesis %d: alignment", h);
+        if (!same_bits(x->token_scores, y->token_scores, n + 1, &i))
+            DIFFER("hypothesis %d: token score %zu: %.9g vs %.9g", h, i,
+                   x->token_scores ? x->token_scores[i] : 0.0f,
+                   y->token_scores ? y->token_scores[i] : 0.0f);
+        if (!same_bits(x->attention, y->attention, n * (size_t)a->n_src, &i))
+            DIFFER("hypothesis %d: attention weight [%zu][%zu]: %.9g vs %.9g", h,
+                   a->n_src ? i / (size_t)a->n_src : 0, a->n_src ? i % (size_t)a->n_src : 0,
+                   x->attention ? x->attention[i] : 0.0f, y->attention ? y->attention[i] : 0.0f);
+        if (!same_strings(x->tokens, y->tokens, x->n_tokens))
+            DIFFER("hypothesis %d: target tokens", h);
+    }
+#undef DIFFER
+    if (size)
+        why[0] = '\0';
+    return 1;
+}
+
 int test_same_line(const nmt_result *a, const nmt_result *b)
 {
     if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)

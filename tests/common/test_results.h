@@ -6,8 +6,17 @@
 
 #include "nmt.h"
 
+#include <stddef.h>
+
 /* 1 when both runs gave bit-identical hypotheses (alignments included). */
 int test_identical_line(const nmt_result *a, const nmt_result *b);
+/* 1 when a and b are the same bits: status (and a refused line's message),
+ * the source tokens, and every hypothesis's text, score, log-probability,
+ * alignment, token scores, attention weights and target tokens (floats
+ * compared by their bits, so -0 is not 0 and a NaN equals only its own
+ * bits); 0 with the first difference written into why (size bytes). */
+int test_bitwise_line(const nmt_result *a, const nmt_result *b, char *why, size_t size);
+
 /* 1 when every hypothesis has the same text, length and alignment and a
  * score and log-prob within 1e-3 (another summation order's). */
 int test_same_line(const nmt_result *a, const nmt_result *b);

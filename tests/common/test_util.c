@@ -19,13 +19,18 @@ uint64_t test_seed(void)
     return seed;
 }
 
-uint64_t test_rand_u64(void)
+uint64_t test_rand_next(uint64_t *state)
 {
     /* splitmix64: small, good enough for test data. */
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+uint64_t test_rand_u64(void)
+{
+    return test_rand_next(&rng_state);
 }
 
 float test_rand_uniform(float lo, float hi)

@@ -13,6 +13,8 @@
 /* Seeds from NMT_TEST_SEED or the clock, prints the seed; returns it. */
 uint64_t test_seed(void);
 uint64_t test_rand_u64(void);
+/* The same generator on a state of the caller's (a thread's own stream). */
+uint64_t test_rand_next(uint64_t *state);
 /* Uniform in [lo, hi). */
 float test_rand_uniform(float lo, float hi);
 int32_t test_rand_int(int32_t lo, int32_t hi_exclusive);

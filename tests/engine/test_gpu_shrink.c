@@ -56,6 +56,7 @@ static int run(const nmt_model *model, const config *c, nmt_device device, nmt_r
 {
     nmt_options o;
     nmt_options_init(&o);
+    o.precision = NMT_PRECISION_FP32; /* the CPU oracle's arithmetic; auto is fp16 here */
     o.warmup = 0; /* seconds under compute-sanitizer; test_gpu_translate covers it */
     o.device = device;
     o.beam_size = c->beam;

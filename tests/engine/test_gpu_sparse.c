@@ -53,6 +53,8 @@ static nmt_options options(nmt_device device, nmt_sparse sparse, int batch)
 {
     nmt_options o;
     nmt_options_init(&o);
+    o.precision = NMT_PRECISION_FP32; /* the CPU's arithmetic also for the fp16 file (auto:
+                                         fp16); the fp16 check asks for it */
     o.device = device;
     o.sparse = sparse;
     o.batch_invariant = 0; /* the CUDA SpMM runs only without batch invariance */

@@ -191,7 +191,7 @@ def test_runtime_layout_check():
 
 def rows_of(result, n_best):
     """translate's n-best rows for one Result: (score as printed, text)."""
-    rows = [("%.6f" % h.score, h.text) for h in result.hypotheses] if result.ok else []
+    rows = [("%.9g" % h.score, h.text) for h in result.hypotheses] if result.ok else []
     return rows + [("-inf", "")] * (n_best - len(rows))
 
 

@@ -1,0 +1,514 @@
+/* test_invariance.c: batch invariance (docs/decoding.md, "Batch invariance").
+ * For one model, device, precision and set of search options, every output
+ * of a line (status, text, n-best list, scores, token scores, alignment,
+ * attention weights and tokens) must have the same bits however the line is
+ * batched. Each search kind (kind_options) translates the lines one at a time (batch
+ * size 1, the reference), then in many batchings, each compared line by line
+ * with test_bitwise_line:
+ *  - batch sizes 2, 3, 7 and 64, and batches by source tokens;
+ *  - random compositions: the lines shuffled, cut at random points into
+ *    calls of nmt_translate_batch with a random batch size, some lines twice
+ *    in one call; and the two-step prepare / translate_prepared path;
+ *  - a batch split after an out-of-memory error (NMT_TEST_DECODE_OOM, the
+ *    backend's test hook; counted as exercised only if a split happened);
+ *  - CUDA only: graphs off, warmup off, check_every 4;
+ *  - the service: client threads submit the lines at random times to
+ *    several workers (CUDA: every device, continuous batching on and off).
+ * The lines include an empty one and refused ones (bad UTF-8, too many
+ * tokens). Also: nmt_options_init and the service default to
+ * NMT_PRECISION_AUTO. Random choices come from test_seed (NMT_TEST_SEED replays).
+ *
+ * Usage: test_invariance [--device cpu|cuda] [--precision fp32|tf32x2|bf16|fp16|auto]
+ *                        [--model PATH] [--input FILE] [--lines N]
+ * The default is the CPU and the test model; --device cuda exits 77 without
+ * a GPU and defaults to the fp16 test model for a precision other than fp32
+ * (tf32x2 needs weights exact in TF32). --input takes the first N lines
+ * of FILE (default N: 60) instead of random ones. dev/gpu-check.sh runs it on
+ * CUDA at every precision. */
+#include "nmt.h"
+#include "test_results.h"
+#include "test_util.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <threads.h>
+#include <time.h>
+
+enum { MAX_LINES = 512, LINE_BYTES = 1024, MAX_SRC_TOKENS = 32, N_KINDS = 4, N_CLIENTS = 4 };
+
+static const char *const words[] = {"der", "die", "das", "und", "ist", "ein", "eine", "Haus",
+                                    "katze", "hund", "mann", "frau", "kind", "sieht", "nicht",
+                                    "groß", "klein", "heute", "mit", "auf", "buch", "liest",
+                                    ".", ",", "!", "?", "Zwei", "läuft", "im", "Park"};
+
+static struct {
+    nmt_device device;
+    nmt_precision precision;
+    const char *model_path;
+    const char *input;
+    int n_lines;
+} args = {NMT_DEVICE_CPU, NMT_PRECISION_FP32, NULL, NULL, 60};
+
+/* nmt_precision's values, in order. */
+static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto"};
+static nmt_model *model;
+static char text[MAX_LINES][LINE_BYTES];
+static const char *lines[MAX_LINES];
+static int n_lines;
+/* ref[kind][line]: the line translated alone (batch size 1). */
+static nmt_result ref[N_KINDS][MAX_LINES];
+
+/* Search kinds: n-best 3 with attention weights; the defaults (n-best 1, no
+ * attention); OpenNMT-py's rules with n-best 2 and another length penalty;
+ * LSH shrinking with one candidate list a sentence (a list shared by the
+ * batch, NMT_LSH_SHARE_BATCH, depends on the batch by design). */
+static nmt_options kind_options(int kind)
+{
+    nmt_options o;
+    nmt_options_init(&o);
+    o.device = args.device;
+    o.precision = args.precision;
+    o.max_src_tokens = MAX_SRC_TOKENS;
+    o.max_len_b = 12;
+    o.batch_size = 1;
+    if (kind == 0) {
+        o.n_best = 3;
+        o.attention_weights = 1;
+    } else if (kind == 2) {
+        o.beam_size = 4;
+        o.n_best = 2;
+        o.alpha = 0.6f;
+        o.search_rules = NMT_SEARCH_RULES_ONMT;
+    } else if (kind == 3) {
+        o.shrink.mode = NMT_SHRINK_LSH;
+        o.shrink.k = 8, o.shrink.u = 2, o.shrink.w = 16, o.shrink.top = 20;
+        o.shrink.threshold = 2;
+        o.shrink.share = NMT_LSH_SHARE_SENTENCE;
+    }
+    return o;
+}
+
+/* A batching of the offline translator. */
+typedef struct batching {
+    const char *name;
+    int batch_size;       /* the translator's; 0: random in [1, 24] each round */
+    int max_batch_tokens; /* 0: by sentences only */
+    int rounds;           /* 0: one call with every line in order; else this many
+                             rounds of shuffled lines cut into random calls */
+    int prepared;         /* through nmt_translator_prepare + nmt_translate_prepared */
+    const char *oom;      /* NMT_TEST_DECODE_OOM while the translator is created */
+    int cuda_only;
+    int graphs_off, warmup_off;
+    int check_every;      /* 0: the kind's */
+} batching;
+
+static const batching batchings[] = {
+    {.name = "batch 2", .batch_size = 2},
+    {.name = "batch 3", .batch_size = 3},
+    {.name = "batch 7", .batch_size = 7},
+    {.name = "batch 64", .batch_size = 64},
+    {.name = "tokens 40", .batch_size = 64, .max_batch_tokens = 40},
+    {.name = "tokens 9", .batch_size = 64, .max_batch_tokens = 9},
+    {.name = "random compositions", .batch_size = 0, .rounds = 6},
+    {.name = "random calls, batch 64", .batch_size = 64, .rounds = 2},
+    {.name = "prepared, batch 5", .batch_size = 5, .prepared = 1},
+    {.name = "out-of-memory split", .batch_size = 64, .oom = "3"},
+    {.name = "graphs off", .batch_size = 7, .cuda_only = 1, .graphs_off = 1},
+    {.name = "warmup off", .batch_size = 64, .cuda_only = 1, .warmup_off = 1},
+    {.name = "check every 4", .batch_size = 64, .cuda_only = 1, .check_every = 4},
+};
+
+/* Lines printed for the current batching: the first few say enough. */
+static atomic_int printed;
+
+/* 1 (the first few printed) when got is not ref[kind][line], bit for bit. */
+static int report(const char *what, int kind, int line, const nmt_result *got)
+{
+    char why[512];
+    if (test_bitwise_line(&ref[kind][line], got, why, sizeof why))
+        return 0;
+    if (atomic_fetch_add(&printed, 1) < 3)
+        fprintf(stderr, "%s, kind %d, line %d (%s): %s\n", what, kind, line, lines[line], why);
+    return 1;
+}
+
+static int create(const nmt_options *o, const char *oom, nmt_translator **t)
+{
+    nmt_error err = {NMT_STATUS_OK, ""};
+    if (oom)
+        setenv("NMT_TEST_DECODE_OOM", oom, 1);
+    const nmt_status st = nmt_translator_create(model, o, t, &err);
+    if (oom)
+        unsetenv("NMT_TEST_DECODE_OOM");
+    CHECK(st == NMT_STATUS_OK, "create: %s", err.message);
+    return st == NMT_STATUS_OK;
+}
+
+/* Translates the lines idx[0 .. n) in one call; returns the lines that differ. */
+static int translate_call(nmt_translator *t, int prepared, const int *idx, int n, int kind,
+                          const char *what)
+{
+    const char *call_lines[2 * MAX_LINES];
+    nmt_result results[2 * MAX_LINES];
+    for (int i = 0; i < n; i++)
+        call_lines[i] = lines[idx[i]];
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_status st;
+    if (prepared) {
+        nmt_prepared *p = NULL;
+        st = nmt_translator_prepare(t, call_lines, n, &p, &err);
+        if (st == NMT_STATUS_OK)
+            st = nmt_translate_prepared(t, p, results, &err);
+        nmt_prepared_free(p);
+    } else {
+        st = nmt_translate_batch(t, call_lines, n, results, &err);
+    }
+    CHECK(st == NMT_STATUS_OK, "%s: %s", what, err.message);
+    if (st != NMT_STATUS_OK)
+        return n;
+    int differ = 0;
+    for (int i = 0; i < n; i++) {
+        differ += report(what, kind, idx[i], &results[i]);
+        nmt_result_clear(&results[i]);
+    }
+    return differ;
+}
+
+/* order[0 .. n_lines) = the line indices in a random order. */
+static void shuffled_lines(int *order, uint64_t *state)
+{
+    for (int i = 0; i < n_lines; i++)
+        order[i] = i;
+    for (int i = n_lines - 1; i > 0; i--) {
+        const int j = (int)(test_rand_next(state) % (uint64_t)(i + 1)), x = order[i];
+        order[i] = order[j], order[j] = x;
+    }
+}
+
+/* Shuffled lines, cut at random points into calls of 1 .. 2 x batch lines,
+ * each call holding one of its lines twice with probability 1/2. */
+static int random_calls(nmt_translator *t, int batch, int kind, const char *what)
+{
+    int order[MAX_LINES], call[2 * MAX_LINES], differ = 0;
+    uint64_t state = test_rand_u64();
+    shuffled_lines(order, &state);
+    for (int start = 0; start < n_lines;) {
+        int n = test_rand_int(1, 2 * batch + 1);
+        if (n > n_lines - start)
+            n = n_lines - start;
+        memcpy(call, order + start, sizeof(int) * (size_t)n);
+        int m = n;
+        if (test_rand_int(0, 2)) { /* a duplicate at a random position */
+            const int at = test_rand_int(0, n + 1);
+            memmove(call + at + 1, call + at, sizeof(int) * (size_t)(n - at));
+            call[at] = order[start + test_rand_int(0, n)];
+            m++;
+        }
+        differ += translate_call(t, 0, call, m, kind, what);
+        start += n;
+    }
+    return differ;
+}
+
+static void run_batching(const batching *b, int kind)
+{
+    nmt_options o = kind_options(kind);
+    o.max_batch_tokens = b->max_batch_tokens;
+    o.collect_stats = 1;
+    if (b->graphs_off)
+        o.cuda_graphs = 0;
+    if (b->warmup_off)
+        o.warmup = 0;
+    if (b->check_every)
+        o.check_every = b->check_every;
+    int differ = 0, rounds = b->rounds ? b->rounds : 1;
+    atomic_store(&printed, 0);
+    nmt_stats stats = {0};
+    for (int r = 0; r < rounds; r++) {
+        o.batch_size = b->batch_size ? b->batch_size : test_rand_int(1, 25);
+        nmt_translator *t = NULL;
+        if (!create(&o, b->oom, &t))
+            return;
+        if (b->rounds) {
+            differ += random_calls(t, o.batch_size, kind, b->name);
+        } else {
+            int all[MAX_LINES];
+            for (int i = 0; i < n_lines; i++)
+                all[i] = i;
+            differ += translate_call(t, b->prepared, all, n_lines, kind, b->name);
+        }
+        nmt_error err = {NMT_STATUS_OK, ""};
+        nmt_translator_stats(t, &stats, &err);
+        nmt_translator_free(t);
+    }
+    CHECK(differ == 0, "%s, kind %d: %d lines differ from batch 1", b->name, kind, differ);
+    if (b->oom && stats.split_batches == 0)
+        printf("  %-24s kind %d: not exercised (the backend has no NMT_TEST_DECODE_OOM hook)\n",
+               b->name, kind);
+    else
+        printf("  %-24s kind %d: %d of %d lines differ%s\n", b->name, kind, differ, n_lines,
+               b->oom ? " (after splits)" : "");
+    CHECK(!b->oom || args.device != NMT_DEVICE_CPU || stats.split_batches > 0,
+          "%s: the CPU backend did not split", b->name);
+}
+
+/* ---- the service ------------------------------------------------------------ */
+
+typedef struct client {
+    nmt_service *service;
+    int kind;
+    uint64_t seed;
+    int differ, failures;
+} client;
+
+
+/* Submits every line once, in a random order with pauses of 0-2 ms, so
+ * that lines join batches at random times; then compares the answers. */
+static int run_client(void *arg)
+{
+    client *c = arg;
+    int order[MAX_LINES];
+    nmt_request *handles[MAX_LINES] = {0};
+    shuffled_lines(order, &c->seed);
+    for (int k = 0; k < n_lines; k++) {
+        const int line = order[k];
+        nmt_error err = {NMT_STATUS_OK, ""};
+        nmt_status st;
+        while ((st = nmt_service_submit(c->service, lines[line], NULL, NULL, NULL,
+                                        &handles[line], &err)) == NMT_STATUS_BUSY)
+            thrd_yield();
+        if (st != NMT_STATUS_OK) {
+            fprintf(stderr, "submit line %d: %s\n", line, err.message);
+            c->failures++;
+        }
+        const long pause_us = (long)(test_rand_next(&c->seed) % 2000);
+        if (pause_us < 1000) /* half of them at once */
+            thrd_sleep(&(struct timespec){.tv_nsec = pause_us * 1000}, NULL);
+    }
+    for (int line = 0; line < n_lines; line++) {
+        if (!handles[line])
+            continue;
+        nmt_request_wait(handles[line], -1.0);
+        c->differ += report("service", c->kind, line, nmt_request_result(handles[line]));
+        nmt_request_free(handles[line]);
+    }
+    return 0;
+}
+
+static void run_service(int kind, int continuous, int max_delay_us)
+{
+    nmt_service_options so;
+    nmt_service_options_init(&so);
+    so.translator = kind_options(kind);
+    so.translator.batch_size = 8;
+    so.translator.warmup = 0;
+    so.cpu_workers = 3;
+    so.n_devices = -1; /* CUDA: every visible device */
+    so.continuous = continuous;
+    so.max_delay_us = max_delay_us;
+    nmt_service *service = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    CHECK(nmt_service_create(model, &so, &service, &err) == NMT_STATUS_OK, "service: %s",
+          err.message);
+    if (!service)
+        return;
+    client clients[N_CLIENTS];
+    thrd_t threads[N_CLIENTS];
+    int started = 0;
+    atomic_store(&printed, 0);
+    for (int i = 0; i < N_CLIENTS; i++) {
+        clients[i] = (client){.service = service, .kind = kind, .seed = test_rand_u64()};
+        if (thrd_create(&threads[i], run_client, &clients[i]) == thrd_success)
+            started++;
+        else
+            break;
+    }
+    CHECK(started == N_CLIENTS, "%d of %d client threads started", started, N_CLIENTS);
+    int differ = 0, failures = 0;
+    for (int i = 0; i < started; i++) {
+        thrd_join(threads[i], NULL);
+        differ += clients[i].differ;
+        failures += clients[i].failures;
+    }
+    nmt_service_stats st;
+    nmt_service_stats_get(service, &st);
+    nmt_service_free(service);
+    CHECK(differ == 0 && failures == 0, "service, kind %d: %d answers differ, %d failures",
+          kind, differ, failures);
+    printf("  service%-17s kind %d: %d of %d answers differ (%lld batches or joins)\n",
+           continuous ? ", continuous" : "", kind, differ, started * n_lines,
+           (long long)st.batches);
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static void flip_last_bit(float *x)
+{
+    uint32_t bits;
+    memcpy(&bits, x, sizeof bits);
+    bits ^= 1u;
+    memcpy(x, &bits, sizeof bits);
+}
+
+/* The comparison sees one flipped bit of a token score and of an attention
+ * weight of the first line of kind 0 whose best hypothesis has tokens. */
+static void check_comparison(void)
+{
+    const nmt_result *r = NULL;
+    for (int i = 0; i < n_lines && !r; i++)
+        if (ref[0][i].status == NMT_STATUS_OK && ref[0][i].n_hypotheses > 0 &&
+            ref[0][i].hypotheses[0].n_tokens > 0 && ref[0][i].n_src > 0)
+            r = &ref[0][i];
+    CHECK(r && r->hypotheses[0].attention && r->hypotheses[0].token_scores,
+          "no line with tokens and attention weights");
+    if (test_failures)
+        return;
+    nmt_result a = *r, b = *r;
+    nmt_hypothesis h = r->hypotheses[0];
+    a.n_hypotheses = b.n_hypotheses = 1;
+    b.hypotheses = &h;
+    const size_t n_scores = (size_t)h.n_tokens + 1, n_weights = (size_t)h.n_tokens * r->n_src;
+    float *scores = malloc(sizeof(float) * n_scores), *weights = malloc(sizeof(float) * n_weights);
+    if (!scores || !weights) {
+        CHECK(0, "out of memory");
+    } else {
+        char why[512];
+        memcpy(scores, h.token_scores, sizeof(float) * n_scores);
+        memcpy(weights, h.attention, sizeof(float) * n_weights);
+        CHECK(test_bitwise_line(&a, &b, why, sizeof why), "a copy differs: %s", why);
+        flip_last_bit(&scores[n_scores - 1]);
+        h.token_scores = scores;
+        CHECK(!test_bitwise_line(&a, &b, why, sizeof why), "a token score's last bit unseen");
+        h.token_scores = r->hypotheses[0].token_scores;
+        flip_last_bit(&weights[n_weights - 1]);
+        h.attention = weights;
+        CHECK(!test_bitwise_line(&a, &b, why, sizeof why), "a weight's last bit unseen");
+    }
+    free(scores);
+    free(weights);
+}
+
+/* The library and the service default to the model file's precision
+ * (include/nmt.h, NMT_PRECISION_AUTO), as translate and nmt-server do. */
+static void check_defaults(void)
+{
+    nmt_options o;
+    nmt_service_options so;
+    nmt_options_init(&o);
+    nmt_service_options_init(&so);
+    CHECK(o.precision == NMT_PRECISION_AUTO && so.translator.precision == NMT_PRECISION_AUTO,
+          "default precision %d, the service's %d", (int)o.precision,
+          (int)so.translator.precision);
+}
+
+/* ---- arguments and lines ------------------------------------------------------------------ */
+
+static int parse_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--device") && v && (!strcmp(v, "cpu") || !strcmp(v, "cuda")))
+            args.device = !strcmp(v, "cpu") ? NMT_DEVICE_CPU : NMT_DEVICE_CUDA;
+        else if (!strcmp(argv[i], "--precision") && v) {
+            int p = 0;
+            while (p < 5 && strcmp(v, precision_names[p]))
+                p++;
+            if (p == 5)
+                return 0;
+            args.precision = (nmt_precision)p;
+        } else if (!strcmp(argv[i], "--model") && v)
+            args.model_path = v;
+        else if (!strcmp(argv[i], "--input") && v)
+            args.input = v;
+        else if (!strcmp(argv[i], "--lines") && v && atoi(v) >= 4 && atoi(v) <= MAX_LINES - 4)
+            args.n_lines = atoi(v);
+        else
+            return 0;
+        i++;
+    }
+    return 1;
+}
+
+/* The lines: from --input or random, then an empty line, a line of invalid
+ * UTF-8 and one over MAX_SRC_TOKENS, all refused or empty alike in any batch. */
+static int make_lines(void)
+{
+    n_lines = 0;
+    if (args.input) {
+        FILE *f = fopen(args.input, "r");
+        if (!f) {
+            perror(args.input);
+            return 0;
+        }
+        while (n_lines < args.n_lines && fgets(text[n_lines], LINE_BYTES, f)) {
+            text[n_lines][strcspn(text[n_lines], "\r\n")] = '\0';
+            n_lines++;
+        }
+        fclose(f);
+    }
+    for (; n_lines < args.n_lines; n_lines++)
+        test_random_words(text[n_lines], words, (int)(sizeof words / sizeof words[0]),
+                          test_rand_int(1, 24));
+    text[n_lines++][0] = '\0';
+    strcpy(text[n_lines++], "ein \xff hund");
+    test_random_words(text[n_lines++], words, 4, MAX_SRC_TOKENS + 3);
+    for (int i = 0; i < n_lines; i++)
+        lines[i] = text[i];
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (!parse_args(argc, argv)) {
+        fprintf(stderr, "usage: test_invariance [--device cpu|cuda] [--precision "
+                        "fp32|tf32x2|bf16|fp16|auto] [--model PATH] [--input FILE] [--lines N]\n");
+        return 2;
+    }
+    if (args.device == NMT_DEVICE_CUDA && nmt_cuda_available() == 0) {
+        printf("skipped: no GPU\n");
+        return NMT_TEST_SKIP;
+    }
+    if (!args.model_path)
+        args.model_path = args.device == NMT_DEVICE_CUDA && args.precision != NMT_PRECISION_FP32
+                              ? NMT_TEST_MODEL_FP16 : NMT_TEST_MODEL;
+    test_seed();
+    nmt_error err = {NMT_STATUS_OK, ""};
+    if (nmt_model_load(args.model_path, &model, &err) != NMT_STATUS_OK) {
+        fprintf(stderr, "%s: %s\n", args.model_path, err.message);
+        return 1;
+    }
+    if (!make_lines())
+        return 1;
+    printf("test_invariance: %s, precision %s, %s, %d lines\n",
+           args.device == NMT_DEVICE_CUDA ? "CUDA" : "CPU", precision_names[args.precision],
+           args.model_path, n_lines);
+    for (int kind = 0; kind < N_KINDS; kind++) {
+        const nmt_options o = kind_options(kind);
+        nmt_translator *t = NULL;
+        if (!create(&o, NULL, &t))
+            break;
+        CHECK(nmt_translate_batch(t, lines, n_lines, ref[kind], &err) == NMT_STATUS_OK,
+              "batch 1: %s", err.message);
+        nmt_translator_free(t);
+    }
+    if (test_failures)
+        return test_finish("test_invariance");
+    check_comparison();
+    check_defaults();
+    for (int kind = 0; kind < N_KINDS; kind++) {
+        for (size_t b = 0; b < sizeof batchings / sizeof batchings[0]; b++)
+            if (!batchings[b].cuda_only || args.device == NMT_DEVICE_CUDA)
+                run_batching(&batchings[b], kind);
+        run_service(kind, 0, test_rand_int(0, 3000));
+        if (args.device == NMT_DEVICE_CUDA && kind != 2) /* the stream runs v1 rules only */
+            run_service(kind, 1, 0);
+    }
+    for (int kind = 0; kind < N_KINDS; kind++)
+        for (int i = 0; i < n_lines; i++)
+            nmt_result_clear(&ref[kind][i]);
+    nmt_model_free(model);
+    return test_finish("test_invariance");
+}
