@@ -63,8 +63,8 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     s->max_connections = 1024;
     s->timeout_s = 30;
     s->queue_capacity = 4096;
-    s->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
-    s->continuous = 0;      /* docs/performance.md, "Continuous batching" */
+    s->max_delay_us = 100; /* docs/perf/service.md, "Batching delay" */
+    s->continuous = 0;      /* docs/perf/service.md, "Continuous batching" */
     s->join_every = 4;
     /* fp32 unless asked: an answer then equals the offline translation of
      * its line whatever it was batched with (docs/service.md, "Determinism";

@@ -238,7 +238,7 @@ typedef struct nmt_cuda_tf32x2_part {
 
 /* Rows from which the GEMMs use nmt_cuda_linear_tf32x2 when it is on: below,
  * they read the weights, not compute, and the doubled weights are twice the
- * bytes (docs/performance.md, "TF32x2"). */
+ * bytes (docs/performance.md, "Precision"). */
 enum { NMT_TF32X2_MIN_ROWS = 64 };
 
 /* bf16 / fp16 GEMMs (gemm.c): the weights' 16-bit copies (nmt_cuda_weight.w16)
