@@ -55,7 +55,7 @@ typedef enum nmt_lsh_lists {
     NMT_LSH_LISTS_DIRECT = 1, /* counts in shared memory, no hit matrix
                                  (kernels/cuda/lsh_direct.cu) */
     NMT_LSH_LISTS_AUTO = 2    /* default: HITS for steps of few rows, DIRECT for many
-                                 (the switch and its measurement: docs/lsh.md, "Policy") */
+                                 (the switch and its measurement: docs/lsh.md, "Automatic choices") */
 } nmt_lsh_lists;
 
 typedef struct nmt_shrink_options {
