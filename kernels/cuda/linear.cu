@@ -202,9 +202,8 @@ extern "C" nmt_status nmt_cuda_linear(nmt_cuda_ctx *ctx, int32_t m, int32_t n, i
     cublasHandle_t handle = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
 
     /* One cublasLtMatmul on a cached plan (linear_lt.cu): cublasSgemm runs
-     * cuBLAS's heuristic on the host at every call, 15-120 us a call at the
-     * encoder's recurrent shapes on an H100 (docs/performance.md), longer
-     * than the GEMM. */
+     * cuBLAS's heuristic on the host at every call, which at the encoder's
+     * recurrent shapes takes longer than the GEMM. */
     if (!accumulate && k > 0) {
         int ran = 0;
         const nmt_status st = nmt_cuda_linear_lt(ctx, CUDA_R_32F, m, n, k, x, ldx, w, ldw, bias,
