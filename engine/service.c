@@ -52,9 +52,9 @@ void nmt_service_options_init(nmt_service_options *options)
     nmt_options_init(&options->translator);
     options->cpu_workers = 1;
     options->queue_capacity = 4096;
-    options->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
+    options->max_delay_us = 100; /* docs/perf/service.md, "Batching delay" */
     /* Batching stays the default: it measured the lower latency at moderate
-     * load and the same throughput (docs/performance.md, "Continuous
+     * load and the same throughput (docs/perf/service.md, "Continuous
      * batching"). */
     options->continuous = 0;
     options->join_every = 4; /* the better of 4 and 8 in the closed loop (same section) */

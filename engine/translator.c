@@ -45,11 +45,8 @@ void nmt_options_init(nmt_options *options)
      * precision (docs/decoding.md, "Batch invariance"). */
     options->precision = NMT_PRECISION_AUTO;
     /* Shrinking stays off: LSH always loses some BLEU against the full
-     * softmax (docs/lsh.md, "Defaults"). The LSH parameters are the grid's
-     * best trade-off over both beams on Europarl it-en: {8,3,500}, T = 2000,
-     * t = 6, one list per sentence (session 9, H100: beam 12 BLEU -0.04,
-     * output layer 3.66x, decode 1.83x; beam 5 -0.14, 2.72x, 1.47x; above
-     * TOP at equal speed at both beams). */
+     * softmax. The LSH parameters are the Europarl grid's best trade-off over
+     * both beams (docs/lsh.md, "Defaults", which gives the measurement). */
     options->shrink.mode = NMT_SHRINK_NONE;
     options->shrink.k = 8;
     options->shrink.u = 3;

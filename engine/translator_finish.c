@@ -2,12 +2,12 @@
  * results on a thread of its own (translator.h, nmt_finisher), while the
  * calling thread decodes the next batch.
  *
- * Why: between two batches the GPU waits for the host, and turning 1,024
+ * Why: between two batches the GPU waits for the host, and turning a batch's
  * search results into text (token ids to pieces, detokenizing, the
- * alignment and score arrays: a few allocations a line) took ~1 us a line,
- * ~10% of a fp16 decode of 29,000 lines at batch 1,024 on an H100
- * (docs/performance.md, "Host time between the kernels"). The search's
- * host thread mostly waits on the GPU, so the work moves beside it.
+ * alignment and score arrays: a few allocations a line) is a visible share
+ * of a fast 16-bit decode (docs/performance.md, "Host time between the
+ * kernels"). The search's host thread mostly waits on the GPU, so the work
+ * moves beside it.
  *
  * One batch in flight: submit waits until the thread is done with the
  * previous batch, hands this one over and returns; the translator decodes

@@ -55,7 +55,7 @@ typedef enum nmt_lsh_lists {
     NMT_LSH_LISTS_DIRECT = 1, /* counts in shared memory, no hit matrix
                                  (kernels/cuda/lsh_direct.cu) */
     NMT_LSH_LISTS_AUTO = 2    /* default: HITS for steps of few rows, DIRECT for many
-                                 (the switch and its measurement: docs/lsh.md, "Policy") */
+                                 (the switch and its measurement: docs/lsh.md, "Automatic choices") */
 } nmt_lsh_lists;
 
 typedef struct nmt_shrink_options {
@@ -328,19 +328,19 @@ typedef struct nmt_service_options {
                                 NMT_STATUS_BUSY, default 4096 */
     int max_delay_us;        /* a worker with fewer than batch_size waiting requests waits
                                 this long after the oldest one arrived for more, default 100
-                                (docs/performance.md, "Batching delay") */
+                                (docs/perf/service.md, "Batching delay") */
     int max_batch_tokens;    /* a batch holds at most this many source tokens in all (a longer
                                 sentence goes alone); 0 (default): only batch_size limits */
     int continuous;          /* CUDA: 1: continuous batching: each device keeps one beam
                                 search running; requests join it at its next join point
                                 while it has free rows and leave as soon as they are done;
                                 max_delay_us and max_batch_tokens then do not apply.
-                                0 (default, docs/performance.md "Continuous batching"):
+                                0 (default, docs/perf/service.md "Continuous batching"):
                                 batches (wait max_delay_us, translate, repeat). The CPU
                                 always batches. */
     int join_every;          /* continuous batching: steps between the points where finished
                                 requests leave and queued ones join (1..1000), default 4
-                                (docs/performance.md, "Continuous batching") */
+                                (docs/perf/service.md, "Continuous batching") */
 } nmt_service_options;
 
 void nmt_service_options_init(nmt_service_options *options);

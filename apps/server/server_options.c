@@ -69,8 +69,8 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     s->max_connections_per_ip = 256;
     s->timeout_s = 30;
     s->queue_capacity = 4096;
-    s->max_delay_us = 100; /* docs/performance.md, "Batching delay" */
-    s->continuous = 0;      /* docs/performance.md, "Continuous batching" */
+    s->max_delay_us = 100; /* docs/perf/service.md, "Batching delay" */
+    s->continuous = 0;      /* docs/perf/service.md, "Continuous batching" */
     s->join_every = 4;
     const app_extra_settings extra = {server_options, "server", apply_server_setting, s};
     const int code = app_args_parse(argc, argv, &args->common, &extra, message, size);

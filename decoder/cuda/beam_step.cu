@@ -10,16 +10,15 @@
  * popping it. Exact ties, no sort of B x 2B. -inf and NaN candidates (and
  * ids < 0) are never taken (as on the host); such a head stops its list.
  * Two variants of the merge, picked by B in nmt_cuda_beam_step:
- *  - B <= 32 (the usual beams), one warp: every round of the block variant
- *    is latency (a global read and 7 barriers), which made a 5-beam step
- *    cost ~18 us. Here the B x 2B lists are copied to shared memory first,
- *    in one pass with every copy in flight (cp.async), issued before the
- *    sentence index is known: they are read at every step, also the last
- *    and for done sentences, within the [rows, 2B] the caller provides.
- *    Lane k then holds slot k's head and base score in registers, and a
- *    round is one redux.sync max over the heads' scores (as ordered ints)
- *    and a ballot for the lowest slot holding it, no barrier (a butterfly
- *    of the three fields was 15 dependent shuffles a round).
+ *  - B <= 32 (the usual beams), one warp, because a round of the block
+ *    variant is all latency (a global read and 7 barriers). The B x 2B
+ *    lists are copied to shared memory first, in one pass with every copy
+ *    in flight (cp.async), issued before the sentence index is known: they
+ *    are read at every step, also the last and for done sentences, within
+ *    the [rows, 2B] the caller provides. Lane k then holds slot k's head and
+ *    base score in registers, and a round is one redux.sync max over the
+ *    heads' scores (as ordered ints) and a ballot for the lowest slot
+ *    holding it: no barrier, and no chain of shuffles.
  *  - B > 32, 128 threads: a round is a block reduction over the heads read
  *    from global memory. O(B log B) per round.
  * Split (one thread, at most 2B entries, shared by both): among the first

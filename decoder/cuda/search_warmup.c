@@ -1,11 +1,10 @@
 /* search_warmup.c: the GPU search's warm-up (decoder/cuda/cuda_search.h).
  *
- * Measured on the H100 before it existed (dev/bench/bench_passes.c,
- * docs/performance.md): the first batch of a process took ~150 ms against
- * ~10 ms for the same batch later, and the first sentence of a new length at
- * batch 1 ~50 ms. That is one-time work in the CUDA and cuBLAS runtimes
- * (set-up, kernels loaded on first use, per-shape heuristics), which a
- * service should pay when it loads the model, not on its first requests.
+ * Without it the first batch of a process, and at batch 1 the first
+ * sentence of a new length, pay one-time work in the CUDA and cuBLAS
+ * runtimes (set-up, kernels loaded on first use, per-shape heuristics),
+ * which a service should pay when it loads the model, not on its first
+ * requests (bench_passes ... warmup=0|1; docs/performance.md, "Launch modes").
  *
  * The synthetic batches cover what the real ones vary: the number of rows a
  * step has (2^j and 3 * 2^(j-1) sentences up to the backend's maximum) and
@@ -117,7 +116,7 @@ nmt_status nmt_cuda_search_warm_up(nmt_cuda_search *self, nmt_error *err)
      * counts 2^j and 3 * 2^(j-1) reach both row classes an octave that the
      * GEMM plans are cached by (kernels/cuda/linear_lt.cu), in the encoder
      * (32 n rows) and the steps, so a real batch rarely meets a shape whose
-     * plan is still to be chosen (0.7-7 ms of host time each on an H100). */
+     * plan is still to be chosen (a heuristic costs the host milliseconds). */
     const int32_t longest = S < 32 ? S : 32;
     for (int32_t p = 2;; p = 2 * p < N ? 2 * p : N) {
         if (p > N)

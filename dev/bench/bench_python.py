@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench_python: the Python package's translate_batch against the C library,
-side by side in one run (docs/performance.md, "Python").
+side by side in one run (docs/perf/service.md, "Python").
 
     dev/bench/bench_python.py BUILD_DIR MODEL SOURCE [--batch 64] [--beam 5]
         [--passes 5] [--rounds 3] [--device cuda]

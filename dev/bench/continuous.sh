@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # continuous.sh: continuous batching against batching in the service, side by
-# side in one run (docs/performance.md, "Continuous batching").
+# side in one run (docs/perf/service.md, "Continuous batching").
 #
 #   dev/bench/continuous.sh BUILD_DIR MODEL SOURCE [REPS]
 #

@@ -224,8 +224,8 @@ static inline int32_t attention_group_shift(int32_t slice_vec)
 static constexpr int kWarpMinVec = 17, kWarpMaxVec = 256;
 /* AUTO runs the warp variant from this many rows an SM (with one slice):
  * below, the block variant's 256 threads a row finish a row sooner and the
- * rows are too few to fill the SMs' warps (bench_attention, H100: at 320
- * rows block 5.8 us, warp 9.0 us; at 1,280 rows 14.9 against 10.8 us). */
+ * rows are too few to fill the SMs' warps. Set by bench_attention --rows
+ * 320,640,960,1056,1280 --variant block,warp (docs/perf/kernels.md). */
 static constexpr int kWarpMinRowsPerSm = 8;
 nmt_status nmt_attention_warp(int32_t n_rows, int32_t hidden, int32_t max_src,
                               const int32_t *row_sentence, const int32_t *src_len,

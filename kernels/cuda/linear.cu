@@ -208,8 +208,8 @@ extern "C" nmt_status nmt_cuda_linear(nmt_cuda_ctx *ctx, int32_t m, int32_t n, i
         return nmt_cuda_linear_chain(ctx, m, n, k, x, ldx, NMT_SKINNY_X_F32, w, NMT_WEIGHT_F32,
                                      ldw, bias, 0, y, ldy, err);
     /* One cublasLtMatmul on a cached plan (linear_lt.cu): cublasSgemm runs
-     * cuBLAS's heuristic on the host at every call, longer than the GEMM at
-     * the encoder's recurrent shapes. */
+     * cuBLAS's heuristic on the host at every call, which at the encoder's
+     * recurrent shapes takes longer than the GEMM. */
     if (!accumulate && k > 0) {
         int ran = 0;
         const nmt_status st = nmt_cuda_linear_lt(ctx, CUDA_R_32F, m, n, k, x, ldx, w, ldw, bias,

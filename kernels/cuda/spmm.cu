@@ -51,13 +51,9 @@ struct nmt_spmm_policy {
      * variant. The row variant reads W once a strip of 8 rows and gathers x
      * scalar by scalar; the tile variant reads W once a strip of up to 64
      * rows with float4 loads of x^T, but pays two transposes and three
-     * launches, and leaves SMs idle when its grid is short. Measured on the
-     * H100 (docs/sparse.md, "Row or tile"): at 8 rows row is 1.3-4.9x faster
-     * on every shape; 1024 x 2048 at 24-64 rows (64-128 tile blocks) runs
-     * up to 4.4x faster with row (one case 0.92x: 64 rows, 70%, fp16);
-     * 32000 x 1024 at 12-16 rows 1.3-2.6x faster with tile; 4096 x 2560 at
-     * 24-32 rows (256 blocks) is faster with tile in fp16 and at 90% zeros
-     * (row 0.25-0.77x), hence 1 block an SM.
+     * launches, and leaves SMs idle when its grid is short; 1 block an SM is
+     * where the tall W (4096 rows) still favours tile (docs/sparse.md, "Row
+     * or tile").
      * bench_spmm --variant row,tile --rows 8,12,16,24,32,48,64 --sparsity 0.7,0.9 */
     int row_min_rows = 8, row_max_rows = 64;
     int tile_min_blocks = 1;

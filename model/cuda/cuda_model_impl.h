@@ -201,10 +201,9 @@ typedef struct nmt_cuda_weight_shape {
 
 /* The output layer's 16-bit GEMM runs over its words rounded up to this
  * many (zero rows of W_out, zero bias, logits nobody reads, inside the
- * logits' row pitch): at V = 4,778 cuBLASLt takes an sm80 kernel at ~190
- * TFLOP/s, at 4,800 a Hopper one at ~400-460, 2.1-2.8x faster from 320 to
- * 5,120 rows, and 2.3x at 30,004 -> 30,016 words
- * (dev/bench/bench_gemm_algos.cu; docs/performance.md, "Precision"). */
+ * logits' row pitch): at a multiple of 32 cuBLASLt picks a Hopper kernel
+ * instead of an sm80 one. Set by bench_gemm_algos --graph --types fp16,bf16
+ * --shapes 5120x4778x512,5120x4800x512 (docs/performance.md, "Precision"). */
 enum { NMT_CUDA_OUT_ROWS_ALIGN = 32 };
 enum { NMT_CUDA_GEMM_WEIGHTS = 3 * NMT_MAX_LAYERS + 3 };
 int nmt_cuda_gemm_weight_shapes(nmt_cuda_model *m, nmt_cuda_weight_shape *out);
@@ -238,7 +237,7 @@ typedef struct nmt_cuda_tf32x2_part {
 
 /* Rows from which the GEMMs use nmt_cuda_linear_tf32x2 when it is on: below,
  * they read the weights, not compute, and the doubled weights are twice the
- * bytes (docs/performance.md, "TF32x2"). */
+ * bytes (docs/performance.md, "Precision"). */
 enum { NMT_TF32X2_MIN_ROWS = 64 };
 
 /* bf16 / fp16 GEMMs (gemm.c): the weights' 16-bit copies (nmt_cuda_weight.w16)

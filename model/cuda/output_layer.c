@@ -30,10 +30,8 @@
 #include <string.h>
 
 /* The full layer's logits rows start on 128-byte boundaries (V = 4,778
- * floats is 19,112 bytes, not a multiple of 16): the output GEMM's stores
- * and softmax + top-K's loads then start every row aligned. Measured with
- * ncu at 5,120 rows on the H100 (the same kernels chosen): the fp16 output
- * GEMM 107.4 -> 104.8 us, softmax + top-K 129.9 -> 128.4 us. The candidate
+ * floats is 19,112 bytes, not a multiple of 16), so the output GEMM's
+ * stores and softmax + top-K's loads start every row aligned. The candidate
  * lists' logits keep rows of V in the same buffer. */
 enum { kLogitsAlign = 32 };
 
@@ -360,9 +358,8 @@ static nmt_status shrunk_layer(nmt_cuda_model *m, const float *feed, int32_t n_r
          * before the softmax; its columns [0, dense) are not the gathered
          * kernel's. Forked after the codes and ranked below the model's
          * stream, so the list builder's blocks are placed first and the GEMM
-         * fills the room they leave (forked first, its blocks held the SMs
-         * and the builder's last blocks started up to 22 us late, by a
-         * per-block timer on the H100). */
+         * fills the room they leave (forked first, its blocks would hold the
+         * SMs and delay the builder's last blocks). */
         NMT_TRY(nmt_cuda_side_fork(m, &p->side, err));
         NMT_TRY(nmt_cuda_model_gemm_on(m, p->side.ctx, NMT_GEMM_SITE_OUTPUT_SIDE, n_rows, dense,
                                        H, feed, ld, &m->gw.out, w->out_b, p->logits, V, err));
