@@ -59,6 +59,9 @@ int main(int argc, char **argv)
                 return 2;
             }
             options.precision = (nmt_precision)found;
+            /* tf32x2 switches to TF32 from 64 rows: refused under batch invariance */
+            if (options.precision == NMT_PRECISION_TF32X2)
+                options.batch_invariant = 0;
         } else {
             fprintf(stderr, "bench_passes: unknown argument %s\n", argv[i]);
             return 2;

@@ -485,7 +485,10 @@ int main(int argc, char **argv)
     printf("test_invariance: %s, precision %s, %s, %d lines\n",
            args.device == NMT_DEVICE_CUDA ? "CUDA" : "CPU", precision_names[args.precision],
            args.model_path, n_lines);
-    for (int kind = 0; kind < N_KINDS; kind++) {
+    /* LSH on CUDA is not covered: a batch's lists are as long as its
+     * longest, and the list kernels are picked by rows (docs/decoding.md). */
+    const int n_kinds = args.device == NMT_DEVICE_CUDA ? N_KINDS - 1 : N_KINDS;
+    for (int kind = 0; kind < n_kinds; kind++) {
         const nmt_options o = kind_options(kind);
         nmt_translator *t = NULL;
         if (!create(&o, NULL, &t))
@@ -498,7 +501,7 @@ int main(int argc, char **argv)
         return test_finish("test_invariance");
     check_comparison();
     check_defaults();
-    for (int kind = 0; kind < N_KINDS; kind++) {
+    for (int kind = 0; kind < n_kinds; kind++) {
         for (size_t b = 0; b < sizeof batchings / sizeof batchings[0]; b++)
             if (!batchings[b].cuda_only || args.device == NMT_DEVICE_CUDA)
                 run_batching(&batchings[b], kind);
