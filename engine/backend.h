@@ -18,6 +18,15 @@ extern "C" {
 
 typedef struct nmt_backend nmt_backend;
 
+/* NMT_PRECISION_AUTO resolved for a model: fp16 for a file of fp16 weights,
+ * else fp32; any other precision as it is. */
+static inline nmt_precision nmt_precision_for_model(const nmt_model *model, nmt_precision p)
+{
+    if (p != NMT_PRECISION_AUTO)
+        return p;
+    return model->weights_fp16 ? NMT_PRECISION_FP16 : NMT_PRECISION_FP32;
+}
+
 /* What a backend is sized and set up for, once. */
 typedef struct nmt_backend_config {
     int32_t max_sentences, beam, max_src;

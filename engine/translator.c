@@ -212,8 +212,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         t->options.output_tokens = model->hp.pretokenized;
     /* auto: the arithmetic of the file's weights (an fp16 file's are exact in
      * fp16), as CTranslate2's compute_type "default" keeps the model's type. */
-    if (t->options.precision == NMT_PRECISION_AUTO)
-        t->options.precision = model->weights_fp16 ? NMT_PRECISION_FP16 : NMT_PRECISION_FP32;
+    t->options.precision = nmt_precision_for_model(model, t->options.precision);
     t->search.beam_size = options->beam_size;
     t->search.n_best = options->n_best;
     t->search.alpha = options->alpha;

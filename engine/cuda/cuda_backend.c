@@ -182,7 +182,7 @@ static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_c
     size_t net = 0;
     const nmt_status status = nmt_cuda_model_device_bytes(
         model, config->max_sentences, config->beam, config->max_src,
-        (nmt_cuda_precision)config->precision, shrink, &net, err);
+        (nmt_cuda_precision)nmt_precision_for_model(model, config->precision), shrink, &net, err);
     *bytes = nmt_cuda_ctx_device_bytes() + net +
              (config->attention ? nmt_cuda_model_attention_bytes(config->max_sentences,
                                                                  config->beam, config->max_src)
@@ -227,10 +227,11 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     nmt_cuda_ctx_set_batch_invariant(self->ctx, config->batch_invariant); /* before the side contexts */
     NMT_TRY(nmt_cuda_model_create(model, self->ctx, config->max_sentences, config->beam,
                                   config->max_src, &self->net, err));
-    NMT_TRY(nmt_cuda_model_set_precision(self->net, (nmt_cuda_precision)config->precision, err));
+    const nmt_precision precision = nmt_precision_for_model(model, config->precision);
+    NMT_TRY(nmt_cuda_model_set_precision(self->net, (nmt_cuda_precision)precision, err));
     /* The SpMM's sums (row or tile kernel, chosen by the rows) are not the
      * dense chain: batch-invariant decoding multiplies dense. */
-    if (config->precision == NMT_PRECISION_TF32X2 && config->batch_invariant) {
+    if (precision == NMT_PRECISION_TF32X2 && config->batch_invariant) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                                "precision tf32x2: its GEMMs switch to TF32 from %d rows, so a "
                                "line's bits depend on its batch; turn batch invariance off to use "

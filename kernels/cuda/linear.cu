@@ -259,14 +259,15 @@ extern "C" nmt_status nmt_cuda_linear_half(nmt_cuda_ctx *ctx, nmt_half_kind kind
     cublasHandle_t handle = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
     const nmt_skinny_x x_round = kind == NMT_HALF_BF16 ? NMT_SKINNY_X_BF16 : NMT_SKINNY_X_FP16;
     const nmt_weight_type w_type = kind == NMT_HALF_BF16 ? NMT_WEIGHT_BF16 : NMT_WEIGHT_FP16;
-    /* Batch-invariant with k not in whole k16 blocks: cuBLASLt's algorithms
-     * end such a k in orders of their own (bf16, test_gpu_invariance). */
-    if (nmt_cuda_ctx_batch_invariant(ctx) && k % 16 != 0)
-        return nmt_cuda_linear_chain(ctx, m, n, k, x, ldx, x_round, w16, w_type, ldw16, bias, 0,
-                                     y, ldy, err);
     const nmt_status status = to_half(kind, m, k, x, ldx, x16, stream, err);
     if (status != NMT_STATUS_OK)
         return status;
+    /* Batch-invariant with k not in whole k16 blocks: cuBLASLt's algorithms
+     * end such a k in orders of their own (bf16, test_gpu_invariance). The
+     * scratch still holds the rounded x, as the header promises. */
+    if (nmt_cuda_ctx_batch_invariant(ctx) && k % 16 != 0)
+        return nmt_cuda_linear_chain(ctx, m, n, k, x, ldx, x_round, w16, w_type, ldw16, bias, 0,
+                                     y, ldy, err);
     /* Column-major as in nmt_cuda_linear: y^T = w16^T' . x16^T. */
     const cudaDataType_t type = kind == NMT_HALF_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     int ran = 0;
