@@ -3,20 +3,11 @@
  * GEMM of linear.cu.
  *
  * With a bias, cuBLASLt's epilogue (CUBLASLT_EPILOGUE_BIAS) adds it inside
- * the GEMM instead of a second pass over y (add_bias_kernel in linear.cu).
- * At the decoder's output layer y is [rows, V]: the pass read and wrote it
- * once more (68 us of a 610 us bf16 step at 5,120 rows, docs/performance.md),
- * and at batch 1 it is one launch of a step's dozen.
- *
- * Without a bias it replaces cublasSgemm (nmt_cuda_linear) and cublasGemmEx
- * (nmt_cuda_linear_half), which run cuBLAS's heuristic on the host at every
- * call. For the 16-bit types cublasGemmEx's choice at a few hundred rows
- * was 1.2-1.5x slower on the device than cuBLASLt's first choice
- * (dev/bench/bench_gemm_algos.cu; docs/performance.md, "Precision"), and
- * both give the same bits: every 16-bit algorithm either offers for the
- * decoder's shapes sums a row's k products in one order, whatever the tile,
- * and with no split of k (measured from 3 to 5,120 rows: bench_gemm_algos
- * --invariance), so a row's result does not depend on the rows beside it.
+ * the GEMM instead of a second pass over y (add_bias_kernel in linear.cu),
+ * which at the output layer would read and write [rows, V] once more.
+ * Without a bias it replaces cublasSgemm and cublasGemmEx, which run cuBLAS's
+ * heuristic on the host at every call and, for the 16-bit types, chose
+ * slower kernels (bench_gemm_algos).
  *
  * The view is linear.cu's: row-major [r, c] with leading dimension ld is the
  * column-major [c, r] matrix with that ld, so in cuBLASLt's column-major terms
@@ -24,29 +15,27 @@
  * with the bias broadcast along D's columns (its length is D's rows, n).
  * C is D (beta = 0).
  *
- * cuBLASLt chooses an algorithm through a heuristic on the host, which costs
- * more than a small GEMM: on an H100 ~200-1,600 us a call for the 16-bit
- * types and ~450-650 us for fp32 at the shapes of the model (host timers
- * around the model's GEMMs, docs/performance.md, "Precision"); cuBLAS's own
- * cublasSgemm pays 15-120 us of host time a call. Its choice is cached in one
- * process-wide table (no allocation: a fixed array under a mutex), keyed by
- * the device, the input type, the rows, n, k, the leading dimensions and the
- * pointers' alignments (the bias's 0 when there is none): the heuristic
- * assumes 256-byte aligned buffers unless told, and a slice of a wider
- * matrix is not. Descriptors live on the stack (the *Init calls). A shape
- * the heuristic has no algorithm for is remembered too, and reported as not
- * run.
+ * The heuristic runs on the host and costs more than a small GEMM, so its
+ * choice is cached in one process-wide table (no allocation: a fixed array
+ * under a mutex), keyed by the device, the input type, the rows, n, k, the
+ * leading dimensions, the pointers' alignments (the heuristic assumes
+ * 256-byte aligned buffers unless told, and a slice of a wider matrix is
+ * not) and the context's batch invariance. Descriptors live on the stack
+ * (the *Init calls). A shape the heuristic has no algorithm for is
+ * remembered too, and reported as not run.
+ *
  * Plans are keyed by plan_rows(m), m rounded up to two classes an octave,
  * and the class's algorithm runs at m: a batch's decoder steps meet ~150 row
- * buckets a GEMM, the encoder a new row count a batch and a time step, and
- * choosing for each cost more host time than the GPU spent on the steps
- * (fp16 at batch 1,024: 650 us of host time a step against ~280 us of
- * kernels). For the 16-bit types every algorithm the heuristic offers for
- * these shapes gives the same bits (bench_gemm_algos), so the class changes
- * the time, not the result. fp32's algorithms split k by the row count, so
- * there the class can change the last bits of a row; the algorithm is still
- * a function of m alone, so a run repeats bit for bit. An algorithm cuBLASLt
- * refuses at m falls back to the heuristic at m, cached under the exact key. */
+ * buckets a GEMM and the encoder a new row count a batch and a time step,
+ * and asking the heuristic for each cost more host time than the steps'
+ * kernels. Batch-invariant (the default), the heuristic may offer only
+ * algorithms that do not split k, and the first tiled one is taken
+ * (fixed_order): those sum each output as one chain over k whatever the
+ * tile, so the class changes the time, never a row's bits
+ * (bench_gemm_algos --invariance, test_gpu_invariance). Without invariance
+ * fp32 may split k by the row count, and the class can change a row's last
+ * bits. An algorithm cuBLASLt refuses at m falls back to the heuristic at m,
+ * cached under the exact key. */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <limits.h>

@@ -12,7 +12,11 @@
  * made only where every one of those weights is exact in fp16; otherwise
  * the kernel reads the fp32 weights. At bf16 / fp16 the kernel reads the
  * precision's own 16-bit weights with the activations rounded as the
- * tensor cores round them (gemm.c's 16-bit part). Host code. */
+ * tensor cores round them (gemm.c's 16-bit part).
+ * Batch-invariant (the context's flag, the default): at fp32 the same
+ * operands go to the chain kernel (nmt_cuda_linear_chain), whose sums are
+ * the many-row GEMMs'; at bf16 / fp16 the few rows take cuBLASLt like the
+ * many, and the carried layer 0 is off (decoder_step.cu). Host code. */
 #include "cuda_model_impl.h"
 
 #include "cuda_check.h"
