@@ -61,10 +61,26 @@ typedef struct nmt_backend_vtable {
                          const nmt_sentence_stream *source, nmt_error *err);
 } nmt_backend_vtable;
 
+/* Tests only (NMT_TEST_DECODE_OOM="K[,L]", read at create): a backend's
+ * decode fails with NMT_STATUS_ERROR_MEMORY for a batch of more than K
+ * sentences, or one holding a sentence of L source tokens, as a device out
+ * of memory would (test_batch_split, test_invariance). -1: off. */
+typedef struct nmt_oom_hook {
+    int32_t above, length;
+} nmt_oom_hook;
+
 struct nmt_backend {
     const nmt_backend_vtable *vtable;
     nmt_device device;
+    nmt_oom_hook oom;
 };
+
+/* backend->oom from the environment (both backends, at create). */
+void nmt_backend_read_oom_hook(nmt_backend *backend);
+/* NMT_STATUS_ERROR_MEMORY, set in err, when the hook fires for batch;
+ * NMT_STATUS_OK otherwise. */
+nmt_status nmt_backend_oom_injected(const nmt_backend *backend, const nmt_source_batch *batch,
+                                    nmt_error *err);
 
 /* The search's step interface over a CPU network state (cpu_backend.c):
  * steps 1-4 then the output layer, and reorder. */

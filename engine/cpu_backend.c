@@ -12,32 +12,29 @@ typedef struct cpu_backend {
     nmt_backend base;
     nmt_cpu_state *state;
     nmt_lsh_index *lsh_index; /* LSH shrinking: the index the state's output layer reads */
-    /* Tests only (NMT_TEST_DECODE_OOM="K[,L]", read at create): decode fails
-     * with NMT_STATUS_ERROR_MEMORY for a batch of more than K sentences, or
-     * one holding a sentence of L source tokens, as a GPU out of memory
-     * would (tests/engine/test_batch_split.c). -1: off. */
-    int32_t oom_above, oom_length;
 } cpu_backend;
 
-static void read_oom_hook(cpu_backend *self)
+void nmt_backend_read_oom_hook(nmt_backend *backend)
 {
-    self->oom_above = self->oom_length = -1;
+    backend->oom = (nmt_oom_hook){.above = -1, .length = -1};
     const char *hook = getenv("NMT_TEST_DECODE_OOM");
     int above = -1, length = -1;
-    if (hook && sscanf(hook, "%d,%d", &above, &length) >= 1) {
-        self->oom_above = above;
-        self->oom_length = length;
-    }
+    if (hook && sscanf(hook, "%d,%d", &above, &length) >= 1)
+        backend->oom = (nmt_oom_hook){.above = above, .length = length};
 }
 
-static int oom_injected(const cpu_backend *self, const nmt_source_batch *batch)
+nmt_status nmt_backend_oom_injected(const nmt_backend *backend, const nmt_source_batch *batch,
+                                    nmt_error *err)
 {
-    if (self->oom_above >= 0 && batch->n_sentences > self->oom_above)
-        return 1;
-    for (int32_t i = 0; self->oom_length >= 0 && i < batch->n_sentences; i++)
-        if (batch->src_len[i] == self->oom_length)
-            return 1;
-    return 0;
+    const nmt_oom_hook *h = &backend->oom;
+    int fires = h->above >= 0 && batch->n_sentences > h->above;
+    for (int32_t i = 0; !fires && h->length >= 0 && i < batch->n_sentences; i++)
+        fires = batch->src_len[i] == h->length;
+    if (!fires)
+        return NMT_STATUS_OK;
+    return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY,
+                         "injected out of memory (NMT_TEST_DECODE_OOM) at %d sentences",
+                         batch->n_sentences);
 }
 
 /* The step interface (decoder/search.h) over the CPU network: steps 1-4,
@@ -73,11 +70,10 @@ static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batc
                                      nmt_search_result *results, nmt_error *err)
 {
     cpu_backend *self = (cpu_backend *)backend;
-    if (oom_injected(self, batch))
-        return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY,
-                             "injected out of memory (NMT_TEST_DECODE_OOM) at %d sentences",
-                             batch->n_sentences);
-    nmt_status status = nmt_cpu_encode(self->state, batch, err);
+    nmt_status status = nmt_backend_oom_injected(backend, batch, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    status = nmt_cpu_encode(self->state, batch, err);
     if (status != NMT_STATUS_OK)
         return status;
     const nmt_step_model step = nmt_cpu_step_model(self->state);
@@ -121,7 +117,7 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
     NMT_ALLOC(self, 1);
     self->base.vtable = &cpu_backend_vtable;
     self->base.device = NMT_DEVICE_CPU;
-    read_oom_hook(self);
+    nmt_backend_read_oom_hook(&self->base);
     NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
                                  &self->state, err));
     if (config->sparse != NMT_SPARSE_OFF)

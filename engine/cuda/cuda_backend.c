@@ -91,7 +91,10 @@ static nmt_status cuda_backend_decode(nmt_backend *backend, const nmt_source_bat
                                       nmt_search_result *results, nmt_error *err)
 {
     cuda_backend *self = (cuda_backend *)backend;
-    const nmt_status status = nmt_cuda_search_run(self->search, batch, config, results, err);
+    nmt_status status = nmt_backend_oom_injected(backend, batch, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    status = nmt_cuda_search_run(self->search, batch, config, results, err);
     track_memory(self);
     return status;
 }
@@ -221,6 +224,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_ALLOC(self, 1);
     self->base.vtable = &cuda_backend_vtable;
     self->base.device = NMT_DEVICE_CUDA;
+    nmt_backend_read_oom_hook(&self->base);
     self->device = device_index;
     NMT_TRY(fixed_device_bytes(model, config, NULL, &self->fixed_bytes, err));
     NMT_TRY(nmt_cuda_ctx_create(device_index, &self->ctx, err));
