@@ -114,6 +114,18 @@ static void test_split(const nmt_model *model)
         nmt_result_clear(&ref[i]);
 }
 
+/* The CUDA backend's measure for `batch` sentences, beam 5, 64 source
+ * tokens, fp32 (no device needed). */
+static nmt_backend_config measure_config(int32_t batch)
+{
+    return (nmt_backend_config){.max_sentences = batch,
+                                .beam = 5,
+                                .max_src = 64,
+                                .cuda_graphs = 1,
+                                .check_every = 1,
+                                .precision = NMT_PRECISION_FP32};
+}
+
 /* The measure with LSH (no device): it counts the shrink wing, and with the
  * automatic lists the hit matrix holds only the two-step builder's rows
  * (below NMT_SHRINK_POLICY_DEFAULT's 128 a step): at 320 rows a step auto
@@ -124,12 +136,7 @@ static void test_shrink_measure(const nmt_model *model)
     const int32_t V = model->hp.tgt_vocab;
     nmt_shrink shrink = {NMT_SHRINK_METHOD_LSH, NMT_LIST_SHARE_SENTENCE, 14, 2, {4, 2, 20, 1},
                          NULL, NMT_LIST_BUILDER_AUTO};
-    nmt_backend_config config = {.max_sentences = 64,
-                                 .beam = 5,
-                                 .max_src = 64,
-                                 .cuda_graphs = 1,
-                                 .check_every = 1,
-                                 .precision = NMT_PRECISION_FP32};
+    nmt_backend_config config = measure_config(64);
     nmt_error err = {NMT_STATUS_OK, ""};
     size_t none = 0, with_auto = 0, with_direct = 0;
     CHECK(nmt_cuda_backend_device_bytes(model, &config, &none, &err) == NMT_STATUS_OK,
@@ -165,12 +172,7 @@ static void test_max_memory(const nmt_model *model)
     nmt_translator_free(t);
 
     /* The CUDA backend's measure, no device needed. */
-    nmt_backend_config config = {.max_sentences = 32,
-                                 .beam = 5,
-                                 .max_src = 64,
-                                 .cuda_graphs = 1,
-                                 .check_every = 1,
-                                 .precision = NMT_PRECISION_FP32};
+    nmt_backend_config config = measure_config(32);
     size_t at[33] = {0};
     for (int32_t n = 1; n <= 32; n *= 2) {
         config.max_sentences = n;
