@@ -83,7 +83,7 @@ if [[ $build_status == ok ]]; then
     # The stream against whole batches (and the batch against itself) with
     # another process on the GPU: a kernel writing host memory before the
     # steps passed ctest alone and failed here in 3 runs of 4
-    # (docs/performance.md, "Done flags in mapped host memory").
+    # (docs/perf/steps.md, "Done flags in mapped host memory").
     load_runs="${NMT_GPU_CHECK_LOAD_RUNS:-6}"
     if (( load_runs > 0 )) && [[ "${NMT_GPU_CHECK_SKIP_CTEST:-0}" != 1 &&
                                   -x "$build/test_gpu_stream" && -x "$build/test_gpu_translate" ]]; then
@@ -234,7 +234,7 @@ if [[ $build_status == ok ]]; then
                 --reference --json "$bench_dir/speed.json" \
                 >"$bench_dir/speed.txt" 2>"$bench_dir/speed.err" || speed_status="failed rc=$?"
             tail -5 "$bench_dir/speed.err"
-            # Launch modes (docs/performance.md): CUDA graphs on/off x done-flag
+            # Launch modes (docs/perf/steps.md): CUDA graphs on/off x done-flag
             # check interval, batch 1 and 64, whole test set, in one process
             # per setting: pass 1 after warm-up, then 2 more; the last two count.
             if [[ -x "$build/bench_passes" ]]; then

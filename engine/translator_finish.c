@@ -5,7 +5,7 @@
  * Why: between two batches the GPU waits for the host, and turning a batch's
  * search results into text (token ids to pieces, detokenizing, the
  * alignment and score arrays: a few allocations a line) is a visible share
- * of a fast 16-bit decode (docs/performance.md, "Host time between the
+ * of a fast 16-bit decode (docs/perf/steps.md, "Host time between the
  * kernels"). The search's host thread mostly waits on the GPU, so the work
  * moves beside it.
  *

@@ -20,7 +20,7 @@
  * sentence of a length octave; the encoder's are the same for every batch of the
  * same lengths. Both go through a graph cache (graph_cache.h) that replays a
  * captured CUDA graph once a key recurs, which removes the host's launch
- * work between the kernels (docs/performance.md measures it). The step
+ * work between the kernels (docs/perf/steps.md measures it). The step
  * number lives on the device (beam_step.h) so a replayed step needs no new
  * argument.
  * Done flags: the beam step writes the step number at which a sentence
@@ -511,7 +511,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
      * for this one. The host clears the entries itself: beam_init doing so
      * (a kernel writing host memory just before the overlapped launches of
      * the first steps) made those steps read stale state when a second
-     * process shared the GPU (docs/performance.md, "Done flags in mapped
+     * process shared the GPU (docs/perf/steps.md, "Done flags in mapped
      * host memory"); the clear also keeps an entry 32,767 batches old from
      * matching a recycled tag. */
     self->done_tag = self->done_tag % 32767 + 1;

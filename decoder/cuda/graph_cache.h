@@ -3,7 +3,7 @@
  *
  * A decoder step at a few rows is ~13 launches of a few microseconds each;
  * launched one by one, the host's launch overhead and the gaps between them
- * cost as much as the kernels (docs/performance.md). Between compactions the
+ * cost as much as the kernels (docs/perf/steps.md). Between compactions the
  * launches of a step are the same every other step (the row buffers swap),
  * and at batch 1 the same for every sentence of the same length, so the
  * backend keys each step (and each encoder pass) by everything its launches

@@ -4,7 +4,7 @@
  * sentence of a new length, pay one-time work in the CUDA and cuBLAS
  * runtimes (set-up, kernels loaded on first use, per-shape heuristics),
  * which a service should pay when it loads the model, not on its first
- * requests (bench_passes ... warmup=0|1; docs/performance.md, "Launch modes").
+ * requests (bench_passes ... warmup=0|1; docs/perf/steps.md, "Launch modes").
  *
  * The synthetic batches cover what the real ones vary: the number of rows a
  * step has (2^j and 3 * 2^(j-1) sentences up to the backend's maximum) and

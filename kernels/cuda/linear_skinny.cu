@@ -27,7 +27,7 @@ static constexpr int kWarps = 4;
 static constexpr int kThreads = kWarps * kWarpSize;
 
 /* The policy's choice (nmt_skinny_policy's zeros), from bench_skinny's
- * sweep on the H100 (docs/performance.md, "Few-row GEMMs"): four outputs
+ * sweep on the H100 (docs/perf/kernels.md, "Few-row GEMMs"): four outputs
  * and one group of 8 columns a warp (x read once for four weight rows), and
  * the least k split that still gives the grid kMinWarps warps, about 8 an
  * SM, so that enough loads are in flight (W_c's 512 outputs: split 4). */

@@ -203,7 +203,7 @@ typedef struct nmt_cuda_weight_shape {
  * many (zero rows of W_out, zero bias, logits nobody reads, inside the
  * logits' row pitch): at a multiple of 32 cuBLASLt picks a Hopper kernel
  * instead of an sm80 one. Set by bench_gemm_algos --graph --types fp16,bf16
- * --shapes 5120x4778x512,5120x4800x512 (docs/performance.md, "Precision"). */
+ * --shapes 5120x4778x512,5120x4800x512 (docs/perf/precision.md, "Padded rows"). */
 enum { NMT_CUDA_OUT_ROWS_ALIGN = 32 };
 enum { NMT_CUDA_GEMM_WEIGHTS = 3 * NMT_MAX_LAYERS + 3 };
 int nmt_cuda_gemm_weight_shapes(nmt_cuda_model *m, nmt_cuda_weight_shape *out);

@@ -2,7 +2,7 @@
  * (model/cuda/cuda_model_impl.h, kernels/linear.h).
  *
  * At batch 64 and beam 5 (320 rows) the step's four GEMMs are fp32 SIMT
- * work, ~5 GFLOP a step, and most of the step's time (docs/performance.md).
+ * work, ~5 GFLOP a step, and most of the step's time (docs/perf/steps.md).
  * The weights of an fp16 model file are exact in TF32, so only the
  * activations need splitting into two TF32 parts for a tensor-core GEMM of
  * about fp32 accuracy; the weights are stored twice side by side so that one
