@@ -130,7 +130,7 @@ static void check_shrink(const nmt_model *model)
  * streams and events): that overhead, taken - measure, must be the same for
  * every size within the allocator's granules (2 MiB an allocation) and 5%
  * of the measure, so the measure follows every size-dependent allocation.
- * The overhead itself is printed (docs/performance.md cites it). */
+ * The overhead itself is printed. */
 static void check_creates(const nmt_model *model)
 {
     static const int sizes[][3] = {{8, 5, 64}, {64, 5, 128}, {256, 10, 256}};
