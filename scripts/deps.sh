@@ -8,6 +8,7 @@
 # NMT_DEPS_INSTALL=no: never run apt-get, only say what is missing.
 
 # set|package|check (a shell command, true when installed)|what happens without it
+# shellcheck disable=SC2016 # the checks expand when they run
 NMT_DEPS_TABLE='
 build|cmake|nmt_have_command cmake|required by the build
 build|make|nmt_have_command make|required by the build

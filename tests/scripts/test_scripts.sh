@@ -161,12 +161,12 @@ elif ! [ "$demo_line" -lt "$tests_line" ]; then
 fi
 [ "$(grep -c '^scripts/demo.sh' "$readme")" -eq 1 ] || fail "README.md: the demo command more than once"
 [ "$(grep -c '^scripts/run-tests.sh' "$readme")" -eq 1 ] || fail "README.md: the test command more than once"
-packages=$(source "$SRC/scripts/deps.sh" && nmt_deps_packages build feature test browser)
-[ -n "$packages" ] || fail "scripts/deps.sh lists no packages"
+all_packages=$(source "$SRC/scripts/deps.sh" && nmt_deps_packages build feature test browser)
+[ -n "$all_packages" ] || fail "scripts/deps.sh lists no packages"
 [ "$(grep -c 'apt-get install' "$readme")" -eq 1 ] || fail "README.md: not one apt-get install line"
 apt_line=$(grep -m1 'apt-get install' "$readme")
-[ "$apt_line" = "sudo apt-get install $packages" ] ||
-    fail "README's install line is not scripts/deps.sh's packages: '$apt_line' vs '$packages'"
+[ "$apt_line" = "sudo apt-get install $all_packages" ] ||
+    fail "README's install line is not scripts/deps.sh's packages: '$apt_line' vs '$all_packages'"
 for link in $(grep -oE '\]\([^)#]+' "$readme" | sed 's/^](//' | grep -v '://'); do
     [ -e "$SRC/$link" ] || fail "README.md links to $link, which does not exist"
 done
