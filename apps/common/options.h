@@ -118,10 +118,13 @@ int translate_open_stats(const translate_args *args, stats_output *out, char *me
                          size_t message_size);
 void translate_discard_stats(const translate_args *args, stats_output *out);
 
-/* Writes the JSON counters (summed over the translators) and closes the file. Returns EXIT_OK, or EXIT_FAILED
- * (the counters) or EXIT_IO (the write) with the reason in message. */
+/* Writes the JSON counters (summed over the translators, and each one's
+ * sentences and decode time) and closes the file; decode_wall_seconds is
+ * the wall time while any translator was decoding. Returns EXIT_OK, or
+ * EXIT_FAILED (the counters) or EXIT_IO (the write) with the reason in
+ * message. */
 int translate_write_stats(const translate_args *args, const nmt_translator *const *translators,
-                          int n_translators, long lines, stats_output *out, char *message,
-                          size_t message_size);
+                          int n_translators, long lines, double decode_wall_seconds,
+                          stats_output *out, char *message, size_t message_size);
 
 #endif /* NMT_APP_OPTIONS_H */

@@ -5,9 +5,11 @@
  * change is rare next to a window's translation. */
 #include "pool.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { SLOT_FREE = 0, SLOT_READY, SLOT_RUNNING, SLOT_DONE };
 
@@ -16,6 +18,7 @@ typedef struct pool_worker {
     nmt_translator *translator;
     int index;
     int fail; /* NMT_TRANSLATE_INJECT_FAILURE names it */
+    int took; /* has taken a window */
     pthread_t thread;
     int started;
 } pool_worker;
@@ -33,7 +36,19 @@ struct chunk_pool {
     pool_worker *workers;
     int n_workers;
     int inline_worker;         /* no worker threads: chunk_pool_oldest translates */
+    int decoding;              /* windows being translated now */
+    double decoding_since;     /* when `decoding` last rose from 0 */
+    double decode_seconds;     /* wall time while `decoding` > 0 */
+    int hold;                  /* NMT_TRANSLATE_HOLD (pool.h) */
+    int took;                  /* workers that have taken a window */
 };
+
+double translate_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void translate_slot(const pool_worker *w, chunk_slot *slot)
 {
@@ -56,6 +71,36 @@ static void translate_slot(const pool_worker *w, chunk_slot *slot)
     slot->prepared = NULL;
 }
 
+/* Translates a taken slot, the pool's lock held on entry and on return
+ * (not during the translation), and counts the wall time while any window
+ * is being translated. */
+static void run_slot(const pool_worker *w, chunk_slot *slot)
+{
+    chunk_pool *p = w->pool;
+    slot->state = SLOT_RUNNING;
+    if (p->decoding++ == 0)
+        p->decoding_since = translate_now_seconds();
+    pthread_mutex_unlock(&p->lock);
+    translate_slot(w, slot);
+    pthread_mutex_lock(&p->lock);
+    if (--p->decoding == 0)
+        p->decode_seconds += translate_now_seconds() - p->decoding_since;
+    slot->state = SLOT_DONE;
+}
+
+/* NMT_TRANSLATE_HOLD: a worker's first window waits (at most 10 s) until
+ * every worker has taken one, so a test sees which windows exist, not which
+ * worker woke first. */
+static void hold_first_window(chunk_pool *p)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    while (p->hold && p->took < p->n_workers && !p->stopping && !p->closed &&
+           pthread_cond_timedwait(&p->changed, &p->lock, &until) != ETIMEDOUT) {
+    }
+}
+
 static void *worker_main(void *arg)
 {
     pool_worker *w = arg;
@@ -67,11 +112,13 @@ static void *worker_main(void *arg)
         if (p->stopping || p->closed)
             break;
         chunk_slot *slot = &p->slots[p->taken++ % p->n_slots];
-        slot->state = SLOT_RUNNING;
-        pthread_mutex_unlock(&p->lock);
-        translate_slot(w, slot);
-        pthread_mutex_lock(&p->lock);
-        slot->state = SLOT_DONE;
+        if (!w->took) {
+            w->took = 1;
+            p->took++;
+            pthread_cond_broadcast(&p->changed);
+            hold_first_window(p);
+        }
+        run_slot(w, slot);
         pthread_cond_broadcast(&p->changed);
     }
     pthread_mutex_unlock(&p->lock);
@@ -123,6 +170,8 @@ int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk
         p->workers[i].index = i;
         p->workers[i].fail = inject && *inject && atoi(inject) == i;
     }
+    const char *hold = getenv("NMT_TRANSLATE_HOLD");
+    p->hold = hold && atoi(hold) == 1;
     p->inline_worker = inline_worker && n_translators == 1;
     for (int i = 0; i < n_translators && !p->inline_worker; i++) {
         if (pthread_create(&p->workers[i].thread, NULL, worker_main, &p->workers[i]) != 0) {
@@ -208,11 +257,7 @@ chunk_slot *chunk_pool_oldest(chunk_pool *p)
             if (p->inline_worker && !p->closed && slot->state == SLOT_READY) {
                 /* No thread to hand it to: translate it here. */
                 p->taken++;
-                slot->state = SLOT_RUNNING;
-                pthread_mutex_unlock(&p->lock);
-                translate_slot(&p->workers[0], slot);
-                pthread_mutex_lock(&p->lock);
-                slot->state = SLOT_DONE;
+                run_slot(&p->workers[0], slot);
             }
             if (slot->state == SLOT_DONE)
                 break;
@@ -242,4 +287,17 @@ void chunk_pool_close(chunk_pool *p)
     p->closed = 1;
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
+}
+
+int chunk_pool_translators(const chunk_pool *p)
+{
+    return p->n_workers;
+}
+
+double chunk_pool_decode_seconds(chunk_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    const double seconds = p->decode_seconds;
+    pthread_mutex_unlock(&p->lock);
+    return seconds;
 }

@@ -51,7 +51,10 @@ typedef struct chunk_pool chunk_pool;
  * window worker W takes fail as a device error would
  * (NMT_TRANSLATE_INJECT_RANK=R: only in MPI rank R); NMT_TRANSLATE_SLOTS=1
  * leaves one slot, so each window is read, translated and written before the
- * next is read (the unpipelined order, to compare with). Returns 0, or -1
+ * next is read (the unpipelined order, to compare with); NMT_TRANSLATE_HOLD=1
+ * holds each worker's first window until every worker has taken one (at
+ * most 10 s), so that which worker translates what does not depend on which
+ * thread woke first. Returns 0, or -1
  * out of memory or threads. */
 int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk,
                       int inline_worker, chunk_pool **pool);
@@ -75,5 +78,14 @@ void chunk_pool_end(chunk_pool *pool);
 chunk_slot *chunk_pool_oldest(chunk_pool *pool);
 void chunk_pool_release(chunk_pool *pool, chunk_slot *slot);
 void chunk_pool_close(chunk_pool *pool);
+
+/* The translators, one a worker. */
+int chunk_pool_translators(const chunk_pool *pool);
+/* The wall time, in seconds, while at least one window was being
+ * translated (the translators' own decode times, summed, count an overlap
+ * once per translator). */
+double chunk_pool_decode_seconds(chunk_pool *pool);
+/* The monotonic clock, in seconds, that the pool and the progress line read. */
+double translate_now_seconds(void);
 
 #endif /* NMT_TRANSLATE_POOL_H */

@@ -175,6 +175,38 @@ static int skip_lines(translate_reader *r)
     return result;
 }
 
+/* What the translator gets for a line: a refused one is empty. */
+static const char *line_text(const input_line *line)
+{
+    return line->has_nul || line->too_long ? "" : line->text;
+}
+
+/* Submits the n lines read into `slot` as `parts` windows of nearly equal
+ * size, in order: the first part stays in `slot`, each next one moves into
+ * the ring's next free slot (lines are swapped, so every buffer keeps one
+ * owner). Parts never grow, so a next slot that is `slot` again (a small
+ * ring) takes lines from past the end of its own. */
+static void submit_parts(translate_reader *r, chunk_slot *slot, int n, int parts)
+{
+    int offset = 0;
+    for (int k = 0; k < parts; k++) {
+        const int count = n / parts + (k < n % parts);
+        chunk_slot *to = k == 0 ? slot : chunk_pool_acquire(r->pool);
+        if (!to)
+            return; /* the writer gave up */
+        for (int i = 0; offset > 0 && i < count; i++) {
+            const input_line moved = slot->lines[offset + i];
+            slot->lines[offset + i] = to->lines[i];
+            to->lines[i] = moved;
+            to->texts[i] = line_text(&to->lines[i]);
+        }
+        to->n = count;
+        to->first_line = r->lines_read + offset;
+        offset += count;
+        chunk_pool_submit(r->pool, to);
+    }
+}
+
 /* Reads the next window into the pool's next free slot. Returns 1 while
  * more may follow, else 0 having ended the pool (and set the outcome). */
 static int read_window(translate_reader *r)
@@ -187,14 +219,16 @@ static int read_window(translate_reader *r)
     if (slot) { /* else the limit is reached, or the writer gave up (closed) */
         int n = 0;
         while (n < want && (result = read_line(r, &slot->lines[n], r->max_bytes)) == 1) {
-            const input_line *line = &slot->lines[n];
-            slot->texts[n++] = line->has_nul || line->too_long ? "" : line->text;
+            slot->texts[n] = line_text(&slot->lines[n]);
+            n++;
         }
         if (n > 0) {
-            slot->n = n;
-            slot->first_line = r->lines_read;
+            /* A window cut short by the end of the input is the last: it is
+             * shared among the translators, so a short input (200 lines
+             * against the default 8 x 32) keeps every one busy. */
+            const int translators = chunk_pool_translators(r->pool);
+            submit_parts(r, slot, n, n < r->window ? (n < translators ? n : translators) : 1);
             r->lines_read += n;
-            chunk_pool_submit(r->pool, slot);
         }
         if (result == 1)
             return 1;

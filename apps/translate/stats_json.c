@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,23 +50,43 @@ void translate_discard_stats(const translate_args *args, stats_output *out)
 
 /* Every fprintf is checked through the stream's error flag at the end
  * (ferror, then fclose's own flush): a full disk loses no counter silently. */
+/* Each translator's sentences, then its decode seconds, as JSON arrays. */
+static void write_per_worker(FILE *f, const nmt_stats *each, int n)
+{
+    fprintf(f, "  \"worker_sentences\": [");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)each[i].sentences);
+    fprintf(f, "],\n  \"worker_decode_seconds\": [");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%.6f", i ? ", " : "", each[i].decode_seconds);
+    fprintf(f, "],\n");
+}
+
 int translate_write_stats(const translate_args *args, const nmt_translator *const *translators,
-                          int n_translators, long lines, stats_output *out, char *message,
-                          size_t message_size)
+                          int n_translators, long lines, double decode_wall_seconds,
+                          stats_output *out, char *message, size_t message_size)
 {
     nmt_stats st;
     memset(&st, 0, sizeof st);
     nmt_error err = {0};
     const nmt_translator *translator = translators[0];
-    /* Several workers: their counters summed (decode_seconds too: the
-     * workers' time, not the wall time). */
+    nmt_stats *each = calloc((size_t)n_translators, sizeof *each);
+    if (!each) {
+        snprintf(message, message_size, "%s: out of memory", args->stats_option);
+        translate_discard_stats(args, out);
+        return EXIT_FAILED;
+    }
+    /* Several workers: their counters summed (decode_seconds_summed: the
+     * workers' decode times; decode_seconds is the wall time). */
     for (int i = 0; i < n_translators; i++) {
         nmt_stats one;
         if (nmt_translator_stats(translators[i], &one, &err) != NMT_STATUS_OK) {
             snprintf(message, message_size, "%s: %s", args->stats_option, err.message);
             translate_discard_stats(args, out);
+            free(each);
             return EXIT_FAILED;
         }
+        each[i] = one;
         if (i == 0) {
             st = one;
             continue;
@@ -101,6 +122,7 @@ int translate_write_stats(const translate_args *args, const nmt_translator *cons
         snprintf(message, message_size, "%s: cannot truncate %s: %s", args->stats_option,
                  args->stats_path, strerror(errno));
         fclose(f);
+        free(each);
         return EXIT_IO;
     }
     const nmt_shrink_options *sh = &args->engine.shrink;
@@ -110,8 +132,12 @@ int translate_write_stats(const translate_args *args, const nmt_translator *cons
     fprintf(f, "{\n  \"device\": \"%s\",\n  \"precision\": \"%s\",\n  \"lines\": %ld,\n"
             "  \"sentences\": %lld,\n", cuda ? "cuda" : "cpu",
             app_precision_name((nmt_precision)st.precision), lines, (long long)st.sentences);
-    fprintf(f, "  \"decode_seconds\": %.6f,\n  \"steps\": %lld,\n  \"row_steps\": %lld,\n",
-            st.decode_seconds, (long long)st.steps, (long long)st.row_steps);
+    fprintf(f, "  \"decode_seconds\": %.6f,\n  \"decode_seconds_summed\": %.6f,\n",
+            decode_wall_seconds, st.decode_seconds);
+    write_per_worker(f, each, n_translators);
+    free(each);
+    fprintf(f, "  \"steps\": %lld,\n  \"row_steps\": %lld,\n", (long long)st.steps,
+            (long long)st.row_steps);
     fprintf(f, "  \"graph_runs\": %lld,\n  \"eager_runs\": %lld,\n", (long long)st.graph_runs,
             (long long)st.eager_runs);
     fprintf(f, "  \"batch_size\": %lld,\n  \"split_batches\": %lld,\n",

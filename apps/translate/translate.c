@@ -36,13 +36,6 @@
 enum { TRANSLATE_CUDA_BATCH = 2048 };
 
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Prints one input line's output: a line, or with --n-best N exactly N rows
  * (a refused line, or one with fewer hypotheses, is padded with rows of score
  * -inf and an empty text), each with the fields asked for (fields.h). Numbers
@@ -88,7 +81,7 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
 
 static void show_progress(long lines, long long tokens, double started, int final)
 {
-    double elapsed = now_seconds() - started;
+    double elapsed = translate_now_seconds() - started;
     fprintf(stderr, "\rtranslate: %ld lines, %.1f lines/s, %.0f target tokens/s%s", lines,
             elapsed > 0 ? (double)lines / elapsed : 0.0,
             elapsed > 0 ? (double)tokens / elapsed : 0.0, final ? "\n" : "");
@@ -382,7 +375,7 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     long line_number = args.skip_lines, lines_read = 0;
     long long target_tokens = 0; /* of the best hypotheses, for the progress line */
     int bad_lines = 0, read_errno = 0;
-    const double started = now_seconds();
+    const double started = translate_now_seconds();
     double shown = 0; /* when the progress line was last written */
     for (;;) {
         if (one_thread)
@@ -409,8 +402,8 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
         }
         line_number = slot->first_line + slot->n; /* skipped lines count, as in messages */
         chunk_pool_release(pool, slot);
-        if (progress && now_seconds() - shown >= 0.25) {
-            shown = now_seconds();
+        if (progress && translate_now_seconds() - shown >= 0.25) {
+            shown = translate_now_seconds();
             show_progress(line_number, target_tokens, started, 0);
         }
     }
@@ -444,7 +437,8 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     }
     if (stats.file) {
         int stats_code = translate_write_stats(&args, (const nmt_translator *const *)translators,
-                                               n_translators, line_number, &stats, message,
+                                               n_translators, line_number,
+                                               chunk_pool_decode_seconds(pool), &stats, message,
                                                sizeof message);
         if (stats_code != EXIT_OK) {
             fprintf(stderr, "translate: %s\n", message);

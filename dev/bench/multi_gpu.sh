@@ -23,9 +23,9 @@
 #             written, all translators at once: translate --progress's final
 #             line (lines / lines/s). Under mpirun only rank 0 reports, for
 #             its shard: its rate times the ranks is given, an estimate
-#   decode    --timing's decode_seconds, summed over the translators (the
-#             GPUs' busy time, not wall time; not under --mpi, which refuses
-#             --timing)
+#   decode    --timing's decode_seconds_summed: the translators' decode
+#             times summed (the GPUs' busy time, not wall time; not under
+#             --mpi, which refuses --timing)
 # Env: PRECISION (--precision, default fp32), MAXI_BATCH (--maxi-batch; default
 # the engine's, 8 x BATCH), REPEAT, LINES, SRC, WORK (inputs and outputs,
 # default /tmp/nmt-multi-gpu: they are too big for OUT_DIR), MPI=0 (no mpirun
@@ -208,7 +208,7 @@ run_one() { # MODE N REP (REP 0: the warm-up)
     [ "$rep" = 0 ] && return 0
     local progress identical=null decode=null
     progress=$(progress_of "$err")
-    [ -f "$timing" ] && decode=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["decode_seconds"])' "$timing" 2> /dev/null || echo null)
+    [ -f "$timing" ] && decode=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["decode_seconds_summed"])' "$timing" 2> /dev/null || echo null)
     if [ "$code" -eq 0 ] && [ -f "$out_file" ]; then
         if [ "$label" = "${device}x1" ] && [ ! -f "$reference" ]; then
             cp "$out_file" "$reference"
@@ -350,7 +350,7 @@ with open(md_path, "w") as md:
                  f"{fmt(s.get('wall_vs_in_process'), '.3f')} | {ident} |\n")
     md.write("\nwall: the whole process (model load, CUDA start-up, warm-up included); pipeline: "
              "translate --progress's last line, first line read to last written (under mpirun "
-             "rank 0's shard rate x ranks, an estimate); decode: --timing's decode_seconds summed "
+             "rank 0's shard rate x ranks, an estimate); decode: --timing's decode_seconds_summed "
              "over the GPUs (none under --mpi).\n")
 print(open(md_path).read())
 PY

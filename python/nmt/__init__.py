@@ -9,9 +9,9 @@
         future = s.submit("Ein Hund läuft im Park.", beam_size=2)
         print(future.result().text)
 
-The library is found through library=..., $NMT_LIBRARY,
-ctypes.util.find_library("nmt"), then the repository's build/libnmt.so
-(docs/python.md)."""
+The library is found through library=..., $NMT_LIBRARY, the one recorded
+at install (pip install ./python), ctypes.util.find_library("nmt"), then the
+repository's build/libnmt.so (docs/python.md)."""
 
 from ._capi import LibraryNotFoundError, load_library
 from ._results import (ArgumentError, Busy, Closed, Error, Hypothesis, Result, ServiceStats,

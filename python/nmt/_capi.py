@@ -276,6 +276,11 @@ _REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__fil
 BUILD_PATHS = ([os.path.join(_REPO_ROOT, "build", "libnmt.so")]
                if os.path.exists(os.path.join(_REPO_ROOT, "include", "nmt.h")) else [])
 
+try:  # written by python/setup.py when the package is installed
+    from ._library import LIBRARY as INSTALLED_LIBRARY
+except ImportError:  # a source checkout on PYTHONPATH
+    INSTALLED_LIBRARY = None
+
 _loaded = {}
 _loaded_lock = threading.Lock()
 
@@ -296,22 +301,28 @@ def _open(path):
     return lib
 
 
-def locate(library=None, environ=None, find=None, build_paths=None):
+def locate(library=None, environ=None, find=None, build_paths=None, installed=None):
     """Returns (candidates, tried): the paths or names to dlopen in order,
     and the notes on the sources that gave nothing, for the error message.
 
-    The order: `library` (explicit), $NMT_LIBRARY, ctypes.util.find_library
-    ("nmt"), then the repository's build folder. An explicit library or
-    $NMT_LIBRARY is the only candidate when given (no silent fallback)."""
+    The order: `library` (explicit), $NMT_LIBRARY, the library recorded when
+    the package was installed, ctypes.util.find_library("nmt"), then the
+    repository's build folder. An explicit library or $NMT_LIBRARY is the
+    only candidate when given (no silent fallback)."""
     environ = os.environ if environ is None else environ
     find = ctypes.util.find_library if find is None else find
     build_paths = BUILD_PATHS if build_paths is None else build_paths
+    installed = INSTALLED_LIBRARY if installed is None else installed
     if library:
         return [os.fspath(library)], []
     if environ.get("NMT_LIBRARY"):
         return [environ["NMT_LIBRARY"]], ["library= (not given)"]
     tried = ["library= (not given)", "$NMT_LIBRARY (not set)"]
     candidates = []
+    if installed and os.path.exists(installed):
+        candidates.append(installed)
+    elif installed:
+        tried.append("%s (recorded at install; no such file)" % installed)
     found = find("nmt")
     if found:
         candidates.append(found)

@@ -47,8 +47,9 @@ class Model:
     of translators and services, freed when the last of them and this object
     are gone (or at close(), deferred until then).
 
-    library: the libnmt to use (a path); default: $NMT_LIBRARY, then
-    ctypes.util.find_library("nmt"), then the repository's build/libnmt.so."""
+    library: the libnmt to use (a path); default: $NMT_LIBRARY, the one
+    recorded at install, ctypes.util.find_library("nmt"), then the
+    repository's build/libnmt.so."""
 
     def __init__(self, path, library=None):
         self._lib = _capi.load_library(library)

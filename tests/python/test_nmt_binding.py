@@ -529,6 +529,14 @@ def test_library_not_found():
     for what in ("library=", "NMT_LIBRARY", "find_library", "/nonexistent/build/libnmt.so"):
         assert what in text, text
     assert _capi.locate(environ={"NMT_LIBRARY": "/x/libnmt.so"})[0] == ["/x/libnmt.so"]
+    # The library recorded at install (python/setup.py) comes before the linker's.
+    candidates, tried = _capi.locate(environ={}, find=lambda name: "libnmt.so.found",
+                                     build_paths=[], installed=__file__)
+    assert candidates == [__file__, "libnmt.so.found"], candidates
+    candidates, tried = _capi.locate(environ={}, find=lambda name: None, build_paths=[],
+                                     installed="/nonexistent/recorded/libnmt.so")
+    assert candidates == [] and "/nonexistent/recorded/libnmt.so (recorded at install" in \
+        "; ".join(tried), tried
     assert _capi.locate("/y/libnmt.so", environ={"NMT_LIBRARY": "/x"})[0] == ["/y/libnmt.so"]
     # The whole message, from a fresh interpreter with nothing to find.
     code = ("import ctypes.util, nmt, nmt._capi as c\n"
@@ -551,7 +559,8 @@ def test_library_not_found():
 
 
 def test_wheel():
-    """pip builds the package (pyproject.toml) without a compiler."""
+    """pip builds the package (pyproject.toml, setup.py) without a compiler,
+    with nmt/_library.py, the record of the library it goes with."""
     pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True)
     if pip.returncode != 0:
         skip("no pip")
@@ -566,7 +575,8 @@ def test_wheel():
     with tempfile.TemporaryDirectory() as tmp:  # a copy: the build leaves files behind
         src = os.path.join(tmp, "src")
         os.mkdir(src)
-        shutil.copy(os.path.join(SOURCE_DIR, "python", "pyproject.toml"), src)
+        for name in ("pyproject.toml", "setup.py"):
+            shutil.copy(os.path.join(SOURCE_DIR, "python", name), src)
         shutil.copytree(os.path.join(SOURCE_DIR, "python", "nmt"), os.path.join(src, "nmt"),
                         ignore=shutil.ignore_patterns("__pycache__"))
         out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation",
@@ -576,7 +586,8 @@ def test_wheel():
         wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
         assert len(wheels) == 1, wheels
         names = zipfile.ZipFile(os.path.join(tmp, wheels[0])).namelist()
-    for name in ("__init__.py", "_capi.py", "_results.py", "_translator.py", "_service.py"):
+    for name in ("__init__.py", "_capi.py", "_results.py", "_translator.py", "_service.py",
+                 "_library.py"):
         assert "nmt/" + name in names, names
 
 
