@@ -165,7 +165,8 @@ static int32_t select_candidates(const float *row_scores, const float *log_probs
 
 int32_t nmt_search_max_length(const nmt_search_config *config, int32_t src_length)
 {
-    double v = floor((double)config->max_len_a * (double)src_length + (double)config->max_len_b);
+    const nmt_search_params *p = &config->params;
+    double v = floor((double)p->max_len_a * (double)src_length + (double)p->max_len_b);
     if (config->rules == NMT_BEAM_RULES_ONMT && v > NMT_ONMT_MAX_LENGTH)
         v = NMT_ONMT_MAX_LENGTH; /* onmt_translate: min(-max_length, ...) */
     if (!(v >= 1.0)) /* also catches NaN */
@@ -206,15 +207,8 @@ static nmt_status check_arguments(const nmt_step_model *model, int32_t n_sentenc
     int32_t v = model->vocab_size;
     if (v < 4)
         return nmt_error_set(err, bad, "beam search: vocab_size = %d, need >= 4", v);
-    if (config->beam_size < 1)
-        return nmt_error_set(err, bad, "beam search: beam_size = %d, need >= 1", config->beam_size);
-    if (config->n_best < 1 || config->n_best > config->beam_size)
-        return nmt_error_set(err, bad, "beam search: n_best = %d, need 1 <= n_best <= beam_size (%d)",
-                             config->n_best, config->beam_size);
-    if (!isfinite(config->alpha))
-        return nmt_error_set(err, bad, "beam search: alpha is not finite");
-    if (!isfinite(config->max_len_a))
-        return nmt_error_set(err, bad, "beam search: max_len_a is not finite");
+    if (nmt_search_params_check(&config->params, NMT_SEARCH_MAX_BEAM, err) != NMT_STATUS_OK)
+        return bad;
     const int32_t ids[3] = {config->pad_id, config->bos_id, config->eos_id};
     const char *names[3] = {"pad_id", "bos_id", "eos_id"};
     for (int i = 0; i < 3; i++)
@@ -231,10 +225,10 @@ static nmt_status check_arguments(const nmt_step_model *model, int32_t n_sentenc
             return nmt_error_set(err, bad, "beam search: src_lengths[%d] = %d, need >= 1", i,
                                  src_lengths[i]);
     /* Sizes: rows must fit int32 (the step interface) and log-probs size_t. */
-    size_t max_rows = (size_t)n_sentences * (size_t)config->beam_size;
+    size_t max_rows = (size_t)n_sentences * (size_t)config->params.beam_size;
     if (max_rows > INT32_MAX || max_rows > SIZE_MAX / sizeof(float) / (size_t)v)
         return nmt_error_set(err, bad, "beam search: %d sentences x beam %d x vocabulary %d "
-                             "is too large", n_sentences, config->beam_size, v);
+                             "is too large", n_sentences, config->params.beam_size, v);
     return NMT_STATUS_OK;
 }
 
@@ -263,7 +257,7 @@ static nmt_status emit_result(const sentence_state *s, const finished_hyp *finis
 {
     const nmt_search_config *config = b->config;
     nmt_status status = NMT_STATUS_OK;
-    const size_t beam = (size_t)config->beam_size;
+    const size_t beam = (size_t)config->params.beam_size;
     /* Stable insertion sort by normalized score: equal scores keep finishing
      * order (earlier step first, then better rank within the step). */
     for (int32_t i = 0; i < s->n_finished; i++) {
@@ -274,7 +268,7 @@ static nmt_status emit_result(const sentence_state *s, const finished_hyp *finis
         }
         order[j] = i;
     }
-    int32_t n = s->n_finished < config->n_best ? s->n_finished : config->n_best;
+    int32_t n = s->n_finished < config->params.n_best ? s->n_finished : config->params.n_best;
     NMT_ALLOC(result->hypotheses, n);
     for (int32_t h = 0; h < n; h++) {
         const finished_hyp *f = &finished[order[h]];
@@ -317,7 +311,7 @@ cleanup:
 static void record(const search_buffers *b, const sentence_state *s, int32_t step, int32_t slot,
                    const candidate *cand, int32_t parent_slot, float score)
 {
-    const size_t at = (size_t)(step - 1) * (size_t)b->config->beam_size + (size_t)slot;
+    const size_t at = (size_t)(step - 1) * (size_t)b->config->params.beam_size + (size_t)slot;
     const size_t e = s->history + at;
     const int32_t row = s->first_row + cand->hyp;
     b->hist_token[e] = cand->word;
@@ -346,7 +340,7 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
                           int32_t first_next_row, int32_t *n_alive_out, nmt_error *err)
 {
     const nmt_search_config *config = b->config;
-    const int32_t beam = config->beam_size, k = 2 * beam;
+    const int32_t beam = config->params.beam_size, k = 2 * beam;
     const int last_step = step == s->max_len;
     int32_t n_best = select_candidates(b->row_scores + s->first_row,
                                        b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
@@ -364,7 +358,7 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
                                      "beam search: sentence %d finished too many", i);
             /* Its slot in the history is its hypothesis index (none at step 1). */
             fin[s->n_finished++] = (finished_hyp){
-                cand->score, cand->score / powf((float)step, config->alpha), step - 1,
+                cand->score, cand->score / powf((float)step, config->params.alpha), step - 1,
                 step > 1 ? cand->hyp : -1};
         } else if (n_alive < beam) {
             /* Only reachable before the last step (which allows EOS only). */
@@ -408,9 +402,9 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
                       int32_t first_next_row, int32_t *n_alive_out)
 {
     const nmt_search_config *config = b->config;
-    const int32_t beam = config->beam_size;
+    const int32_t beam = config->params.beam_size;
     const int last_step = step == s->max_len;
-    const float penalty = onmt_penalty(step, config->alpha);
+    const float penalty = onmt_penalty(step, config->params.alpha);
     int32_t n_best = select_candidates(b->row_scores + s->first_row,
                                        b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
                                        s->n_alive, b->vocab, beam, 0, 0, penalty, config,
@@ -422,14 +416,14 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
         /* OpenNMT-py carries the ranked score times the penalty on, not the sum. */
         const float score = penalty != 1.0f ? cand->score * penalty : cand->score;
         if (cand->word == config->eos_id) {
-            keep_finished(fin, &s->n_finished, config->n_best, (finished_hyp){
+            keep_finished(fin, &s->n_finished, config->params.n_best, (finished_hyp){
                 score, cand->score, step - 1, step > 1 ? cand->hyp : -1});
             s->n_ended++;
         } else if (last_step) {
             /* Cut at the max length: the last word stays, in history slot c
              * (no hypothesis lives on, so the row's slots are free). */
             record(b, s, step, c, cand, step > 1 ? cand->hyp : -1, score);
-            keep_finished(fin, &s->n_finished, config->n_best,
+            keep_finished(fin, &s->n_finished, config->params.n_best,
                           (finished_hyp){score, cand->score, step, c});
             s->n_ended++;
         } else {
@@ -438,7 +432,7 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
         }
     }
     const int best_ended = n_best > 0 && b->best[0].word == config->eos_id;
-    if (last_step || n_alive == 0 || (best_ended && s->n_ended >= config->n_best))
+    if (last_step || n_alive == 0 || (best_ended && s->n_ended >= config->params.n_best))
         s->done = 1;
     *n_alive_out = n_alive;
 }
@@ -456,7 +450,7 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     if (n_sentences == 0)
         return NMT_STATUS_OK;
 
-    const int32_t beam = config->beam_size, vocab = model->vocab_size;
+    const int32_t beam = config->params.beam_size, vocab = model->vocab_size;
     const int32_t k = 2 * beam; /* candidates kept per sentence and step (v1) */
     const size_t max_rows = (size_t)n_sentences * (size_t)beam;
     sentence_state *sentences = NULL;

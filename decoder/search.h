@@ -11,6 +11,7 @@
 #define NMT_SEARCH_H
 
 #include "nmt_status.h"
+#include "search_params.h"
 
 #include <stdint.h>
 
@@ -49,11 +50,7 @@ typedef enum nmt_beam_rules {
 #define NMT_ONMT_MAX_LENGTH 250
 
 typedef struct nmt_search_config {
-    int32_t beam_size;  /* B >= 1 */
-    int32_t n_best;     /* 1 <= N <= B */
-    float alpha;        /* length penalty exponent */
-    float max_len_a;    /* max target length floor(a * S + b), EOS counted */
-    int32_t max_len_b;
+    nmt_search_params params; /* beam, n-best, length penalty and limit (checked there) */
     int32_t pad_id, bos_id, eos_id;
     nmt_beam_rules rules; /* 0 (zero-initialized): model-v1 */
     int32_t attention;    /* 1: give every hypothesis its tokens' attention weights

@@ -240,7 +240,7 @@ static void *worker_main(void *arg)
         if (w->streams) {
             const nmt_request *first = wait_first_locked(w);
             /* Its options: first may complete before the stream reads them. */
-            const nmt_search_overrides search = first ? first->search : s->defaults;
+            const nmt_search_params search = first ? first->search : s->defaults;
             const int shrink = first ? first->shrink : 0;
             pthread_mutex_unlock(&s->lock);
             if (!first)

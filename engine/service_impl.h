@@ -31,7 +31,7 @@ struct nmt_service {
     nmt_request_queue queue;
     int closing, drain, n_workers;
     service_worker *workers;
-    nmt_search_overrides defaults;
+    nmt_search_params defaults;
     int default_shrink;
     nmt_service_stats stats;
     int64_t shutdown_finished, shutdown_cancelled;
@@ -51,6 +51,6 @@ void nmt_service_status_result(nmt_result *result, nmt_status status, const char
 /* Runs w's continuous batching for the requests with these search options
  * and shrinking (the queue head's when it starts) until the queue's head
  * has others, or is empty at shutdown (engine/service_stream.c). */
-void nmt_service_stream_run(service_worker *w, const nmt_search_overrides *search, int shrink);
+void nmt_service_stream_run(service_worker *w, const nmt_search_params *search, int shrink);
 
 #endif /* NMT_SERVICE_IMPL_H */

@@ -68,29 +68,21 @@ int nmt_cuda_available(void)
     if (!(cond))                                                              \
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, __VA_ARGS__)
 
-/* The search's fields, for the options and for a request's overrides alike:
- * the beam at most max_beam (256, or the translator's own). */
-static nmt_status check_search_fields(const nmt_search_overrides *o, int max_beam,
-                                      nmt_error *err)
+/* The search params of the options: the one place the public option fields
+ * meet the search's. */
+static nmt_search_params search_params_of(const nmt_options *o)
 {
-    REQUIRE(o->beam_size >= 1 && o->beam_size <= max_beam, "beam_size %d: must be in 1..%d",
-            o->beam_size, max_beam);
-    REQUIRE(o->n_best >= 1 && o->n_best <= o->beam_size,
-            "n_best %d: must be in 1..beam_size (%d)", o->n_best, o->beam_size);
-    REQUIRE(o->alpha >= 0.0f && o->alpha <= 10.0f, "alpha %g: must be in 0..10", o->alpha);
-    REQUIRE(o->max_len_a >= 0.0f && o->max_len_a <= 100.0f, "max_len_a %g: must be in 0..100",
-            o->max_len_a);
-    REQUIRE(o->max_len_b >= 0 && o->max_len_b <= 10000, "max_len_b %d: must be in 0..10000",
-            o->max_len_b);
-    REQUIRE(o->max_len_a > 0.0f || o->max_len_b > 0, "max_len_a and max_len_b are both 0");
-    return NMT_STATUS_OK;
+    return (nmt_search_params){.beam_size = o->beam_size,
+                               .n_best = o->n_best,
+                               .alpha = o->alpha,
+                               .max_len_a = o->max_len_a,
+                               .max_len_b = o->max_len_b};
 }
 
 static nmt_status check_options(const nmt_options *o, nmt_error *err)
 {
-    const nmt_search_overrides search = {o->beam_size, o->n_best, o->alpha, o->max_len_a,
-                                         o->max_len_b};
-    const nmt_status status = check_search_fields(&search, 256, err);
+    const nmt_search_params search = search_params_of(o);
+    const nmt_status status = nmt_search_params_check(&search, NMT_SEARCH_MAX_BEAM, err);
     if (status != NMT_STATUS_OK)
         return status;
     REQUIRE(o->batch_size >= 1 && o->batch_size <= 4096, "batch_size %d: must be in 1..4096",
@@ -213,16 +205,14 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     /* auto: the arithmetic of the file's weights (an fp16 file's are exact in
      * fp16), as CTranslate2's compute_type "default" keeps the model's type. */
     t->options.precision = nmt_precision_for_model(model, t->options.precision);
-    t->search.beam_size = options->beam_size;
-    t->search.n_best = options->n_best;
-    t->search.alpha = options->alpha;
-    t->search.max_len_a = options->max_len_a;
-    t->search.max_len_b = options->max_len_b;
-    t->search.pad_id = NMT_PAD_ID;
-    t->search.bos_id = NMT_BOS_ID;
-    t->search.eos_id = NMT_EOS_ID;
-    t->search.rules = (nmt_beam_rules)options->search_rules;
-    t->search.attention = options->attention_weights;
+    t->search = (nmt_search_config){
+        .params = search_params_of(options),
+        .pad_id = NMT_PAD_ID,
+        .bos_id = NMT_BOS_ID,
+        .eos_id = NMT_EOS_ID,
+        .rules = (nmt_beam_rules)options->search_rules,
+        .attention = options->attention_weights,
+    };
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
     nmt_backend_config config = {
@@ -384,19 +374,14 @@ void nmt_translator_line_error(nmt_result *result, nmt_status status, const char
 }
 
 nmt_status nmt_translator_search_config(const nmt_translator *t,
-                                        const nmt_search_overrides *overrides,
+                                        const nmt_search_params *overrides,
                                         nmt_search_config *search, nmt_error *err)
 {
     *search = t->search;
     if (!overrides)
         return NMT_STATUS_OK;
-    nmt_status status = nmt_translator_check_search(t, overrides, err);
-    search->beam_size = overrides->beam_size;
-    search->n_best = overrides->n_best;
-    search->alpha = overrides->alpha;
-    search->max_len_a = overrides->max_len_a;
-    search->max_len_b = overrides->max_len_b;
-    return status;
+    search->params = *overrides;
+    return nmt_translator_check_search(t, overrides, err);
 }
 
 nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int n_lines,
@@ -405,17 +390,16 @@ nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int 
     return nmt_translator_run(t, lines, n_lines, NULL, results, err);
 }
 
-nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_overrides *o,
+nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_params *o,
                                        nmt_error *err)
 {
-    return check_search_fields(o, t->options.beam_size, err);
+    /* A request's beam at most the translator's: its backend is sized for it. */
+    return nmt_search_params_check(o, t->options.beam_size, err);
 }
 
-nmt_search_overrides nmt_translator_search(const nmt_translator *t)
+nmt_search_params nmt_translator_search(const nmt_translator *t)
 {
-    const nmt_search_overrides o = {t->search.beam_size, t->search.n_best, t->search.alpha,
-                                    t->search.max_len_a, t->search.max_len_b};
-    return o;
+    return t->search.params;
 }
 
 /* nmt_translator_prepare's result: what nmt_translate_batch does before
@@ -492,7 +476,7 @@ static void fail_lines(nmt_result *results, int n_lines, nmt_status status, cons
 
 /* Decodes a prepared call's lines into results[0 .. n_lines). */
 static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
-                               const nmt_search_overrides *overrides, nmt_result *results,
+                               const nmt_search_params *overrides, nmt_result *results,
                                nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
@@ -563,7 +547,7 @@ nmt_status nmt_translate_prepared(nmt_translator *t, nmt_prepared *prepared, nmt
 }
 
 nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n_lines,
-                              const nmt_search_overrides *overrides, nmt_result *results,
+                              const nmt_search_params *overrides, nmt_result *results,
                               nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;

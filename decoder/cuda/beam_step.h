@@ -13,6 +13,7 @@
 #define NMT_BEAM_STEP_H
 
 #include "nmt_status.h"
+#include "search_params.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,7 +23,7 @@ extern "C" {
 #endif
 
 /* The largest beam the device kernels take. */
-#define NMT_CUDA_BEAM_MAX 256
+#define NMT_CUDA_BEAM_MAX NMT_SEARCH_MAX_BEAM
 
 typedef struct nmt_beam_device {
     int32_t beam;     /* B, 1..256 */

@@ -144,7 +144,7 @@ static void deliver_pending(nmt_cuda_search *self, const nmt_sentence_stream *sr
                             const nmt_search_config *config, int32_t hist_len, stream_state *st)
 {
     nmt_beam_results r;
-    nmt_beam_results_carve(self->results_host, st->n_pend, config->n_best, hist_len,
+    nmt_beam_results_carve(self->results_host, st->n_pend, config->params.n_best, hist_len,
                            config->attention ? self->config.max_src : 0, &r);
     for (int32_t i = 0; i < st->n_pend; i++) {
         nmt_error e = {0};
@@ -191,7 +191,8 @@ static nmt_status place_rows(nmt_cuda_search *self, const nmt_beam_device *b,
     nmt_status status = NMT_STATUS_OK;
     const nmt_cuda_step_model *model = &self->model;
     NMT_CUDA_TRY(cudaStreamWaitEvent(self->stream, self->encoded_event, 0));
-    NMT_TRY(model->place(model->self, self->cur, n, slots, positions, config->beam_size, err));
+    NMT_TRY(model->place(model->self, self->cur, n, slots, positions, config->params.beam_size,
+                         err));
     NMT_TRY(nmt_cuda_beam_join(b, slots, n, config->bos_id, self->stream, err));
 cleanup:
     return status;
@@ -278,7 +279,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda stream: NULL argument");
     cudaStream_t stream = self->stream;
     const int32_t N = self->config.max_sentences, S = self->config.max_src;
-    const int32_t B = config->beam_size;
+    const int32_t B = config->params.beam_size;
     NMT_TRY(nmt_cuda_search_check_config(self, config, err));
     if (!self->model.encoder_stream || !self->model.place)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
@@ -366,7 +367,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
              * theirs is reused (stream order). */
             nmt_beam_results r_dev;
             const size_t bytes = nmt_beam_results_carve(self->results_dev, st.n_pend,
-                                                        config->n_best, hist_len,
+                                                        config->params.n_best, hist_len,
                                                         config->attention ? S : 0, &r_dev);
             NMT_TRY(nmt_cuda_beam_backtrack_slots(&b, dev.done_slot, st.n_pend, &r_dev, stream,
                                                   err));

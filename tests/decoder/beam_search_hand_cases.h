@@ -114,7 +114,7 @@ static void test_hand_cases(fake_model *fake)
     expect_hyp("beam2 alpha1", &res, 1, "a", -2.0f, -1.0f);
     CHECK(fake->n_steps == 3, "beam2: %d steps", fake->n_steps);
     nmt_search_result_clear(&res);
-    cfg.alpha = 0.0f;
+    cfg.params.alpha = 0.0f;
     hand_search("beam2 alpha0", beam2, -INFINITY, 8, &cfg, 1, &res, fake);
     expect_hyp("beam2 alpha0", &res, 0, "a", -2.0f, -2.0f);
     expect_hyp("beam2 alpha0", &res, 1, "bc", -2.25f, -2.25f);
