@@ -39,6 +39,7 @@
 #include "search.h"
 
 #include "error.h"
+#include "search_rules.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -71,14 +72,10 @@ typedef struct sentence_state {
     size_t weights;     /* config.attention: offset of its max_len x B x src_len weights */
 } sentence_state;
 
-/* a is worse than b: lower score, or equal score and later (hypothesis, word). */
+/* a is worse than b: b comes before it in the candidates' order. */
 static int candidate_worse(const candidate *a, const candidate *b)
 {
-    if (a->score != b->score)
-        return a->score < b->score;
-    if (a->hyp != b->hyp)
-        return a->hyp > b->hyp;
-    return a->word > b->word;
+    return nmt_rule_candidate_before(b->score, b->hyp, b->word, a->score, a->hyp, a->word);
 }
 
 /* Restores the min-heap (worst at the root) below position i. */
@@ -116,8 +113,7 @@ static void heap_sift_up(candidate *heap, int32_t i)
 static void heap_offer(candidate *heap, int32_t *n, int32_t k, float score, int32_t hyp,
                        int32_t word)
 {
-    /* -inf (excluded) and NaN (a broken model) candidates are never selected. */
-    if (!(score > -INFINITY))
+    if (!nmt_rule_selectable(score))
         return;
     if (*n < k) {
         heap[*n] = (candidate){score, hyp, word};
@@ -138,19 +134,18 @@ static int32_t select_candidates(const float *row_scores, const float *log_probs
                                  float penalty, const nmt_search_config *config, candidate *best)
 {
     int32_t n = 0;
-    const int divide = penalty != 1.0f;
     for (int32_t hyp = 0; hyp < n_alive; hyp++) {
         const float *lp = log_probs + (size_t)hyp * (size_t)vocab_size;
         float base = row_scores[hyp];
         if (only_eos) {
-            heap_offer(best, &n, k, base + lp[config->eos_id], hyp, config->eos_id);
+            heap_offer(best, &n, k, nmt_rule_rank(base, lp[config->eos_id], penalty), hyp,
+                       config->eos_id);
             continue;
         }
         for (int32_t w = 0; w < vocab_size; w++) {
             if (mask_specials && (w == config->pad_id || w == config->bos_id))
                 continue;
-            const float sum = base + lp[w];
-            heap_offer(best, &n, k, divide ? sum / penalty : sum, hyp, w);
+            heap_offer(best, &n, k, nmt_rule_rank(base, lp[w], penalty), hyp, w);
         }
     }
     /* Heap sort: moving the worst to the end leaves the array best first. */
@@ -358,7 +353,7 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
                                      "beam search: sentence %d finished too many", i);
             /* Its slot in the history is its hypothesis index (none at step 1). */
             fin[s->n_finished++] = (finished_hyp){
-                cand->score, cand->score / powf((float)step, config->params.alpha), step - 1,
+                cand->score, nmt_rule_v1_score(cand->score, step, config->params.alpha), step - 1,
                 step > 1 ? cand->hyp : -1};
         } else if (n_alive < beam) {
             /* Only reachable before the last step (which allows EOS only). */
@@ -366,7 +361,7 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
             n_alive++;
         }
     }
-    if (s->n_finished >= beam || last_step || n_alive == 0)
+    if (nmt_rule_v1_done(s->n_finished, beam, last_step, n_alive))
         s->done = 1;
     *n_alive_out = n_alive;
     return NMT_STATUS_OK;
@@ -378,7 +373,7 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
 static void keep_finished(finished_hyp *list, int32_t *n, int32_t capacity, finished_hyp h)
 {
     int32_t at = *n;
-    while (at > 0 && list[at - 1].score < h.score)
+    while (at > 0 && nmt_rule_finished_moves_up(list[at - 1].score, h.score))
         at--;
     if (at >= capacity)
         return;
@@ -390,13 +385,6 @@ static void keep_finished(finished_hyp *list, int32_t *n, int32_t capacity, fini
         (*n)++;
 }
 
-/* OpenNMT-py's avg length penalty at step t: (t + 1)^alpha, the + 1 the BOS;
- * a Python float, made float32 when it divides a float32 tensor. */
-static float onmt_penalty(int32_t step, float alpha)
-{
-    return (float)pow((double)step + 1.0, (double)alpha);
-}
-
 /* One onmt step of sentence i (the header comment); returns its alive count. */
 static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int32_t step,
                       int32_t first_next_row, int32_t *n_alive_out)
@@ -404,7 +392,7 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
     const nmt_search_config *config = b->config;
     const int32_t beam = config->params.beam_size;
     const int last_step = step == s->max_len;
-    const float penalty = onmt_penalty(step, config->params.alpha);
+    const float penalty = nmt_rule_onmt_penalty(step, config->params.alpha);
     int32_t n_best = select_candidates(b->row_scores + s->first_row,
                                        b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
                                        s->n_alive, b->vocab, beam, 0, 0, penalty, config,
@@ -413,8 +401,7 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
     int32_t n_alive = 0;
     for (int32_t c = 0; c < n_best; c++) {
         const candidate *cand = &b->best[c];
-        /* OpenNMT-py carries the ranked score times the penalty on, not the sum. */
-        const float score = penalty != 1.0f ? cand->score * penalty : cand->score;
+        const float score = nmt_rule_carried_score(cand->score, penalty);
         if (cand->word == config->eos_id) {
             keep_finished(fin, &s->n_finished, config->params.n_best, (finished_hyp){
                 score, cand->score, step - 1, step > 1 ? cand->hyp : -1});
@@ -432,7 +419,7 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
         }
     }
     const int best_ended = n_best > 0 && b->best[0].word == config->eos_id;
-    if (last_step || n_alive == 0 || (best_ended && s->n_ended >= config->params.n_best))
+    if (nmt_rule_onmt_done(last_step, n_alive, best_ended, s->n_ended, config->params.n_best))
         s->done = 1;
     *n_alive_out = n_alive;
 }
