@@ -36,7 +36,6 @@ struct nmt_service {
     nmt_service_stats stats;
     int64_t shutdown_finished, shutdown_cancelled;
     int cuda;                  /* the workers run on CUDA devices */
-    int input_tokens;          /* lines are pre-tokenized (options or the model file) */
 };
 
 /* Under the service's lock: marks r complete with `result` (moved in) and

@@ -291,10 +291,8 @@ static void set_line_error(nmt_result *result, nmt_status status, const char *me
     snprintf(result->message, sizeof result->message, "%s", message);
 }
 
-/* A line's source tokens: as given (input_tokens), the model's SentencePiece
- * pieces (tokenizer=sentencepiece), or the engine's tokenizer. */
-static nmt_status tokenize_line(const nmt_translator *t, const char *line, size_t len,
-                                nmt_tokens *tokens, nmt_error *err)
+nmt_status nmt_translator_tokenize(const nmt_translator *t, const char *line, size_t len,
+                                   nmt_tokens *tokens, nmt_error *err)
 {
     if (t->options.input_tokens)
         return nmt_tokenize_pretokenized(line, len, tokens, err);
@@ -348,7 +346,7 @@ nmt_status nmt_translator_prepare_line(const nmt_translator *t, const char *line
         snprintf(msg, sizeof msg, "line too long: %zu bytes, the limit is %d", len,
                  t->options.max_line_bytes);
         set_line_error(result, NMT_STATUS_ERROR_INPUT, msg);
-    } else if (tokenize_line(t, line, len, tokens, &line_err) != NMT_STATUS_OK) {
+    } else if (nmt_translator_tokenize(t, line, len, tokens, &line_err) != NMT_STATUS_OK) {
         if (line_err.status == NMT_STATUS_ERROR_MEMORY)
             return nmt_error_set(err, line_err.status, "%s", line_err.message);
         set_line_error(result, line_err.status, line_err.message);

@@ -43,6 +43,13 @@ nmt_status nmt_translator_search_config(const nmt_translator *translator,
                                         const nmt_search_params *overrides,
                                         nmt_search_config *search, nmt_error *err);
 
+/* A line's source tokens as the translator counts (max_batch_tokens) and
+ * searches them: as given (input_tokens), the model's SentencePiece pieces
+ * (tokenizer=sentencepiece), or the engine's tokenizer. Reads only the
+ * translator's options and model, so any thread may call it. */
+nmt_status nmt_translator_tokenize(const nmt_translator *translator, const char *line,
+                                   size_t len, nmt_tokens *tokens, nmt_error *err);
+
 /* One input line: tokens and *searched = 1 when it goes to the search;
  * else *result is final (a per-line error, or the empty line's empty
  * translation). Fails only when out of memory. */

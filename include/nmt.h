@@ -330,7 +330,9 @@ typedef struct nmt_service_options {
                                 this long after the oldest one arrived for more, default 100
                                 (docs/perf/service.md, "Batching delay") */
     int max_batch_tokens;    /* a batch holds at most this many source tokens in all (a longer
-                                sentence goes alone); 0 (default): only batch_size limits */
+                                sentence goes alone; tokens as the translator counts them, a
+                                SentencePiece model's pieces); 0 (default): only batch_size
+                                limits */
     int continuous;          /* CUDA: 1: continuous batching: each device keeps one beam
                                 search running; requests join it at its next join point
                                 while it has free rows and leave as soon as they are done;
