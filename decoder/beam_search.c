@@ -162,7 +162,7 @@ int32_t nmt_search_max_length(const nmt_search_config *config, int32_t src_lengt
 {
     const nmt_search_params *p = &config->params;
     double v = floor((double)p->max_len_a * (double)src_length + (double)p->max_len_b);
-    if (config->rules == NMT_BEAM_RULES_ONMT && v > NMT_ONMT_MAX_LENGTH)
+    if (config->rules == NMT_SEARCH_RULES_ONMT && v > NMT_ONMT_MAX_LENGTH)
         v = NMT_ONMT_MAX_LENGTH; /* onmt_translate: min(-max_length, ...) */
     if (!(v >= 1.0)) /* also catches NaN */
         return 1;
@@ -210,7 +210,7 @@ static nmt_status check_arguments(const nmt_step_model *model, int32_t n_sentenc
         if (ids[i] < 0 || ids[i] >= v)
             return nmt_error_set(err, bad, "beam search: %s = %d is outside the vocabulary [0, %d)",
                                  names[i], ids[i], v);
-    if (config->rules != NMT_BEAM_RULES_V1 && config->rules != NMT_BEAM_RULES_ONMT)
+    if (config->rules != NMT_SEARCH_RULES_V1 && config->rules != NMT_SEARCH_RULES_ONMT)
         return nmt_error_set(err, bad, "beam search: rules = %d is unknown", (int)config->rules);
     if (config->eos_id == config->pad_id || config->eos_id == config->bos_id)
         return nmt_error_set(err, bad, "beam search: eos_id = %d equals pad_id or bos_id, so it "
@@ -516,7 +516,7 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
             if (s->done)
                 continue;
             int32_t n_alive = 0;
-            if (config->rules == NMT_BEAM_RULES_ONMT)
+            if (config->rules == NMT_SEARCH_RULES_ONMT)
                 step_onmt(&b, i, s, step, n_next_rows, &n_alive);
             else
                 NMT_TRY(step_v1(&b, i, s, step, n_next_rows, &n_alive, err));

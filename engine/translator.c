@@ -139,35 +139,19 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     return NMT_STATUS_OK;
 }
 
-/* The API's enums and the lower floors' have the same values. */
-_Static_assert((int)NMT_SEARCH_RULES_V1 == (int)NMT_BEAM_RULES_V1 &&
-                   (int)NMT_SEARCH_RULES_ONMT == (int)NMT_BEAM_RULES_ONMT,
-               "search rules");
-_Static_assert((int)NMT_SHRINK_LSH == (int)NMT_SHRINK_METHOD_LSH &&
-                   (int)NMT_SHRINK_TOP == (int)NMT_SHRINK_METHOD_TOP,
-               "shrink modes");
-_Static_assert((int)NMT_LSH_SHARE_BATCH == (int)NMT_LIST_SHARE_BATCH &&
-                   (int)NMT_LSH_SHARE_SENTENCE == (int)NMT_LIST_SHARE_SENTENCE &&
-                   (int)NMT_LSH_SHARE_ROW == (int)NMT_LIST_SHARE_ROW,
-               "list sharing");
-_Static_assert((int)NMT_LSH_LISTS_HITS == (int)NMT_LIST_BUILDER_HITS &&
-                   (int)NMT_LSH_LISTS_DIRECT == (int)NMT_LIST_BUILDER_DIRECT &&
-                   (int)NMT_LSH_LISTS_AUTO == (int)NMT_LIST_BUILDER_AUTO,
-               "list builders");
-
 /* The backends' view of options->shrink (each backend builds the index it
  * needs from it). */
 static void setup_shrink(nmt_translator *t)
 {
     const nmt_shrink_options *o = &t->options.shrink;
     const int32_t V = t->model->hp.tgt_vocab;
-    t->shrink.mode = (nmt_shrink_method)o->mode;
-    t->shrink.share = (nmt_list_share)o->share;
+    t->shrink.mode = o->mode;
+    t->shrink.share = o->share;
     t->shrink.n_always = 4 + o->top < V ? 4 + o->top : V;
     t->shrink.threshold = o->mode == NMT_SHRINK_LSH ? o->threshold : 1;
     t->shrink.index = (nmt_lsh_index_config){o->k, o->u, o->w, o->seed};
     t->shrink.tables = NULL;
-    t->shrink.lists = (nmt_list_builder)o->lists;
+    t->shrink.lists = o->lists;
 }
 
 void nmt_translator_free(nmt_translator *t)
@@ -210,7 +194,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         .pad_id = NMT_PAD_ID,
         .bos_id = NMT_BOS_ID,
         .eos_id = NMT_EOS_ID,
-        .rules = (nmt_beam_rules)options->search_rules,
+        .rules = options->search_rules,
         .attention = options->attention_weights,
     };
     if (options->shrink.mode != NMT_SHRINK_NONE)

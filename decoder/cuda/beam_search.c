@@ -57,7 +57,7 @@ nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
                                  V);
     if (config->eos_id == config->pad_id || config->eos_id == config->bos_id)
         return nmt_error_set(err, bad, "cuda search: eos_id equals pad_id or bos_id");
-    if (config->rules != NMT_BEAM_RULES_V1 && config->rules != NMT_BEAM_RULES_ONMT)
+    if (config->rules != NMT_SEARCH_RULES_V1 && config->rules != NMT_SEARCH_RULES_ONMT)
         return nmt_error_set(err, bad, "cuda search: rules %d unknown", (int)config->rules);
     if (config->attention && !self->config.attention)
         return nmt_error_set(err, bad, "cuda search: attention weights asked for, but the "
@@ -296,7 +296,7 @@ int32_t nmt_cuda_search_hist_len(const nmt_search_config *config, int32_t longes
 {
     /* v1's last token is always the EOS (no history row); an onmt
      * hypothesis cut at the max length keeps its last word. */
-    if (config->rules == NMT_BEAM_RULES_ONMT)
+    if (config->rules == NMT_SEARCH_RULES_ONMT)
         return longest;
     return longest > 1 ? longest - 1 : 1;
 }
@@ -305,7 +305,7 @@ void nmt_cuda_search_excluded(const nmt_search_config *config, int32_t excluded[
 {
     /* v1 masks PAD and BOS out of the top-K; onmt masks nothing, and -1
      * (the top-K kernels compare ids) is no word. */
-    const int onmt = config->rules == NMT_BEAM_RULES_ONMT;
+    const int onmt = config->rules == NMT_SEARCH_RULES_ONMT;
     excluded[0] = onmt ? -1 : config->pad_id;
     excluded[1] = onmt ? -1 : config->bos_id;
 }

@@ -306,7 +306,7 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
     const int64_t row0 = (int64_t)p * B;
     const int32_t step = *b.step - b.start[s];
     const int last_step = step >= b.max_len[s];
-    const int onmt = b.rules == NMT_BEAM_RULES_ONMT;
+    const int onmt = b.rules == NMT_SEARCH_RULES_ONMT;
     const int eos_only = last_step && !onmt;
     const float penalty = onmt ? nmt_rule_onmt_penalty(step, b.alpha) : 1.0f;
     const int32_t n_select = onmt ? B : K;
@@ -401,7 +401,7 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
         return; /* uniform across the warp */
     }
     const int last_step = step >= max_len;
-    const int onmt = b.rules == NMT_BEAM_RULES_ONMT;
+    const int onmt = b.rules == NMT_SEARCH_RULES_ONMT;
     const int eos_only = last_step && !onmt;
     const float penalty = onmt ? nmt_rule_onmt_penalty(step, b.alpha) : 1.0f;
     const int32_t n_select = onmt ? B : K;
@@ -477,8 +477,8 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
                              "beam step: %d active, beam %d (max %d), hist_len %d, step %s, "
                              "start %s", n_active, b->beam, BEAM_MAX, b->hist_len,
                              b->step ? "set" : "NULL", b->start ? "set" : "NULL");
-    if (b->rules != NMT_BEAM_RULES_V1 &&
-        (b->rules != NMT_BEAM_RULES_ONMT || !b->n_ended || b->n_best < 1 || b->n_best > b->beam))
+    if (b->rules != NMT_SEARCH_RULES_V1 &&
+        (b->rules != NMT_SEARCH_RULES_ONMT || !b->n_ended || b->n_best < 1 || b->n_best > b->beam))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "beam step: rules %d (onmt needs n_ended and n_best %d in [1, %d])",
                              (int)b->rules, b->n_best, b->beam);

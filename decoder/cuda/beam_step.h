@@ -31,7 +31,7 @@ typedef struct nmt_beam_device {
     float alpha;      /* length penalty: score = log_prob / length^alpha */
     int32_t hist_len; /* history steps per sentence: v1 max length - 1 (at least 1), onmt
                          max length (a hypothesis cut there keeps its last word) */
-    int32_t rules;    /* an nmt_beam_rules (search.h); 0 (memset): model-v1 */
+    int32_t rules;    /* an nmt_search_rules (search.h); 0 (memset): model-v1 */
     int32_t n_best;   /* onmt: finished hypotheses kept, and ended before it may stop */
     const int32_t *max_len;          /* [n]: floor(a S + b) of each sentence */
     float *scores;                   /* [n, B]: accumulated log-probability */

@@ -57,7 +57,7 @@ static nmt_search_config warm_config(const nmt_cuda_search *self)
         .pad_id = NMT_PAD_ID,
         .bos_id = NMT_BOS_ID,
         .eos_id = NMT_EOS_ID,
-        .rules = NMT_BEAM_RULES_V1,
+        .rules = NMT_SEARCH_RULES_V1,
         .attention = self->config.attention,
     };
 }

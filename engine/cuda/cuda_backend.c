@@ -167,13 +167,6 @@ static nmt_cuda_search_config search_config(const nmt_model *model, int device_i
     return search;
 }
 
-/* The network takes the public precision as its own enum, value for value. */
-_Static_assert(NMT_PRECISION_FP32 == (int)NMT_CUDA_PRECISION_FP32 &&
-                   NMT_PRECISION_TF32X2 == (int)NMT_CUDA_PRECISION_TF32X2 &&
-                   NMT_PRECISION_BF16 == (int)NMT_CUDA_PRECISION_BF16 &&
-                   NMT_PRECISION_FP16 == (int)NMT_CUDA_PRECISION_FP16,
-               "nmt_precision and nmt_cuda_precision differ");
-
 /* The contexts' workspaces and the network (fixed at create); with shrink,
  * the shrink wing's estimate (create counts what it allocated instead). */
 static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_config *config,
@@ -182,7 +175,7 @@ static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_c
     size_t net = 0;
     const nmt_status status = nmt_cuda_model_device_bytes(
         model, config->max_sentences, config->beam, config->max_src,
-        (nmt_cuda_precision)nmt_precision_for_model(model, config->precision), shrink, &net, err);
+        nmt_precision_for_model(model, config->precision), shrink, &net, err);
     *bytes = nmt_cuda_ctx_device_bytes() + net +
              (config->attention ? nmt_cuda_model_attention_bytes(config->max_sentences,
                                                                  config->beam, config->max_src)
@@ -228,7 +221,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_TRY(nmt_cuda_model_create(model, self->ctx, config->max_sentences, config->beam,
                                   config->max_src, &self->net, err));
     const nmt_precision precision = nmt_precision_for_model(model, config->precision);
-    NMT_TRY(nmt_cuda_model_set_precision(self->net, (nmt_cuda_precision)precision, err));
+    NMT_TRY(nmt_cuda_model_set_precision(self->net, precision, err));
     /* The SpMM's sums (row or tile kernel, chosen by the rows) are not the
      * dense chain: batch-invariant decoding multiplies dense. */
     if (precision == NMT_PRECISION_TF32X2 && config->batch_invariant) {

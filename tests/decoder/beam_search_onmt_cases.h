@@ -84,7 +84,7 @@ static nmt_search_config onmt_config(int32_t beam, int32_t n_best, float alpha, 
                                      int32_t b)
 {
     nmt_search_config cfg = make_config(beam, n_best, alpha, a, b);
-    cfg.rules = NMT_BEAM_RULES_ONMT;
+    cfg.rules = NMT_SEARCH_RULES_ONMT;
     return cfg;
 }
 
@@ -102,7 +102,7 @@ static void test_onmt_hand_cases(fake_model *fake)
     expect_hyp("onmt top eos", &res, 0, "", -0.5f, -0.25f);
     CHECK(fake->n_steps == 1, "onmt top eos: %d steps", fake->n_steps);
     nmt_search_result_clear(&res);
-    cfg.rules = NMT_BEAM_RULES_V1;
+    cfg.rules = NMT_SEARCH_RULES_V1;
     hand_search("v1 top eos", top_eos, -INFINITY, 8, &cfg, 1, &res, fake);
     expect_hyp("v1 top eos", &res, 0, "a", -0.7f, -0.35f);
     nmt_search_result_clear(&res);
@@ -159,7 +159,7 @@ static void test_onmt_hand_cases(fake_model *fake)
           "onmt max length cap");
     cfg = onmt_config(1, 1, 1.0f, 1.25f, 5); /* onmt_translate's own ratio and + 5 */
     CHECK(nmt_search_max_length(&cfg, 7) == 13, "onmt 1.25 * 7 + 5");
-    cfg.rules = NMT_BEAM_RULES_V1;
+    cfg.rules = NMT_SEARCH_RULES_V1;
     cfg.params.max_len_a = 2.0f;
     cfg.params.max_len_b = 10;
     CHECK(nmt_search_max_length(&cfg, 200) == 410, "v1 has no cap");

@@ -135,7 +135,7 @@ static nmt_search_config make_config(int32_t beam, int32_t n_best, float alpha, 
         .pad_id = PAD,
         .bos_id = BOS,
         .eos_id = EOS,
-        .rules = NMT_BEAM_RULES_V1,
+        .rules = NMT_SEARCH_RULES_V1,
     };
 }
 
@@ -149,7 +149,7 @@ static void check_outputs(const char *name, const nmt_search_result *res, table_
                           const nmt_search_config *cfg, int32_t src_length)
 {
     static float lp[MAX_VOCAB];
-    const int onmt = cfg->rules == NMT_BEAM_RULES_ONMT;
+    const int onmt = cfg->rules == NMT_SEARCH_RULES_ONMT;
     for (int32_t h = 0; h < res->n_hypotheses; h++) {
         const nmt_search_hypothesis *hyp = &res->hypotheses[h];
         const double tol = (onmt ? 1e-5 : 1e-6) * (fabs((double)hyp->log_prob) + 1.0);
@@ -345,7 +345,7 @@ static void check_batch(const char *name, table_fn table, const void *ctx, int32
     static ref_hyp ref[MAX_ROWS];
     nmt_search_result res[MAX_SENT], alone;
     nmt_error err = {0};
-    const int onmt = cfg->rules == NMT_BEAM_RULES_ONMT;
+    const int onmt = cfg->rules == NMT_SEARCH_RULES_ONMT;
     nmt_step_model model = fake_init(fake, table, ctx, vocab, n, NULL);
     fake->feeds_specials = onmt;
     nmt_status st = nmt_beam_search(&model, n, src_lengths, cfg, res, &err);
@@ -504,22 +504,23 @@ static void test_invalid(fake_model *fake)
         int32_t vocab;
         const int32_t *src_length;
     } cases[] = {
-        {"beam_size", {{0, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"n_best", {{2, 0, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"n_best", {{2, 3, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"vocab_size", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 3, &one},
-        {"src_lengths[0]", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &zero},
-        {"pad_id", {{2, 1, 1.0f, 2.0f, 10}, -1, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"bos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, 8, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, 9, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, PAD, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"alpha", {{2, 1, NAN, 2.0f, 10}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"rules", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, (nmt_beam_rules)7, 0}, 8, &one},
-        {"beam_size", {{257, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"alpha", {{2, 1, -0.5f, 2.0f, 10}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"max_len_a", {{2, 1, 1.0f, NAN, 10}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"max_len_b", {{2, 1, 1.0f, 2.0f, -1}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"both 0", {{2, 1, 1.0f, 0.0f, 0}, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
+        {"beam_size", {{0, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"n_best", {{2, 0, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"n_best", {{2, 3, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"vocab_size", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 3, &one},
+        {"src_lengths[0]", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8,
+         &zero},
+        {"pad_id", {{2, 1, 1.0f, 2.0f, 10}, -1, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"bos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, 8, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, 9, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, PAD, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"alpha", {{2, 1, NAN, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"rules", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, (nmt_search_rules)7, 0}, 8, &one},
+        {"beam_size", {{257, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"alpha", {{2, 1, -0.5f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"max_len_a", {{2, 1, 1.0f, NAN, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"max_len_b", {{2, 1, 1.0f, 2.0f, -1}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"both 0", {{2, 1, 1.0f, 0.0f, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         model.vocab_size = cases[c].vocab;

@@ -122,8 +122,8 @@ static void test_split(const nmt_model *model)
 static void test_shrink_measure(const nmt_model *model)
 {
     const int32_t V = model->hp.tgt_vocab;
-    nmt_shrink shrink = {NMT_SHRINK_METHOD_LSH, NMT_LIST_SHARE_SENTENCE, 14, 2, {4, 2, 20, 1},
-                         NULL, NMT_LIST_BUILDER_AUTO};
+    nmt_shrink shrink = {NMT_SHRINK_LSH, NMT_LSH_SHARE_SENTENCE, 14, 2, {4, 2, 20, 1},
+                         NULL, NMT_LSH_LISTS_AUTO};
     nmt_backend_config config = {.max_sentences = 64,
                                  .beam = 5,
                                  .max_src = 64,
@@ -137,7 +137,7 @@ static void test_shrink_measure(const nmt_model *model)
     config.shrink = &shrink;
     CHECK(nmt_cuda_backend_device_bytes(model, &config, &with_auto, &err) == NMT_STATUS_OK,
           "measure with LSH: %s", err.message);
-    shrink.lists = NMT_LIST_BUILDER_DIRECT;
+    shrink.lists = NMT_LSH_LISTS_DIRECT;
     CHECK(nmt_cuda_backend_device_bytes(model, &config, &with_direct, &err) == NMT_STATUS_OK,
           "measure with LSH, direct lists: %s", err.message);
     CHECK(with_direct > none, "LSH not counted: %zu with, %zu without", with_direct, none);
