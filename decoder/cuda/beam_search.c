@@ -530,9 +530,20 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
          * shrink, so a step that left the product is followed by one that
          * can take it (through a compaction too: parents are old rows). */
         const int leave = n_active * B <= self->model.carry_rows;
-        const nmt_cuda_step_args args = {NULL, &b, n_active, B, mem_stride, dev.src_len,
-                                         dev.excluded, old_pos, 0, timed ? steps_run : -1,
-                                         old_pos == NULL, 1, left, leave};
+        const nmt_cuda_step_args args = {
+            .b = &b,
+            .n_active = n_active,
+            .beam = B,
+            .stride = mem_stride,
+            .src_len = dev.src_len,
+            .excluded = dev.excluded,
+            .old_pos = old_pos,
+            .timed_step = timed ? steps_run : -1,
+            .cacheable = old_pos == NULL,
+            .rows_from_beam = 1,
+            .carried = left,
+            .leave = leave,
+        };
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
         left = leave;
         old_pos = NULL;

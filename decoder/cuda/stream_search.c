@@ -269,6 +269,25 @@ static int32_t take_joiners(nmt_cuda_search *self, const nmt_sentence_stream *sr
     return k;
 }
 
+/* A step of the stream search: over the slots' source lengths, cacheable,
+ * never timed, and no step carries a product over to the next. */
+static nmt_cuda_step_args stream_step(const nmt_beam_device *b, int32_t n_active, int32_t beam,
+                                      int32_t stride, const stream_layout *dev,
+                                      const int32_t *old_pos)
+{
+    return (nmt_cuda_step_args){
+        .b = b,
+        .n_active = n_active,
+        .beam = beam,
+        .stride = stride,
+        .src_len = dev->slot_len,
+        .excluded = dev->excluded,
+        .old_pos = old_pos,
+        .timed_step = -1,
+        .cacheable = 1,
+    };
+}
+
 nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config *config,
                                   const nmt_sentence_stream *src, nmt_error *err)
 {
@@ -297,8 +316,8 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
     int ended = 0, have_snapshot = 0;
     for (;;) {
         if (n_active > 0 && since_check < every) {
-            const nmt_cuda_step_args args = {NULL, &b, n_active, B, S, dev.slot_len,
-                                             dev.excluded, self->ident_dev, 0, -1, 1, 0, 0, 0};
+            const nmt_cuda_step_args args =
+                stream_step(&b, n_active, B, S, &dev, self->ident_dev);
             NMT_TRY(nmt_cuda_search_step(self, &args, err));
             since_check++;
             continue;
@@ -417,8 +436,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
                                      cudaMemcpyDeviceToHost, stream));
         NMT_CUDA_TRY(cudaEventRecord(self->check_event, stream));
         have_snapshot = 1;
-        const nmt_cuda_step_args args = {NULL, &b, n_active, B, S, dev.slot_len, dev.excluded,
-                                         old_pos, 0, -1, 1, 0, 0, 0};
+        const nmt_cuda_step_args args = stream_step(&b, n_active, B, S, &dev, old_pos);
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
         since_check = 1;
     }

@@ -62,13 +62,20 @@ static nmt_status net_place(void *net, int buf, int32_t n, const int32_t *slots,
 
 static nmt_cuda_step_model cuda_step_model(nmt_cuda_model *net)
 {
-    const nmt_cuda_step_model step = {
-        net, nmt_cuda_model_stream(net), nmt_cuda_model_vocab(net), nmt_cuda_model_shrunk(net),
-        net_encode, net_step, net_output,
-        nmt_cuda_output_probe_on(net) ? net_probe : NULL,
-        nmt_cuda_encoder_side_stream(net), net_place, nmt_cuda_model_attention(net),
-        nmt_cuda_model_carry_rows(net)};
-    return step;
+    return (nmt_cuda_step_model){
+        .self = net,
+        .stream = nmt_cuda_model_stream(net),
+        .vocab_size = nmt_cuda_model_vocab(net),
+        .shrunk = nmt_cuda_model_shrunk(net),
+        .encode = net_encode,
+        .step = net_step,
+        .output = net_output,
+        .probe = nmt_cuda_output_probe_on(net) ? net_probe : NULL,
+        .encoder_stream = nmt_cuda_encoder_side_stream(net),
+        .place = net_place,
+        .attn_weights = nmt_cuda_model_attention(net),
+        .carry_rows = nmt_cuda_model_carry_rows(net),
+    };
 }
 
 /* After create and each batch: a new peak of the bytes allocated also
@@ -159,12 +166,18 @@ cleanup:
 static nmt_cuda_search_config search_config(const nmt_model *model, int device_index,
                                             const nmt_backend_config *config)
 {
-    const nmt_cuda_search_config search = {
-        device_index, config->max_sentences, config->beam, config->max_src,
-        model->hp.src_rows, model->hp.n_features > 0 ? model->hp.n_features : 1,
-        config->check_every, config->cuda_graphs, config->collect_stats >= 2,
-        config->attention};
-    return search;
+    return (nmt_cuda_search_config){
+        .device = device_index,
+        .max_sentences = config->max_sentences,
+        .beam = config->beam,
+        .max_src = config->max_src,
+        .src_rows = model->hp.src_rows,
+        .feature_kinds = model->hp.n_features > 0 ? model->hp.n_features : 1,
+        .check_every = config->check_every,
+        .cuda_graphs = config->cuda_graphs,
+        .timed = config->collect_stats >= 2,
+        .attention = config->attention,
+    };
 }
 
 /* The contexts' workspaces and the network (fixed at create); with shrink,
