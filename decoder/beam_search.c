@@ -39,6 +39,7 @@
 #include "search.h"
 
 #include "error.h"
+#include "search_rules.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -71,14 +72,10 @@ typedef struct sentence_state {
     size_t weights;     /* config.attention: offset of its max_len x B x src_len weights */
 } sentence_state;
 
-/* a is worse than b: lower score, or equal score and later (hypothesis, word). */
+/* a is worse than b: b comes before it in the candidates' order. */
 static int candidate_worse(const candidate *a, const candidate *b)
 {
-    if (a->score != b->score)
-        return a->score < b->score;
-    if (a->hyp != b->hyp)
-        return a->hyp > b->hyp;
-    return a->word > b->word;
+    return nmt_rule_candidate_before(b->score, b->hyp, b->word, a->score, a->hyp, a->word);
 }
 
 /* Restores the min-heap (worst at the root) below position i. */
@@ -116,8 +113,7 @@ static void heap_sift_up(candidate *heap, int32_t i)
 static void heap_offer(candidate *heap, int32_t *n, int32_t k, float score, int32_t hyp,
                        int32_t word)
 {
-    /* -inf (excluded) and NaN (a broken model) candidates are never selected. */
-    if (!(score > -INFINITY))
+    if (!nmt_rule_selectable(score))
         return;
     if (*n < k) {
         heap[*n] = (candidate){score, hyp, word};
@@ -138,19 +134,18 @@ static int32_t select_candidates(const float *row_scores, const float *log_probs
                                  float penalty, const nmt_search_config *config, candidate *best)
 {
     int32_t n = 0;
-    const int divide = penalty != 1.0f;
     for (int32_t hyp = 0; hyp < n_alive; hyp++) {
         const float *lp = log_probs + (size_t)hyp * (size_t)vocab_size;
         float base = row_scores[hyp];
         if (only_eos) {
-            heap_offer(best, &n, k, base + lp[config->eos_id], hyp, config->eos_id);
+            heap_offer(best, &n, k, nmt_rule_rank(base, lp[config->eos_id], penalty), hyp,
+                       config->eos_id);
             continue;
         }
         for (int32_t w = 0; w < vocab_size; w++) {
             if (mask_specials && (w == config->pad_id || w == config->bos_id))
                 continue;
-            const float sum = base + lp[w];
-            heap_offer(best, &n, k, divide ? sum / penalty : sum, hyp, w);
+            heap_offer(best, &n, k, nmt_rule_rank(base, lp[w], penalty), hyp, w);
         }
     }
     /* Heap sort: moving the worst to the end leaves the array best first. */
@@ -165,8 +160,9 @@ static int32_t select_candidates(const float *row_scores, const float *log_probs
 
 int32_t nmt_search_max_length(const nmt_search_config *config, int32_t src_length)
 {
-    double v = floor((double)config->max_len_a * (double)src_length + (double)config->max_len_b);
-    if (config->rules == NMT_BEAM_RULES_ONMT && v > NMT_ONMT_MAX_LENGTH)
+    const nmt_search_params *p = &config->params;
+    double v = floor((double)p->max_len_a * (double)src_length + (double)p->max_len_b);
+    if (config->rules == NMT_SEARCH_RULES_ONMT && v > NMT_ONMT_MAX_LENGTH)
         v = NMT_ONMT_MAX_LENGTH; /* onmt_translate: min(-max_length, ...) */
     if (!(v >= 1.0)) /* also catches NaN */
         return 1;
@@ -206,22 +202,15 @@ static nmt_status check_arguments(const nmt_step_model *model, int32_t n_sentenc
     int32_t v = model->vocab_size;
     if (v < 4)
         return nmt_error_set(err, bad, "beam search: vocab_size = %d, need >= 4", v);
-    if (config->beam_size < 1)
-        return nmt_error_set(err, bad, "beam search: beam_size = %d, need >= 1", config->beam_size);
-    if (config->n_best < 1 || config->n_best > config->beam_size)
-        return nmt_error_set(err, bad, "beam search: n_best = %d, need 1 <= n_best <= beam_size (%d)",
-                             config->n_best, config->beam_size);
-    if (!isfinite(config->alpha))
-        return nmt_error_set(err, bad, "beam search: alpha is not finite");
-    if (!isfinite(config->max_len_a))
-        return nmt_error_set(err, bad, "beam search: max_len_a is not finite");
+    if (nmt_search_params_check(&config->params, NMT_SEARCH_MAX_BEAM, err) != NMT_STATUS_OK)
+        return bad;
     const int32_t ids[3] = {config->pad_id, config->bos_id, config->eos_id};
     const char *names[3] = {"pad_id", "bos_id", "eos_id"};
     for (int i = 0; i < 3; i++)
         if (ids[i] < 0 || ids[i] >= v)
             return nmt_error_set(err, bad, "beam search: %s = %d is outside the vocabulary [0, %d)",
                                  names[i], ids[i], v);
-    if (config->rules != NMT_BEAM_RULES_V1 && config->rules != NMT_BEAM_RULES_ONMT)
+    if (config->rules != NMT_SEARCH_RULES_V1 && config->rules != NMT_SEARCH_RULES_ONMT)
         return nmt_error_set(err, bad, "beam search: rules = %d is unknown", (int)config->rules);
     if (config->eos_id == config->pad_id || config->eos_id == config->bos_id)
         return nmt_error_set(err, bad, "beam search: eos_id = %d equals pad_id or bos_id, so it "
@@ -231,10 +220,10 @@ static nmt_status check_arguments(const nmt_step_model *model, int32_t n_sentenc
             return nmt_error_set(err, bad, "beam search: src_lengths[%d] = %d, need >= 1", i,
                                  src_lengths[i]);
     /* Sizes: rows must fit int32 (the step interface) and log-probs size_t. */
-    size_t max_rows = (size_t)n_sentences * (size_t)config->beam_size;
+    size_t max_rows = (size_t)n_sentences * (size_t)config->params.beam_size;
     if (max_rows > INT32_MAX || max_rows > SIZE_MAX / sizeof(float) / (size_t)v)
         return nmt_error_set(err, bad, "beam search: %d sentences x beam %d x vocabulary %d "
-                             "is too large", n_sentences, config->beam_size, v);
+                             "is too large", n_sentences, config->params.beam_size, v);
     return NMT_STATUS_OK;
 }
 
@@ -263,7 +252,7 @@ static nmt_status emit_result(const sentence_state *s, const finished_hyp *finis
 {
     const nmt_search_config *config = b->config;
     nmt_status status = NMT_STATUS_OK;
-    const size_t beam = (size_t)config->beam_size;
+    const size_t beam = (size_t)config->params.beam_size;
     /* Stable insertion sort by normalized score: equal scores keep finishing
      * order (earlier step first, then better rank within the step). */
     for (int32_t i = 0; i < s->n_finished; i++) {
@@ -274,7 +263,7 @@ static nmt_status emit_result(const sentence_state *s, const finished_hyp *finis
         }
         order[j] = i;
     }
-    int32_t n = s->n_finished < config->n_best ? s->n_finished : config->n_best;
+    int32_t n = s->n_finished < config->params.n_best ? s->n_finished : config->params.n_best;
     NMT_ALLOC(result->hypotheses, n);
     for (int32_t h = 0; h < n; h++) {
         const finished_hyp *f = &finished[order[h]];
@@ -317,7 +306,7 @@ cleanup:
 static void record(const search_buffers *b, const sentence_state *s, int32_t step, int32_t slot,
                    const candidate *cand, int32_t parent_slot, float score)
 {
-    const size_t at = (size_t)(step - 1) * (size_t)b->config->beam_size + (size_t)slot;
+    const size_t at = (size_t)(step - 1) * (size_t)b->config->params.beam_size + (size_t)slot;
     const size_t e = s->history + at;
     const int32_t row = s->first_row + cand->hyp;
     b->hist_token[e] = cand->word;
@@ -346,7 +335,7 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
                           int32_t first_next_row, int32_t *n_alive_out, nmt_error *err)
 {
     const nmt_search_config *config = b->config;
-    const int32_t beam = config->beam_size, k = 2 * beam;
+    const int32_t beam = config->params.beam_size, k = 2 * beam;
     const int last_step = step == s->max_len;
     int32_t n_best = select_candidates(b->row_scores + s->first_row,
                                        b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
@@ -364,7 +353,7 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
                                      "beam search: sentence %d finished too many", i);
             /* Its slot in the history is its hypothesis index (none at step 1). */
             fin[s->n_finished++] = (finished_hyp){
-                cand->score, cand->score / powf((float)step, config->alpha), step - 1,
+                cand->score, nmt_rule_v1_score(cand->score, step, config->params.alpha), step - 1,
                 step > 1 ? cand->hyp : -1};
         } else if (n_alive < beam) {
             /* Only reachable before the last step (which allows EOS only). */
@@ -372,7 +361,7 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
             n_alive++;
         }
     }
-    if (s->n_finished >= beam || last_step || n_alive == 0)
+    if (nmt_rule_v1_done(s->n_finished, beam, last_step, n_alive))
         s->done = 1;
     *n_alive_out = n_alive;
     return NMT_STATUS_OK;
@@ -384,7 +373,7 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
 static void keep_finished(finished_hyp *list, int32_t *n, int32_t capacity, finished_hyp h)
 {
     int32_t at = *n;
-    while (at > 0 && list[at - 1].score < h.score)
+    while (at > 0 && nmt_rule_finished_moves_up(list[at - 1].score, h.score))
         at--;
     if (at >= capacity)
         return;
@@ -396,21 +385,14 @@ static void keep_finished(finished_hyp *list, int32_t *n, int32_t capacity, fini
         (*n)++;
 }
 
-/* OpenNMT-py's avg length penalty at step t: (t + 1)^alpha, the + 1 the BOS;
- * a Python float, made float32 when it divides a float32 tensor. */
-static float onmt_penalty(int32_t step, float alpha)
-{
-    return (float)pow((double)step + 1.0, (double)alpha);
-}
-
 /* One onmt step of sentence i (the header comment); returns its alive count. */
 static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int32_t step,
                       int32_t first_next_row, int32_t *n_alive_out)
 {
     const nmt_search_config *config = b->config;
-    const int32_t beam = config->beam_size;
+    const int32_t beam = config->params.beam_size;
     const int last_step = step == s->max_len;
-    const float penalty = onmt_penalty(step, config->alpha);
+    const float penalty = nmt_rule_onmt_penalty(step, config->params.alpha);
     int32_t n_best = select_candidates(b->row_scores + s->first_row,
                                        b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
                                        s->n_alive, b->vocab, beam, 0, 0, penalty, config,
@@ -419,17 +401,16 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
     int32_t n_alive = 0;
     for (int32_t c = 0; c < n_best; c++) {
         const candidate *cand = &b->best[c];
-        /* OpenNMT-py carries the ranked score times the penalty on, not the sum. */
-        const float score = penalty != 1.0f ? cand->score * penalty : cand->score;
+        const float score = nmt_rule_carried_score(cand->score, penalty);
         if (cand->word == config->eos_id) {
-            keep_finished(fin, &s->n_finished, config->n_best, (finished_hyp){
+            keep_finished(fin, &s->n_finished, config->params.n_best, (finished_hyp){
                 score, cand->score, step - 1, step > 1 ? cand->hyp : -1});
             s->n_ended++;
         } else if (last_step) {
             /* Cut at the max length: the last word stays, in history slot c
              * (no hypothesis lives on, so the row's slots are free). */
             record(b, s, step, c, cand, step > 1 ? cand->hyp : -1, score);
-            keep_finished(fin, &s->n_finished, config->n_best,
+            keep_finished(fin, &s->n_finished, config->params.n_best,
                           (finished_hyp){score, cand->score, step, c});
             s->n_ended++;
         } else {
@@ -438,7 +419,7 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
         }
     }
     const int best_ended = n_best > 0 && b->best[0].word == config->eos_id;
-    if (last_step || n_alive == 0 || (best_ended && s->n_ended >= config->n_best))
+    if (nmt_rule_onmt_done(last_step, n_alive, best_ended, s->n_ended, config->params.n_best))
         s->done = 1;
     *n_alive_out = n_alive;
 }
@@ -456,7 +437,7 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     if (n_sentences == 0)
         return NMT_STATUS_OK;
 
-    const int32_t beam = config->beam_size, vocab = model->vocab_size;
+    const int32_t beam = config->params.beam_size, vocab = model->vocab_size;
     const int32_t k = 2 * beam; /* candidates kept per sentence and step (v1) */
     const size_t max_rows = (size_t)n_sentences * (size_t)beam;
     sentence_state *sentences = NULL;
@@ -535,7 +516,7 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
             if (s->done)
                 continue;
             int32_t n_alive = 0;
-            if (config->rules == NMT_BEAM_RULES_ONMT)
+            if (config->rules == NMT_SEARCH_RULES_ONMT)
                 step_onmt(&b, i, s, step, n_next_rows, &n_alive);
             else
                 NMT_TRY(step_v1(&b, i, s, step, n_next_rows, &n_alive, err));

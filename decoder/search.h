@@ -10,7 +10,9 @@
 #ifndef NMT_SEARCH_H
 #define NMT_SEARCH_H
 
+#include "nmt_enums.h"
 #include "nmt_status.h"
+#include "search_params.h"
 
 #include <stdint.h>
 
@@ -35,27 +37,13 @@ typedef struct nmt_step_model {
     const float *(*attention)(void *self, int32_t *stride);
 } nmt_step_model;
 
-/* Which beam-search rules to follow (docs/decoding.md, "Search rules"). */
-typedef enum nmt_beam_rules {
-    NMT_BEAM_RULES_V1 = 0,   /* model-v1 (docs/model-v1.md): 2B candidates a step, done
-                                with B finished, EOS forced at the max length */
-    NMT_BEAM_RULES_ONMT = 1  /* OpenNMT-py 3.5.1's BeamSearch with onmt_translate's
-                                defaults: B candidates a step, done when the best one ends
-                                in EOS, length penalty over BOS + tokens + EOS, PAD and BOS
-                                not masked, cut (no EOS forced) at min(250, max length) */
-} nmt_beam_rules;
-
 /* OpenNMT-py's -max_length default: the onmt rules never search longer. */
 #define NMT_ONMT_MAX_LENGTH 250
 
 typedef struct nmt_search_config {
-    int32_t beam_size;  /* B >= 1 */
-    int32_t n_best;     /* 1 <= N <= B */
-    float alpha;        /* length penalty exponent */
-    float max_len_a;    /* max target length floor(a * S + b), EOS counted */
-    int32_t max_len_b;
+    nmt_search_params params; /* beam, n-best, length penalty and limit (checked there) */
     int32_t pad_id, bos_id, eos_id;
-    nmt_beam_rules rules; /* 0 (zero-initialized): model-v1 */
+    nmt_search_rules rules; /* 0 (zero-initialized): model-v1 */
     int32_t attention;    /* 1: give every hypothesis its tokens' attention weights
                              (nmt_search_hypothesis.attention); 0 (zero-initialized): not */
 } nmt_search_config;

@@ -31,16 +31,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The source tokens of a line as the translators will count them (only
+/* The source tokens of a line as the translators count them (only
  * max_batch_tokens needs them); 0 for a line the tokenizer refuses. */
 static int source_tokens(const nmt_service *s, const char *line)
 {
     nmt_tokens tokens = {0, NULL, NULL};
     nmt_error ignored;
-    const size_t len = strlen(line);
-    const nmt_status st = s->input_tokens
-                              ? nmt_tokenize_pretokenized(line, len, &tokens, &ignored)
-                              : nmt_tokenize(line, len, &tokens, &ignored);
+    const nmt_status st =
+        nmt_translator_tokenize(s->workers[0].full, line, strlen(line), &tokens, &ignored);
     const int n = st == NMT_STATUS_OK ? tokens.n : 0;
     nmt_tokens_clear(&tokens);
     return n;
@@ -240,7 +238,7 @@ static void *worker_main(void *arg)
         if (w->streams) {
             const nmt_request *first = wait_first_locked(w);
             /* Its options: first may complete before the stream reads them. */
-            const nmt_search_overrides search = first ? first->search : s->defaults;
+            const nmt_search_params search = first ? first->search : s->defaults;
             const int shrink = first ? first->shrink : 0;
             pthread_mutex_unlock(&s->lock);
             if (!first)
@@ -334,7 +332,6 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
                               index, err));
     }
     s->cuda = cuda;
-    s->input_tokens = o->input_tokens >= 0 ? o->input_tokens : model->hp.pretokenized;
     s->defaults = nmt_translator_search(s->workers[0].full);
     s->default_shrink = o->shrink.mode != NMT_SHRINK_NONE;
     for (int i = 0; i < n; i++) {

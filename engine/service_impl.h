@@ -31,12 +31,11 @@ struct nmt_service {
     nmt_request_queue queue;
     int closing, drain, n_workers;
     service_worker *workers;
-    nmt_search_overrides defaults;
+    nmt_search_params defaults;
     int default_shrink;
     nmt_service_stats stats;
     int64_t shutdown_finished, shutdown_cancelled;
     int cuda;                  /* the workers run on CUDA devices */
-    int input_tokens;          /* lines are pre-tokenized (options or the model file) */
 };
 
 /* Under the service's lock: marks r complete with `result` (moved in) and
@@ -51,6 +50,6 @@ void nmt_service_status_result(nmt_result *result, nmt_status status, const char
 /* Runs w's continuous batching for the requests with these search options
  * and shrinking (the queue head's when it starts) until the queue's head
  * has others, or is empty at shutdown (engine/service_stream.c). */
-void nmt_service_stream_run(service_worker *w, const nmt_search_overrides *search, int shrink);
+void nmt_service_stream_run(service_worker *w, const nmt_search_params *search, int shrink);
 
 #endif /* NMT_SERVICE_IMPL_H */

@@ -69,11 +69,9 @@ void nmt_request_queue_remove(nmt_request_queue *q, nmt_request *r)
     q->count--;
 }
 
-int nmt_request_has_search(const nmt_request *r, const nmt_search_overrides *y, int shrink)
+int nmt_request_has_search(const nmt_request *r, const nmt_search_params *y, int shrink)
 {
-    const nmt_search_overrides *x = &r->search;
-    return r->shrink == shrink && x->beam_size == y->beam_size && x->n_best == y->n_best &&
-           x->alpha == y->alpha && x->max_len_a == y->max_len_a && x->max_len_b == y->max_len_b;
+    return r->shrink == shrink && nmt_search_params_equal(&r->search, y);
 }
 
 int nmt_request_same_search(const nmt_request *a, const nmt_request *b)

@@ -31,7 +31,7 @@ struct nmt_request {
     int cancel;                   /* asked while running */
     nmt_result result;            /* once DONE */
     char *line;                   /* owned copy */
-    nmt_search_overrides search;  /* resolved: what the translation uses */
+    nmt_search_params search;  /* resolved: what the translation uses */
     int shrink;                   /* 1: the service's shrinking */
     int tokens;                   /* source tokens, counted only under max_batch_tokens
                                      (0 for a line the tokenizer refuses) */
@@ -56,7 +56,7 @@ void nmt_request_queue_remove(nmt_request_queue *queue, nmt_request *request);
 /* Requests that may share a batch: the same search options and shrinking. */
 int nmt_request_same_search(const nmt_request *a, const nmt_request *b);
 /* r has these search options and shrinking (a stream's, service_stream.c). */
-int nmt_request_has_search(const nmt_request *r, const nmt_search_overrides *search, int shrink);
+int nmt_request_has_search(const nmt_request *r, const nmt_search_params *search, int shrink);
 
 /* Monotonic seconds, and the CLOCK_MONOTONIC time point of one (for
  * condition variables created with that clock). */

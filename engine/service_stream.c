@@ -22,7 +22,7 @@
 
 typedef struct stream_source {
     service_worker *w;
-    nmt_search_overrides search;
+    nmt_search_params search;
     int shrink;
     int64_t pulled;
 } stream_source;
@@ -105,7 +105,7 @@ static void source_deliver(void *self, void *tag, nmt_result *result)
     nmt_service_after_complete(r);
 }
 
-void nmt_service_stream_run(service_worker *w, const nmt_search_overrides *search, int shrink)
+void nmt_service_stream_run(service_worker *w, const nmt_search_params *search, int shrink)
 {
     stream_source src = {w, *search, shrink, 0};
     const nmt_line_stream lines = {&src, source_pull, source_deliver,

@@ -68,29 +68,21 @@ int nmt_cuda_available(void)
     if (!(cond))                                                              \
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, __VA_ARGS__)
 
-/* The search's fields, for the options and for a request's overrides alike:
- * the beam at most max_beam (256, or the translator's own). */
-static nmt_status check_search_fields(const nmt_search_overrides *o, int max_beam,
-                                      nmt_error *err)
+/* The search params of the options: the one place the public option fields
+ * meet the search's. */
+static nmt_search_params search_params_of(const nmt_options *o)
 {
-    REQUIRE(o->beam_size >= 1 && o->beam_size <= max_beam, "beam_size %d: must be in 1..%d",
-            o->beam_size, max_beam);
-    REQUIRE(o->n_best >= 1 && o->n_best <= o->beam_size,
-            "n_best %d: must be in 1..beam_size (%d)", o->n_best, o->beam_size);
-    REQUIRE(o->alpha >= 0.0f && o->alpha <= 10.0f, "alpha %g: must be in 0..10", o->alpha);
-    REQUIRE(o->max_len_a >= 0.0f && o->max_len_a <= 100.0f, "max_len_a %g: must be in 0..100",
-            o->max_len_a);
-    REQUIRE(o->max_len_b >= 0 && o->max_len_b <= 10000, "max_len_b %d: must be in 0..10000",
-            o->max_len_b);
-    REQUIRE(o->max_len_a > 0.0f || o->max_len_b > 0, "max_len_a and max_len_b are both 0");
-    return NMT_STATUS_OK;
+    return (nmt_search_params){.beam_size = o->beam_size,
+                               .n_best = o->n_best,
+                               .alpha = o->alpha,
+                               .max_len_a = o->max_len_a,
+                               .max_len_b = o->max_len_b};
 }
 
 static nmt_status check_options(const nmt_options *o, nmt_error *err)
 {
-    const nmt_search_overrides search = {o->beam_size, o->n_best, o->alpha, o->max_len_a,
-                                         o->max_len_b};
-    const nmt_status status = check_search_fields(&search, 256, err);
+    const nmt_search_params search = search_params_of(o);
+    const nmt_status status = nmt_search_params_check(&search, NMT_SEARCH_MAX_BEAM, err);
     if (status != NMT_STATUS_OK)
         return status;
     REQUIRE(o->batch_size >= 1 && o->batch_size <= 4096, "batch_size %d: must be in 1..4096",
@@ -147,35 +139,19 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     return NMT_STATUS_OK;
 }
 
-/* The API's enums and the lower floors' have the same values. */
-_Static_assert((int)NMT_SEARCH_RULES_V1 == (int)NMT_BEAM_RULES_V1 &&
-                   (int)NMT_SEARCH_RULES_ONMT == (int)NMT_BEAM_RULES_ONMT,
-               "search rules");
-_Static_assert((int)NMT_SHRINK_LSH == (int)NMT_SHRINK_METHOD_LSH &&
-                   (int)NMT_SHRINK_TOP == (int)NMT_SHRINK_METHOD_TOP,
-               "shrink modes");
-_Static_assert((int)NMT_LSH_SHARE_BATCH == (int)NMT_LIST_SHARE_BATCH &&
-                   (int)NMT_LSH_SHARE_SENTENCE == (int)NMT_LIST_SHARE_SENTENCE &&
-                   (int)NMT_LSH_SHARE_ROW == (int)NMT_LIST_SHARE_ROW,
-               "list sharing");
-_Static_assert((int)NMT_LSH_LISTS_HITS == (int)NMT_LIST_BUILDER_HITS &&
-                   (int)NMT_LSH_LISTS_DIRECT == (int)NMT_LIST_BUILDER_DIRECT &&
-                   (int)NMT_LSH_LISTS_AUTO == (int)NMT_LIST_BUILDER_AUTO,
-               "list builders");
-
 /* The backends' view of options->shrink (each backend builds the index it
  * needs from it). */
 static void setup_shrink(nmt_translator *t)
 {
     const nmt_shrink_options *o = &t->options.shrink;
     const int32_t V = t->model->hp.tgt_vocab;
-    t->shrink.mode = (nmt_shrink_method)o->mode;
-    t->shrink.share = (nmt_list_share)o->share;
+    t->shrink.mode = o->mode;
+    t->shrink.share = o->share;
     t->shrink.n_always = 4 + o->top < V ? 4 + o->top : V;
     t->shrink.threshold = o->mode == NMT_SHRINK_LSH ? o->threshold : 1;
     t->shrink.index = (nmt_lsh_index_config){o->k, o->u, o->w, o->seed};
     t->shrink.tables = NULL;
-    t->shrink.lists = (nmt_list_builder)o->lists;
+    t->shrink.lists = o->lists;
 }
 
 void nmt_translator_free(nmt_translator *t)
@@ -213,16 +189,14 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     /* auto: the arithmetic of the file's weights (an fp16 file's are exact in
      * fp16), as CTranslate2's compute_type "default" keeps the model's type. */
     t->options.precision = nmt_precision_for_model(model, t->options.precision);
-    t->search.beam_size = options->beam_size;
-    t->search.n_best = options->n_best;
-    t->search.alpha = options->alpha;
-    t->search.max_len_a = options->max_len_a;
-    t->search.max_len_b = options->max_len_b;
-    t->search.pad_id = NMT_PAD_ID;
-    t->search.bos_id = NMT_BOS_ID;
-    t->search.eos_id = NMT_EOS_ID;
-    t->search.rules = (nmt_beam_rules)options->search_rules;
-    t->search.attention = options->attention_weights;
+    t->search = (nmt_search_config){
+        .params = search_params_of(options),
+        .pad_id = NMT_PAD_ID,
+        .bos_id = NMT_BOS_ID,
+        .eos_id = NMT_EOS_ID,
+        .rules = options->search_rules,
+        .attention = options->attention_weights,
+    };
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
     nmt_backend_config config = {
@@ -301,10 +275,8 @@ static void set_line_error(nmt_result *result, nmt_status status, const char *me
     snprintf(result->message, sizeof result->message, "%s", message);
 }
 
-/* A line's source tokens: as given (input_tokens), the model's SentencePiece
- * pieces (tokenizer=sentencepiece), or the engine's tokenizer. */
-static nmt_status tokenize_line(const nmt_translator *t, const char *line, size_t len,
-                                nmt_tokens *tokens, nmt_error *err)
+nmt_status nmt_translator_tokenize(const nmt_translator *t, const char *line, size_t len,
+                                   nmt_tokens *tokens, nmt_error *err)
 {
     if (t->options.input_tokens)
         return nmt_tokenize_pretokenized(line, len, tokens, err);
@@ -358,7 +330,7 @@ nmt_status nmt_translator_prepare_line(const nmt_translator *t, const char *line
         snprintf(msg, sizeof msg, "line too long: %zu bytes, the limit is %d", len,
                  t->options.max_line_bytes);
         set_line_error(result, NMT_STATUS_ERROR_INPUT, msg);
-    } else if (tokenize_line(t, line, len, tokens, &line_err) != NMT_STATUS_OK) {
+    } else if (nmt_translator_tokenize(t, line, len, tokens, &line_err) != NMT_STATUS_OK) {
         if (line_err.status == NMT_STATUS_ERROR_MEMORY)
             return nmt_error_set(err, line_err.status, "%s", line_err.message);
         set_line_error(result, line_err.status, line_err.message);
@@ -384,19 +356,14 @@ void nmt_translator_line_error(nmt_result *result, nmt_status status, const char
 }
 
 nmt_status nmt_translator_search_config(const nmt_translator *t,
-                                        const nmt_search_overrides *overrides,
+                                        const nmt_search_params *overrides,
                                         nmt_search_config *search, nmt_error *err)
 {
     *search = t->search;
     if (!overrides)
         return NMT_STATUS_OK;
-    nmt_status status = nmt_translator_check_search(t, overrides, err);
-    search->beam_size = overrides->beam_size;
-    search->n_best = overrides->n_best;
-    search->alpha = overrides->alpha;
-    search->max_len_a = overrides->max_len_a;
-    search->max_len_b = overrides->max_len_b;
-    return status;
+    search->params = *overrides;
+    return nmt_translator_check_search(t, overrides, err);
 }
 
 nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int n_lines,
@@ -405,17 +372,16 @@ nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int 
     return nmt_translator_run(t, lines, n_lines, NULL, results, err);
 }
 
-nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_overrides *o,
+nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_params *o,
                                        nmt_error *err)
 {
-    return check_search_fields(o, t->options.beam_size, err);
+    /* A request's beam at most the translator's: its backend is sized for it. */
+    return nmt_search_params_check(o, t->options.beam_size, err);
 }
 
-nmt_search_overrides nmt_translator_search(const nmt_translator *t)
+nmt_search_params nmt_translator_search(const nmt_translator *t)
 {
-    const nmt_search_overrides o = {t->search.beam_size, t->search.n_best, t->search.alpha,
-                                    t->search.max_len_a, t->search.max_len_b};
-    return o;
+    return t->search.params;
 }
 
 /* nmt_translator_prepare's result: what nmt_translate_batch does before
@@ -492,7 +458,7 @@ static void fail_lines(nmt_result *results, int n_lines, nmt_status status, cons
 
 /* Decodes a prepared call's lines into results[0 .. n_lines). */
 static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
-                               const nmt_search_overrides *overrides, nmt_result *results,
+                               const nmt_search_params *overrides, nmt_result *results,
                                nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
@@ -563,7 +529,7 @@ nmt_status nmt_translate_prepared(nmt_translator *t, nmt_prepared *prepared, nmt
 }
 
 nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n_lines,
-                              const nmt_search_overrides *overrides, nmt_result *results,
+                              const nmt_search_params *overrides, nmt_result *results,
                               nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;

@@ -24,30 +24,31 @@ struct nmt_translator {
     nmt_stats stats;                   /* collect_stats: the translator's part */
 };
 
-/* The search options a request may vary (the rest is the translator's). */
-typedef struct nmt_search_overrides {
-    int beam_size, n_best;
-    float alpha, max_len_a;
-    int max_len_b;
-} nmt_search_overrides;
-
-/* The translator's own. */
-nmt_search_overrides nmt_translator_search(const nmt_translator *translator);
+/* The search options a request may vary are an nmt_search_params (the rest
+ * of nmt_search_config is the translator's). The translator's own: */
+nmt_search_params nmt_translator_search(const nmt_translator *translator);
 
 /* Refuses overrides the translator cannot run (beam above its own, ranges
  * as nmt_options'), naming the field. */
 nmt_status nmt_translator_check_search(const nmt_translator *translator,
-                                       const nmt_search_overrides *overrides, nmt_error *err);
+                                       const nmt_search_params *overrides, nmt_error *err);
 
 /* nmt_translate_batch with overrides (NULL: the translator's). */
 nmt_status nmt_translator_run(nmt_translator *translator, const char *const *lines, int n_lines,
-                              const nmt_search_overrides *overrides, nmt_result *results,
+                              const nmt_search_params *overrides, nmt_result *results,
                               nmt_error *err);
 
 /* The search configuration with overrides (NULL: the translator's). */
 nmt_status nmt_translator_search_config(const nmt_translator *translator,
-                                        const nmt_search_overrides *overrides,
+                                        const nmt_search_params *overrides,
                                         nmt_search_config *search, nmt_error *err);
+
+/* A line's source tokens as the translator counts (max_batch_tokens) and
+ * searches them: as given (input_tokens), the model's SentencePiece pieces
+ * (tokenizer=sentencepiece), or the engine's tokenizer. Reads only the
+ * translator's options and model, so any thread may call it. */
+nmt_status nmt_translator_tokenize(const nmt_translator *translator, const char *line,
+                                   size_t len, nmt_tokens *tokens, nmt_error *err);
 
 /* One input line: tokens and *searched = 1 when it goes to the search;
  * else *result is final (a per-line error, or the empty line's empty
@@ -125,7 +126,7 @@ int nmt_translator_can_stream(const nmt_translator *translator);
  * nmt_translate_batch would give it. Returns an error only when the search
  * fails (every line it held has then been delivered with that error). */
 nmt_status nmt_translator_stream(nmt_translator *translator,
-                                 const nmt_search_overrides *overrides,
+                                 const nmt_search_params *overrides,
                                  const nmt_line_stream *lines, nmt_error *err);
 
 #endif /* NMT_TRANSLATOR_H */

@@ -135,7 +135,7 @@ int nmt_translator_can_stream(const nmt_translator *t)
     return t && t->backend->vtable->stream != NULL;
 }
 
-nmt_status nmt_translator_stream(nmt_translator *t, const nmt_search_overrides *overrides,
+nmt_status nmt_translator_stream(nmt_translator *t, const nmt_search_params *overrides,
                                  const nmt_line_stream *lines, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;

@@ -18,6 +18,7 @@
 
 /* nmt_status, nmt_error and nmt_status_string: the ground floor's status
  * types (core/nmt_status.h; the installed nmt.h carries them inline). */
+#include "nmt_enums.h"
 #include "nmt_status.h"
 
 #ifdef __cplusplus
@@ -33,31 +34,8 @@ typedef enum nmt_device {
     NMT_DEVICE_CUDA = 2
 } nmt_device;
 
-/* Output-vocabulary shrinking (docs/lsh.md): score only a candidate list per
- * step instead of the whole target vocabulary. The log-softmax then
- * normalizes over the candidates (model-v1, step 5). */
-typedef enum nmt_shrink_mode {
-    NMT_SHRINK_NONE = 0, /* full softmax (default) */
-    NMT_SHRINK_LSH = 1,  /* LSH (Shi, Xu & Knight): hashed candidates + the T most frequent words */
-    NMT_SHRINK_TOP = 2   /* the TOP baseline: only the T most frequent words */
-} nmt_shrink_mode;
-
-/* Which hypotheses share one candidate list. */
-typedef enum nmt_lsh_share {
-    NMT_LSH_SHARE_BATCH = 0,    /* all hypotheses of the batch (one GEMM) */
-    NMT_LSH_SHARE_SENTENCE = 1, /* the hypotheses of one sentence */
-    NMT_LSH_SHARE_ROW = 2       /* none: each hypothesis its own list (SDDMM) */
-} nmt_lsh_share;
-
-/* How the CUDA engine builds the LSH lists (the same lists either way). */
-typedef enum nmt_lsh_lists {
-    NMT_LSH_LISTS_HITS = 0,   /* hit counts in a [rows, V] matrix, then compaction */
-    NMT_LSH_LISTS_DIRECT = 1, /* counts in shared memory, no hit matrix
-                                 (kernels/cuda/lsh_direct.cu) */
-    NMT_LSH_LISTS_AUTO = 2    /* default: HITS for steps of few rows, DIRECT for many
-                                 (the switch and its measurement: docs/lsh.md, "Automatic choices") */
-} nmt_lsh_lists;
-
+/* Output-vocabulary shrinking (docs/lsh.md; its enums, and nmt_precision and
+ * nmt_search_rules, are nmt_enums.h's). */
 typedef struct nmt_shrink_options {
     nmt_shrink_mode mode; /* default NMT_SHRINK_NONE */
     int k, u, w;          /* WTA hashing {K, u, W}, default 8, 3, 500 */
@@ -67,37 +45,6 @@ typedef struct nmt_shrink_options {
     unsigned seed;        /* permutations and hash tables, default 1 */
     nmt_lsh_lists lists;  /* default NMT_LSH_LISTS_AUTO; the CPU ignores it */
 } nmt_shrink_options;
-
-/* The arithmetic of the CUDA backend's GEMMs (docs/performance.md, "Precision").
- * Log-softmax, top-K and the beam scores are fp32 in every mode; the CPU
- * backend is fp32 and ignores it. */
-typedef enum nmt_precision {
-    NMT_PRECISION_FP32 = 0,   /* cuBLAS sgemm: fp32 math throughout */
-    NMT_PRECISION_TF32X2 = 1, /* from 64 rows a step: the decoder's GEMMs on TF32 tensor
-                                 cores with activations split in two TF32 parts, ~22-bit
-                                 inputs and fp32 sums; needs weights exact in TF32 (every
-                                 fp16 model file) */
-    NMT_PRECISION_BF16 = 2,   /* bf16 tensor cores with fp32 sums for the encoder's input
-                                 and attention-key projections, the decoder LSTMs, W_c and
-                                 the output layer: weights kept in bf16 on the device,
-                                 activations rounded to bf16 (8-bit mantissa) */
-    NMT_PRECISION_FP16 = 3,   /* the same in fp16 (11-bit mantissa; an fp16 model file's
-                                 weights exactly) */
-    NMT_PRECISION_AUTO = 4    /* the default: the model file's, fp16 where every weight it
-                                 stores is fp16 (exact in fp16; the fastest,
-                                 docs/performance.md, "Defaults"), else fp32.
-                                 nmt_stats.precision says which ran */
-} nmt_precision;
-
-/* Which beam-search rules the translator follows (docs/decoding.md, "Search rules"). */
-typedef enum nmt_search_rules {
-    NMT_SEARCH_RULES_V1 = 0,  /* model-v1's (docs/model-v1.md), the default */
-    NMT_SEARCH_RULES_ONMT = 1 /* OpenNMT-py 3.5.1's beam search with onmt_translate's
-                                 defaults: its output for a converted model (pair with
-                                 max_len_a 1.25, max_len_b 5, unk_replace 0 for all of
-                                 onmt_translate's defaults). CPU and CUDA (a CUDA
-                                 service batches it: no continuous batching) */
-} nmt_search_rules;
 
 /* Matrices the model file stores sparse (docs/model-format.md, section SPRS). */
 typedef enum nmt_sparse {
@@ -330,7 +277,9 @@ typedef struct nmt_service_options {
                                 this long after the oldest one arrived for more, default 100
                                 (docs/perf/service.md, "Batching delay") */
     int max_batch_tokens;    /* a batch holds at most this many source tokens in all (a longer
-                                sentence goes alone); 0 (default): only batch_size limits */
+                                sentence goes alone; tokens as the translator counts them, a
+                                SentencePiece model's pieces); 0 (default): only batch_size
+                                limits */
     int continuous;          /* CUDA: 1: continuous batching: each device keeps one beam
                                 search running; requests join it at its next join point
                                 while it has free rows and leave as soon as they are done;

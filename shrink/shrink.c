@@ -8,10 +8,10 @@
 nmt_status nmt_shrink_check(const nmt_shrink *shrink, int32_t hidden, int32_t vocab,
                             const char *who, nmt_error *err)
 {
-    if (!shrink || (shrink->mode != NMT_SHRINK_METHOD_LSH && shrink->mode != NMT_SHRINK_METHOD_TOP))
+    if (!shrink || (shrink->mode != NMT_SHRINK_LSH && shrink->mode != NMT_SHRINK_TOP))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s shrink: nothing to set", who);
     const nmt_lsh_tables *t = shrink->tables;
-    if (shrink->mode == NMT_SHRINK_METHOD_LSH && (!t || t->dim != hidden || t->vocab != vocab))
+    if (shrink->mode == NMT_SHRINK_LSH && (!t || t->dim != hidden || t->vocab != vocab))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "%s shrink: LSH tables for dim %d, vocab %d; the model has %d, %d",
                              who, t ? t->dim : -1, t ? t->vocab : -1, hidden, vocab);
@@ -26,7 +26,7 @@ nmt_status nmt_shrink_index_build(const nmt_shrink *shrink, const float *out_w, 
                                   int32_t dim, nmt_lsh_index **index, nmt_error *err)
 {
     *index = NULL;
-    if (!shrink || shrink->mode != NMT_SHRINK_METHOD_LSH)
+    if (!shrink || shrink->mode != NMT_SHRINK_LSH)
         return NMT_STATUS_OK;
     return nmt_lsh_index_build(out_w, vocab, dim, &shrink->index, index, err);
 }

@@ -14,38 +14,19 @@
 
 #include "lsh.h"
 #include "lsh_index.h"
+#include "nmt_enums.h"
 #include "nmt_status.h"
 
 #include <stdint.h>
 
-/* How the candidates are chosen (the API's nmt_shrink_mode minus "none"). */
-typedef enum nmt_shrink_method {
-    NMT_SHRINK_METHOD_LSH = 1, /* hashed candidates + the n_always most frequent words */
-    NMT_SHRINK_METHOD_TOP = 2  /* only the n_always most frequent words */
-} nmt_shrink_method;
-
-/* Which rows share one candidate list. */
-typedef enum nmt_list_share {
-    NMT_LIST_SHARE_BATCH = 0,    /* every row of the step (one GEMM) */
-    NMT_LIST_SHARE_SENTENCE = 1, /* the rows of one sentence */
-    NMT_LIST_SHARE_ROW = 2       /* each row its own list (SDDMM) */
-} nmt_list_share;
-
-/* How the CUDA output layer builds the lists (the same lists either way). */
-typedef enum nmt_list_builder {
-    NMT_LIST_BUILDER_HITS = 0,   /* hit counts in a [rows, V] matrix, then compaction */
-    NMT_LIST_BUILDER_DIRECT = 1, /* counts in shared memory, no hit matrix */
-    NMT_LIST_BUILDER_AUTO = 2    /* by rows a step: nmt_shrink_policy.direct_lists_min_rows */
-} nmt_list_builder;
-
 typedef struct nmt_shrink {
-    nmt_shrink_method mode;
-    nmt_list_share share;
+    nmt_shrink_mode mode;
+    nmt_lsh_share share;
     int32_t n_always;             /* 4 + T, at most the vocabulary */
     int32_t threshold;            /* t >= 1 (TOP: hits stay 0, so only n_always words) */
     nmt_lsh_index_config index;   /* LSH: the index the backend builds (K, u, W, seed) */
     const nmt_lsh_tables *tables; /* LSH: host tables of the backend's index, when set */
-    nmt_list_builder lists;       /* CUDA: how the lists are built */
+    nmt_lsh_lists lists;       /* CUDA: how the lists are built */
 } nmt_shrink;
 
 /* Every automatic choice between the CUDA output layer's shrink variants,
@@ -64,7 +45,7 @@ typedef struct nmt_shrink_policy {
      *   bench_lsh --variant lookup-warp,lookup-naive --rows 12,768 --group 0
      *             --vocabs 50000 --params 8,2,500 */
     int32_t naive_lookup_min_rows;
-    /* NMT_LIST_BUILDER_AUTO: the two-step (hits) builder below this many rows
+    /* NMT_LSH_LISTS_AUTO: the two-step (hits) builder below this many rows
      * a step, the direct one (no hit matrix) from it.
      *   bench_lsh --variant two-step,direct --rows 12,768 --group 0
      *             --vocabs 50000 --params 8,2,500 */
@@ -83,9 +64,9 @@ typedef struct nmt_shrink_policy {
 static inline int32_t nmt_shrink_rows_per_group(const nmt_shrink *s, int32_t n_rows,
                                                 int32_t beam)
 {
-    if (s->share == NMT_LIST_SHARE_ROW)
+    if (s->share == NMT_LSH_SHARE_ROW)
         return 1;
-    if (s->share == NMT_LIST_SHARE_SENTENCE)
+    if (s->share == NMT_LSH_SHARE_SENTENCE)
         return beam;
     return n_rows;
 }

@@ -34,7 +34,6 @@
  * an error) from counting. */
 #include "cuda_search_impl.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,14 +47,9 @@ nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
 {
     const nmt_status bad = NMT_STATUS_ERROR_ARGUMENT;
     const int32_t V = self->model.vocab_size;
-    if (config->beam_size < 1 || config->beam_size > self->config.beam)
-        return nmt_error_set(err, bad, "cuda search: beam %d outside [1, %d] (the backend's)",
-                             config->beam_size, self->config.beam);
-    if (config->n_best < 1 || config->n_best > config->beam_size)
-        return nmt_error_set(err, bad, "cuda search: n_best %d outside [1, beam %d]",
-                             config->n_best, config->beam_size);
-    if (!isfinite(config->alpha) || !isfinite(config->max_len_a))
-        return nmt_error_set(err, bad, "cuda search: alpha or max_len_a is not finite");
+    /* The beam at most the one the search was sized for. */
+    if (nmt_search_params_check(&config->params, self->config.beam, err) != NMT_STATUS_OK)
+        return bad;
     const int32_t ids[3] = {config->pad_id, config->bos_id, config->eos_id};
     for (int i = 0; i < 3; i++)
         if (ids[i] < 0 || ids[i] >= V)
@@ -63,7 +57,7 @@ nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
                                  V);
     if (config->eos_id == config->pad_id || config->eos_id == config->bos_id)
         return nmt_error_set(err, bad, "cuda search: eos_id equals pad_id or bos_id");
-    if (config->rules != NMT_BEAM_RULES_V1 && config->rules != NMT_BEAM_RULES_ONMT)
+    if (config->rules != NMT_SEARCH_RULES_V1 && config->rules != NMT_SEARCH_RULES_ONMT)
         return nmt_error_set(err, bad, "cuda search: rules %d unknown", (int)config->rules);
     if (config->attention && !self->config.attention)
         return nmt_error_set(err, bad, "cuda search: attention weights asked for, but the "
@@ -302,7 +296,7 @@ int32_t nmt_cuda_search_hist_len(const nmt_search_config *config, int32_t longes
 {
     /* v1's last token is always the EOS (no history row); an onmt
      * hypothesis cut at the max length keeps its last word. */
-    if (config->rules == NMT_BEAM_RULES_ONMT)
+    if (config->rules == NMT_SEARCH_RULES_ONMT)
         return longest;
     return longest > 1 ? longest - 1 : 1;
 }
@@ -311,7 +305,7 @@ void nmt_cuda_search_excluded(const nmt_search_config *config, int32_t excluded[
 {
     /* v1 masks PAD and BOS out of the top-K; onmt masks nothing, and -1
      * (the top-K kernels compare ids) is no word. */
-    const int onmt = config->rules == NMT_BEAM_RULES_ONMT;
+    const int onmt = config->rules == NMT_SEARCH_RULES_ONMT;
     excluded[0] = onmt ? -1 : config->pad_id;
     excluded[1] = onmt ? -1 : config->bos_id;
 }
@@ -325,12 +319,12 @@ nmt_beam_device nmt_cuda_search_beam(const nmt_cuda_search *self, const nmt_sear
      * its graph key, are those of a search without a weights history). */
     b.hist_weights = config->attention ? self->beam_dev.hist_weights : NULL;
     b.weights_stride = config->attention ? src_stride : 0;
-    b.beam = config->beam_size;
+    b.beam = config->params.beam_size;
     b.eos_id = config->eos_id;
-    b.alpha = config->alpha;
+    b.alpha = config->params.alpha;
     b.hist_len = hist_len;
     b.rules = (int32_t)config->rules;
-    b.n_best = config->n_best;
+    b.n_best = config->params.n_best;
     b.max_len = max_len;
     return b;
 }
@@ -423,7 +417,7 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
     NMT_TRY(nmt_cuda_search_check_sentences(self, batch, err));
     NMT_CUDA_TRY(cudaSetDevice(self->config.device));
     cudaStream_t stream = self->stream;
-    const int32_t n = batch->n_sentences, B = config->beam_size;
+    const int32_t n = batch->n_sentences, B = config->params.beam_size;
     const int32_t stride = nmt_cuda_search_sort(self, batch);
 
     /* Max lengths and history size; features to pack. */
@@ -499,7 +493,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     batch_start start;
     NMT_TRY(start_batch(self, batch, config, &start, err));
     cudaStream_t stream = self->stream;
-    const int32_t n = start.n, B = config->beam_size, longest = start.longest;
+    const int32_t n = start.n, B = config->params.beam_size, longest = start.longest;
     const int32_t hist_len = start.hist_len, mem_stride = start.mem_stride;
     const input_layout dev = start.dev;
     const int timed = self->config.timed;
@@ -536,9 +530,20 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
          * shrink, so a step that left the product is followed by one that
          * can take it (through a compaction too: parents are old rows). */
         const int leave = n_active * B <= self->model.carry_rows;
-        const nmt_cuda_step_args args = {NULL, &b, n_active, B, mem_stride, dev.src_len,
-                                         dev.excluded, old_pos, 0, timed ? steps_run : -1,
-                                         old_pos == NULL, 1, left, leave};
+        const nmt_cuda_step_args args = {
+            .b = &b,
+            .n_active = n_active,
+            .beam = B,
+            .stride = mem_stride,
+            .src_len = dev.src_len,
+            .excluded = dev.excluded,
+            .old_pos = old_pos,
+            .timed_step = timed ? steps_run : -1,
+            .cacheable = old_pos == NULL,
+            .rows_from_beam = 1,
+            .carried = left,
+            .leave = leave,
+        };
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
         left = leave;
         old_pos = NULL;
@@ -578,9 +583,9 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
 
     nmt_beam_results r_dev, r_host;
     const int32_t weights_stride = config->attention ? mem_stride : 0;
-    const size_t result_bytes = nmt_beam_results_carve(self->results_dev, n, config->n_best,
+    const size_t result_bytes = nmt_beam_results_carve(self->results_dev, n, config->params.n_best,
                                                        hist_len, weights_stride, &r_dev);
-    nmt_beam_results_carve(self->results_host, n, config->n_best, hist_len, weights_stride,
+    nmt_beam_results_carve(self->results_host, n, config->params.n_best, hist_len, weights_stride,
                            &r_host);
     /* Every sentence was done at the last check, so the step launched after
      * it changes no state the backtrack reads (a done sentence's beam step

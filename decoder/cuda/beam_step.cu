@@ -44,6 +44,7 @@
 
 #include "cuda_check.h"
 #include "search.h"
+#include "search_rules.h"
 #include "device.cuh"
 
 #include <cuda_pipeline.h>
@@ -71,22 +72,10 @@ static __device__ beam_candidate no_candidate(void)
     return c;
 }
 
-/* a before b: higher score, then lower slot, then lower word. */
+/* a before b: the candidates' order (search_rules.h). */
 static __device__ bool candidate_before(const beam_candidate &a, const beam_candidate &b)
 {
-    if (a.score != b.score)
-        return a.score > b.score;
-    if (a.slot != b.slot)
-        return a.slot < b.slot;
-    return a.word < b.word;
-}
-
-/* The rank of base + value: v1 the sum (penalty 1); onmt the sum over the
- * step's length penalty, both rounded as the CPU search rounds them. */
-static __device__ float rank_of(float base, float value, float penalty)
-{
-    const float sum = __fadd_rn(base, value);
-    return penalty != 1.0f ? __fdiv_rn(sum, penalty) : sum;
+    return nmt_rule_candidate_before(a.score, a.slot, a.word, b.score, b.slot, b.word);
 }
 
 /* Sentence s takes no more steps after its own step `step`; done_at gets the
@@ -99,22 +88,15 @@ static __device__ void mark_done(const nmt_beam_device &b, int32_t s, int32_t st
         b.done_at[s] = (b.tag ? *b.tag << 16 : 0) | ((step + b.start[s]) & 0xFFFF);
 }
 
-/* OpenNMT-py's avg length penalty at step t: (t + 1)^alpha (the + 1 the
- * BOS), a double made float32, as decoder/beam_search.c computes it. */
-static __device__ float onmt_penalty(int32_t step, float alpha)
-{
-    return (float)pow((double)step + 1.0, (double)alpha);
-}
-
 /* Slot `slot`'s candidate of log p `value` for `word`, or none when it may
  * not be taken (the block kernel's test, written once for the warp kernel). */
 static __device__ beam_candidate offered(float base, float value, int32_t word, int32_t slot)
 {
     beam_candidate c;
-    c.score = base + value;
+    c.score = nmt_rule_rank(base, value, 1.0f);
     c.slot = slot;
     c.word = word;
-    return word >= 0 && c.score > -INFINITY ? c : no_candidate();
+    return word >= 0 && nmt_rule_selectable(c.score) ? c : no_candidate();
 }
 
 /* The head of slot `slot`'s list (values, words: n entries sorted by log p
@@ -130,12 +112,12 @@ static __device__ beam_candidate list_head(const float *values, const int32_t *w
     for (;;) {
         if (*j >= n)
             return no_candidate();
-        const float rank = rank_of(base, values[*j], penalty);
+        const float rank = nmt_rule_rank(base, values[*j], penalty);
         beam_candidate c;
         c.score = rank;
         c.slot = slot;
         c.word = words[*j];
-        if (c.word < 0 || !(rank > -INFINITY))
+        if (c.word < 0 || !nmt_rule_selectable(rank))
             return no_candidate(); /* -1 / -inf tails and NaN stop the list */
         if (!onmt)
             return c;
@@ -143,7 +125,7 @@ static __device__ beam_candidate list_head(const float *values, const int32_t *w
         c.word = INT32_MAX;
         for (; end < n; end++) {
             const int32_t w = words[end];
-            if (w < 0 || rank_of(base, values[end], penalty) != rank)
+            if (w < 0 || nmt_rule_rank(base, values[end], penalty) != rank)
                 break;
             if (w > *taken && w < c.word)
                 c.word = w;
@@ -174,7 +156,7 @@ static __device__ void split_chosen(const nmt_beam_device &b, int32_t s, int32_t
             if (c >= B || n_fin >= K)
                 continue; /* n_fin < K always holds: at most B - 1 + B finish */
             b.fin_log_prob[fin0 + n_fin] = cand.score;
-            b.fin_score[fin0 + n_fin] = cand.score / powf((float)step, b.alpha);
+            b.fin_score[fin0 + n_fin] = nmt_rule_v1_score(cand.score, step, b.alpha);
             b.fin_length[fin0 + n_fin] = step;
             b.fin_parent[fin0 + n_fin] = parent_slot;
             n_fin++;
@@ -195,7 +177,7 @@ static __device__ void split_chosen(const nmt_beam_device &b, int32_t s, int32_t
         b.parents[(int64_t)s * B + k] = 0;
     }
     b.n_finished[s] = n_fin;
-    if (n_fin >= B || last_step || n_alive == 0)
+    if (nmt_rule_v1_done(n_fin, B, last_step, n_alive))
         mark_done(b, s, step);
 }
 
@@ -207,7 +189,7 @@ static __device__ void keep_finished(const nmt_beam_device &b, int64_t fin0, int
                                      int32_t parent_slot)
 {
     int32_t at = *n;
-    while (at > 0 && b.fin_score[fin0 + at - 1] < score)
+    while (at > 0 && nmt_rule_finished_moves_up(b.fin_score[fin0 + at - 1], score))
         at--;
     if (at >= b.n_best)
         return;
@@ -243,7 +225,7 @@ static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t s
     int32_t n_fin = b.n_finished[s], n_ended = b.n_ended[s], n_alive = 0;
     for (int32_t c = 0; c < n_chosen; c++) {
         const beam_candidate cand = chosen[c];
-        const float score = penalty != 1.0f ? __fmul_rn(cand.score, penalty) : cand.score;
+        const float score = nmt_rule_carried_score(cand.score, penalty);
         const int32_t parent_slot = step > 1 ? cand.slot : -1;
         if (cand.word == b.eos_id) {
             keep_finished(b, fin0, &n_fin, score, cand.score, step, parent_slot);
@@ -276,7 +258,7 @@ static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t s
     b.n_finished[s] = n_fin;
     b.n_ended[s] = n_ended;
     const int best_ended = n_chosen > 0 && chosen[0].word == b.eos_id;
-    if (last_step || n_alive == 0 || (best_ended && n_ended >= b.n_best))
+    if (nmt_rule_onmt_done(last_step, n_alive, best_ended, n_ended, b.n_best))
         mark_done(b, s, step);
 }
 
@@ -324,9 +306,9 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
     const int64_t row0 = (int64_t)p * B;
     const int32_t step = *b.step - b.start[s];
     const int last_step = step >= b.max_len[s];
-    const int onmt = b.rules == NMT_BEAM_RULES_ONMT;
+    const int onmt = b.rules == NMT_SEARCH_RULES_ONMT;
     const int eos_only = last_step && !onmt;
-    const float penalty = onmt ? onmt_penalty(step, b.alpha) : 1.0f;
+    const float penalty = onmt ? nmt_rule_onmt_penalty(step, b.alpha) : 1.0f;
     const int32_t n_select = onmt ? B : K;
     for (int32_t k = tid; k < B; k += BEAM_THREADS) {
         base[k] = b.scores[(int64_t)s * B + k];
@@ -419,9 +401,9 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
         return; /* uniform across the warp */
     }
     const int last_step = step >= max_len;
-    const int onmt = b.rules == NMT_BEAM_RULES_ONMT;
+    const int onmt = b.rules == NMT_SEARCH_RULES_ONMT;
     const int eos_only = last_step && !onmt;
-    const float penalty = onmt ? onmt_penalty(step, b.alpha) : 1.0f;
+    const float penalty = onmt ? nmt_rule_onmt_penalty(step, b.alpha) : 1.0f;
     const int32_t n_select = onmt ? B : K;
     if (has_slot)
         slot_attn[lane] = attn;
@@ -495,8 +477,8 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
                              "beam step: %d active, beam %d (max %d), hist_len %d, step %s, "
                              "start %s", n_active, b->beam, BEAM_MAX, b->hist_len,
                              b->step ? "set" : "NULL", b->start ? "set" : "NULL");
-    if (b->rules != NMT_BEAM_RULES_V1 &&
-        (b->rules != NMT_BEAM_RULES_ONMT || !b->n_ended || b->n_best < 1 || b->n_best > b->beam))
+    if (b->rules != NMT_SEARCH_RULES_V1 &&
+        (b->rules != NMT_SEARCH_RULES_ONMT || !b->n_ended || b->n_best < 1 || b->n_best > b->beam))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "beam step: rules %d (onmt needs n_ended and n_best %d in [1, %d])",
                              (int)b->rules, b->n_best, b->beam);

@@ -13,6 +13,7 @@
 #define NMT_BEAM_STEP_H
 
 #include "nmt_status.h"
+#include "search_params.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,7 +23,7 @@ extern "C" {
 #endif
 
 /* The largest beam the device kernels take. */
-#define NMT_CUDA_BEAM_MAX 256
+#define NMT_CUDA_BEAM_MAX NMT_SEARCH_MAX_BEAM
 
 typedef struct nmt_beam_device {
     int32_t beam;     /* B, 1..256 */
@@ -30,7 +31,7 @@ typedef struct nmt_beam_device {
     float alpha;      /* length penalty: score = log_prob / length^alpha */
     int32_t hist_len; /* history steps per sentence: v1 max length - 1 (at least 1), onmt
                          max length (a hypothesis cut there keeps its last word) */
-    int32_t rules;    /* an nmt_beam_rules (search.h); 0 (memset): model-v1 */
+    int32_t rules;    /* an nmt_search_rules (search.h); 0 (memset): model-v1 */
     int32_t n_best;   /* onmt: finished hypotheses kept, and ended before it may stop */
     const int32_t *max_len;          /* [n]: floor(a S + b) of each sentence */
     float *scores;                   /* [n, B]: accumulated log-probability */

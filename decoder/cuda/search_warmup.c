@@ -51,9 +51,15 @@ static nmt_source_batch synthetic_batch(const nmt_cuda_search *self, int32_t n, 
  * weights history, the steps that record into it. */
 static nmt_search_config warm_config(const nmt_cuda_search *self)
 {
-    return (nmt_search_config){self->config.beam, 1, 1.0f, 0.0f, kWarmSteps,
-                               NMT_PAD_ID, NMT_BOS_ID, NMT_EOS_ID, NMT_BEAM_RULES_V1,
-                               self->config.attention};
+    return (nmt_search_config){
+        .params = {.beam_size = self->config.beam, .n_best = 1, .alpha = 1.0f,
+                   .max_len_a = 0.0f, .max_len_b = kWarmSteps},
+        .pad_id = NMT_PAD_ID,
+        .bos_id = NMT_BOS_ID,
+        .eos_id = NMT_EOS_ID,
+        .rules = NMT_SEARCH_RULES_V1,
+        .attention = self->config.attention,
+    };
 }
 
 /* Decodes n synthetic sentences of up to `longest` tokens. */

@@ -144,7 +144,7 @@ static void deliver_pending(nmt_cuda_search *self, const nmt_sentence_stream *sr
                             const nmt_search_config *config, int32_t hist_len, stream_state *st)
 {
     nmt_beam_results r;
-    nmt_beam_results_carve(self->results_host, st->n_pend, config->n_best, hist_len,
+    nmt_beam_results_carve(self->results_host, st->n_pend, config->params.n_best, hist_len,
                            config->attention ? self->config.max_src : 0, &r);
     for (int32_t i = 0; i < st->n_pend; i++) {
         nmt_error e = {0};
@@ -191,7 +191,8 @@ static nmt_status place_rows(nmt_cuda_search *self, const nmt_beam_device *b,
     nmt_status status = NMT_STATUS_OK;
     const nmt_cuda_step_model *model = &self->model;
     NMT_CUDA_TRY(cudaStreamWaitEvent(self->stream, self->encoded_event, 0));
-    NMT_TRY(model->place(model->self, self->cur, n, slots, positions, config->beam_size, err));
+    NMT_TRY(model->place(model->self, self->cur, n, slots, positions, config->params.beam_size,
+                         err));
     NMT_TRY(nmt_cuda_beam_join(b, slots, n, config->bos_id, self->stream, err));
 cleanup:
     return status;
@@ -268,6 +269,25 @@ static int32_t take_joiners(nmt_cuda_search *self, const nmt_sentence_stream *sr
     return k;
 }
 
+/* A step of the stream search: over the slots' source lengths, cacheable,
+ * never timed, and no step carries a product over to the next. */
+static nmt_cuda_step_args stream_step(const nmt_beam_device *b, int32_t n_active, int32_t beam,
+                                      int32_t stride, const stream_layout *dev,
+                                      const int32_t *old_pos)
+{
+    return (nmt_cuda_step_args){
+        .b = b,
+        .n_active = n_active,
+        .beam = beam,
+        .stride = stride,
+        .src_len = dev->slot_len,
+        .excluded = dev->excluded,
+        .old_pos = old_pos,
+        .timed_step = -1,
+        .cacheable = 1,
+    };
+}
+
 nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config *config,
                                   const nmt_sentence_stream *src, nmt_error *err)
 {
@@ -278,7 +298,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda stream: NULL argument");
     cudaStream_t stream = self->stream;
     const int32_t N = self->config.max_sentences, S = self->config.max_src;
-    const int32_t B = config->beam_size;
+    const int32_t B = config->params.beam_size;
     NMT_TRY(nmt_cuda_search_check_config(self, config, err));
     if (!self->model.encoder_stream || !self->model.place)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
@@ -296,8 +316,8 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
     int ended = 0, have_snapshot = 0;
     for (;;) {
         if (n_active > 0 && since_check < every) {
-            const nmt_cuda_step_args args = {NULL, &b, n_active, B, S, dev.slot_len,
-                                             dev.excluded, self->ident_dev, 0, -1, 1, 0, 0, 0};
+            const nmt_cuda_step_args args =
+                stream_step(&b, n_active, B, S, &dev, self->ident_dev);
             NMT_TRY(nmt_cuda_search_step(self, &args, err));
             since_check++;
             continue;
@@ -366,7 +386,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
              * theirs is reused (stream order). */
             nmt_beam_results r_dev;
             const size_t bytes = nmt_beam_results_carve(self->results_dev, st.n_pend,
-                                                        config->n_best, hist_len,
+                                                        config->params.n_best, hist_len,
                                                         config->attention ? S : 0, &r_dev);
             NMT_TRY(nmt_cuda_beam_backtrack_slots(&b, dev.done_slot, st.n_pend, &r_dev, stream,
                                                   err));
@@ -416,8 +436,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
                                      cudaMemcpyDeviceToHost, stream));
         NMT_CUDA_TRY(cudaEventRecord(self->check_event, stream));
         have_snapshot = 1;
-        const nmt_cuda_step_args args = {NULL, &b, n_active, B, S, dev.slot_len, dev.excluded,
-                                         old_pos, 0, -1, 1, 0, 0, 0};
+        const nmt_cuda_step_args args = stream_step(&b, n_active, B, S, &dev, old_pos);
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
         since_check = 1;
     }

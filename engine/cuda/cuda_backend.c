@@ -62,13 +62,20 @@ static nmt_status net_place(void *net, int buf, int32_t n, const int32_t *slots,
 
 static nmt_cuda_step_model cuda_step_model(nmt_cuda_model *net)
 {
-    const nmt_cuda_step_model step = {
-        net, nmt_cuda_model_stream(net), nmt_cuda_model_vocab(net), nmt_cuda_model_shrunk(net),
-        net_encode, net_step, net_output,
-        nmt_cuda_output_probe_on(net) ? net_probe : NULL,
-        nmt_cuda_encoder_side_stream(net), net_place, nmt_cuda_model_attention(net),
-        nmt_cuda_model_carry_rows(net)};
-    return step;
+    return (nmt_cuda_step_model){
+        .self = net,
+        .stream = nmt_cuda_model_stream(net),
+        .vocab_size = nmt_cuda_model_vocab(net),
+        .shrunk = nmt_cuda_model_shrunk(net),
+        .encode = net_encode,
+        .step = net_step,
+        .output = net_output,
+        .probe = nmt_cuda_output_probe_on(net) ? net_probe : NULL,
+        .encoder_stream = nmt_cuda_encoder_side_stream(net),
+        .place = net_place,
+        .attn_weights = nmt_cuda_model_attention(net),
+        .carry_rows = nmt_cuda_model_carry_rows(net),
+    };
 }
 
 /* After create and each batch: a new peak of the bytes allocated also
@@ -162,20 +169,19 @@ cleanup:
 static nmt_cuda_search_config search_config(const nmt_model *model, int device_index,
                                             const nmt_backend_config *config)
 {
-    const nmt_cuda_search_config search = {
-        device_index, config->max_sentences, config->beam, config->max_src,
-        model->hp.src_rows, model->hp.n_features > 0 ? model->hp.n_features : 1,
-        config->check_every, config->cuda_graphs, config->collect_stats >= 2,
-        config->attention};
-    return search;
+    return (nmt_cuda_search_config){
+        .device = device_index,
+        .max_sentences = config->max_sentences,
+        .beam = config->beam,
+        .max_src = config->max_src,
+        .src_rows = model->hp.src_rows,
+        .feature_kinds = model->hp.n_features > 0 ? model->hp.n_features : 1,
+        .check_every = config->check_every,
+        .cuda_graphs = config->cuda_graphs,
+        .timed = config->collect_stats >= 2,
+        .attention = config->attention,
+    };
 }
-
-/* The network takes the public precision as its own enum, value for value. */
-_Static_assert(NMT_PRECISION_FP32 == (int)NMT_CUDA_PRECISION_FP32 &&
-                   NMT_PRECISION_TF32X2 == (int)NMT_CUDA_PRECISION_TF32X2 &&
-                   NMT_PRECISION_BF16 == (int)NMT_CUDA_PRECISION_BF16 &&
-                   NMT_PRECISION_FP16 == (int)NMT_CUDA_PRECISION_FP16,
-               "nmt_precision and nmt_cuda_precision differ");
 
 /* The contexts' workspaces and the network (fixed at create); with shrink,
  * the shrink wing's estimate (create counts what it allocated instead). */
@@ -185,7 +191,7 @@ static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_c
     size_t net = 0;
     const nmt_status status = nmt_cuda_model_device_bytes(
         model, config->max_sentences, config->beam, config->max_src,
-        (nmt_cuda_precision)nmt_precision_for_model(model, config->precision), shrink, &net, err);
+        nmt_precision_for_model(model, config->precision), shrink, &net, err);
     *bytes = nmt_cuda_ctx_device_bytes() + net +
              (config->attention ? nmt_cuda_model_attention_bytes(config->max_sentences,
                                                                  config->beam, config->max_src)
@@ -232,7 +238,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_TRY(nmt_cuda_model_create(model, self->ctx, config->max_sentences, config->beam,
                                   config->max_src, &self->net, err));
     const nmt_precision precision = nmt_precision_for_model(model, config->precision);
-    NMT_TRY(nmt_cuda_model_set_precision(self->net, (nmt_cuda_precision)precision, err));
+    NMT_TRY(nmt_cuda_model_set_precision(self->net, precision, err));
     /* The SpMM's sums (row or tile kernel, chosen by the rows) are not the
      * dense chain: batch-invariant decoding multiplies dense. */
     if (precision == NMT_PRECISION_TF32X2 && config->batch_invariant) {

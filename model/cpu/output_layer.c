@@ -24,7 +24,7 @@ nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shri
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu shrink: state is NULL");
     NMT_TRY(nmt_shrink_check(shrink, state->hidden, state->vocab, "cpu", err));
     const size_t rows = (size_t)state->max_rows, V = (size_t)state->vocab;
-    const size_t W = shrink->mode == NMT_SHRINK_METHOD_LSH ? (size_t)shrink->tables->w : 1;
+    const size_t W = shrink->mode == NMT_SHRINK_LSH ? (size_t)shrink->tables->w : 1;
     NMT_ALLOC(state->lsh_codes, rows * W);
     NMT_ALLOC(state->lsh_hits, rows * V); /* zeroed: candidates leave it zero again */
     NMT_ALLOC(state->cand, rows * V);
@@ -78,16 +78,16 @@ static nmt_status shrunk_log_probs(nmt_cpu_state *state, int32_t n_rows, const f
     const int32_t V = state->vocab, H = state->hidden;
     const int32_t *row_sentence = state->row_sentence[state->cur];
     (void)err;
-    if (sh->mode == NMT_SHRINK_METHOD_LSH) {
+    if (sh->mode == NMT_SHRINK_LSH) {
         nmt_cpu_lsh_codes(n_rows, feed, H, sh->tables, state->lsh_codes);
         nmt_cpu_lsh_hits(n_rows, state->lsh_codes, NULL, sh->tables, state->lsh_hits);
     }
     int32_t group = 0;
     for (int32_t first = 0; first < n_rows; group++) {
         int32_t end = first + 1;
-        if (sh->share == NMT_LIST_SHARE_BATCH)
+        if (sh->share == NMT_LSH_SHARE_BATCH)
             end = n_rows;
-        else if (sh->share == NMT_LIST_SHARE_SENTENCE)
+        else if (sh->share == NMT_LSH_SHARE_SENTENCE)
             while (end < n_rows && row_sentence[end] == row_sentence[first])
                 end++;
         const int32_t rows = end - first;

@@ -95,7 +95,7 @@ static void set_sizes(nmt_cuda_model *m, const nmt_model *model, int32_t max_sen
 
 nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sentences,
                                        int32_t beam, int32_t max_src,
-                                       nmt_cuda_precision precision, const nmt_shrink *shrink,
+                                       nmt_precision precision, const nmt_shrink *shrink,
                                        size_t *bytes, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
@@ -109,16 +109,16 @@ nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sente
                                 nmt_cuda_encoder_part_bytes(&sizes),
                                 nmt_cuda_decoder_part_bytes(&sizes),
                                 nmt_cuda_output_part_bytes(&sizes),
-                                precision == NMT_CUDA_PRECISION_TF32X2
+                                precision == NMT_PRECISION_TF32X2
                                     ? nmt_cuda_tf32x2_part_bytes(&sizes)
-                                : precision == NMT_CUDA_PRECISION_BF16 ||
-                                        precision == NMT_CUDA_PRECISION_FP16
+                                : precision == NMT_PRECISION_BF16 ||
+                                        precision == NMT_PRECISION_FP16
                                     ? nmt_cuda_half_part_bytes(&sizes)
                                     : 0,
                                 /* fp32, tf32x2: counted whether or not the
                                  * weights turn out exact in fp16 */
-                                precision == NMT_CUDA_PRECISION_FP32 ||
-                                        precision == NMT_CUDA_PRECISION_TF32X2
+                                precision == NMT_PRECISION_FP32 ||
+                                        precision == NMT_PRECISION_TF32X2
                                     ? nmt_cuda_skinny16_part_bytes(&sizes)
                                     : 0,
                                 nmt_cuda_shrink_part_bytes(&sizes, shrink)};

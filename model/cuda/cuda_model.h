@@ -12,6 +12,7 @@
 
 #include "cuda_ctx.h"
 #include "model.h"
+#include "nmt_enums.h"
 #include "shrink.h"
 #include "step_io.h"
 
@@ -31,14 +32,6 @@ nmt_status nmt_cuda_model_create(const nmt_model *model, nmt_cuda_ctx *ctx,
                                  nmt_cuda_model **out, nmt_error *err);
 void nmt_cuda_model_free(nmt_cuda_model *m);
 
-/* The arithmetic of the GEMMs (gemm.c): nmt_precision's values, in order. */
-typedef enum nmt_cuda_precision {
-    NMT_CUDA_PRECISION_FP32 = 0,
-    NMT_CUDA_PRECISION_TF32X2 = 1,
-    NMT_CUDA_PRECISION_BF16 = 2,
-    NMT_CUDA_PRECISION_FP16 = 3
-} nmt_cuda_precision;
-
 /* *bytes = the device memory nmt_cuda_model_create and
  * nmt_cuda_model_set_precision allocate for these sizes, measured by each
  * part's own layout (host arithmetic, no device): weights (and their
@@ -50,7 +43,7 @@ typedef enum nmt_cuda_precision {
  * is not counted. */
 nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sentences,
                                        int32_t beam, int32_t max_src,
-                                       nmt_cuda_precision precision, const nmt_shrink *shrink,
+                                       nmt_precision precision, const nmt_shrink *shrink,
                                        size_t *bytes, nmt_error *err);
 
 /* The stream every call below launches on (a cudaStream_t). */
@@ -68,8 +61,9 @@ int32_t nmt_cuda_model_vocab(const nmt_cuda_model *m);
  * - BF16, FP16: 16-bit tensor cores for the encoder's input and key
  *   projections, the decoder layers, W_c and W_out, the weights rounded
  *   once into a 16-bit copy (the fp32 ones stay: the shrink wing's
- *   candidate logits and the recall probe read them). */
-nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_cuda_precision precision,
+ *   candidate logits and the recall probe read them).
+ * AUTO is refused: the engine resolves it first (nmt_precision_for_model). */
+nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_precision precision,
                                         nmt_error *err);
 
 /* Multiplies the matrices the model file stores sparse as SpMM

@@ -143,7 +143,7 @@ typedef struct nmt_cuda_output_part {
     int32_t *cand_count;     /* [groups] */
     void *cand_workspace;
     size_t cand_workspace_bytes;
-    void *direct_workspace;  /* NMT_LIST_BUILDER_DIRECT: group bitmaps, zero between steps */
+    void *direct_workspace;  /* NMT_LSH_LISTS_DIRECT: group bitmaps, zero between steps */
     size_t direct_workspace_bytes;
     /* LSH with a dense prefix: a second stream (and cuBLAS handle) for the
      * prefix's GEMM, which needs only the feeds, beside the codes and the

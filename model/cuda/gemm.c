@@ -246,20 +246,21 @@ nmt_status nmt_cuda_model_gemm(nmt_cuda_model *m, nmt_gemm_site site, int32_t ro
     return nmt_cuda_model_gemm_on(m, m->ctx, site, rows, n, k, x, ldx, w, bias, y, ldy, err);
 }
 
-nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_cuda_precision precision,
+nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_precision precision,
                                         nmt_error *err)
 {
     if (m->half16.on || m->tf32x2.on || m->skinny16.on)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda model: a GEMM precision is already set");
     switch (precision) {
-    case NMT_CUDA_PRECISION_FP32: return nmt_cuda_model_set_skinny16(m, err);
-    case NMT_CUDA_PRECISION_TF32X2: {
+    case NMT_PRECISION_FP32: return nmt_cuda_model_set_skinny16(m, err);
+    case NMT_PRECISION_TF32X2: {
         const nmt_status status = nmt_cuda_model_set_tf32x2(m, err);
         return status != NMT_STATUS_OK ? status : nmt_cuda_model_set_skinny16(m, err);
     }
-    case NMT_CUDA_PRECISION_BF16: return nmt_cuda_model_set_half(m, NMT_HALF_BF16, err);
-    case NMT_CUDA_PRECISION_FP16: return nmt_cuda_model_set_half(m, NMT_HALF_FP16, err);
+    case NMT_PRECISION_BF16: return nmt_cuda_model_set_half(m, NMT_HALF_BF16, err);
+    case NMT_PRECISION_FP16: return nmt_cuda_model_set_half(m, NMT_HALF_FP16, err);
+    case NMT_PRECISION_AUTO: break; /* the engine resolves it (nmt_precision_for_model) */
     }
     return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda model: precision %d",
                          (int)precision);

@@ -88,15 +88,15 @@ static int32_t dense_prefix(const nmt_shrink *s, const nmt_shrink_policy *policy
 /* LSH with a dense prefix runs the prefix's GEMM on a side stream. */
 static int has_side(const nmt_shrink *s, const nmt_shrink_policy *policy)
 {
-    return s->mode == NMT_SHRINK_METHOD_LSH && dense_prefix(s, policy) > 0;
+    return s->mode == NMT_SHRINK_LSH && dense_prefix(s, policy) > 0;
 }
 
 /* Lists a step can need at most: one per group. */
-static int32_t max_groups(const nmt_cuda_model *m, nmt_list_share share)
+static int32_t max_groups(const nmt_cuda_model *m, nmt_lsh_share share)
 {
-    if (share == NMT_LIST_SHARE_ROW)
+    if (share == NMT_LSH_SHARE_ROW)
         return m->max_rows;
-    if (share == NMT_LIST_SHARE_SENTENCE)
+    if (share == NMT_LSH_SHARE_SENTENCE)
         return m->max_sentences;
     return 1;
 }
@@ -115,9 +115,9 @@ static size_t hits_rows(const nmt_cuda_model *m, const nmt_shrink *s,
                         const nmt_shrink_policy *policy)
 {
     const size_t R = (size_t)m->max_rows;
-    if (s->lists == NMT_LIST_BUILDER_DIRECT)
+    if (s->lists == NMT_LSH_LISTS_DIRECT)
         return 0;
-    if (s->lists == NMT_LIST_BUILDER_AUTO && policy->direct_lists_min_rows >= 1 &&
+    if (s->lists == NMT_LSH_LISTS_AUTO && policy->direct_lists_min_rows >= 1 &&
         (size_t)policy->direct_lists_min_rows - 1 < R)
         return (size_t)policy->direct_lists_min_rows - 1;
     return R;
@@ -133,7 +133,7 @@ static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s,
     memset(&l, 0, sizeof l);
     const size_t R = (size_t)m->max_rows, V = (size_t)m->vocab;
     const size_t G = (size_t)max_groups(m, s->share), i4 = sizeof(int32_t);
-    if (s->mode != NMT_SHRINK_METHOD_LSH)
+    if (s->mode != NMT_SHRINK_LSH)
         t = NULL;
     const size_t W = t ? (size_t)t->w : 0;
     size_t at = 0;
@@ -142,7 +142,7 @@ static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s,
     PLACE(slots, t ? W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot) : 0);
     PLACE(hash, W * 4 * sizeof(uint32_t));
     PLACE(words, W * V * i4);
-    l.packed_vectors = t && s->lists != NMT_LIST_BUILDER_HITS ? packed_vectors : -1;
+    l.packed_vectors = t && s->lists != NMT_LSH_LISTS_HITS ? packed_vectors : -1;
     const int packed = l.packed_vectors >= 0;
     PLACE(packed_slots, packed ? W * ((size_t)1 << t->table_bits) * sizeof(nmt_lsh_slot) : 0);
     PLACE(packed_words, packed ? (size_t)l.packed_vectors * 8 * sizeof(uint16_t) : 0);
@@ -151,7 +151,7 @@ static shrink_layout layout_shrink(const nmt_cuda_model *m, const nmt_shrink *s,
     PLACE(cand, G * V * i4);
     PLACE(count, G * i4);
     PLACE(ws, nmt_cuda_lsh_candidates_workspace_size((int32_t)G, (int32_t)V));
-    PLACE(direct, t && s->lists != NMT_LIST_BUILDER_HITS
+    PLACE(direct, t && s->lists != NMT_LSH_LISTS_HITS
                       ? nmt_cuda_lsh_direct_workspace_size((int32_t)G, (int32_t)V)
                       : 0);
 #undef PLACE
@@ -211,7 +211,7 @@ static nmt_status upload_index(nmt_cuda_model *m, const nmt_shrink *shrink,
                                  cudaMemcpyHostToDevice, stream));
     NMT_CUDA_TRY(cudaMemcpyAsync(base + l->words, t->bucket_words, W * V * sizeof(int32_t),
                                  cudaMemcpyHostToDevice, stream));
-    if (shrink->n_always > 0 && shrink->lists != NMT_LIST_BUILDER_HITS) {
+    if (shrink->n_always > 0 && shrink->lists != NMT_LSH_LISTS_HITS) {
         /* Each bucket's words below n_always, counted once for the direct builder. */
         NMT_TRY(nmt_cuda_lsh_slots_skip(&p->lsh, (nmt_lsh_slot *)(base + l->slots),
                                         shrink->n_always, stream, err));
@@ -250,7 +250,7 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda shrink: no model, or set twice");
     NMT_TRY(nmt_shrink_check(shrink, m->hidden, m->vocab, "cuda", err));
     nmt_cuda_output_part *p = &m->out;
-    const nmt_lsh_tables *tables = shrink->mode == NMT_SHRINK_METHOD_LSH ? shrink->tables : NULL;
+    const nmt_lsh_tables *tables = shrink->mode == NMT_SHRINK_LSH ? shrink->tables : NULL;
     const shrink_layout l =
         layout_shrink(m, shrink, &p->policy, tables,
                       tables ? nmt_lsh_pack_vectors(tables, shrink->n_always) : -1);
@@ -268,13 +268,13 @@ nmt_status nmt_cuda_model_set_shrink(nmt_cuda_model *m, const nmt_shrink *shrink
     p->direct_workspace = base + l.direct;
     p->direct_workspace_bytes = l.total - l.direct;
     memset(&p->lsh, 0, sizeof p->lsh);
-    if (shrink->mode == NMT_SHRINK_METHOD_LSH)
+    if (shrink->mode == NMT_SHRINK_LSH)
         NMT_TRY(upload_index(m, shrink, &l, base, err));
     /* Hits start (and every candidates call leaves them) at zero; so do the
      * counters of the candidates and direct workspaces. */
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.hits, 0, l.cand - l.hits, stream));
     NMT_CUDA_TRY(cudaMemsetAsync(base + l.ws, 0, l.total - l.ws, stream)); /* and direct */
-    if (shrink->mode == NMT_SHRINK_METHOD_TOP)
+    if (shrink->mode == NMT_SHRINK_TOP)
         NMT_TRY(write_top_list(p, shrink->n_always, err));
     if (has_side(shrink, &p->policy))
         NMT_TRY(nmt_cuda_side_create(m, &p->side, err));
@@ -320,7 +320,7 @@ size_t nmt_cuda_shrink_part_bytes(const nmt_cuda_model *m, const nmt_shrink *shr
     nmt_lsh_tables t;
     memset(&t, 0, sizeof t);
     int64_t packed = -1;
-    if (shrink->mode == NMT_SHRINK_METHOD_LSH) {
+    if (shrink->mode == NMT_SHRINK_LSH) {
         const nmt_lsh_index_config *c = &shrink->index;
         if (c->w < 1 || c->k < 1 || c->u < 1 || m->vocab < 1)
             return SIZE_MAX;
@@ -365,8 +365,8 @@ static nmt_status shrunk_layer(nmt_cuda_model *m, const float *feed, int32_t n_r
                                        H, feed, ld, &m->gw.out, w->out_b, p->logits, V, err));
         NMT_TRY(nmt_cuda_side_done(&p->side, err));
     }
-    const int direct = s->lists == NMT_LIST_BUILDER_DIRECT ||
-                       (s->lists == NMT_LIST_BUILDER_AUTO &&
+    const int direct = s->lists == NMT_LSH_LISTS_DIRECT ||
+                       (s->lists == NMT_LSH_LISTS_AUTO &&
                         n_rows >= p->policy.direct_lists_min_rows);
     if (direct) { /* lookup and lists in one launch */
         NMT_TRY(nmt_cuda_lsh_candidates_direct(n_rows, rpg, p->lsh_codes, live, &p->lsh,
@@ -417,7 +417,7 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int
      * list to build or map, as in the paper's baseline; the same result as
      * the CPU's candidates path with no hits. */
     const int32_t cols = !p->has_shrink ? V
-                         : p->shrink.mode == NMT_SHRINK_METHOD_TOP ? p->shrink.n_always
+                         : p->shrink.mode == NMT_SHRINK_TOP ? p->shrink.n_always
                                                                    : 0;
     const int32_t ld = cols > 0 ? p->ld_logits : V;
     if (cols > 0) {

@@ -77,11 +77,11 @@ static void hand_search(const char *name, const rule *rules, float fallback, int
 {
     hand_table t = {rules, fallback};
     nmt_step_model model = fake_init(fake, hand_lookup, &t, vocab, 1, NULL);
-    fake->feeds_specials = cfg->rules == NMT_BEAM_RULES_ONMT;
+    fake->feeds_specials = cfg->rules == NMT_SEARCH_RULES_ONMT;
     nmt_error err = {0};
     nmt_status st = nmt_beam_search(&model, 1, &src_length, cfg, res, &err);
     CHECK(st == NMT_STATUS_OK, "%s: status %d: %s", name, st, err.message);
-    if (cfg->rules == NMT_BEAM_RULES_V1) /* its invariants are v1's */
+    if (cfg->rules == NMT_SEARCH_RULES_V1) /* its invariants are v1's */
         check_result(name, res, hand_lookup, &t, 0, vocab, cfg, src_length);
 }
 
@@ -114,7 +114,7 @@ static void test_hand_cases(fake_model *fake)
     expect_hyp("beam2 alpha1", &res, 1, "a", -2.0f, -1.0f);
     CHECK(fake->n_steps == 3, "beam2: %d steps", fake->n_steps);
     nmt_search_result_clear(&res);
-    cfg.alpha = 0.0f;
+    cfg.params.alpha = 0.0f;
     hand_search("beam2 alpha0", beam2, -INFINITY, 8, &cfg, 1, &res, fake);
     expect_hyp("beam2 alpha0", &res, 0, "a", -2.0f, -2.0f);
     expect_hyp("beam2 alpha0", &res, 1, "bc", -2.25f, -2.25f);

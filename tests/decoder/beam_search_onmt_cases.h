@@ -25,14 +25,14 @@ static int32_t onmt_ref_search(table_fn table, const void *ctx, int32_t sentence
     static float acc[MAX_ROWS], ranked[MAX_ROWS];
     static ref_cand cands[MAX_ROWS * MAX_VOCAB];
     static float lp[MAX_VOCAB];
-    const int32_t beam = cfg->beam_size, max_len = nmt_search_max_length(cfg, src_length);
+    const int32_t beam = cfg->params.beam_size, max_len = nmt_search_max_length(cfg, src_length);
     int32_t n_hyps = 0;
     for (int32_t k = 0; k < beam; k++) {
         rows[k].len = 0;
         acc[k] = k == 0 ? 0.0f : -INFINITY;
     }
     for (int32_t t = 1; t <= max_len; t++) {
-        const float penalty = (float)pow((double)t + 1.0, (double)cfg->alpha);
+        const float penalty = (float)pow((double)t + 1.0, (double)cfg->params.alpha);
         int32_t n = 0;
         for (int32_t k = 0; k < beam; k++) {
             table(ctx, sentence, rows[k].tokens, rows[k].len, vocab, lp);
@@ -65,7 +65,7 @@ static int32_t onmt_ref_search(table_fn table, const void *ctx, int32_t sentence
         }
         memcpy(rows, next, sizeof rows[0] * (size_t)beam);
         memcpy(acc, ranked, sizeof acc[0] * (size_t)beam);
-        if (any_ended && top_ended && n_hyps >= cfg->n_best)
+        if (any_ended && top_ended && n_hyps >= cfg->params.n_best)
             break;
     }
     /* Python's sorted(..., reverse=True) is stable: equal scores keep their order. */
@@ -75,7 +75,7 @@ static int32_t onmt_ref_search(table_fn table, const void *ctx, int32_t sentence
             hyps[j] = hyps[j - 1];
             hyps[j - 1] = tmp;
         }
-    int32_t n_out = n_hyps < cfg->n_best ? n_hyps : cfg->n_best;
+    int32_t n_out = n_hyps < cfg->params.n_best ? n_hyps : cfg->params.n_best;
     memcpy(out, hyps, sizeof out[0] * (size_t)n_out);
     return n_out;
 }
@@ -84,7 +84,7 @@ static nmt_search_config onmt_config(int32_t beam, int32_t n_best, float alpha, 
                                      int32_t b)
 {
     nmt_search_config cfg = make_config(beam, n_best, alpha, a, b);
-    cfg.rules = NMT_BEAM_RULES_ONMT;
+    cfg.rules = NMT_SEARCH_RULES_ONMT;
     return cfg;
 }
 
@@ -102,7 +102,7 @@ static void test_onmt_hand_cases(fake_model *fake)
     expect_hyp("onmt top eos", &res, 0, "", -0.5f, -0.25f);
     CHECK(fake->n_steps == 1, "onmt top eos: %d steps", fake->n_steps);
     nmt_search_result_clear(&res);
-    cfg.rules = NMT_BEAM_RULES_V1;
+    cfg.rules = NMT_SEARCH_RULES_V1;
     hand_search("v1 top eos", top_eos, -INFINITY, 8, &cfg, 1, &res, fake);
     expect_hyp("v1 top eos", &res, 0, "a", -0.7f, -0.35f);
     nmt_search_result_clear(&res);
@@ -159,9 +159,9 @@ static void test_onmt_hand_cases(fake_model *fake)
           "onmt max length cap");
     cfg = onmt_config(1, 1, 1.0f, 1.25f, 5); /* onmt_translate's own ratio and + 5 */
     CHECK(nmt_search_max_length(&cfg, 7) == 13, "onmt 1.25 * 7 + 5");
-    cfg.rules = NMT_BEAM_RULES_V1;
-    cfg.max_len_a = 2.0f;
-    cfg.max_len_b = 10;
+    cfg.rules = NMT_SEARCH_RULES_V1;
+    cfg.params.max_len_a = 2.0f;
+    cfg.params.max_len_b = 10;
     CHECK(nmt_search_max_length(&cfg, 200) == 410, "v1 has no cap");
 }
 

@@ -129,7 +129,14 @@ static nmt_step_model fake_init(fake_model *m, table_fn table, const void *ctx, 
 
 static nmt_search_config make_config(int32_t beam, int32_t n_best, float alpha, float a, int32_t b)
 {
-    return (nmt_search_config){beam, n_best, alpha, a, b, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0};
+    return (nmt_search_config){
+        .params = {.beam_size = beam, .n_best = n_best, .alpha = alpha, .max_len_a = a,
+                   .max_len_b = b},
+        .pad_id = PAD,
+        .bos_id = BOS,
+        .eos_id = EOS,
+        .rules = NMT_SEARCH_RULES_V1,
+    };
 }
 
 /* Token scores and attention rows, for both rule sets: token j's score is
@@ -142,7 +149,7 @@ static void check_outputs(const char *name, const nmt_search_result *res, table_
                           const nmt_search_config *cfg, int32_t src_length)
 {
     static float lp[MAX_VOCAB];
-    const int onmt = cfg->rules == NMT_BEAM_RULES_ONMT;
+    const int onmt = cfg->rules == NMT_SEARCH_RULES_ONMT;
     for (int32_t h = 0; h < res->n_hypotheses; h++) {
         const nmt_search_hypothesis *hyp = &res->hypotheses[h];
         const double tol = (onmt ? 1e-5 : 1e-6) * (fabs((double)hyp->log_prob) + 1.0);
@@ -185,7 +192,7 @@ static void check_result(const char *name, const nmt_search_result *res, table_f
 {
     static float lp[MAX_VOCAB];
     int32_t max_len = nmt_search_max_length(cfg, src_length);
-    CHECK(res->n_hypotheses >= 0 && res->n_hypotheses <= cfg->n_best, "%s: %d hyps", name,
+    CHECK(res->n_hypotheses >= 0 && res->n_hypotheses <= cfg->params.n_best, "%s: %d hyps", name,
           res->n_hypotheses);
     check_outputs(name, res, table, ctx, sentence, vocab, cfg, src_length);
     for (int32_t h = 0; h < res->n_hypotheses; h++) {
@@ -205,7 +212,7 @@ static void check_result(const char *name, const nmt_search_result *res, table_f
         }
         CHECK(hyp->log_prob == sum, "%s: hyp %d log_prob %g, tokens sum to %g", name, h,
               hyp->log_prob, sum);
-        CHECK(hyp->score == hyp->log_prob / powf((float)(hyp->length + 1), cfg->alpha),
+        CHECK(hyp->score == hyp->log_prob / powf((float)(hyp->length + 1), cfg->params.alpha),
               "%s: hyp %d score %g", name, h, hyp->score);
         if (h > 0)
             CHECK(hyp->score <= res->hypotheses[h - 1].score, "%s: hyp %d not sorted", name, h);
@@ -274,7 +281,7 @@ static int32_t ref_search(table_fn table, const void *ctx, int32_t sentence, int
     static ref_hyp alive[MAX_ROWS], next[MAX_ROWS], finished[2 * MAX_ROWS];
     static ref_cand cands[MAX_ROWS * MAX_VOCAB];
     static float lp[MAX_VOCAB];
-    int32_t beam = cfg->beam_size, max_len = nmt_search_max_length(cfg, src_length);
+    int32_t beam = cfg->params.beam_size, max_len = nmt_search_max_length(cfg, src_length);
     int32_t n_alive = 1, n_finished = 0;
     memset(&alive[0], 0, sizeof alive[0]);
     for (int32_t t = 1; t <= max_len; t++) {
@@ -292,7 +299,7 @@ static int32_t ref_search(table_fn table, const void *ctx, int32_t sentence, int
             ref_hyp h = alive[cands[c].hyp];
             h.log_prob = cands[c].score;
             if (cands[c].word == EOS && c < beam) {
-                h.score = h.log_prob / powf((float)(h.len + 1), cfg->alpha);
+                h.score = h.log_prob / powf((float)(h.len + 1), cfg->params.alpha);
                 finished[n_finished++] = h;
             } else if (cands[c].word != EOS && n_next < beam) {
                 h.tokens[h.len++] = cands[c].word;
@@ -305,7 +312,7 @@ static int32_t ref_search(table_fn table, const void *ctx, int32_t sentence, int
             break;
     }
     int32_t n_out = 0;
-    for (int32_t i = 0; i < n_finished && n_out < cfg->n_best; i++) { /* selection, stable */
+    for (int32_t i = 0; i < n_finished && n_out < cfg->params.n_best; i++) { /* selection, stable */
         int32_t best = -1;
         for (int32_t j = 0; j < n_finished; j++)
             if (finished[j].len >= 0 && (best < 0 || finished[j].score > finished[best].score))
@@ -338,7 +345,7 @@ static void check_batch(const char *name, table_fn table, const void *ctx, int32
     static ref_hyp ref[MAX_ROWS];
     nmt_search_result res[MAX_SENT], alone;
     nmt_error err = {0};
-    const int onmt = cfg->rules == NMT_BEAM_RULES_ONMT;
+    const int onmt = cfg->rules == NMT_SEARCH_RULES_ONMT;
     nmt_step_model model = fake_init(fake, table, ctx, vocab, n, NULL);
     fake->feeds_specials = onmt;
     nmt_status st = nmt_beam_search(&model, n, src_lengths, cfg, res, &err);
@@ -358,8 +365,8 @@ static void check_batch(const char *name, table_fn table, const void *ctx, int32
         for (int32_t h = 0; ok && h < n_ref; h++)
             ok = same_hyp(&res[i].hypotheses[h], &ref[h]);
         CHECK(ok, "%s: sentence %d (B %d N %d alpha %g V %d) differs from the reference "
-              "(%d vs %d hyps)", name, i, cfg->beam_size, cfg->n_best, cfg->alpha, vocab,
-              res[i].n_hypotheses, n_ref);
+              "(%d vs %d hyps)", name, i, cfg->params.beam_size, cfg->params.n_best,
+              cfg->params.alpha, vocab, res[i].n_hypotheses, n_ref);
 
         model = fake_init(alone_fake, table, ctx, vocab, 1, &i);
         alone_fake->feeds_specials = onmt;
@@ -437,7 +444,7 @@ static void test_exhaustive(fake_model *fake, int iterations)
                     sum += lp[seq[j]];
                 }
                 if (sum != -INFINITY)
-                    want[n_want++] = sum / powf((float)(l + 1), cfg.alpha);
+                    want[n_want++] = sum / powf((float)(l + 1), cfg.params.alpha);
             }
         }
         for (int32_t i = 1; i < n_want; i++) /* descending */
@@ -473,6 +480,8 @@ static void test_random(fake_model *fake, fake_model *alone_fake, int iterations
         nmt_search_config cfg = make_config(beam, test_rand_int(1, beam + 1),
                                             alphas[test_rand_int(0, 4)],
                                             0.5f * (float)test_rand_int(0, 3), test_rand_int(0, 5));
+        if (cfg.params.max_len_a == 0.0f && cfg.params.max_len_b == 0)
+            cfg.params.max_len_b = 1; /* the same max length 1 (a and b both 0 are refused) */
         cfg.attention = it % 2;
         int32_t n = test_rand_int(1, 5), src_lengths[MAX_SENT];
         for (int32_t i = 0; i < n; i++)
@@ -495,17 +504,23 @@ static void test_invalid(fake_model *fake)
         int32_t vocab;
         const int32_t *src_length;
     } cases[] = {
-        {"beam_size", {0, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"n_best", {2, 0, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"n_best", {2, 3, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"vocab_size", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 3, &one},
-        {"src_lengths[0]", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &zero},
-        {"pad_id", {2, 1, 1.0f, 2.0f, 10, -1, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"bos_id", {2, 1, 1.0f, 2.0f, 10, PAD, 8, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, 9, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"eos_id", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, PAD, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"alpha", {2, 1, NAN, 2.0f, 10, PAD, BOS, EOS, NMT_BEAM_RULES_V1, 0}, 8, &one},
-        {"rules", {2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, (nmt_beam_rules)7, 0}, 8, &one},
+        {"beam_size", {{0, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"n_best", {{2, 0, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"n_best", {{2, 3, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"vocab_size", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 3, &one},
+        {"src_lengths[0]", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8,
+         &zero},
+        {"pad_id", {{2, 1, 1.0f, 2.0f, 10}, -1, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"bos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, 8, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, 9, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, PAD, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"alpha", {{2, 1, NAN, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"rules", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, (nmt_search_rules)7, 0}, 8, &one},
+        {"beam_size", {{257, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"alpha", {{2, 1, -0.5f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"max_len_a", {{2, 1, 1.0f, NAN, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"max_len_b", {{2, 1, 1.0f, 2.0f, -1}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"both 0", {{2, 1, 1.0f, 0.0f, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         model.vocab_size = cases[c].vocab;

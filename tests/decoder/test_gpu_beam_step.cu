@@ -369,7 +369,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     nmt_beam_device b;
     memset(&b, 0, sizeof b);
     b.beam = B, b.eos_id = EOS, b.alpha = alpha, b.hist_len = hist_len;
-    b.rules = onmt ? NMT_BEAM_RULES_ONMT : NMT_BEAM_RULES_V1, b.n_best = h.n_best;
+    b.rules = onmt ? NMT_SEARCH_RULES_ONMT : NMT_SEARCH_RULES_V1, b.n_best = h.n_best;
     b.n_ended = upload(h.n_ended);
     b.max_len = upload(h.max_len);
     b.scores = upload(h.scores), b.tokens = upload(h.tokens), b.parents = upload(h.parents);

@@ -134,8 +134,8 @@ static nmt_backend_config measure_config(int32_t batch)
 static void test_shrink_measure(const nmt_model *model)
 {
     const int32_t V = model->hp.tgt_vocab;
-    nmt_shrink shrink = {NMT_SHRINK_METHOD_LSH, NMT_LIST_SHARE_SENTENCE, 14, 2, {4, 2, 20, 1},
-                         NULL, NMT_LIST_BUILDER_AUTO};
+    nmt_shrink shrink = {NMT_SHRINK_LSH, NMT_LSH_SHARE_SENTENCE, 14, 2, {4, 2, 20, 1},
+                         NULL, NMT_LSH_LISTS_AUTO};
     nmt_backend_config config = measure_config(64);
     nmt_error err = {NMT_STATUS_OK, ""};
     size_t none = 0, with_auto = 0, with_direct = 0;
@@ -144,7 +144,7 @@ static void test_shrink_measure(const nmt_model *model)
     config.shrink = &shrink;
     CHECK(nmt_cuda_backend_device_bytes(model, &config, &with_auto, &err) == NMT_STATUS_OK,
           "measure with LSH: %s", err.message);
-    shrink.lists = NMT_LIST_BUILDER_DIRECT;
+    shrink.lists = NMT_LSH_LISTS_DIRECT;
     CHECK(nmt_cuda_backend_device_bytes(model, &config, &with_direct, &err) == NMT_STATUS_OK,
           "measure with LSH, direct lists: %s", err.message);
     CHECK(with_direct > none, "LSH not counted: %zu with, %zu without", with_direct, none);

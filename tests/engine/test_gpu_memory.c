@@ -97,11 +97,11 @@ static void check_shrink(const nmt_model *model)
         lsh.shrink.mode = NMT_SHRINK_LSH;
         lsh.shrink.top = 10;
         const int32_t V = model->hp.tgt_vocab;
-        const nmt_shrink shrink = {NMT_SHRINK_METHOD_LSH, (nmt_list_share)lsh.shrink.share,
+        const nmt_shrink shrink = {NMT_SHRINK_LSH, lsh.shrink.share,
                                    4 + lsh.shrink.top < V ? 4 + lsh.shrink.top : V,
                                    lsh.shrink.threshold,
                                    {lsh.shrink.k, lsh.shrink.u, lsh.shrink.w, lsh.shrink.seed},
-                                   NULL, (nmt_list_builder)lsh.shrink.lists};
+                                   NULL, lsh.shrink.lists};
         const size_t est_plain = measure(model, &plain);
         const size_t est_lsh = measure_shrunk(model, &lsh, &shrink);
         nmt_translator *a = NULL, *b = NULL;

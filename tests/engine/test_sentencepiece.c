@@ -8,7 +8,9 @@
  *  (c) a blob that is not a SentencePiece model, or none, is refused with a
  *      message (the section's structure: tests/format/test_model_corrupt.c);
  *  (d) input_tokens / output_tokens (--input-format / --output-format
- *      tokens) bypass it: pieces in, pieces out.
+ *      tokens) bypass it: pieces in, pieces out;
+ *  (e) the service's max_batch_tokens counts the pieces, as the translator
+ *      does, not the words.
  * The model is random (E 8, H 16, one layer each side) and its vocabularies
  * are the 64 pieces; the point is the pipeline, not the translations.
  * Skips (77) when the library was built without SentencePiece. */
@@ -17,6 +19,7 @@
 #include "nmt.h"
 #include "sentencepiece.h"
 #include "test_util.h"
+#include "tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +188,49 @@ static void join_pieces(const char *pieces, char *out, size_t cap)
     out[at] = '\0';
 }
 
+/* (e) Two lines of LINE under a token budget that holds both lines' words
+ * but one line's pieces: counted in pieces, they are two batches. */
+static void test_service_counts_pieces(const nmt_model *model, const nmt_spm *spm)
+{
+    nmt_tokens words = {0, NULL, NULL}, pieces = {0, NULL, NULL};
+    nmt_error err = {0};
+    CHECK(nmt_tokenize(LINE, strlen(LINE), &words, &err) == NMT_STATUS_OK &&
+              nmt_spm_encode(spm, LINE, strlen(LINE), &pieces, &err) == NMT_STATUS_OK,
+          "tokenize: %s", err.message);
+    const int budget = 2 * words.n;
+    CHECK(pieces.n <= budget && 2 * pieces.n > budget, "%d words, %d pieces: no budget between",
+          words.n, pieces.n);
+    nmt_tokens_clear(&words);
+    nmt_tokens_clear(&pieces);
+    nmt_service_options so;
+    nmt_service_options_init(&so);
+    so.translator.device = NMT_DEVICE_CPU;
+    so.translator.beam_size = 2;
+    so.translator.max_len_b = 4;
+    so.max_delay_us = 300000; /* both requests queue up before the first batch */
+    so.max_batch_tokens = budget;
+    nmt_service *s = NULL;
+    CHECK(nmt_service_create(model, &so, &s, &err) == NMT_STATUS_OK, "service: %s", err.message);
+    if (!s)
+        return;
+    nmt_request *r[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++)
+        CHECK(nmt_service_submit(s, LINE, NULL, NULL, NULL, &r[i], &err) == NMT_STATUS_OK,
+              "submit %d: %s", i, err.message);
+    for (int i = 0; i < 2; i++) {
+        CHECK(r[i] && nmt_request_wait(r[i], 20000.0) &&
+                  nmt_request_result(r[i])->status == NMT_STATUS_OK,
+              "request %d", i);
+        nmt_request_free(r[i]);
+    }
+    nmt_service_stats st;
+    nmt_service_stats_get(s, &st);
+    CHECK(st.batches == 2 && st.batch_sentences == 2,
+          "max_batch_tokens %d: %lld batches of %lld sentences, want 2 of 1 (pieces counted)",
+          budget, (long long)st.batches, (long long)st.batch_sentences);
+    nmt_service_free(s);
+}
+
 static void test_translator(const uint8_t *spm_bytes, size_t spm_len, const char *path)
 {
     nmt_spm *spm = NULL;
@@ -247,6 +293,7 @@ static void test_translator(const uint8_t *spm_bytes, size_t spm_len, const char
         CHECK(p && pclose(p) == 0 && strcmp(got, modes[m][1]) == 0,
               "translate %s: '%s', expected '%s'", modes[m][0], got, modes[m][1]);
     }
+    test_service_counts_pieces(model, spm);
     nmt_model_free(model);
 
     /* (c) A model file whose SPMP bytes are not a model; the writer refuses
