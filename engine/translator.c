@@ -219,21 +219,22 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         goto cleanup;
     }
     NMT_TRY(nmt_translator_fit_memory(model, options, &config, err));
-    const int32_t batch = config.max_sentences, max_src = options->max_src_tokens;
-    t->options.batch_size = batch;
-    t->stats.batch_size = batch;
-
     nmt_device device = options->device;
     if (device == NMT_DEVICE_AUTO && nmt_cuda_available()) {
         /* auto: a CUDA backend that cannot run here is not an error */
-        status = nmt_cuda_backend_create(model, options->device_index, &config, &t->backend, err);
+        status = nmt_translator_create_cuda(model, options->device_index, &config, &t->backend,
+                                            err);
         if (status != NMT_STATUS_OK && status != NMT_STATUS_ERROR_UNSUPPORTED)
             goto cleanup;
     } else if (device == NMT_DEVICE_CUDA) {
-        NMT_TRY(nmt_cuda_backend_create(model, options->device_index, &config, &t->backend, err));
+        NMT_TRY(nmt_translator_create_cuda(model, options->device_index, &config, &t->backend,
+                                           err));
     }
     if (!t->backend)
         NMT_TRY(nmt_cpu_backend_create(model, &config, &t->backend, err));
+    const int32_t batch = config.max_sentences, max_src = options->max_src_tokens;
+    t->options.batch_size = batch;
+    t->stats.batch_size = batch;
     t->stats.precision = t->backend->device == NMT_DEVICE_CPU ? NMT_PRECISION_FP32
                                                               : t->options.precision;
     NMT_TRY(nmt_source_builder_init(&t->source, model, batch, max_src, err));

@@ -70,12 +70,24 @@ nmt_status nmt_translator_fill_batch(const nmt_translator *translator, nmt_searc
 /* *result = the error (status, message) and nothing else. */
 void nmt_translator_line_error(nmt_result *result, nmt_status status, const char *message);
 
-/* engine/translator_memory.c. options.max_memory (> 0, CUDA): lowers
- * config->max_sentences, halving, until the CUDA backend's measured device
- * bytes fit; NMT_STATUS_ERROR_MEMORY, naming the need and the cap, when one
- * sentence does not. A no-op on the CPU. */
+/* engine/translator_memory.c: the one batch-halving policy. A batch that
+ * does not fit is halved (nmt_batch_half), down to one sentence: at create
+ * against max_memory (fit_memory) and against the device itself
+ * (create_cuda), and while translating (decode_lines' out-of-memory split).
+ * fit_memory: options.max_memory (> 0, CUDA) lowers config->max_sentences
+ * until the CUDA backend's measured device bytes fit; NMT_STATUS_ERROR_MEMORY,
+ * naming the need and the cap, when one sentence does not. A no-op on the
+ * CPU. create_cuda: the CUDA backend, config->max_sentences halved while the
+ * device runs out of memory creating it. */
+static inline int32_t nmt_batch_half(int32_t sentences)
+{
+    return sentences / 2;
+}
 nmt_status nmt_translator_fit_memory(const nmt_model *model, const nmt_options *options,
                                      nmt_backend_config *config, nmt_error *err);
+nmt_status nmt_translator_create_cuda(const nmt_model *model, int device_index,
+                                      nmt_backend_config *config, nmt_backend **backend,
+                                      nmt_error *err);
 /* engine/translator_finish.c: a thread that turns a batch's search results
  * into its lines' results while the caller decodes the next batch. Submit
  * waits for the batch before, hands found (count results, cleared once

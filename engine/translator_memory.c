@@ -2,7 +2,8 @@
  * Before the backend is created, options.max_memory caps the device memory
  * it may allocate: the CUDA backend's own measure of what it allocates
  * (nmt_cuda_backend_device_bytes, host arithmetic) decides the batch size,
- * halved until it fits. While translating, a batch the device has no memory
+ * halved until it fits; a device that runs out of memory creating the
+ * backend halves it again. While translating, a batch the device has no memory
  * for (NMT_STATUS_ERROR_MEMORY from the backend's decode) is decoded again
  * as two halves, down to one sentence: a sentence's translation does not
  * depend on its batch, so the lines come out as they would have, and only a
@@ -32,7 +33,7 @@ nmt_status nmt_translator_fit_memory(const nmt_model *model, const nmt_options *
             return nmt_error_set(err, status, "max_memory: %s", measure_err.message);
         if ((int64_t)bytes <= options->max_memory || config->max_sentences == 1)
             break;
-        config->max_sentences /= 2;
+        config->max_sentences = nmt_batch_half(config->max_sentences);
     }
     if ((int64_t)bytes > options->max_memory)
         return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY,
@@ -41,6 +42,18 @@ nmt_status nmt_translator_fit_memory(const nmt_model *model, const nmt_options *
                              (long long)options->max_memory, bytes, config->beam,
                              config->max_src, asked);
     return NMT_STATUS_OK;
+}
+
+nmt_status nmt_translator_create_cuda(const nmt_model *model, int device_index,
+                                      nmt_backend_config *config, nmt_backend **backend,
+                                      nmt_error *err)
+{
+    nmt_status status;
+    while ((status = nmt_cuda_backend_create(model, device_index, config, backend, err)) ==
+               NMT_STATUS_ERROR_MEMORY &&
+           config->max_sentences > 1)
+        config->max_sentences = nmt_batch_half(config->max_sentences);
+    return status;
 }
 
 nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_config *search,
@@ -72,7 +85,7 @@ nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_confi
                                        decoded == NMT_STATUS_OK, results, err);
     if (decoded == NMT_STATUS_ERROR_MEMORY && count > 1) {
         /* The batch did not fit: the halves, each as a batch of its own. */
-        const int32_t half = count / 2;
+        const int32_t half = nmt_batch_half(count);
         t->stats.split_batches++;
         NMT_TRY(nmt_translator_decode_lines(t, search, tokens, lines, half, results, finisher,
                                             err));

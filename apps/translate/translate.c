@@ -178,14 +178,15 @@ static int create_translators(const translate_args *args, const nmt_model *model
             oi.device_index = devices[i];
         nmt_error err = {0};
         nmt_status created;
-        /* A device without memory for the batch at create: half the batch, down to 1. */
-        while ((created = nmt_translator_create(model, &oi, &out[i], &err)) ==
-                   NMT_STATUS_ERROR_MEMORY && oi.batch_size > 1) {
-            oi.batch_size /= 2;
-            if (!args->quiet)
-                fprintf(stderr, "translate: %s; retrying with --batch-size %d\n", err.message,
-                        oi.batch_size);
-        }
+        /* A device without memory for the batch: the library halves it (its
+         * stats say the size chosen). */
+        created = nmt_translator_create(model, &oi, &out[i], &err);
+        nmt_stats chosen;
+        if (created == NMT_STATUS_OK && !args->quiet &&
+            nmt_translator_stats(out[i], &chosen, &err) == NMT_STATUS_OK &&
+            chosen.batch_size < oi.batch_size)
+            fprintf(stderr, "translate: note: the device has room for --batch-size %lld of %d\n",
+                    (long long)chosen.batch_size, oi.batch_size);
         if (created != NMT_STATUS_OK) {
             /* A bad option, or a device this build or machine does not have: both
              * are the configuration's fault, not a failed translation. */
