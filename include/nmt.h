@@ -63,7 +63,9 @@ typedef struct nmt_options {
     float alpha;         /* length penalty: score / len^alpha, default 1.0 */
     float max_len_a;     /* max target length floor(a*S + b), default 2 */
     int max_len_b;       /* default 10 */
-    int batch_size;      /* sentences decoded together at most, default 32 */
+    int batch_size;      /* sentences decoded together at most, default 32; CUDA halves it
+                            at create while the device runs out of memory creating the
+                            translator (nmt_stats.batch_size says the size chosen) */
     int max_line_bytes;  /* longer input lines are refused, default 4096 */
     int max_src_tokens;  /* lines with more tokens are refused, default 256 */
     int unk_replace;     /* replace UNK by the most attended source word, default 1 */
