@@ -186,8 +186,8 @@ static nmt_status step_body(void *arg, nmt_error *err)
                                            self->row_tokens, self->row_sentence,
                                            self->row_parent, self->row_live,
                                            !w->rows_from_beam, stream, err));
-    NMT_TRY(model->step(model->self, w->cur, n_rows, &rows, w->src_len, w->stride, w->carried,
-                        w->leave, err));
+    NMT_TRY(model->step(model->self, w->cur, n_rows, &rows, w->src_len, w->stride, w->carried_in,
+                        w->carry_out, err));
     if (w->timed_step >= 0)
         NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * w->timed_step], stream));
     NMT_TRY(model->output(model->self, next, n_rows, w->beam, &rows, w->excluded, 2, &scores,
@@ -213,7 +213,7 @@ cleanup:
 
 /* Everything a step's launches depend on besides device data. */
 typedef struct step_key {
-    int32_t n_active, beam, stride, cur, rows_from_beam, carried, leave;
+    int32_t n_active, beam, stride, cur, rows_from_beam, carried_in, carry_out;
     nmt_beam_device b; /* sizes, alpha, EOS and the state's pointers */
     const void *src_len, *excluded, *old_pos;
 } step_key;
@@ -267,7 +267,7 @@ nmt_status nmt_cuda_search_step(nmt_cuda_search *self, const nmt_cuda_step_args 
         key.n_active = args->n_active, key.beam = args->beam, key.stride = args->stride;
         key.cur = work.cur;
         key.rows_from_beam = args->rows_from_beam;
-        key.carried = args->carried, key.leave = args->leave;
+        key.carried_in = args->carried_in, key.carry_out = args->carry_out;
         key.b = *args->b;
         key.src_len = args->src_len, key.excluded = args->excluded, key.old_pos = args->old_pos;
         NMT_TRY(run_cached(self, self->stream, &key, sizeof key, step_body, &work, err));
@@ -461,8 +461,8 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
     NMT_CUDA_TRY(cudaMemcpyAsync(self->input_dev, self->input_host, host.bytes,
                                  cudaMemcpyHostToDevice, stream));
     for (int32_t p = 0; p < n; p++)
-        self->host_act[p] = self->act_host[p] = p;
-    NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host, sizeof(int32_t) * n,
+        self->active_list[p] = self->act_pinned[p] = p;
+    NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_pinned, sizeof(int32_t) * n,
                                  cudaMemcpyHostToDevice, stream));
 
     self->cur = 0;
@@ -529,7 +529,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
          * runs eagerly; the others go through the graph cache. Rows only
          * shrink, so a step that left the product is followed by one that
          * can take it (through a compaction too: parents are old rows). */
-        const int leave = n_active * B <= self->model.carry_rows;
+        const int carry_out = n_active * B <= self->model.carry_rows;
         const nmt_cuda_step_args args = {
             .b = &b,
             .n_active = n_active,
@@ -541,11 +541,11 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
             .timed_step = timed ? steps_run : -1,
             .cacheable = old_pos == NULL,
             .rows_from_beam = 1,
-            .carried = left,
-            .leave = leave,
+            .carried_in = left,
+            .carry_out = carry_out,
         };
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
-        left = leave;
+        left = carry_out;
         old_pos = NULL;
         steps_run++;
         if (step % self->config.check_every != 0 || step == longest)
@@ -556,10 +556,10 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
             NMT_CUDA_TRY(cudaEventSynchronize(self->check_event));
             int32_t alive = 0;
             for (int32_t p = 0; p < n_active; p++) {
-                const int32_t at = nmt_done_at_step(done_at[self->host_act[p]], tag, step);
+                const int32_t at = nmt_done_at_step(done_at[self->active_list[p]], tag, step);
                 if (at > 0 && at <= checked)
                     continue;
-                self->host_act[alive] = self->host_act[p];
+                self->active_list[alive] = self->active_list[p];
                 self->host_old[alive] = p;
                 alive++;
             }
@@ -568,9 +568,9 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
                 break;
             }
             if (alive < n_active) {
-                memcpy(self->act_host, self->host_act, sizeof(int32_t) * alive);
-                memcpy(self->act_host + alive, self->host_old, sizeof(int32_t) * alive);
-                NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host,
+                memcpy(self->act_pinned, self->active_list, sizeof(int32_t) * alive);
+                memcpy(self->act_pinned + alive, self->host_old, sizeof(int32_t) * alive);
+                NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_pinned,
                                              sizeof(int32_t) * 2 * alive,
                                              cudaMemcpyHostToDevice, stream));
                 old_pos = self->act_dev + alive;

@@ -40,12 +40,12 @@ typedef struct nmt_cuda_step_model {
      * state, the other slots zeros. */
     nmt_status (*encode)(void *self, int buf, const nmt_cuda_encoder_input *in, nmt_error *err);
     /* Steps 1-4: new row r continues row rows->parent[r] of buffer buf with
-     * token rows->tokens[r]; the result is buffer 1 - buf. leave: the step
-     * also leaves what lets the next step start sooner; carried: the step
-     * before (on these rows' parents) had leave. Both only at up to
-     * carry_rows rows. */
+     * token rows->tokens[r]; the result is buffer 1 - buf. carry_out: the
+     * step also makes what lets the next step start sooner; carried_in: the
+     * step before (on these rows' parents) had carry_out. Both only at up
+     * to carry_rows rows. */
     nmt_status (*step)(void *self, int buf, int32_t n_rows, const nmt_cuda_rows *rows,
-                       const int32_t *src_len, int32_t src_stride, int carried, int leave,
+                       const int32_t *src_len, int32_t src_stride, int carried_in, int carry_out,
                        nmt_error *err);
     /* Step 5 over buffer buf: the 2 * beam best words of every row and
      * what the beam step reads besides (nmt_cuda_scores). */
@@ -69,7 +69,7 @@ typedef struct nmt_cuda_step_model {
      * same buffer at every call), or NULL when the network keeps none: a
      * search with config.attention records them (nmt_search_config). */
     const float *attn_weights;
-    int32_t carry_rows; /* steps of at most this many rows may leave / be carried (0: none) */
+    int32_t carry_rows; /* steps of at most this many rows may carry out / in (0: none) */
 } nmt_cuda_step_model;
 
 /* What a search is sized and set up for, once. */

@@ -42,7 +42,8 @@ struct nmt_cuda_search {
     int32_t *done_host; /* [N]: the stream search's copy of the done flags */
     int32_t *done_at_host; /* [N]: mapped; beam_dev.done_at on the device */
     int32_t done_tag;      /* the last batch's tag (beam_step.h), 1..32767 */
-    int32_t *act_host;  /* [2N] */
+    int32_t *act_pinned; /* [2N]: pinned staging of act_dev (the active list, then old
+                            positions) for the copy to the device */
     cudaEvent_t check_event;
     cudaEvent_t fork_event, encoded_event; /* the stream's encoder pass beside the steps */
     int event_created;
@@ -50,7 +51,7 @@ struct nmt_cuda_search {
     int32_t *order;    /* [N]: sorted position -> batch sentence */
     int32_t *counts;   /* [max_src + 2] */
     int32_t *active;   /* [max_src]: sentences longer than t */
-    int32_t *host_act; /* [N]: the active list as the device holds it */
+    int32_t *active_list; /* [N]: the active list as the device holds it */
     int32_t *host_old; /* [N]: old positions of a compaction */
     /* timed: a pair of events around each step's output layer (created
      * between batches, read after a batch's final sync). */
@@ -100,7 +101,7 @@ typedef struct nmt_cuda_step_args {
     int timed_step;         /* >= 0: record the output layer's events at this index */
     int cacheable;          /* the launches are a function of the key: may replay */
     int rows_from_beam;     /* the whole-batch search's steps (beam_search.c) */
-    int carried, leave;     /* nmt_cuda_step_model.step's (0 in the stream search) */
+    int carried_in, carry_out;     /* nmt_cuda_step_model.step's (0 in the stream search) */
 } nmt_cuda_step_args;
 nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *args,
                                 nmt_error *err);

@@ -161,13 +161,13 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     cudaFreeHost(s->results_host);
     cudaFreeHost(s->done_host);
     cudaFreeHost(s->done_at_host);
-    cudaFreeHost(s->act_host);
+    cudaFreeHost(s->act_pinned);
     nmt_graph_cache_free(s->graphs);
     free(s->key);
     free(s->order);
     free(s->counts);
     free(s->active);
-    free(s->host_act);
+    free(s->active_list);
     free(s->host_old);
     free(s);
 }
@@ -240,7 +240,7 @@ nmt_status nmt_cuda_search_create(const nmt_cuda_step_model *model,
     NMT_ALLOC(s->order, N);
     NMT_ALLOC(s->counts, S + 2);
     NMT_ALLOC(s->active, S);
-    NMT_ALLOC(s->host_act, N);
+    NMT_ALLOC(s->active_list, N);
     NMT_ALLOC(s->host_old, N);
     NMT_CUDA_TRY(cudaSetDevice(config->device));
     NMT_TRY(create_state(s, err));
@@ -251,7 +251,7 @@ nmt_status nmt_cuda_search_create(const nmt_cuda_step_model *model,
                                cudaHostAllocMapped));
     NMT_CUDA_TRY(cudaHostGetDevicePointer((void **)&s->beam_dev.done_at, s->done_at_host, 0));
     memset(s->done_at_host, 0, sizeof(int32_t) * N);
-    NMT_CUDA_TRY(cudaHostAlloc((void **)&s->act_host, sizeof(int32_t) * 2 * N,
+    NMT_CUDA_TRY(cudaHostAlloc((void **)&s->act_pinned, sizeof(int32_t) * 2 * N,
                                cudaHostAllocDefault));
     NMT_CUDA_TRY(cudaStreamCreateWithFlags(&s->finish_stream, cudaStreamNonBlocking));
     NMT_CUDA_TRY(cudaEventCreateWithFlags(&s->check_event, cudaEventDisableTiming));

@@ -119,8 +119,8 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
     if (!self->ident_dev) {
         NMT_CUDA_TRY(cudaMalloc((void **)&self->ident_dev, sizeof(int32_t) * (size_t)N));
         for (int32_t p = 0; p < N; p++)
-            self->act_host[p] = p;
-        NMT_CUDA_TRY(cudaMemcpyAsync(self->ident_dev, self->act_host, sizeof(int32_t) * N,
+            self->act_pinned[p] = p;
+        NMT_CUDA_TRY(cudaMemcpyAsync(self->ident_dev, self->act_pinned, sizeof(int32_t) * N,
                                      cudaMemcpyHostToDevice, self->stream));
     }
     stream_layout host = layout_stream(self->input_host, N, S, self->nnz_cap);
@@ -132,7 +132,7 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
                               S);
     b->done_at = NULL; /* its checks copy the done flags (the snapshot in the loop) */
     NMT_TRY(nmt_cuda_beam_init(b, N, config->bos_id, 0, self->stream, err));
-    /* The act_host copy above must land before the header is rewritten. */
+    /* The act_pinned copy above must land before the header is rewritten. */
     NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
 cleanup:
     return status;
@@ -173,7 +173,7 @@ static int32_t place_waiting(nmt_cuda_search *self, stream_state *st, const stre
         st->pos_used[pos] = 1;
         host->place_slot[i] = s;
         host->place_pos[i] = pos;
-        self->host_act[*n_active] = s;
+        self->active_list[*n_active] = s;
         self->host_old[*n_active] = pos;
         (*n_active)++;
     }
@@ -332,7 +332,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
             deliver_pending(self, src, config, hist_len, &st);
             int32_t alive = 0;
             for (int32_t p = 0; p < n_old; p++) {
-                const int32_t s = self->host_act[p];
+                const int32_t s = self->active_list[p];
                 if (self->done_host[s]) {
                     st.pend_tag[st.n_pend] = st.slot_tag[s];
                     st.pend_len[st.n_pend] = host.slot_len[s];
@@ -341,7 +341,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
                     st.free_slot[st.n_free++] = s;
                     continue;
                 }
-                self->host_act[alive] = s;
+                self->active_list[alive] = s;
                 self->host_old[alive] = p;
                 st.pos_used[p] = 1;
                 alive++;
@@ -422,9 +422,9 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
         }
         const int32_t *old_pos = self->ident_dev;
         if (changed) {
-            memcpy(self->act_host, self->host_act, sizeof(int32_t) * (size_t)n_active);
-            memcpy(self->act_host + N, self->host_old, sizeof(int32_t) * (size_t)n_active);
-            NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_host,
+            memcpy(self->act_pinned, self->active_list, sizeof(int32_t) * (size_t)n_active);
+            memcpy(self->act_pinned + N, self->host_old, sizeof(int32_t) * (size_t)n_active);
+            NMT_CUDA_TRY(cudaMemcpyAsync(self->act_dev, self->act_pinned,
                                          sizeof(int32_t) * ((size_t)N + n_active),
                                          cudaMemcpyHostToDevice, stream));
             old_pos = self->act_dev + N;

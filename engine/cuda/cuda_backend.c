@@ -32,10 +32,10 @@ static nmt_status net_encode(void *net, int buf, const nmt_cuda_encoder_input *i
 }
 
 static nmt_status net_step(void *net, int buf, int32_t n_rows, const nmt_cuda_rows *rows,
-                           const int32_t *src_len, int32_t src_stride, int carried, int leave,
+                           const int32_t *src_len, int32_t src_stride, int carried_in, int carry_out,
                            nmt_error *err)
 {
-    return nmt_cuda_decoder_step(net, buf, n_rows, rows, src_len, src_stride, carried, leave,
+    return nmt_cuda_decoder_step(net, buf, n_rows, rows, src_len, src_stride, carried_in, carry_out,
                                  err);
 }
 

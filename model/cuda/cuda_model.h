@@ -116,14 +116,15 @@ size_t nmt_cuda_model_attention_bytes(int32_t max_sentences, int32_t beam, int32
  * 1 - buf together with the embedding of rows->tokens[r]); h, c, the feed
  * f_t and attn_argmax are computed there. src_len: [sentences]; src_stride
  * as given to nmt_cuda_encode.
- * leave: also make layer 0's recurrent product of these rows for the next
- * step, beside the output layer (which joins it); carried: the step before
- * left it, so layer 0 starts from it (decoder_step.cu). Either needs
- * n_rows <= nmt_cuda_model_carry_rows (0: never, e.g. sparse layer 0), and
- * carried needs the step before on these rows' parents to have had leave. */
+ * carry_out: also make layer 0's recurrent product of these rows for the
+ * next step, beside the output layer (which joins it); carried_in: the step
+ * before made it, so layer 0 starts from it (decoder_step.cu). Either needs
+ * n_rows <= nmt_cuda_model_carry_rows (0: never, e.g. sparse layer 0; or
+ * batch invariance), and carried_in needs the step before on these rows'
+ * parents to have had carry_out. */
 nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
                                  const nmt_cuda_rows *rows, const int32_t *src_len,
-                                 int32_t src_stride, int carried, int leave, nmt_error *err);
+                                 int32_t src_stride, int carried_in, int carry_out, nmt_error *err);
 int32_t nmt_cuda_model_carry_rows(const nmt_cuda_model *m);
 
 /* Step 5 over the feeds of buffer buf: the 2 * beam best words of every row,

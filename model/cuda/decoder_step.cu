@@ -26,7 +26,7 @@
  * E_tgt[y] W_e^T + [f; h_0] [W_f W_hh]^T + b. The first term depends on the
  * word only: word_gates holds it for every target word (made at create).
  * The second depends on the row before the beam step chose among the rows,
- * so it is made for every row of step t right after W_c (`leave`), on a
+ * so it is made for every row of step t right after W_c (`carry_out`), on a
  * side stream beside the output layer and the beam step, which joins it at
  * its end (nmt_cuda_decoder_join). Step t + 1 then starts with one launch
  * that picks word_gates[y] and proj[parent], runs the cell and gathers the
@@ -211,7 +211,7 @@ static nmt_status carried_layer0(nmt_cuda_model *m, int buf, int32_t n_rows,
  * [W_f W_hh]^T into proj, on the side stream from here; the output layer
  * joins it. The plain step's layer 0 read the old h_0 beside the feed, so
  * the new one is copied there first. */
-static nmt_status leave_product(nmt_cuda_model *m, int cur, int32_t n_rows, int carried,
+static nmt_status leave_product(nmt_cuda_model *m, int cur, int32_t n_rows, int carried_in,
                                 nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
@@ -220,7 +220,7 @@ static nmt_status leave_product(nmt_cuda_model *m, int cur, int32_t n_rows, int 
     const cudaStream_t side = (cudaStream_t)nmt_cuda_ctx_stream(d->side.ctx);
     const nmt_cuda_weight r = recurrent_weight(m);
     NMT_TRY(nmt_cuda_side_fork(m, &d->side, err));
-    if (!carried)
+    if (!carried_in)
         NMT_CUDA_TRY(cudaMemcpy2DAsync(d->h[cur][0], sizeof(float) * (size_t)d->x_ld[0],
                                        d->h_last[0], sizeof(float) * (size_t)H,
                                        sizeof(float) * (size_t)H, (size_t)n_rows,
@@ -235,7 +235,7 @@ cleanup:
 
 nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
                                  const nmt_cuda_rows *rows, const int32_t *src_len,
-                                 int32_t src_stride, int carried, int leave, nmt_error *err)
+                                 int32_t src_stride, int carried_in, int carry_out, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     void *stream = m->stream;
@@ -246,18 +246,18 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda decoder step: %d rows (max %d), buffer %d", n_rows,
                              m->max_rows, buf);
-    if ((carried || leave) && n_rows > nmt_cuda_model_carry_rows(m))
+    if ((carried_in || carry_out) && n_rows > nmt_cuda_model_carry_rows(m))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda decoder step: %d rows carry layer 0 (at most %d)", n_rows,
                              nmt_cuda_model_carry_rows(m));
 
     const int cur = 1 - buf;       /* the rows gathered into */
     float *h_top = d->attn_in + H; /* the top layer's second copy of h */
-    if (carried)
+    if (carried_in)
         NMT_TRY(carried_layer0(m, buf, n_rows, rows, err));
     else
         NMT_TRY(gather_step_inputs(m, buf, n_rows, rows, err));
-    for (int32_t l = carried ? 1 : 0; l < L; l++) {
+    for (int32_t l = carried_in ? 1 : 0; l < L; l++) {
         const int32_t ld = d->x_ld[l];
         float *h_next = l + 1 < L ? d->x[cur][l + 1] : h_top;
         const int32_t ld_next = l + 1 < L ? d->x_ld[l + 1] : 2 * H;
@@ -270,8 +270,8 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
                                d->attn_argmax, stream, err));
     NMT_TRY(nmt_cuda_model_gemm_tanh(m, NMT_GEMM_SITE_DECODER, n_rows, H, 2 * H, d->attn_in,
                                      2 * H, &m->gw.attn_c, d->feed[cur], d->feed_ld, err));
-    if (leave)
-        NMT_TRY(leave_product(m, cur, n_rows, carried, err));
+    if (carry_out)
+        NMT_TRY(leave_product(m, cur, n_rows, carried_in, err));
 cleanup:
     return status;
 }
