@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$work"
 case $src in
-*.gz) zcat "$src" | head -n "$lines" > "$work/src.de" ;;
+*.gz) { zcat "$src" || true; } | head -n "$lines" > "$work/src.de" ;; # zcat: SIGPIPE
 *) head -n "$lines" "$src" > "$work/src.de" ;;
 esac
 
