@@ -9,7 +9,7 @@
 # takes minutes).
 #
 #   dev/bench/cpu.sh [-m MODEL] [--src FILE] [--lines N] [--batches "1 8 32"]
-#                    [--threads "1 2"] [--work DIR]
+#                    [--threads "1 2"] [--rows "reference blas onmt"] [--work DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=models/multi30k-de-en.bin
@@ -17,6 +17,7 @@ src=../shared/data/multi30k/test_2016_flickr.de.gz
 lines=200
 batches="1 8 32"
 threads="1 2"
+rows="reference blas onmt"
 work=/tmp/nmt-cpu-bench
 translate=${NMT_TRANSLATE:-build-cpu/translate}
 python=${NMT_PYTHON:-/usr/bin/python3} # with torch and OpenNMT-py (docs/onmt.md)
@@ -27,8 +28,9 @@ while [ $# -gt 0 ]; do
     --lines) lines=$2; shift 2 ;;
     --batches) batches=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --rows) rows=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    *) echo "usage: $0 [-m MODEL] [--src FILE] [--lines N] [--batches LIST] [--threads LIST] [--work DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-m MODEL] [--src FILE] [--lines N] [--batches LIST] [--threads LIST] [--rows LIST] [--work DIR]" >&2; exit 2 ;;
     esac
 done
 mkdir -p "$work"
@@ -47,7 +49,8 @@ engine() {
 }
 
 onmt() { # THREADS BATCH: seconds, or "-" without OpenNMT-py
-    if ! "$python" -c "import onmt" 2>/dev/null; then echo "-"; return; fi
+    if ! "$python" -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("onmt"))' \
+        2>/dev/null; then echo "-"; return; fi
     # torch's OpenMP and OpenBLAS each get THREADS; OpenBLAS's core-type hints
     # are unset as the issue's measurement did.
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$1" OPENBLAS_NUM_THREADS="$1" \
@@ -73,6 +76,7 @@ row() { # LABEL THREADS COMMAND...
 }
 ref() { engine reference "$@"; }
 blas() { engine blas "$@"; }
-row "translate --cpu-kernels reference" 1 ref
-for t in $threads; do row "translate --cpu-kernels blas" "$t" blas; done
-for t in $threads; do row "OpenNMT-py 3.5.1 (torch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '-'))" "$t" onmt; done
+want() { case " $rows " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+if want reference; then row "translate --cpu-kernels reference" 1 ref; fi
+for t in $threads; do want blas && row "translate --cpu-kernels blas" "$t" blas; done
+for t in $threads; do want onmt && row "OpenNMT-py 3.5.1 (torch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '-'))" "$t" onmt; done
