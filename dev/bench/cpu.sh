@@ -78,5 +78,5 @@ ref() { engine reference "$@"; }
 blas() { engine blas "$@"; }
 want() { case " $rows " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 if want reference; then row "translate --cpu-kernels reference" 1 ref; fi
-for t in $threads; do want blas && row "translate --cpu-kernels blas" "$t" blas; done
-for t in $threads; do want onmt && row "OpenNMT-py 3.5.1 (torch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '-'))" "$t" onmt; done
+if want blas; then for t in $threads; do row "translate --cpu-kernels blas" "$t" blas; done; fi
+if want onmt; then for t in $threads; do row "OpenNMT-py 3.5.1 (torch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '-'))" "$t" onmt; done; fi
