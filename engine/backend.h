@@ -45,6 +45,8 @@ typedef struct nmt_backend_config {
                                  history, allocated only then) */
     int batch_invariant;      /* CUDA: kernels whose per-row arithmetic is fixed
                                  (nmt_cuda_ctx_set_batch_invariant) */
+    nmt_cpu_kernels cpu_kernels; /* CPU: the BLAS path or the reference */
+    int threads;              /* CPU, BLAS path: the BLAS's threads (0: the cores) */
 } nmt_backend_config;
 
 typedef struct nmt_backend_vtable {

@@ -3,10 +3,13 @@
  * the CPU network's decoder step, output layer and reorder (the output
  * vocabulary shrunk by model/cpu/output_layer.c when the config asks). */
 #include "backend.h"
+#include "nmt.h"
 #include "error.h"
+#include "linear_blas.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef struct cpu_backend {
     nmt_backend base;
@@ -35,6 +38,13 @@ nmt_status nmt_backend_oom_injected(const nmt_backend *backend, const nmt_source
     return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY,
                          "injected out of memory (NMT_TEST_DECODE_OOM) at %d sentences",
                          batch->n_sentences);
+}
+
+int nmt_cpu_default_threads(int workers)
+{
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const long each = cores / (workers > 0 ? workers : 1);
+    return each > 0 ? (int)each : 1;
 }
 
 /* The step interface (decoder/search.h) over the CPU network: steps 1-4,
@@ -120,8 +130,24 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
     nmt_backend_read_oom_hook(&self->base);
     NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
                                  &self->state, err));
-    if (config->sparse != NMT_SPARSE_OFF)
+    /* The CSR products are the reference's (the same bits as its dense
+     * loop), so sparse on runs the reference; sparse auto on the BLAS path
+     * multiplies dense: its SGEMM outruns the scalar SpMM. */
+    if (config->cpu_kernels == NMT_CPU_KERNELS_BLAS && config->sparse == NMT_SPARSE_ON) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                               "sparse on runs the CPU's reference kernels (CSR), not the "
+                               "BLAS path: use cpu kernels auto or reference");
+        goto cleanup;
+    }
+    const int blas = config->cpu_kernels == NMT_CPU_KERNELS_BLAS ||
+                     (config->cpu_kernels == NMT_CPU_KERNELS_AUTO && nmt_cpu_blas_available() &&
+                      config->sparse != NMT_SPARSE_ON);
+    if (blas) {
+        NMT_TRY(nmt_cpu_state_set_blas(self->state, err));
+        nmt_cpu_blas_set_threads(config->threads > 0 ? config->threads : nmt_cpu_default_threads(1));
+    } else if (config->sparse != NMT_SPARSE_OFF) {
         NMT_TRY(nmt_cpu_state_set_sparse(self->state, err));
+    }
     if (config->shrink) {
         nmt_shrink shrink = *config->shrink;
         NMT_TRY(nmt_shrink_index_build(&shrink, model->out_w, model->hp.tgt_vocab,

@@ -262,6 +262,8 @@ static nmt_status create_worker(nmt_service *s, service_worker *w, const nmt_mod
     nmt_status status = NMT_STATUS_OK;
     const int cap = s->options.translator.batch_size;
     nmt_options o = s->options.translator;
+    if (device == NMT_DEVICE_CPU && o.threads == 0) /* the cores shared by the workers */
+        o.threads = nmt_cpu_default_threads(s->options.cpu_workers);
     o.device = device;
     o.device_index = device_index;
     w->service = s;

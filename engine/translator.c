@@ -57,6 +57,8 @@ void nmt_options_init(nmt_options *options)
     options->shrink.seed = 1;
     options->shrink.lists = NMT_LSH_LISTS_AUTO;
     options->batch_invariant = 1;
+    options->cpu_kernels = NMT_CPU_KERNELS_AUTO;
+    options->threads = 0; /* the cores */
 }
 
 int nmt_cuda_available(void)
@@ -112,6 +114,9 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             "search_rules %d: unknown", (int)o->search_rules);
     REQUIRE(o->max_memory >= 0, "max_memory %lld: must be 0 (no cap) or positive",
             (long long)o->max_memory);
+    REQUIRE(o->cpu_kernels >= NMT_CPU_KERNELS_AUTO && o->cpu_kernels <= NMT_CPU_KERNELS_REFERENCE,
+            "cpu_kernels %d: unknown", (int)o->cpu_kernels);
+    REQUIRE(o->threads >= 0 && o->threads <= 1024, "threads %d outside [0, 1024]", o->threads);
     REQUIRE(o->sparse == NMT_SPARSE_AUTO || o->sparse == NMT_SPARSE_ON ||
                 o->sparse == NMT_SPARSE_OFF,
             "sparse %d: unknown", (int)o->sparse);
@@ -212,6 +217,8 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         .sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF,
         .attention = options->attention_weights,
         .batch_invariant = options->batch_invariant != 0,
+        .cpu_kernels = options->cpu_kernels,
+        .threads = options->threads,
     };
     if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "sparse on: the model stores no "

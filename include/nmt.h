@@ -56,6 +56,16 @@ typedef enum nmt_sparse {
     NMT_SPARSE_OFF = 2   /* the dense expansion everywhere (the same results on the CPU) */
 } nmt_sparse;
 
+/* The CPU's kernels (nmt_options.cpu_kernels). */
+typedef enum nmt_cpu_kernels {
+    NMT_CPU_KERNELS_AUTO = 0,     /* the BLAS path when the library was built with one, else
+                                     the reference (default) */
+    NMT_CPU_KERNELS_BLAS = 1,     /* every dense product on the BLAS's SGEMM, the encoder
+                                     batched over the sentences (an error when built without
+                                     a BLAS) */
+    NMT_CPU_KERNELS_REFERENCE = 2 /* the plain-C oracle: double sums, a sentence at a time */
+} nmt_cpu_kernels;
+
 /* Translation options. Initialize with nmt_options_init, then override. */
 typedef struct nmt_options {
     int beam_size;       /* B, default 5 */
@@ -126,6 +136,12 @@ typedef struct nmt_options {
                             is batched with, on a given device kind and precision
                             (docs/decoding.md, "Batch invariance"); 0: CUDA may run
                             faster kernels whose last bits depend on the batch */
+    nmt_cpu_kernels cpu_kernels; /* CPU: default NMT_CPU_KERNELS_AUTO. Both keep batch
+                                    invariance; their outputs differ by fp32 rounding */
+    int threads;         /* CPU, BLAS path: threads a product may use, 0 (default): the
+                            machine's cores (nmt_cpu_default_threads(1)). OpenBLAS keeps
+                            one count for the process: give every translator of a
+                            process the same */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;
@@ -183,6 +199,11 @@ const char *nmt_model_describe(const nmt_model *model);
 /* The number of visible CUDA devices: 0 when the library was built without
  * CUDA or no GPU is visible (so it also reads as "is CUDA available"). */
 int nmt_cuda_available(void);
+
+/* The BLAS threads each of `workers` CPU translators of one process gets
+ * when nmt_options.threads is 0: the machine's cores divided among them, at
+ * least 1 (CTranslate2's inter_threads x intra_threads). */
+int nmt_cpu_default_threads(int workers);
 
 nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,
                                  nmt_translator **translator, nmt_error *err);

@@ -22,6 +22,8 @@ feature|libmicrohttpd-dev|nmt_have_pkgconfig libmicrohttpd|no nmt-server; its te
 feature|libjansson-dev|nmt_have_pkgconfig jansson|no nmt-server; its tests skip
 feature|openmpi-bin|nmt_have_command mpirun|no translate --mpi; test_cli_mpi skips
 feature|libopenmpi-dev|nmt_have_mpi_header|no translate --mpi; test_cli_mpi skips
+feature|libopenblas-dev|nmt_have_pkgconfig openblas|the CPU runs the reference kernels only (no --cpu-kernels blas); its BLAS tests skip
+feature|libopenblas0-pthread|nmt_have_openblas_pthread|the OpenMP build of OpenBLAS may be picked instead (slower, oversubscribes)
 feature|libsentencepiece-dev|nmt_have_header c++ sentencepiece_processor.h|SentencePiece models are refused; their tests skip
 feature|sentencepiece|nmt_have_command spm_train|tests/data'"'"'s tiny SentencePiece model cannot be remade
 test|python3|nmt_have_command "$NMT_DEPS_PYTHON"|the Python tests skip
@@ -42,6 +44,7 @@ NMT_DEPS_PYTHON=${NMT_PYTHON:-/usr/bin/python3}
 
 nmt_have_command() { command -v "$1" >/dev/null 2>&1; }
 nmt_have_pkgconfig() { nmt_have_command pkg-config && pkg-config --exists "$1"; }
+nmt_have_openblas_pthread() { dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null | grep -q 'install ok installed'; }
 nmt_have_python() {
     "$NMT_DEPS_PYTHON" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$1') is None)" \
         >/dev/null 2>&1

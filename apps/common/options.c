@@ -26,7 +26,7 @@ enum {
 };
 
 enum { OPT_MAX_MEMORY = 512, OPT_LOG_LEVEL, OPT_SPARSE }; /* past the list above */
-enum { OPT_ATTENTION = 600, OPT_TOKEN_SCORES, OPT_BATCH_INVARIANT };
+enum { OPT_ATTENTION = 600, OPT_TOKEN_SCORES, OPT_BATCH_INVARIANT, OPT_CPU_KERNELS, OPT_THREADS };
 
 const char *app_precision_name(nmt_precision precision)
 {
@@ -82,6 +82,8 @@ static const struct option long_options[] = {
     {"timing", required_argument, NULL, OPT_TIMING},
     {"cuda-graphs", required_argument, NULL, OPT_CUDA_GRAPHS},
     {"batch-invariant", required_argument, NULL, OPT_BATCH_INVARIANT},
+    {"cpu-kernels", required_argument, NULL, OPT_CPU_KERNELS},
+    {"threads", required_argument, NULL, OPT_THREADS},
     {"warmup", required_argument, NULL, OPT_WARMUP},
     {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
     {"precision", required_argument, NULL, OPT_PRECISION},
@@ -275,6 +277,17 @@ static int apply_setting(translate_args *a, const char *key, const char *value,
         return app_parse_bool(value, &o->batch_invariant);
     if (!strcmp(key, "warmup"))
         return app_parse_bool(value, &o->warmup);
+    if (!strcmp(key, "cpu_kernels")) {
+        static const char *const kinds[] = {"auto", "blas", "reference"}; /* nmt_cpu_kernels */
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(value, kinds[k])) {
+                o->cpu_kernels = (nmt_cpu_kernels)k;
+                return 1;
+            }
+        return 0;
+    }
+    if (!strcmp(key, "threads"))
+        return app_parse_int(value, 1, 1024, &o->threads);
     if (!strcmp(key, "sparse")) {
         static const char *const modes[] = {"auto", "on", "off"}; /* nmt_sparse order */
         for (int m = 0; m < 3; m++)
@@ -399,6 +412,8 @@ static const char *option_key(int code)
     case OPT_TIMING: return "timing";
     case OPT_CUDA_GRAPHS: return "cuda_graphs";
     case OPT_BATCH_INVARIANT: return "batch_invariant";
+    case OPT_CPU_KERNELS: return "cpu_kernels";
+    case OPT_THREADS: return "threads";
     case OPT_WARMUP: return "warmup";
     case OPT_CHECK_EVERY: return "check_every";
     case OPT_PRECISION: return "precision";

@@ -174,6 +174,8 @@ static int create_translators(const translate_args *args, const nmt_model *model
     }
     for (int i = 0; i < n; i++) {
         nmt_options oi = o;
+        if (oi.threads == 0) /* the cores shared by the workers */
+            oi.threads = nmt_cpu_default_threads(n);
         if (args->n_devices != 0)
             oi.device_index = devices[i];
         nmt_error err = {0};

@@ -31,6 +31,15 @@ nmt_status nmt_cpu_encode(nmt_cpu_state *state, const nmt_source_batch *batch, n
 nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shrink,
                                     int measure_recall, nmt_error *err);
 
+/* From now on runs the production path: every dense product on the BLAS's
+ * SGEMM (kernels/linear_blas.h) and the encoder batched over the sentences,
+ * one GEMM for a layer's input projections over every position of every
+ * sentence and one for each step's recurrent products; the cells, attention
+ * and softmax stay the reference's. A line's results keep the same bits in
+ * any batch; they differ from the reference's by fp32 rounding. Allocates
+ * its workspaces; NMT_STATUS_ERROR_UNSUPPORTED when built without a BLAS. */
+nmt_status nmt_cpu_state_set_blas(nmt_cpu_state *state, nmt_error *err);
+
 /* Computes with the CSR form of every matrix the model stores sparse
  * (decoder LSTM, attention, full output layer: nmt_model_sparse_of) from now
  * on, instead of its dense expansion; the results are the same bits

@@ -8,6 +8,7 @@
 
 #include "cpu_model.h"
 #include "linear.h"
+#include "linear_blas.h"
 #include "shrink.h"
 #include "spmm.h"
 
@@ -78,19 +79,41 @@ struct nmt_cpu_state {
     nmt_cpu_csr sp_attn_c[2];                 /* [context | h] */
     nmt_cpu_csr sp_out;
     int32_t n_sparse_used;                    /* matrices multiplied sparse */
+
+    /* The BLAS path (nmt_cpu_state_set_blas; the reference while blas is 0):
+     * dense products on SGEMM and the encoder batched over the sentences
+     * (encoder_blas.c). */
+    int blas;
+    float *blas_scratch;     /* nmt_cpu_linear_blas's, for the largest product */
+    int32_t *enc_first;      /* [max_sentences]: each sentence's first packed row */
+    float *enc_in;           /* [max_sentences * max_src, E]: the embeddings, packed */
+    float *enc_out[2];       /* [max_sentences * max_src, H]: layers' [fwd; bwd], ping-pong */
+    float *enc_gates_all;    /* [max_sentences * max_src, 4 * H/2]: w_ih x + b_ih */
+    float *enc_h_prev;       /* [max_sentences, H/2]: the step's previous h, gathered */
+    float *enc_gates_rows;   /* [max_sentences, 4 * H/2]: w_hh h + b_hh */
+    float *enc_c_rows;       /* [max_sentences, H/2]: each sentence's running c */
 };
 
 void nmt_cpu_state_free_sparse(nmt_cpu_state *state); /* sparse.c */
+void nmt_cpu_state_free_blas(nmt_cpu_state *state);   /* encoder_blas.c */
+/* The BLAS path's encoder: nmt_cpu_encode's work after its checks. */
+nmt_status nmt_cpu_encode_blas(nmt_cpu_state *state, const nmt_source_batch *batch,
+                               nmt_error *err);
 
-/* y = x . W^T (+ bias) (+ y): the CSR when the matrix has one, else the dense
- * slice (w, ldw); the two give the same bits (sparse.c). */
-static inline void nmt_cpu_matmul(const nmt_cpu_csr *sp, int32_t m, int32_t n, int32_t k,
-                                  const float *x, int32_t ldx, const float *w, int32_t ldw,
-                                  const float *bias, int accumulate, float *y, int32_t ldy)
+/* y = x . W^T (+ bias) (+ y): the CSR when the matrix has one (the same bits
+ * as the reference's dense slice, sparse.c), else the dense slice (w, ldw)
+ * on the BLAS path's SGEMM or the reference's loop. */
+static inline void nmt_cpu_matmul(const nmt_cpu_state *state, const nmt_cpu_csr *sp, int32_t m,
+                                  int32_t n, int32_t k, const float *x, int32_t ldx,
+                                  const float *w, int32_t ldw, const float *bias, int accumulate,
+                                  float *y, int32_t ldy)
 {
     if (sp && sp->row_offsets)
         nmt_cpu_spmm(m, n, k, x, ldx, sp->row_offsets, sp->col_indices, sp->values, bias,
                      accumulate, y, ldy);
+    else if (state->blas)
+        nmt_cpu_linear_blas(m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy,
+                            state->blas_scratch);
     else
         nmt_cpu_linear(m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
 }

@@ -44,15 +44,15 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
         float *gates = state->dec_gates;
         const nmt_cpu_csr *sp_ih = state->sp_dec_ih[l];
         if (l == 0) {
-            nmt_cpu_matmul(&sp_ih[0], n_rows, 4 * H, E, state->tgt_emb, E, lstm->w_ih, E + H,
+            nmt_cpu_matmul(state, &sp_ih[0], n_rows, 4 * H, E, state->tgt_emb, E, lstm->w_ih, E + H,
                            lstm->b_ih, 0, gates, 4 * H);
-            nmt_cpu_matmul(&sp_ih[1], n_rows, 4 * H, H, feed, H, lstm->w_ih + E, E + H, NULL, 1,
+            nmt_cpu_matmul(state, &sp_ih[1], n_rows, 4 * H, H, feed, H, lstm->w_ih + E, E + H, NULL, 1,
                            gates, 4 * H);
         } else {
-            nmt_cpu_matmul(&sp_ih[0], n_rows, 4 * H, H, state->dec_h[cur][l - 1], H, lstm->w_ih,
+            nmt_cpu_matmul(state, &sp_ih[0], n_rows, 4 * H, H, state->dec_h[cur][l - 1], H, lstm->w_ih,
                            H, lstm->b_ih, 0, gates, 4 * H);
         }
-        nmt_cpu_matmul(&state->sp_dec_hh[l], n_rows, 4 * H, H, h, H, lstm->w_hh, H, lstm->b_hh,
+        nmt_cpu_matmul(state, &state->sp_dec_hh[l], n_rows, 4 * H, H, h, H, lstm->w_hh, H, lstm->b_hh,
                        1, gates, 4 * H);
         nmt_cpu_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
     }
@@ -64,9 +64,9 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
                       attn_argmax);
 
     /* 4. f_t = tanh(W_c [c_t; h_t]), kept as the next step's input feed. */
-    nmt_cpu_matmul(&state->sp_attn_c[0], n_rows, H, H, state->context, H, model->attn_w_c,
+    nmt_cpu_matmul(state, &state->sp_attn_c[0], n_rows, H, H, state->context, H, model->attn_w_c,
                    2 * H, NULL, 0, feed, H);
-    nmt_cpu_matmul(&state->sp_attn_c[1], n_rows, H, H, top, H, model->attn_w_c + H, 2 * H, NULL,
+    nmt_cpu_matmul(state, &state->sp_attn_c[1], n_rows, H, H, top, H, model->attn_w_c + H, 2 * H, NULL,
                    1, feed, H);
     nmt_cpu_tanh_inplace((int64_t)n_rows * H, feed);
 

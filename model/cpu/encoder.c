@@ -75,7 +75,7 @@ static nmt_status encode_sentence(nmt_cpu_state *state, const nmt_source_batch *
         in_dim = H;
     }
     memset(memory + (int64_t)S * H, 0, sizeof(float) * (size_t)(state->max_src - S) * H);
-    nmt_cpu_matmul(&state->sp_attn_a, S, H, H, memory, H, model->attn_w_a, H, NULL, 0, keys, H);
+    nmt_cpu_matmul(state, &state->sp_attn_a, S, H, H, memory, H, model->attn_w_a, H, NULL, 0, keys, H);
     memset(keys + (int64_t)S * H, 0, sizeof(float) * (size_t)(state->max_src - S) * H);
     return NMT_STATUS_OK;
 }
@@ -117,7 +117,12 @@ nmt_status nmt_cpu_encode(nmt_cpu_state *state, const nmt_source_batch *batch, n
         memset(state->dec_c[state->cur][l], 0, sizeof(float) * (size_t)n * H);
     }
     memset(state->feed[state->cur], 0, sizeof(float) * (size_t)n * H);
-    for (int32_t s = 0; s < n; s++) {
+    if (state->blas) {
+        nmt_status status = nmt_cpu_encode_blas(state, batch, err);
+        if (status != NMT_STATUS_OK)
+            return status;
+    }
+    for (int32_t s = 0; s < n && !state->blas; s++) {
         nmt_status status = encode_sentence(state, batch, s, err);
         if (status != NMT_STATUS_OK)
             return status;

@@ -130,7 +130,7 @@ nmt_status nmt_cpu_output_layer(nmt_cpu_state *state, int32_t n_rows, float *log
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu output layer: NULL log_probs");
     if (state->has_shrink)
         return shrunk_log_probs(state, n_rows, feed, log_probs, err);
-    nmt_cpu_matmul(&state->sp_out, n_rows, V, H, feed, H, model->out_w, H, model->out_b, 0,
+    nmt_cpu_matmul(state, &state->sp_out, n_rows, V, H, feed, H, model->out_w, H, model->out_b, 0,
                    state->logits, V);
     nmt_cpu_log_softmax(n_rows, V, state->logits, V, log_probs);
     return NMT_STATUS_OK;

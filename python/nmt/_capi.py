@@ -104,6 +104,8 @@ class nmt_options(ctypes.Structure):
         ("sparse", _enum),
         ("attention_weights", ctypes.c_int),
         ("batch_invariant", ctypes.c_int),
+        ("cpu_kernels", _enum),
+        ("threads", ctypes.c_int),
     ]
 
 

@@ -19,10 +19,13 @@
  * NMT_PRECISION_AUTO. Random choices come from test_seed (NMT_TEST_SEED replays).
  *
  * Usage: test_invariance [--device cpu|cuda] [--precision fp32|tf32x2|bf16|fp16|auto]
+ *                        [--cpu-kernels auto|blas|reference] [--threads N]
  *                        [--model PATH] [--input FILE] [--lines N]
  * The default is the CPU and the test model; --device cuda exits 77 without
  * a GPU and defaults to the fp16 test model for a precision other than fp32
- * (tf32x2 needs weights exact in TF32). --input takes the first N lines
+ * (tf32x2 needs weights exact in TF32). On the CPU, --cpu-kernels and
+ * --threads pick the kernels (default auto: the BLAS path when built) and
+ * their threads; blas exits 77 in a build without a BLAS. --input takes the first N lines
  * of FILE (default N: 60) instead of random ones. dev/gpu-check.sh runs it on
  * CUDA at every precision. */
 #include "nmt.h"
@@ -47,10 +50,15 @@ static const char *const words[] = {"der", "die", "das", "und", "ist", "ein", "e
 static struct {
     nmt_device device;
     nmt_precision precision;
+    nmt_cpu_kernels cpu_kernels;
+    int threads;
     const char *model_path;
     const char *input;
     int n_lines;
-} args = {NMT_DEVICE_CPU, NMT_PRECISION_FP32, NULL, NULL, 60};
+} args = {NMT_DEVICE_CPU, NMT_PRECISION_FP32, NMT_CPU_KERNELS_AUTO, 0, NULL, NULL, 60};
+
+/* nmt_cpu_kernels' values, in order. */
+static const char *const kernel_names[] = {"auto", "blas", "reference"};
 
 /* nmt_precision's values, in order. */
 static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto"};
@@ -71,6 +79,8 @@ static nmt_options kind_options(int kind)
     nmt_options_init(&o);
     o.device = args.device;
     o.precision = args.precision;
+    o.cpu_kernels = args.cpu_kernels;
+    o.threads = args.threads;
     o.max_src_tokens = MAX_SRC_TOKENS;
     o.max_len_b = 12;
     o.batch_size = 1;
@@ -419,7 +429,16 @@ static int parse_args(int argc, char **argv)
             if (p == 5)
                 return 0;
             args.precision = (nmt_precision)p;
-        } else if (!strcmp(argv[i], "--model") && v)
+        } else if (!strcmp(argv[i], "--cpu-kernels") && v) {
+            int k = 0;
+            while (k < 3 && strcmp(v, kernel_names[k]))
+                k++;
+            if (k == 3)
+                return 0;
+            args.cpu_kernels = (nmt_cpu_kernels)k;
+        } else if (!strcmp(argv[i], "--threads") && v && atoi(v) >= 1 && atoi(v) <= 64)
+            args.threads = atoi(v);
+        else if (!strcmp(argv[i], "--model") && v)
             args.model_path = v;
         else if (!strcmp(argv[i], "--input") && v)
             args.input = v;
@@ -464,7 +483,8 @@ int main(int argc, char **argv)
 {
     if (!parse_args(argc, argv)) {
         fprintf(stderr, "usage: test_invariance [--device cpu|cuda] [--precision "
-                        "fp32|tf32x2|bf16|fp16|auto] [--model PATH] [--input FILE] [--lines N]\n");
+                        "fp32|tf32x2|bf16|fp16|auto] [--cpu-kernels auto|blas|reference] "
+                        "[--threads N] [--model PATH] [--input FILE] [--lines N]\n");
         return 2;
     }
     if (args.device == NMT_DEVICE_CUDA && nmt_cuda_available() == 0) {
@@ -482,9 +502,20 @@ int main(int argc, char **argv)
     }
     if (!make_lines())
         return 1;
-    printf("test_invariance: %s, precision %s, %s, %d lines\n",
+    if (args.device == NMT_DEVICE_CPU && args.cpu_kernels == NMT_CPU_KERNELS_BLAS) {
+        const nmt_options o = kind_options(1);
+        nmt_translator *t = NULL;
+        const nmt_status st = nmt_translator_create(model, &o, &t, &err);
+        nmt_translator_free(t);
+        if (st == NMT_STATUS_ERROR_UNSUPPORTED) {
+            printf("skipped: %s\n", err.message);
+            nmt_model_free(model);
+            return NMT_TEST_SKIP;
+        }
+    }
+    printf("test_invariance: %s, precision %s, cpu kernels %s, %s, %d lines\n",
            args.device == NMT_DEVICE_CUDA ? "CUDA" : "CPU", precision_names[args.precision],
-           args.model_path, n_lines);
+           kernel_names[args.cpu_kernels], args.model_path, n_lines);
     /* LSH on CUDA is not covered: a batch's lists are as long as its
      * longest, and the list kernels are picked by rows (docs/decoding.md). */
     const int n_kinds = args.device == NMT_DEVICE_CUDA ? N_KINDS - 1 : N_KINDS;

@@ -4,7 +4,7 @@ C library (docs/model-format.md, "SPRS: sparse matrices"):
    sparse has exactly 80% zeros and is stored in SPRS (fp32, and fp16 with
    compressed DATA); model-info loads both with the CRCs Python reads back;
 2. the same pruned matrices written dense by Python: `translate --device cpu
-   --sparse on` on the sparse file prints the same bytes (scores included) as
+   --cpu-kernels reference --sparse on` (CSR is the reference's) on the sparse file prints the same bytes (scores included) as
    on the dense file, and so does --sparse off;
 3. --tensors picks matrices, and one that may not be sparse is refused;
    Python's reader refuses damaged SPRS bytes.
@@ -37,8 +37,9 @@ def crc_values(model_info, path):
 
 
 def translate(binary, model, *args):
-    out = subprocess.run([binary, "-m", model, "--device", "cpu", "--scores", "--beam", "3",
-                          *args], input=LINES.encode(), capture_output=True)
+    out = subprocess.run([binary, "-m", model, "--device", "cpu", "--cpu-kernels", "reference",
+                          "--scores", "--beam", "3", *args], input=LINES.encode(),
+                         capture_output=True)
     if out.returncode != 0:
         raise RuntimeError(f"translate {model} {args}: {out.stderr.decode().strip()}")
     return out.stdout

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The CPU engine's speed, side by side in one run (docs/performance.md, "CPU"):
+# translate --device cpu with the reference kernels and with the BLAS path at
+# each thread count, and OpenNMT-py 3.5.1's translator on the same weights
+# (dev/eval/onmt_speed.py --device cpu; skipped when onmt is not importable),
+# over the first N lines of a source file, beam 5, at each batch size.
+# Times are the engine's decode seconds (translate --timing: not the model
+# load) and OpenNMT-py's own translation time; one run each (the reference
+# takes minutes).
+#
+#   dev/bench/cpu.sh [-m MODEL] [--src FILE] [--lines N] [--batches "1 8 32"]
+#                    [--threads "1 2"] [--rows "reference blas onmt"] [--work DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+model=models/multi30k-de-en.bin
+src=../shared/data/multi30k/test_2016_flickr.de.gz
+lines=200
+batches="1 8 32"
+threads="1 2"
+rows="reference blas onmt"
+work=/tmp/nmt-cpu-bench
+translate=${NMT_TRANSLATE:-build-cpu/translate}
+python=${NMT_PYTHON:-/usr/bin/python3} # with torch and OpenNMT-py (docs/onmt.md)
+while [ $# -gt 0 ]; do
+    case $1 in
+    -m) model=$2; shift 2 ;;
+    --src) src=$2; shift 2 ;;
+    --lines) lines=$2; shift 2 ;;
+    --batches) batches=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --rows) rows=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    *) echo "usage: $0 [-m MODEL] [--src FILE] [--lines N] [--batches LIST] [--threads LIST] [--rows LIST] [--work DIR]" >&2; exit 2 ;;
+    esac
+done
+mkdir -p "$work"
+case $src in
+*.gz) { zcat "$src" || true; } | head -n "$lines" > "$work/src.de" ;; # zcat: SIGPIPE
+*) head -n "$lines" "$src" > "$work/src.de" ;;
+esac
+
+# decode seconds of one translate run: KERNELS THREADS BATCH
+engine() {
+    "$translate" -m "$model" --device cpu --beam 5 --cpu-kernels "$1" --threads "$2" \
+        --batch-size "$3" -i "$work/src.de" -o "$work/out.$1.$2.$3" --quiet \
+        --timing "$work/timing.json"
+    python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["decode_seconds"])' \
+        "$work/timing.json"
+}
+
+onmt() { # THREADS BATCH: seconds, or "-" without OpenNMT-py
+    if ! "$python" -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("onmt"))' \
+        2>/dev/null; then echo "-"; return; fi
+    # torch's OpenMP and OpenBLAS each get THREADS; OpenBLAS's core-type hints
+    # are unset as the issue's measurement did.
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$1" OPENBLAS_NUM_THREADS="$1" \
+        PYTHONPATH=python:dev/eval "$python" dev/eval/onmt_speed.py -m "$model" --src "$work/src.de" \
+        --device cpu --beam 5 --batch-sizes "$2" --repeat 1 --work "$work/onmt" \
+        --json "$work/onmt.json" > "$work/onmt.log" 2>&1 || { echo "failed"; return; }
+    python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["records"][0]["seconds"])' \
+        "$work/onmt.json" 2>/dev/null || echo "-"
+}
+
+echo "# $(date -u +%F), commit $(git rev-parse --short HEAD), $(nproc) cores: $(lscpu | sed -n 's/^Model name: *//p')"
+echo "# $lines lines of $src, beam 5, decode seconds (lower is better)"
+printf '| decoder | threads |'
+for b in $batches; do printf ' batch %s |' "$b"; done
+printf '\n| --- | --- |'
+for b in $batches; do printf ' --- |'; done
+printf '\n'
+row() { # LABEL THREADS COMMAND...
+    local label=$1 t=$2; shift 2
+    printf '| %s | %s |' "$label" "$t"
+    for b in $batches; do printf ' %s |' "$("$@" "$t" "$b")"; done
+    printf '\n'
+}
+ref() { engine reference "$@"; }
+blas() { engine blas "$@"; }
+want() { case " $rows " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+if want reference; then row "translate --cpu-kernels reference" 1 ref; fi
+if want blas; then for t in $threads; do row "translate --cpu-kernels blas" "$t" blas; done; fi
+if want onmt; then for t in $threads; do row "OpenNMT-py 3.5.1 (torch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '-'))" "$t" onmt; done; fi
