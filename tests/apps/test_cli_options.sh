@@ -142,19 +142,24 @@ check "max_memory = 3X" 2 "mem-bad.ini:1: bad value for max_memory: '3X'"
 # value: '@bad@' is refused by name as a bad value (a path takes it), never as
 # an unknown key; nmt-server's own options likewise in its [server] section,
 # where translate's keys are unknown
-keys_in_help() { grep -oE -- '^(  -[a-zA-Z], |      )--[a-z][a-z0-9-]+' "$1" | sed 's/.*--//'; }
-n_keys=0
-for opt in $(keys_in_help "$TMP/help.txt"); do
-    case $opt in config|help|version) continue ;; esac
-    key=${opt//-/_}
-    printf '%s = @bad@\n' "$key" > "$TMP/key.ini"
-    "$T" -c "$TMP/key.ini" --help > /dev/null 2> "$TMP/err"; code=$?
-    grep -q "unknown key" "$TMP/err" && fail "--$opt: INI key $key is unknown"
-    [ $code -eq 0 ] || grep -q "key.ini:1: bad value for $key: '@bad@'" "$TMP/err" ||
-        fail "$key = @bad@: exit $code ($(cat "$TMP/err"))"
-    n_keys=$((n_keys + 1))
-done
-[ $n_keys -ge 40 ] || fail "--help lists $n_keys INI keys, expected 40 or more"
+# check_keys PROGRAM HELP_FILE SECTION LEAST: each option of HELP_FILE (but
+# -c, -h, -V) as an INI key in SECTION ('' for none) with the value '@bad@'
+check_keys() {
+    local n=0 line=1 opt key
+    [ -n "$3" ] && line=2
+    for opt in $(grep -oE -- '^(  -[a-zA-Z], |      )--[a-z][a-z0-9-]+' "$2" | sed 's/.*--//'); do
+        case $opt in config|help|version) continue ;; esac
+        key=${opt//-/_}
+        { [ -n "$3" ] && printf '[%s]\n' "$3"; printf '%s = @bad@\n' "$key"; } > "$TMP/key.ini"
+        "$1" -c "$TMP/key.ini" --help > /dev/null 2> "$TMP/err"; code=$?
+        grep -q "unknown key" "$TMP/err" && fail "$1 --$opt: INI key $key is unknown"
+        [ $code -eq 0 ] || grep -q "key.ini:$line: bad value for $key: '@bad@'" "$TMP/err" ||
+            fail "$1: $key = @bad@: exit $code ($(cat "$TMP/err"))"
+        n=$((n + 1))
+    done
+    [ $n -ge "$4" ] || fail "$1 --help lists $n INI keys, expected $4 or more"
+}
+check_keys "$T" "$TMP/help.txt" '' 40
 printf 'unk_replace = 0\n' > "$TMP/key.ini"
 "$T" -c "$TMP/key.ini" --help > /dev/null 2> "$TMP/err" || fail "unk_replace = 0: $(cat "$TMP/err")"
 "$T" -m "$M" --unk-replace < /dev/null 2> "$TMP/err"; code=$?
@@ -162,17 +167,7 @@ check "--unk-replace (an INI key only)" 2 "unknown option '--unk-replace'"
 if [ -n "${NMT_SERVER:-}" ]; then
     "$NMT_SERVER" --help > "$TMP/server-all.txt" || fail "nmt-server --help: exit $?"
     sed -n '/^Server options/,/^$/p' "$TMP/server-all.txt" > "$TMP/server-help.txt"
-    n_keys=0
-    for opt in $(keys_in_help "$TMP/server-help.txt"); do
-        key=${opt//-/_}
-        printf '[server]\n%s = @bad@\n' "$key" > "$TMP/key.ini"
-        "$NMT_SERVER" -c "$TMP/key.ini" --help > /dev/null 2> "$TMP/err"; code=$?
-        grep -q "unknown key" "$TMP/err" && fail "nmt-server --$opt: INI key $key is unknown"
-        [ $code -eq 0 ] || grep -q "key.ini:2: bad value for $key: '@bad@'" "$TMP/err" ||
-            fail "[server] $key = @bad@: exit $code ($(cat "$TMP/err"))"
-        n_keys=$((n_keys + 1))
-    done
-    [ $n_keys -ge 12 ] || fail "nmt-server --help lists $n_keys of its keys, expected 12"
+    check_keys "$NMT_SERVER" "$TMP/server-help.txt" server 12
     printf '[server]\nbeam = 3\n' > "$TMP/key.ini"
     "$NMT_SERVER" -c "$TMP/key.ini" --help > /dev/null 2> "$TMP/err"; code=$?
     check "[server] beam" 2 "key.ini:2: unknown key 'beam'"
