@@ -14,20 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { kMaxSentences = 4096, kMaxWindow = 1 << 20 };
-
-int app_batching_setting(translate_args *a, const char *key, const char *value)
-{
-    if (!strcmp(key, "batch_type")) {
-        if (strcmp(value, "sentences") && strcmp(value, "tokens"))
-            return 0;
-        a->batch_tokens = !strcmp(value, "tokens");
-        return 1;
-    }
-    if (!strcmp(key, "maxi_batch"))
-        return app_parse_int(value, 1, kMaxWindow, &a->maxi_batch);
-    return -1;
-}
+enum { kMaxSentences = 4096 };
 
 int app_resolve_batching(translate_args *a, char *message, size_t message_size)
 {

@@ -1,6 +1,6 @@
-/* option_values.c: the value parsers behind apps/common/options.c (and the
- * server's own keys): strict numbers, sizes, booleans, devices and the
- * shrink settings, each refusing what it cannot read exactly. */
+/* option_values.c: the value parsers behind the option rows (options.h):
+ * strict numbers, sizes, booleans, device lists and the LSH parameters, each
+ * refusing what it cannot read exactly. */
 #include "options.h"
 
 #include <errno.h>
@@ -66,19 +66,6 @@ int app_parse_bool(const char *text, int *out)
     return 1;
 }
 
-int app_parse_device(const char *text, nmt_device *out)
-{
-    if (!strcmp(text, "auto"))
-        *out = NMT_DEVICE_AUTO;
-    else if (!strcmp(text, "cpu"))
-        *out = NMT_DEVICE_CPU;
-    else if (!strcmp(text, "cuda") || !strcmp(text, "gpu"))
-        *out = NMT_DEVICE_CUDA;
-    else
-        return 0;
-    return 1;
-}
-
 /* "0,1,3" (device ordinals, each once) or "all" (n_devices -1). */
 int app_parse_devices(const char *text, translate_args *a)
 {
@@ -136,18 +123,5 @@ int app_parse_lsh(const char *text, nmt_shrink_options *out)
     out->w = v[2];
     out->top = v[3];
     out->threshold = v[4];
-    return 1;
-}
-
-int app_parse_share(const char *text, nmt_lsh_share *out)
-{
-    if (!strcmp(text, "batch"))
-        *out = NMT_LSH_SHARE_BATCH;
-    else if (!strcmp(text, "sentence"))
-        *out = NMT_LSH_SHARE_SENTENCE;
-    else if (!strcmp(text, "row"))
-        *out = NMT_LSH_SHARE_ROW;
-    else
-        return 0;
     return 1;
 }

@@ -6,7 +6,7 @@
 
 #include "nmt.h"
 
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 
 enum {
@@ -50,49 +50,98 @@ typedef struct translate_args {
                           soft attention weights (engine.attention_weights) */
 } translate_args;
 
+/* One option: one row of a table that feeds getopt, the INI reader and
+ * --help (option_table.c holds translate's rows, server_options.c the
+ * server's). The INI key is the long name with '_' for '-'. A row stores the
+ * parsed value into a field of the program's settings struct by its kind, or
+ * hands the text to set(), which may call app_option_store for the kind's
+ * parsing. Adding an option is adding a row. */
+typedef enum app_option_kind {
+    APP_OPT_FLAG,   /* no value on the command line (1); in the INI file a boolean */
+    APP_OPT_BOOL,   /* a boolean value: 1/0, true/false, yes/no, on/off */
+    APP_OPT_INT,    /* a whole number in [lo, hi] (an int or long field) */
+    APP_OPT_FLOAT,  /* a number in [lo, hi] (a float field) */
+    APP_OPT_SIZE,   /* bytes: digits with an optional K, M or G suffix (an int64_t field) */
+    APP_OPT_CHOICE, /* one of choices' names (an int-sized field gets the name's value) */
+    APP_OPT_STRING, /* at least lo bytes, copied into a char array field */
+    APP_OPT_CUSTOM  /* set() alone reads the value */
+} app_option_kind;
+
+typedef enum app_option_scope {
+    APP_OPT_EVERYWHERE = 0,
+    APP_OPT_CLI_ONLY, /* no INI key (-c, -h, -V) */
+    APP_OPT_INI_ONLY  /* no command-line option (unk_replace beside --no-unk-replace) */
+} app_option_scope;
+
+typedef struct app_choice {
+    const char *name;
+    int value;
+} app_choice;
+
+typedef struct app_option {
+    const char *name;  /* --name */
+    char short_name;   /* -x, or 0 */
+    app_option_kind kind;
+    size_t offset, size;        /* the field (APP_FIELD) */
+    double lo, hi;              /* INT, FLOAT: the range; STRING: lo is the least length */
+    const app_choice *choices;  /* CHOICE: ends with {NULL, 0} */
+    int negate;                 /* FLAG, BOOL: the field gets the opposite (--no-x) */
+    app_option_scope scope;
+    size_t given;               /* APP_GIVEN: an int field set to 1 when the row is given */
+    int (*set)(const struct app_option *row, void *settings, const char *value);
+    const char *arg;     /* --help: the value's name; a CHOICE without one lists its names */
+    const char *help;    /* --help: the text, lines split by '\n'; NULL: not listed */
+    const char *heading; /* --help: a line printed before this row */
+} app_option;
+
+#define APP_FIELD(type, field) .offset = offsetof(type, field), .size = sizeof(((type *)0)->field)
+/* Offset + 1, so that 0 (a row that leaves it out) means none. */
+#define APP_GIVEN(type, field) .given = offsetof(type, field) + 1
+
+/* translate's rows (option_table.c), ending with a row whose name is NULL. */
+extern const app_option app_translate_options[];
+
+/* Parses value by row's kind into row's field of settings: 1 done, 0 a bad value. */
+int app_option_store(const app_option *row, void *settings, const char *value);
+/* CHOICE: the value of the choice named text: 1, or 0 when there is none. */
+int app_option_choice(const app_option *row, const char *text, int *value);
+/* Prints rows' --help lines (text from column 26); what printf returned
+ * last, negative when a write failed. */
+int app_print_options(const app_option *rows);
+
 /* Fills args from argv (and the INI file named by -c). On failure writes a
  * message into `message` and returns EXIT_USAGE. */
 int translate_args_parse(int argc, char **argv, translate_args *args, char *message,
                          size_t message_size);
 
-/* A program's own settings besides translate's: its long options
- * (NULL-terminated, has_arg as getopt's; the key is the name with '_' for
- * '-'), its INI section, and the function that applies one by key: 1 done,
- * 0 bad value, -1 unknown key. In the INI file its keys go in its section
+/* A program's own settings besides translate's: its rows (fields of
+ * settings) and its INI section. In the INI file its keys go in its section
  * (or in [translate] beside the common ones). */
 typedef struct app_extra_settings {
-    const struct option *options;
+    const app_option *options;
     const char *section;
-    int (*apply)(void *ctx, const char *key, const char *value);
-    void *ctx;
+    void *settings;
 } app_extra_settings;
 
 /* translate_args_parse with a program's own settings (extra may be NULL). */
 int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_settings *extra,
                    char *message, size_t message_size);
 
-/* Strict parsers for extra settings: 1 when text is a whole number in
- * [lo, hi] / a boolean (1/0, true/false, yes/no, on/off). */
+/* The value parsers (option_values.c): 1 when the whole text is a valid
+ * value, else 0. Integers in [lo, hi]; booleans 1/0, true/false, yes/no,
+ * on/off; sizes digits with an optional K, M or G (1024-based) suffix. */
 int app_parse_int(const char *text, long lo, long hi, int *out);
 int app_parse_bool(const char *text, int *out);
-/* Bytes: digits with an optional K, M or G (1024-based) suffix; 0 on a bad
- * or overflowing value. */
 int app_parse_size(const char *text, int64_t *out);
-/* The other value parsers (option_values.c): 1 when the whole text is a
- * valid value, else 0. */
 int app_parse_float(const char *text, double lo, double hi, float *out);
-int app_parse_device(const char *text, nmt_device *out);
 /* "fp32", "tf32x2", "bf16", "fp16" or "auto": --precision's names. */
 const char *app_precision_name(nmt_precision precision);
 int app_parse_devices(const char *text, translate_args *a);
 int app_parse_lsh(const char *text, nmt_shrink_options *out);
-int app_parse_share(const char *text, nmt_lsh_share *out);
 
-/* batching.c: the keys batch_type and maxi_batch (as apply_setting: 1, 0 bad
- * value, -1 not one of them), and --batch-type tokens resolved into the
- * engine's batch_size and max_batch_tokens once every setting is in
- * (EXIT_OK, or EXIT_USAGE with the reason in message). */
-int app_batching_setting(translate_args *args, const char *key, const char *value);
+/* batching.c: --batch-type tokens resolved into the engine's batch_size and
+ * max_batch_tokens once every setting is in (EXIT_OK, or EXIT_USAGE with the
+ * reason in message). */
 int app_resolve_batching(translate_args *args, char *message, size_t message_size);
 
 /* std_streams.c: opens /dev/null in place of each of the standard streams

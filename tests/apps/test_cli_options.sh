@@ -4,7 +4,8 @@
 # accept the same keys (flags as key = 1/0), each once; -c refuses a directory; --n-best N
 # gives N rows for every line, refused ones included; --device cuda without a
 # usable GPU is a configuration error (2); --help, the README's option table
-# and its exit statuses agree; --search-rules; --max-memory sizes.
+# and its exit statuses agree; --search-rules; --max-memory sizes; every
+# option in --help (translate's and nmt-server's) is an INI key.
 set -uo pipefail
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
@@ -136,6 +137,41 @@ done
 printf 'max_memory = 3X\n' > "$TMP/mem-bad.ini"
 "$T" -m "$M" --device cpu -c "$TMP/mem-bad.ini" < /dev/null 2> "$TMP/err"; code=$?
 check "max_memory = 3X" 2 "mem-bad.ini:1: bad value for max_memory: '3X'"
+
+# 10. every option --help lists (but -c, -h, -V) is an INI key that parses its
+# value: '@bad@' is refused by name as a bad value (a path takes it), never as
+# an unknown key; nmt-server's own options likewise in its [server] section,
+# where translate's keys are unknown
+# check_keys PROGRAM HELP_FILE SECTION LEAST: each option of HELP_FILE (but
+# -c, -h, -V) as an INI key in SECTION ('' for none) with the value '@bad@'
+check_keys() {
+    local n=0 line=1 opt key
+    [ -n "$3" ] && line=2
+    for opt in $(grep -oE -- '^(  -[a-zA-Z], |      )--[a-z][a-z0-9-]+' "$2" | sed 's/.*--//'); do
+        case $opt in config|help|version) continue ;; esac
+        key=${opt//-/_}
+        { [ -n "$3" ] && printf '[%s]\n' "$3"; printf '%s = @bad@\n' "$key"; } > "$TMP/key.ini"
+        "$1" -c "$TMP/key.ini" --help > /dev/null 2> "$TMP/err"; code=$?
+        grep -q "unknown key" "$TMP/err" && fail "$1 --$opt: INI key $key is unknown"
+        [ $code -eq 0 ] || grep -q "key.ini:$line: bad value for $key: '@bad@'" "$TMP/err" ||
+            fail "$1: $key = @bad@: exit $code ($(cat "$TMP/err"))"
+        n=$((n + 1))
+    done
+    [ $n -ge "$4" ] || fail "$1 --help lists $n INI keys, expected $4 or more"
+}
+check_keys "$T" "$TMP/help.txt" '' 40
+printf 'unk_replace = 0\n' > "$TMP/key.ini"
+"$T" -c "$TMP/key.ini" --help > /dev/null 2> "$TMP/err" || fail "unk_replace = 0: $(cat "$TMP/err")"
+"$T" -m "$M" --unk-replace < /dev/null 2> "$TMP/err"; code=$?
+check "--unk-replace (an INI key only)" 2 "unknown option '--unk-replace'"
+if [ -n "${NMT_SERVER:-}" ]; then
+    "$NMT_SERVER" --help > "$TMP/server-all.txt" || fail "nmt-server --help: exit $?"
+    sed -n '/^Server options/,/^$/p' "$TMP/server-all.txt" > "$TMP/server-help.txt"
+    check_keys "$NMT_SERVER" "$TMP/server-help.txt" server 12
+    printf '[server]\nbeam = 3\n' > "$TMP/key.ini"
+    "$NMT_SERVER" -c "$TMP/key.ini" --help > /dev/null 2> "$TMP/err"; code=$?
+    check "[server] beam" 2 "key.ini:2: unknown key 'beam'"
+fi
 
 if [ $failures -ne 0 ]; then echo "test_cli_options: $failures failures" >&2; exit 1; fi
 echo "test_cli_options: passed"
