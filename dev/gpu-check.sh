@@ -135,6 +135,17 @@ if [[ $build_status == ok ]]; then
         done
         invariance_summary="passed $inv_passed of $inv_runs${inv_failed:+ (not:$inv_failed)}"
         echo "   invariance: $invariance_summary ($(elapsed)s)"
+        # translate end to end: the lines that differ from batch 1 in any byte
+        # at the other batchings of dev/bench/invariance.sh (0 expected).
+        if timeout 300 dev/bench/invariance.sh "$build/translate" models/multi30k-de-en.bin \
+                tests/data/golden/test_2016_flickr.200.de "$out/invariance-cli" fp16,fp32 \
+                >"$out/invariance-cli.txt" 2>&1; then
+            cli_differ=$(awk 'NR > 1 && $4 != "-" { d += $5 } END { print d + 0 }' \
+                "$out/invariance-cli.txt")
+            invariance_summary="$invariance_summary; translate: $cli_differ lines differ"
+        else
+            invariance_summary="$invariance_summary; translate: FAILED"
+        fi
     fi
 
     # --- 3. sanitizers -------------------------------------------------------
