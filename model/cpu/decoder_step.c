@@ -10,6 +10,7 @@
 
 #include "attention.h"
 #include "error.h"
+#include "fast.h"
 #include "gather.h"
 #include "linear.h"
 #include "lstm_cell.h"
@@ -54,21 +55,32 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
         }
         nmt_cpu_matmul(state, &state->sp_dec_hh[l], n_rows, 4 * H, H, h, H, lstm->w_hh, H, lstm->b_hh,
                        1, gates, 4 * H);
-        nmt_cpu_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
+        if (state->blas)
+            nmt_cpu_fast_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
+        else
+            nmt_cpu_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
     }
     const float *top = state->dec_h[cur][state->dec_layers - 1];
 
     /* 3. Attention over each row's own sentence. */
-    nmt_cpu_attention(n_rows, H, state->max_src, state->row_sentence[cur], state->src_len,
-                      state->keys, state->memory, top, H, state->context, H, state->attn,
-                      attn_argmax);
+    if (state->blas)
+        nmt_cpu_fast_attention(n_rows, H, state->max_src, state->row_sentence[cur],
+                               state->src_len, state->keys, state->memory, top, H,
+                               state->context, H, state->attn, attn_argmax);
+    else
+        nmt_cpu_attention(n_rows, H, state->max_src, state->row_sentence[cur], state->src_len,
+                          state->keys, state->memory, top, H, state->context, H, state->attn,
+                          attn_argmax);
 
     /* 4. f_t = tanh(W_c [c_t; h_t]), kept as the next step's input feed. */
     nmt_cpu_matmul(state, &state->sp_attn_c[0], n_rows, H, H, state->context, H, model->attn_w_c,
                    2 * H, NULL, 0, feed, H);
     nmt_cpu_matmul(state, &state->sp_attn_c[1], n_rows, H, H, top, H, model->attn_w_c + H, 2 * H, NULL,
                    1, feed, H);
-    nmt_cpu_tanh_inplace((int64_t)n_rows * H, feed);
+    if (state->blas)
+        nmt_cpu_fast_tanh((int64_t)n_rows * H, feed);
+    else
+        nmt_cpu_tanh_inplace((int64_t)n_rows * H, feed);
 
     return NMT_STATUS_OK;
 }

@@ -10,6 +10,7 @@
 #include "cpu_state.h"
 
 #include "error.h"
+#include "fast.h"
 #include "lstm_cell.h"
 #include "nhot.h"
 
@@ -107,8 +108,9 @@ static void run_direction(nmt_cpu_state *state, const nmt_lstm_weights *lstm, co
             const int32_t s = sentence[i];
             const int64_t row = first[s] + (reverse ? len[s] - 1 - step : step);
             float *c = state->enc_c_rows + (size_t)s * half;
-            nmt_cpu_lstm_cell(1, half, gates_x + row * G, G, state->enc_gates_rows + (size_t)i * G,
-                              NULL, c, c, out + row * H + col, H, NULL, 0);
+            nmt_cpu_fast_lstm_cell(1, half, gates_x + row * G, G,
+                                   state->enc_gates_rows + (size_t)i * G, NULL, c, c,
+                                   out + row * H + col, H, NULL, 0);
         }
     }
 }
