@@ -10,7 +10,7 @@
 
 #include "attention.h"
 #include "error.h"
-#include "fast.h"
+#include "fp32_ops.h"
 #include "gather.h"
 #include "linear.h"
 #include "lstm_cell.h"

@@ -10,7 +10,7 @@
 #include "cpu_state.h"
 
 #include "error.h"
-#include "fast.h"
+#include "fp32_ops.h"
 #include "lstm_cell.h"
 #include "nhot.h"
 

@@ -1,4 +1,4 @@
-/* fast.h: the CPU BLAS path's non-GEMM kernels in fp32 (kernels/cpu/fast.c):
+/* fp32_ops.h: the CPU BLAS path's non-GEMM kernels in fp32 (kernels/cpu/fp32_ops.c):
  * the LSTM cell, tanh, attention and log-softmax, with the signatures and
  * meaning of the reference's (lstm_cell.h, pointwise.h, attention.h,
  * softmax_topk.h), which compute in double and stay the oracle.
@@ -9,8 +9,8 @@
  * its row alone (batch invariance) and on no build's SIMD width. Accuracy:
  * exp within 1 ulp on [-87, 88] (clamped outside), tanh within 2e-7
  * absolute; sums in float. */
-#ifndef NMT_KERNELS_FAST_H
-#define NMT_KERNELS_FAST_H
+#ifndef NMT_KERNELS_FP32_OPS_H
+#define NMT_KERNELS_FP32_OPS_H
 
 #include <stdint.h>
 

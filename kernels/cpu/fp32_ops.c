@@ -1,10 +1,10 @@
-/* fast.c: the BLAS path's fp32 cell, tanh, attention and log-softmax
- * (kernels/fast.h). Built with -O3 -ffp-contract=off (CMakeLists.txt): the
+/* fp32_ops.c: the BLAS path's fp32 cell, tanh, attention and log-softmax
+ * (kernels/fp32_ops.h). Built with -O3 -ffp-contract=off (CMakeLists.txt): the
  * loops vectorize, and no multiply-add is fused in one loop version and not
  * in another, so a vector lane and the scalar tail give the same bits. Sums
  * keep kLanes partial sums combined in a fixed tree: the compiler vectorizes
  * them without reassociating anything. */
-#include "fast.h"
+#include "fp32_ops.h"
 
 #include <math.h>
 #include <stdint.h>
