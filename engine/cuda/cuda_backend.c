@@ -239,22 +239,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
                                   config->max_src, &self->net, err));
     const nmt_precision precision = nmt_precision_for_model(model, config->precision);
     NMT_TRY(nmt_cuda_model_set_precision(self->net, precision, err));
-    /* The SpMM's sums (row or tile kernel, chosen by the rows) are not the
-     * dense chain: batch-invariant decoding multiplies dense. */
-    if (precision == NMT_PRECISION_TF32X2 && config->batch_invariant) {
-        status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                               "precision tf32x2: its GEMMs switch to TF32 from %d rows, so a "
-                               "line's bits depend on its batch; turn batch invariance off to use "
-                               "it (or use fp32, bf16 or fp16)", 64);
-        goto cleanup;
-    }
-    if (config->sparse == NMT_SPARSE_ON && config->batch_invariant) {
-        status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                               "sparse on: the CUDA SpMM is not batch-invariant (its sums depend "
-                               "on the batch's rows); turn batch invariance off to use it");
-        goto cleanup;
-    }
-    if (config->sparse != NMT_SPARSE_OFF && !config->batch_invariant)
+    if (config->sparse != NMT_SPARSE_OFF)
         NMT_TRY(nmt_cuda_model_set_sparse(self->net, config->sparse == NMT_SPARSE_ON, err));
     if (config->attention)
         NMT_TRY(nmt_cuda_model_set_attention(self->net, err));

@@ -71,7 +71,8 @@ nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_precision precisi
  * output layer, at every row count with `always` (--sparse on), else only
  * where the measured break-even says the SpMM is faster than the dense GEMM
  * of the precision set (call after nmt_cuda_model_set_precision). Matrices
- * that never pay stay dense. _count: the matrices prepared sparse. */
+ * that never pay stay dense. On a batch-invariant context nothing is
+ * prepared, and `always` is refused. _count: the matrices prepared sparse. */
 nmt_status nmt_cuda_model_set_sparse(nmt_cuda_model *m, int always, nmt_error *err);
 int32_t nmt_cuda_model_sparse_count(const nmt_cuda_model *m);
 

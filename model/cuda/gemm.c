@@ -255,6 +255,11 @@ nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_precision precisi
     switch (precision) {
     case NMT_PRECISION_FP32: return nmt_cuda_model_set_skinny16(m, err);
     case NMT_PRECISION_TF32X2: {
+        if (nmt_cuda_ctx_batch_invariant(m->ctx))
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                 "precision tf32x2: its GEMMs switch to TF32 from %d rows, so a "
+                                 "line's bits depend on its batch; turn batch invariance off to "
+                                 "use it (or use fp32, bf16 or fp16)", NMT_TF32X2_MIN_ROWS);
         const nmt_status status = nmt_cuda_model_set_tf32x2(m, err);
         return status != NMT_STATUS_OK ? status : nmt_cuda_model_set_skinny16(m, err);
     }

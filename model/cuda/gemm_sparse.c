@@ -164,6 +164,16 @@ nmt_status nmt_cuda_model_set_sparse(nmt_cuda_model *m, int always, nmt_error *e
     const int32_t H = m->hidden;
     if (m->sparse.n_matrices > 0)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda sparse: already set");
+    /* The SpMM's sums (row or tile kernel, chosen by the rows) are not the
+     * dense chain: batch-invariant decoding multiplies dense. */
+    if (nmt_cuda_ctx_batch_invariant(m->ctx)) {
+        if (always)
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                 "sparse on: the CUDA SpMM is not batch-invariant (its sums "
+                                 "depend on the batch's rows); turn batch invariance off to use "
+                                 "it");
+        return NMT_STATUS_OK;
+    }
     for (int32_t l = 0; l < m->dec_layers; l++) {
         const nmt_lstm_weights *d = &model->dec[l];
         NMT_TRY(prepare_weight(m, &g->dec[l], 4 * H, d->w_ih, d->input_size, d->w_hh,
