@@ -12,15 +12,8 @@ source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
 M=$NMT_TEST_MODEL
-python3 - "$TMP/in.txt" <<'PY'
-import random, sys
-r = random.Random(40)
-w = "der die das und ist ein eine Haus katze hund mann frau kind sieht nicht groß klein heute mit auf buch liest . , ! ?".split()
-lines = [" ".join(r.choice(w) for _ in range(r.randint(0, 20))) for _ in range(150)]
-out = "\n".join(lines).encode() + b"\n"
-out = out.replace(b"\n", b"\n\xff bad\n", 2)  # two refused lines (invalid UTF-8)
-open(sys.argv[1], "wb").write(out)
-PY
+random_lines "$TMP/in.txt" 40 150 20 2 \
+    "der die das und ist ein eine Haus katze hund mann frau kind sieht nicht groß klein heute mit auf buch liest . , ! ?"
 FIELDS=(--device cpu --scores --alignment --token-scores --attention --max-len-b 12)
 
 # run NAME OPTIONS...: translate the input into $TMP/NAME.out.

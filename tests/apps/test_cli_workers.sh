@@ -13,15 +13,7 @@ source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
 M=$NMT_TEST_MODEL
-python3 - "$TMP/in.txt" <<'PY'
-import random, sys
-r = random.Random(11)
-w = "ein mann frau hund spielt im park Haus rot Ball . ! Zwei kind läuft".split()
-lines = [" ".join(r.choice(w) for _ in range(r.randint(0, 12))) for _ in range(300)]
-out = "\n".join(lines).encode() + b"\n"
-out = out.replace(b"\n", b"\n\xff bad\n", 3)  # three refused lines (invalid UTF-8)
-open(sys.argv[1], "wb").write(out)
-PY
+random_lines "$TMP/in.txt" 11 300 12 3 "ein mann frau hund spielt im park Haus rot Ball . ! Zwei kind läuft"
 O=(--device cpu -b 2 --max-len-b 6 --batch-size 4)
 "$T" -m "$M" "${O[@]}" -i "$TMP/in.txt" -o "$TMP/one.txt" --stats "$TMP/one.json" 2> "$TMP/one.err"
 one=$?
