@@ -192,3 +192,25 @@ int test_compare_near_tie(const char *what, int line, const nmt_result *a, const
     }
     return 0;
 }
+
+test_near_counts test_compare_lines_near_tie(const char *label, const nmt_result *a,
+                                             const nmt_result *b, int n, float max_len_a,
+                                             int max_len_b)
+{
+    test_near_counts c = {0};
+    for (int i = 0; i < n; i++) {
+        if (test_at_max_length(&a[i], max_len_a, max_len_b) ||
+            test_at_max_length(&b[i], max_len_a, max_len_b)) {
+            c.looping++;
+            CHECK(a[i].status == b[i].status && a[i].n_hypotheses == b[i].n_hypotheses,
+                  "%s line %d: status %d vs %d, %d vs %d hypotheses", label, i, (int)a[i].status,
+                  (int)b[i].status, a[i].n_hypotheses, b[i].n_hypotheses);
+            continue;
+        }
+        const int r = test_compare_near_tie(label, i, &a[i], &b[i], 1e-3, 1e-3, 1e-3, 0.0,
+                                            &c.max_diff);
+        c.ties += r == 1;
+        c.bad += r < 0;
+    }
+    return c;
+}

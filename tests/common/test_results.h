@@ -51,4 +51,16 @@ int test_compare_near_tie(const char *what, int line, const nmt_result *a, const
                           double tie, double final_tie, double score_tol,
                           double score_tol_token, double *max_diff);
 
+/* test_compare_near_tie (ties, final ties and scores within 1e-3) over n
+ * lines of two runs; a line either run takes to the maximum length
+ * (test_at_max_length) is not compared but must have the same status and
+ * hypothesis count (a CHECK naming label). */
+typedef struct test_near_counts {
+    int ties, bad, looping; /* near ties, other differences, lines at the maximum length */
+    double max_diff;        /* the largest score difference of equal texts */
+} test_near_counts;
+test_near_counts test_compare_lines_near_tie(const char *label, const nmt_result *a,
+                                             const nmt_result *b, int n, float max_len_a,
+                                             int max_len_b);
+
 #endif

@@ -63,23 +63,10 @@ static void clear(nmt_result *r)
 
 static void compare(const char *label, const nmt_options *o)
 {
-    int ties = 0, bad = 0, looping = 0;
-    double max_diff = 0.0;
-    for (int i = 0; i < N_LINES; i++) {
-        if (test_at_max_length(&ref[i], o->max_len_a, o->max_len_b) ||
-            test_at_max_length(&got[i], o->max_len_a, o->max_len_b)) {
-            looping++;
-            CHECK(ref[i].status == got[i].status && ref[i].n_hypotheses == got[i].n_hypotheses,
-                  "%s line %d: status %d vs %d, %d vs %d hypotheses", label, i,
-                  (int)ref[i].status, (int)got[i].status, ref[i].n_hypotheses,
-                  got[i].n_hypotheses);
-            continue;
-        }
-        const int c = test_compare_near_tie(label, i, &ref[i], &got[i], 1e-3, 1e-3, 1e-3, 0.0,
-                                            &max_diff);
-        ties += c == 1;
-        bad += c < 0;
-    }
+    const test_near_counts n =
+        test_compare_lines_near_tie(label, ref, got, N_LINES, o->max_len_a, o->max_len_b);
+    const int ties = n.ties, bad = n.bad, looping = n.looping;
+    const double max_diff = n.max_diff;
     fprintf(stderr, "%s: %d near ties, %d other differences in %d lines (%d at the maximum "
             "length), max score diff %.2g\n", label, ties, bad, N_LINES, looping, max_diff);
     CHECK(ties <= 2 * ((N_LINES + 99) / 100), "%s: %d of %d lines differ at near ties", label,

@@ -104,23 +104,10 @@ static int64_t check_near(const nmt_model *model, const nmt_result *a, const nmt
     static nmt_result rb[N_LINES];
     int64_t sparse = -1;
     if (run(model, b, lines, rb, &sparse)) {
-        int ties = 0, bad = 0, looping = 0;
-        double max_diff = 0.0;
-        for (int i = 0; i < n_lines; i++) {
-            if (test_at_max_length(&a[i], b->max_len_a, b->max_len_b) ||
-                test_at_max_length(&rb[i], b->max_len_a, b->max_len_b)) {
-                looping++;
-                CHECK(a[i].status == rb[i].status && a[i].n_hypotheses == rb[i].n_hypotheses,
-                      "%s line %d: status %d vs %d, %d vs %d hypotheses", label, i,
-                      (int)a[i].status, (int)rb[i].status, a[i].n_hypotheses,
-                      rb[i].n_hypotheses);
-                continue;
-            }
-            const int c = test_compare_near_tie(label, i, &a[i], &rb[i], 1e-3, 1e-3, 1e-3, 0.0,
-                                                &max_diff);
-            ties += c == 1;
-            bad += c < 0;
-        }
+        const test_near_counts n =
+            test_compare_lines_near_tie(label, a, rb, n_lines, b->max_len_a, b->max_len_b);
+        const int ties = n.ties, bad = n.bad, looping = n.looping;
+        const double max_diff = n.max_diff;
         fprintf(stderr, "%s: %d near ties, %d other differences in %d lines (%d at the maximum "
                 "length, not compared), max score diff %.2g, %lld matrices sparse\n", label, ties,
                 bad, n_lines, looping, max_diff, (long long)sparse);
