@@ -57,7 +57,8 @@ int32_t nmt_cuda_model_vocab(const nmt_cuda_model *m);
  * - TF32X2: split-activation TF32 (kernels/linear.h) for the decoder step
  *   and the output layer; refused (NMT_STATUS_ERROR_ARGUMENT, naming the
  *   tensor) unless those weights are exact in TF32, as every fp16 model
- *   file's are;
+ *   file's are, and on a batch-invariant context (TF32 runs from
+ *   NMT_TF32X2_MIN_ROWS rows only);
  * - BF16, FP16: 16-bit tensor cores for the encoder's input and key
  *   projections, the decoder layers, W_c and W_out, the weights rounded
  *   once into a 16-bit copy (the fp32 ones stay: the shrink wing's
