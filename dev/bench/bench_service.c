@@ -7,10 +7,12 @@
  *                 [--queue N] [--lines N]
  *                 (--closed C | --open RATE) [--requests N] [--cancel P]
  *                 [--deadline-ms D] [--seed S] [--warmup N] [--offline-batch N]
+ *                 [--reference-batch N] [--precision fp32|bf16|fp16|auto] [--devices 0,0]
  *
  * First the offline reference: one translator with the same options
- * translates the lines (nmt_translate_batch, --batch-size a call), and again
- * timed (at --offline-batch sentences a call when given: offline's best
+ * translates the lines (nmt_translate_batch, --reference-batch sentences a
+ * call, default 1: batch invariance makes every batching give its bits;
+ * 0: --batch-size), and again timed (at --offline-batch sentences a call when given: offline's best
  * batch size may exceed what the service's clients keep in flight).
  * Then the service gets --requests requests (default: one per line), line
  * i % lines each:
@@ -26,7 +28,8 @@
  * sentence lengths, so its batch-1 steps replay CUDA graphs (the open loop
  * at 1 request/s measures that, not first-seen lengths). Every answer is checked
  * against the offline translation of its line: lost (never completed),
- * duplicated (completed twice), different (OK but another text). Prints one
+ * duplicated (completed twice), different (OK but another text, or a score or
+ * log-probability with other bits). Prints one
  * JSON line: throughput, p50/p90/p99 latency, batch fill, the checks and
  * the offline throughput measured in the same run; exit 1 when any check
  * fails. */
@@ -49,6 +52,7 @@ typedef struct bench {
     nmt_service *service;
     char **lines;
     char **ref; /* offline translations; NULL entries: refused lines */
+    float *ref_score, *ref_log_prob; /* their scores, compared bit for bit */
     int n_lines;
     int64_t n_requests;
     double cancel, deadline_ms;
@@ -93,7 +97,9 @@ static void account(bench *b, int64_t k, const nmt_result *r)
         atomic_fetch_add(&b->expired, 1);
     else if (r->status != NMT_STATUS_OK)
         atomic_fetch_add(&b->failed, b->ref[line] == NULL ? 0 : 1);
-    else if (!b->ref[line] || strcmp(r->hypotheses[0].text, b->ref[line]) != 0)
+    else if (!b->ref[line] || strcmp(r->hypotheses[0].text, b->ref[line]) != 0 ||
+             memcmp(&r->hypotheses[0].score, &b->ref_score[line], sizeof(float)) != 0 ||
+             memcmp(&r->hypotheses[0].log_prob, &b->ref_log_prob[line], sizeof(float)) != 0)
         atomic_fetch_add(&b->different, 1);
 }
 
@@ -194,8 +200,12 @@ static double offline(bench *b, const nmt_options *o, int timed_only)
         exit(2);
     }
     const double seconds = now_s() - t0;
-    for (int i = 0; i < b->n_lines && !timed_only; i++)
-        b->ref[i] = res[i].status == NMT_STATUS_OK ? strdup(res[i].hypotheses[0].text) : NULL;
+    for (int i = 0; i < b->n_lines && !timed_only; i++) {
+        const int ok = res[i].status == NMT_STATUS_OK;
+        b->ref[i] = ok ? strdup(res[i].hypotheses[0].text) : NULL;
+        b->ref_score[i] = ok ? res[i].hypotheses[0].score : 0.0f;
+        b->ref_log_prob[i] = ok ? res[i].hypotheses[0].log_prob : 0.0f;
+    }
     for (int i = 0; i < b->n_lines; i++)
         nmt_result_clear(&res[i]);
     free(res);
@@ -212,14 +222,16 @@ int main(int argc, char **argv)
         {"closed", 1, 0, 'c'}, {"open", 1, 0, 'o'}, {"requests", 1, 0, 'n'},
         {"cancel", 1, 0, 'x'}, {"deadline-ms", 1, 0, 't'}, {"seed", 1, 0, 's'},
         {"continuous", 1, 0, 'C'}, {"join-every", 1, 0, 'J'}, {"warmup", 1, 0, 'W'},
-        {"offline-batch", 1, 0, 'O'},
+        {"offline-batch", 1, 0, 'O'}, {"reference-batch", 1, 0, 'R'},
+        {"precision", 1, 0, 'P'}, {"devices", 1, 0, 'G'},
         {0, 0, 0, 0}};
     const char *model_path = NULL, *input = NULL;
     nmt_service_options so;
     nmt_service_options_init(&so);
     int closed = 0, max_lines = 0;
     int64_t warmup = 0;
-    int offline_batch = 0;
+    int offline_batch = 0, reference_batch = 1;
+    int devices[16];
     double rate = 0.0;
     bench b = {0};
     b.seed = 1;
@@ -248,6 +260,22 @@ int main(int argc, char **argv)
         case 's': b.seed = strtoull(optarg, NULL, 10); break;
         case 'W': warmup = atoll(optarg); break;
         case 'O': offline_batch = atoi(optarg); break;
+        case 'R': reference_batch = atoi(optarg); break;
+        case 'G': /* a comma list of ordinals; one repeated: several workers on that GPU */
+            so.n_devices = 0;
+            for (char *p = optarg; *p && so.n_devices < 16; p += *p == ',') {
+                char *end;
+                devices[so.n_devices++] = (int)strtol(p, &end, 10);
+                p = end;
+            }
+            so.devices = devices;
+            break;
+        case 'P':
+            so.translator.precision = !strcmp(optarg, "fp32")   ? NMT_PRECISION_FP32
+                                      : !strcmp(optarg, "bf16") ? NMT_PRECISION_BF16
+                                      : !strcmp(optarg, "fp16") ? NMT_PRECISION_FP16
+                                                                : NMT_PRECISION_AUTO;
+            break;
         default: fprintf(stderr, "bench_service: see the header of dev/bench/bench_service.c\n");
                  return 2;
         }
@@ -266,12 +294,17 @@ int main(int argc, char **argv)
     if (b.n_requests < 0)
         b.n_requests = b.n_lines;
     b.ref = calloc((size_t)b.n_lines, sizeof *b.ref);
+    b.ref_score = calloc((size_t)b.n_lines, sizeof *b.ref_score);
+    b.ref_log_prob = calloc((size_t)b.n_lines, sizeof *b.ref_log_prob);
     b.submitted = calloc((size_t)b.n_requests, sizeof *b.submitted);
     b.latency = calloc((size_t)b.n_requests, sizeof *b.latency);
     b.completions = calloc((size_t)b.n_requests, sizeof *b.completions);
-    if (!b.ref || !b.submitted || !b.latency || !b.completions)
+    if (!b.ref || !b.ref_score || !b.ref_log_prob || !b.submitted || !b.latency || !b.completions)
         return 2;
-    offline(&b, &so.translator, 0);                          /* reference (and warm) */
+    nmt_options reference = so.translator;
+    if (reference_batch > 0)
+        reference.batch_size = reference_batch;
+    offline(&b, &reference, 0); /* the reference answers */
     nmt_options timed = so.translator;
     if (offline_batch > 0)
         timed.batch_size = offline_batch;

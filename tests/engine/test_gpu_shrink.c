@@ -15,6 +15,7 @@
 #include "cuda_ctx.h"
 #include "test_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,9 +105,14 @@ static void compare(const nmt_model *model, const config *c)
                     gpu[i].n_hypotheses ? gpu[i].hypotheses[0].text : "(none)");
         }
         CHECK(differing <= 1, "%s: %d of %d lines differ", c->what, differing, n_lines);
+        /* A hash bit is the sign of a float dot product: a state within
+         * rounding of a hyperplane hashes differently on the two devices and
+         * moves a few words in or out of its list (24 of 1.7 million seen at
+         * beam 12, H200), so the candidate count gets 1e-4 of slack. */
+        const double words_gap = fabs((double)cs.candidate_words - (double)gs.candidate_words);
         if (differing == 0)
             CHECK(cs.row_steps == gs.row_steps && cs.recall_hits == gs.recall_hits &&
-                      cs.candidate_words == gs.candidate_words,
+                      words_gap <= 1e-4 * (double)cs.candidate_words,
                   "%s: recall counters differ: cpu %lld/%lld/%lld, cuda %lld/%lld/%lld", c->what,
                   (long long)cs.row_steps, (long long)cs.recall_hits,
                   (long long)cs.candidate_words, (long long)gs.row_steps,
