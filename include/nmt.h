@@ -58,11 +58,13 @@ typedef enum nmt_sparse {
 
 /* The CPU's kernels (nmt_options.cpu_kernels). */
 typedef enum nmt_cpu_kernels {
-    NMT_CPU_KERNELS_AUTO = 0,     /* the BLAS path when the library was built with one, else
+    NMT_CPU_KERNELS_AUTO = 0,     /* the BLAS path when the library was built with one whose
+                                     rows keep their bits at any row count (probed), else
                                      the reference (default) */
     NMT_CPU_KERNELS_BLAS = 1,     /* every dense product on the BLAS's SGEMM, the encoder
                                      batched over the sentences (an error when built without
-                                     a BLAS) */
+                                     a BLAS, and under batch invariance where the probe finds
+                                     the BLAS's rows moving with the row count) */
     NMT_CPU_KERNELS_REFERENCE = 2 /* the plain-C oracle: double sums, a sentence at a time */
 } nmt_cpu_kernels;
 
