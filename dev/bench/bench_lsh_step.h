@@ -63,11 +63,7 @@ typedef struct {
 static nmt_cand_lists lists_of(const step_arg *a, int32_t *words, int32_t *count)
 {
     const nmt_cand_lists lists = {
-        .words = words,
-        .ld = a->vocab,
-        .count = count,
-        .rows_per_group = a->rows_per_group,
-    };
+        .words = words, .ld = a->vocab, .count = count, .rows_per_group = a->rows_per_group};
     return lists;
 }
 static nmt_cand_lists hash_lists(const step_arg *a)

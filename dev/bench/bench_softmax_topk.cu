@@ -173,11 +173,7 @@ typedef struct {
 static nmt_cand_lists lists_of(const variant_arg *a, int32_t *words, int32_t *count)
 {
     const nmt_cand_lists lists = {
-        .words = words,
-        .ld = a->vocab,
-        .count = count,
-        .rows_per_group = a->group,
-    };
+        .words = words, .ld = a->vocab, .count = count, .rows_per_group = a->group};
     return lists;
 }
 

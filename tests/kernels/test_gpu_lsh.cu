@@ -39,11 +39,7 @@ static int check_candidates(const char *what, int rows, int rpg, int vocab, cons
     memcpy(h, hits, n_hits * sizeof(int32_t));
     memset(cand_cpu, POISON_I32, n_cand * sizeof(int32_t));
     const nmt_cand_lists cpu_lists = {
-        .words = cand_cpu,
-        .ld = cand_ld,
-        .count = count_cpu,
-        .rows_per_group = rpg,
-    };
+        .words = cand_cpu, .ld = cand_ld, .count = count_cpu, .rows_per_group = rpg};
     nmt_cpu_lsh_candidates(rows, vocab, h, threshold, n_always, cpu_lists);
 
     int32_t *d_hits = (int32_t *)dev_output(n_hits * sizeof(int32_t), POISON_I32);
@@ -56,12 +52,9 @@ static int check_candidates(const char *what, int rows, int rpg, int vocab, cons
     CUDA_OK(cudaMemset(ws, 0x5A, ws_bytes)); /* garbage: nothing may rely on zeros */
     CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
     nmt_error err = {};
-    const nmt_cand_lists lists = {
-        .words = d_cand,
-        .ld = cand_ld,
-        .count = d_count,
-        .rows_per_group = rpg,
-    };
+    nmt_cand_lists lists = cpu_lists; /* the same layout on the device */
+    lists.words = d_cand;
+    lists.count = d_count;
     nmt_status st = nmt_cuda_lsh_candidates(rows, vocab, d_hits, threshold, n_always, lists, ws,
                                             ws_bytes, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "%s: candidates status %d: %s", what, (int)st, err.message);
@@ -287,20 +280,13 @@ static void run_shape(const shape *s)
     int64_t want_stats[3] = {5, 2, 100};
     unsigned long long got_stats[3] = {5, 2, 100};
     const nmt_cand_lists cpu_lists = {
-        .words = cand,
-        .ld = cand_ld,
-        .count = count,
-        .rows_per_group = rpg,
-    };
+        .words = cand, .ld = cand_ld, .count = count, .rows_per_group = rpg};
     nmt_cpu_lsh_recall(rows, live, top, b, cpu_lists, want_stats);
     int32_t *d_top = (int32_t *)dev_upload(top, (size_t)rows * b * sizeof(int32_t));
     unsigned long long *d_stats = (unsigned long long *)dev_upload(got_stats, sizeof got_stats);
-    const nmt_cand_lists lists = {
-        .words = d_cand,
-        .ld = cand_ld,
-        .count = d_count,
-        .rows_per_group = rpg,
-    };
+    nmt_cand_lists lists = cpu_lists; /* the same lists on the device */
+    lists.words = d_cand;
+    lists.count = d_count;
     st = nmt_cuda_lsh_recall(rows, d_live, d_top, b, lists, d_stats, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "recall status %d: %s", (int)st, err.message);
     CUDA_OK(cudaMemcpy(got_stats, d_stats, sizeof got_stats, cudaMemcpyDeviceToHost));

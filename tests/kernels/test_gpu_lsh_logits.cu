@@ -39,45 +39,31 @@ static int g_ran[N_VARIANTS]; /* calls each variant took */
 
 /* ---- logits ---------------------------------------------------------------- */
 
-typedef struct {
-    int rows, dim, ldx;
-    const float *x, *out_w, *out_b; /* host */
-    const float *d_x, *d_w, *d_b;   /* device */
-    nmt_cand_lists lists;           /* host (CPU lists) */
-    nmt_cand_lists d_lists;         /* device copies, garbage past the count */
-    int64_t ld;
-} logits_case;
-
-/* Entries first <= j < count against the CPU; the rest must stay poison. */
-static int check_logits(const logits_case *c, const float *want, const double *bound,
-                        nmt_lsh_logits_kernel variant, int32_t first, int32_t max_count,
-                        const char *what)
+/* Entries first <= j < count against the CPU's (host: the oracle's call,
+ * whose logits hold its answer); the rest must stay poison. on_device: the
+ * same call on the device copies (garbage past the counts), run with `first`
+ * into fresh poisoned logits. */
+static int check_logits(const nmt_lsh_logits_args *host, const nmt_lsh_logits_args *on_device,
+                        const double *bound, nmt_lsh_logits_kernel variant, int32_t first,
+                        int32_t max_count, const char *what)
 {
-    const size_t n = (size_t)c->rows * c->ld;
+    const size_t n = (size_t)host->n_rows * host->ld;
+    const float *want = host->logits;
     float *d_logits = (float *)dev_output(n * sizeof(float), POISON_F32);
     nmt_error err = {};
-    const nmt_lsh_logits_args args = {
-        .n_rows = c->rows,
-        .dim = c->dim,
-        .x = c->d_x,
-        .ldx = c->ldx,
-        .out_w = c->d_w,
-        .out_b = c->d_b,
-        .lists = c->d_lists,
-        .first = first,
-        .logits = d_logits,
-        .ld = c->ld,
-    };
+    nmt_lsh_logits_args args = *on_device;
+    args.first = first;
+    args.logits = d_logits;
     nmt_status st = nmt_cuda_lsh_logits(&args, max_count, variant, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "%s: logits status %d: %s", what, (int)st, err.message);
     float *got = alloc_f32(n);
     int ok = dev_download(got, d_logits, n * sizeof(float), POISON_F32, what);
     double max_err = 0, max_ratio = 0;
     size_t bad = 0, touched = 0;
-    for (int r = 0; r < c->rows; r++) {
-        int32_t cnt = c->lists.count[r / c->lists.rows_per_group];
-        for (int64_t j = 0; j < c->ld; j++) {
-            size_t i = (size_t)r * c->ld + j;
+    for (int r = 0; r < host->n_rows; r++) {
+        int32_t cnt = host->lists.count[r / host->lists.rows_per_group];
+        for (int64_t j = 0; j < host->ld; j++) {
+            size_t i = (size_t)r * host->ld + j;
             if (j >= cnt || j < first) {
                 uint32_t bits;
                 memcpy(&bits, &got[i], 4);
@@ -227,31 +213,19 @@ static void run_shape(const shape *s)
     float *want = alloc_f32(n_logits);
     memset(want, POISON_F32, n_logits * sizeof(float));
     const float *bias = s->bias ? out_b : NULL;
-    const nmt_cand_lists lists = {
-        .words = c.cand,
-        .ld = cand_ld,
-        .count = c.count,
-        .rows_per_group = rpg,
-    };
-    const nmt_cand_lists d_lists = {
-        .words = d_cand,
-        .ld = cand_ld,
-        .count = d_count,
-        .rows_per_group = rpg,
-    };
-    const nmt_lsh_logits_args args = {
+    const nmt_lsh_logits_args oracle = { /* the CPU call: its answer in want */
         .n_rows = rows,
         .dim = dim,
         .x = x,
         .ldx = ldx,
         .out_w = out_w,
         .out_b = bias,
-        .lists = lists,
+        .lists = {.words = c.cand, .ld = cand_ld, .count = c.count, .rows_per_group = rpg},
         .first = 0,
         .logits = want,
         .ld = ld,
     };
-    nmt_cpu_lsh_logits(&args);
+    nmt_cpu_lsh_logits(&oracle);
     double *bound = (double *)host_alloc(n_logits * sizeof(double));
     const double u = ldexp(1.0, -24);
     for (int r = 0; r < rows; r++) {
@@ -265,35 +239,30 @@ static void run_shape(const shape *s)
             bound[i] = (dim + 2) * u * mag + u * fabs((double)want[i]) + 1e-30;
         }
     }
-    const logits_case lc = {
-        .rows = rows,
-        .dim = dim,
-        .ldx = ldx,
-        .x = x,
-        .out_w = out_w,
-        .out_b = bias,
-        .d_x = c.d_x,
-        .d_w = c.d_w,
-        .d_b = bias ? c.d_b : NULL,
-        .lists = lists,
-        .d_lists = d_lists,
-        .ld = ld,
-    };
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_GEMM, 0, vocab, "GEMM, max_count = vocab");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_SDDMM, 0, max_count, "SDDMM, tight max_count");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_WARP, 0, vocab, "WARP, max_count = vocab");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_AUTO, 0, max_count, "AUTO, tight max_count");
+    nmt_lsh_logits_args on_device = oracle; /* the same call on the device copies */
+    on_device.x = c.d_x;
+    on_device.out_w = c.d_w;
+    on_device.out_b = bias ? c.d_b : NULL;
+    on_device.lists.words = d_cand;
+    on_device.lists.count = d_count;
+    const nmt_lsh_logits_args *cpu = &oracle, *gpu = &on_device;
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_GEMM, 0, vocab, "GEMM, max_count = vocab");
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_SDDMM, 0, max_count, "SDDMM, tight max_count");
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_WARP, 0, vocab, "WARP, max_count = vocab");
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_AUTO, 0, max_count, "AUTO, tight max_count");
     /* The engine's call: the n_always prefix is its dense GEMM's. */
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_GEMM, s->n_always, vocab,
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_GEMM, s->n_always, vocab,
                  "GEMM past the always-kept prefix");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_SDDMM, s->n_always, max_count,
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_SDDMM, s->n_always, max_count,
                  "SDDMM past the always-kept prefix");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_WARP, s->n_always, max_count,
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_WARP, s->n_always, max_count,
                  "WARP past the always-kept prefix");
 
     /* Softmax + top-K over the candidates */
-    check_softmax(rows, vocab, ld, lists, d_lists, s->top_k, vocab, "max_count = vocab");
-    check_softmax(rows, vocab, ld, lists, d_lists, s->top_k, max_count, "tight max_count");
+    check_softmax(rows, vocab, ld, oracle.lists, on_device.lists, s->top_k, vocab,
+                  "max_count = vocab");
+    check_softmax(rows, vocab, ld, oracle.lists, on_device.lists, s->top_k, max_count,
+                  "tight max_count");
 
     fprintf(stderr, "%s %s\n", test_failures == failures_before ? "ok  " : "FAIL", what);
     CUDA_OK(cudaFree(d_cand));
