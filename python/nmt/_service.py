@@ -18,7 +18,7 @@ import time
 import traceback
 import weakref
 
-from . import _capi
+from . import _capi, _options
 from ._results import (Busy, Closed, ServiceStats, Status, copy_result, copy_struct, encode_line,
                        error_from, raise_error)
 from ._translator import as_model, fill_options
@@ -145,7 +145,7 @@ class Service:
         if max_delay_us is not None:
             so.max_delay_us = _capi.c_int(max_delay_us, "max_delay_us")
         if max_batch_tokens is not None:
-            so.max_batch_tokens = _capi.c_int(max_batch_tokens, "max_batch_tokens")
+            so.max_batch_tokens = _options.value("max_batch_tokens", max_batch_tokens)
         if continuous is not None:
             so.continuous = 1 if continuous else 0
         if join_every is not None:
@@ -203,12 +203,12 @@ class Service:
         data, refused = encode_line(line)
         ro = _capi.nmt_request_options()
         self._lib.nmt_request_options_init(ctypes.byref(ro))
-        for name, value, conv in (("beam_size", beam_size, int), ("n_best", n_best, int),
-                                  ("alpha", alpha, float), ("max_len_a", max_len_a, float),
-                                  ("max_len_b", max_len_b, int),
-                                  ("deadline_ms", deadline_ms, float)):
+        for name, value in (("beam_size", beam_size), ("n_best", n_best), ("alpha", alpha),
+                            ("max_len_a", max_len_a), ("max_len_b", max_len_b)):
             if value is not None:
-                setattr(ro, name, _capi.c_int(value, name) if conv is int else conv(value))
+                setattr(ro, name, _options.value(name, value))
+        if deadline_ms is not None:
+            ro.deadline_ms = float(deadline_ms)
         if shrink is not None:
             ro.shrink = 1 if shrink else 0
         if refused is not None:
