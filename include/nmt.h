@@ -280,7 +280,7 @@ nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *sta
  *
  * A thread-safe, asynchronous front over translators (engine/service.c):
  * any thread submits a line and gets a request handle back at once; worker
- * threads (one per device, or cpu_workers on the CPU) take queued requests
+ * threads (workers_per_device on each device, or cpu_workers on the CPU) take queued requests
  * in arrival order, batch the ones with the same search options, translate
  * them and complete the handles (and call the callback, if any). A
  * sentence's translation does not depend on what it was batched with: the
@@ -291,7 +291,8 @@ typedef struct nmt_request nmt_request;
 typedef struct nmt_service_options {
     nmt_options translator;  /* each worker's translator; beam_size is the largest beam a
                                 request may ask for, batch_size the most sentences a batch
-                                holds; device AUTO/CPU/CUDA as for a translator */
+                                holds (default 256 here); device AUTO/CPU/CUDA as for a
+                                translator */
     int n_devices;           /* CUDA: workers on these device ordinals (0: one worker on
                                 translator.device_index; -1: one on every visible device) */
     const int *devices;
@@ -315,6 +316,9 @@ typedef struct nmt_service_options {
     int join_every;          /* continuous batching: steps between the points where finished
                                 requests leave and queued ones join (1..1000), default 4
                                 (docs/perf/service.md, "Continuous batching") */
+    int workers_per_device;  /* CUDA: workers (each a translator) on each device (1..16),
+                                default 2: one decodes while another gathers its batch and
+                                answers the last (docs/perf/service.md, "Workers") */
 } nmt_service_options;
 
 void nmt_service_options_init(nmt_service_options *options);

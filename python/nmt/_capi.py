@@ -164,6 +164,7 @@ class nmt_service_options(ctypes.Structure):
         ("max_batch_tokens", ctypes.c_int),
         ("continuous", ctypes.c_int),
         ("join_every", ctypes.c_int),
+        ("workers_per_device", ctypes.c_int),
     ]
 
 

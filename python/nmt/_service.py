@@ -115,15 +115,16 @@ class Service:
     batch the requests as they arrive, per-request options and deadlines.
 
     Service(model_or_path, device="auto", workers=1, devices=None,
-    batch_size=32, max_delay_us, max_batch_tokens, continuous=False,
-    join_every=4, queue_capacity=4096, beam_size=5, ...)
+    batch_size=256, max_delay_us, max_batch_tokens, continuous=False,
+    join_every=4, workers_per_device=2, queue_capacity=4096, beam_size=5, ...)
     (None: nmt_service_options_init's default): beam_size is the largest
     beam a request may ask for, batch_size the most sentences a batch holds,
     max_delay_us how long a worker waits for a batch to fill,
     max_batch_tokens the source tokens a batch holds at most, continuous
     whether a CUDA worker keeps one search running that requests join and
     leave (continuous batching) rather than batching (the default), join_every
-    the steps between the points where they join and leave; the other
+    the steps between the points where they join and leave,
+    workers_per_device the CUDA workers (translators) on each device; the other
     keywords are Translator's. Raises
     nmt.Error when the model or the workers cannot be made.
 
@@ -132,12 +133,17 @@ class Service:
 
     def __init__(self, model, device="auto", workers=None, devices=None, batch_size=None,
                  max_delay_us=None, queue_capacity=None, max_batch_tokens=None, continuous=None,
-                 join_every=None, library=None, **options):
+                 join_every=None, workers_per_device=None, library=None, **options):
         self.model = as_model(model, library)
         self._lib = self.model._lib
         so = _capi.nmt_service_options()
         self._lib.nmt_service_options_init(ctypes.byref(so))
+        service_batch = so.translator.batch_size  # the service's default, not a translator's
         fill_options(self._lib, so.translator, device, batch_size=batch_size, **options)
+        if batch_size is None:
+            so.translator.batch_size = service_batch
+        if workers_per_device is not None:
+            so.workers_per_device = _capi.c_int(workers_per_device, "workers_per_device")
         if workers is not None:
             so.cpu_workers = _capi.c_int(workers, "workers")
         if queue_capacity is not None:
