@@ -70,6 +70,9 @@ int main(int argc, char **argv)
     int closed[3]; /* a closed stream: a socket must not take its number */
     if (app_guard_std_streams(closed) != 0)
         return EXIT_IO;
+    /* jansson seeds its hash function on first use, unguarded: seed it here,
+     * before any thread exists (helgrind showed the race). */
+    json_object_seed(0);
     if (server_args_parse(argc, argv, &args, message, sizeof message) != EXIT_OK) {
         fprintf(stderr, "nmt-server: %s\n", message);
         return EXIT_USAGE;
@@ -112,9 +115,6 @@ int main(int argc, char **argv)
         server_models_free(s.models);
         return loaded;
     }
-    /* jansson seeds its hash function on first use, unguarded: seed it here,
-     * before the connection threads exist (helgrind showed the race). */
-    json_object_seed(0);
     int port = 0;
     if (server_http_start(&s, &port, message, sizeof message) != 0) {
         fprintf(stderr, "nmt-server: %s\n", message);

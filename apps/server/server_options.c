@@ -114,6 +114,12 @@ int server_model_args(int argc, char **argv, const app_setting *overrides, int n
                                       .settings = &scratch, .overrides = overrides,
                                       .n_overrides = n_overrides, .overrides_source = source};
     const int code = app_args_parse(argc, argv, out, &extra, message, size);
+    if (code != EXIT_OK && strncmp(message, source, strlen(source)) != 0) {
+        /* a rule between settings (n_best over beam, ...): say whose */
+        char reason[512];
+        snprintf(reason, sizeof reason, "%s", message);
+        snprintf(message, size, "%s: %s", source, reason);
+    }
     return code != EXIT_OK ? code : check_unused(out, source, message, size);
 }
 

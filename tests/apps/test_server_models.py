@@ -27,8 +27,10 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_server_onmt_compat import request as call  # noqa: E402
 
 SERVER = os.environ.get("NMT_SERVER", "")
 MODEL = os.path.abspath(os.environ["NMT_TEST_MODEL"])
@@ -46,15 +48,19 @@ def check(cond, what):
         print("FAIL:", what, file=sys.stderr)
 
 
-def call(port, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.loads(r.read() or b"null"), r.headers
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null"), e.headers
+def run_threads(clients, beside):
+    """Runs the client threads to their end with the beside thread, which
+    stops when the event it is given is set."""
+    done = threading.Event()
+    threads = [threading.Thread(target=c) for c in clients]
+    other = threading.Thread(target=beside, args=(done,))
+    other.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    done.set()
+    other.join(timeout=60)
 
 
 def translate(port, items):
@@ -189,61 +195,39 @@ def concurrency():
     try:
         ref = {(mid, line): translate(port, [{"src": line, "id": mid}])[1]
                for mid in (10, 11) for line in LINES}
-        errors, stop_unloading = [], threading.Event()
+        errors = []
 
-        def client(seed):
+        def client(seed, requests=15, seen=None):
             rng = random.Random(seed)
-            for _ in range(15):
+            for _ in range(requests):
                 mid, line = rng.choice((10, 11)), rng.choice(LINES)
                 code, body = translate(port, [{"src": line, "id": mid}])
                 if code != 200 or body != ref[(mid, line)]:
                     errors.append((mid, line, code, body))
+                if seen is not None:
+                    seen.append(loaded_count(port))
 
-        def unloader():
+        def unloader(done):
             rng = random.Random(99)
-            while not stop_unloading.is_set():
+            while not done.is_set():
                 call(port, "POST", f"/translator/unload_model/{rng.choice((10, 11))}")
                 time.sleep(rng.uniform(0.0, 0.05))
 
-        threads = [threading.Thread(target=client, args=(k,)) for k in range(6)]
-        u = threading.Thread(target=unloader)
-        u.start()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
-        stop_unloading.set()
-        u.join(timeout=60)
+        run_threads([lambda k=k: client(k) for k in range(6)], unloader)
         check(not errors, f"answers while unloading differ: {errors[:3]}")
     finally:
         stop(proc)
     proc, port = start(config, "--workers", "2", "--max-loaded-models", "1")
     try:
-        errors, seen, done = [], [], threading.Event()
+        seen = []
+        errors.clear()  # client() reports here, and reaches this server by port
 
-        def client(seed):
-            rng = random.Random(seed)
-            for _ in range(10):
-                mid, line = rng.choice((10, 11)), rng.choice(LINES)
-                code, body = translate(port, [{"src": line, "id": mid}])
-                if code != 200 or body != ref[(mid, line)]:
-                    errors.append((mid, line, code, body))
-                seen.append(loaded_count(port))
-
-        def monitor():
+        def monitor(done):
             while not done.is_set():
                 seen.append(loaded_count(port))
                 time.sleep(0.005)
 
-        threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
-        watcher = threading.Thread(target=monitor)
-        watcher.start()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
-        done.set()
-        watcher.join(timeout=60)
+        run_threads([lambda k=k: client(k, 10, seen) for k in range(4)], monitor)
         check(not errors, f"--max-loaded-models 1: wrong answers {errors[:3]}")
         seen.append(loaded_count(port))
         check(max(seen) == 1 and seen[-1] == 1,
@@ -261,6 +245,8 @@ def bad_configs():
         ({"models": [dict(good, opt={"verbose": True})]}, "\"verbose\" is not an option"),
         ({"models": [dict(good, opt={"beam_size": 0})]}, "bad value for beam: '0'"),
         ({"models": [dict(good, opt={"input": "x.txt"})]}, "is translate's, not the server's"),
+        ({"models": [dict(good, opt={"beam_size": 2, "n_best": 3})]},
+         "models[0] (id 1): --n-best 3 is larger than --beam 2"),
         ({"models": [dict(good, opt={"gpu": "x"})]}, "opt \"gpu\" must be -1"),
         ({"models": [good, good]}, "models[1]: model id 1 is taken"),
         ({"models": [{"model": "missing.bin"}], "models_root": TMP}, "cannot open"),

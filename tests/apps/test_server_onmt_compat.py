@@ -28,14 +28,15 @@ ALIGN = re.compile(r"^(\d+-\d+( \d+-\d+)*)?$")
 
 
 def request(port, method, path, body=None):
+    """(HTTP code, the JSON answer, the headers) of one request (body: JSON)."""
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
                                  headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.loads(r.read())
+            return r.status, json.loads(r.read() or b"null"), r.headers
     except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+        return e.code, json.loads(e.read() or b"null"), e.headers
 
 
 def mismatch(template, value, where="answer"):
@@ -106,7 +107,7 @@ def main():
             port = int(line.rsplit(":", 1)[1])
             for k, x in enumerate(spec["exchanges"]):
                 r = x["request"]
-                code, answer = request(port, r["method"], r["path"], r.get("body"))
+                code, answer, _ = request(port, r["method"], r["path"], r.get("body"))
                 found = mismatch(x["response"], answer)
                 if code != x["status"] or found or not ranks_ordered(answer):
                     failures.append(f"exchange {k} ({x['what']}): {code} (want {x['status']}): "
