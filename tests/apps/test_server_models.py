@@ -22,6 +22,7 @@ Skips (77) without nmt-server."""
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -285,8 +286,11 @@ def main():
     if not SERVER or not os.path.exists(SERVER):
         print("nmt-server not built: skipped")
         return 77
-    for part in (lifecycle, request_rules, concurrency, bad_configs):
-        part()
+    try:
+        for part in (lifecycle, request_rules, concurrency, bad_configs):
+            part()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
     if failures:
         print(f"test_server_models: {len(failures)} failures", file=sys.stderr)
         return 1
