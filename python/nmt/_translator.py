@@ -8,7 +8,8 @@ import os
 import threading
 
 from . import _capi, _options
-from ._results import (TranslatorStats, copy_result, copy_struct, encode_line, raise_error)
+from ._results import (TranslatorStats, batch_lines, copy_result, copy_struct, encode_line,
+                       raise_error)
 
 # The search options a translate_batch call may change (a translator each).
 SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b")
@@ -255,7 +256,7 @@ class Translator:
         others). options: beam_size, n_best, alpha, max_len_a, max_len_b for
         this call (another translator, made once and cached). Raises nmt.Error
         when the whole batch failed (device error, out of memory)."""
-        lines = list(lines)
+        lines = batch_lines(lines)
         key = self._key(options)
         if not lines:
             return []
@@ -291,7 +292,7 @@ class Translator:
         """translate_batch in this translator's background thread: returns a
         concurrent.futures.Future of the list of Results. Calls run one at a
         time, in order."""
-        lines = list(lines)
+        lines = batch_lines(lines)
         with self._lock:
             if self._model_ptr is None:
                 raise ValueError("the translator is closed")
