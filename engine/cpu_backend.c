@@ -5,6 +5,7 @@
 #include "backend.h"
 #include "nmt.h"
 #include "error.h"
+#include "forced_search.h"
 #include "linear_blas.h"
 
 #include <stdio.h>
@@ -90,6 +91,25 @@ static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batc
     return nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results, err);
 }
 
+static nmt_status cpu_backend_score(nmt_backend *backend, const nmt_source_batch *batch,
+                                    const nmt_search_config *config,
+                                    nmt_search_result *results, nmt_error *err)
+{
+    cpu_backend *self = (cpu_backend *)backend;
+    nmt_status status = nmt_backend_oom_injected(backend, batch, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    status = nmt_cpu_encode(self->state, batch, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    /* The full softmax, whatever the shrinking (nmt_score_batch). */
+    nmt_cpu_state_full_softmax(self->state, 1);
+    const nmt_step_model step = nmt_cpu_step_model(self->state);
+    status = nmt_score_forced(&step, batch->n_sentences, batch->src_len, config, results, err);
+    nmt_cpu_state_full_softmax(self->state, 0);
+    return status;
+}
+
 static void cpu_backend_free(nmt_backend *backend)
 {
     cpu_backend *self = (cpu_backend *)backend;
@@ -115,8 +135,13 @@ static void cpu_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
     stats->sparse_matrices = nmt_cpu_state_sparse_count(self->state);
 }
 
-static const nmt_backend_vtable cpu_backend_vtable = {cpu_backend_decode, cpu_backend_add_stats,
-                                                      cpu_backend_free, NULL};
+static const nmt_backend_vtable cpu_backend_vtable = {
+    .decode = cpu_backend_decode,
+    .add_stats = cpu_backend_add_stats,
+    .free = cpu_backend_free,
+    .stream = NULL,
+    .score = cpu_backend_score,
+};
 
 nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_config *config,
                                   nmt_backend **backend, nmt_error *err)

@@ -40,6 +40,7 @@ void nmt_request_destroy(nmt_request *r)
     pthread_cond_destroy(&r->done);
     pthread_mutex_destroy(&r->lock);
     free(r->line);
+    free(r->target);
     free(r);
 }
 
@@ -71,12 +72,14 @@ void nmt_request_queue_remove(nmt_request_queue *q, nmt_request *r)
 
 int nmt_request_has_search(const nmt_request *r, const nmt_search_params *y, int shrink)
 {
-    return r->shrink == shrink && nmt_search_params_equal(&r->search, y);
+    return r->shrink == shrink && nmt_search_params_equal(&r->search, y) && !r->target &&
+           !r->search.return_alternatives;
 }
 
 int nmt_request_same_search(const nmt_request *a, const nmt_request *b)
 {
-    return nmt_request_has_search(a, &b->search, b->shrink);
+    return a->shrink == b->shrink && nmt_search_params_equal(&a->search, &b->search) &&
+           a->score == b->score;
 }
 
 double nmt_request_now(void)
