@@ -415,7 +415,19 @@ static int check_args(translate_args *args, int model_optional, char *message,
                  args->engine.n_best, args->engine.beam_size);
         return EXIT_USAGE;
     }
+    if (args->score_target_path[0] && args->target_prefix_path[0]) {
+        snprintf(message, message_size, "--score-target and --target-prefix exclude each other");
+        return EXIT_USAGE;
+    }
     return EXIT_OK;
+}
+
+translate_target translate_args_target(const translate_args *args, const char **path)
+{
+    *path = args->score_target_path[0] ? args->score_target_path : args->target_prefix_path;
+    return args->score_target_path[0]    ? TRANSLATE_TARGET_SCORE
+           : args->target_prefix_path[0] ? TRANSLATE_TARGET_PREFIX
+                                         : TRANSLATE_TARGET_NONE;
 }
 
 int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_settings *extra,

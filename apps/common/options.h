@@ -19,6 +19,13 @@ enum {
                            output, the --stats or --timing file) failed */
 };
 
+/* What a line's second file gives it (--score-target, --target-prefix). */
+typedef enum translate_target {
+    TRANSLATE_TARGET_NONE = 0,
+    TRANSLATE_TARGET_PREFIX = 1, /* its translation continues the line */
+    TRANSLATE_TARGET_SCORE = 2   /* the line is the translation to score */
+} translate_target;
+
 typedef struct translate_args {
     char model_path[1024];
     char config_path[1024];
@@ -48,7 +55,14 @@ typedef struct translate_args {
     int token_scores;  /* append " ||| " and each target token's log-probability, EOS last */
     int attention;     /* append " ||| " and a JSON document: source and target tokens and the
                           soft attention weights (engine.attention_weights) */
+    /* forced tokens (scoring, prefixes): a file with a line for each input line */
+    char score_target_path[1024];  /* --score-target FILE */
+    char target_prefix_path[1024]; /* --target-prefix FILE */
 } translate_args;
+
+/* The second file's role (after translate_args_parse: they exclude each
+ * other) and path. */
+translate_target translate_args_target(const translate_args *args, const char **path);
 
 /* One option: one row of a table that feeds getopt, the INI reader and
  * --help (option_table.c holds translate's rows, server_options.c the

@@ -54,6 +54,12 @@ static nmt_status net_probe(void *net, int buf, int32_t n_rows, int32_t beam,
     return nmt_cuda_output_probe(net, buf, n_rows, beam, rows, excluded, n_excluded, err);
 }
 
+static nmt_status net_pick(void *net, int buf, int32_t n_rows, const int32_t *words,
+                           float *log_probs, const int32_t **attn_argmax, nmt_error *err)
+{
+    return nmt_cuda_output_pick(net, buf, n_rows, words, log_probs, attn_argmax, err);
+}
+
 static nmt_status net_place(void *net, int buf, int32_t n, const int32_t *slots,
                            const int32_t *positions, int32_t beam, nmt_error *err)
 {
@@ -75,6 +81,7 @@ static nmt_cuda_step_model cuda_step_model(nmt_cuda_model *net)
         .place = net_place,
         .attn_weights = nmt_cuda_model_attention(net),
         .carry_rows = nmt_cuda_model_carry_rows(net),
+        .pick = net_pick,
     };
 }
 
@@ -102,6 +109,19 @@ static nmt_status cuda_backend_decode(nmt_backend *backend, const nmt_source_bat
     if (status != NMT_STATUS_OK)
         return status;
     status = nmt_cuda_search_run(self->search, batch, config, results, err);
+    track_memory(self);
+    return status;
+}
+
+static nmt_status cuda_backend_score(nmt_backend *backend, const nmt_source_batch *batch,
+                                     const nmt_search_config *config,
+                                     nmt_search_result *results, nmt_error *err)
+{
+    cuda_backend *self = (cuda_backend *)backend;
+    nmt_status status = nmt_backend_oom_injected(backend, batch, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    status = nmt_cuda_search_score(self->search, batch, config, results, err);
     track_memory(self);
     return status;
 }
@@ -146,9 +166,13 @@ static nmt_status cuda_backend_stream(nmt_backend *backend, const nmt_search_con
     return status;
 }
 
-static const nmt_backend_vtable cuda_backend_vtable = {cuda_backend_decode,
-                                                       cuda_backend_add_stats, cuda_backend_free,
-                                                       cuda_backend_stream};
+static const nmt_backend_vtable cuda_backend_vtable = {
+    .decode = cuda_backend_decode,
+    .add_stats = cuda_backend_add_stats,
+    .free = cuda_backend_free,
+    .stream = cuda_backend_stream,
+    .score = cuda_backend_score,
+};
 
 /* The network's shrunk output layer: the index built here, uploaded, freed. */
 static nmt_status set_shrink(cuda_backend *self, const nmt_model *model,
