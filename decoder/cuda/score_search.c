@@ -8,12 +8,16 @@
  * ranking, rows keep their index from step to step (step 1's parents move
  * them from the encoder's order into it, after that row j continues row
  * j), and step t's rows are a slice of flat arrays copied up in one
- * transfer. A step is the model's step and its pick (the full softmax's
- * log-sum-exp and the target word's logit, kernels/pick_log_prob.h: no
- * softmax, top-K or beam bookkeeping), whose log-probabilities, attention
- * argmax and (with config->attention) weights land in the slice of their
- * step; one copy brings them back after the last step. The host then sums
- * the log-probabilities in the float order decoder/forced_score.c uses. */
+ * transfer. A step is the model's step, its rows' output-layer inputs
+ * stashed by the model, and its attention argmax and (with
+ * config->attention) weights copied into the slice of their step. The
+ * output layer runs when the stash is full and after the last step, over
+ * every row stashed since (consecutive steps: one slice of the flat
+ * arrays): one GEMM and a pick (the full softmax's log-sum-exp and the
+ * target word's logit, kernels/pick_log_prob.h: no softmax, top-K or beam
+ * bookkeeping). One copy brings everything back after the last step; the
+ * host sums the log-probabilities in the float order decoder/forced_score.c
+ * uses. */
 #include "cuda_search_impl.h"
 
 #include "forced_search.h"
@@ -161,9 +165,9 @@ nmt_status nmt_cuda_search_score(nmt_cuda_search *self, const nmt_source_batch *
     const int32_t n = batch->n_sentences;
     for (int32_t i = 0; i < n; i++)
         results[i] = (nmt_search_result){0, NULL};
-    if (!self->model.pick)
+    if (!self->model.stash || !self->model.pick || self->model.stash_rows < n)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "cuda score: the network "
-                             "has no pick (scoring's output layer)");
+                             "has no stash and pick (scoring's output layer) for %d rows", n);
     if (config->attention && !self->config.attention)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda score: attention weights "
                              "asked for, but the search keeps none");
@@ -201,16 +205,21 @@ nmt_status nmt_cuda_search_score(nmt_cuda_search *self, const nmt_source_batch *
                                  cudaMemcpyHostToDevice, stream));
 
     const nmt_cuda_step_model *model = &self->model;
+    int32_t stashed = 0; /* the flat row of the stash's first row */
     for (int32_t t = 1; t <= longest; t++) {
         const int32_t at = first[t - 1], n_rows = first[t] - at;
         const nmt_cuda_rows step_rows = {dev.tokens + at, dev.sentence + at, dev.parent + at,
                                          dev.live + at};
         const int32_t *argmax = NULL;
+        if (at + n_rows - stashed > model->stash_rows) { /* full: its output layer now */
+            NMT_TRY(model->pick(model->self, at - stashed, dev.words + stashed,
+                                dev.log_probs + stashed, err));
+            stashed = at;
+        }
         NMT_TRY(model->step(model->self, self->cur, n_rows, &step_rows, enc.src_len,
                             enc.mem_stride, 0, 0, err));
         self->cur = 1 - self->cur;
-        NMT_TRY(model->pick(model->self, self->cur, n_rows, dev.words + at, dev.log_probs + at,
-                            &argmax, err));
+        NMT_TRY(model->stash(model->self, self->cur, n_rows, at - stashed, &argmax, err));
         NMT_CUDA_TRY(cudaMemcpyAsync(dev.argmax + at, argmax, sizeof(int32_t) * (size_t)n_rows,
                                      cudaMemcpyDeviceToDevice, stream));
         if (attention)
@@ -222,6 +231,8 @@ nmt_status nmt_cuda_search_score(nmt_cuda_search *self, const nmt_source_batch *
         self->counts_now.steps++;
         self->counts_now.eager_runs++;
     }
+    NMT_TRY(model->pick(model->self, first[longest] - stashed, dev.words + stashed,
+                        dev.log_probs + stashed, err));
     NMT_CUDA_TRY(cudaMemcpyAsync(host.log_probs, dev.log_probs, host.down_bytes,
                                  cudaMemcpyDeviceToHost, stream));
     NMT_CUDA_TRY(cudaStreamSynchronize(stream));

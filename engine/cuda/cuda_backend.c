@@ -54,10 +54,16 @@ static nmt_status net_probe(void *net, int buf, int32_t n_rows, int32_t beam,
     return nmt_cuda_output_probe(net, buf, n_rows, beam, rows, excluded, n_excluded, err);
 }
 
-static nmt_status net_pick(void *net, int buf, int32_t n_rows, const int32_t *words,
-                           float *log_probs, const int32_t **attn_argmax, nmt_error *err)
+static nmt_status net_stash(void *net, int buf, int32_t n_rows, int32_t at,
+                            const int32_t **attn_argmax, nmt_error *err)
 {
-    return nmt_cuda_output_pick(net, buf, n_rows, words, log_probs, attn_argmax, err);
+    return nmt_cuda_output_stash(net, buf, n_rows, at, attn_argmax, err);
+}
+
+static nmt_status net_pick(void *net, int32_t n_rows, const int32_t *words, float *log_probs,
+                           nmt_error *err)
+{
+    return nmt_cuda_output_pick(net, n_rows, words, log_probs, err);
 }
 
 static nmt_status net_place(void *net, int buf, int32_t n, const int32_t *slots,
@@ -81,7 +87,9 @@ static nmt_cuda_step_model cuda_step_model(nmt_cuda_model *net)
         .place = net_place,
         .attn_weights = nmt_cuda_model_attention(net),
         .carry_rows = nmt_cuda_model_carry_rows(net),
+        .stash = net_stash,
         .pick = net_pick,
+        .stash_rows = nmt_cuda_output_stash_rows(net),
     };
 }
 
