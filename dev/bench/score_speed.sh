@@ -47,17 +47,21 @@ n=$(wc -l < "$work/src")
 
 seconds() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["decode_seconds"])' "$1"; }
 
+# translate, where exit 1 (some lines refused: an empty source cannot be
+# scored) still gives every line and the timing.
+run() { "$translate" "$@" || [ $? -eq 1 ]; }
+
 for batch in $batches; do
     : > "$work/times"
     for ((r = 0; r < runs; r++)); do
-        "$translate" -m "$model" --beam 5 --batch-size "$batch" -i "$work/src" \
+        run -m "$model" --beam 5 --batch-size "$batch" -i "$work/src" \
             -o "$work/beam.$batch" --quiet --timing "$work/decode.json" "$@"
         if [ "$ref" = beam ]; then
             cp "$work/beam.$batch" "$work/ref"
         else
             first_lines "$ref" "$work/ref"
         fi
-        "$translate" -m "$model" --beam 5 --batch-size "$batch" -i "$work/src" \
+        run -m "$model" --beam 5 --batch-size "$batch" -i "$work/src" \
             --score-target "$work/ref" -o "$work/score.$batch" --quiet \
             --timing "$work/score.json" "$@"
         echo "$(seconds "$work/decode.json") $(seconds "$work/score.json")" >> "$work/times"
