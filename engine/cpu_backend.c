@@ -76,9 +76,13 @@ nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state)
     return step;
 }
 
-static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
-                                     const nmt_search_config *config,
-                                     nmt_search_result *results, nmt_error *err)
+/* A batch searched (score 0) or scored (1; decoder/forced_search.h): the
+ * test hook, the encoder pass, then the search or the teacher-forced pass
+ * over the step interface, the latter with the full softmax whatever the
+ * shrinking (nmt_score_batch). */
+static nmt_status cpu_backend_run(nmt_backend *backend, const nmt_source_batch *batch,
+                                  const nmt_search_config *config, nmt_search_result *results,
+                                  int score, nmt_error *err)
 {
     cpu_backend *self = (cpu_backend *)backend;
     nmt_status status = nmt_backend_oom_injected(backend, batch, err);
@@ -87,27 +91,28 @@ static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batc
     status = nmt_cpu_encode(self->state, batch, err);
     if (status != NMT_STATUS_OK)
         return status;
+    nmt_cpu_state_full_softmax(self->state, score);
     const nmt_step_model step = nmt_cpu_step_model(self->state);
-    return nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results, err);
+    status = score ? nmt_score_forced(&step, batch->n_sentences, batch->src_len, config,
+                                      results, err)
+                   : nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results,
+                                     err);
+    nmt_cpu_state_full_softmax(self->state, 0);
+    return status;
+}
+
+static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
+                                     const nmt_search_config *config,
+                                     nmt_search_result *results, nmt_error *err)
+{
+    return cpu_backend_run(backend, batch, config, results, 0, err);
 }
 
 static nmt_status cpu_backend_score(nmt_backend *backend, const nmt_source_batch *batch,
                                     const nmt_search_config *config,
                                     nmt_search_result *results, nmt_error *err)
 {
-    cpu_backend *self = (cpu_backend *)backend;
-    nmt_status status = nmt_backend_oom_injected(backend, batch, err);
-    if (status != NMT_STATUS_OK)
-        return status;
-    status = nmt_cpu_encode(self->state, batch, err);
-    if (status != NMT_STATUS_OK)
-        return status;
-    /* The full softmax, whatever the shrinking (nmt_score_batch). */
-    nmt_cpu_state_full_softmax(self->state, 1);
-    const nmt_step_model step = nmt_cpu_step_model(self->state);
-    status = nmt_score_forced(&step, batch->n_sentences, batch->src_len, config, results, err);
-    nmt_cpu_state_full_softmax(self->state, 0);
-    return status;
+    return cpu_backend_run(backend, batch, config, results, 1, err);
 }
 
 static void cpu_backend_free(nmt_backend *backend)

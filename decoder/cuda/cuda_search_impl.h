@@ -10,6 +10,15 @@
 #include "error.h"
 #include "graph_cache.h"
 
+/* A device buffer and its pinned host twin, grown between batches (a failed
+ * growth leaves neither, so the next, smaller batch allocates afresh). */
+typedef struct nmt_cuda_staged {
+    void *dev, *host;
+    size_t bytes;
+} nmt_cuda_staged;
+nmt_status nmt_cuda_staged_ensure(nmt_cuda_staged *b, size_t bytes, nmt_error *err);
+void nmt_cuda_staged_free(nmt_cuda_staged *b);
+
 struct nmt_cuda_search {
     nmt_cuda_step_model model;
     nmt_cuda_search_config config;
@@ -37,16 +46,12 @@ struct nmt_cuda_search {
     void *hist_dev, *results_dev, *results_host; /* host: pinned */
     float *weights_dev;       /* config.attention: the weights history [N, hist_cap, B,
                                  max_src] (nmt_beam_device.hist_weights) */
-    /* A batch's forced tokens (forced_upload.c): device and pinned staging,
-     * grown between batches; forced_view points into forced_dev for the
-     * batch being searched. */
-    void *forced_dev, *forced_host;
-    size_t forced_bytes;
+    /* A batch's forced tokens (forced_upload.c); forced_view points into
+     * forced.dev for the batch being searched. */
+    nmt_cuda_staged forced;
     nmt_forced_tokens forced_view;
-    /* Scoring (score_search.c): a batch's rows and results for every
-     * step, device and pinned, grown between batches. */
-    void *score_dev, *score_host;
-    size_t score_bytes;
+    /* Scoring (score_search.c): a batch's rows and results for every step. */
+    nmt_cuda_staged score;
     size_t results_bytes;
     /* Pinned small transfers and the check event. */
     int32_t *done_host; /* [N]: the stream search's copy of the done flags */
@@ -126,12 +131,9 @@ nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *ar
 
 /* forced_upload.c: checks config->forced for the batch's n sentences and
  * copies them up in s->order's order (after nmt_cuda_search_sort), *dev
- * their device view (zeros when config has none); free: the buffers. */
+ * their device view (zeros when config has none). */
 nmt_status nmt_cuda_search_upload_forced(nmt_cuda_search *s, const nmt_search_config *config,
                                          int32_t n, nmt_forced_tokens *dev, nmt_error *err);
-void nmt_cuda_search_free_forced(nmt_cuda_search *s);
-/* score_search.c: its buffers. */
-void nmt_cuda_search_free_score(nmt_cuda_search *s);
 
 /* The history a search keeps for its longest max length (v1: one step
  * less, EOS is never stored; onmt: all, a cut hypothesis keeps its last

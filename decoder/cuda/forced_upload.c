@@ -2,37 +2,12 @@
  * (decoder/forced_tokens.h; the beam step reads them, forced_step.cuh):
  * checked, packed in the search's sentence order (longest source first)
  * into a pinned buffer and copied up in one transfer before the batch's
- * steps. The buffers only grow, between batches. */
+ * steps, in buffers that only grow, between batches (nmt_cuda_staged). */
 #include "cuda_search_impl.h"
 
 #include "forced_search.h"
 
 #include <string.h>
-
-void nmt_cuda_search_free_forced(nmt_cuda_search *s)
-{
-    cudaFree(s->forced_dev);
-    if (s->forced_host)
-        cudaFreeHost(s->forced_host);
-    s->forced_dev = s->forced_host = NULL;
-    s->forced_bytes = 0;
-}
-
-/* Room for `bytes` (a failed growth leaves none, as ensure_input). */
-static nmt_status ensure_forced(nmt_cuda_search *s, size_t bytes, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    if (s->forced_dev && bytes <= s->forced_bytes)
-        return NMT_STATUS_OK;
-    nmt_cuda_search_free_forced(s);
-    NMT_CUDA_TRY(cudaMalloc(&s->forced_dev, bytes));
-    NMT_CUDA_TRY(cudaHostAlloc(&s->forced_host, bytes, cudaHostAllocDefault));
-    s->forced_bytes = bytes;
-    return NMT_STATUS_OK;
-cleanup:
-    nmt_cuda_search_free_forced(s);
-    return status;
-}
 
 nmt_status nmt_cuda_search_upload_forced(nmt_cuda_search *s, const nmt_search_config *config,
                                          int32_t n, nmt_forced_tokens *dev, nmt_error *err)
@@ -48,8 +23,8 @@ nmt_status nmt_cuda_search_upload_forced(nmt_cuda_search *s, const nmt_search_co
                              "the full softmax (a shrunk layer's logit columns are not words)");
     /* [offset n + 1][alternative n][ids] */
     const size_t words = 2 * (size_t)n + 1 + (size_t)f->offset[n];
-    NMT_TRY(ensure_forced(s, sizeof(int32_t) * words, err));
-    int32_t *host = (int32_t *)s->forced_host;
+    NMT_TRY(nmt_cuda_staged_ensure(&s->forced, sizeof(int32_t) * words, err));
+    int32_t *host = (int32_t *)s->forced.host;
     int32_t *offset = host, *alternative = host + n + 1, *ids = alternative + n;
     int32_t at = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -60,9 +35,9 @@ nmt_status nmt_cuda_search_upload_forced(nmt_cuda_search *s, const nmt_search_co
         at += len;
     }
     offset[n] = at;
-    NMT_CUDA_TRY(cudaMemcpyAsync(s->forced_dev, s->forced_host, sizeof(int32_t) * words,
+    NMT_CUDA_TRY(cudaMemcpyAsync(s->forced.dev, s->forced.host, sizeof(int32_t) * words,
                                  cudaMemcpyHostToDevice, s->stream));
-    int32_t *base = (int32_t *)s->forced_dev;
+    int32_t *base = (int32_t *)s->forced.dev;
     *dev = (nmt_forced_tokens){base, base + 2 * n + 1, f->alternative ? base + n + 1 : NULL};
 cleanup:
     return status;

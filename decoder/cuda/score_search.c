@@ -52,31 +52,6 @@ static score_layout layout_score(void *base, size_t rows, int32_t stride, int at
     return l;
 }
 
-void nmt_cuda_search_free_score(nmt_cuda_search *s)
-{
-    cudaFree(s->score_dev);
-    if (s->score_host)
-        cudaFreeHost(s->score_host);
-    s->score_dev = s->score_host = NULL;
-    s->score_bytes = 0;
-}
-
-/* Room for `bytes` (only grows; a failed growth leaves none). */
-static nmt_status ensure_score(nmt_cuda_search *s, size_t bytes, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    if (s->score_dev && bytes <= s->score_bytes)
-        return NMT_STATUS_OK;
-    nmt_cuda_search_free_score(s);
-    NMT_CUDA_TRY(cudaMalloc(&s->score_dev, bytes));
-    NMT_CUDA_TRY(cudaHostAlloc(&s->score_host, bytes, cudaHostAllocDefault));
-    s->score_bytes = bytes;
-    return NMT_STATUS_OK;
-cleanup:
-    nmt_cuda_search_free_score(s);
-    return status;
-}
-
 /* rank[j]: the encoder position (s->order's index) of the j-th longest
  * target, ties in encoder order (a stable insertion sort: a batch is at
  * most max_sentences). steps[j]: its tokens and the EOS. */
@@ -197,11 +172,11 @@ nmt_status nmt_cuda_search_score(nmt_cuda_search *self, const nmt_source_batch *
     first[longest] = (int32_t)rows;
     const int attention = config->attention;
     const score_layout need = layout_score(NULL, rows, enc.mem_stride, attention);
-    NMT_TRY(ensure_score(self, need.bytes, err));
-    const score_layout host = layout_score(self->score_host, rows, enc.mem_stride, attention);
-    const score_layout dev = layout_score(self->score_dev, rows, enc.mem_stride, attention);
+    NMT_TRY(nmt_cuda_staged_ensure(&self->score, need.bytes, err));
+    const score_layout host = layout_score(self->score.host, rows, enc.mem_stride, attention);
+    const score_layout dev = layout_score(self->score.dev, rows, enc.mem_stride, attention);
     lay_out_rows(self, config, rank, steps, n, first, &host);
-    NMT_CUDA_TRY(cudaMemcpyAsync(self->score_dev, self->score_host, host.up_bytes,
+    NMT_CUDA_TRY(cudaMemcpyAsync(self->score.dev, self->score.host, host.up_bytes,
                                  cudaMemcpyHostToDevice, stream));
 
     const nmt_cuda_step_model *model = &self->model;

@@ -108,30 +108,34 @@ static void track_memory(cuda_backend *self)
     self->peak_used = used;
 }
 
-static nmt_status cuda_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
-                                      const nmt_search_config *config,
-                                      nmt_search_result *results, nmt_error *err)
+/* A batch searched (score 0) or scored (1: the teacher-forced pass,
+ * nmt_cuda_search_score), after the test hook; the memory peak after. */
+static nmt_status cuda_backend_run(nmt_backend *backend, const nmt_source_batch *batch,
+                                   const nmt_search_config *config, nmt_search_result *results,
+                                   int score, nmt_error *err)
 {
     cuda_backend *self = (cuda_backend *)backend;
     nmt_status status = nmt_backend_oom_injected(backend, batch, err);
     if (status != NMT_STATUS_OK)
         return status;
-    status = nmt_cuda_search_run(self->search, batch, config, results, err);
+    status = score ? nmt_cuda_search_score(self->search, batch, config, results, err)
+                   : nmt_cuda_search_run(self->search, batch, config, results, err);
     track_memory(self);
     return status;
+}
+
+static nmt_status cuda_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
+                                      const nmt_search_config *config,
+                                      nmt_search_result *results, nmt_error *err)
+{
+    return cuda_backend_run(backend, batch, config, results, 0, err);
 }
 
 static nmt_status cuda_backend_score(nmt_backend *backend, const nmt_source_batch *batch,
                                      const nmt_search_config *config,
                                      nmt_search_result *results, nmt_error *err)
 {
-    cuda_backend *self = (cuda_backend *)backend;
-    nmt_status status = nmt_backend_oom_injected(backend, batch, err);
-    if (status != NMT_STATUS_OK)
-        return status;
-    status = nmt_cuda_search_score(self->search, batch, config, results, err);
-    track_memory(self);
-    return status;
+    return cuda_backend_run(backend, batch, config, results, 1, err);
 }
 
 static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)

@@ -20,6 +20,7 @@
  *   and alternatives above the batch size;
  * - the service answers prefixed, alternative and scoring requests as the
  *   translator does, bit for bit. */
+#include "forced_fixture.h"
 #include "nmt.h"
 #include "test_results.h"
 #include "test_util.h"
@@ -31,27 +32,13 @@
 
 enum { N_LINES = 24, TEXT_BYTES = 512 };
 
-static const char *const words[] = {"der", "die", "das", "und", "ist", "ein", "eine", "haus",
-                                    "katze", "hund", "mann", "frau", "kind", "sieht", ".", ","};
 static char text[N_LINES][TEXT_BYTES];
 static const char *lines[N_LINES];
 static nmt_model *model;
 
 static nmt_options options(int beam, int n_best, nmt_search_rules rules)
 {
-    nmt_options o;
-    nmt_options_init(&o);
-    o.device = NMT_DEVICE_CPU;
-    o.cpu_kernels = NMT_CPU_KERNELS_REFERENCE;
-    o.beam_size = beam;
-    o.n_best = n_best;
-    o.batch_size = 5;
-    o.max_src_tokens = 24;
-    o.max_len_b = 12;
-    o.input_tokens = 1;
-    o.output_tokens = 1;
-    o.unk_replace = 0;
-    o.attention_weights = 1;
+    nmt_options o = forced_options(NMT_DEVICE_CPU, beam, n_best, 5);
     o.search_rules = rules;
     if (rules == NMT_SEARCH_RULES_ONMT)
         o.alpha = 0.6f;
@@ -60,10 +47,7 @@ static nmt_options options(int beam, int n_best, nmt_search_rules rules)
 
 static nmt_translator *create(const nmt_options *o)
 {
-    nmt_translator *t = NULL;
-    nmt_error err = {0};
-    CHECK(nmt_translator_create(model, o, &t, &err) == NMT_STATUS_OK, "create: %s", err.message);
-    return t;
+    return forced_create(model, o);
 }
 
 static void clear_all(nmt_result *r, int n)
@@ -438,11 +422,7 @@ int main(void)
         fprintf(stderr, "%s\n", err.message);
         return 1;
     }
-    for (int i = 0; i < N_LINES; i++) {
-        test_random_words(text[i], words, (int)(sizeof words / sizeof words[0]),
-                          test_rand_int(1, 14));
-        lines[i] = text[i];
-    }
+    forced_lines(text, lines, N_LINES, 14);
     test_score_matches_search(NMT_SEARCH_RULES_V1);
     test_score_matches_search(NMT_SEARCH_RULES_ONMT);
     test_prefix();

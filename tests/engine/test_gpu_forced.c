@@ -13,6 +13,7 @@
  *   texts on all but near-tie lines (test_compare_lines_near_tie), every
  *   GPU hypothesis starting with its prefix.
  * Exit 77 without a GPU. dev/gpu-check.sh runs it with the gpu label. */
+#include "forced_fixture.h"
 #include "nmt.h"
 #include "test_gpu_model.h"
 #include "test_results.h"
@@ -25,39 +26,18 @@
 
 enum { N_LINES = 64 };
 
-static const char *const words[] = {"der", "die", "das", "und", "ist", "ein", "eine", "haus",
-                                    "katze", "hund", "mann", "frau", "kind", "sieht", ".", ","};
 static char text[N_LINES][512];
 static const char *lines[N_LINES];
 static nmt_model *model;
 
 static nmt_options options(nmt_device device, int beam, int n_best, int batch)
 {
-    nmt_options o;
-    nmt_options_init(&o);
-    o.device = device;
-    o.warmup = 0;
-    o.beam_size = beam;
-    o.n_best = n_best;
-    o.batch_size = batch;
-    o.max_src_tokens = 24;
-    o.max_len_b = 12;
-    o.input_tokens = 1;
-    o.output_tokens = 1;
-    o.unk_replace = 0;
-    o.attention_weights = 1;
-    return o;
+    return forced_options(device, beam, n_best, batch);
 }
 
 static nmt_translator *create(const nmt_options *o)
 {
-    nmt_translator *t = NULL;
-    nmt_error err = {0};
-    CHECK(nmt_translator_create(model, o, &t, &err) == NMT_STATUS_OK, "create (device %d): %s",
-          (int)o->device, err.message);
-    CHECK(!t || nmt_translator_device(t) == o->device, "runs on device %d",
-          t ? (int)nmt_translator_device(t) : -1);
-    return t;
+    return forced_create(model, o);
 }
 
 static int close_to(float a, float b, double scale)
@@ -199,11 +179,7 @@ int main(void)
     const int opened = test_gpu_model_open(NMT_TEST_MODEL, &model);
     if (opened != 0)
         return opened;
-    for (int i = 0; i < N_LINES; i++) {
-        test_random_words(text[i], words, (int)(sizeof words / sizeof words[0]),
-                          test_rand_int(1, 16));
-        lines[i] = text[i];
-    }
+    forced_lines(text, lines, N_LINES, 16);
     test_scoring();
     test_prefixes(4, 2, 0, NMT_SEARCH_RULES_V1);
     test_prefixes(40, 3, 0, NMT_SEARCH_RULES_V1);

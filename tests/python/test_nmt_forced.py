@@ -20,8 +20,11 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("NMT_SOURCE_DIR", os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+sys.path.insert(0, HERE)
 
+import checks  # noqa: E402
 import nmt  # noqa: E402
+from checks import check  # noqa: E402
 
 BINARY_DIR = os.environ.get("NMT_BINARY_DIR", os.path.join(SOURCE_DIR, "build"))
 LIBRARY = os.path.join(BINARY_DIR, "libnmt.so")
@@ -29,13 +32,6 @@ MODEL = os.environ.get("NMT_TEST_MODEL", os.path.join(BINARY_DIR, "test-model.bi
 OPTIONS = dict(device="cpu", beam_size=3, n_best=2, max_len_b=8, input_tokens=1,
                output_tokens=1, unk_replace=0)
 LINES = ["ein mann spielt im park .", "zwei hund", "rot Ball !", "die frau läuft"]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
 
 
 def close(a, b):
@@ -102,8 +98,8 @@ def main():
         for k, (f, w) in enumerate(zip(futures, want)):
             check(same(f.result(timeout=120), w), f"service answer {k}: {f.result()} vs {w}")
     model.close()
-    print("test_nmt_forced:", "FAILED" if failures else "passed")
-    return 1 if failures else 0
+    print("test_nmt_forced:", "FAILED" if checks.failures else "passed")
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":
