@@ -73,8 +73,8 @@ times = [tuple(map(float, row.split())) for row in open(sys.argv[3])]
 d, s = min(t[0] for t in times), min(t[1] for t in times)  # the best run of each
 logps = [float(row.split("\t")[0]) for row in open(sys.argv[4], encoding="utf-8")]
 finite = [x for x in logps if math.isfinite(x)]
-print(json.dumps({"batch": batch, "lines": n, "decode_seconds": round(d, 4),
-                  "score_seconds": round(s, 4),
+print(json.dumps({"batch": batch, "lines": n, "decode_seconds": round(d, 6),
+                  "score_seconds": round(s, 6),
                   "decode_sents_per_s": round(n / d, 1) if d > 0 else None,
                   "score_sents_per_s": round(n / s, 1) if s > 0 else None,
                   "ratio": round(d / s, 2) if s > 0 else None,

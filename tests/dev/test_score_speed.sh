@@ -18,7 +18,7 @@ rows = [json.loads(r) for r in open(sys.argv[1])]
 assert [r["batch"] for r in rows] == [1, 8], rows
 for r in rows:
     assert r["lines"] == 20 and r["decode_sents_per_s"] > 0 and r["score_sents_per_s"] > 0
-    assert abs(r["ratio"] - r["decode_seconds"] / r["score_seconds"]) < 0.01 * r["ratio"] + 0.01
+    assert abs(r["ratio"] - r["decode_seconds"] / r["score_seconds"]) < 0.05 * r["ratio"] + 0.01
     assert math.isfinite(r["mean_log_prob"]) and r["mean_log_prob"] < 0
 PY
 done
