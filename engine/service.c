@@ -377,36 +377,6 @@ cleanup:
     return status;
 }
 
-/* The request's target (a prefix, or a translation to score) and
- * alternatives. Scoring always runs the full softmax, and so does a prefix
- * unless shrinking was asked for by name (then refused: a forced word need
- * not be a candidate). */
-static nmt_status resolve_targets(const nmt_request_options *o, nmt_request *r, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    if (o->return_alternatives < -1 || o->return_alternatives > 1)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "return_alternatives %d: must be -1, 0 or 1", o->return_alternatives);
-    if (o->return_alternatives >= 0)
-        r->search.return_alternatives = o->return_alternatives;
-    if (o->target && o->target_prefix)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "a request scores a target or continues a target prefix, not both");
-    const char *target = o->target ? o->target : o->target_prefix;
-    if (!target)
-        return NMT_STATUS_OK;
-    if (o->target_prefix && o->shrink == 1)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "target prefixes need the full "
-                             "softmax: shrink 1 was asked for");
-    r->score = o->target != NULL;
-    r->shrink = 0;
-    const size_t len = strlen(target);
-    NMT_ALLOC(r->target, len + 1);
-    memcpy(r->target, target, len + 1);
-cleanup:
-    return status;
-}
-
 /* The request's search options from the caller's (NULL: the service's). */
 static nmt_status resolve_options(const nmt_service *s, const nmt_request_options *o,
                                   nmt_request *r, nmt_error *err)
@@ -440,7 +410,7 @@ static nmt_status resolve_options(const nmt_service *s, const nmt_request_option
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "deadline_ms %g: must be in 0..1e9", o->deadline_ms);
     r->deadline = o->deadline_ms > 0.0 ? r->submitted + 1e-3 * o->deadline_ms : 0.0;
-    NMT_TRY(resolve_targets(o, r, err));
+    NMT_TRY(nmt_request_set_target(r, o, err));
     return nmt_translator_check_search(s->workers[0].full, &r->search, err);
 cleanup:
     return status;

@@ -56,6 +56,12 @@ void nmt_request_destroy(nmt_request *request);
 void nmt_request_queue_push(nmt_request_queue *queue, nmt_request *request);
 void nmt_request_queue_remove(nmt_request_queue *queue, nmt_request *request);
 
+/* r's target (o->target to score, or o->target_prefix to continue; copied)
+ * and return_alternatives; its shrink 0 with a target: scoring runs the
+ * full softmax, and so does a prefix unless shrinking is asked for by
+ * name (then refused: a forced word need not be a candidate). */
+nmt_status nmt_request_set_target(nmt_request *r, const nmt_request_options *o, nmt_error *err);
+
 /* Requests that may share a batch: the same search options and shrinking,
  * both scoring or both translating. */
 int nmt_request_same_search(const nmt_request *a, const nmt_request *b);

@@ -434,22 +434,6 @@ void nmt_prepared_free(nmt_prepared *p)
     free(p);
 }
 
-/* Line i of a call with targets: its target, or its error. */
-static nmt_status prepare_target(const nmt_translator *t, nmt_prepared *p, int i,
-                                 const char *target, int *searched, nmt_error *err)
-{
-    nmt_result *result = &p->results[i];
-    if (p->score && !*searched && result->status == NMT_STATUS_OK) {
-        nmt_result_clear(result); /* an empty source's empty translation */
-        nmt_translator_line_error(result, NMT_STATUS_ERROR_INPUT,
-                                  "the source is empty: nothing to score against");
-    }
-    if (!*searched)
-        return NMT_STATUS_OK;
-    return nmt_translator_prepare_target(t, target, p->score, &p->targets[i], result, searched,
-                                         err);
-}
-
 /* nmt_translator_prepare with targets (NULL: none; score: to be scored). */
 static nmt_status prepare_call(const nmt_translator *t, const char *const *lines,
                                const char *const *targets, int n_lines, int score,
@@ -479,7 +463,9 @@ static nmt_status prepare_call(const nmt_translator *t, const char *const *lines
         NMT_TRY(nmt_translator_prepare_line(t, lines[i], &p->tokens[i], &p->results[i],
                                             &searched, err));
         if (p->targets)
-            NMT_TRY(prepare_target(t, p, i, targets ? targets[i] : NULL, &searched, err));
+            NMT_TRY(nmt_translator_prepare_target(t, targets ? targets[i] : NULL, score,
+                                                  &p->targets[i], &p->results[i], &searched,
+                                                  err));
         if (searched)
             p->order[p->n_valid++] = i;
     }

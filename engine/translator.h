@@ -62,14 +62,16 @@ nmt_status nmt_translator_run(nmt_translator *translator, const char *const *lin
  * source tokens, EOS excluded), and at least max_src_tokens. */
 int32_t nmt_translator_max_target_tokens(const nmt_translator *translator);
 
-/* Line i's target (text NULL: none): tokenized as a source is, the tokens
- * looked up in the target vocabulary. *usable = 0 with *result the line's
- * error when it cannot be used (bad UTF-8, more tokens than
- * nmt_translator_max_target_tokens, a special token, none to score). Fails
- * only when out of memory. */
+/* A line's target (text NULL: none), after nmt_translator_prepare_line
+ * said in *searched whether its source goes to the search: tokenized as a
+ * source is, the tokens looked up in the target vocabulary. *searched = 0
+ * with *result the line's error when it cannot be used (bad UTF-8, more
+ * tokens than nmt_translator_max_target_tokens, a special token, none to
+ * score, an empty source to score against). Fails only when out of
+ * memory. */
 nmt_status nmt_translator_prepare_target(const nmt_translator *translator, const char *text,
                                          int score, nmt_line_target *target, nmt_result *result,
-                                         int *usable, nmt_error *err);
+                                         int *searched, nmt_error *err);
 
 /* NMT_STATUS_ERROR_ARGUMENT when prefixes (1: the call has some) cannot be
  * forced: the translator shrinks its output layer. */

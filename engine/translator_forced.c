@@ -35,19 +35,27 @@ static void target_error(nmt_result *result, nmt_status status, const char *what
 
 nmt_status nmt_translator_prepare_target(const nmt_translator *t, const char *text, int score,
                                          nmt_line_target *target, nmt_result *result,
-                                         int *usable, nmt_error *err)
+                                         int *searched, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     const char *what = score ? "target" : "target prefix";
     char why[160];
     nmt_error line_err = {0};
-    *usable = 0;
     memset(target, 0, sizeof *target);
+    if (!*searched) {
+        if (score && result->status == NMT_STATUS_OK) { /* an empty source's empty line */
+            nmt_result_clear(result);
+            nmt_translator_line_error(result, NMT_STATUS_ERROR_INPUT,
+                                      "the source is empty: nothing to score against");
+        }
+        return NMT_STATUS_OK;
+    }
+    *searched = 0;
     if (!text) {
         if (score)
             target_error(result, NMT_STATUS_ERROR_ARGUMENT, what, "none given");
         else
-            *usable = 1;
+            *searched = 1;
         return NMT_STATUS_OK;
     }
     const size_t len = strlen(text);
@@ -84,7 +92,7 @@ nmt_status nmt_translator_prepare_target(const nmt_translator *t, const char *te
         }
         target->ids[i] = id;
     }
-    *usable = 1;
+    *searched = 1;
     return NMT_STATUS_OK;
 cleanup:
     nmt_line_target_clear(target);
