@@ -1,5 +1,5 @@
 /* model.c: nmt_model_read: a validated model file (model_file.c) becomes the
- * in-memory model v1 (model.h, ../shared/design/model-v1.md).
+ * in-memory model v1 (model.h, docs/model-v1.md).
  *
  * The hyper-parameters fix the complete list of tensors and their shapes
  * (docs/model-format.md, "Tensors"); the file must hold exactly those, every

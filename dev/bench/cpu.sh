@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=models/multi30k-de-en.bin
-src=../shared/data/multi30k/test_2016_flickr.de.gz
+src=tests/data/golden/test_2016_flickr.200.de
 lines=200
 batches="1 8 32"
 threads="1 2"

@@ -9,13 +9,14 @@
 #    "score_sents_per_s", "ratio", "mean_log_prob"}
 #
 #   dev/bench/score_speed.sh [-m MODEL] [--src FILE] [--ref FILE] [--lines N]
+#   (default: the 200 test lines in tests/data/golden, scored against the beam's output)
 #                            [--batches "64 2048"] [--runs R] [--work DIR]
 #                            [-- TRANSLATE OPTIONS (--device, --precision, ...)]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=models/multi30k-de-en.bin
-src=../shared/data/multi30k/test_2016_flickr.de.gz
-ref=../shared/data/multi30k/test_2016_flickr.en.gz
+src=tests/data/golden/test_2016_flickr.200.de
+ref=beam
 lines=1000
 batches="64 2048"
 runs=3
