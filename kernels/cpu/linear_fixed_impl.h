@@ -1,0 +1,48 @@
+/* linear_fixed_impl.h: what the code paths of nmt_cpu_linear_fixed
+ * (kernels/linear_fixed.h) share: the call, the tile function each path
+ * implements (linear_fixed_{generic,avx2,avx512}.c) and the scalar finish
+ * of an output. Private to kernels/cpu/. */
+#ifndef NMT_LINEAR_FIXED_IMPL_H
+#define NMT_LINEAR_FIXED_IMPL_H
+
+#include <stdint.h>
+
+/* One product, as nmt_cpu_linear_fixed's arguments. */
+typedef struct nmt_fixed_job {
+    int32_t m, n, k;
+    const float *x;
+    int32_t ldx;
+    const float *w;
+    int32_t ldw;
+    const float *bias;
+    int accumulate;
+    float *y;
+    int32_t ldy;
+} nmt_fixed_job;
+
+/* Columns of a tile: every path's reduction ends in a row's 4 outputs. */
+enum { NMT_FIXED_TILE_COLS = 4 };
+
+/* Outputs [row, row + rows) x [col, col + cols) of the job, rows at most
+ * the path's tile rows, cols at most NMT_FIXED_TILE_COLS. */
+typedef void (*nmt_fixed_tile_fn)(const nmt_fixed_job *job, int32_t row, int rows, int32_t col,
+                                  int cols);
+
+void nmt_fixed_tile_generic(const nmt_fixed_job *job, int32_t row, int rows, int32_t col,
+                            int cols);
+void nmt_fixed_tile_avx2(const nmt_fixed_job *job, int32_t row, int rows, int32_t col, int cols);
+void nmt_fixed_tile_avx512(const nmt_fixed_job *job, int32_t row, int rows, int32_t col,
+                           int cols);
+/* 1 when the file was compiled with its instructions (x86-64 GCC or Clang). */
+extern const int nmt_fixed_avx2_built, nmt_fixed_avx512_built;
+
+/* Output (row, col) from its lane sum s: (s + bias) + y. */
+static inline void nmt_fixed_finish(const nmt_fixed_job *job, int32_t row, int32_t col, float s)
+{
+    float *out = job->y + (int64_t)row * job->ldy + col;
+    if (job->bias)
+        s += job->bias[col];
+    *out = job->accumulate ? s + *out : s;
+}
+
+#endif
