@@ -66,6 +66,16 @@ typedef enum nmt_search_rules {
                                  service batches it: no continuous batching) */
 } nmt_search_rules;
 
+/* The instructions the CPU's own product runs on (kernels/linear_fixed.h).
+ * Each path sums in its own lanes, so their last bits differ: one path on
+ * every machine gives every machine the same bits. */
+typedef enum nmt_cpu_isa {
+    NMT_CPU_ISA_AUTO = 0,    /* the best this CPU runs (default) */
+    NMT_CPU_ISA_GENERIC = 1, /* portable C, any CPU: 8 lanes, no fused multiply-add */
+    NMT_CPU_ISA_AVX2 = 2,    /* AVX2 and FMA (x86-64 since 2013-2015): 8 lanes */
+    NMT_CPU_ISA_AVX512 = 3   /* AVX-512F: 16 lanes */
+} nmt_cpu_isa;
+
 #ifdef __cplusplus
 }
 #endif

@@ -59,6 +59,7 @@ void nmt_options_init(nmt_options *options)
     options->batch_invariant = 1;
     options->cpu_kernels = NMT_CPU_KERNELS_AUTO;
     options->threads = 0; /* the cores */
+    options->cpu_isa = NMT_CPU_ISA_AUTO;
 }
 
 int nmt_cuda_available(void)
@@ -114,8 +115,10 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             "search_rules %d: unknown", (int)o->search_rules);
     REQUIRE(o->max_memory >= 0, "max_memory %lld: must be 0 (no cap) or positive",
             (long long)o->max_memory);
-    REQUIRE(o->cpu_kernels >= NMT_CPU_KERNELS_AUTO && o->cpu_kernels <= NMT_CPU_KERNELS_REFERENCE,
+    REQUIRE(o->cpu_kernels >= NMT_CPU_KERNELS_AUTO && o->cpu_kernels <= NMT_CPU_KERNELS_FAST,
             "cpu_kernels %d: unknown", (int)o->cpu_kernels);
+    REQUIRE(o->cpu_isa >= NMT_CPU_ISA_AUTO && o->cpu_isa <= NMT_CPU_ISA_AVX512,
+            "cpu_isa %d: unknown", (int)o->cpu_isa);
     REQUIRE(o->threads >= 0 && o->threads <= 1024, "threads %d outside [0, 1024]", o->threads);
     REQUIRE(o->sparse == NMT_SPARSE_AUTO || o->sparse == NMT_SPARSE_ON ||
                 o->sparse == NMT_SPARSE_OFF,
@@ -219,6 +222,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         .batch_invariant = options->batch_invariant != 0,
         .cpu_kernels = options->cpu_kernels,
         .threads = options->threads,
+        .cpu_isa = options->cpu_isa,
     };
     if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "sparse on: the model stores no "

@@ -21,6 +21,7 @@
 #ifndef NMT_KERNELS_LINEAR_FIXED_H
 #define NMT_KERNELS_LINEAR_FIXED_H
 
+#include "nmt_enums.h"
 #include "nmt_status.h"
 #include "thread_pool.h"
 
@@ -30,29 +31,23 @@
 extern "C" {
 #endif
 
-/* The code paths, by the instructions they need. */
-typedef enum nmt_cpu_isa {
-    NMT_CPU_ISA_GENERIC = 0, /* portable C: 8 lanes, no fma */
-    NMT_CPU_ISA_AVX2 = 1,    /* AVX2 + FMA: 8 lanes, fma */
-    NMT_CPU_ISA_AVX512 = 2   /* AVX-512F: 16 lanes, fma */
-} nmt_cpu_isa;
+/* The code paths: nmt_cpu_isa (core/nmt_enums.h); AUTO means the best. */
+enum { NMT_CPU_ISA_COUNT = NMT_CPU_ISA_AVX512 + 1 };
 
-enum { NMT_CPU_ISA_COUNT = 3 };
-
-/* The fastest path this build and CPU run. */
+/* The fastest path this build and CPU run (never AUTO). */
 nmt_cpu_isa nmt_cpu_isa_best(void);
 /* 1 when this build has the path and the CPU (and OS) run it. */
 int nmt_cpu_isa_supported(nmt_cpu_isa isa);
-/* "generic", "avx2", "avx512"; NULL for an unknown value. */
+/* "auto", "generic", "avx2", "avx512"; NULL for an unknown value. */
 const char *nmt_cpu_isa_name(nmt_cpu_isa isa);
-/* Parses a name above or "auto" (the best); refuses an unknown name and a
- * path this CPU lacks, naming the ones it has. */
-nmt_status nmt_cpu_isa_parse(const char *name, nmt_cpu_isa *isa, nmt_error *err);
+/* OK for a supported path; else refuses it (an unknown value, or
+ * instructions this CPU lacks), naming the paths it runs. */
+nmt_status nmt_cpu_isa_check(nmt_cpu_isa isa, nmt_error *err);
 int nmt_cpu_isa_lanes(nmt_cpu_isa isa);
 int nmt_cpu_isa_fma(nmt_cpu_isa isa);
 
-/* Where a product runs: the path (supported) and the threads (NULL: the
- * caller's alone). */
+/* Where a product runs: the path (supported; AUTO: the best) and the
+ * threads (NULL: the caller's alone). */
 typedef struct nmt_cpu_gemm {
     nmt_cpu_isa isa;
     nmt_thread_pool *pool;

@@ -211,15 +211,26 @@ const app_option app_translate_options[] = {
              "depend on the batch; docs/decoding.md)"},
     {.name = "cpu-kernels", .kind = APP_OPT_CHOICE, ENGINE(cpu_kernels),
      .choices = (const app_choice[]){{"auto", NMT_CPU_KERNELS_AUTO},
+                                     {"fast", NMT_CPU_KERNELS_FAST},
                                      {"blas", NMT_CPU_KERNELS_BLAS},
                                      {"reference", NMT_CPU_KERNELS_REFERENCE},
                                      {NULL, 0}},
-     .help = "CPU: auto (default: blas when built with OpenBLAS) | blas\n"
-             "(SGEMM, the encoder batched) | reference (the plain-C\n"
-             "oracle); both keep a line's bits in any batch"},
+     .help = "CPU: auto (default: fast) | fast (vectorized fp32, the\n"
+             "engine's own threaded product, the encoder batched) |\n"
+             "blas (the same on OpenBLAS's SGEMM) | reference (the\n"
+             "plain-C oracle); all keep a line's bits in any batch"},
+    {.name = "cpu-isa", .kind = APP_OPT_CHOICE, ENGINE(cpu_isa),
+     .choices = (const app_choice[]){{"auto", NMT_CPU_ISA_AUTO},
+                                     {"avx512", NMT_CPU_ISA_AVX512},
+                                     {"avx2", NMT_CPU_ISA_AVX2},
+                                     {"generic", NMT_CPU_ISA_GENERIC},
+                                     {NULL, 0}},
+     .help = "CPU, fast: the product's instructions: auto (default:\n"
+             "the best here) | avx512 | avx2 | generic; one choice on\n"
+             "every machine gives every machine the same bits"},
     {.name = "threads", .kind = APP_OPT_INT, ENGINE(threads), .lo = 1, .hi = 1024, .arg = "N",
-     .help = "CPU, blas: threads a product uses (default: the cores,\n"
-             "divided among --workers)"},
+     .help = "CPU, fast and blas: threads a product uses (default: the\n"
+             "cores, divided among --workers)"},
     {.name = "warmup", .kind = APP_OPT_BOOL, ENGINE(warmup), .arg = "on|off",
      .help = "CUDA: warm up at start (~0.5 s at batch 2048) so the\n"
              "first lines are not slow (default on; off is faster\n"

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
     int n_runs = 0;
     if (nmt_cpu_blas_available())
         runs[n_runs++] = (run){.kind = -1};
-    for (int isa = NMT_CPU_ISA_COUNT - 1; isa >= 0; isa--)
+    for (int isa = NMT_CPU_ISA_COUNT - 1; isa >= NMT_CPU_ISA_GENERIC; isa--)
         if (nmt_cpu_isa_supported((nmt_cpu_isa)isa))
             runs[n_runs++] = (run){.kind = isa, .gemm = {.isa = (nmt_cpu_isa)isa, .pool = pool}};
     printf("# %d thread(s); BLAS: %s; median us a call (GFLOP/s)\n", threads,

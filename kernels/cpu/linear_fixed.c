@@ -19,6 +19,7 @@ typedef struct isa_path {
 } isa_path;
 
 static const isa_path paths[NMT_CPU_ISA_COUNT] = {
+    [NMT_CPU_ISA_AUTO] = {.name = "auto"},
     [NMT_CPU_ISA_GENERIC] = {.name = "generic", .lanes = 8, .fma = 0, .tile_rows = 1,
                              .tile = nmt_fixed_tile_generic},
     [NMT_CPU_ISA_AVX2] = {.name = "avx2", .lanes = 8, .fma = 1, .tile_rows = 2,
@@ -35,6 +36,7 @@ enum { kChunkBytes = 256 << 10, kMinThreadWork = 1 << 18 };
 int nmt_cpu_isa_supported(nmt_cpu_isa isa)
 {
     switch (isa) {
+    case NMT_CPU_ISA_AUTO:
     case NMT_CPU_ISA_GENERIC:
         return 1;
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -51,10 +53,16 @@ int nmt_cpu_isa_supported(nmt_cpu_isa isa)
 
 nmt_cpu_isa nmt_cpu_isa_best(void)
 {
-    for (int isa = NMT_CPU_ISA_COUNT - 1; isa > 0; isa--)
+    for (int isa = NMT_CPU_ISA_COUNT - 1; isa > NMT_CPU_ISA_GENERIC; isa--)
         if (nmt_cpu_isa_supported((nmt_cpu_isa)isa))
             return (nmt_cpu_isa)isa;
     return NMT_CPU_ISA_GENERIC;
+}
+
+/* AUTO and unknown values as the best. */
+static nmt_cpu_isa resolve(nmt_cpu_isa isa)
+{
+    return isa > NMT_CPU_ISA_AUTO && (int)isa < NMT_CPU_ISA_COUNT ? isa : nmt_cpu_isa_best();
 }
 
 const char *nmt_cpu_isa_name(nmt_cpu_isa isa)
@@ -64,36 +72,30 @@ const char *nmt_cpu_isa_name(nmt_cpu_isa isa)
 
 int nmt_cpu_isa_lanes(nmt_cpu_isa isa)
 {
-    return (unsigned)isa < NMT_CPU_ISA_COUNT ? paths[isa].lanes : 0;
+    return paths[resolve(isa)].lanes;
 }
 
 int nmt_cpu_isa_fma(nmt_cpu_isa isa)
 {
-    return (unsigned)isa < NMT_CPU_ISA_COUNT ? paths[isa].fma : 0;
+    return paths[resolve(isa)].fma;
 }
 
-nmt_status nmt_cpu_isa_parse(const char *name, nmt_cpu_isa *isa, nmt_error *err)
+nmt_status nmt_cpu_isa_check(nmt_cpu_isa isa, nmt_error *err)
 {
-    if (name && !strcmp(name, "auto")) {
-        *isa = nmt_cpu_isa_best();
+    if (nmt_cpu_isa_supported(isa))
         return NMT_STATUS_OK;
-    }
     char have[64] = "";
-    for (int i = 0; i < NMT_CPU_ISA_COUNT; i++) {
-        if (name && !strcmp(name, paths[i].name)) {
-            if (!nmt_cpu_isa_supported((nmt_cpu_isa)i))
-                break;
-            *isa = (nmt_cpu_isa)i;
-            return NMT_STATUS_OK;
-        }
-    }
     for (int i = 0; i < NMT_CPU_ISA_COUNT; i++)
         if (nmt_cpu_isa_supported((nmt_cpu_isa)i))
             snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", *have ? ", " : "",
                      paths[i].name);
+    const char *name = nmt_cpu_isa_name(isa);
+    if (!name)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cpu isa %d: unknown (this CPU runs: %s)", (int)isa, have);
     return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                         "cpu code path '%s': unknown or not run by this CPU (it runs: auto, %s)",
-                         name ? name : "(null)", have);
+                         "cpu isa %s: this CPU or build lacks its instructions (it runs: %s)",
+                         name, have);
 }
 
 typedef struct fixed_call {
@@ -143,8 +145,7 @@ void nmt_cpu_linear_fixed(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_
 {
     if (m <= 0 || n <= 0)
         return;
-    const nmt_cpu_isa isa = (unsigned)gemm->isa < NMT_CPU_ISA_COUNT ? gemm->isa
-                                                                     : NMT_CPU_ISA_GENERIC;
+    const nmt_cpu_isa isa = resolve(gemm->isa);
     fixed_call call = {
         .job = {.m = m, .n = n, .k = k, .x = x, .ldx = ldx, .w = w, .ldw = ldw, .bias = bias,
                 .accumulate = accumulate, .y = y, .ldy = ldy},

@@ -9,6 +9,7 @@
 #include "cpu_model.h"
 #include "linear.h"
 #include "linear_blas.h"
+#include "linear_fixed.h"
 #include "shrink.h"
 #include "spmm.h"
 
@@ -80,10 +81,12 @@ struct nmt_cpu_state {
     nmt_cpu_csr sp_out;
     int32_t n_sparse_used;                    /* matrices multiplied sparse */
 
-    /* The BLAS path (nmt_cpu_state_set_blas; the reference while blas is 0):
-     * dense products on SGEMM and the encoder batched over the sentences
-     * (encoder_blas.c). */
-    int blas;
+    /* The fast path (nmt_cpu_state_set_fast; the reference while fast is
+     * 0): dense products on the own product or the BLAS's SGEMM, the fp32
+     * ops, and the encoder batched over the sentences (encoder_fast.c). */
+    int fast;
+    int fast_blas;           /* the products on the BLAS's SGEMM */
+    nmt_cpu_gemm gemm;       /* else the own product's path and threads (its pool owned) */
     float *blas_scratch;     /* nmt_cpu_linear_blas's, for the largest product */
     int32_t *enc_first;      /* [max_sentences]: each sentence's first packed row */
     float *enc_in;           /* [max_sentences * max_src, E]: the embeddings, packed */
@@ -95,14 +98,14 @@ struct nmt_cpu_state {
 };
 
 void nmt_cpu_state_free_sparse(nmt_cpu_state *state); /* sparse.c */
-void nmt_cpu_state_free_blas(nmt_cpu_state *state);   /* encoder_blas.c */
-/* The BLAS path's encoder: nmt_cpu_encode's work after its checks. */
-nmt_status nmt_cpu_encode_blas(nmt_cpu_state *state, const nmt_source_batch *batch,
+void nmt_cpu_state_free_fast(nmt_cpu_state *state);   /* encoder_fast.c */
+/* The fast path's encoder: nmt_cpu_encode's work after its checks. */
+nmt_status nmt_cpu_encode_fast(nmt_cpu_state *state, const nmt_source_batch *batch,
                                nmt_error *err);
 
 /* y = x . W^T (+ bias) (+ y): the CSR when the matrix has one (the same bits
  * as the reference's dense slice, sparse.c), else the dense slice (w, ldw)
- * on the BLAS path's SGEMM or the reference's loop. */
+ * on the fast path's product or the reference's loop. */
 static inline void nmt_cpu_matmul(const nmt_cpu_state *state, const nmt_cpu_csr *sp, int32_t m,
                                   int32_t n, int32_t k, const float *x, int32_t ldx,
                                   const float *w, int32_t ldw, const float *bias, int accumulate,
@@ -111,9 +114,11 @@ static inline void nmt_cpu_matmul(const nmt_cpu_state *state, const nmt_cpu_csr 
     if (sp && sp->row_offsets)
         nmt_cpu_spmm(m, n, k, x, ldx, sp->row_offsets, sp->col_indices, sp->values, bias,
                      accumulate, y, ldy);
-    else if (state->blas)
+    else if (state->fast && state->fast_blas)
         nmt_cpu_linear_blas(m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy,
                             state->blas_scratch);
+    else if (state->fast)
+        nmt_cpu_linear_fixed(&state->gemm, m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
     else
         nmt_cpu_linear(m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
 }

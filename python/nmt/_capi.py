@@ -106,6 +106,7 @@ class nmt_options(ctypes.Structure):
         ("batch_invariant", ctypes.c_int),
         ("cpu_kernels", _enum),
         ("threads", ctypes.c_int),
+        ("cpu_isa", _enum),
     ]
 
 

@@ -49,7 +49,9 @@ ROWS = {
     "cuda-graphs": {"kind": "bool"},
     "batch-invariant": {"kind": "bool"},
     "cpu-kernels": {"kind": "choice", "choices": (
-        ("auto", 0), ("blas", 1), ("reference", 2),)},
+        ("auto", 0), ("fast", 3), ("blas", 1), ("reference", 2),)},
+    "cpu-isa": {"kind": "choice", "choices": (
+        ("auto", 0), ("avx512", 3), ("avx2", 2), ("generic", 1),)},
     "threads": {"kind": "int", "lo": 1, "hi": 1024},
     "warmup": {"kind": "bool"},
     "check-every": {"kind": "int", "lo": 1, "hi": 64},

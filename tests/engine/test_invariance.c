@@ -19,13 +19,16 @@
  * NMT_PRECISION_AUTO. Random choices come from test_seed (NMT_TEST_SEED replays).
  *
  * Usage: test_invariance [--device cpu|cuda] [--precision fp32|tf32x2|bf16|fp16|auto]
- *                        [--cpu-kernels auto|blas|reference] [--threads N]
+ *                        [--cpu-kernels auto|fast|blas|reference]
+ *                        [--cpu-isa auto|generic|avx2|avx512] [--threads N]
  *                        [--model PATH] [--input FILE] [--lines N]
  * The default is the CPU and the test model; --device cuda exits 77 without
  * a GPU and defaults to the fp16 test model for a precision other than fp32
- * (tf32x2 needs weights exact in TF32). On the CPU, --cpu-kernels and
- * --threads pick the kernels (default auto: the BLAS path when built) and
- * their threads; blas exits 77 in a build without a BLAS. --input takes the first N lines
+ * (tf32x2 needs weights exact in TF32). On the CPU, --cpu-kernels, --cpu-isa
+ * and --threads pick the kernels (default auto: fast), the fast product's
+ * instructions and their threads; blas exits 77 in a build without a BLAS
+ * or with one whose rows move with the row count, an isa this CPU lacks
+ * exits 77 too. --input takes the first N lines
  * of FILE (default N: 60) instead of random ones. dev/gpu-check.sh runs it on
  * CUDA at every precision. */
 #include "nmt.h"
@@ -51,14 +54,17 @@ static struct {
     nmt_device device;
     nmt_precision precision;
     nmt_cpu_kernels cpu_kernels;
+    nmt_cpu_isa cpu_isa;
     int threads;
     const char *model_path;
     const char *input;
     int n_lines;
-} args = {NMT_DEVICE_CPU, NMT_PRECISION_FP32, NMT_CPU_KERNELS_AUTO, 0, NULL, NULL, 60};
+} args = {NMT_DEVICE_CPU, NMT_PRECISION_FP32, NMT_CPU_KERNELS_AUTO, NMT_CPU_ISA_AUTO, 0, NULL,
+          NULL, 60};
 
-/* nmt_cpu_kernels' values, in order. */
-static const char *const kernel_names[] = {"auto", "blas", "reference"};
+/* nmt_cpu_kernels' and nmt_cpu_isa's values, in order. */
+static const char *const kernel_names[] = {"auto", "blas", "reference", "fast"};
+static const char *const isa_names[] = {"auto", "generic", "avx2", "avx512"};
 
 /* nmt_precision's values, in order. */
 static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto"};
@@ -80,6 +86,7 @@ static nmt_options kind_options(int kind)
     o.device = args.device;
     o.precision = args.precision;
     o.cpu_kernels = args.cpu_kernels;
+    o.cpu_isa = args.cpu_isa;
     o.threads = args.threads;
     o.max_src_tokens = MAX_SRC_TOKENS;
     o.max_len_b = 12;
@@ -431,11 +438,18 @@ static int parse_args(int argc, char **argv)
             args.precision = (nmt_precision)p;
         } else if (!strcmp(argv[i], "--cpu-kernels") && v) {
             int k = 0;
-            while (k < 3 && strcmp(v, kernel_names[k]))
+            while (k < 4 && strcmp(v, kernel_names[k]))
                 k++;
-            if (k == 3)
+            if (k == 4)
                 return 0;
             args.cpu_kernels = (nmt_cpu_kernels)k;
+        } else if (!strcmp(argv[i], "--cpu-isa") && v) {
+            int k = 0;
+            while (k < 4 && strcmp(v, isa_names[k]))
+                k++;
+            if (k == 4)
+                return 0;
+            args.cpu_isa = (nmt_cpu_isa)k;
         } else if (!strcmp(argv[i], "--threads") && v && atoi(v) >= 1 && atoi(v) <= 64)
             args.threads = atoi(v);
         else if (!strcmp(argv[i], "--model") && v)
@@ -483,8 +497,8 @@ int main(int argc, char **argv)
 {
     if (!parse_args(argc, argv)) {
         fprintf(stderr, "usage: test_invariance [--device cpu|cuda] [--precision "
-                        "fp32|tf32x2|bf16|fp16|auto] [--cpu-kernels auto|blas|reference] "
-                        "[--threads N] [--model PATH] [--input FILE] [--lines N]\n");
+                        "fp32|tf32x2|bf16|fp16|auto] [--cpu-kernels auto|fast|blas|reference] "
+                        "[--cpu-isa auto|generic|avx2|avx512] [--threads N] [--model PATH] [--input FILE] [--lines N]\n");
         return 2;
     }
     if (args.device == NMT_DEVICE_CUDA && nmt_cuda_available() == 0) {
@@ -502,7 +516,8 @@ int main(int argc, char **argv)
     }
     if (!make_lines())
         return 1;
-    if (args.device == NMT_DEVICE_CPU && args.cpu_kernels == NMT_CPU_KERNELS_BLAS) {
+    if (args.device == NMT_DEVICE_CPU && (args.cpu_kernels == NMT_CPU_KERNELS_BLAS ||
+                                          args.cpu_isa != NMT_CPU_ISA_AUTO)) {
         const nmt_options o = kind_options(1);
         nmt_translator *t = NULL;
         const nmt_status st = nmt_translator_create(model, &o, &t, &err);
@@ -513,9 +528,9 @@ int main(int argc, char **argv)
             return NMT_TEST_SKIP;
         }
     }
-    printf("test_invariance: %s, precision %s, cpu kernels %s, %s, %d lines\n",
+    printf("test_invariance: %s, precision %s, cpu kernels %s, isa %s, %s, %d lines\n",
            args.device == NMT_DEVICE_CUDA ? "CUDA" : "CPU", precision_names[args.precision],
-           kernel_names[args.cpu_kernels], args.model_path, n_lines);
+           kernel_names[args.cpu_kernels], isa_names[args.cpu_isa], args.model_path, n_lines);
     /* LSH on CUDA is not covered: a batch's lists are as long as its
      * longest, and the list kernels are picked by rows (docs/decoding.md). */
     const int n_kinds = args.device == NMT_DEVICE_CUDA ? N_KINDS - 1 : N_KINDS;

@@ -1,12 +1,12 @@
-/* encoder_blas.c: the CPU encoder of the BLAS path (nmt_cpu_state_set_blas),
+/* encoder_fast.c: the CPU encoder of the fast path (nmt_cpu_state_set_fast),
  * the reference's arithmetic (encoder.c) batched over the sentences: the
  * sentences' positions are packed one after another, each layer direction's
  * input projection w_ih x + b_ih is one GEMM over all of them, and each step
  * of its recurrence one GEMM over the sentences still that long (a
  * sentence's step t reads its own position: t forward, len - 1 - t
  * backward), so no padding enters a recurrence. A row's product has the same
- * bits in any GEMM (kernels/linear_blas.h), so a sentence's results do not
- * depend on its batch. */
+ * bits in any GEMM (kernels/linear_fixed.h; kernels/linear_blas.h where its
+ * probe says so), so a sentence's results do not depend on its batch. */
 #include "cpu_state.h"
 
 #include "error.h"
@@ -17,26 +17,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-nmt_status nmt_cpu_state_set_blas(nmt_cpu_state *state, nmt_error *err)
+nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast,
+                                  nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    if (!state)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu blas: state is NULL");
-    if (!nmt_cpu_blas_available())
+    if (!state || !fast)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu fast: NULL argument");
+    if (fast->blas && !nmt_cpu_blas_available())
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                             "cpu blas: the library was built without a BLAS (install "
+                             "cpu kernels blas: the library was built without a BLAS (install "
                              "libopenblas-dev and rebuild)");
-    const int32_t E = state->emb, H = state->hidden, half = state->half, V = state->vocab;
+    if (!fast->blas && fast->threads < 1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu fast: %d threads",
+                             fast->threads);
+    if (!fast->blas)
+        NMT_TRY(nmt_cpu_isa_check(fast->isa, err));
+    const int32_t E = state->emb, H = state->hidden, half = state->half;
     const size_t packed = (size_t)state->max_sentences * state->max_src;
-    /* The largest scratch of every product the state makes. */
-    const int32_t shapes[][2] = {{4 * half, E}, {4 * half, H}, {4 * half, half}, {4 * H, E},
-                                 {4 * H, H},    {H, H},        {V, H}};
-    size_t scratch = 0;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const size_t need = nmt_cpu_linear_blas_scratch(shapes[i][0], shapes[i][1]);
-        scratch = need > scratch ? need : scratch;
+    if (fast->blas) {
+        /* The largest scratch of every product the state makes. */
+        const int32_t V = state->vocab;
+        const int32_t shapes[][2] = {{4 * half, E}, {4 * half, H}, {4 * half, half},
+                                     {4 * H, E},    {4 * H, H},    {H, H},
+                                     {V, H}};
+        size_t scratch = 0;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            const size_t need = nmt_cpu_linear_blas_scratch(shapes[i][0], shapes[i][1]);
+            scratch = need > scratch ? need : scratch;
+        }
+        NMT_ALLOC(state->blas_scratch, scratch);
+    } else {
+        state->gemm.isa = fast->isa == NMT_CPU_ISA_AUTO ? nmt_cpu_isa_best() : fast->isa;
+        if (fast->threads > 1)
+            NMT_TRY(nmt_thread_pool_create(fast->threads, &state->gemm.pool, err));
     }
-    NMT_ALLOC(state->blas_scratch, scratch);
     NMT_ALLOC(state->enc_first, state->max_sentences);
     NMT_ALLOC(state->enc_in, packed * E);
     NMT_ALLOC(state->enc_out[0], packed * H);
@@ -45,16 +59,19 @@ nmt_status nmt_cpu_state_set_blas(nmt_cpu_state *state, nmt_error *err)
     NMT_ALLOC(state->enc_h_prev, (size_t)state->max_sentences * half);
     NMT_ALLOC(state->enc_gates_rows, (size_t)state->max_sentences * 4 * half);
     NMT_ALLOC(state->enc_c_rows, (size_t)state->max_sentences * half);
-    state->blas = 1;
+    state->fast = 1;
+    state->fast_blas = fast->blas != 0;
     return NMT_STATUS_OK;
 cleanup:
-    nmt_cpu_state_free_blas(state);
+    nmt_cpu_state_free_fast(state);
     return status;
 }
 
-void nmt_cpu_state_free_blas(nmt_cpu_state *state)
+void nmt_cpu_state_free_fast(nmt_cpu_state *state)
 {
-    state->blas = 0;
+    state->fast = state->fast_blas = 0;
+    nmt_thread_pool_free(state->gemm.pool);
+    state->gemm.pool = NULL;
     free(state->blas_scratch);
     free(state->enc_first);
     free(state->enc_in);
@@ -130,7 +147,7 @@ static void set_initial(nmt_cpu_state *state, int32_t l, const float *out, int32
     }
 }
 
-nmt_status nmt_cpu_encode_blas(nmt_cpu_state *state, const nmt_source_batch *batch,
+nmt_status nmt_cpu_encode_fast(nmt_cpu_state *state, const nmt_source_batch *batch,
                                nmt_error *err)
 {
     const nmt_model *model = state->model;
