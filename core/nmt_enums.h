@@ -72,7 +72,7 @@ typedef enum nmt_search_rules {
 typedef enum nmt_cpu_isa {
     NMT_CPU_ISA_AUTO = 0,    /* the best this CPU runs (default) */
     NMT_CPU_ISA_GENERIC = 1, /* portable C, any CPU: 8 lanes, no fused multiply-add */
-    NMT_CPU_ISA_AVX2 = 2,    /* AVX2 and FMA (x86-64 since 2013-2015): 8 lanes */
+    NMT_CPU_ISA_AVX2 = 2,    /* AVX2, FMA and F16C (x86-64 since 2013-2015): 8 lanes */
     NMT_CPU_ISA_AVX512 = 3   /* AVX-512F: 16 lanes */
 } nmt_cpu_isa;
 

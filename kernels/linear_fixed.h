@@ -58,6 +58,14 @@ void nmt_cpu_linear_fixed(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_
                           const float *x, int32_t ldx, const float *w, int32_t ldw,
                           const float *bias, int accumulate, float *y, int32_t ldy);
 
+/* The same with the weights in fp16 (IEEE binary16, w16 [n, k] rows ldw
+ * apart), each widened to fp32 exactly as it is read: the same bits as
+ * nmt_cpu_linear_fixed on their fp32 values, from half the bytes (a step of
+ * few rows is bound by reading the weights). */
+void nmt_cpu_linear_fixed_half(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_t k,
+                               const float *x, int32_t ldx, const uint16_t *w16, int32_t ldw,
+                               const float *bias, int accumulate, float *y, int32_t ldy);
+
 #ifdef __cplusplus
 }
 #endif

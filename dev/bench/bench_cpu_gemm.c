@@ -8,6 +8,7 @@
  *   bench_cpu_gemm [--threads N] [--rows "1 5 40 160 480"] [--reps R]
  *
  * Pin it (taskset -c 0 for one thread): the machine is shared. */
+#include "half.h"
 #include "linear_blas.h"
 #include "linear_fixed.h"
 
@@ -44,8 +45,10 @@ static int cmp_double(const void *a, const void *b)
 
 typedef struct run {
     int kind; /* -1: BLAS, else an nmt_cpu_isa */
+    int half; /* the weights in fp16 */
     nmt_cpu_gemm gemm;
     float *scratch;
+    const uint16_t *w16;
 } run;
 
 static void call(const run *r, int32_t m, const shape *s, const float *x, const float *w,
@@ -53,6 +56,9 @@ static void call(const run *r, int32_t m, const shape *s, const float *x, const 
 {
     if (r->kind < 0)
         nmt_cpu_linear_blas(m, s->n, s->k, x, s->k, w, s->ldw, bias, 0, y, s->n, r->scratch);
+    else if (r->half)
+        nmt_cpu_linear_fixed_half(&r->gemm, m, s->n, s->k, x, s->k, r->w16, s->ldw, bias, 0, y,
+                                  s->n);
     else
         nmt_cpu_linear_fixed(&r->gemm, m, s->n, s->k, x, s->k, w, s->ldw, bias, 0, y, s->n);
 }
@@ -105,18 +111,21 @@ int main(int argc, char **argv)
         return 1;
     }
     nmt_cpu_blas_set_threads(threads);
-    run runs[NMT_CPU_ISA_COUNT + 1];
+    run runs[2 * NMT_CPU_ISA_COUNT + 1];
     int n_runs = 0;
     if (nmt_cpu_blas_available())
         runs[n_runs++] = (run){.kind = -1};
     for (int isa = NMT_CPU_ISA_COUNT - 1; isa >= NMT_CPU_ISA_GENERIC; isa--)
-        if (nmt_cpu_isa_supported((nmt_cpu_isa)isa))
-            runs[n_runs++] = (run){.kind = isa, .gemm = {.isa = (nmt_cpu_isa)isa, .pool = pool}};
+        for (int half = 0; half < 2; half++)
+            if (nmt_cpu_isa_supported((nmt_cpu_isa)isa) && (!half || isa == nmt_cpu_isa_best()))
+                runs[n_runs++] = (run){.kind = isa, .half = half,
+                                       .gemm = {.isa = (nmt_cpu_isa)isa, .pool = pool}};
     printf("# %d thread(s); BLAS: %s; median us a call (GFLOP/s)\n", threads,
            nmt_cpu_blas_name());
     printf("| shape | n x k | rows |");
     for (int r = 0; r < n_runs; r++)
-        printf(" %s |", runs[r].kind < 0 ? "OpenBLAS (padded)" : nmt_cpu_isa_name(runs[r].kind));
+        printf(" %s%s |", runs[r].kind < 0 ? "OpenBLAS (padded)" : nmt_cpu_isa_name(runs[r].kind),
+               runs[r].half ? " fp16 weights" : "");
     printf("\n|---|---|---|");
     for (int r = 0; r < n_runs; r++)
         printf("---|");
@@ -128,16 +137,17 @@ int main(int argc, char **argv)
         float *bias = malloc(sizeof(float) * (size_t)s->n);
         float *y = malloc(sizeof(float) * (size_t)max_rows * s->n);
         float *scratch = malloc(sizeof(float) * nmt_cpu_linear_blas_scratch(s->n, s->k));
-        if (!x || !w || !bias || !y || !scratch)
+        uint16_t *w16 = malloc(sizeof(uint16_t) * (size_t)s->n * s->ldw);
+        if (!x || !w || !bias || !y || !scratch || !w16)
             return 1;
         for (size_t i = 0; i < (size_t)max_rows * s->k; i++)
             x[i] = (float)sin(0.1 * i);
         for (size_t i = 0; i < (size_t)s->n * s->ldw; i++)
-            w[i] = (float)cos(0.01 * i) * 0.1f;
+            w16[i] = nmt_f32_to_f16((float)cos(0.01 * i) * 0.1f), w[i] = nmt_f16_to_f32(w16[i]);
         for (int32_t j = 0; j < s->n; j++)
             bias[j] = 0.01f * j;
         for (int r = 0; r < n_runs; r++)
-            runs[r].scratch = scratch;
+            runs[r].scratch = scratch, runs[r].w16 = w16;
         for (int ri = 0; ri < n_rows; ri++) {
             const int32_t m = rows[ri];
             printf("| %s | %d x %d | %d |", s->what, s->n, s->k, m);
@@ -155,7 +165,7 @@ int main(int argc, char **argv)
             printf("\n");
             fflush(stdout);
         }
-        free(x), free(w), free(bias), free(y), free(scratch);
+        free(x), free(w), free(bias), free(y), free(scratch), free(w16);
     }
     nmt_thread_pool_free(pool);
     return 0;

@@ -42,7 +42,7 @@ int nmt_cpu_isa_supported(nmt_cpu_isa isa)
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     case NMT_CPU_ISA_AVX2:
         return nmt_fixed_avx2_built && __builtin_cpu_supports("avx2") &&
-               __builtin_cpu_supports("fma");
+               __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case NMT_CPU_ISA_AVX512:
         return nmt_fixed_avx512_built && __builtin_cpu_supports("avx512f");
 #endif
@@ -139,16 +139,14 @@ static void run_part(void *arg, int part, int parts)
     }
 }
 
-void nmt_cpu_linear_fixed(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_t k,
-                          const float *x, int32_t ldx, const float *w, int32_t ldw,
-                          const float *bias, int accumulate, float *y, int32_t ldy)
+static void run(const nmt_cpu_gemm *gemm, const nmt_fixed_job *job)
 {
+    const int32_t m = job->m, n = job->n, k = job->k;
     if (m <= 0 || n <= 0)
         return;
     const nmt_cpu_isa isa = resolve(gemm->isa);
     fixed_call call = {
-        .job = {.m = m, .n = n, .k = k, .x = x, .ldx = ldx, .w = w, .ldw = ldw, .bias = bias,
-                .accumulate = accumulate, .y = y, .ldy = ldy},
+        .job = *job,
         .path = &paths[isa],
         .blocks = (n + NMT_FIXED_TILE_COLS - 1) / NMT_FIXED_TILE_COLS,
     };
@@ -166,4 +164,23 @@ void nmt_cpu_linear_fixed(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_
     if (parts > call.blocks)
         parts = (int)call.blocks;
     nmt_thread_pool_run(gemm->pool, parts, run_part, &call);
+}
+
+void nmt_cpu_linear_fixed(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_t k,
+                          const float *x, int32_t ldx, const float *w, int32_t ldw,
+                          const float *bias, int accumulate, float *y, int32_t ldy)
+{
+    const nmt_fixed_job job = {.m = m, .n = n, .k = k, .x = x, .ldx = ldx, .w = w, .ldw = ldw,
+                               .bias = bias, .accumulate = accumulate, .y = y, .ldy = ldy};
+    run(gemm, &job);
+}
+
+void nmt_cpu_linear_fixed_half(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_t k,
+                               const float *x, int32_t ldx, const uint16_t *w16, int32_t ldw,
+                               const float *bias, int accumulate, float *y, int32_t ldy)
+{
+    const nmt_fixed_job job = {.m = m, .n = n, .k = k, .x = x, .ldx = ldx, .w16 = w16,
+                               .ldw = ldw, .bias = bias, .accumulate = accumulate, .y = y,
+                               .ldy = ldy};
+    run(gemm, &job);
 }

@@ -4,10 +4,10 @@
  * for 8 fmas). The lane tree runs over the 8 outputs at once (7 adds, 14
  * shuffles), each output's lanes paired as kernels/linear_fixed.h says,
  * ending with a row's 4 outputs in each 128-bit half. Built with -mavx2
- * -mfma; called only where the CPU has them (linear_fixed.c). */
+ * -mfma -mf16c; called only where the CPU has them (linear_fixed.c). */
 #include "linear_fixed_impl.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 
 const int nmt_fixed_avx2_built = 1;
@@ -19,17 +19,36 @@ enum { kLanes = 8, kRows = 2, kCols = NMT_FIXED_TILE_COLS };
  * the accumulators live in registers. */
 #define UNROLL _Pragma("GCC unroll 32")
 
-/* acc[r * 4 + c]: the lanes of row r, column c. */
-INLINE void lane_sums(const int rows, const float *x, int64_t ldx, const float *const w[kCols],
-                      int32_t k, __m256 *acc)
+/* 8 weights from p: fp32, or fp16 widened (exactly). */
+INLINE __m256 load_w(const void *w, int32_t p, const int half)
+{
+    if (half)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + p)));
+    return _mm256_loadu_ps((const float *)w + p);
+}
+
+/* The last weights from p (mask: the k - p left), zeros after them. */
+INLINE __m256 load_w_tail(const void *w, int32_t p, int32_t left, __m256i mask, const int half)
+{
+    if (!half)
+        return _mm256_maskload_ps((const float *)w + p, mask);
+    uint16_t tail[kLanes] = {0};
+    for (int l = 0; l < left; l++)
+        tail[l] = ((const uint16_t *)w)[p + l];
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)tail));
+}
+
+/* acc[r * 4 + c]: the lanes of row r, column c; w: fp32 rows, or fp16 with half. */
+INLINE void lane_sums(const int rows, const int half, const float *x, int64_t ldx,
+                      const void *const w[kCols], int32_t k, __m256 *acc)
 {
     UNROLL
     for (int i = 0; i < rows * kCols; i++)
         acc[i] = _mm256_setzero_ps();
     int32_t p = 0;
     for (; p + kLanes <= k; p += kLanes) {
-        const __m256 w0 = _mm256_loadu_ps(w[0] + p), w1 = _mm256_loadu_ps(w[1] + p);
-        const __m256 w2 = _mm256_loadu_ps(w[2] + p), w3 = _mm256_loadu_ps(w[3] + p);
+        const __m256 w0 = load_w(w[0], p, half), w1 = load_w(w[1], p, half);
+        const __m256 w2 = load_w(w[2], p, half), w3 = load_w(w[3], p, half);
         UNROLL
         for (int r = 0; r < rows; r++) {
             const __m256 xv = _mm256_loadu_ps(x + r * ldx + p);
@@ -42,10 +61,10 @@ INLINE void lane_sums(const int rows, const float *x, int64_t ldx, const float *
     if (p < k) { /* the padding's lanes: fma(0, 0, acc) */
         const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(k - p), lane);
-        const __m256 w0 = _mm256_maskload_ps(w[0] + p, mask);
-        const __m256 w1 = _mm256_maskload_ps(w[1] + p, mask);
-        const __m256 w2 = _mm256_maskload_ps(w[2] + p, mask);
-        const __m256 w3 = _mm256_maskload_ps(w[3] + p, mask);
+        const __m256 w0 = load_w_tail(w[0], p, k - p, mask, half);
+        const __m256 w1 = load_w_tail(w[1], p, k - p, mask, half);
+        const __m256 w2 = load_w_tail(w[2], p, k - p, mask, half);
+        const __m256 w3 = load_w_tail(w[3], p, k - p, mask, half);
         UNROLL
         for (int r = 0; r < rows; r++) {
             const __m256 xv = _mm256_maskload_ps(x + r * ldx + p, mask);
@@ -86,14 +105,17 @@ INLINE __m256 reduce_group(const __m256 *acc)
     return level3(level2(col[0], col[1]), level2(col[2], col[3]));
 }
 
-INLINE void tile(const nmt_fixed_job *job, int32_t row, const int rows, int32_t col, int cols)
+INLINE void tile(const nmt_fixed_job *job, int32_t row, const int rows, const int half,
+                 int32_t col, int cols)
 {
-    const float *w[kCols];
+    const void *w[kCols];
     UNROLL
-    for (int c = 0; c < kCols; c++) /* a missing column repeats the first; dropped below */
-        w[c] = job->w + (int64_t)(col + (c < cols ? c : 0)) * job->ldw;
+    for (int c = 0; c < kCols; c++) { /* a missing column repeats the first; dropped below */
+        const int64_t at = (int64_t)(col + (c < cols ? c : 0)) * job->ldw;
+        w[c] = half ? (const void *)(job->w16 + at) : (const void *)(job->w + at);
+    }
     __m256 acc[kRows * kCols];
-    lane_sums(rows, job->x + (int64_t)row * job->ldx, job->ldx, w, job->k, acc);
+    lane_sums(rows, half, job->x + (int64_t)row * job->ldx, job->ldx, w, job->k, acc);
     UNROLL
     for (int i = rows * kCols; i < kRows * kCols; i++)
         acc[i] = _mm256_setzero_ps();
@@ -120,10 +142,11 @@ INLINE void tile(const nmt_fixed_job *job, int32_t row, const int rows, int32_t 
 
 void nmt_fixed_tile_avx2(const nmt_fixed_job *job, int32_t row, int rows, int32_t col, int cols)
 {
+    const int half = job->w16 != NULL;
     if (rows == 1)
-        tile(job, row, 1, col, cols);
+        half ? tile(job, row, 1, 1, col, cols) : tile(job, row, 1, 0, col, cols);
     else
-        tile(job, row, 2, col, cols);
+        half ? tile(job, row, 2, 1, col, cols) : tile(job, row, 2, 0, col, cols);
 }
 
 #else

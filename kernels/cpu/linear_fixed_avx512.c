@@ -20,17 +20,36 @@ enum { kLanes = 16, kRows = 6, kCols = NMT_FIXED_TILE_COLS };
  * stack). */
 #define UNROLL _Pragma("GCC unroll 32")
 
-/* acc[r * 4 + c]: the lanes of row r, column c. */
-INLINE void lane_sums(const int rows, const float *x, int64_t ldx, const float *const w[kCols],
-                      int32_t k, __m512 *acc)
+/* 16 weights from p: fp32, or fp16 widened (exactly). */
+INLINE __m512 load_w(const void *w, int32_t p, const int half)
+{
+    if (half)
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + p)));
+    return _mm512_loadu_ps((const float *)w + p);
+}
+
+/* The last weights from p (mask: the k - p left), zeros after them. */
+INLINE __m512 load_w_tail(const void *w, int32_t p, __mmask16 mask, const int half)
+{
+    if (!half)
+        return _mm512_maskz_loadu_ps(mask, (const float *)w + p);
+    uint16_t tail[kLanes] = {0};
+    for (int l = 0; l < kLanes && (mask >> l & 1); l++)
+        tail[l] = ((const uint16_t *)w)[p + l];
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)tail));
+}
+
+/* acc[r * 4 + c]: the lanes of row r, column c; w: fp32 rows, or fp16 with half. */
+INLINE void lane_sums(const int rows, const int half, const float *x, int64_t ldx,
+                      const void *const w[kCols], int32_t k, __m512 *acc)
 {
     UNROLL
     for (int i = 0; i < rows * kCols; i++)
         acc[i] = _mm512_setzero_ps();
     int32_t p = 0;
     for (; p + kLanes <= k; p += kLanes) {
-        const __m512 w0 = _mm512_loadu_ps(w[0] + p), w1 = _mm512_loadu_ps(w[1] + p);
-        const __m512 w2 = _mm512_loadu_ps(w[2] + p), w3 = _mm512_loadu_ps(w[3] + p);
+        const __m512 w0 = load_w(w[0], p, half), w1 = load_w(w[1], p, half);
+        const __m512 w2 = load_w(w[2], p, half), w3 = load_w(w[3], p, half);
         UNROLL
         for (int r = 0; r < rows; r++) {
             const __m512 xv = _mm512_loadu_ps(x + r * ldx + p);
@@ -42,10 +61,10 @@ INLINE void lane_sums(const int rows, const float *x, int64_t ldx, const float *
     }
     if (p < k) { /* the padding's lanes: fma(0, 0, acc) */
         const __mmask16 mask = (__mmask16)((1u << (k - p)) - 1u);
-        const __m512 w0 = _mm512_maskz_loadu_ps(mask, w[0] + p);
-        const __m512 w1 = _mm512_maskz_loadu_ps(mask, w[1] + p);
-        const __m512 w2 = _mm512_maskz_loadu_ps(mask, w[2] + p);
-        const __m512 w3 = _mm512_maskz_loadu_ps(mask, w[3] + p);
+        const __m512 w0 = load_w_tail(w[0], p, mask, half);
+        const __m512 w1 = load_w_tail(w[1], p, mask, half);
+        const __m512 w2 = load_w_tail(w[2], p, mask, half);
+        const __m512 w3 = load_w_tail(w[3], p, mask, half);
         UNROLL
         for (int r = 0; r < rows; r++) {
             const __m512 xv = _mm512_maskz_loadu_ps(mask, x + r * ldx + p);
@@ -114,14 +133,17 @@ INLINE void finish_group(const nmt_fixed_job *job, int32_t row, const int rows, 
     }
 }
 
-INLINE void tile(const nmt_fixed_job *job, int32_t row, const int rows, int32_t col, int cols)
+INLINE void tile(const nmt_fixed_job *job, int32_t row, const int rows, const int half,
+                 int32_t col, int cols)
 {
-    const float *w[kCols];
+    const void *w[kCols];
     UNROLL
-    for (int c = 0; c < kCols; c++) /* a missing column repeats the first; dropped below */
-        w[c] = job->w + (int64_t)(col + (c < cols ? c : 0)) * job->ldw;
+    for (int c = 0; c < kCols; c++) { /* a missing column repeats the first; dropped below */
+        const int64_t at = (int64_t)(col + (c < cols ? c : 0)) * job->ldw;
+        w[c] = half ? (const void *)(job->w16 + at) : (const void *)(job->w + at);
+    }
     __m512 acc[kRows * kCols];
-    lane_sums(rows, job->x + (int64_t)row * job->ldx, job->ldx, w, job->k, acc);
+    lane_sums(rows, half, job->x + (int64_t)row * job->ldx, job->ldx, w, job->k, acc);
     UNROLL
     for (int g = 0; g < rows; g += 4) {
         __m512 group[4 * kCols];
@@ -144,13 +166,20 @@ INLINE void tile(const nmt_fixed_job *job, int32_t row, const int rows, int32_t 
 
 void nmt_fixed_tile_avx512(const nmt_fixed_job *job, int32_t row, int rows, int32_t col, int cols)
 {
-    switch (rows) {
-    case 1: tile(job, row, 1, col, cols); break;
-    case 2: tile(job, row, 2, col, cols); break;
-    case 3: tile(job, row, 3, col, cols); break;
-    case 4: tile(job, row, 4, col, cols); break;
-    case 5: tile(job, row, 5, col, cols); break;
-    default: tile(job, row, 6, col, cols); break;
+    const int half = job->w16 != NULL;
+    switch (rows * 2 + half) {
+    case 2: tile(job, row, 1, 0, col, cols); break;
+    case 3: tile(job, row, 1, 1, col, cols); break;
+    case 4: tile(job, row, 2, 0, col, cols); break;
+    case 5: tile(job, row, 2, 1, col, cols); break;
+    case 6: tile(job, row, 3, 0, col, cols); break;
+    case 7: tile(job, row, 3, 1, col, cols); break;
+    case 8: tile(job, row, 4, 0, col, cols); break;
+    case 9: tile(job, row, 4, 1, col, cols); break;
+    case 10: tile(job, row, 5, 0, col, cols); break;
+    case 11: tile(job, row, 5, 1, col, cols); break;
+    case 13: tile(job, row, 6, 1, col, cols); break;
+    default: tile(job, row, 6, 0, col, cols); break;
     }
 }
 

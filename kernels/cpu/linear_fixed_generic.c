@@ -6,17 +6,20 @@
 
 enum { kLanes = 8 };
 
-/* The lane sums of one output, reduced: lane l + l + 4, + 2, + 1. */
-static float dot(const float *x, const float *w, int32_t k)
+/* The lane sums of output (row, j), reduced: lane l + l + 4, + 2, + 1. */
+static float dot(const nmt_fixed_job *job, const float *x, int32_t j)
 {
+    const int32_t k = job->k;
+    const float *w = job->w16 ? NULL : job->w + (int64_t)j * job->ldw;
     float acc[kLanes] = {0};
     int32_t p = 0;
-    for (; p + kLanes <= k; p += kLanes)
+    if (w)
+        for (; p + kLanes <= k; p += kLanes)
+            for (int l = 0; l < kLanes; l++)
+                acc[l] += x[p + l] * w[p + l];
+    for (; p < k; p += kLanes)
         for (int l = 0; l < kLanes; l++)
-            acc[l] += x[p + l] * w[p + l];
-    if (p < k)
-        for (int l = 0; l < kLanes; l++)
-            acc[l] += p + l < k ? x[p + l] * w[p + l] : 0.0f * 0.0f;
+            acc[l] += p + l < k ? x[p + l] * nmt_fixed_weight(job, j, p + l) : 0.0f * 0.0f;
     for (int half = kLanes / 2; half >= 1; half /= 2)
         for (int l = 0; l < half; l++)
             acc[l] += acc[l + half];
@@ -29,7 +32,6 @@ void nmt_fixed_tile_generic(const nmt_fixed_job *job, int32_t row, int rows, int
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             const float *x = job->x + (int64_t)(row + r) * job->ldx;
-            const float *w = job->w + (int64_t)(col + c) * job->ldw;
-            nmt_fixed_finish(job, row + r, col + c, dot(x, w, job->k));
+            nmt_fixed_finish(job, row + r, col + c, dot(job, x, col + c));
         }
 }

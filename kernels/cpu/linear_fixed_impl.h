@@ -5,6 +5,8 @@
 #ifndef NMT_LINEAR_FIXED_IMPL_H
 #define NMT_LINEAR_FIXED_IMPL_H
 
+#include "half.h"
+
 #include <stdint.h>
 
 /* One product, as nmt_cpu_linear_fixed's arguments. */
@@ -13,6 +15,7 @@ typedef struct nmt_fixed_job {
     const float *x;
     int32_t ldx;
     const float *w;
+    const uint16_t *w16; /* or the weights in fp16 (exact in fp32): read instead of w */
     int32_t ldw;
     const float *bias;
     int accumulate;
@@ -35,6 +38,13 @@ void nmt_fixed_tile_avx512(const nmt_fixed_job *job, int32_t row, int rows, int3
                            int cols);
 /* 1 when the file was compiled with its instructions (x86-64 GCC or Clang). */
 extern const int nmt_fixed_avx2_built, nmt_fixed_avx512_built;
+
+/* Weight p of row j, from w or w16 (the generic path's reads). */
+static inline float nmt_fixed_weight(const nmt_fixed_job *job, int32_t j, int32_t p)
+{
+    return job->w16 ? nmt_f16_to_f32(job->w16[(int64_t)j * job->ldw + p])
+                    : job->w[(int64_t)j * job->ldw + p];
+}
 
 /* Output (row, col) from its lane sum s: (s + bias) + y. */
 static inline void nmt_fixed_finish(const nmt_fixed_job *job, int32_t row, int32_t col, float s)

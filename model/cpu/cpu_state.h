@@ -21,6 +21,13 @@ typedef struct nmt_cpu_csr {
     float *values;
 } nmt_cpu_csr;
 
+/* A matrix's fp16 copy: w16[i] holds w[i] for i < count. */
+typedef struct nmt_cpu_half_copy {
+    const float *w;
+    size_t count;
+    uint16_t *w16;
+} nmt_cpu_half_copy;
+
 struct nmt_cpu_state {
     const nmt_model *model;
     int32_t max_sentences, beam_size, max_src, max_rows;
@@ -87,6 +94,12 @@ struct nmt_cpu_state {
     int fast;
     int fast_blas;           /* the products on the BLAS's SGEMM */
     nmt_cpu_gemm gemm;       /* else the own product's path and threads (its pool owned) */
+    /* With the own product, for a model whose weights are all fp16: fp16
+     * copies of the matrices a decoder step multiplies, which the products
+     * read instead of the fp32 ones (the same bits, half the bytes: a step
+     * of few rows is bound by reading its weights). */
+    nmt_cpu_half_copy half_copies[2 * NMT_MAX_LAYERS + 2];
+    int32_t n_half_copies;
     float *blas_scratch;     /* nmt_cpu_linear_blas's, for the largest product */
     int32_t *enc_first;      /* [max_sentences]: each sentence's first packed row */
     float *enc_in;           /* [max_sentences * max_src, E]: the embeddings, packed */
@@ -103,6 +116,24 @@ void nmt_cpu_state_free_fast(nmt_cpu_state *state);   /* encoder_fast.c */
 nmt_status nmt_cpu_encode_fast(nmt_cpu_state *state, const nmt_source_batch *batch,
                                nmt_error *err);
 
+/* The own product of a dense slice (w, ldw), from the fp16 copy of its
+ * matrix where there is one. */
+static inline void nmt_cpu_linear_fixed_any(const nmt_cpu_state *state, int32_t m, int32_t n,
+                                            int32_t k, const float *x, int32_t ldx,
+                                            const float *w, int32_t ldw, const float *bias,
+                                            int accumulate, float *y, int32_t ldy)
+{
+    for (int32_t i = 0; i < state->n_half_copies; i++) {
+        const nmt_cpu_half_copy *c = &state->half_copies[i];
+        if (w >= c->w && w < c->w + c->count) {
+            nmt_cpu_linear_fixed_half(&state->gemm, m, n, k, x, ldx, c->w16 + (w - c->w), ldw,
+                                      bias, accumulate, y, ldy);
+            return;
+        }
+    }
+    nmt_cpu_linear_fixed(&state->gemm, m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
+}
+
 /* y = x . W^T (+ bias) (+ y): the CSR when the matrix has one (the same bits
  * as the reference's dense slice, sparse.c), else the dense slice (w, ldw)
  * on the fast path's product or the reference's loop. */
@@ -118,7 +149,7 @@ static inline void nmt_cpu_matmul(const nmt_cpu_state *state, const nmt_cpu_csr 
         nmt_cpu_linear_blas(m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy,
                             state->blas_scratch);
     else if (state->fast)
-        nmt_cpu_linear_fixed(&state->gemm, m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
+        nmt_cpu_linear_fixed_any(state, m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
     else
         nmt_cpu_linear(m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
 }

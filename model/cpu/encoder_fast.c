@@ -11,11 +11,32 @@
 
 #include "error.h"
 #include "fp32_ops.h"
+#include "half.h"
 #include "lstm_cell.h"
 #include "nhot.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The fp16 copy of a matrix of count weights, when each is exactly an fp16
+ * value; else none (the products read the fp32 weights). */
+static nmt_status add_half_copy(nmt_cpu_state *state, const float *w, size_t count,
+                                nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    uint16_t *w16 = NULL;
+    NMT_ALLOC(w16, count);
+    for (size_t i = 0; i < count; i++) {
+        w16[i] = nmt_f32_to_f16(w[i]);
+        if (nmt_f16_to_f32(w16[i]) != w[i]) {
+            free(w16);
+            return NMT_STATUS_OK;
+        }
+    }
+    state->half_copies[state->n_half_copies++] = (nmt_cpu_half_copy){.w = w, .count = count, .w16 = w16};
+cleanup:
+    return status;
+}
 
 nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast,
                                   nmt_error *err)
@@ -50,6 +71,16 @@ nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast
         state->gemm.isa = fast->isa == NMT_CPU_ISA_AUTO ? nmt_cpu_isa_best() : fast->isa;
         if (fast->threads > 1)
             NMT_TRY(nmt_thread_pool_create(fast->threads, &state->gemm.pool, err));
+        const nmt_model *model = state->model;
+        for (int32_t l = 0; model->weights_fp16 && l < state->dec_layers; l++) {
+            const nmt_lstm_weights *lstm = &model->dec[l];
+            NMT_TRY(add_half_copy(state, lstm->w_ih, (size_t)4 * H * lstm->input_size, err));
+            NMT_TRY(add_half_copy(state, lstm->w_hh, (size_t)4 * H * H, err));
+        }
+        if (model->weights_fp16) {
+            NMT_TRY(add_half_copy(state, model->attn_w_c, (size_t)2 * H * H, err));
+            NMT_TRY(add_half_copy(state, model->out_w, (size_t)state->vocab * H, err));
+        }
     }
     NMT_ALLOC(state->enc_first, state->max_sentences);
     NMT_ALLOC(state->enc_in, packed * E);
@@ -72,6 +103,9 @@ void nmt_cpu_state_free_fast(nmt_cpu_state *state)
     state->fast = state->fast_blas = 0;
     nmt_thread_pool_free(state->gemm.pool);
     state->gemm.pool = NULL;
+    for (int32_t i = 0; i < state->n_half_copies; i++)
+        free(state->half_copies[i].w16);
+    state->n_half_copies = 0;
     free(state->blas_scratch);
     free(state->enc_first);
     free(state->enc_in);

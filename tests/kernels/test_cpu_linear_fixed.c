@@ -12,7 +12,10 @@
  *  - Against the oracle nmt_cpu_linear (double sums): within fp32's
  *    rounding of a k-term sum.
  *  - Only y's [m, n] is written (columns past n and rows past m keep their
- *    poison). */
+ *    poison).
+ *  - nmt_cpu_linear_fixed_half on the weights' fp16 copy gives the same
+ *    bits (the weights are drawn exact in fp16). */
+#include "half.h"
 #include "linear.h"
 #include "linear_fixed.h"
 #include "test_util.h"
@@ -70,21 +73,26 @@ static float model_output(const float *x, const float *w, int32_t k, int lanes, 
 
 typedef struct buffers {
     float *x, *w, *bias, *init, *ref, *got, *oracle;
+    uint16_t *w16;
 } buffers;
 
 /* y = x w^T (+ bias) (+ y) for m rows into y (rows ldy = n + LDY_PAD
  * apart), y preset from init when accumulating, else poisoned; the pad
  * poisoned either way. */
 static void run(const nmt_cpu_gemm *gemm, int m, const shape *s, const buffers *b,
-                const float *bias, int accumulate, float *y)
+                const float *bias, int accumulate, float *y, int half)
 {
     const int32_t ldy = s->n + LDY_PAD;
     test_poison_f32(y, (size_t)(m + 1) * ldy);
     if (accumulate)
         for (int i = 0; i < m; i++)
             memcpy(y + (size_t)i * ldy, b->init + (size_t)i * s->n, sizeof(float) * s->n);
-    nmt_cpu_linear_fixed(gemm, m, s->n, s->k, b->x, s->k, b->w, s->ldw, bias, accumulate, y,
-                         ldy);
+    if (half)
+        nmt_cpu_linear_fixed_half(gemm, m, s->n, s->k, b->x, s->k, b->w16, s->ldw, bias,
+                                  accumulate, y, ldy);
+    else
+        nmt_cpu_linear_fixed(gemm, m, s->n, s->k, b->x, s->k, b->w, s->ldw, bias, accumulate, y,
+                             ldy);
 }
 
 /* The pad columns and the row after m still poison. */
@@ -126,13 +134,16 @@ static void check_shape(nmt_cpu_isa isa, const shape *s, nmt_thread_pool *const 
         .bias = malloc(sizeof(float) * s->n), .init = malloc(sizeof(float) * MAX_ROWS * s->n),
         .ref = malloc(sizeof(float) * ny), .got = malloc(sizeof(float) * ny),
         .oracle = malloc(sizeof(float) * ORACLE_ROWS * s->n),
+        .w16 = malloc(sizeof(uint16_t) * s->n * s->ldw),
     };
-    if (!b.x || !b.w || !b.bias || !b.init || !b.ref || !b.got || !b.oracle) {
+    if (!b.x || !b.w || !b.bias || !b.init || !b.ref || !b.got || !b.oracle || !b.w16) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
     test_fill_uniform(b.x, nx, -1.0f, 1.0f);
     test_fill_uniform(b.w, (size_t)s->n * s->ldw, -0.5f, 0.5f);
+    for (size_t i = 0; i < (size_t)s->n * s->ldw; i++) /* exact in fp16 */
+        b.w16[i] = nmt_f32_to_f16(b.w[i]), b.w[i] = nmt_f16_to_f32(b.w16[i]);
     test_fill_uniform(b.bias, s->n, -1.0f, 1.0f);
     test_fill_uniform(b.init, (size_t)MAX_ROWS * s->n, -1.0f, 1.0f);
     const int32_t ldy = s->n + LDY_PAD;
@@ -144,9 +155,16 @@ static void check_shape(nmt_cpu_isa isa, const shape *s, nmt_thread_pool *const 
         snprintf(what, sizeof what, "%s n %d k %d ldw %d variant %d", nmt_cpu_isa_name(isa),
                  s->n, s->k, s->ldw, variant);
         const nmt_cpu_gemm one = {.isa = isa, .pool = pools[0]};
-        run(&one, MAX_ROWS, s, &b, bias, accumulate, b.ref);
+        run(&one, MAX_ROWS, s, &b, bias, accumulate, b.ref, 0);
         check_model(isa, s, &b, bias, accumulate, b.ref, what);
         check_untouched(MAX_ROWS, s, b.ref, what);
+        for (int m = 1; m <= MAX_ROWS; m = m < 7 ? m + 1 : m * 7 < MAX_ROWS ? m * 7 : MAX_ROWS + m) {
+            const int at = m < MAX_ROWS ? m : MAX_ROWS;
+            run(&one, at, s, &b, bias, accumulate, b.got, 1);
+            CHECK(!memcmp(b.got, b.ref, sizeof(float) * ((size_t)(at - 1) * ldy + s->n)),
+                  "%s: %d rows: fp16 weights give other bits than their fp32 values", what, at);
+            check_untouched(at, s, b.got, what);
+        }
         for (int t = 0; t < 3; t++) {
             const nmt_cpu_gemm gemm = {.isa = isa, .pool = pools[t]};
             int bad_rows = 0, first_bad = 0;
@@ -155,7 +173,7 @@ static void check_shape(nmt_cpu_isa isa, const shape *s, nmt_thread_pool *const 
             const int every = t == 0 && isa == nmt_cpu_isa_best();
             for (int m = 1; m <= MAX_ROWS;
                  m = every || m < 9 ? next_rows(m) : m * 3 < MAX_ROWS ? m * 3 : m < MAX_ROWS ? MAX_ROWS : m + 1) {
-                run(&gemm, m, s, &b, bias, accumulate, b.got);
+                run(&gemm, m, s, &b, bias, accumulate, b.got, 0);
                 if (memcmp(b.got, b.ref, sizeof(float) * ((size_t)(m - 1) * ldy + s->n)) &&
                     !bad_rows++)
                     first_bad = m;
@@ -174,6 +192,7 @@ static void check_shape(nmt_cpu_isa isa, const shape *s, nmt_thread_pool *const 
                              1e-5), "%s: the oracle", what);
     }
     free(b.x), free(b.w), free(b.bias), free(b.init), free(b.ref), free(b.got), free(b.oracle);
+    free(b.w16);
 }
 
 int main(void)
