@@ -1,8 +1,10 @@
 /* thread_pool.h: a fixed set of threads that run one function in parts,
- * for the CPU kernels' intra-op threads (--threads). The caller runs part
- * 0 itself and returns when every part is done; the work split is the
- * caller's (a static split), so a result never depends on which thread ran
- * a part. Workers spin briefly for the next call, then sleep. */
+ * for the CPU kernels' intra-op threads (--threads). The caller and the
+ * workers claim the parts one at a time, so a thread the machine does not
+ * run leaves its share to the others; the caller returns when every part
+ * is done. The parts are the caller's split of the work, so a result never
+ * depends on which thread ran a part. Workers spin briefly for the next
+ * call, then sleep. */
 #ifndef NMT_THREAD_POOL_H
 #define NMT_THREAD_POOL_H
 
@@ -24,8 +26,8 @@ void nmt_thread_pool_free(nmt_thread_pool *pool);
 /* The threads a call may use: 1 for NULL. */
 int nmt_thread_pool_threads(const nmt_thread_pool *pool);
 
-/* fn(arg, p, parts) for every p in [0, parts), parts clamped to
- * [1, threads]; one caller at a time. */
+/* fn(arg, p, parts) once for every p in [0, parts) (parts >= 1), on
+ * whichever thread claims it; one caller at a time. */
 void nmt_thread_pool_run(nmt_thread_pool *pool, int parts, nmt_parallel_fn fn, void *arg);
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU engine's speed, side by side in one run (docs/performance.md, "CPU"):
-# translate --device cpu with the reference kernels and with the BLAS path at
-# each thread count, and OpenNMT-py 3.5.1's translator on the same weights
+# translate --device cpu with the reference kernels, and with the fast and
+# blas kernels at each thread count, and OpenNMT-py 3.5.1's translator on the same weights
 # (dev/eval/onmt_speed.py --device cpu; skipped when onmt is not importable),
 # over the first N lines of a source file, beam 5, at each batch size.
 # Times are the engine's decode seconds (translate --timing: not the model
@@ -9,15 +9,19 @@
 # takes minutes).
 #
 #   dev/bench/cpu.sh [-m MODEL] [--src FILE] [--lines N] [--batches "1 8 32"]
-#                    [--threads "1 2"] [--rows "reference blas onmt"] [--work DIR]
+#                    [--threads "1 2"] [--rows "reference fast blas onmt"] [--work DIR]
+#
+# One thread runs pinned to one core (taskset -c 0 where it exists); more
+# threads run unpinned. The default source is the repository's first 200
+# lines of test_2016_flickr.de.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=models/multi30k-de-en.bin
-src=../shared/data/multi30k/test_2016_flickr.de.gz
+src=tests/data/golden/test_2016_flickr.200.de
 lines=200
 batches="1 8 32"
 threads="1 2"
-rows="reference blas onmt"
+rows="reference fast blas onmt"
 work=/tmp/nmt-cpu-bench
 translate=${NMT_TRANSLATE:-build-cpu/translate}
 python=${NMT_PYTHON:-/usr/bin/python3} # with torch and OpenNMT-py (docs/onmt.md)
@@ -39,9 +43,15 @@ case $src in
 *) head -n "$lines" "$src" > "$work/src.de" ;;
 esac
 
+# A command pinned to one core for one thread: THREADS COMMAND...
+pin() {
+    local t=$1; shift
+    if [ "$t" = 1 ] && command -v taskset > /dev/null; then taskset -c 0 "$@"; else "$@"; fi
+}
+
 # decode seconds of one translate run: KERNELS THREADS BATCH
 engine() {
-    "$translate" -m "$model" --device cpu --beam 5 --cpu-kernels "$1" --threads "$2" \
+    pin "$2" "$translate" -m "$model" --device cpu --beam 5 --cpu-kernels "$1" --threads "$2" \
         --batch-size "$3" -i "$work/src.de" -o "$work/out.$1.$2.$3" --quiet \
         --timing "$work/timing.json"
     python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["decode_seconds"])' \
@@ -53,7 +63,7 @@ onmt() { # THREADS BATCH: seconds, or "-" without OpenNMT-py
         2>/dev/null; then echo "-"; return; fi
     # torch's OpenMP and OpenBLAS each get THREADS; OpenBLAS's core-type hints
     # are unset as the issue's measurement did.
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$1" OPENBLAS_NUM_THREADS="$1" \
+    pin "$1" env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$1" OPENBLAS_NUM_THREADS="$1" \
         PYTHONPATH=python:dev/eval "$python" dev/eval/onmt_speed.py -m "$model" --src "$work/src.de" \
         --device cpu --beam 5 --batch-sizes "$2" --repeat 1 --work "$work/onmt" \
         --json "$work/onmt.json" > "$work/onmt.log" 2>&1 || { echo "failed"; return; }
@@ -75,8 +85,10 @@ row() { # LABEL THREADS COMMAND...
     printf '\n'
 }
 ref() { engine reference "$@"; }
+fast() { engine fast "$@"; }
 blas() { engine blas "$@"; }
 want() { case " $rows " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 if want reference; then row "translate --cpu-kernels reference" 1 ref; fi
+if want fast; then for t in $threads; do row "translate --cpu-kernels fast" "$t" fast; done; fi
 if want blas; then for t in $threads; do row "translate --cpu-kernels blas" "$t" blas; done; fi
 if want onmt; then for t in $threads; do row "OpenNMT-py 3.5.1 (torch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '-'))" "$t" onmt; done; fi

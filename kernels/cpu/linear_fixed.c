@@ -1,6 +1,7 @@
 /* linear_fixed.c: nmt_cpu_linear_fixed (kernels/linear_fixed.h): the code
  * paths, the runtime choice among them, and the loops around a path's
- * tile. Each thread gets a static range of 4-column blocks; within it,
+ * tile. A call is cut into parts, ranges of 4-column blocks, that the
+ * pool's threads claim (core/thread_pool.h); within a part,
  * chunks of rows and of columns whose x and weights fit the L2 cache
  * together are run row block by row block, so the weights are read from
  * memory once a row chunk and a block's rows stay in L1 across a chunk. */
@@ -29,9 +30,11 @@ static const isa_path paths[NMT_CPU_ISA_COUNT] = {
 };
 
 /* Tuning (dev/bench/bench_cpu_gemm.c): the bytes of weights, and of x, a
- * chunk reads (a quarter of a 1-2 MB L2 each), and the multiply-adds below which a call
- * stays on one thread (waking a thread costs a few microseconds). */
-enum { kChunkBytes = 256 << 10, kMinThreadWork = 1 << 18 };
+ * chunk reads (a quarter of a 1-2 MB L2 each); a call's parts for the
+ * threads to claim, each at least kPartWork multiply-adds (~20 us: waking
+ * a thread costs a few) and at most kPartsPerThread a thread (claimed one
+ * at a time, so a busy core's share goes to the others). */
+enum { kChunkBytes = 256 << 10, kPartWork = 1 << 20, kPartsPerThread = 4 };
 
 int nmt_cpu_isa_supported(nmt_cpu_isa isa)
 {
@@ -158,12 +161,11 @@ static void run(const nmt_cpu_gemm *gemm, const nmt_fixed_job *job)
     call.chunk_rows = tiles_rows < 1 ? call.path->tile_rows
                                      : (int32_t)tiles_rows * call.path->tile_rows;
     const int64_t work = (int64_t)m * n * (k > 0 ? k : 1);
-    int parts = nmt_thread_pool_threads(gemm->pool);
-    if (work < kMinThreadWork)
-        parts = 1;
-    if (parts > call.blocks)
-        parts = (int)call.blocks;
-    nmt_thread_pool_run(gemm->pool, parts, run_part, &call);
+    int64_t parts = (int64_t)nmt_thread_pool_threads(gemm->pool) * kPartsPerThread;
+    parts = parts < work / kPartWork ? parts : work / kPartWork;
+    parts = parts < call.blocks ? parts : call.blocks;
+    parts = parts > 1 && nmt_thread_pool_threads(gemm->pool) > 1 ? parts : 1;
+    nmt_thread_pool_run(gemm->pool, (int)parts, run_part, &call);
 }
 
 void nmt_cpu_linear_fixed(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_t k,

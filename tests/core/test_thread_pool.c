@@ -1,8 +1,8 @@
-/* test_thread_pool.c: core/thread_pool.h. Over thousands of jobs of every
- * part count, on 1 to 4 threads: each part runs exactly once a job, with
- * the job's part count, and the call returns only after all of them (the
- * counts are read right after it, unsynchronized); parts beyond the
- * threads are clamped; a NULL pool runs the job in the caller; bad thread
+/* test_thread_pool.c: core/thread_pool.h. Over thousands of jobs of 1 to
+ * 8 parts, on 1 to 4 threads (more parts than threads among them): each
+ * part runs exactly once a job, with the job's part count, and the call
+ * returns only after all of them (the counts are read right after it,
+ * unsynchronized); a NULL pool runs every part in the caller; bad thread
  * counts are refused. */
 #include "thread_pool.h"
 #include "test_util.h"
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { MAX_PARTS = 8, JOBS = 3000 };
+enum { MAX_PARTS = 8, JOBS = 20000 };
 
 typedef struct job {
     atomic_int runs[MAX_PARTS];
@@ -54,7 +54,7 @@ int main(void)
             job j;
             memset(&j, 0, sizeof j);
             const int asked = test_rand_int(0, MAX_PARTS + 1);
-            const int parts = asked < 1 ? 1 : asked > threads ? threads : asked;
+            const int parts = asked < 1 ? 1 : asked;
             j.want_parts = parts;
             nmt_thread_pool_run(pool, asked, run_part, &j);
             for (int p = 0; p < MAX_PARTS; p++) {
@@ -71,9 +71,10 @@ int main(void)
     }
     job j;
     memset(&j, 0, sizeof j);
-    j.want_parts = 1;
+    j.want_parts = 5;
     nmt_thread_pool_run(NULL, 5, run_part, &j);
-    CHECK(atomic_load(&j.runs[0]) == 1 && atomic_load(&j.runs[1]) == 0,
-          "NULL pool: one part in the caller");
+    CHECK(atomic_load(&j.runs[0]) == 1 && atomic_load(&j.runs[4]) == 1 &&
+          atomic_load(&j.runs[5]) == 0 && !atomic_load(&j.wrong_parts),
+          "NULL pool: every part in the caller");
     return test_finish("test_thread_pool");
 }
