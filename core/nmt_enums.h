@@ -34,9 +34,9 @@ typedef enum nmt_lsh_lists {
                                  (the switch and its measurement: docs/lsh.md, "Automatic choices") */
 } nmt_lsh_lists;
 
-/* The arithmetic of the CUDA backend's GEMMs (docs/performance.md, "Precision").
+/* The arithmetic of the GEMMs (docs/performance.md, "Precision").
  * Log-softmax, top-K and the beam scores are fp32 in every mode; the CPU
- * backend is fp32 and ignores it. */
+ * backend is fp32 except for INT8, and ignores the others. */
 typedef enum nmt_precision {
     NMT_PRECISION_FP32 = 0,   /* cuBLAS sgemm: fp32 math throughout */
     NMT_PRECISION_TF32X2 = 1, /* from 64 rows a step: the decoder's GEMMs on TF32 tensor
@@ -49,10 +49,14 @@ typedef enum nmt_precision {
                                  activations rounded to bf16 (8-bit mantissa) */
     NMT_PRECISION_FP16 = 3,   /* the same in fp16 (11-bit mantissa; an fp16 model file's
                                  weights exactly) */
-    NMT_PRECISION_AUTO = 4    /* the default: the model file's, fp16 where every weight it
+    NMT_PRECISION_AUTO = 4,   /* the default: the model file's, fp16 where every weight it
                                  stores is fp16 (exact in fp16; the fastest,
-                                 docs/performance.md, "Defaults"), else fp32.
-                                 nmt_stats.precision says which ran */
+                                 docs/performance.md, "Defaults"), else fp32 (the CPU:
+                                 fp32). nmt_stats.precision says which ran */
+    NMT_PRECISION_INT8 = 5    /* the CPU's fast kernels only: the decoder step's products
+                                 in int8 with per-row scales and exact int32 sums
+                                 (kernels/linear_int8.h; AVX-512 VNNI, refused without);
+                                 CUDA refuses it */
 } nmt_precision;
 
 /* Which beam-search rules the translator follows (docs/decoding.md, "Search rules"). */

@@ -133,10 +133,17 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
     /* The CSR products are the reference's (the same bits as its dense
      * loop), so sparse on runs the reference; sparse auto on the fast
      * kernels multiplies dense: their products outrun the scalar SpMM. */
+    const int int8 = config->precision == NMT_PRECISION_INT8;
     nmt_cpu_kernels kernels = config->cpu_kernels;
+    if (int8 && kernels != NMT_CPU_KERNELS_AUTO && kernels != NMT_CPU_KERNELS_FAST) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                               "precision int8 runs on the CPU's fast kernels, not %s",
+                               kernels == NMT_CPU_KERNELS_BLAS ? "blas" : "reference");
+        goto cleanup;
+    }
     if (kernels == NMT_CPU_KERNELS_AUTO)
-        kernels = config->sparse == NMT_SPARSE_ON ? NMT_CPU_KERNELS_REFERENCE
-                                                  : NMT_CPU_KERNELS_FAST;
+        kernels = config->sparse == NMT_SPARSE_ON && !int8 ? NMT_CPU_KERNELS_REFERENCE
+                                                           : NMT_CPU_KERNELS_FAST;
     if (kernels != NMT_CPU_KERNELS_REFERENCE && config->sparse == NMT_SPARSE_ON) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                                "sparse on runs the CPU's reference kernels (CSR), not the "
@@ -162,7 +169,8 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
     if (kernels != NMT_CPU_KERNELS_REFERENCE) {
         const nmt_cpu_fast fast = {.blas = kernels == NMT_CPU_KERNELS_BLAS,
                                    .isa = config->cpu_isa,
-                                   .threads = threads};
+                                   .threads = threads,
+                                   .int8 = int8};
         NMT_TRY(nmt_cpu_state_set_fast(self->state, &fast, err));
     } else if (config->sparse != NMT_SPARSE_OFF) {
         NMT_TRY(nmt_cpu_state_set_sparse(self->state, err));

@@ -101,7 +101,7 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->cuda_graphs == 0 || o->cuda_graphs == 1, "cuda_graphs %d: must be 0 or 1",
             o->cuda_graphs);
     REQUIRE(o->warmup == 0 || o->warmup == 1, "warmup %d: must be 0 or 1", o->warmup);
-    REQUIRE(o->precision >= NMT_PRECISION_FP32 && o->precision <= NMT_PRECISION_AUTO,
+    REQUIRE(o->precision >= NMT_PRECISION_FP32 && o->precision <= NMT_PRECISION_INT8,
             "precision %d: unknown", (int)o->precision);
     REQUIRE(o->check_every >= 1 && o->check_every <= 64, "check_every %d: must be in 1..64",
             o->check_every);
@@ -246,8 +246,10 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     const int32_t batch = config.max_sentences, max_src = options->max_src_tokens;
     t->options.batch_size = batch;
     t->stats.batch_size = batch;
-    t->stats.precision = t->backend->device == NMT_DEVICE_CPU ? NMT_PRECISION_FP32
-                                                              : t->options.precision;
+    t->stats.precision = t->backend->device == NMT_DEVICE_CPU &&
+                                 t->options.precision != NMT_PRECISION_INT8
+                             ? NMT_PRECISION_FP32
+                             : t->options.precision;
     NMT_TRY(nmt_source_builder_init(&t->source, model, batch, max_src, err));
     NMT_ALLOC(t->results_pair, 2 * (size_t)batch);
     t->search_results = t->results_pair;

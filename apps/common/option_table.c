@@ -11,7 +11,8 @@
 
 static const app_choice precisions[] = {
     {"auto", NMT_PRECISION_AUTO}, {"fp32", NMT_PRECISION_FP32}, {"tf32x2", NMT_PRECISION_TF32X2},
-    {"bf16", NMT_PRECISION_BF16}, {"fp16", NMT_PRECISION_FP16}, {NULL, 0}};
+    {"bf16", NMT_PRECISION_BF16}, {"fp16", NMT_PRECISION_FP16}, {"int8", NMT_PRECISION_INT8},
+    {NULL, 0}};
 
 const char *app_precision_name(nmt_precision precision)
 {
@@ -248,7 +249,9 @@ const app_option app_translate_options[] = {
              "scores fp32; fp16 is ~3.5x fp32 at large batches,\n"
              "the same BLEU; docs/performance.md, \"Defaults\").\n"
              "With --batch-invariant on a line's output has the\n"
-             "same bits in any batch, and tf32x2 is refused"},
+             "same bits in any batch, and tf32x2 is refused.\n"
+             "The CPU: fp32, or int8 (fast kernels, AVX-512 VNNI:\n"
+             "the decoder's products in int8, per-row scales)"},
     {.name = "sparse", .kind = APP_OPT_CHOICE, ENGINE(sparse),
      .choices = (const app_choice[]){{"auto", NMT_SPARSE_AUTO}, {"on", NMT_SPARSE_ON},
                                      {"off", NMT_SPARSE_OFF}, {NULL, 0}},

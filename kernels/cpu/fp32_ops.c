@@ -6,20 +6,16 @@
  * them without reassociating anything. */
 #include "fp32_ops.h"
 
+#include "clones_impl.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 enum { kLanes = 16 };
 
-/* Each entry point is built for AVX-512, AVX2 and the baseline, picked once
- * at load (GCC's target_clones): the same operations in the same order at
- * every width, so only the speed changes. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CLONES
-#endif
+/* Each entry point is built for AVX-512, AVX2 and the baseline (NMT_CLONES). */
+#define CLONES NMT_CLONES
 
 /* exp(x) for x clamped to [-87, 88] (normal results, no overflow): x = n ln2
  * + r with n = round(x / ln2) (the 1.5 * 2^23 trick: basic operations only),

@@ -103,7 +103,8 @@ nmt_status nmt_cpu_isa_check(nmt_cpu_isa isa, nmt_error *err)
 
 typedef struct fixed_call {
     nmt_fixed_job job;
-    const isa_path *path;
+    nmt_fixed_tile_fn tile;
+    int tile_rows;
     int32_t blocks;     /* 4-column blocks */
     int32_t chunk_cols; /* a multiple of 4 */
     int32_t chunk_rows; /* a multiple of the tile's rows */
@@ -114,13 +115,13 @@ typedef struct fixed_call {
 static void run_block(const fixed_call *call, int32_t row, int32_t rows, int32_t col,
                       int32_t col_end)
 {
-    const int tile_rows = call->path->tile_rows;
+    const int tile_rows = call->tile_rows;
     const int32_t row_blocks = (rows + tile_rows - 1) / tile_rows;
     for (int32_t b = 0; b < row_blocks; b++) {
         const int block_rows = rows / row_blocks + (b < rows % row_blocks);
         for (int32_t j = col; j < col_end; j += NMT_FIXED_TILE_COLS) {
             const int32_t left = col_end - j;
-            call->path->tile(&call->job, row, block_rows, j,
+            call->tile(&call->job, row, block_rows, j,
                              left < NMT_FIXED_TILE_COLS ? (int)left : NMT_FIXED_TILE_COLS);
         }
         row += block_rows;
@@ -142,24 +143,24 @@ static void run_part(void *arg, int part, int parts)
     }
 }
 
-static void run(const nmt_cpu_gemm *gemm, const nmt_fixed_job *job)
+void nmt_fixed_run(const nmt_cpu_gemm *gemm, const nmt_fixed_job *job, nmt_fixed_tile_fn tile,
+                   int tile_rows, int weight_bytes)
 {
     const int32_t m = job->m, n = job->n, k = job->k;
     if (m <= 0 || n <= 0)
         return;
-    const nmt_cpu_isa isa = resolve(gemm->isa);
     fixed_call call = {
         .job = *job,
-        .path = &paths[isa],
+        .tile = tile,
+        .tile_rows = tile_rows,
         .blocks = (n + NMT_FIXED_TILE_COLS - 1) / NMT_FIXED_TILE_COLS,
     };
-    const int64_t chunk = kChunkBytes / ((int64_t)(k > 0 ? k : 1) * sizeof(float));
+    const int64_t chunk = kChunkBytes / ((int64_t)(k > 0 ? k : 1) * weight_bytes);
     call.chunk_cols = chunk < NMT_FIXED_TILE_COLS ? NMT_FIXED_TILE_COLS
                                                   : (int32_t)(chunk / NMT_FIXED_TILE_COLS) *
                                                         NMT_FIXED_TILE_COLS;
-    const int64_t tiles_rows = chunk / call.path->tile_rows;
-    call.chunk_rows = tiles_rows < 1 ? call.path->tile_rows
-                                     : (int32_t)tiles_rows * call.path->tile_rows;
+    const int64_t tiles_rows = chunk / tile_rows;
+    call.chunk_rows = tiles_rows < 1 ? tile_rows : (int32_t)tiles_rows * tile_rows;
     const int64_t work = (int64_t)m * n * (k > 0 ? k : 1);
     int64_t parts = (int64_t)nmt_thread_pool_threads(gemm->pool) * kPartsPerThread;
     parts = parts < work / kPartWork ? parts : work / kPartWork;
@@ -174,7 +175,8 @@ void nmt_cpu_linear_fixed(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_
 {
     const nmt_fixed_job job = {.m = m, .n = n, .k = k, .x = x, .ldx = ldx, .w = w, .ldw = ldw,
                                .bias = bias, .accumulate = accumulate, .y = y, .ldy = ldy};
-    run(gemm, &job);
+    const isa_path *path = &paths[resolve(gemm->isa)];
+    nmt_fixed_run(gemm, &job, path->tile, path->tile_rows, sizeof(float));
 }
 
 void nmt_cpu_linear_fixed_half(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_t k,
@@ -184,5 +186,6 @@ void nmt_cpu_linear_fixed_half(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, i
     const nmt_fixed_job job = {.m = m, .n = n, .k = k, .x = x, .ldx = ldx, .w16 = w16,
                                .ldw = ldw, .bias = bias, .accumulate = accumulate, .y = y,
                                .ldy = ldy};
-    run(gemm, &job);
+    const isa_path *path = &paths[resolve(gemm->isa)];
+    nmt_fixed_run(gemm, &job, path->tile, path->tile_rows, sizeof(uint16_t));
 }

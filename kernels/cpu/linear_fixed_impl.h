@@ -6,6 +6,7 @@
 #define NMT_LINEAR_FIXED_IMPL_H
 
 #include "half.h"
+#include "linear_int8.h"
 
 #include <stdint.h>
 
@@ -21,6 +22,11 @@ typedef struct nmt_fixed_job {
     int accumulate;
     float *y;
     int32_t ldy;
+    /* The int8 product (kernels/linear_int8.h): x quantized, and w. */
+    const uint8_t *xq;
+    int32_t ldq;
+    const float *x_scale;
+    const nmt_int8_matrix *w8;
 } nmt_fixed_job;
 
 /* Columns of a tile: every path's reduction ends in a row's 4 outputs. */
@@ -36,8 +42,14 @@ void nmt_fixed_tile_generic(const nmt_fixed_job *job, int32_t row, int rows, int
 void nmt_fixed_tile_avx2(const nmt_fixed_job *job, int32_t row, int rows, int32_t col, int cols);
 void nmt_fixed_tile_avx512(const nmt_fixed_job *job, int32_t row, int rows, int32_t col,
                            int cols);
+void nmt_fixed_tile_int8(const nmt_fixed_job *job, int32_t row, int rows, int32_t col, int cols);
+enum { NMT_FIXED_INT8_TILE_ROWS = 4 };
 /* 1 when the file was compiled with its instructions (x86-64 GCC or Clang). */
-extern const int nmt_fixed_avx2_built, nmt_fixed_avx512_built;
+extern const int nmt_fixed_avx2_built, nmt_fixed_avx512_built, nmt_fixed_int8_built;
+
+/* The paths' loops around a tile (linear_fixed.c). */
+void nmt_fixed_run(const nmt_cpu_gemm *gemm, const nmt_fixed_job *job, nmt_fixed_tile_fn tile,
+                   int tile_rows, int weight_bytes);
 
 /* Weight p of row j, from w or w16 (the generic path's reads). */
 static inline float nmt_fixed_weight(const nmt_fixed_job *job, int32_t j, int32_t p)

@@ -10,6 +10,7 @@
 #include "linear.h"
 #include "linear_blas.h"
 #include "linear_fixed.h"
+#include "linear_int8.h"
 #include "shrink.h"
 #include "spmm.h"
 
@@ -20,6 +21,14 @@ typedef struct nmt_cpu_csr {
     int32_t *row_offsets, *col_indices;
     float *values;
 } nmt_cpu_csr;
+
+/* The int8 form of the dense slice (w, k) of a matrix (w: its first
+ * weight), as the steps multiply it. */
+typedef struct nmt_cpu_int8_slice {
+    const float *w;
+    int32_t k;
+    nmt_int8_matrix q;
+} nmt_cpu_int8_slice;
 
 /* A matrix's fp16 copy: w16[i] holds w[i] for i < count. */
 typedef struct nmt_cpu_half_copy {
@@ -100,6 +109,13 @@ struct nmt_cpu_state {
      * of few rows is bound by reading its weights). */
     nmt_cpu_half_copy half_copies[2 * NMT_MAX_LAYERS + 2];
     int32_t n_half_copies;
+    /* --precision int8: the decoder step's slices in int8 (kernels/linear_int8.h),
+     * and the rows of a product quantized. */
+    nmt_cpu_int8_slice int8_slices[3 * NMT_MAX_LAYERS + 3];
+    int32_t n_int8_slices;
+    uint8_t *xq;             /* [max_rows, the largest k padded] */
+    int32_t ldq;
+    float *x_scale;          /* [max_rows] */
     float *blas_scratch;     /* nmt_cpu_linear_blas's, for the largest product */
     int32_t *enc_first;      /* [max_sentences]: each sentence's first packed row */
     float *enc_in;           /* [max_sentences * max_src, E]: the embeddings, packed */
@@ -123,6 +139,15 @@ static inline void nmt_cpu_linear_fixed_any(const nmt_cpu_state *state, int32_t 
                                             const float *w, int32_t ldw, const float *bias,
                                             int accumulate, float *y, int32_t ldy)
 {
+    for (int32_t i = 0; i < state->n_int8_slices; i++) {
+        const nmt_cpu_int8_slice *s = &state->int8_slices[i];
+        if (w == s->w && k == s->k && n == s->q.n && m <= state->max_rows) {
+            nmt_cpu_quantize_rows(m, k, x, ldx, state->xq, state->ldq, state->x_scale);
+            nmt_cpu_linear_int8(&state->gemm, m, state->xq, state->ldq, state->x_scale, &s->q,
+                                bias, accumulate, y, ldy);
+            return;
+        }
+    }
     for (int32_t i = 0; i < state->n_half_copies; i++) {
         const nmt_cpu_half_copy *c = &state->half_copies[i];
         if (w >= c->w && w < c->w + c->count) {

@@ -38,6 +38,46 @@ cleanup:
     return status;
 }
 
+/* The int8 form of the slice (w, k) of n rows ldw apart. */
+static nmt_status add_int8_slice(nmt_cpu_state *state, const float *w, int32_t n, int32_t k,
+                                 int32_t ldw, nmt_error *err)
+{
+    nmt_cpu_int8_slice *s = &state->int8_slices[state->n_int8_slices];
+    nmt_status status = nmt_int8_matrix_make(w, n, k, ldw, &s->q, err);
+    if (status == NMT_STATUS_OK) {
+        s->w = w, s->k = k;
+        state->n_int8_slices++;
+    }
+    return status;
+}
+
+/* Every slice a decoder step multiplies (decoder_step.c, output_layer.c). */
+static nmt_status add_int8_slices(nmt_cpu_state *state, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const nmt_model *model = state->model;
+    const int32_t E = state->emb, H = state->hidden, G = 4 * H;
+    for (int32_t l = 0; l < state->dec_layers; l++) {
+        const nmt_lstm_weights *lstm = &model->dec[l];
+        if (l == 0) {
+            NMT_TRY(add_int8_slice(state, lstm->w_ih, G, E, E + H, err));
+            NMT_TRY(add_int8_slice(state, lstm->w_ih + E, G, H, E + H, err));
+        } else {
+            NMT_TRY(add_int8_slice(state, lstm->w_ih, G, H, H, err));
+        }
+        NMT_TRY(add_int8_slice(state, lstm->w_hh, G, H, H, err));
+    }
+    NMT_TRY(add_int8_slice(state, model->attn_w_c, H, H, 2 * H, err));
+    NMT_TRY(add_int8_slice(state, model->attn_w_c + H, H, H, 2 * H, err));
+    NMT_TRY(add_int8_slice(state, model->out_w, state->vocab, H, H, err));
+    const int32_t k = E > H ? E : H;
+    state->ldq = (k + NMT_INT8_K_ALIGN - 1) / NMT_INT8_K_ALIGN * NMT_INT8_K_ALIGN;
+    NMT_ALLOC(state->xq, (size_t)state->max_rows * state->ldq);
+    NMT_ALLOC(state->x_scale, state->max_rows);
+cleanup:
+    return status;
+}
+
 nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast,
                                   nmt_error *err)
 {
@@ -53,6 +93,11 @@ nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast
                              fast->threads);
     if (!fast->blas)
         NMT_TRY(nmt_cpu_isa_check(fast->isa, err));
+    if (fast->int8 && (fast->blas || !nmt_cpu_int8_supported()))
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             fast->blas ? "precision int8 runs on the fast kernels, not blas"
+                                        : "precision int8: this CPU or build lacks AVX-512 VNNI "
+                                          "(vpdpbusd), which its products need");
     const int32_t E = state->emb, H = state->hidden, half = state->half;
     const size_t packed = (size_t)state->max_sentences * state->max_src;
     if (fast->blas) {
@@ -72,12 +117,14 @@ nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast
         if (fast->threads > 1)
             NMT_TRY(nmt_thread_pool_create(fast->threads, &state->gemm.pool, err));
         const nmt_model *model = state->model;
-        for (int32_t l = 0; model->weights_fp16 && l < state->dec_layers; l++) {
+        if (fast->int8)
+            NMT_TRY(add_int8_slices(state, err));
+        for (int32_t l = 0; !fast->int8 && model->weights_fp16 && l < state->dec_layers; l++) {
             const nmt_lstm_weights *lstm = &model->dec[l];
             NMT_TRY(add_half_copy(state, lstm->w_ih, (size_t)4 * H * lstm->input_size, err));
             NMT_TRY(add_half_copy(state, lstm->w_hh, (size_t)4 * H * H, err));
         }
-        if (model->weights_fp16) {
+        if (!fast->int8 && model->weights_fp16) {
             NMT_TRY(add_half_copy(state, model->attn_w_c, (size_t)2 * H * H, err));
             NMT_TRY(add_half_copy(state, model->out_w, (size_t)state->vocab * H, err));
         }
@@ -106,6 +153,13 @@ void nmt_cpu_state_free_fast(nmt_cpu_state *state)
     for (int32_t i = 0; i < state->n_half_copies; i++)
         free(state->half_copies[i].w16);
     state->n_half_copies = 0;
+    for (int32_t i = 0; i < state->n_int8_slices; i++)
+        nmt_int8_matrix_free(&state->int8_slices[i].q);
+    state->n_int8_slices = 0;
+    free(state->xq);
+    free(state->x_scale);
+    state->xq = NULL;
+    state->x_scale = NULL;
     free(state->blas_scratch);
     free(state->enc_first);
     free(state->enc_in);

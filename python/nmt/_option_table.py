@@ -56,7 +56,7 @@ ROWS = {
     "warmup": {"kind": "bool"},
     "check-every": {"kind": "int", "lo": 1, "hi": 64},
     "precision": {"kind": "choice", "choices": (
-        ("auto", 4), ("fp32", 0), ("tf32x2", 1), ("bf16", 2), ("fp16", 3),)},
+        ("auto", 4), ("fp32", 0), ("tf32x2", 1), ("bf16", 2), ("fp16", 3), ("int8", 5),)},
     "sparse": {"kind": "choice", "choices": (
         ("auto", 0), ("on", 1), ("off", 2),)},
     "progress": {"kind": "flag"},

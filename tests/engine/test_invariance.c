@@ -18,7 +18,7 @@
  * tokens). Also: nmt_options_init and the service default to
  * NMT_PRECISION_AUTO. Random choices come from test_seed (NMT_TEST_SEED replays).
  *
- * Usage: test_invariance [--device cpu|cuda] [--precision fp32|tf32x2|bf16|fp16|auto]
+ * Usage: test_invariance [--device cpu|cuda] [--precision fp32|tf32x2|bf16|fp16|auto|int8]
  *                        [--cpu-kernels auto|fast|blas|reference]
  *                        [--cpu-isa auto|generic|avx2|avx512] [--threads N]
  *                        [--model PATH] [--input FILE] [--lines N]
@@ -28,7 +28,7 @@
  * and --threads pick the kernels (default auto: fast), the fast product's
  * instructions and their threads; blas exits 77 in a build without a BLAS
  * or with one whose rows move with the row count, an isa this CPU lacks
- * exits 77 too. --input takes the first N lines
+ * exits 77 too, and so does --precision int8 on a CPU without AVX-512 VNNI. --input takes the first N lines
  * of FILE (default N: 60) instead of random ones. dev/gpu-check.sh runs it on
  * CUDA at every precision. */
 #include "nmt.h"
@@ -67,7 +67,7 @@ static const char *const kernel_names[] = {"auto", "blas", "reference", "fast"};
 static const char *const isa_names[] = {"auto", "generic", "avx2", "avx512"};
 
 /* nmt_precision's values, in order. */
-static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto"};
+static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto", "int8"};
 static nmt_model *model;
 static char text[MAX_LINES][LINE_BYTES];
 static const char *lines[MAX_LINES];
@@ -431,9 +431,9 @@ static int parse_args(int argc, char **argv)
             args.device = !strcmp(v, "cpu") ? NMT_DEVICE_CPU : NMT_DEVICE_CUDA;
         else if (!strcmp(argv[i], "--precision") && v) {
             int p = 0;
-            while (p < 5 && strcmp(v, precision_names[p]))
+            while (p < 6 && strcmp(v, precision_names[p]))
                 p++;
-            if (p == 5)
+            if (p == 6)
                 return 0;
             args.precision = (nmt_precision)p;
         } else if (!strcmp(argv[i], "--cpu-kernels") && v) {
@@ -497,7 +497,7 @@ int main(int argc, char **argv)
 {
     if (!parse_args(argc, argv)) {
         fprintf(stderr, "usage: test_invariance [--device cpu|cuda] [--precision "
-                        "fp32|tf32x2|bf16|fp16|auto] [--cpu-kernels auto|fast|blas|reference] "
+                        "fp32|tf32x2|bf16|fp16|auto|int8] [--cpu-kernels auto|fast|blas|reference] "
                         "[--cpu-isa auto|generic|avx2|avx512] [--threads N] [--model PATH] [--input FILE] [--lines N]\n");
         return 2;
     }
@@ -517,7 +517,8 @@ int main(int argc, char **argv)
     if (!make_lines())
         return 1;
     if (args.device == NMT_DEVICE_CPU && (args.cpu_kernels == NMT_CPU_KERNELS_BLAS ||
-                                          args.cpu_isa != NMT_CPU_ISA_AUTO)) {
+                                          args.cpu_isa != NMT_CPU_ISA_AUTO ||
+                                          args.precision == NMT_PRECISION_INT8)) {
         const nmt_options o = kind_options(1);
         nmt_translator *t = NULL;
         const nmt_status st = nmt_translator_create(model, &o, &t, &err);
