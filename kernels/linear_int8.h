@@ -1,7 +1,8 @@
 /* linear_int8.h: the CPU's int8 product (--precision int8), y[m, n] =
  * x[m, k] . w[n, k]^T (+ bias) (+ y) with both sides in int8 and exact
  * int32 sums, on AVX-512 VNNI (vpdpbusd: 64 multiply-adds an instruction,
- * 4x fp32's). Per-row scales (Jacob et al., "Quantization and Training of
+ * 4x fp32's), as a register-blocked outer product over packed weights (an
+ * integer sum needs no fixed order). Per-row scales (Jacob et al., "Quantization and Training of
  * Neural Networks for Efficient Integer-Arithmetic-Only Inference", with
  * symmetric weights):
  *   w: row j as round(w_jp / s_j), s_j = max_p |w_jp| / 127, made once;
@@ -23,17 +24,28 @@
 extern "C" {
 #endif
 
-/* k is padded to a multiple of this with zero weights. */
-enum { NMT_INT8_K_ALIGN = 64 };
+/* k is padded to a multiple of this with zero weights, n to a multiple of
+ * NMT_INT8_PANEL. */
+enum { NMT_INT8_K_ALIGN = 64, NMT_INT8_PANEL = 16 };
 
-/* A weight matrix in int8: q [n, ld] (ld = k padded), scale[n], and
- * colsum[j] = 128 sum_p q_jp (the unsigned shift of x taken back out). */
+/* A weight matrix in int8, laid out for vpdpbusd: panels of 16 output
+ * columns, each holding, for every 4 k, the 16 columns' 4 bytes (so one
+ * 64-byte load feeds 16 columns' sums and no sum needs a horizontal add):
+ * weight (j, p) at q[(j / 16) * ld * 16 + (p / 4) * 64 + (j % 16) * 4 + p % 4]
+ * (ld = k padded; nmt_int8_weight). scale[n_padded], and colsum[j] = 128
+ * sum_p q_jp (the unsigned shift of x taken back out). */
 typedef struct nmt_int8_matrix {
     int32_t n, k, ld;
     int8_t *q;
     float *scale;
     int32_t *colsum;
 } nmt_int8_matrix;
+
+static inline int8_t nmt_int8_weight(const nmt_int8_matrix *w, int32_t j, int32_t p)
+{
+    return w->q[(int64_t)(j / NMT_INT8_PANEL) * w->ld * NMT_INT8_PANEL + (p / 4) * 4 * NMT_INT8_PANEL +
+                (j % NMT_INT8_PANEL) * 4 + p % 4];
+}
 
 /* 1 when this build and CPU run the int8 product (AVX-512 F, BW and VNNI). */
 int nmt_cpu_int8_supported(void);

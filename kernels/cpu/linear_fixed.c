@@ -105,7 +105,8 @@ typedef struct fixed_call {
     nmt_fixed_job job;
     nmt_fixed_tile_fn tile;
     int tile_rows;
-    int32_t blocks;     /* 4-column blocks */
+    int tile_cols;
+    int32_t blocks;     /* blocks of tile_cols columns */
     int32_t chunk_cols; /* a multiple of 4 */
     int32_t chunk_rows; /* a multiple of the tile's rows */
 } fixed_call;
@@ -119,10 +120,10 @@ static void run_block(const fixed_call *call, int32_t row, int32_t rows, int32_t
     const int32_t row_blocks = (rows + tile_rows - 1) / tile_rows;
     for (int32_t b = 0; b < row_blocks; b++) {
         const int block_rows = rows / row_blocks + (b < rows % row_blocks);
-        for (int32_t j = col; j < col_end; j += NMT_FIXED_TILE_COLS) {
+        for (int32_t j = col; j < col_end; j += call->tile_cols) {
             const int32_t left = col_end - j;
             call->tile(&call->job, row, block_rows, j,
-                             left < NMT_FIXED_TILE_COLS ? (int)left : NMT_FIXED_TILE_COLS);
+                       left < call->tile_cols ? (int)left : call->tile_cols);
         }
         row += block_rows;
     }
@@ -132,8 +133,8 @@ static void run_part(void *arg, int part, int parts)
 {
     const fixed_call *call = arg;
     const nmt_fixed_job *job = &call->job;
-    const int32_t col_begin = (int32_t)((int64_t)call->blocks * part / parts) * 4;
-    int32_t col_end = (int32_t)((int64_t)call->blocks * (part + 1) / parts) * 4;
+    const int32_t col_begin = (int32_t)((int64_t)call->blocks * part / parts) * call->tile_cols;
+    int32_t col_end = (int32_t)((int64_t)call->blocks * (part + 1) / parts) * call->tile_cols;
     col_end = col_end < job->n ? col_end : job->n;
     for (int32_t row = 0; row < job->m; row += call->chunk_rows) {
         const int32_t rows = job->m - row < call->chunk_rows ? job->m - row : call->chunk_rows;
@@ -144,7 +145,7 @@ static void run_part(void *arg, int part, int parts)
 }
 
 void nmt_fixed_run(const nmt_cpu_gemm *gemm, const nmt_fixed_job *job, nmt_fixed_tile_fn tile,
-                   int tile_rows, int weight_bytes)
+                   int tile_rows, int tile_cols, int weight_bytes)
 {
     const int32_t m = job->m, n = job->n, k = job->k;
     if (m <= 0 || n <= 0)
@@ -153,12 +154,11 @@ void nmt_fixed_run(const nmt_cpu_gemm *gemm, const nmt_fixed_job *job, nmt_fixed
         .job = *job,
         .tile = tile,
         .tile_rows = tile_rows,
-        .blocks = (n + NMT_FIXED_TILE_COLS - 1) / NMT_FIXED_TILE_COLS,
+        .tile_cols = tile_cols,
+        .blocks = (n + tile_cols - 1) / tile_cols,
     };
     const int64_t chunk = kChunkBytes / ((int64_t)(k > 0 ? k : 1) * weight_bytes);
-    call.chunk_cols = chunk < NMT_FIXED_TILE_COLS ? NMT_FIXED_TILE_COLS
-                                                  : (int32_t)(chunk / NMT_FIXED_TILE_COLS) *
-                                                        NMT_FIXED_TILE_COLS;
+    call.chunk_cols = chunk < tile_cols ? tile_cols : (int32_t)(chunk / tile_cols) * tile_cols;
     const int64_t tiles_rows = chunk / tile_rows;
     call.chunk_rows = tiles_rows < 1 ? tile_rows : (int32_t)tiles_rows * tile_rows;
     const int64_t work = (int64_t)m * n * (k > 0 ? k : 1);
@@ -176,7 +176,7 @@ void nmt_cpu_linear_fixed(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_
     const nmt_fixed_job job = {.m = m, .n = n, .k = k, .x = x, .ldx = ldx, .w = w, .ldw = ldw,
                                .bias = bias, .accumulate = accumulate, .y = y, .ldy = ldy};
     const isa_path *path = &paths[resolve(gemm->isa)];
-    nmt_fixed_run(gemm, &job, path->tile, path->tile_rows, sizeof(float));
+    nmt_fixed_run(gemm, &job, path->tile, path->tile_rows, NMT_FIXED_TILE_COLS, sizeof(float));
 }
 
 void nmt_cpu_linear_fixed_half(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, int32_t k,
@@ -187,5 +187,6 @@ void nmt_cpu_linear_fixed_half(const nmt_cpu_gemm *gemm, int32_t m, int32_t n, i
                                .ldw = ldw, .bias = bias, .accumulate = accumulate, .y = y,
                                .ldy = ldy};
     const isa_path *path = &paths[resolve(gemm->isa)];
-    nmt_fixed_run(gemm, &job, path->tile, path->tile_rows, sizeof(uint16_t));
+    nmt_fixed_run(gemm, &job, path->tile, path->tile_rows, NMT_FIXED_TILE_COLS,
+                  sizeof(uint16_t));
 }

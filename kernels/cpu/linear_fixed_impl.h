@@ -33,7 +33,8 @@ typedef struct nmt_fixed_job {
 enum { NMT_FIXED_TILE_COLS = 4 };
 
 /* Outputs [row, row + rows) x [col, col + cols) of the job, rows at most
- * the path's tile rows, cols at most NMT_FIXED_TILE_COLS. */
+ * the path's tile rows, cols at most its tile columns (NMT_FIXED_TILE_COLS
+ * for the fp32 paths). */
 typedef void (*nmt_fixed_tile_fn)(const nmt_fixed_job *job, int32_t row, int rows, int32_t col,
                                   int cols);
 
@@ -43,13 +44,14 @@ void nmt_fixed_tile_avx2(const nmt_fixed_job *job, int32_t row, int rows, int32_
 void nmt_fixed_tile_avx512(const nmt_fixed_job *job, int32_t row, int rows, int32_t col,
                            int cols);
 void nmt_fixed_tile_int8(const nmt_fixed_job *job, int32_t row, int rows, int32_t col, int cols);
-enum { NMT_FIXED_INT8_TILE_ROWS = 4 };
+/* The int8 tile: rows x 4 panels of 16 columns. */
+enum { NMT_FIXED_INT8_TILE_ROWS = 6, NMT_FIXED_INT8_TILE_COLS = 64 };
 /* 1 when the file was compiled with its instructions (x86-64 GCC or Clang). */
 extern const int nmt_fixed_avx2_built, nmt_fixed_avx512_built, nmt_fixed_int8_built;
 
 /* The paths' loops around a tile (linear_fixed.c). */
 void nmt_fixed_run(const nmt_cpu_gemm *gemm, const nmt_fixed_job *job, nmt_fixed_tile_fn tile,
-                   int tile_rows, int weight_bytes);
+                   int tile_rows, int tile_cols, int weight_bytes);
 
 /* Weight p of row j, from w or w16 (the generic path's reads). */
 static inline float nmt_fixed_weight(const nmt_fixed_job *job, int32_t j, int32_t p)

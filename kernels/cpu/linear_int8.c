@@ -54,19 +54,26 @@ nmt_status nmt_int8_matrix_make(const float *w, int32_t n, int32_t k, int32_t ld
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "int8 matrix: n %d, k %d, ldw %d", n, k, ldw);
     out->n = n, out->k = k, out->ld = padded(k);
-    NMT_ALLOC(out->q, (size_t)n * out->ld); /* zeroed: the padding */
-    NMT_ALLOC(out->scale, n);
-    NMT_ALLOC(out->colsum, n);
+    const int32_t n_padded = (n + NMT_INT8_PANEL - 1) / NMT_INT8_PANEL * NMT_INT8_PANEL;
+    int8_t *row = NULL;
+    NMT_ALLOC(out->q, (size_t)n_padded * out->ld); /* zeroed: the padding */
+    NMT_ALLOC(out->scale, n_padded);
+    NMT_ALLOC(out->colsum, n_padded);
+    NMT_ALLOC(row, out->ld);
     for (int32_t j = 0; j < n; j++) {
-        int8_t *q = out->q + (size_t)j * out->ld;
-        out->scale[j] = quantize(k, w + (int64_t)j * ldw, q);
+        out->scale[j] = quantize(k, w + (int64_t)j * ldw, row);
         int32_t sum = 0;
-        for (int32_t p = 0; p < k; p++)
-            sum += q[p];
+        for (int32_t p = 0; p < k; p++) {
+            sum += row[p];
+            out->q[(int64_t)(j / NMT_INT8_PANEL) * out->ld * NMT_INT8_PANEL +
+                   (p / 4) * 4 * NMT_INT8_PANEL + (j % NMT_INT8_PANEL) * 4 + p % 4] = row[p];
+        }
         out->colsum[j] = 128 * sum;
     }
+    free(row);
     return NMT_STATUS_OK;
 cleanup:
+    free(row);
     nmt_int8_matrix_free(out);
     return status;
 }
@@ -101,5 +108,6 @@ void nmt_cpu_linear_int8(const nmt_cpu_gemm *gemm, int32_t m, const uint8_t *xq,
     const nmt_fixed_job job = {.m = m, .n = w->n, .k = w->ld, .bias = bias,
                                .accumulate = accumulate, .y = y, .ldy = ldy, .xq = xq,
                                .ldq = ldq, .x_scale = x_scale, .w8 = w};
-    nmt_fixed_run(gemm, &job, nmt_fixed_tile_int8, NMT_FIXED_INT8_TILE_ROWS, 1);
+    nmt_fixed_run(gemm, &job, nmt_fixed_tile_int8, NMT_FIXED_INT8_TILE_ROWS,
+                  NMT_FIXED_INT8_TILE_COLS, 1);
 }

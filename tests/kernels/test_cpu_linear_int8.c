@@ -56,7 +56,7 @@ static void check_shape(const shape *s, nmt_thread_pool *pool)
     for (int32_t j = 0; j < s->n; j++)
         for (int32_t p = 0; p < w8.ld; p++) {
             const float v = p < s->k ? w[(size_t)j * s->ldw + p] : 0.0f;
-            bad_form += fabsf(w8.q[(size_t)j * w8.ld + p] * w8.scale[j] - v) >
+            bad_form += fabsf(nmt_int8_weight(&w8, j, p) * w8.scale[j] - v) >
                         0.5001f * w8.scale[j] + 1e-7f;
         }
     nmt_cpu_quantize_rows(MAX_ROWS, s->k, x, s->k, xq, ldq, x_scale);
@@ -75,7 +75,7 @@ static void check_shape(const shape *s, nmt_thread_pool *pool)
             for (int32_t j = 0; j < s->n; j++) {
                 int32_t sum = 0;
                 for (int32_t p = 0; p < w8.ld; p++)
-                    sum += xq[(size_t)i * ldq + p] * w8.q[(size_t)j * w8.ld + p];
+                    sum += xq[(size_t)i * ldq + p] * nmt_int8_weight(&w8, j, p);
                 float v = (float)(sum - w8.colsum[j]);
                 v = v * x_scale[i];
                 v = v * w8.scale[j];
