@@ -43,8 +43,8 @@ typedef struct nmt_int8_matrix {
 
 static inline int8_t nmt_int8_weight(const nmt_int8_matrix *w, int32_t j, int32_t p)
 {
-    return w->q[(int64_t)(j / NMT_INT8_PANEL) * w->ld * NMT_INT8_PANEL + (p / 4) * 4 * NMT_INT8_PANEL +
-                (j % NMT_INT8_PANEL) * 4 + p % 4];
+    const int64_t panel = (int64_t)(j / NMT_INT8_PANEL) * w->ld * NMT_INT8_PANEL;
+    return w->q[panel + (p / 4) * 4 * NMT_INT8_PANEL + (j % NMT_INT8_PANEL) * 4 + p % 4];
 }
 
 /* 1 when this build and CPU run the int8 product (AVX-512 F, BW and VNNI). */

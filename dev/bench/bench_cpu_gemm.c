@@ -117,7 +117,8 @@ int main(int argc, char **argv)
         runs[n_runs++] = (run){.kind = -1};
     for (int isa = NMT_CPU_ISA_COUNT - 1; isa >= NMT_CPU_ISA_GENERIC; isa--)
         for (int half = 0; half < 2; half++)
-            if (nmt_cpu_isa_supported((nmt_cpu_isa)isa) && (!half || isa == (int)nmt_cpu_isa_best()))
+            if (nmt_cpu_isa_supported((nmt_cpu_isa)isa) &&
+                (!half || isa == (int)nmt_cpu_isa_best()))
                 runs[n_runs++] = (run){.kind = isa, .half = half,
                                        .gemm = {.isa = (nmt_cpu_isa)isa, .pool = pool}};
     printf("# %d thread(s); BLAS: %s; median us a call (GFLOP/s)\n", threads,

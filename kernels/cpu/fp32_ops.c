@@ -140,7 +140,8 @@ cell_row(int32_t H, const float *restrict gx, const float *restrict gh,
     }
 }
 
-CLONES void nmt_cpu_fast_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int32_t ld_x,
+CLONES void nmt_cpu_fast_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x,
+                                   int32_t ld_x,
                             const float *gates_h, const float *bias, const float *c_prev,
                             float *c_out, float *h_out, int32_t ld_h, float *h_out2,
                             int32_t ld_h2)

@@ -65,8 +65,9 @@ nmt_status nmt_int8_matrix_make(const float *w, int32_t n, int32_t k, int32_t ld
         int32_t sum = 0;
         for (int32_t p = 0; p < k; p++) {
             sum += row[p];
-            out->q[(int64_t)(j / NMT_INT8_PANEL) * out->ld * NMT_INT8_PANEL +
-                   (p / 4) * 4 * NMT_INT8_PANEL + (j % NMT_INT8_PANEL) * 4 + p % 4] = row[p];
+            const int64_t panel = (int64_t)(j / NMT_INT8_PANEL) * out->ld * NMT_INT8_PANEL;
+            out->q[panel + (p / 4) * 4 * NMT_INT8_PANEL + (j % NMT_INT8_PANEL) * 4 + p % 4] =
+                row[p];
         }
         out->colsum[j] = 128 * sum;
     }

@@ -33,7 +33,8 @@ static nmt_status add_half_copy(nmt_cpu_state *state, const float *w, size_t cou
             return NMT_STATUS_OK;
         }
     }
-    state->half_copies[state->n_half_copies++] = (nmt_cpu_half_copy){.w = w, .count = count, .w16 = w16};
+    state->half_copies[state->n_half_copies++] =
+        (nmt_cpu_half_copy){.w = w, .count = count, .w16 = w16};
 cleanup:
     return status;
 }

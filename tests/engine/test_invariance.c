@@ -28,7 +28,8 @@
  * and --threads pick the kernels (default auto: fast), the fast product's
  * instructions and their threads; blas exits 77 in a build without a BLAS
  * or with one whose rows move with the row count, an isa this CPU lacks
- * exits 77 too, and so does --precision int8 on a CPU without AVX-512 VNNI. --input takes the first N lines
+ * exits 77 too, and so does --precision int8 on a CPU without AVX-512 VNNI.
+ * --input takes the first N lines
  * of FILE (default N: 60) instead of random ones. dev/gpu-check.sh runs it on
  * CUDA at every precision. */
 #include "nmt.h"
@@ -423,34 +424,31 @@ static void check_defaults(void)
 
 /* ---- arguments and lines ------------------------------------------------------------------ */
 
+/* The index of v in names[0..n), or -1. */
+static int name_index(const char *v, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i]))
+            return i;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int named = 0;
         if (!strcmp(argv[i], "--device") && v && (!strcmp(v, "cpu") || !strcmp(v, "cuda")))
             args.device = !strcmp(v, "cpu") ? NMT_DEVICE_CPU : NMT_DEVICE_CUDA;
-        else if (!strcmp(argv[i], "--precision") && v) {
-            int p = 0;
-            while (p < 6 && strcmp(v, precision_names[p]))
-                p++;
-            if (p == 6)
-                return 0;
-            args.precision = (nmt_precision)p;
-        } else if (!strcmp(argv[i], "--cpu-kernels") && v) {
-            int k = 0;
-            while (k < 4 && strcmp(v, kernel_names[k]))
-                k++;
-            if (k == 4)
-                return 0;
-            args.cpu_kernels = (nmt_cpu_kernels)k;
-        } else if (!strcmp(argv[i], "--cpu-isa") && v) {
-            int k = 0;
-            while (k < 4 && strcmp(v, isa_names[k]))
-                k++;
-            if (k == 4)
-                return 0;
-            args.cpu_isa = (nmt_cpu_isa)k;
-        } else if (!strcmp(argv[i], "--threads") && v && atoi(v) >= 1 && atoi(v) <= 64)
+        else if (!strcmp(argv[i], "--precision") && v &&
+                 (named = name_index(v, precision_names, 6)) >= 0)
+            args.precision = (nmt_precision)named;
+        else if (!strcmp(argv[i], "--cpu-kernels") && v &&
+                 (named = name_index(v, kernel_names, 4)) >= 0)
+            args.cpu_kernels = (nmt_cpu_kernels)named;
+        else if (!strcmp(argv[i], "--cpu-isa") && v && (named = name_index(v, isa_names, 4)) >= 0)
+            args.cpu_isa = (nmt_cpu_isa)named;
+        else if (!strcmp(argv[i], "--threads") && v && atoi(v) >= 1 && atoi(v) <= 64)
             args.threads = atoi(v);
         else if (!strcmp(argv[i], "--model") && v)
             args.model_path = v;

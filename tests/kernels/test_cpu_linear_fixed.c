@@ -158,7 +158,8 @@ static void check_shape(nmt_cpu_isa isa, const shape *s, nmt_thread_pool *const 
         run(&one, MAX_ROWS, s, &b, bias, accumulate, b.ref, 0);
         check_model(isa, s, &b, bias, accumulate, b.ref, what);
         check_untouched(MAX_ROWS, s, b.ref, what);
-        for (int m = 1; m <= MAX_ROWS; m = m < 7 ? m + 1 : m * 7 < MAX_ROWS ? m * 7 : MAX_ROWS + m) {
+        for (int m = 1; m <= MAX_ROWS;
+             m = m < 7 ? m + 1 : m * 7 < MAX_ROWS ? m * 7 : MAX_ROWS + m) {
             const int at = m < MAX_ROWS ? m : MAX_ROWS;
             run(&one, at, s, &b, bias, accumulate, b.got, 1);
             CHECK(!memcmp(b.got, b.ref, sizeof(float) * ((size_t)(at - 1) * ldy + s->n)),
@@ -172,7 +173,10 @@ static void check_shape(nmt_cpu_isa isa, const shape *s, nmt_thread_pool *const 
              * more threads or another path, 1 to 9 and a few more. */
             const int every = t == 0 && isa == nmt_cpu_isa_best();
             for (int m = 1; m <= MAX_ROWS;
-                 m = every || m < 9 ? next_rows(m) : m * 3 < MAX_ROWS ? m * 3 : m < MAX_ROWS ? MAX_ROWS : m + 1) {
+                 m = every || m < 9       ? next_rows(m)
+                     : m * 3 < MAX_ROWS   ? m * 3
+                     : m < MAX_ROWS       ? MAX_ROWS
+                                          : m + 1) {
                 run(&gemm, m, s, &b, bias, accumulate, b.got, 0);
                 if (memcmp(b.got, b.ref, sizeof(float) * ((size_t)(m - 1) * ldy + s->n)) &&
                     !bad_rows++)

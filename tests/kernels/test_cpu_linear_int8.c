@@ -37,8 +37,9 @@ static void check_shape(const shape *s, nmt_thread_pool *pool)
     const int32_t ldq = (s->k + NMT_INT8_K_ALIGN - 1) / NMT_INT8_K_ALIGN * NMT_INT8_K_ALIGN;
     float *x = malloc(sizeof(float) * MAX_ROWS * s->k), *w = malloc(sizeof(float) * s->n * s->ldw);
     float *bias = malloc(sizeof(float) * s->n), *init = malloc(sizeof(float) * MAX_ROWS * s->n);
-    float *ref = malloc(sizeof(float) * MAX_ROWS * s->n), *got = malloc(sizeof(float) * MAX_ROWS * s->n);
-    float *oracle = malloc(sizeof(float) * MAX_ROWS * s->n), *x_scale = malloc(sizeof(float) * MAX_ROWS);
+    const size_t ny = (size_t)MAX_ROWS * s->n;
+    float *ref = malloc(sizeof(float) * ny), *got = malloc(sizeof(float) * ny);
+    float *oracle = malloc(sizeof(float) * ny), *x_scale = malloc(sizeof(float) * MAX_ROWS);
     uint8_t *xq = malloc((size_t)MAX_ROWS * ldq);
     if (!x || !w || !bias || !init || !ref || !got || !oracle || !x_scale || !xq) {
         fprintf(stderr, "out of memory\n");
