@@ -34,9 +34,9 @@ typedef enum nmt_lsh_lists {
                                  (the switch and its measurement: docs/lsh.md, "Automatic choices") */
 } nmt_lsh_lists;
 
-/* The arithmetic of the CUDA backend's GEMMs (docs/performance.md, "Precision").
+/* The arithmetic of the GEMMs (docs/performance.md, "Precision").
  * Log-softmax, top-K and the beam scores are fp32 in every mode; the CPU
- * backend is fp32 and ignores it. */
+ * backend is fp32 except for INT8, and ignores the others. */
 typedef enum nmt_precision {
     NMT_PRECISION_FP32 = 0,   /* cuBLAS sgemm: fp32 math throughout */
     NMT_PRECISION_TF32X2 = 1, /* from 64 rows a step: the decoder's GEMMs on TF32 tensor
@@ -49,10 +49,14 @@ typedef enum nmt_precision {
                                  activations rounded to bf16 (8-bit mantissa) */
     NMT_PRECISION_FP16 = 3,   /* the same in fp16 (11-bit mantissa; an fp16 model file's
                                  weights exactly) */
-    NMT_PRECISION_AUTO = 4    /* the default: the model file's, fp16 where every weight it
+    NMT_PRECISION_AUTO = 4,   /* the default: the model file's, fp16 where every weight it
                                  stores is fp16 (exact in fp16; the fastest,
-                                 docs/performance.md, "Defaults"), else fp32.
-                                 nmt_stats.precision says which ran */
+                                 docs/performance.md, "Defaults"), else fp32 (the CPU:
+                                 fp32). nmt_stats.precision says which ran */
+    NMT_PRECISION_INT8 = 5    /* the CPU's fast kernels only: the decoder step's products
+                                 in int8 with per-row scales and exact int32 sums
+                                 (kernels/linear_int8.h; AVX-512 VNNI, refused without);
+                                 CUDA refuses it */
 } nmt_precision;
 
 /* Which beam-search rules the translator follows (docs/decoding.md, "Search rules"). */
@@ -65,6 +69,16 @@ typedef enum nmt_search_rules {
                                  onmt_translate's defaults). CPU and CUDA (a CUDA
                                  service batches it: no continuous batching) */
 } nmt_search_rules;
+
+/* The instructions the CPU's own product runs on (kernels/linear_fixed.h).
+ * Each path sums in its own lanes, so their last bits differ: one path on
+ * every machine gives every machine the same bits. */
+typedef enum nmt_cpu_isa {
+    NMT_CPU_ISA_AUTO = 0,    /* the best this CPU runs (default) */
+    NMT_CPU_ISA_GENERIC = 1, /* portable C, any CPU: 8 lanes, no fused multiply-add */
+    NMT_CPU_ISA_AVX2 = 2,    /* AVX2, FMA and F16C (x86-64 since 2013-2015): 8 lanes */
+    NMT_CPU_ISA_AVX512 = 3   /* AVX-512F: 16 lanes */
+} nmt_cpu_isa;
 
 #ifdef __cplusplus
 }

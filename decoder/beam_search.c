@@ -144,10 +144,26 @@ static int32_t select_candidates(const float *row_scores, const float *log_probs
                        config->eos_id);
             continue;
         }
-        for (int32_t w = 0; w < vocab_size; w++) {
-            if (mask_specials && (w == config->pad_id || w == config->bos_id))
-                continue;
-            heap_offer(best, &n, k, nmt_rule_rank(base, lp[w], penalty), hyp, w);
+        /* A block of words is offered only if one of them ranks above the
+         * full heap's worst: heap_offer's own test, against a bar that only
+         * rises, so skipping the others changes nothing (one branch-free
+         * pass over most of the vocabulary). */
+        enum { kBlock = 32 };
+        for (int32_t w0 = 0; w0 < vocab_size; w0 += kBlock) {
+            const int32_t end = w0 + kBlock < vocab_size ? w0 + kBlock : vocab_size;
+            if (n == k) {
+                const float bar = best[0].score;
+                int above = 0;
+                for (int32_t w = w0; w < end; w++)
+                    above |= nmt_rule_rank(base, lp[w], penalty) > bar;
+                if (!above)
+                    continue;
+            }
+            for (int32_t w = w0; w < end; w++) {
+                if (mask_specials && (w == config->pad_id || w == config->bos_id))
+                    continue;
+                heap_offer(best, &n, k, nmt_rule_rank(base, lp[w], penalty), hyp, w);
+            }
         }
     }
     /* Heap sort: moving the worst to the end leaves the array best first. */

@@ -44,10 +44,11 @@ typedef struct nmt_backend_config {
                                  nmt_search_config.attention (CUDA: a weights buffer and
                                  history, allocated only then) */
     int batch_invariant;      /* kernels whose per-row arithmetic is fixed: CUDA's
-                                 (nmt_cuda_ctx_set_batch_invariant); the CPU's BLAS
-                                 path only where its BLAS is (nmt_cpu_blas_row_invariant) */
-    nmt_cpu_kernels cpu_kernels; /* CPU: the BLAS path or the reference */
-    int threads;              /* CPU, BLAS path: the BLAS's threads (0: the cores) */
+                                 (nmt_cuda_ctx_set_batch_invariant); the CPU's blas
+                                 kernels only where its BLAS is (nmt_cpu_blas_row_invariant) */
+    nmt_cpu_kernels cpu_kernels; /* CPU: fast, blas or the reference */
+    int threads;              /* CPU, fast and blas: a product's threads (0: the cores) */
+    nmt_cpu_isa cpu_isa;      /* CPU, fast: its product's instructions */
 } nmt_backend_config;
 
 typedef struct nmt_backend_vtable {

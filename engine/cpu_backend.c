@@ -161,36 +161,47 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
     NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
                                  &self->state, err));
     /* The CSR products are the reference's (the same bits as its dense
-     * loop), so sparse on runs the reference; sparse auto on the BLAS path
-     * multiplies dense: its SGEMM outruns the scalar SpMM. */
-    if (config->cpu_kernels == NMT_CPU_KERNELS_BLAS && config->sparse == NMT_SPARSE_ON) {
+     * loop), so sparse on runs the reference; sparse auto on the fast
+     * kernels multiplies dense: their products outrun the scalar SpMM. */
+    const int int8 = config->precision == NMT_PRECISION_INT8;
+    nmt_cpu_kernels kernels = config->cpu_kernels;
+    if (int8 && kernels != NMT_CPU_KERNELS_AUTO && kernels != NMT_CPU_KERNELS_FAST) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                               "sparse on runs the CPU's reference kernels (CSR), not the "
-                               "BLAS path: use cpu kernels auto or reference");
+                               "precision int8 runs on the CPU's fast kernels, not %s",
+                               kernels == NMT_CPU_KERNELS_BLAS ? "blas" : "reference");
         goto cleanup;
     }
-    int blas = config->cpu_kernels == NMT_CPU_KERNELS_BLAS ||
-               (config->cpu_kernels == NMT_CPU_KERNELS_AUTO && nmt_cpu_blas_available() &&
-                config->sparse != NMT_SPARSE_ON);
-    if (blas) {
-        nmt_cpu_blas_set_threads(config->threads > 0 ? config->threads : nmt_cpu_default_threads(1));
+    if (kernels == NMT_CPU_KERNELS_AUTO)
+        kernels = config->sparse == NMT_SPARSE_ON && !int8 ? NMT_CPU_KERNELS_REFERENCE
+                                                           : NMT_CPU_KERNELS_FAST;
+    if (kernels != NMT_CPU_KERNELS_REFERENCE && config->sparse == NMT_SPARSE_ON) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                               "sparse on runs the CPU's reference kernels (CSR), not the "
+                               "%s kernels: use cpu kernels auto or reference",
+                               kernels == NMT_CPU_KERNELS_BLAS ? "blas" : "fast");
+        goto cleanup;
+    }
+    const int threads = config->threads > 0 ? config->threads : nmt_cpu_default_threads(1);
+    if (kernels == NMT_CPU_KERNELS_BLAS) {
+        nmt_cpu_blas_set_threads(threads);
         /* A BLAS whose row results move with the row count (OpenBLAS's
-         * Haswell/Zen kernels) would break batch invariance: auto takes the
-         * reference instead, an explicit blas is refused. */
-        if (config->batch_invariant && !nmt_cpu_blas_row_invariant()) {
-            if (config->cpu_kernels == NMT_CPU_KERNELS_BLAS) {
-                status = nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                                       "cpu kernels blas: this BLAS (%s) gives a row other bits "
-                                       "at other row counts, which breaks batch invariance: use "
-                                       "cpu kernels auto or reference, or batch invariance off",
-                                       nmt_cpu_blas_name());
-                goto cleanup;
-            }
-            blas = 0;
+         * Haswell/Zen kernels) would break batch invariance. */
+        if (config->batch_invariant && nmt_cpu_blas_available() &&
+            !nmt_cpu_blas_row_invariant()) {
+            status = nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                                   "cpu kernels blas: this BLAS (%s) gives a row other bits at "
+                                   "other row counts, which breaks batch invariance: use cpu "
+                                   "kernels fast (the default) or reference, or batch "
+                                   "invariance off", nmt_cpu_blas_name());
+            goto cleanup;
         }
     }
-    if (blas) {
-        NMT_TRY(nmt_cpu_state_set_blas(self->state, err));
+    if (kernels != NMT_CPU_KERNELS_REFERENCE) {
+        const nmt_cpu_fast fast = {.blas = kernels == NMT_CPU_KERNELS_BLAS,
+                                   .isa = config->cpu_isa,
+                                   .threads = threads,
+                                   .int8 = int8};
+        NMT_TRY(nmt_cpu_state_set_fast(self->state, &fast, err));
     } else if (config->sparse != NMT_SPARSE_OFF) {
         NMT_TRY(nmt_cpu_state_set_sparse(self->state, err));
     }

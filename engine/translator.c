@@ -59,6 +59,7 @@ void nmt_options_init(nmt_options *options)
     options->batch_invariant = 1;
     options->cpu_kernels = NMT_CPU_KERNELS_AUTO;
     options->threads = 0; /* the cores */
+    options->cpu_isa = NMT_CPU_ISA_AUTO;
 }
 
 int nmt_cuda_available(void)
@@ -104,7 +105,7 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->cuda_graphs == 0 || o->cuda_graphs == 1, "cuda_graphs %d: must be 0 or 1",
             o->cuda_graphs);
     REQUIRE(o->warmup == 0 || o->warmup == 1, "warmup %d: must be 0 or 1", o->warmup);
-    REQUIRE(o->precision >= NMT_PRECISION_FP32 && o->precision <= NMT_PRECISION_AUTO,
+    REQUIRE(o->precision >= NMT_PRECISION_FP32 && o->precision <= NMT_PRECISION_INT8,
             "precision %d: unknown", (int)o->precision);
     REQUIRE(o->check_every >= 1 && o->check_every <= 64, "check_every %d: must be in 1..64",
             o->check_every);
@@ -118,8 +119,10 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
             "search_rules %d: unknown", (int)o->search_rules);
     REQUIRE(o->max_memory >= 0, "max_memory %lld: must be 0 (no cap) or positive",
             (long long)o->max_memory);
-    REQUIRE(o->cpu_kernels >= NMT_CPU_KERNELS_AUTO && o->cpu_kernels <= NMT_CPU_KERNELS_REFERENCE,
+    REQUIRE(o->cpu_kernels >= NMT_CPU_KERNELS_AUTO && o->cpu_kernels <= NMT_CPU_KERNELS_FAST,
             "cpu_kernels %d: unknown", (int)o->cpu_kernels);
+    REQUIRE(o->cpu_isa >= NMT_CPU_ISA_AUTO && o->cpu_isa <= NMT_CPU_ISA_AVX512,
+            "cpu_isa %d: unknown", (int)o->cpu_isa);
     REQUIRE(o->threads >= 0 && o->threads <= 1024, "threads %d outside [0, 1024]", o->threads);
     REQUIRE(o->sparse == NMT_SPARSE_AUTO || o->sparse == NMT_SPARSE_ON ||
                 o->sparse == NMT_SPARSE_OFF,
@@ -223,6 +226,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         .batch_invariant = options->batch_invariant != 0,
         .cpu_kernels = options->cpu_kernels,
         .threads = options->threads,
+        .cpu_isa = options->cpu_isa,
     };
     if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "sparse on: the model stores no "
@@ -246,8 +250,10 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     const int32_t batch = config.max_sentences, max_src = options->max_src_tokens;
     t->options.batch_size = batch;
     t->stats.batch_size = batch;
-    t->stats.precision = t->backend->device == NMT_DEVICE_CPU ? NMT_PRECISION_FP32
-                                                              : t->options.precision;
+    t->stats.precision = t->backend->device == NMT_DEVICE_CPU &&
+                                 t->options.precision != NMT_PRECISION_INT8
+                             ? NMT_PRECISION_FP32
+                             : t->options.precision;
     NMT_TRY(nmt_source_builder_init(&t->source, model, batch, max_src, err));
     NMT_ALLOC(t->results_pair, 2 * (size_t)batch);
     t->search_results = t->results_pair;

@@ -49,6 +49,9 @@ nmt_status nmt_translator_create_cuda(const nmt_model *model, int device_index,
                                       nmt_error *err)
 {
     nmt_status status;
+    if (config->precision == NMT_PRECISION_INT8)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "precision int8 is the CPU's (--device cpu)");
     while ((status = nmt_cuda_backend_create(model, device_index, config, backend, err)) ==
                NMT_STATUS_ERROR_MEMORY &&
            config->max_sentences > 1)

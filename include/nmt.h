@@ -34,8 +34,8 @@ typedef enum nmt_device {
     NMT_DEVICE_CUDA = 2
 } nmt_device;
 
-/* Output-vocabulary shrinking (docs/lsh.md; its enums, and nmt_precision and
- * nmt_search_rules, are nmt_enums.h's). */
+/* Output-vocabulary shrinking (docs/lsh.md; its enums, and nmt_precision,
+ * nmt_search_rules and nmt_cpu_isa, are nmt_enums.h's). */
 typedef struct nmt_shrink_options {
     nmt_shrink_mode mode; /* default NMT_SHRINK_NONE */
     int k, u, w;          /* WTA hashing {K, u, W}, default 8, 3, 500 */
@@ -58,14 +58,16 @@ typedef enum nmt_sparse {
 
 /* The CPU's kernels (nmt_options.cpu_kernels). */
 typedef enum nmt_cpu_kernels {
-    NMT_CPU_KERNELS_AUTO = 0,     /* the BLAS path when the library was built with one whose
-                                     rows keep their bits at any row count (probed), else
-                                     the reference (default) */
-    NMT_CPU_KERNELS_BLAS = 1,     /* every dense product on the BLAS's SGEMM, the encoder
-                                     batched over the sentences (an error when built without
-                                     a BLAS, and under batch invariance where the probe finds
-                                     the BLAS's rows moving with the row count) */
-    NMT_CPU_KERNELS_REFERENCE = 2 /* the plain-C oracle: double sums, a sentence at a time */
+    NMT_CPU_KERNELS_AUTO = 0,      /* fast (default) */
+    NMT_CPU_KERNELS_BLAS = 1,      /* fast's network on the BLAS's SGEMM (an error when built
+                                      without a BLAS, and under batch invariance where a probe
+                                      finds the BLAS's rows moving with the row count, as
+                                      OpenBLAS's Haswell/Zen kernels do) */
+    NMT_CPU_KERNELS_REFERENCE = 2, /* the plain-C oracle: double sums, a sentence at a time */
+    NMT_CPU_KERNELS_FAST = 3       /* every dense product on the engine's own vectorized,
+                                      threaded fp32 product (nmt_options.cpu_isa), the
+                                      encoder batched over the sentences, the cells,
+                                      attention and softmax in vectorized fp32 */
 } nmt_cpu_kernels;
 
 /* Translation options. Initialize with nmt_options_init, then override. */
@@ -138,12 +140,12 @@ typedef struct nmt_options {
                             is batched with, on a given device kind and precision
                             (docs/decoding.md, "Batch invariance"); 0: CUDA may run
                             faster kernels whose last bits depend on the batch */
-    nmt_cpu_kernels cpu_kernels; /* CPU: default NMT_CPU_KERNELS_AUTO. Both keep batch
+    nmt_cpu_kernels cpu_kernels; /* CPU: default NMT_CPU_KERNELS_AUTO. All keep batch
                                     invariance; their outputs differ by fp32 rounding */
-    int threads;         /* CPU, BLAS path: threads a product may use, 0 (default): the
-                            machine's cores (nmt_cpu_default_threads(1)). OpenBLAS keeps
-                            one count for the process: give every translator of a
-                            process the same */
+    int threads;         /* CPU, fast and blas: threads a product may use, 0 (default):
+                            the machine's cores (nmt_cpu_default_threads(1)). OpenBLAS
+                            keeps one count for the process: with blas, give every
+                            translator of a process the same */
     int return_alternatives; /* 1: a line's n_best hypotheses are alternatives: the n_best
                                 best words at its first free position (after its target
                                 prefix, nmt_translate_batch_prefix; else the first), EOS
@@ -151,6 +153,10 @@ typedef struct nmt_options {
                                 (CTranslate2's return_alternatives; docs/decoding.md,
                                 "Target prefixes"); needs batch_size >= n_best. 0
                                 (default): the beam's n-best list */
+    nmt_cpu_isa cpu_isa; /* CPU, fast: the instructions of its product, default
+                            NMT_CPU_ISA_AUTO (the best this CPU runs); a path the CPU
+                            lacks is an error at create. The paths' last bits differ:
+                            one path everywhere gives every machine the same bits */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;
@@ -209,7 +215,7 @@ const char *nmt_model_describe(const nmt_model *model);
  * CUDA or no GPU is visible (so it also reads as "is CUDA available"). */
 int nmt_cuda_available(void);
 
-/* The BLAS threads each of `workers` CPU translators of one process gets
+/* The threads each of `workers` CPU translators of one process gets
  * when nmt_options.threads is 0: the machine's cores divided among them, at
  * least 1 (CTranslate2's inter_threads x intra_threads). */
 int nmt_cpu_default_threads(int workers);

@@ -22,7 +22,7 @@ feature|libmicrohttpd-dev|nmt_have_pkgconfig libmicrohttpd|no nmt-server; its te
 feature|libjansson-dev|nmt_have_pkgconfig jansson|no nmt-server; its tests skip
 feature|openmpi-bin|nmt_have_command mpirun|no translate --mpi; test_cli_mpi skips
 feature|libopenmpi-dev|nmt_have_mpi_header|no translate --mpi; test_cli_mpi skips
-feature|libopenblas-dev|nmt_have_pkgconfig openblas|the CPU runs the reference kernels only (no --cpu-kernels blas); its BLAS tests skip
+feature|libopenblas-dev|nmt_have_pkgconfig openblas|no --cpu-kernels blas (the default fast kernels need no library); its BLAS tests skip
 feature|libopenblas0-pthread|nmt_have_openblas_pthread|the OpenMP build of OpenBLAS may be picked instead (slower, oversubscribes)
 feature|libsentencepiece-dev|nmt_have_header c++ sentencepiece_processor.h|SentencePiece models are refused; their tests skip
 feature|sentencepiece|nmt_have_command spm_train|tests/data'"'"'s tiny SentencePiece model cannot be remade

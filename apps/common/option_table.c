@@ -11,7 +11,8 @@
 
 static const app_choice precisions[] = {
     {"auto", NMT_PRECISION_AUTO}, {"fp32", NMT_PRECISION_FP32}, {"tf32x2", NMT_PRECISION_TF32X2},
-    {"bf16", NMT_PRECISION_BF16}, {"fp16", NMT_PRECISION_FP16}, {NULL, 0}};
+    {"bf16", NMT_PRECISION_BF16}, {"fp16", NMT_PRECISION_FP16}, {"int8", NMT_PRECISION_INT8},
+    {NULL, 0}};
 
 const char *app_precision_name(nmt_precision precision)
 {
@@ -215,15 +216,26 @@ const app_option app_translate_options[] = {
              "depend on the batch; docs/decoding.md)"},
     {.name = "cpu-kernels", .kind = APP_OPT_CHOICE, ENGINE(cpu_kernels),
      .choices = (const app_choice[]){{"auto", NMT_CPU_KERNELS_AUTO},
+                                     {"fast", NMT_CPU_KERNELS_FAST},
                                      {"blas", NMT_CPU_KERNELS_BLAS},
                                      {"reference", NMT_CPU_KERNELS_REFERENCE},
                                      {NULL, 0}},
-     .help = "CPU: auto (default: blas when built with OpenBLAS) | blas\n"
-             "(SGEMM, the encoder batched) | reference (the plain-C\n"
-             "oracle); both keep a line's bits in any batch"},
+     .help = "CPU: auto (default: fast) | fast (vectorized fp32, the\n"
+             "engine's own threaded product, the encoder batched) |\n"
+             "blas (the same on OpenBLAS's SGEMM) | reference (the\n"
+             "plain-C oracle); all keep a line's bits in any batch"},
+    {.name = "cpu-isa", .kind = APP_OPT_CHOICE, ENGINE(cpu_isa),
+     .choices = (const app_choice[]){{"auto", NMT_CPU_ISA_AUTO},
+                                     {"avx512", NMT_CPU_ISA_AVX512},
+                                     {"avx2", NMT_CPU_ISA_AVX2},
+                                     {"generic", NMT_CPU_ISA_GENERIC},
+                                     {NULL, 0}},
+     .help = "CPU, fast: the product's instructions: auto (default:\n"
+             "the best here) | avx512 | avx2 | generic; one choice on\n"
+             "every machine gives every machine the same bits"},
     {.name = "threads", .kind = APP_OPT_INT, ENGINE(threads), .lo = 1, .hi = 1024, .arg = "N",
-     .help = "CPU, blas: threads a product uses (default: the cores,\n"
-             "divided among --workers)"},
+     .help = "CPU, fast and blas: threads a product uses (default: the\n"
+             "cores, divided among --workers)"},
     {.name = "warmup", .kind = APP_OPT_BOOL, ENGINE(warmup), .arg = "on|off",
      .help = "CUDA: warm up at start (~0.5 s at batch 2048) so the\n"
              "first lines are not slow (default on; off is faster\n"
@@ -241,7 +253,9 @@ const app_option app_translate_options[] = {
              "scores fp32; fp16 is ~3.5x fp32 at large batches,\n"
              "the same BLEU; docs/performance.md, \"Defaults\").\n"
              "With --batch-invariant on a line's output has the\n"
-             "same bits in any batch, and tf32x2 is refused"},
+             "same bits in any batch, and tf32x2 is refused.\n"
+             "The CPU: fp32, or int8 (fast kernels, AVX-512 VNNI:\n"
+             "the decoder's products in int8, per-row scales)"},
     {.name = "sparse", .kind = APP_OPT_CHOICE, ENGINE(sparse),
      .choices = (const app_choice[]){{"auto", NMT_SPARSE_AUTO}, {"on", NMT_SPARSE_ON},
                                      {"off", NMT_SPARSE_OFF}, {NULL, 0}},

@@ -6,11 +6,16 @@
  * them without reassociating anything. */
 #include "fp32_ops.h"
 
+#include "clones_impl.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 enum { kLanes = 16 };
+
+/* Each entry point is built for AVX-512, AVX2 and the baseline (NMT_CLONES). */
+#define CLONES NMT_CLONES
 
 /* exp(x) for x clamped to [-87, 88] (normal results, no overflow): x = n ln2
  * + r with n = round(x / ln2) (the 1.5 * 2^23 trick: basic operations only),
@@ -135,7 +140,8 @@ cell_row(int32_t H, const float *restrict gx, const float *restrict gh,
     }
 }
 
-void nmt_cpu_fast_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int32_t ld_x,
+CLONES void nmt_cpu_fast_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x,
+                                   int32_t ld_x,
                             const float *gates_h, const float *bias, const float *c_prev,
                             float *c_out, float *h_out, int32_t ld_h, float *h_out2,
                             int32_t ld_h2)
@@ -159,13 +165,13 @@ void nmt_cpu_fast_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x
     }
 }
 
-void nmt_cpu_fast_tanh(int64_t n, float *x)
+CLONES void nmt_cpu_fast_tanh(int64_t n, float *x)
 {
     for (int64_t i = 0; i < n; i++)
         x[i] = fast_tanhf(x[i]);
 }
 
-void nmt_cpu_fast_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
+CLONES void nmt_cpu_fast_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
                             const int32_t *row_sentence, const int32_t *src_len, const float *keys,
                             const float *memory, const float *query, int32_t ld_query,
                             float *context, int32_t ld_context, float *weights, int32_t *argmax)
@@ -209,7 +215,7 @@ void nmt_cpu_fast_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
     }
 }
 
-void nmt_cpu_fast_log_softmax(int32_t n_rows, int32_t vocab, const float *logits, int32_t ld,
+CLONES void nmt_cpu_fast_log_softmax(int32_t n_rows, int32_t vocab, const float *logits, int32_t ld,
                               float *log_probs)
 {
     for (int32_t r = 0; r < n_rows; r++) {

@@ -155,7 +155,7 @@ void nmt_cpu_state_free(nmt_cpu_state *state)
     free(state->recall_values);
     free(state->recall_ids);
     nmt_cpu_state_free_sparse(state);
-    nmt_cpu_state_free_blas(state);
+    nmt_cpu_state_free_fast(state);
     free(state);
 }
 

@@ -34,14 +34,27 @@ nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shri
  * not (scoring); 0: the shrink again, when one is set. */
 void nmt_cpu_state_full_softmax(nmt_cpu_state *state, int full);
 
-/* From now on runs the production path: every dense product on the BLAS's
- * SGEMM (kernels/linear_blas.h) and the encoder batched over the sentences,
- * one GEMM for a layer's input projections over every position of every
- * sentence and one for each step's recurrent products; the cells, attention
- * and softmax stay the reference's. A line's results keep the same bits in
- * any batch; they differ from the reference's by fp32 rounding. Allocates
- * its workspaces; NMT_STATUS_ERROR_UNSUPPORTED when built without a BLAS. */
-nmt_status nmt_cpu_state_set_blas(nmt_cpu_state *state, nmt_error *err);
+/* The fast path's product (nmt_cpu_state_set_fast). */
+typedef struct nmt_cpu_fast {
+    int blas;        /* 1: the BLAS's SGEMM (kernels/linear_blas.h); 0: the engine's own
+                        product (kernels/linear_fixed.h) */
+    nmt_cpu_isa isa; /* the own product's instructions (AUTO: the best; supported) */
+    int threads;     /* the own product's threads, >= 1 (the BLAS's are the BLAS's) */
+    int int8;        /* the decoder step's products in int8 (kernels/linear_int8.h; the
+                        own product only, where nmt_cpu_int8_supported) */
+} nmt_cpu_fast;
+
+/* From now on runs the production path: every dense product on the chosen
+ * product and the encoder batched over the sentences, one GEMM for a
+ * layer's input projections over every position of every sentence and one
+ * for each step's recurrent products; the cells, tanh, attention and
+ * softmax in fp32 (kernels/fp32_ops.h). A line's results keep the same bits
+ * in any batch (with the BLAS, where nmt_cpu_blas_row_invariant); they
+ * differ from the reference's by fp32 rounding. Allocates its workspaces
+ * and threads; NMT_STATUS_ERROR_UNSUPPORTED for the BLAS when built
+ * without one, or for an isa the CPU lacks. */
+nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast,
+                                  nmt_error *err);
 
 /* Computes with the CSR form of every matrix the model stores sparse
  * (decoder LSTM, attention, full output layer: nmt_model_sparse_of) from now

@@ -9,6 +9,8 @@
 #include "cpu_model.h"
 #include "linear.h"
 #include "linear_blas.h"
+#include "linear_fixed.h"
+#include "linear_int8.h"
 #include "shrink.h"
 #include "spmm.h"
 
@@ -19,6 +21,21 @@ typedef struct nmt_cpu_csr {
     int32_t *row_offsets, *col_indices;
     float *values;
 } nmt_cpu_csr;
+
+/* The int8 form of the dense slice (w, k) of a matrix (w: its first
+ * weight), as the steps multiply it. */
+typedef struct nmt_cpu_int8_slice {
+    const float *w;
+    int32_t k;
+    nmt_int8_matrix q;
+} nmt_cpu_int8_slice;
+
+/* A matrix's fp16 copy: w16[i] holds w[i] for i < count. */
+typedef struct nmt_cpu_half_copy {
+    const float *w;
+    size_t count;
+    uint16_t *w16;
+} nmt_cpu_half_copy;
 
 struct nmt_cpu_state {
     const nmt_model *model;
@@ -81,10 +98,25 @@ struct nmt_cpu_state {
     nmt_cpu_csr sp_out;
     int32_t n_sparse_used;                    /* matrices multiplied sparse */
 
-    /* The BLAS path (nmt_cpu_state_set_blas; the reference while blas is 0):
-     * dense products on SGEMM and the encoder batched over the sentences
-     * (encoder_blas.c). */
-    int blas;
+    /* The fast path (nmt_cpu_state_set_fast; the reference while fast is
+     * 0): dense products on the own product or the BLAS's SGEMM, the fp32
+     * ops, and the encoder batched over the sentences (encoder_fast.c). */
+    int fast;
+    int fast_blas;           /* the products on the BLAS's SGEMM */
+    nmt_cpu_gemm gemm;       /* else the own product's path and threads (its pool owned) */
+    /* With the own product, for a model whose weights are all fp16: fp16
+     * copies of the matrices a decoder step multiplies, which the products
+     * read instead of the fp32 ones (the same bits, half the bytes: a step
+     * of few rows is bound by reading its weights). */
+    nmt_cpu_half_copy half_copies[2 * NMT_MAX_LAYERS + 2];
+    int32_t n_half_copies;
+    /* --precision int8: the decoder step's slices in int8 (kernels/linear_int8.h),
+     * and the rows of a product quantized. */
+    nmt_cpu_int8_slice int8_slices[3 * NMT_MAX_LAYERS + 3];
+    int32_t n_int8_slices;
+    uint8_t *xq;             /* [max_rows, the largest k padded] */
+    int32_t ldq;
+    float *x_scale;          /* [max_rows] */
     float *blas_scratch;     /* nmt_cpu_linear_blas's, for the largest product */
     int32_t *enc_first;      /* [max_sentences]: each sentence's first packed row */
     float *enc_in;           /* [max_sentences * max_src, E]: the embeddings, packed */
@@ -96,14 +128,41 @@ struct nmt_cpu_state {
 };
 
 void nmt_cpu_state_free_sparse(nmt_cpu_state *state); /* sparse.c */
-void nmt_cpu_state_free_blas(nmt_cpu_state *state);   /* encoder_blas.c */
-/* The BLAS path's encoder: nmt_cpu_encode's work after its checks. */
-nmt_status nmt_cpu_encode_blas(nmt_cpu_state *state, const nmt_source_batch *batch,
+void nmt_cpu_state_free_fast(nmt_cpu_state *state);   /* encoder_fast.c */
+/* The fast path's encoder: nmt_cpu_encode's work after its checks. */
+nmt_status nmt_cpu_encode_fast(nmt_cpu_state *state, const nmt_source_batch *batch,
                                nmt_error *err);
+
+/* The own product of a dense slice (w, ldw), from the fp16 copy of its
+ * matrix where there is one. */
+static inline void nmt_cpu_linear_fixed_any(const nmt_cpu_state *state, int32_t m, int32_t n,
+                                            int32_t k, const float *x, int32_t ldx,
+                                            const float *w, int32_t ldw, const float *bias,
+                                            int accumulate, float *y, int32_t ldy)
+{
+    for (int32_t i = 0; i < state->n_int8_slices; i++) {
+        const nmt_cpu_int8_slice *s = &state->int8_slices[i];
+        if (w == s->w && k == s->k && n == s->q.n && m <= state->max_rows) {
+            nmt_cpu_quantize_rows(m, k, x, ldx, state->xq, state->ldq, state->x_scale);
+            nmt_cpu_linear_int8(&state->gemm, m, state->xq, state->ldq, state->x_scale, &s->q,
+                                bias, accumulate, y, ldy);
+            return;
+        }
+    }
+    for (int32_t i = 0; i < state->n_half_copies; i++) {
+        const nmt_cpu_half_copy *c = &state->half_copies[i];
+        if (w >= c->w && w < c->w + c->count) {
+            nmt_cpu_linear_fixed_half(&state->gemm, m, n, k, x, ldx, c->w16 + (w - c->w), ldw,
+                                      bias, accumulate, y, ldy);
+            return;
+        }
+    }
+    nmt_cpu_linear_fixed(&state->gemm, m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
+}
 
 /* y = x . W^T (+ bias) (+ y): the CSR when the matrix has one (the same bits
  * as the reference's dense slice, sparse.c), else the dense slice (w, ldw)
- * on the BLAS path's SGEMM or the reference's loop. */
+ * on the fast path's product or the reference's loop. */
 static inline void nmt_cpu_matmul(const nmt_cpu_state *state, const nmt_cpu_csr *sp, int32_t m,
                                   int32_t n, int32_t k, const float *x, int32_t ldx,
                                   const float *w, int32_t ldw, const float *bias, int accumulate,
@@ -112,9 +171,11 @@ static inline void nmt_cpu_matmul(const nmt_cpu_state *state, const nmt_cpu_csr 
     if (sp && sp->row_offsets)
         nmt_cpu_spmm(m, n, k, x, ldx, sp->row_offsets, sp->col_indices, sp->values, bias,
                      accumulate, y, ldy);
-    else if (state->blas)
+    else if (state->fast && state->fast_blas)
         nmt_cpu_linear_blas(m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy,
                             state->blas_scratch);
+    else if (state->fast)
+        nmt_cpu_linear_fixed_any(state, m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
     else
         nmt_cpu_linear(m, n, k, x, ldx, w, ldw, bias, accumulate, y, ldy);
 }

@@ -55,7 +55,7 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
         }
         nmt_cpu_matmul(state, &state->sp_dec_hh[l], n_rows, 4 * H, H, h, H, lstm->w_hh, H, lstm->b_hh,
                        1, gates, 4 * H);
-        if (state->blas)
+        if (state->fast)
             nmt_cpu_fast_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
         else
             nmt_cpu_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
@@ -63,7 +63,7 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
     const float *top = state->dec_h[cur][state->dec_layers - 1];
 
     /* 3. Attention over each row's own sentence. */
-    if (state->blas)
+    if (state->fast)
         nmt_cpu_fast_attention(n_rows, H, state->max_src, state->row_sentence[cur],
                                state->src_len, state->keys, state->memory, top, H,
                                state->context, H, state->attn, attn_argmax);
@@ -77,7 +77,7 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
                    2 * H, NULL, 0, feed, H);
     nmt_cpu_matmul(state, &state->sp_attn_c[1], n_rows, H, H, top, H, model->attn_w_c + H, 2 * H, NULL,
                    1, feed, H);
-    if (state->blas)
+    if (state->fast)
         nmt_cpu_fast_tanh((int64_t)n_rows * H, feed);
     else
         nmt_cpu_tanh_inplace((int64_t)n_rows * H, feed);

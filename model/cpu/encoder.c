@@ -117,12 +117,12 @@ nmt_status nmt_cpu_encode(nmt_cpu_state *state, const nmt_source_batch *batch, n
         memset(state->dec_c[state->cur][l], 0, sizeof(float) * (size_t)n * H);
     }
     memset(state->feed[state->cur], 0, sizeof(float) * (size_t)n * H);
-    if (state->blas) {
-        nmt_status status = nmt_cpu_encode_blas(state, batch, err);
+    if (state->fast) {
+        nmt_status status = nmt_cpu_encode_fast(state, batch, err);
         if (status != NMT_STATUS_OK)
             return status;
     }
-    for (int32_t s = 0; s < n && !state->blas; s++) {
+    for (int32_t s = 0; s < n && !state->fast; s++) {
         nmt_status status = encode_sentence(state, batch, s, err);
         if (status != NMT_STATUS_OK)
             return status;

@@ -129,7 +129,7 @@ static nmt_status shrunk_log_probs(nmt_cpu_state *state, int32_t n_rows, const f
             float *lp = log_probs + (size_t)(first + r) * V;
             for (int32_t w = 0; w < V; w++)
                 lp[w] = -INFINITY;
-            (state->blas ? nmt_cpu_fast_log_softmax : nmt_cpu_log_softmax)(
+            (state->fast ? nmt_cpu_fast_log_softmax : nmt_cpu_log_softmax)(
                 1, *count, logits + (size_t)r * V, V, state->cand_log_probs);
             for (int32_t j = 0; j < *count; j++)
                 lp[cand[j]] = state->cand_log_probs[j];
@@ -161,7 +161,7 @@ nmt_status nmt_cpu_output_layer(nmt_cpu_state *state, int32_t n_rows, float *log
         return shrunk_log_probs(state, n_rows, feed, log_probs, err);
     nmt_cpu_matmul(state, &state->sp_out, n_rows, V, H, feed, H, model->out_w, H, model->out_b, 0,
                    state->logits, V);
-    if (state->blas)
+    if (state->fast)
         nmt_cpu_fast_log_softmax(n_rows, V, state->logits, V, log_probs);
     else
         nmt_cpu_log_softmax(n_rows, V, state->logits, V, log_probs);

@@ -266,6 +266,7 @@ nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_precision precisi
     case NMT_PRECISION_BF16: return nmt_cuda_model_set_half(m, NMT_HALF_BF16, err);
     case NMT_PRECISION_FP16: return nmt_cuda_model_set_half(m, NMT_HALF_FP16, err);
     case NMT_PRECISION_AUTO: break; /* the engine resolves it (nmt_precision_for_model) */
+    case NMT_PRECISION_INT8: break; /* the CPU's; the engine refuses it for CUDA */
     }
     return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda model: precision %d",
                          (int)precision);

@@ -107,6 +107,7 @@ class nmt_options(ctypes.Structure):
         ("cpu_kernels", _enum),
         ("threads", ctypes.c_int),
         ("return_alternatives", ctypes.c_int),
+        ("cpu_isa", _enum),
     ]
 
 

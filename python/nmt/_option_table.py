@@ -49,12 +49,14 @@ ROWS = {
     "cuda-graphs": {"kind": "bool"},
     "batch-invariant": {"kind": "bool"},
     "cpu-kernels": {"kind": "choice", "choices": (
-        ("auto", 0), ("blas", 1), ("reference", 2),)},
+        ("auto", 0), ("fast", 3), ("blas", 1), ("reference", 2),)},
+    "cpu-isa": {"kind": "choice", "choices": (
+        ("auto", 0), ("avx512", 3), ("avx2", 2), ("generic", 1),)},
     "threads": {"kind": "int", "lo": 1, "hi": 1024},
     "warmup": {"kind": "bool"},
     "check-every": {"kind": "int", "lo": 1, "hi": 64},
     "precision": {"kind": "choice", "choices": (
-        ("auto", 4), ("fp32", 0), ("tf32x2", 1), ("bf16", 2), ("fp16", 3),)},
+        ("auto", 4), ("fp32", 0), ("tf32x2", 1), ("bf16", 2), ("fp16", 3), ("int8", 5),)},
     "sparse": {"kind": "choice", "choices": (
         ("auto", 0), ("on", 1), ("off", 2),)},
     "progress": {"kind": "flag"},

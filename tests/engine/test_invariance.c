@@ -23,14 +23,18 @@
  * tokens). Also: nmt_options_init and the service default to
  * NMT_PRECISION_AUTO. Random choices come from test_seed (NMT_TEST_SEED replays).
  *
- * Usage: test_invariance [--device cpu|cuda] [--precision fp32|tf32x2|bf16|fp16|auto]
- *                        [--cpu-kernels auto|blas|reference] [--threads N]
+ * Usage: test_invariance [--device cpu|cuda] [--precision fp32|tf32x2|bf16|fp16|auto|int8]
+ *                        [--cpu-kernels auto|fast|blas|reference]
+ *                        [--cpu-isa auto|generic|avx2|avx512] [--threads N]
  *                        [--model PATH] [--input FILE] [--lines N]
  * The default is the CPU and the test model; --device cuda exits 77 without
  * a GPU and defaults to the fp16 test model for a precision other than fp32
- * (tf32x2 needs weights exact in TF32). On the CPU, --cpu-kernels and
- * --threads pick the kernels (default auto: the BLAS path when built) and
- * their threads; blas exits 77 in a build without a BLAS. --input takes the first N lines
+ * (tf32x2 needs weights exact in TF32). On the CPU, --cpu-kernels, --cpu-isa
+ * and --threads pick the kernels (default auto: fast), the fast product's
+ * instructions and their threads; blas exits 77 in a build without a BLAS
+ * or with one whose rows move with the row count, an isa this CPU lacks
+ * exits 77 too, and so does --precision int8 on a CPU without AVX-512 VNNI.
+ * --input takes the first N lines
  * of FILE (default N: 60) instead of random ones. dev/gpu-check.sh runs it on
  * CUDA at every precision. */
 #include "nmt.h"
@@ -60,17 +64,20 @@ static struct {
     nmt_device device;
     nmt_precision precision;
     nmt_cpu_kernels cpu_kernels;
+    nmt_cpu_isa cpu_isa;
     int threads;
     const char *model_path;
     const char *input;
     int n_lines;
-} args = {NMT_DEVICE_CPU, NMT_PRECISION_FP32, NMT_CPU_KERNELS_AUTO, 0, NULL, NULL, 60};
+} args = {NMT_DEVICE_CPU, NMT_PRECISION_FP32, NMT_CPU_KERNELS_AUTO, NMT_CPU_ISA_AUTO, 0, NULL,
+          NULL, 60};
 
-/* nmt_cpu_kernels' values, in order. */
-static const char *const kernel_names[] = {"auto", "blas", "reference"};
+/* nmt_cpu_kernels' and nmt_cpu_isa's values, in order. */
+static const char *const kernel_names[] = {"auto", "blas", "reference", "fast"};
+static const char *const isa_names[] = {"auto", "generic", "avx2", "avx512"};
 
 /* nmt_precision's values, in order. */
-static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto"};
+static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto", "int8"};
 static nmt_model *model;
 static const char *const target_words[] = {"the", "a", "dog", "house", "cat", "man", "woman",
                                            "child", "sees", "is", "not", "big", ".", ","};
@@ -96,6 +103,7 @@ static nmt_options kind_options(int kind)
     o.device = args.device;
     o.precision = args.precision;
     o.cpu_kernels = args.cpu_kernels;
+    o.cpu_isa = args.cpu_isa;
     o.threads = args.threads;
     o.max_src_tokens = MAX_SRC_TOKENS;
     o.max_len_b = 12;
@@ -475,27 +483,31 @@ static void check_defaults(void)
 
 /* ---- arguments and lines ------------------------------------------------------------------ */
 
+/* The index of v in names[0..n), or -1. */
+static int name_index(const char *v, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i]))
+            return i;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int named = 0;
         if (!strcmp(argv[i], "--device") && v && (!strcmp(v, "cpu") || !strcmp(v, "cuda")))
             args.device = !strcmp(v, "cpu") ? NMT_DEVICE_CPU : NMT_DEVICE_CUDA;
-        else if (!strcmp(argv[i], "--precision") && v) {
-            int p = 0;
-            while (p < 5 && strcmp(v, precision_names[p]))
-                p++;
-            if (p == 5)
-                return 0;
-            args.precision = (nmt_precision)p;
-        } else if (!strcmp(argv[i], "--cpu-kernels") && v) {
-            int k = 0;
-            while (k < 3 && strcmp(v, kernel_names[k]))
-                k++;
-            if (k == 3)
-                return 0;
-            args.cpu_kernels = (nmt_cpu_kernels)k;
-        } else if (!strcmp(argv[i], "--threads") && v && atoi(v) >= 1 && atoi(v) <= 64)
+        else if (!strcmp(argv[i], "--precision") && v &&
+                 (named = name_index(v, precision_names, 6)) >= 0)
+            args.precision = (nmt_precision)named;
+        else if (!strcmp(argv[i], "--cpu-kernels") && v &&
+                 (named = name_index(v, kernel_names, 4)) >= 0)
+            args.cpu_kernels = (nmt_cpu_kernels)named;
+        else if (!strcmp(argv[i], "--cpu-isa") && v && (named = name_index(v, isa_names, 4)) >= 0)
+            args.cpu_isa = (nmt_cpu_isa)named;
+        else if (!strcmp(argv[i], "--threads") && v && atoi(v) >= 1 && atoi(v) <= 64)
             args.threads = atoi(v);
         else if (!strcmp(argv[i], "--model") && v)
             args.model_path = v;
@@ -551,8 +563,8 @@ int main(int argc, char **argv)
 {
     if (!parse_args(argc, argv)) {
         fprintf(stderr, "usage: test_invariance [--device cpu|cuda] [--precision "
-                        "fp32|tf32x2|bf16|fp16|auto] [--cpu-kernels auto|blas|reference] "
-                        "[--threads N] [--model PATH] [--input FILE] [--lines N]\n");
+                        "fp32|tf32x2|bf16|fp16|auto|int8] [--cpu-kernels auto|fast|blas|reference] "
+                        "[--cpu-isa auto|generic|avx2|avx512] [--threads N] [--model PATH] [--input FILE] [--lines N]\n");
         return 2;
     }
     if (args.device == NMT_DEVICE_CUDA && nmt_cuda_available() == 0) {
@@ -570,7 +582,9 @@ int main(int argc, char **argv)
     }
     if (!make_lines())
         return 1;
-    if (args.device == NMT_DEVICE_CPU && args.cpu_kernels == NMT_CPU_KERNELS_BLAS) {
+    if (args.device == NMT_DEVICE_CPU && (args.cpu_kernels == NMT_CPU_KERNELS_BLAS ||
+                                          args.cpu_isa != NMT_CPU_ISA_AUTO ||
+                                          args.precision == NMT_PRECISION_INT8)) {
         const nmt_options o = kind_options(1);
         nmt_translator *t = NULL;
         const nmt_status st = nmt_translator_create(model, &o, &t, &err);
@@ -581,9 +595,9 @@ int main(int argc, char **argv)
             return NMT_TEST_SKIP;
         }
     }
-    printf("test_invariance: %s, precision %s, cpu kernels %s, %s, %d lines\n",
+    printf("test_invariance: %s, precision %s, cpu kernels %s, isa %s, %s, %d lines\n",
            args.device == NMT_DEVICE_CUDA ? "CUDA" : "CPU", precision_names[args.precision],
-           kernel_names[args.cpu_kernels], args.model_path, n_lines);
+           kernel_names[args.cpu_kernels], isa_names[args.cpu_isa], args.model_path, n_lines);
     for (int kind = 0; kind < N_KINDS; kind++) {
         if (!kind_runs(kind))
             continue;

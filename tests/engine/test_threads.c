@@ -5,7 +5,9 @@
  * single thread computed before (text and score bit for bit, since each
  * translator runs the same deterministic code). Any shared mutable state in
  * the library would show up as a mismatch here, or as a race under
- * `valgrind --tool=helgrind`. */
+ * `valgrind --tool=helgrind`. Also the CPU's default split of the cores
+ * (nmt_cpu_default_threads: one translator on all of them, N translators
+ * sharing them, never fewer than 1 thread each). */
 #include "nmt.h"
 #include "test_util.h"
 
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <threads.h>
+#include <unistd.h>
 
 enum { N_LINES = 12, N_THREADS = 4, N_ROUNDS = 3 };
 
@@ -88,9 +91,24 @@ static int run_worker(void *arg)
     return 0;
 }
 
+/* The default split: cores / workers, at least 1 (0 workers as 1). */
+static void check_default_split(void)
+{
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    CHECK(cores >= 1 && nmt_cpu_default_threads(1) == cores, "1 translator: %d threads of %ld "
+          "cores", nmt_cpu_default_threads(1), cores);
+    CHECK(nmt_cpu_default_threads(0) == nmt_cpu_default_threads(1), "0 workers as 1");
+    for (int workers = 2; workers <= 2 * cores + 2; workers++) {
+        const long want = cores / workers > 0 ? cores / workers : 1;
+        CHECK(nmt_cpu_default_threads(workers) == want, "%d workers: %d threads each, want %ld",
+              workers, nmt_cpu_default_threads(workers), want);
+    }
+}
+
 int main(void)
 {
     test_seed();
+    check_default_split();
     nmt_model *loaded = NULL;
     nmt_error err = {NMT_STATUS_OK, ""};
     if (nmt_model_load(NMT_TEST_MODEL, &loaded, &err) != NMT_STATUS_OK) {

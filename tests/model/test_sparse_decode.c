@@ -5,8 +5,11 @@
  * - the sparse file with sparse on (the CPU multiplies the CSR forms,
  *   kernels/cpu/spmm.c) translates every line to the same bytes as the dense
  *   file, scores within 1e-5 (the SpMM adds the same products in the same
- *   order, so they are in fact equal), n-best lists included;
- * - sparse off and sparse auto on the sparse file give the same again;
+ *   order, so they are in fact equal), n-best lists included; both with
+ *   the reference kernels, whose arithmetic the CSR products share;
+ * - sparse off and sparse auto on the sparse file give the same again, on
+ *   the reference kernels and on the default ones (fast: dense products
+ *   for both, compared with the dense file's on the same kernels);
  * - sparse on is refused for a dense model (ARGUMENT).
  * The CUDA engine's SpMM path: tests/engine/test_gpu_sparse.c. */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
@@ -29,12 +32,13 @@ static const char *const words[] = {"ein", "mann", "frau", "hund", "spielt", "im
 static char text[N_LINES][256];
 static const char *lines[N_LINES];
 
-static nmt_status translate(const nmt_model *m, nmt_sparse sparse, nmt_device device,
+static nmt_status translate(const nmt_model *m, nmt_sparse sparse, nmt_cpu_kernels kernels,
                             nmt_result *results, nmt_error *err)
 {
     nmt_options o;
     nmt_options_init(&o);
-    o.device = device;
+    o.device = NMT_DEVICE_CPU;
+    o.cpu_kernels = kernels;
     o.sparse = sparse;
     o.beam_size = 4;
     o.n_best = 2;
@@ -75,7 +79,7 @@ int main(void)
     }
     nmt_model *base = NULL, *sparse = NULL, *dense = NULL;
     nmt_error err = {0};
-    nmt_result ref[N_LINES], got[N_LINES];
+    nmt_result ref[2][N_LINES], got[N_LINES];
     memset(ref, 0, sizeof ref);
     memset(got, 0, sizeof got);
     char sparse_path[] = "/tmp/nmt_sparse_XXXXXX", dense_path[] = "/tmp/nmt_dense_XXXXXX";
@@ -105,30 +109,37 @@ int main(void)
           (long long)entries);
     fprintf(stderr, "%s\n", nmt_model_summary(sparse));
 
-    CHECK(translate(dense, NMT_SPARSE_AUTO, NMT_DEVICE_CPU, ref, &err) == NMT_STATUS_OK,
-          "dense: %s", err.message);
+    /* ref[0]: the reference kernels, ref[1]: the default ones. */
+    CHECK(translate(dense, NMT_SPARSE_AUTO, NMT_CPU_KERNELS_REFERENCE, ref[0], &err) ==
+              NMT_STATUS_OK, "dense, reference: %s", err.message);
+    CHECK(translate(dense, NMT_SPARSE_AUTO, NMT_CPU_KERNELS_AUTO, ref[1], &err) ==
+              NMT_STATUS_OK, "dense, auto: %s", err.message);
     static const struct {
         nmt_sparse mode;
-        nmt_device device;
+        int auto_kernels;
         const char *what;
-    } runs[] = {{NMT_SPARSE_ON, NMT_DEVICE_CPU, "sparse on, cpu"},
-                {NMT_SPARSE_AUTO, NMT_DEVICE_CPU, "sparse auto"},
-                {NMT_SPARSE_OFF, NMT_DEVICE_CPU, "sparse off"}};
+    } runs[] = {{NMT_SPARSE_ON, 0, "sparse on, reference"},
+                {NMT_SPARSE_AUTO, 0, "sparse auto, reference"},
+                {NMT_SPARSE_OFF, 0, "sparse off, reference"},
+                {NMT_SPARSE_AUTO, 1, "sparse auto, kernels auto"},
+                {NMT_SPARSE_OFF, 1, "sparse off, kernels auto"}};
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-        nmt_status st = translate(sparse, runs[r].mode, runs[r].device, got, &err);
+        const int a = runs[r].auto_kernels;
+        nmt_status st = translate(sparse, runs[r].mode,
+                                  a ? NMT_CPU_KERNELS_AUTO : NMT_CPU_KERNELS_REFERENCE, got, &err);
         CHECK(st == NMT_STATUS_OK, "%s: %s", runs[r].what, err.message);
         if (st == NMT_STATUS_OK)
-            compare(ref, got, runs[r].what);
+            compare(ref[a], got, runs[r].what);
         for (int i = 0; i < N_LINES; i++)
             nmt_result_clear(&got[i]);
     }
     int non_empty = 0;
     for (int i = 0; i < N_LINES; i++)
-        non_empty += ref[i].status == NMT_STATUS_OK && ref[i].hypotheses[0].text[0] != '\0';
+        non_empty += ref[0][i].status == NMT_STATUS_OK && ref[0][i].hypotheses[0].text[0] != '\0';
     CHECK(non_empty >= N_LINES / 2, "only %d of %d translations are not empty", non_empty,
           N_LINES);
-    fprintf(stderr, "line 1: '%s' -> '%s' (%.6f)\n", lines[1], ref[1].hypotheses[0].text,
-            ref[1].hypotheses[0].score);
+    fprintf(stderr, "line 1: '%s' -> '%s' (%.6f)\n", lines[1], ref[0][1].hypotheses[0].text,
+            ref[0][1].hypotheses[0].score);
 
     /* The stats count the matrices multiplied in CSR form: all 2L + 3 with
      * sparse on, none with sparse off. */
@@ -150,12 +161,12 @@ int main(void)
         nmt_translator_free(t);
     }
 
-    nmt_status st = translate(dense, NMT_SPARSE_ON, NMT_DEVICE_CPU, got, &err);
+    nmt_status st = translate(dense, NMT_SPARSE_ON, NMT_CPU_KERNELS_AUTO, got, &err);
     CHECK(st == NMT_STATUS_ERROR_ARGUMENT && strstr(err.message, "stores no matrix sparse"),
           "sparse on, dense model: %d '%s'", st, err.message);
 done:
     for (int i = 0; i < N_LINES; i++)
-        nmt_result_clear(&ref[i]);
+        nmt_result_clear(&ref[0][i]), nmt_result_clear(&ref[1][i]);
     nmt_model_free(base);
     nmt_model_free(sparse);
     nmt_model_free(dense);

@@ -1,42 +1,135 @@
-/* encoder_blas.c: the CPU encoder of the BLAS path (nmt_cpu_state_set_blas),
+/* encoder_fast.c: the CPU encoder of the fast path (nmt_cpu_state_set_fast),
  * the reference's arithmetic (encoder.c) batched over the sentences: the
  * sentences' positions are packed one after another, each layer direction's
  * input projection w_ih x + b_ih is one GEMM over all of them, and each step
  * of its recurrence one GEMM over the sentences still that long (a
  * sentence's step t reads its own position: t forward, len - 1 - t
  * backward), so no padding enters a recurrence. A row's product has the same
- * bits in any GEMM (kernels/linear_blas.h), so a sentence's results do not
- * depend on its batch. */
+ * bits in any GEMM (kernels/linear_fixed.h; kernels/linear_blas.h where its
+ * probe says so), so a sentence's results do not depend on its batch. */
 #include "cpu_state.h"
 
 #include "error.h"
 #include "fp32_ops.h"
+#include "half.h"
 #include "lstm_cell.h"
 #include "nhot.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-nmt_status nmt_cpu_state_set_blas(nmt_cpu_state *state, nmt_error *err)
+/* The fp16 copy of a matrix of count weights, when each is exactly an fp16
+ * value; else none (the products read the fp32 weights). */
+static nmt_status add_half_copy(nmt_cpu_state *state, const float *w, size_t count,
+                                nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    if (!state)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu blas: state is NULL");
-    if (!nmt_cpu_blas_available())
-        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                             "cpu blas: the library was built without a BLAS (install "
-                             "libopenblas-dev and rebuild)");
-    const int32_t E = state->emb, H = state->hidden, half = state->half, V = state->vocab;
-    const size_t packed = (size_t)state->max_sentences * state->max_src;
-    /* The largest scratch of every product the state makes. */
-    const int32_t shapes[][2] = {{4 * half, E}, {4 * half, H}, {4 * half, half}, {4 * H, E},
-                                 {4 * H, H},    {H, H},        {V, H}};
-    size_t scratch = 0;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const size_t need = nmt_cpu_linear_blas_scratch(shapes[i][0], shapes[i][1]);
-        scratch = need > scratch ? need : scratch;
+    uint16_t *w16 = NULL;
+    NMT_ALLOC(w16, count);
+    for (size_t i = 0; i < count; i++) {
+        w16[i] = nmt_f32_to_f16(w[i]);
+        if (nmt_f16_to_f32(w16[i]) != w[i]) {
+            free(w16);
+            return NMT_STATUS_OK;
+        }
     }
-    NMT_ALLOC(state->blas_scratch, scratch);
+    state->half_copies[state->n_half_copies++] =
+        (nmt_cpu_half_copy){.w = w, .count = count, .w16 = w16};
+cleanup:
+    return status;
+}
+
+/* The int8 form of the slice (w, k) of n rows ldw apart. */
+static nmt_status add_int8_slice(nmt_cpu_state *state, const float *w, int32_t n, int32_t k,
+                                 int32_t ldw, nmt_error *err)
+{
+    nmt_cpu_int8_slice *s = &state->int8_slices[state->n_int8_slices];
+    nmt_status status = nmt_int8_matrix_make(w, n, k, ldw, &s->q, err);
+    if (status == NMT_STATUS_OK) {
+        s->w = w, s->k = k;
+        state->n_int8_slices++;
+    }
+    return status;
+}
+
+/* Every slice a decoder step multiplies (decoder_step.c, output_layer.c). */
+static nmt_status add_int8_slices(nmt_cpu_state *state, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const nmt_model *model = state->model;
+    const int32_t E = state->emb, H = state->hidden, G = 4 * H;
+    for (int32_t l = 0; l < state->dec_layers; l++) {
+        const nmt_lstm_weights *lstm = &model->dec[l];
+        if (l == 0) {
+            NMT_TRY(add_int8_slice(state, lstm->w_ih, G, E, E + H, err));
+            NMT_TRY(add_int8_slice(state, lstm->w_ih + E, G, H, E + H, err));
+        } else {
+            NMT_TRY(add_int8_slice(state, lstm->w_ih, G, H, H, err));
+        }
+        NMT_TRY(add_int8_slice(state, lstm->w_hh, G, H, H, err));
+    }
+    NMT_TRY(add_int8_slice(state, model->attn_w_c, H, H, 2 * H, err));
+    NMT_TRY(add_int8_slice(state, model->attn_w_c + H, H, H, 2 * H, err));
+    NMT_TRY(add_int8_slice(state, model->out_w, state->vocab, H, H, err));
+    const int32_t k = E > H ? E : H;
+    state->ldq = (k + NMT_INT8_K_ALIGN - 1) / NMT_INT8_K_ALIGN * NMT_INT8_K_ALIGN;
+    NMT_ALLOC(state->xq, (size_t)state->max_rows * state->ldq);
+    NMT_ALLOC(state->x_scale, state->max_rows);
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast,
+                                  nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (!state || !fast)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu fast: NULL argument");
+    if (fast->blas && !nmt_cpu_blas_available())
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "cpu kernels blas: the library was built without a BLAS (install "
+                             "libopenblas-dev and rebuild)");
+    if (!fast->blas && fast->threads < 1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu fast: %d threads",
+                             fast->threads);
+    if (!fast->blas)
+        NMT_TRY(nmt_cpu_isa_check(fast->isa, err));
+    if (fast->int8 && (fast->blas || !nmt_cpu_int8_supported()))
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             fast->blas ? "precision int8 runs on the fast kernels, not blas"
+                                        : "precision int8: this CPU or build lacks AVX-512 VNNI "
+                                          "(vpdpbusd), which its products need");
+    const int32_t E = state->emb, H = state->hidden, half = state->half;
+    const size_t packed = (size_t)state->max_sentences * state->max_src;
+    if (fast->blas) {
+        /* The largest scratch of every product the state makes. */
+        const int32_t V = state->vocab;
+        const int32_t shapes[][2] = {{4 * half, E}, {4 * half, H}, {4 * half, half},
+                                     {4 * H, E},    {4 * H, H},    {H, H},
+                                     {V, H}};
+        size_t scratch = 0;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            const size_t need = nmt_cpu_linear_blas_scratch(shapes[i][0], shapes[i][1]);
+            scratch = need > scratch ? need : scratch;
+        }
+        NMT_ALLOC(state->blas_scratch, scratch);
+    } else {
+        state->gemm.isa = fast->isa == NMT_CPU_ISA_AUTO ? nmt_cpu_isa_best() : fast->isa;
+        if (fast->threads > 1)
+            NMT_TRY(nmt_thread_pool_create(fast->threads, &state->gemm.pool, err));
+        const nmt_model *model = state->model;
+        if (fast->int8)
+            NMT_TRY(add_int8_slices(state, err));
+        for (int32_t l = 0; !fast->int8 && model->weights_fp16 && l < state->dec_layers; l++) {
+            const nmt_lstm_weights *lstm = &model->dec[l];
+            NMT_TRY(add_half_copy(state, lstm->w_ih, (size_t)4 * H * lstm->input_size, err));
+            NMT_TRY(add_half_copy(state, lstm->w_hh, (size_t)4 * H * H, err));
+        }
+        if (!fast->int8 && model->weights_fp16) {
+            NMT_TRY(add_half_copy(state, model->attn_w_c, (size_t)2 * H * H, err));
+            NMT_TRY(add_half_copy(state, model->out_w, (size_t)state->vocab * H, err));
+        }
+    }
     NMT_ALLOC(state->enc_first, state->max_sentences);
     NMT_ALLOC(state->enc_in, packed * E);
     NMT_ALLOC(state->enc_out[0], packed * H);
@@ -45,16 +138,29 @@ nmt_status nmt_cpu_state_set_blas(nmt_cpu_state *state, nmt_error *err)
     NMT_ALLOC(state->enc_h_prev, (size_t)state->max_sentences * half);
     NMT_ALLOC(state->enc_gates_rows, (size_t)state->max_sentences * 4 * half);
     NMT_ALLOC(state->enc_c_rows, (size_t)state->max_sentences * half);
-    state->blas = 1;
+    state->fast = 1;
+    state->fast_blas = fast->blas != 0;
     return NMT_STATUS_OK;
 cleanup:
-    nmt_cpu_state_free_blas(state);
+    nmt_cpu_state_free_fast(state);
     return status;
 }
 
-void nmt_cpu_state_free_blas(nmt_cpu_state *state)
+void nmt_cpu_state_free_fast(nmt_cpu_state *state)
 {
-    state->blas = 0;
+    state->fast = state->fast_blas = 0;
+    nmt_thread_pool_free(state->gemm.pool);
+    state->gemm.pool = NULL;
+    for (int32_t i = 0; i < state->n_half_copies; i++)
+        free(state->half_copies[i].w16);
+    state->n_half_copies = 0;
+    for (int32_t i = 0; i < state->n_int8_slices; i++)
+        nmt_int8_matrix_free(&state->int8_slices[i].q);
+    state->n_int8_slices = 0;
+    free(state->xq);
+    free(state->x_scale);
+    state->xq = NULL;
+    state->x_scale = NULL;
     free(state->blas_scratch);
     free(state->enc_first);
     free(state->enc_in);
@@ -130,7 +236,7 @@ static void set_initial(nmt_cpu_state *state, int32_t l, const float *out, int32
     }
 }
 
-nmt_status nmt_cpu_encode_blas(nmt_cpu_state *state, const nmt_source_batch *batch,
+nmt_status nmt_cpu_encode_fast(nmt_cpu_state *state, const nmt_source_batch *batch,
                                nmt_error *err)
 {
     const nmt_model *model = state->model;
