@@ -68,10 +68,15 @@ static const float *cpu_attention(void *state, int32_t *stride)
     return nmt_cpu_state_attention(state, stride);
 }
 
+static const float *cpu_logits(void *state, int32_t *ld)
+{
+    return nmt_cpu_state_logits(state, ld);
+}
+
 nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state)
 {
     const nmt_step_model step = {state, nmt_cpu_state_vocab(state), cpu_step, cpu_reorder,
-                                 cpu_attention};
+                                 cpu_attention, cpu_logits};
     return step;
 }
 
@@ -87,7 +92,9 @@ static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batc
     if (status != NMT_STATUS_OK)
         return status;
     const nmt_step_model step = nmt_cpu_step_model(self->state);
-    return nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results, err);
+    nmt_search_config keyed = *config;
+    keyed.line_keys = batch->line_key;
+    return nmt_beam_search(&step, batch->n_sentences, batch->src_len, &keyed, results, err);
 }
 
 static void cpu_backend_free(nmt_backend *backend)

@@ -67,6 +67,18 @@ void nmt_request_options_init(nmt_request_options *options)
     options->max_len_b = -1;
     options->shrink = -1;
     options->deadline_ms = 0.0;
+    options->sampling_topk = -1;
+    options->sampling_topp = -1.0f;
+    options->sampling_temperature = -1.0f;
+    options->seed = -1;
+    options->line_key = 0;
+    options->min_length = -1;
+    options->no_repeat_ngram_size = -1;
+    options->repetition_penalty = -1.0f;
+    options->ban_unk = -1;
+    options->suppress = NULL;
+    options->coverage_penalty = -1;
+    options->coverage_beta = -1.0f;
 }
 
 /* ---- completing requests ----------------------------------------------------- */
@@ -172,12 +184,13 @@ static void run_batch(service_worker *w, int n)
                           "the deadline passed before the translation started");
             continue;
         }
+        w->line_keys[m] = r->line_key;
         w->lines[m++] = r->line;
     }
     nmt_result *out = w->results + n; /* [m]: the translated ones, then moved */
     nmt_error err = {0};
-    const nmt_status status = m > 0 ? nmt_translator_run(t, w->lines, m, &first->search, out,
-                                                          &err)
+    const nmt_status status = m > 0 ? nmt_translator_run(t, w->lines, m, &first->search,
+                                                          w->line_keys, out, &err)
                                     : NMT_STATUS_OK;
     const double end = nmt_request_now();
     for (int i = 0, k = 0; i < n; i++) {
@@ -275,6 +288,7 @@ static nmt_status create_worker(nmt_service *s, service_worker *w, const nmt_mod
     w->streams = s->options.continuous && nmt_translator_can_stream(w->full);
     NMT_ALLOC(w->batch, cap);
     NMT_ALLOC(w->lines, cap);
+    NMT_ALLOC(w->line_keys, cap);
     NMT_ALLOC(w->results, 2 * (size_t)cap);
 cleanup:
     return status;
@@ -286,6 +300,7 @@ static void free_worker(service_worker *w)
     nmt_translator_free(w->shrunk);
     free(w->batch);
     free(w->lines);
+    free(w->line_keys);
     free(w->results);
 }
 
@@ -334,6 +349,7 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
                               index, err));
     }
     s->cuda = cuda;
+    s->model = model;
     s->defaults = nmt_translator_search(s->workers[0].full);
     s->default_shrink = o->shrink.mode != NMT_SHRINK_NONE;
     for (int i = 0; i < n; i++) {
@@ -351,6 +367,53 @@ cleanup:
     return status;
 }
 
+/* A float option of a request: given unless negative (NaN is given, and
+ * refused by the check). */
+static int float_given(float value)
+{
+    return value >= 0.0f || isnan(value);
+}
+
+/* The request's sampling and logit rules from the caller's. */
+static nmt_status resolve_rules(const nmt_service *s, const nmt_request_options *o,
+                                nmt_request *r, nmt_error *err)
+{
+    nmt_search_params *p = &r->search;
+    if (o->sampling_topk != -1)
+        p->sampling_topk = nmt_sampling_topk_of(o->sampling_topk);
+    if (float_given(o->sampling_topp))
+        p->sampling_topp = o->sampling_topp;
+    if (float_given(o->sampling_temperature))
+        p->sampling_temperature = o->sampling_temperature;
+    if (o->seed >= 0)
+        p->seed = (uint64_t)o->seed;
+    r->line_key = o->line_key;
+    if (o->min_length >= 0)
+        p->min_length = o->min_length;
+    if (o->no_repeat_ngram_size >= 0)
+        p->no_repeat_ngram_size = o->no_repeat_ngram_size;
+    if (float_given(o->repetition_penalty)) {
+        if (!(o->repetition_penalty > 0.0f))
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "repetition_penalty %g: must "
+                                 "be in (0, 100] (1: off)", o->repetition_penalty);
+        p->repetition_penalty = o->repetition_penalty;
+    }
+    if (o->ban_unk >= 0)
+        p->ban_unk = o->ban_unk;
+    if (o->suppress) {
+        nmt_status status = nmt_suppress_parse(s->model, o->suppress, &r->suppress,
+                                               &p->suppress_words, err);
+        if (status != NMT_STATUS_OK)
+            return status;
+        p->suppress = r->suppress;
+    }
+    if (o->coverage_penalty >= 0)
+        p->coverage_penalty = (nmt_coverage_penalty)o->coverage_penalty;
+    if (float_given(o->coverage_beta))
+        p->coverage_beta = o->coverage_beta;
+    return NMT_STATUS_OK;
+}
+
 /* The request's search options from the caller's (NULL: the service's). */
 static nmt_status resolve_options(const nmt_service *s, const nmt_request_options *o,
                                   nmt_request *r, nmt_error *err)
@@ -361,11 +424,17 @@ static nmt_status resolve_options(const nmt_service *s, const nmt_request_option
         o = &d;
     r->search = s->defaults;
     r->shrink = s->default_shrink;
+    const nmt_status rules = resolve_rules(s, o, r, err);
+    if (rules != NMT_STATUS_OK)
+        return rules;
+    const int sampling = nmt_search_sampling(&r->search);
     if (o->beam_size != 0)
         r->search.beam_size = o->beam_size;
+    else if (sampling) /* a sampling request's own beam: sampling takes 1 */
+        r->search.beam_size = 1;
     if (o->n_best != 0)
         r->search.n_best = o->n_best;
-    else if (r->search.n_best > r->search.beam_size)
+    else if (!sampling && r->search.n_best > r->search.beam_size)
         r->search.n_best = r->search.beam_size;
     if (o->alpha >= 0.0f || isnan(o->alpha))
         r->search.alpha = o->alpha;

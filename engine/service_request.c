@@ -40,6 +40,7 @@ void nmt_request_destroy(nmt_request *r)
     pthread_cond_destroy(&r->done);
     pthread_mutex_destroy(&r->lock);
     free(r->line);
+    free(r->suppress);
     free(r);
 }
 

@@ -32,6 +32,9 @@ struct nmt_request {
     nmt_result result;            /* once DONE */
     char *line;                   /* owned copy */
     nmt_search_params search;  /* resolved: what the translation uses */
+    int32_t *suppress;            /* owned: the request's own suppressed sequences, which
+                                     search points to (NULL: the service's) */
+    uint64_t line_key;            /* sampling: its random streams' key besides the seed */
     int shrink;                   /* 1: the service's shrinking */
     int tokens;                   /* source tokens, counted only under max_batch_tokens
                                      (0 for a line the tokenizer refuses) */

@@ -59,6 +59,11 @@ void nmt_options_init(nmt_options *options)
     options->batch_invariant = 1;
     options->cpu_kernels = NMT_CPU_KERNELS_AUTO;
     options->threads = 0; /* the cores */
+    options->sampling_topk = 1; /* CTranslate2's defaults: no sampling, no logit rule */
+    options->sampling_topp = 1.0f;
+    options->sampling_temperature = 1.0f;
+    options->repetition_penalty = 1.0f;
+    options->coverage_penalty = NMT_COVERAGE_NONE;
 }
 
 int nmt_cuda_available(void)
@@ -71,22 +76,45 @@ int nmt_cuda_available(void)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, __VA_ARGS__)
 
 /* The search params of the options: the one place the public option fields
- * meet the search's. */
-static nmt_search_params search_params_of(const nmt_options *o)
+ * meet the search's (suppress: the ids of o->suppress, nmt_suppress_parse). */
+static nmt_search_params search_params_of(const nmt_options *o, const int32_t *suppress,
+                                          int32_t suppress_words)
 {
-    return (nmt_search_params){.beam_size = o->beam_size,
-                               .n_best = o->n_best,
-                               .alpha = o->alpha,
-                               .max_len_a = o->max_len_a,
-                               .max_len_b = o->max_len_b};
+    return (nmt_search_params){
+        .beam_size = o->beam_size,
+        .n_best = o->n_best,
+        .alpha = o->alpha,
+        .max_len_a = o->max_len_a,
+        .max_len_b = o->max_len_b,
+        .sampling_topk = nmt_sampling_topk_of(o->sampling_topk),
+        .sampling_topp = o->sampling_topp,
+        .sampling_temperature = o->sampling_temperature,
+        .seed = o->seed,
+        .min_length = o->min_length,
+        .no_repeat_ngram_size = o->no_repeat_ngram_size,
+        .repetition_penalty = o->repetition_penalty,
+        .ban_unk = o->ban_unk,
+        .suppress = suppress,
+        .suppress_words = suppress_words,
+        .coverage_penalty = o->coverage_penalty,
+        .coverage_beta = o->coverage_beta,
+    };
 }
 
 static nmt_status check_options(const nmt_options *o, nmt_error *err)
 {
-    const nmt_search_params search = search_params_of(o);
-    const nmt_status status = nmt_search_params_check(&search, NMT_SEARCH_MAX_BEAM, err);
+    const nmt_search_params search = search_params_of(o, NULL, 0);
+    nmt_status status = nmt_search_params_check(&search, NMT_SEARCH_MAX_BEAM, err);
+    if (status == NMT_STATUS_OK)
+        status = nmt_search_params_check_rules(&search, o->search_rules, err);
     if (status != NMT_STATUS_OK)
         return status;
+    REQUIRE(o->repetition_penalty > 0.0f, "repetition_penalty %g: must be in (0, 100] (1: off)",
+            o->repetition_penalty);
+    REQUIRE(o->shrink.mode == NMT_SHRINK_NONE ||
+                (!nmt_search_sampling(&search) && !nmt_search_has_logit_rules(&search) &&
+                 !o->suppress),
+            "shrink: sampling and the logit rules need the full output layer");
     REQUIRE(o->batch_size >= 1 && o->batch_size <= 4096, "batch_size %d: must be in 1..4096",
             o->batch_size);
     REQUIRE(o->max_line_bytes >= 1, "max_line_bytes %d: must be positive", o->max_line_bytes);
@@ -167,6 +195,7 @@ void nmt_translator_free(nmt_translator *t)
         t->backend->vtable->free(t->backend);
     nmt_source_builder_free(&t->source);
     free(t->results_pair);
+    free(t->suppress);
     free(t);
 }
 
@@ -194,19 +223,26 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     /* auto: the arithmetic of the file's weights (an fp16 file's are exact in
      * fp16), as CTranslate2's compute_type "default" keeps the model's type. */
     t->options.precision = nmt_precision_for_model(model, t->options.precision);
+    if (options->suppress)
+        NMT_TRY(nmt_suppress_parse(model, options->suppress, &t->suppress, &t->suppress_words,
+                                   err));
     t->search = (nmt_search_config){
-        .params = search_params_of(options),
+        .params = search_params_of(options, t->suppress, t->suppress_words),
         .pad_id = NMT_PAD_ID,
         .bos_id = NMT_BOS_ID,
         .eos_id = NMT_EOS_ID,
         .rules = options->search_rules,
         .attention = options->attention_weights,
+        .unk_id = NMT_UNK_ID,
     };
+    /* The most rows a sentence may take: the beam, or the samples. */
+    const int32_t width = nmt_search_width(&t->search.params);
+    const int coverage = options->coverage_penalty != NMT_COVERAGE_NONE;
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
     nmt_backend_config config = {
         .max_sentences = options->batch_size,
-        .beam = options->beam_size,
+        .beam = width > options->beam_size ? width : options->beam_size,
         .max_src = options->max_src_tokens,
         .shrink = options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL,
         .collect_stats = options->collect_stats,
@@ -216,6 +252,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         .precision = t->options.precision,
         .sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF,
         .attention = options->attention_weights,
+        .attention_model = options->attention_weights || coverage,
         .batch_invariant = options->batch_invariant != 0,
         .cpu_kernels = options->cpu_kernels,
         .threads = options->threads,
@@ -242,6 +279,9 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     const int32_t batch = config.max_sentences, max_src = options->max_src_tokens;
     t->options.batch_size = batch;
     t->stats.batch_size = batch;
+    t->capacity = config.beam;
+    /* The CPU network keeps every step's weights; CUDA's only when asked. */
+    t->attention_model = config.attention_model || t->backend->device == NMT_DEVICE_CPU;
     t->stats.precision = t->backend->device == NMT_DEVICE_CPU ? NMT_PRECISION_FP32
                                                               : t->options.precision;
     NMT_TRY(nmt_source_builder_init(&t->source, model, batch, max_src, err));
@@ -377,14 +417,27 @@ nmt_status nmt_translator_search_config(const nmt_translator *t,
 nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int n_lines,
                                nmt_result *results, nmt_error *err)
 {
-    return nmt_translator_run(t, lines, n_lines, NULL, results, err);
+    return nmt_translator_run(t, lines, n_lines, NULL, NULL, results, err);
 }
 
 nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_params *o,
                                        nmt_error *err)
 {
-    /* A request's beam at most the translator's: its backend is sized for it. */
-    return nmt_search_params_check(o, t->options.beam_size, err);
+    /* A request's rows at most the translator's: its backend is sized for them. */
+    nmt_status status = nmt_search_params_check(o, t->capacity, err);
+    if (status == NMT_STATUS_OK)
+        status = nmt_search_params_check_rules(o, t->search.rules, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    if (t->options.shrink.mode != NMT_SHRINK_NONE &&
+        (nmt_search_sampling(o) || nmt_search_has_logit_rules(o)))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "shrink: sampling and the logit "
+                             "rules need the full output layer");
+    if (o->coverage_penalty != NMT_COVERAGE_NONE && !t->attention_model)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "coverage_penalty: the translator "
+                             "keeps no attention weights (create it with the coverage penalty "
+                             "or attention_weights)");
+    return NMT_STATUS_OK;
 }
 
 nmt_search_params nmt_translator_search(const nmt_translator *t)
@@ -403,7 +456,21 @@ struct nmt_prepared {
     nmt_result *results;           /* [n_lines]: the answers of lines not searched */
     int32_t *order;                /* [n_valid]: the searched lines, longest first */
     int used;                      /* translated already: its answers were moved out */
+    uint64_t *line_keys;           /* [n_lines] or NULL: sampling keys (set_line_keys) */
 };
+
+nmt_status nmt_prepared_set_line_keys(nmt_prepared *p, const uint64_t *keys, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (!p || (!keys && p->n_lines > 0) || p->used)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "prepared_set_line_keys: no lines, no keys, or translated already");
+    if (!p->line_keys)
+        NMT_ALLOC(p->line_keys, p->n_lines > 0 ? p->n_lines : 1);
+    memcpy(p->line_keys, keys, sizeof *keys * (size_t)p->n_lines);
+cleanup:
+    return status;
+}
 
 void nmt_prepared_free(nmt_prepared *p)
 {
@@ -416,6 +483,7 @@ void nmt_prepared_free(nmt_prepared *p)
     free(p->tokens);
     free(p->results);
     free(p->order);
+    free(p->line_keys);
     free(p);
 }
 
@@ -490,6 +558,7 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
     const int32_t batch = t->options.batch_size, max_tokens = t->options.max_batch_tokens;
     const double started = seconds_now();
     nmt_finisher *finisher = NULL;
+    t->line_keys = p->line_keys;
     for (int32_t first = 0, count = 0; first < p->n_valid; first += count) {
         /* batch_size sentences at most, and max_batch_tokens source tokens
          * (a longer sentence goes alone). */
@@ -521,6 +590,7 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
         t->stats.decode_seconds += seconds_now() - started;
     }
 cleanup:
+    t->line_keys = NULL;
     if (finisher) { /* its batch is done before the lines are failed */
         nmt_error ignored = {0};
         nmt_finisher_stop(finisher, &ignored);
@@ -537,14 +607,16 @@ nmt_status nmt_translate_prepared(nmt_translator *t, nmt_prepared *prepared, nmt
 }
 
 nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n_lines,
-                              const nmt_search_params *overrides, nmt_result *results,
-                              nmt_error *err)
+                              const nmt_search_params *overrides, const uint64_t *line_keys,
+                              nmt_result *results, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_prepared *p = NULL;
     if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_batch: bad arguments");
     status = nmt_translator_prepare(t, lines, n_lines, &p, err);
+    if (status == NMT_STATUS_OK && line_keys)
+        status = nmt_prepared_set_line_keys(p, line_keys, err);
     if (status == NMT_STATUS_OK) {
         status = run_prepared(t, p, overrides, results, err);
     } else {

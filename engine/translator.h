@@ -22,7 +22,29 @@ struct nmt_translator {
     nmt_search_result *results_pair;   /* [2 * batch_size] (the other half with the finisher) */
     nmt_shrink shrink;                 /* the backend's view of options.shrink */
     nmt_stats stats;                   /* collect_stats: the translator's part */
+    int32_t *suppress;                 /* options.suppress as word ids (search_params.h) */
+    int32_t suppress_words;
+    int32_t capacity;                  /* the most rows a sentence may take (the backend's
+                                          beam: the beam or the samples) */
+    int attention_model;               /* the backend's model gives attention weights
+                                          (the coverage penalty reads them) */
+    const uint64_t *line_keys;         /* while a call decodes: line i's sampling key
+                                          (NULL: i), indexed as its tokens */
 };
+
+/* nmt_options.sampling_topk (CTranslate2's: 1 off, 0 every word) as
+ * nmt_search_params has it (0 off, NMT_SAMPLING_ALL every word). */
+static inline int32_t nmt_sampling_topk_of(int topk)
+{
+    return topk == 1 ? 0 : topk == 0 ? NMT_SAMPLING_ALL : (int32_t)topk;
+}
+
+/* engine/translator_rules.c: suppressed sequences from text (one a line,
+ * target tokens separated by spaces) into *ids (search_params.h's layout;
+ * malloc'd, NULL for none) and *n_words; an unknown token or a sequence
+ * over the limits is refused, naming its line. */
+nmt_status nmt_suppress_parse(const nmt_model *model, const char *text, int32_t **ids,
+                              int32_t *n_words, nmt_error *err);
 
 /* The search options a request may vary are an nmt_search_params (the rest
  * of nmt_search_config is the translator's). The translator's own: */
@@ -33,10 +55,11 @@ nmt_search_params nmt_translator_search(const nmt_translator *translator);
 nmt_status nmt_translator_check_search(const nmt_translator *translator,
                                        const nmt_search_params *overrides, nmt_error *err);
 
-/* nmt_translate_batch with overrides (NULL: the translator's). */
+/* nmt_translate_batch with overrides (NULL: the translator's) and the
+ * lines' sampling keys (NULL: their indices). */
 nmt_status nmt_translator_run(nmt_translator *translator, const char *const *lines, int n_lines,
-                              const nmt_search_params *overrides, nmt_result *results,
-                              nmt_error *err);
+                              const nmt_search_params *overrides, const uint64_t *line_keys,
+                              nmt_result *results, nmt_error *err);
 
 /* The search configuration with overrides (NULL: the translator's). */
 nmt_status nmt_translator_search_config(const nmt_translator *translator,
@@ -126,6 +149,8 @@ typedef struct nmt_line_stream {
     void (*deliver)(void *self, void *tag, nmt_result *result);
     int check_every; /* steps between the points where lines join and leave (0: the
                         translator's check_every) */
+    /* NULL, or the sampling key of a pulled line by its tag (NULL: 0). */
+    uint64_t (*line_key)(void *self, void *tag);
 } nmt_line_stream;
 
 /* 1 when the translator's backend decodes streams (CUDA), else 0. */

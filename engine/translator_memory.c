@@ -65,7 +65,9 @@ nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_confi
     nmt_error decode_err = {0};
     nmt_source_builder_reset(&t->source);
     for (int32_t k = 0; k < count; k++)
-        NMT_TRY(nmt_source_builder_add(&t->source, &tokens[lines[k]], err));
+        NMT_TRY(nmt_source_builder_add(&t->source, &tokens[lines[k]],
+                                       t->line_keys ? t->line_keys[lines[k]] : (uint64_t)lines[k],
+                                       err));
     {
         const nmt_source_batch source = nmt_source_builder_batch(&t->source);
         memset(t->search_results, 0, sizeof *t->search_results * (size_t)count);

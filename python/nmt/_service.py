@@ -21,7 +21,8 @@ import weakref
 from . import _capi
 from ._results import (Busy, Closed, ServiceStats, Status, copy_result, copy_struct, encode_line,
                        error_from, raise_error)
-from ._translator import as_model, fill_options
+from ._translator import (COVERAGE, SEARCH_OPTIONS, _SEARCH_CONV, _choice, as_model,
+                          fill_options, sampling_beam, suppress_text)
 
 _pending = {}  # key -> _Request, from submit until the callback
 _pending_lock = threading.Lock()
@@ -137,7 +138,8 @@ class Service:
         self._lib = self.model._lib
         so = _capi.nmt_service_options()
         self._lib.nmt_service_options_init(ctypes.byref(so))
-        fill_options(self._lib, so.translator, device, batch_size=batch_size, **options)
+        fill_options(self._lib, so.translator, device, batch_size=batch_size,
+                     **sampling_beam(options))
         if workers is not None:
             so.cpu_workers = _capi.c_int(workers, "workers")
         if queue_capacity is not None:
@@ -191,12 +193,19 @@ class Service:
     # -- requests -----------------------------------------------------------------
 
     def submit(self, line, beam_size=None, n_best=None, alpha=None, max_len_a=None,
-               max_len_b=None, deadline_ms=None, shrink=None):
+               max_len_b=None, deadline_ms=None, shrink=None, line_key=None, suppress=None,
+               coverage_penalty=None, coverage_beta=None, **rules):
         """Queues one line and returns a concurrent.futures.Future of its
         nmt.Result at once. Options (None: the service's): beam_size (up to
         the service's), n_best, alpha, max_len_a, max_len_b, deadline_ms (not
         translated within it: a result with Status.DEADLINE), shrink (False:
-        full softmax; True: the service's shrinking). Raises nmt.Busy when
+        full softmax; True: the service's shrinking), the sampling and
+        logit-rule options of Translator (sampling_topk, sampling_topp,
+        sampling_temperature, seed, min_length, no_repeat_ngram_size,
+        repetition_penalty, ban_unk, suppress, coverage_penalty,
+        coverage_beta) and line_key (the request's sampling key, default 0;
+        a sampling request with no beam_size of its own takes beam 1).
+        Raises nmt.Busy when
         the queue is full, nmt.Closed after shutdown, nmt.ArgumentError for
         bad options (nothing queued in each case). A line the library cannot
         take (a NUL byte) gives a future already done with its refusal."""
@@ -211,6 +220,21 @@ class Service:
                 setattr(ro, name, _capi.c_int(value, name) if conv is int else conv(value))
         if shrink is not None:
             ro.shrink = 1 if shrink else 0
+        unknown = set(rules) - set(SEARCH_OPTIONS[5:])
+        if unknown:
+            raise TypeError("unknown option(s): %s" % ", ".join(sorted(unknown)))
+        for name, value in rules.items():
+            if value is not None:
+                setattr(ro, name, _capi.c_int64(value, name) if name == "seed"
+                        else _SEARCH_CONV[name](value))
+        if line_key is not None:
+            ro.line_key = _capi.c_uint64(line_key, "line_key")
+        if suppress is not None:
+            ro.suppress = suppress_text(suppress)  # read at submit
+        if coverage_penalty is not None:
+            ro.coverage_penalty = _choice(COVERAGE, "coverage_penalty", coverage_penalty)
+        if coverage_beta is not None:
+            ro.coverage_beta = float(coverage_beta)
         if refused is not None:
             return _completed(refused)
         req = _Request(self._lib, self)

@@ -22,15 +22,27 @@ _PRECISIONS = {"fp32": _capi.PRECISION_FP32, "tf32x2": _capi.PRECISION_TF32X2,
 _PRECISION_NAMES = {v: k for k, v in _PRECISIONS.items()}
 _SPARSE = {"auto": _capi.SPARSE_AUTO, "on": _capi.SPARSE_ON, "off": _capi.SPARSE_OFF}
 _RULES = {"v1": 0, "onmt": 1}  # nmt_search_rules
+COVERAGE = {"none": 0, "wu": 1, "summary": 2}  # nmt_coverage_penalty
 
 # The search options a translate_batch call may change (a translator each).
-SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b")
+SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b", "sampling_topk",
+                  "sampling_topp", "sampling_temperature", "seed", "min_length",
+                  "no_repeat_ngram_size", "repetition_penalty", "ban_unk")
+_FLOAT32 = lambda v: ctypes.c_float(v).value  # noqa: E731
 # As the C fields hold them (a float as float32), so that keys compare equal.
 _SEARCH_CONV = {"beam_size": lambda v: _capi.c_int(v, "beam_size"),
                 "n_best": lambda v: _capi.c_int(v, "n_best"),
                 "max_len_b": lambda v: _capi.c_int(v, "max_len_b"),
-                "alpha": lambda v: ctypes.c_float(v).value,
-                "max_len_a": lambda v: ctypes.c_float(v).value}
+                "alpha": _FLOAT32,
+                "max_len_a": _FLOAT32,
+                "sampling_topk": lambda v: _capi.c_int(v, "sampling_topk"),
+                "sampling_topp": _FLOAT32,
+                "sampling_temperature": _FLOAT32,
+                "seed": lambda v: _capi.c_uint64(v, "seed"),
+                "min_length": lambda v: _capi.c_int(v, "min_length"),
+                "no_repeat_ngram_size": lambda v: _capi.c_int(v, "no_repeat_ngram_size"),
+                "repetition_penalty": _FLOAT32,
+                "ban_unk": lambda v: _capi.c_int(bool(v), "ban_unk")}
 # Cached translators for per-call search options, per Translator.
 _CACHE_SIZE = 4
 
@@ -149,6 +161,29 @@ def _ints(value, n, what):
     return values
 
 
+def suppress_text(sequences):
+    """suppress as the library reads it: a str (one sequence a line, target
+    tokens separated by spaces) as it is, or a list of sequences, each a str
+    of tokens or a list of tokens."""
+    if isinstance(sequences, (str, bytes)):
+        text = sequences if isinstance(sequences, str) else sequences.decode("utf-8")
+    else:
+        text = "\n".join(seq if isinstance(seq, str) else " ".join(seq) for seq in sequences)
+    data = text.encode("utf-8")
+    if b"\0" in data:
+        raise ValueError("suppress: contains a NUL byte")
+    return data
+
+
+def sampling_beam(options):
+    """A sampling call or translator with no beam_size of its own takes beam 1
+    (sampling draws n_best samples with beam 1), as translate's --beam does."""
+    topk = options.get("sampling_topk")
+    if topk is not None and int(topk) != 1 and options.get("beam_size") is None:
+        options = dict(options, beam_size=1)
+    return options
+
+
 def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_best=None,
                  alpha=None, max_len_a=None, max_len_b=None, batch_size=None,
                  max_line_bytes=None, max_src_tokens=None, unk_replace=None, lsh=None,
@@ -156,10 +191,26 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
                  collect_stats=None, cuda_graphs=None, warmup=None, precision=None,
                  check_every=None, input_tokens=None, output_tokens=None,
                  max_batch_tokens=None, search_rules=None, sparse=None,
-                 attention_weights=None, batch_invariant=None):
+                 attention_weights=None, batch_invariant=None, sampling_topk=None,
+                 sampling_topp=None, sampling_temperature=None, seed=None, min_length=None,
+                 no_repeat_ngram_size=None, repetition_penalty=None, ban_unk=None,
+                 suppress=None, coverage_penalty=None, coverage_beta=None):
     """Fills an nmt_options: the library's defaults (nmt_options_init), then
     every argument that is not None. The library checks the values."""
     lib.nmt_options_init(ctypes.byref(o))
+    rules = {"sampling_topk": sampling_topk, "sampling_topp": sampling_topp,
+             "sampling_temperature": sampling_temperature, "seed": seed,
+             "min_length": min_length, "no_repeat_ngram_size": no_repeat_ngram_size,
+             "repetition_penalty": repetition_penalty, "ban_unk": ban_unk}
+    for name, value in rules.items():
+        if value is not None:
+            setattr(o, name, _SEARCH_CONV[name](value))
+    if suppress is not None:
+        o.suppress = suppress_text(suppress)  # the struct keeps the bytes alive
+    if coverage_penalty is not None:
+        o.coverage_penalty = _choice(COVERAGE, "coverage_penalty", coverage_penalty)
+    if coverage_beta is not None:
+        o.coverage_beta = float(coverage_beta)
     o.device, o.device_index = parse_device(
         device, o.device_index if device_index is None else _capi.c_int(device_index,
                                                                          "device_index"))
@@ -225,7 +276,8 @@ class Translator:
     def __init__(self, model, device="auto", library=None, **options):
         self.model = as_model(model, library)
         self._lib = self.model._lib
-        self._options = fill_options(self._lib, _capi.nmt_options(), device, **options)
+        self._options = fill_options(self._lib, _capi.nmt_options(), device,
+                                     **sampling_beam(options))
         self._lock = threading.Lock()
         self._translators = collections.OrderedDict()  # search options -> C translator
         self._executor = None
@@ -241,6 +293,7 @@ class Translator:
     # -- the C translators ------------------------------------------------------
 
     def _key(self, overrides):
+        overrides = sampling_beam(overrides)
         unknown = set(overrides) - set(SEARCH_OPTIONS)
         if unknown:
             raise TypeError("unknown option(s): %s (per call: %s)" % (
@@ -281,16 +334,24 @@ class Translator:
         with self._lock:
             return device_name(self._lib.nmt_translator_device(self._get(self._default_key)))
 
-    def translate_batch(self, lines, **options):
+    def translate_batch(self, lines, line_keys=None, **options):
         """Translates lines (str or UTF-8 bytes) and returns one nmt.Result per
         line, in order: .hypotheses (nmt.Hypothesis: text, score, log_prob,
         n_tokens; best first, n_best of them) when .ok, else .status and
         .message say why the line was refused (a bad line never fails the
-        others). options: beam_size, n_best, alpha, max_len_a, max_len_b for
-        this call (another translator, made once and cached). Raises nmt.Error
-        when the whole batch failed (device error, out of memory)."""
+        others). options: any of SEARCH_OPTIONS (beam_size, n_best, alpha,
+        max_len_a, max_len_b, the sampling and logit-rule options) for this
+        call (another translator, made once and cached). line_keys: sampling
+        keys, one a line (default: the lines' indices; a line's samples depend
+        on the seed and its key only). Raises nmt.Error when the whole batch
+        failed (device error, out of memory)."""
         lines = list(lines)
         key = self._key(options)
+        if line_keys is not None:
+            line_keys = [_capi.c_uint64(k, "line_keys") for k in line_keys]
+            if len(line_keys) != len(lines):
+                raise ValueError("line_keys: %d keys for %d lines" % (len(line_keys),
+                                                                      len(lines)))
         if not lines:
             return []
         results = [None] * len(lines)
@@ -305,7 +366,11 @@ class Translator:
         err = _capi.nmt_error()
         with self._lock:
             ptr = self._get(key)
-            status = self._lib.nmt_translate_batch(ptr, c_lines, n, c_results, ctypes.byref(err))
+            if line_keys is None:
+                status = self._lib.nmt_translate_batch(ptr, c_lines, n, c_results,
+                                                       ctypes.byref(err))
+            else:
+                status = self._translate_keyed(ptr, c_lines, n, line_keys, c_results, err)
         try:
             if status != _capi.STATUS_OK:
                 raise_error(err)
@@ -316,6 +381,24 @@ class Translator:
             for i in range(n):
                 self._lib.nmt_result_clear(ctypes.byref(c_results[i]))
         return results
+
+    def _translate_keyed(self, ptr, c_lines, n, line_keys, c_results, err):
+        """nmt_translate_batch with the lines' sampling keys: prepare, keys,
+        translate_prepared."""
+        prepared = ctypes.c_void_p()
+        status = self._lib.nmt_translator_prepare(ptr, c_lines, n, ctypes.byref(prepared),
+                                                  ctypes.byref(err))
+        if status != _capi.STATUS_OK:
+            return status
+        try:
+            keys = (ctypes.c_uint64 * n)(*line_keys)
+            status = self._lib.nmt_prepared_set_line_keys(prepared, keys, ctypes.byref(err))
+            if status == _capi.STATUS_OK:
+                status = self._lib.nmt_translate_prepared(ptr, prepared, c_results,
+                                                          ctypes.byref(err))
+        finally:
+            self._lib.nmt_prepared_free(prepared)
+        return status
 
     def translate(self, line, **options):
         """translate_batch([line], **options)[0]."""

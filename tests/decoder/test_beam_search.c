@@ -124,7 +124,7 @@ static nmt_step_model fake_init(fake_model *m, table_fn table, const void *ctx, 
     m->fail_at_step = -1;
     for (int32_t i = 0; i < n; i++)
         m->sentence[i] = ids ? ids[i] : i;
-    return (nmt_step_model){m, vocab, fake_step, fake_reorder, fake_attention};
+    return (nmt_step_model){m, vocab, fake_step, fake_reorder, fake_attention, NULL};
 }
 
 static nmt_search_config make_config(int32_t beam, int32_t n_best, float alpha, float a, int32_t b)
@@ -490,6 +490,13 @@ static void test_random(fake_model *fake, fake_model *alone_fake, int iterations
     }
 }
 
+
+/* A search config of the v1 fields, the rest zero-initialized (off). */
+#define CONFIG(B, N, ALPHA, A, LEN_B, PAD_, BOS_, EOS_, RULES)                                \
+    {.params = {.beam_size = (B), .n_best = (N), .alpha = (ALPHA), .max_len_a = (A),          \
+                .max_len_b = (LEN_B)},                                                        \
+     .pad_id = (PAD_), .bos_id = (BOS_), .eos_id = (EOS_), .rules = (RULES)}
+
 static void test_invalid(fake_model *fake)
 {
     const rule none[] = {{0}};
@@ -504,23 +511,23 @@ static void test_invalid(fake_model *fake)
         int32_t vocab;
         const int32_t *src_length;
     } cases[] = {
-        {"beam_size", {{0, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"n_best", {{2, 0, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"n_best", {{2, 3, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"vocab_size", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 3, &one},
-        {"src_lengths[0]", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8,
+        {"beam_size", CONFIG(0, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"n_best", CONFIG(2, 0, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"n_best", CONFIG(2, 3, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"vocab_size", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 3, &one},
+        {"src_lengths[0]", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8,
          &zero},
-        {"pad_id", {{2, 1, 1.0f, 2.0f, 10}, -1, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"bos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, 8, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, 9, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, PAD, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"alpha", {{2, 1, NAN, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"rules", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, (nmt_search_rules)7, 0}, 8, &one},
-        {"beam_size", {{257, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"alpha", {{2, 1, -0.5f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"max_len_a", {{2, 1, 1.0f, NAN, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"max_len_b", {{2, 1, 1.0f, 2.0f, -1}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"both 0", {{2, 1, 1.0f, 0.0f, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"pad_id", CONFIG(2, 1, 1.0f, 2.0f, 10, -1, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"bos_id", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, 8, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"eos_id", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, BOS, 9, NMT_SEARCH_RULES_V1), 8, &one},
+        {"eos_id", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, BOS, PAD, NMT_SEARCH_RULES_V1), 8, &one},
+        {"alpha", CONFIG(2, 1, NAN, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"rules", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, (nmt_search_rules)7), 8, &one},
+        {"beam_size", CONFIG(257, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"alpha", CONFIG(2, 1, -0.5f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"max_len_a", CONFIG(2, 1, 1.0f, NAN, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"max_len_b", CONFIG(2, 1, 1.0f, 2.0f, -1, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"both 0", CONFIG(2, 1, 1.0f, 0.0f, 0, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         model.vocab_size = cases[c].vocab;
