@@ -48,6 +48,8 @@ typedef struct translate_args {
     int token_scores;  /* append " ||| " and each target token's log-probability, EOS last */
     int attention;     /* append " ||| " and a JSON document: source and target tokens and the
                           soft attention weights (engine.attention_weights) */
+    int beam_given;    /* --beam was set (file or command line): sampling's beam is 1 */
+    char suppress[1 << 17]; /* --suppress: sequences, one a line (engine.suppress points here) */
 } translate_args;
 
 /* One option: one row of a table that feeds getopt, the INI reader and
@@ -138,6 +140,10 @@ int app_parse_float(const char *text, double lo, double hi, float *out);
 const char *app_precision_name(nmt_precision precision);
 int app_parse_devices(const char *text, translate_args *a);
 int app_parse_lsh(const char *text, nmt_shrink_options *out);
+/* --suppress's value: a file of sequences (one a line, tokens separated by
+ * spaces) when one is named so, else a comma-separated list of them; into
+ * out (size bytes), one sequence a line. */
+int app_parse_suppress(const char *text, char *out, size_t size);
 
 /* batching.c: --batch-type tokens resolved into the engine's batch_size and
  * max_batch_tokens once every setting is in (EXIT_OK, or EXIT_USAGE with the

@@ -8,7 +8,11 @@
  * token s is the one target token t attended most, 0-based, as tokenized),
  * "token_scores": true the log-probability of each target token (the EOS's
  * last), and "attention": true (a server started with --attention) the
- * source and target tokens and the soft attention weights.
+ * source and target tokens and the soft attention weights. Sampling and the
+ * logit rules: sampling_topk, sampling_topp, sampling_temperature, seed,
+ * sample_key (default: the item's index), min_length, no_repeat_ngram_size,
+ * repetition_penalty, ban_unk / disable_unk, suppress (a list of token
+ * sequences), coverage_penalty and coverage_beta.
  * Each item is one service request. Everything is checked before anything
  * is queued. */
 #include "server.h"
@@ -126,6 +130,103 @@ static int item_options(const server *s, json_t *item, size_t i, nmt_request_opt
     return 1;
 }
 
+/* An optional string field: one of choices' names, its value in *out. */
+static int get_choice(json_t *item, const char *key, const char *const *choices, int *out,
+                      char *msg, size_t size, size_t i)
+{
+    json_t *v = json_object_get(item, key);
+    if (!v)
+        return 1;
+    for (int c = 0; json_is_string(v) && choices[c]; c++)
+        if (!strcmp(json_string_value(v), choices[c])) {
+            *out = c;
+            return 1;
+        }
+    snprintf(msg, size, "item %zu: \"%s\" must be one of %s", i, key, choices[0]);
+    for (int c = 1; choices[c]; c++)
+        snprintf(msg + strlen(msg), size - strlen(msg), ", %s", choices[c]);
+    return 0;
+}
+
+/* "suppress": a list of sequences, each a string of space-separated target
+ * tokens or a list of them, as one text (one sequence a line) in *text
+ * (malloc'd; NULL when absent). */
+static int get_suppress(json_t *item, char **text, char *msg, size_t size, size_t i)
+{
+    json_t *list = json_object_get(item, "suppress"), *seq, *token;
+    size_t k, t, bytes = 1, at = 0;
+    *text = NULL;
+    if (!list)
+        return 1;
+    int ok = json_is_array(list);
+    json_array_foreach(list, k, seq) {
+        ok = ok && (json_is_string(seq) || json_is_array(seq));
+        if (json_is_string(seq))
+            bytes += json_string_length(seq) + 1;
+        json_array_foreach(json_is_array(seq) ? seq : NULL, t, token) {
+            ok = ok && json_is_string(token);
+            bytes += (json_is_string(token) ? json_string_length(token) : 0) + 1;
+        }
+    }
+    if (!ok) {
+        snprintf(msg, size, "item %zu: \"suppress\" must be a list of sequences, each a "
+                 "string of target tokens or a list of them", i);
+        return 0;
+    }
+    if (!(*text = malloc(bytes))) {
+        snprintf(msg, size, "item %zu: out of memory", i);
+        return 0;
+    }
+    json_array_foreach(list, k, seq) {
+        if (json_is_string(seq))
+            at += (size_t)snprintf(*text + at, bytes - at, "%s", json_string_value(seq));
+        json_array_foreach(json_is_array(seq) ? seq : NULL, t, token)
+            at += (size_t)snprintf(*text + at, bytes - at, "%s%s", t ? " " : "",
+                                   json_string_value(token));
+        at += (size_t)snprintf(*text + at, bytes - at, "\n");
+    }
+    return 1;
+}
+
+/* Item i's sampling and logit rules (CTranslate2's names; docs/server.md):
+ * its sampling key is its index in the request unless it gives one. */
+static int item_rules(json_t *item, size_t i, nmt_request_options *o, char **suppress,
+                      char *msg, size_t size)
+{
+    static const char *const coverage[] = {"none", "wu", "summary", NULL};
+    double topp = -1.0, temperature = -1.0, penalty = -1.0, beta = -1.0, seed = -1.0;
+    double key = (double)i;
+    int ban = -1, disable = -1;
+    if (!get_int(item, "sampling_topk", 0, 512, &o->sampling_topk, msg, size, i) ||
+        !get_number(item, "sampling_topp", 0.0, 1.0, &topp, msg, size, i) ||
+        !get_number(item, "sampling_temperature", 0.0, 100.0, &temperature, msg, size, i) ||
+        !get_number(item, "seed", 0.0, 9007199254740991.0, &seed, msg, size, i) ||
+        !get_number(item, "sample_key", 0.0, 9007199254740991.0, &key, msg, size, i) ||
+        !get_int(item, "min_length", 0, 10000, &o->min_length, msg, size, i) ||
+        !get_int(item, "no_repeat_ngram_size", 0, 64, &o->no_repeat_ngram_size, msg, size,
+                 i) ||
+        !get_number(item, "repetition_penalty", 0.0, 100.0, &penalty, msg, size, i) ||
+        !check_bool(item, "ban_unk", msg, size, i) ||
+        !check_bool(item, "disable_unk", msg, size, i) ||
+        !get_choice(item, "coverage_penalty", coverage, &o->coverage_penalty, msg, size, i) ||
+        !get_number(item, "coverage_beta", 0.0, 100.0, &beta, msg, size, i) ||
+        !get_suppress(item, suppress, msg, size, i))
+        return 0;
+    if (json_object_get(item, "ban_unk"))
+        ban = json_is_true(json_object_get(item, "ban_unk"));
+    if (json_object_get(item, "disable_unk"))
+        disable = json_is_true(json_object_get(item, "disable_unk"));
+    o->ban_unk = ban > disable ? ban : disable;
+    o->sampling_topp = (float)topp;
+    o->sampling_temperature = (float)temperature;
+    o->repetition_penalty = (float)penalty;
+    o->coverage_beta = (float)beta;
+    o->seed = seed >= 0.0 ? (int64_t)seed : -1;
+    o->line_key = (uint64_t)key;
+    o->suppress = *suppress;
+    return 1;
+}
+
 /* The HTTP answer for a failed item's status. */
 static unsigned code_for(nmt_status status)
 {
@@ -146,9 +247,11 @@ static int submit_all(server *s, json_t *root, nmt_request **requests, server_re
     char msg[300];
     const size_t n = json_array_size(root);
     nmt_request_options *options = calloc(n, sizeof *options);
-    if (!options) {
+    char **suppress = calloc(n, sizeof *suppress); /* the items' own, freed below */
+    int ok = 0;
+    if (!options || !suppress) {
         server_error(out, 500, "out of memory");
-        return 0;
+        goto done;
     }
     for (size_t i = 0; i < n; i++) {
         json_t *item = json_array_get(root, i);
@@ -156,13 +259,12 @@ static int submit_all(server *s, json_t *root, nmt_request **requests, server_re
         if (!json_is_object(item) || !json_is_string(src)) {
             snprintf(msg, sizeof msg, "item %zu: must be an object with a string \"src\"", i);
             server_error(out, 400, msg);
-            free(options);
-            return 0;
+            goto done;
         }
-        if (!item_options(s, item, i, &options[i], msg, sizeof msg)) {
+        if (!item_options(s, item, i, &options[i], msg, sizeof msg) ||
+            !item_rules(item, i, &options[i], &suppress[i], msg, sizeof msg)) {
             server_error(out, 400, msg);
-            free(options);
-            return 0;
+            goto done;
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -176,12 +278,16 @@ static int submit_all(server *s, json_t *root, nmt_request **requests, server_re
             snprintf(msg, sizeof msg, "item %zu: %s", i, err.message);
             server_error(out, code_for(st), msg);
             out->retry_after = st == NMT_STATUS_BUSY ? 1 : 0;
-            free(options);
-            return 0;
+            goto done;
         }
     }
+    ok = 1;
+done:
+    for (size_t i = 0; suppress && i < n; i++)
+        free(suppress[i]);
+    free(suppress);
     free(options);
-    return 1;
+    return ok;
 }
 
 /* OpenNMT-py's alignment of a hypothesis: ["s-t s-t ..."]. */

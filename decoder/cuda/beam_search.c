@@ -34,6 +34,8 @@
  * an error) from counting. */
 #include "cuda_search_impl.h"
 
+#include "softmax_topk.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,13 +44,40 @@
  * most, and the history's memory, doubled at worst, is small. */
 enum { kBucketSentences = 8 };
 
+/* What sampling, the logit rules and the coverage penalty need: the whole
+ * vocabulary's logits (columns are words), word ids in it, the attention
+ * weights. */
+static nmt_status check_rules(const nmt_cuda_search *self, const nmt_search_config *config,
+                              nmt_error *err)
+{
+    const nmt_status bad = NMT_STATUS_ERROR_ARGUMENT;
+    const nmt_search_params *p = &config->params;
+    const int32_t V = self->model.vocab_size;
+    if (self->model.shrunk && (nmt_search_sampling(p) || nmt_search_has_logit_rules(p)))
+        return nmt_error_set(err, bad, "cuda search: sampling and the logit rules need the full "
+                             "output layer (no shrinking)");
+    if (p->ban_unk && (config->unk_id < 0 || config->unk_id >= V))
+        return nmt_error_set(err, bad, "cuda search: unk_id %d outside [0, %d)", config->unk_id,
+                             V);
+    for (int32_t at = 0; at < p->suppress_words; at += 1 + p->suppress[at])
+        for (int32_t j = 1; j <= p->suppress[at]; j++)
+            if (p->suppress[at + j] >= V)
+                return nmt_error_set(err, bad, "cuda search: suppressed word id %d outside "
+                                     "[0, %d)", p->suppress[at + j], V);
+    if (p->coverage_penalty != NMT_COVERAGE_NONE && !self->model.attn_weights)
+        return nmt_error_set(err, bad, "cuda search: the coverage penalty needs the network's "
+                             "attention weights");
+    return NMT_STATUS_OK;
+}
+
 nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
                                         const nmt_search_config *config, nmt_error *err)
 {
     const nmt_status bad = NMT_STATUS_ERROR_ARGUMENT;
     const int32_t V = self->model.vocab_size;
     /* The beam at most the one the search was sized for. */
-    if (nmt_search_params_check(&config->params, self->config.beam, err) != NMT_STATUS_OK)
+    if (nmt_search_params_check(&config->params, self->config.beam, err) != NMT_STATUS_OK ||
+        nmt_search_params_check_rules(&config->params, config->rules, err) != NMT_STATUS_OK)
         return bad;
     const int32_t ids[3] = {config->pad_id, config->bos_id, config->eos_id};
     for (int i = 0; i < 3; i++)
@@ -66,7 +95,7 @@ nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
     if (self->model.shrunk && config->eos_id > 3)
         return nmt_error_set(err, bad, "cuda search: shrinking needs eos_id < 4 (got %d)",
                              config->eos_id);
-    return NMT_STATUS_OK;
+    return check_rules(self, config, err);
 }
 
 nmt_status nmt_cuda_search_check_sentences(const nmt_cuda_search *self,
@@ -203,10 +232,35 @@ static nmt_status step_body(void *arg, nmt_error *err)
                                                model->attn_weights, stream, err));
     const nmt_beam_next_rows next_rows = {self->row_tokens, self->row_sentence,
                                           self->row_parent, self->row_live};
+    const nmt_beam_next_rows *rows_out = w->rows_from_beam ? &next_rows : NULL;
+    const nmt_cuda_rules *rules = w->rules;
+    if (rules && rules->logit_rules) /* the model's logits, before any top-K of the search's */
+        NMT_TRY(nmt_cuda_logit_rules(w->b, rules, w->n_active, self->act_dev,
+                                     (float *)scores.logits, scores.ld_logits, model->vocab_size,
+                                     stream, err));
+    if (rules && rules->sampling) {
+        NMT_TRY(nmt_cuda_sample_draw(w->b, rules, w->n_active, self->act_dev, scores.logits,
+                                     scores.ld_logits, model->vocab_size, w->excluded, stream,
+                                     err));
+        NMT_TRY(nmt_cuda_sample_step(w->b, rules, w->n_active, self->act_dev, scores.attn_argmax,
+                                     rows_out, stream, err));
+        return NMT_STATUS_OK;
+    }
+    if (rules && rules->logit_rules) {
+        /* The 2B best of the edited logits, renormalized, replace the model's. */
+        NMT_TRY(nmt_cuda_softmax_topk_variant(
+            n_rows, model->vocab_size, scores.logits, scores.ld_logits, rules->top_k, w->excluded,
+            2, rules->top_values, rules->top_ids, rules->lse, rules->workspace,
+            rules->workspace_bytes,
+            rules->batch_invariant ? NMT_SOFTMAX_TOPK_AUTO_INVARIANT : NMT_SOFTMAX_TOPK_AUTO,
+            stream, err));
+        scores.top_values = rules->top_values;
+        scores.top_ids = rules->top_ids;
+        scores.lse = rules->lse;
+    }
     NMT_TRY(nmt_cuda_beam_step(w->b, w->n_active, self->act_dev, scores.top_values,
                                scores.top_ids, scores.logits, scores.ld_logits, scores.lse,
-                               scores.attn_argmax, w->rows_from_beam ? &next_rows : NULL, stream,
-                               err));
+                               scores.attn_argmax, rows_out, stream, err));
 cleanup:
     return status;
 }
@@ -216,6 +270,7 @@ typedef struct step_key {
     int32_t n_active, beam, stride, cur, rows_from_beam, carried_in, carry_out;
     nmt_beam_device b; /* sizes, alpha, EOS and the state's pointers */
     const void *src_len, *excluded, *old_pos;
+    nmt_cuda_rules rules; /* zeros: none */
 } step_key;
 
 /* Runs body through the graph cache (eagerly when graphs are off) and counts
@@ -268,8 +323,10 @@ nmt_status nmt_cuda_search_step(nmt_cuda_search *self, const nmt_cuda_step_args 
         key.cur = work.cur;
         key.rows_from_beam = args->rows_from_beam;
         key.carried_in = args->carried_in, key.carry_out = args->carry_out;
-        key.b = *args->b;
+        memcpy(&key.b, args->b, sizeof key.b);
         key.src_len = args->src_len, key.excluded = args->excluded, key.old_pos = args->old_pos;
+        if (args->rules)
+            memcpy(&key.rules, args->rules, sizeof key.rules);
         NMT_TRY(run_cached(self, self->stream, &key, sizeof key, step_body, &work, err));
     }
     self->cur = 1 - work.cur;
@@ -318,8 +375,10 @@ nmt_beam_device nmt_cuda_search_beam(const nmt_cuda_search *self, const nmt_sear
     /* Without attention the step records no weights (its launches, and so
      * its graph key, are those of a search without a weights history). */
     b.hist_weights = config->attention ? self->beam_dev.hist_weights : NULL;
-    b.weights_stride = config->attention ? src_stride : 0;
-    b.beam = config->params.beam_size;
+    b.weights_stride =
+        config->attention || config->params.coverage_penalty != NMT_COVERAGE_NONE ? src_stride
+                                                                                   : 0;
+    b.beam = nmt_search_width(&config->params);
     b.eos_id = config->eos_id;
     b.alpha = config->params.alpha;
     b.hist_len = hist_len;
@@ -417,7 +476,7 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
     NMT_TRY(nmt_cuda_search_check_sentences(self, batch, err));
     NMT_CUDA_TRY(cudaSetDevice(self->config.device));
     cudaStream_t stream = self->stream;
-    const int32_t n = batch->n_sentences, B = config->params.beam_size;
+    const int32_t n = batch->n_sentences, B = nmt_search_width(&config->params);
     const int32_t stride = nmt_cuda_search_sort(self, batch);
 
     /* Max lengths and history size; features to pack. */
@@ -448,6 +507,13 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
     }
     NMT_TRY(nmt_cuda_search_ensure_input(self, nnz, err));
     NMT_TRY(nmt_cuda_search_ensure_history(self, hist_len, err));
+    NMT_TRY(nmt_cuda_search_ensure_rules(self, config, hist_len, err));
+    if (nmt_search_sampling(&config->params)) { /* each sentence's key, in sorted order */
+        for (int32_t i = 0; i < n; i++)
+            self->rules_host[i] =
+                batch->line_key ? batch->line_key[self->order[i]] : (uint64_t)self->order[i];
+        NMT_TRY(nmt_cuda_search_upload_keys(self, n, err));
+    }
 
     /* Pack: time-major CSR (row t * n + i, padding rows empty) and the rest. */
     input_layout host = layout_input(self->input_host, n, stride, nnz);
@@ -493,7 +559,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     batch_start start;
     NMT_TRY(start_batch(self, batch, config, &start, err));
     cudaStream_t stream = self->stream;
-    const int32_t n = start.n, B = config->params.beam_size, longest = start.longest;
+    const int32_t n = start.n, B = nmt_search_width(&config->params), longest = start.longest;
     const int32_t hist_len = start.hist_len, mem_stride = start.mem_stride;
     const input_layout dev = start.dev;
     const int timed = self->config.timed;
@@ -501,6 +567,10 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         NMT_TRY(nmt_cuda_search_ensure_events(self, longest, err));
 
     nmt_beam_device b = nmt_cuda_search_beam(self, config, hist_len, dev.max_len, mem_stride);
+    nmt_cuda_search_beam_rules(self, config, dev.src_len, &b);
+    nmt_cuda_rules rules;
+    NMT_TRY(nmt_cuda_search_rules(self, config, &rules, err));
+    const int use_rules = rules.logit_rules || rules.sampling;
     /* A tag of its own: writes of another batch that land late never count
      * for this one. The host clears the entries itself: beam_init doing so
      * (a kernel writing host memory just before the overlapped launches of
@@ -543,6 +613,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
             .rows_from_beam = 1,
             .carried_in = left,
             .carry_out = carry_out,
+            .rules = use_rules ? &rules : NULL,
         };
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
         left = carry_out;

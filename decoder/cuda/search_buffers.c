@@ -162,6 +162,7 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     cudaFreeHost(s->done_host);
     cudaFreeHost(s->done_at_host);
     cudaFreeHost(s->act_pinned);
+    nmt_cuda_search_free_rules(s);
     nmt_graph_cache_free(s->graphs);
     free(s->key);
     free(s->order);
@@ -293,5 +294,6 @@ size_t nmt_cuda_search_device_bytes_now(const nmt_cuda_search *s)
     const size_t history = s->hist_dev ? history_bytes(&s->config, s->hist_cap) +
                                              s->results_bytes : 0;
     return state_bytes(&s->config) + (s->input_dev ? s->input_bytes : 0) + history +
-           (s->ident_dev ? sizeof(int32_t) * (size_t)s->config.max_sentences : 0);
+           (s->ident_dev ? sizeof(int32_t) * (size_t)s->config.max_sentences : 0) +
+           nmt_cuda_search_rules_bytes(s);
 }
