@@ -45,8 +45,9 @@ typedef struct nmt_backend_config {
                                  history, allocated only then) */
     int attention_model;      /* CUDA: the network keeps each step's attention weights
                                  (attention, or the coverage penalty reads them) */
-    int batch_invariant;      /* CUDA: kernels whose per-row arithmetic is fixed
-                                 (nmt_cuda_ctx_set_batch_invariant) */
+    int batch_invariant;      /* kernels whose per-row arithmetic is fixed: CUDA's
+                                 (nmt_cuda_ctx_set_batch_invariant); the CPU's BLAS
+                                 path only where its BLAS is (nmt_cpu_blas_row_invariant) */
     nmt_cpu_kernels cpu_kernels; /* CPU: the BLAS path or the reference */
     int threads;              /* CPU, BLAS path: the BLAS's threads (0: the cores) */
 } nmt_backend_config;

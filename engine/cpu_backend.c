@@ -146,12 +146,28 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
                                "BLAS path: use cpu kernels auto or reference");
         goto cleanup;
     }
-    const int blas = config->cpu_kernels == NMT_CPU_KERNELS_BLAS ||
-                     (config->cpu_kernels == NMT_CPU_KERNELS_AUTO && nmt_cpu_blas_available() &&
-                      config->sparse != NMT_SPARSE_ON);
+    int blas = config->cpu_kernels == NMT_CPU_KERNELS_BLAS ||
+               (config->cpu_kernels == NMT_CPU_KERNELS_AUTO && nmt_cpu_blas_available() &&
+                config->sparse != NMT_SPARSE_ON);
+    if (blas) {
+        nmt_cpu_blas_set_threads(config->threads > 0 ? config->threads : nmt_cpu_default_threads(1));
+        /* A BLAS whose row results move with the row count (OpenBLAS's
+         * Haswell/Zen kernels) would break batch invariance: auto takes the
+         * reference instead, an explicit blas is refused. */
+        if (config->batch_invariant && !nmt_cpu_blas_row_invariant()) {
+            if (config->cpu_kernels == NMT_CPU_KERNELS_BLAS) {
+                status = nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                                       "cpu kernels blas: this BLAS (%s) gives a row other bits "
+                                       "at other row counts, which breaks batch invariance: use "
+                                       "cpu kernels auto or reference, or batch invariance off",
+                                       nmt_cpu_blas_name());
+                goto cleanup;
+            }
+            blas = 0;
+        }
+    }
     if (blas) {
         NMT_TRY(nmt_cpu_state_set_blas(self->state, err));
-        nmt_cpu_blas_set_threads(config->threads > 0 ? config->threads : nmt_cpu_default_threads(1));
     } else if (config->sparse != NMT_SPARSE_OFF) {
         NMT_TRY(nmt_cpu_state_set_sparse(self->state, err));
     }

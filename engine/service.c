@@ -48,6 +48,10 @@ void nmt_service_options_init(nmt_service_options *options)
 {
     memset(options, 0, sizeof *options);
     nmt_options_init(&options->translator);
+    /* A closed loop of 256 clients fills it; two workers of 256 decode
+     * 1.2x one of 256 on an H200 (docs/perf/service.md, "Workers"). */
+    options->translator.batch_size = 256;
+    options->workers_per_device = 2;
     options->cpu_workers = 1;
     options->queue_capacity = 4096;
     options->max_delay_us = 100; /* docs/perf/service.md, "Batching delay" */
@@ -319,14 +323,16 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
         options->join_every > 1000 ||
         options->max_batch_tokens < 0 ||
         options->max_delay_us > 10000000 || options->n_devices < -1 ||
+        (cuda && (options->workers_per_device < 1 || options->workers_per_device > 16)) ||
         (options->n_devices > 0 && !options->devices) ||
         (!cuda && (options->cpu_workers < 1 || options->cpu_workers > 256)))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "service_create: queue_capacity %d (>= 1), max_delay_us %d "
-                             "(0..10^7), join_every %d (1..1000), %d devices, cpu_workers %d "
-                             "(1..256)", options->queue_capacity, options->max_delay_us,
-                             options->join_every,
-                             options->n_devices, options->cpu_workers);
+                             "(0..10^7), join_every %d (1..1000), %d devices, "
+                             "workers_per_device %d (1..16), cpu_workers %d (1..256)",
+                             options->queue_capacity, options->max_delay_us,
+                             options->join_every, options->n_devices,
+                             options->workers_per_device, options->cpu_workers);
     NMT_ALLOC(s, 1);
     s->options = *options;
     s->options.devices = NULL;
@@ -334,15 +340,15 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
     pthread_mutex_init(&s->lock, NULL);
     nmt_request_cond_init(&s->work);
     const int all = options->n_devices < 0 ? nmt_cuda_device_count() : 0;
-    const int n = !cuda ? options->cpu_workers
-                  : all > 0 ? all
-                  : options->n_devices > 0 ? options->n_devices
-                                           : 1;
+    const int n_devices = all > 0 ? all : options->n_devices > 0 ? options->n_devices : 1;
+    const int per_device = cuda ? options->workers_per_device : 1;
+    const int n = !cuda ? options->cpu_workers : n_devices * per_device;
     NMT_ALLOC(s->workers, n);
     for (int i = 0; i < n; i++) {
+        const int d = i % n_devices; /* round robin: each device's first workers first */
         const int index = !cuda ? o->device_index
-                          : all > 0 ? i
-                          : options->n_devices > 0 ? options->devices[i]
+                          : all > 0 ? d
+                          : options->n_devices > 0 ? options->devices[d]
                                                    : o->device_index;
         s->n_workers = i + 1;
         NMT_TRY(create_worker(s, &s->workers[i], model, cuda ? NMT_DEVICE_CUDA : NMT_DEVICE_CPU,

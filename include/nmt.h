@@ -58,11 +58,13 @@ typedef enum nmt_sparse {
 
 /* The CPU's kernels (nmt_options.cpu_kernels). */
 typedef enum nmt_cpu_kernels {
-    NMT_CPU_KERNELS_AUTO = 0,     /* the BLAS path when the library was built with one, else
+    NMT_CPU_KERNELS_AUTO = 0,     /* the BLAS path when the library was built with one whose
+                                     rows keep their bits at any row count (probed), else
                                      the reference (default) */
     NMT_CPU_KERNELS_BLAS = 1,     /* every dense product on the BLAS's SGEMM, the encoder
                                      batched over the sentences (an error when built without
-                                     a BLAS) */
+                                     a BLAS, and under batch invariance where the probe finds
+                                     the BLAS's rows moving with the row count) */
     NMT_CPU_KERNELS_REFERENCE = 2 /* the plain-C oracle: double sums, a sentence at a time */
 } nmt_cpu_kernels;
 
@@ -313,7 +315,7 @@ nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *sta
  *
  * A thread-safe, asynchronous front over translators (engine/service.c):
  * any thread submits a line and gets a request handle back at once; worker
- * threads (one per device, or cpu_workers on the CPU) take queued requests
+ * threads (workers_per_device on each device, or cpu_workers on the CPU) take queued requests
  * in arrival order, batch the ones with the same search options, translate
  * them and complete the handles (and call the callback, if any). A
  * sentence's translation does not depend on what it was batched with: the
@@ -324,7 +326,8 @@ typedef struct nmt_request nmt_request;
 typedef struct nmt_service_options {
     nmt_options translator;  /* each worker's translator; beam_size is the largest beam a
                                 request may ask for, batch_size the most sentences a batch
-                                holds; device AUTO/CPU/CUDA as for a translator */
+                                holds (default 256 here); device AUTO/CPU/CUDA as for a
+                                translator */
     int n_devices;           /* CUDA: workers on these device ordinals (0: one worker on
                                 translator.device_index; -1: one on every visible device) */
     const int *devices;
@@ -348,6 +351,9 @@ typedef struct nmt_service_options {
     int join_every;          /* continuous batching: steps between the points where finished
                                 requests leave and queued ones join (1..1000), default 4
                                 (docs/perf/service.md, "Continuous batching") */
+    int workers_per_device;  /* CUDA: workers (each a translator) on each device (1..16),
+                                default 2: one decodes while another gathers its batch and
+                                answers the last (docs/perf/service.md, "Workers") */
 } nmt_service_options;
 
 void nmt_service_options_init(nmt_service_options *options);

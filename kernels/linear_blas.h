@@ -11,7 +11,10 @@
  * nmt_cpu_blas_min_rows(n) rows computes that many (x copied into the
  * scratch, its extra rows zero) and keeps its own: every row then goes
  * through the blocked kernel, whose sums are fixed by k alone
- * (tests/kernels/test_cpu_blas.c checks m = 1..300 bitwise). */
+ * (tests/kernels/test_cpu_blas.c checks m = 1..300 bitwise). That holds for
+ * OpenBLAS's SkylakeX/Cooperlake and Sandybridge kernels but not for its
+ * Haswell/Zen ones, whose row results move with m even padded, so
+ * nmt_cpu_blas_row_invariant probes the BLAS the process loaded. */
 #ifndef NMT_KERNELS_LINEAR_BLAS_H
 #define NMT_KERNELS_LINEAR_BLAS_H
 
@@ -27,6 +30,11 @@ extern "C" {
 int nmt_cpu_blas_available(void);
 /* The BLAS's name and its build ("OpenBLAS 0.3.21 ... Cooperlake"), or "none". */
 const char *nmt_cpu_blas_name(void);
+
+/* 1 when nmt_cpu_linear_blas gives each row the same bits at every m and
+ * position, at the current thread count: a probe of a few small products on
+ * the first call (a few ms), cached per thread count; 1 without a BLAS. */
+int nmt_cpu_blas_row_invariant(void);
 
 /* The threads one BLAS call may use. OpenBLAS keeps one count for the whole
  * process: the last call wins, and every translator of a process sets the same. */

@@ -28,14 +28,13 @@
  * so the T most frequent words are ids 4 .. T + 3: n_always = 4 + T.
  *
  * Groups are uniform: group g holds rows [g * rows_per_group, (g + 1) *
- * rows_per_group) (the last one may be shorter). The CPU engine, whose
+ * rows_per_group) (the last one may be shorter; nmt_cand_lists carries
+ * rows_per_group with the lists it describes). The CPU engine, whose
  * sentences have varying row counts, calls the CPU functions once per group.
  * CPU versions are the oracles. CUDA launchers take the nmt_lsh_tables struct
  * itself in host memory, its arrays (and every other array argument) in
  * device memory; slots and hash must be 16-byte aligned (one vector load a
- * probe, one a band's hash).
- * rows_per_group >= 1; cand_ld >= vocab for candidates, >= max_count for
- * logits and softmax. */
+ * probe, one a band's hash). */
 #ifndef NMT_KERNELS_LSH_H
 #define NMT_KERNELS_LSH_H
 
@@ -139,17 +138,26 @@ nmt_status nmt_cuda_lsh_hits(int32_t n_rows, const int32_t *codes, const int32_t
                              const nmt_lsh_tables *t, nmt_lsh_lookup variant, int32_t *hits,
                              void *stream, nmt_error *err);
 
-/* ---- 3. candidate lists: cand[g * cand_ld + j], j < count[g] --------------- */
-/* hits: [n_rows, vocab], read and reset to zero. cand_ld >= vocab. */
-void nmt_cpu_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32_t vocab,
-                            int32_t *hits, int32_t threshold, int32_t n_always, int32_t *cand,
-                            int64_t cand_ld, int32_t *count);
+/* ---- 3. candidate lists -------------------------------------------------- */
+/* The lists of a call, one per group of rows_per_group rows: row r's list is
+ * group g = r / rows_per_group's, the count[g] ascending words
+ * words[g * ld + j], j < count[g]. The builders (step 3) write words and
+ * count; logits, softmax (softmax_topk.h) and recall only read them. */
+typedef struct nmt_cand_lists {
+    int32_t *words;         /* [groups, ld] */
+    int64_t ld;             /* >= vocab for the builders, >= max_count for readers */
+    int32_t *count;         /* [groups] */
+    int32_t rows_per_group; /* >= 1 */
+} nmt_cand_lists;
+
+/* hits: [n_rows, vocab], read and reset to zero. */
+void nmt_cpu_lsh_candidates(int32_t n_rows, int32_t vocab, int32_t *hits, int32_t threshold,
+                            int32_t n_always, nmt_cand_lists lists);
 
 /* Device workspace (bytes) for up to max_groups groups over vocab words. */
 size_t nmt_cuda_lsh_candidates_workspace_size(int32_t max_groups, int32_t vocab);
-nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32_t vocab,
-                                   int32_t *hits, int32_t threshold, int32_t n_always,
-                                   int32_t *cand, int64_t cand_ld, int32_t *count,
+nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t vocab, int32_t *hits,
+                                   int32_t threshold, int32_t n_always, nmt_cand_lists lists,
                                    void *workspace, size_t workspace_bytes, void *stream,
                                    nmt_error *err);
 
@@ -168,12 +176,11 @@ nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32
  * its 32 bands' buckets as one stream of loads. threshold 1 needs no counts:
  * the walk marks the bitmap directly. */
 size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t vocab);
-nmt_status nmt_cuda_lsh_candidates_direct(int32_t n_rows, int32_t rows_per_group,
-                                          const int32_t *codes, const int32_t *row_live,
-                                          const nmt_lsh_tables *t, int32_t threshold,
-                                          int32_t n_always, int32_t *cand, int64_t cand_ld,
-                                          int32_t *count, void *workspace, size_t workspace_bytes,
-                                          void *stream, nmt_error *err);
+nmt_status nmt_cuda_lsh_candidates_direct(int32_t n_rows, const int32_t *codes,
+                                          const int32_t *row_live, const nmt_lsh_tables *t,
+                                          int32_t threshold, int32_t n_always,
+                                          nmt_cand_lists lists, void *workspace,
+                                          size_t workspace_bytes, void *stream, nmt_error *err);
 
 /* Once, at set-up: slots[i].skip = the number of words below `below` in slot
  * i's bucket, for every slot of t (slots: t->slots, writable; device
@@ -183,14 +190,23 @@ nmt_status nmt_cuda_lsh_slots_skip(const nmt_lsh_tables *t, nmt_lsh_slot *slots,
                                    void *stream, nmt_error *err);
 
 /* ---- 4. candidate logits: logits[r * ld + j] for first <= j < count[group(r)] */
-/* x: [n_rows, dim] (ldx); out_w: [vocab, dim] row-major; out_b: [vocab] or NULL.
- * Entries j < first and j >= count[group] are not written: the engine fills
+/* Entries j < first and j >= count[group] are not written: the engine fills
  * j < first (= n_always, where every list holds word j at index j) with one
- * dense GEMM over the first rows of out_w, shared by every group. first >= 0. */
-void nmt_cpu_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim, const float *x,
-                        int32_t ldx, const float *out_w, const float *out_b, const int32_t *cand,
-                        int64_t cand_ld, const int32_t *count, int32_t first, float *logits,
-                        int64_t ld);
+ * dense GEMM over the first rows of out_w, shared by every group. */
+typedef struct nmt_lsh_logits_args {
+    int32_t n_rows;
+    int32_t dim;
+    const float *x;       /* [n_rows, dim], rows ldx >= dim apart */
+    int32_t ldx;
+    const float *out_w;   /* [vocab, dim] row-major */
+    const float *out_b;   /* [vocab] or NULL */
+    nmt_cand_lists lists; /* read only */
+    int32_t first;        /* >= 0 */
+    float *logits;        /* [n_rows, ld] */
+    int64_t ld;
+} nmt_lsh_logits_args;
+
+void nmt_cpu_lsh_logits(const nmt_lsh_logits_args *a);
 
 typedef enum nmt_lsh_logits_kernel {
     NMT_LSH_LOGITS_AUTO = 0,  /* SDDMM for single rows, WARP for groups of up to 8 rows
@@ -200,15 +216,11 @@ typedef enum nmt_lsh_logits_kernel {
     NMT_LSH_LOGITS_WARP = 3   /* a warp per few candidates x 4 or 8 rows of a group */
 } nmt_lsh_logits_kernel;
 
-/* max_count: a host-side bound on every count[g] (e.g. vocab): sizes the grid;
- * blocks past a group's device-side count return at once, so the count never
- * comes back to the host. */
-nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim,
-                               const float *x, int32_t ldx, const float *out_w,
-                               const float *out_b, const int32_t *cand, int64_t cand_ld,
-                               const int32_t *count, int32_t first, int32_t max_count,
-                               float *logits, int64_t ld, nmt_lsh_logits_kernel variant,
-                               void *stream, nmt_error *err);
+/* max_count: a host-side bound on every count[g] (e.g. vocab; a->lists.ld and
+ * a->ld >= max_count): sizes the grid; blocks past a group's device-side count
+ * return at once, so the count never comes back to the host. */
+nmt_status nmt_cuda_lsh_logits(const nmt_lsh_logits_args *a, int32_t max_count,
+                               nmt_lsh_logits_kernel variant, void *stream, nmt_error *err);
 
 /* ---- evaluation: recall and candidate statistics -------------------------- */
 /* For each live row r (row_live NULL: all), with full_top_ids[r, 0..b) the
@@ -216,12 +228,10 @@ nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t d
  * all b lie in the row's group list (recall hits), stats[2] += count of the
  * row's group (candidate words scored for it). Counts are accumulated
  * (int64) so a whole decode sums up on the device. */
-void nmt_cpu_lsh_recall(int32_t n_rows, int32_t rows_per_group, const int32_t *row_live,
-                        const int32_t *full_top_ids, int32_t b, const int32_t *cand,
-                        int64_t cand_ld, const int32_t *count, int64_t *stats);
-nmt_status nmt_cuda_lsh_recall(int32_t n_rows, int32_t rows_per_group, const int32_t *row_live,
-                               const int32_t *full_top_ids, int32_t b, const int32_t *cand,
-                               int64_t cand_ld, const int32_t *count,
+void nmt_cpu_lsh_recall(int32_t n_rows, const int32_t *row_live, const int32_t *full_top_ids,
+                        int32_t b, nmt_cand_lists lists, int64_t *stats);
+nmt_status nmt_cuda_lsh_recall(int32_t n_rows, const int32_t *row_live,
+                               const int32_t *full_top_ids, int32_t b, nmt_cand_lists lists,
                                unsigned long long *stats, void *stream, nmt_error *err);
 
 #ifdef __cplusplus

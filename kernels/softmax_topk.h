@@ -13,6 +13,7 @@
 #ifndef NMT_KERNELS_SOFTMAX_TOPK_H
 #define NMT_KERNELS_SOFTMAX_TOPK_H
 
+#include "lsh.h"
 #include "nmt_status.h"
 #include <stddef.h>
 #include <stdint.h>
@@ -87,33 +88,30 @@ nmt_status nmt_cuda_softmax_topk_variant(int32_t n_rows, int32_t vocab, const fl
                                          nmt_error *err);
 
 /* Candidate lists (LSH, kernels/lsh.h): row r scores only the count[g]
- * logits logits[r * ld + j], j < count[g], of its group g = r / rows_per_group,
- * whose words are cand[g * cand_ld + j] (ascending). lse normalizes over those
- * only; top_ids are words, not candidate indices; `excluded` holds words.
- * Same order and tail rules as above. */
-void nmt_cpu_softmax_topk_candidates(int32_t n_rows, int32_t rows_per_group, const float *logits,
-                                     int64_t ld, const int32_t *cand, int64_t cand_ld,
-                                     const int32_t *count, int32_t k, const int32_t *excluded,
+ * logits logits[r * ld + j], j < count[g], of its group g, whose words are
+ * the list's (ascending). lse normalizes over those only; top_ids are words,
+ * not candidate indices; `excluded` holds words. Same order and tail rules
+ * as above. */
+void nmt_cpu_softmax_topk_candidates(int32_t n_rows, const float *logits, int64_t ld,
+                                     nmt_cand_lists lists, int32_t k, const int32_t *excluded,
                                      int32_t n_excluded, float *top_values, int32_t *top_ids,
                                      float *lse);
 
 /* max_count: a host-side bound on every count[g] (plans the launch; the counts
  * stay on the device). Workspace: nmt_cuda_softmax_topk_workspace_size(n_rows,
  * max_count, k). K > 512 is refused (NMT_STATUS_ERROR_UNSUPPORTED). */
-nmt_status nmt_cuda_softmax_topk_candidates(int32_t n_rows, int32_t rows_per_group,
-                                            const float *logits, int64_t ld, const int32_t *cand,
-                                            int64_t cand_ld, const int32_t *count,
-                                            int32_t max_count, int32_t k,
+nmt_status nmt_cuda_softmax_topk_candidates(int32_t n_rows, const float *logits, int64_t ld,
+                                            nmt_cand_lists lists, int32_t max_count, int32_t k,
                                             const int32_t *excluded, int32_t n_excluded,
                                             float *top_values, int32_t *top_ids, float *lse,
                                             void *workspace, size_t workspace_bytes, void *stream,
                                             nmt_error *err);
 /* ... with the variant named (not SORT: it has no candidate mapping). */
 nmt_status nmt_cuda_softmax_topk_candidates_variant(
-    int32_t n_rows, int32_t rows_per_group, const float *logits, int64_t ld, const int32_t *cand,
-    int64_t cand_ld, const int32_t *count, int32_t max_count, int32_t k, const int32_t *excluded,
-    int32_t n_excluded, float *top_values, int32_t *top_ids, float *lse, void *workspace,
-    size_t workspace_bytes, nmt_softmax_topk_variant variant, void *stream, nmt_error *err);
+    int32_t n_rows, const float *logits, int64_t ld, nmt_cand_lists lists, int32_t max_count,
+    int32_t k, const int32_t *excluded, int32_t n_excluded, float *top_values, int32_t *top_ids,
+    float *lse, void *workspace, size_t workspace_bytes, nmt_softmax_topk_variant variant,
+    void *stream, nmt_error *err);
 
 #ifdef __cplusplus
 }

@@ -59,6 +59,13 @@ static int wait_for_stop(server *s, const sigset_t *signals)
     }
 }
 
+static int service_default_batch(void)
+{
+    nmt_service_options o;
+    nmt_service_options_init(&o);
+    return o.translator.batch_size;
+}
+
 static nmt_service_options service_options(const server_args *a)
 {
     nmt_service_options o;
@@ -69,6 +76,9 @@ static nmt_service_options service_options(const server_args *a)
     o.max_delay_us = a->server.max_delay_us;
     o.continuous = a->server.continuous;
     o.join_every = a->server.join_every;
+    o.workers_per_device = a->server.workers_per_device;
+    if (!a->common.batch_size_given) /* the service's default, not translate's */
+        o.translator.batch_size = service_default_batch();
     o.max_batch_tokens = a->common.engine.max_batch_tokens; /* translate's option */
     o.n_devices = a->common.n_devices;
     o.devices = a->common.devices;

@@ -22,7 +22,7 @@ typedef struct server_settings {
     int timeout_s;          /* a connection's time to send a whole request, its idle time
                                between requests, and the drain's time at a stop */
     int max_requests;       /* stop (gracefully) after this many requests; 0: never */
-    int queue_capacity, max_delay_us, continuous, join_every;
+    int queue_capacity, max_delay_us, continuous, join_every, workers_per_device;
 } server_settings;
 
 typedef struct server_args {

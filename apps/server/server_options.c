@@ -21,6 +21,10 @@ static const app_option server_options[] = {
              "search at its next join point; 0: batches (0)"},
     {.name = "join-every", .kind = APP_OPT_INT, SERVER(join_every), .lo = 1, .hi = 1000,
      .arg = "N", .help = "continuous: steps between join points (4)"},
+    {.name = "workers-per-device", .kind = APP_OPT_INT, SERVER(workers_per_device), .lo = 1,
+     .hi = 16, .arg = "N",
+     .help = "CUDA: workers (translators) on each device; one decodes\n"
+             "while another gathers its batch (2)"},
     {.name = "max-delay-us", .kind = APP_OPT_INT, SERVER(max_delay_us), .lo = 0, .hi = 10000000,
      .arg = "N", .help = "batches: how long a worker waits for one to fill (100)"},
     {.name = "max-body-bytes", .kind = APP_OPT_INT, SERVER(max_body_bytes), .lo = 64,
@@ -57,6 +61,7 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     s->max_delay_us = 100; /* docs/perf/service.md, "Batching delay" */
     s->continuous = 0;      /* docs/perf/service.md, "Continuous batching" */
     s->join_every = 4;
+    s->workers_per_device = 2; /* docs/perf/service.md, "Workers" */
     const app_extra_settings extra = {.options = server_options, .section = "server", .settings = s};
     const int code = app_args_parse(argc, argv, &args->common, &extra, message, size);
     if (code != EXIT_OK)
@@ -96,7 +101,7 @@ int server_print_help(const char *program)
         "auto as in translate (fp16 for an fp16 model file): an answer does not depend on\n"
         "what it was batched with (--batch-invariant, on by default). These matter most:\n"
         "  --workers N           CPU worker threads (1)\n"
-        "  --devices LIST|all    CUDA devices, one worker each\n"
+        "  --devices LIST|all    CUDA devices, --workers-per-device workers each\n"
         "  --max-batch-tokens N  source tokens a batch holds at most\n"
         "  --attention           keep the attention weights, so that items may ask for\n"
         "                        \"attention\": true\n"

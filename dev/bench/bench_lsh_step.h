@@ -48,7 +48,7 @@ typedef struct {
     int32_t *codes, *hits;
     int32_t *hash_cand, *hash_count; /* written by candidates */
     int threshold, n_always;
-    const int32_t *cand, *count; /* read by logits and softmax */
+    int32_t *cand, *count;       /* read by logits and softmax */
     int first, max_count;        /* logits: columns [first, count) */
     nmt_lsh_lookup lookup;
     nmt_lsh_logits_kernel kernel;
@@ -58,6 +58,22 @@ typedef struct {
     void *cand_ws, *sm_ws, *direct_ws;
     size_t cand_ws_bytes, sm_ws_bytes, direct_ws_bytes;
 } step_arg;
+
+/* The lists the candidates write (hash_*), and those logits and softmax read. */
+static nmt_cand_lists lists_of(const step_arg *a, int32_t *words, int32_t *count)
+{
+    const nmt_cand_lists lists = {
+        .words = words, .ld = a->vocab, .count = count, .rows_per_group = a->rows_per_group};
+    return lists;
+}
+static nmt_cand_lists hash_lists(const step_arg *a)
+{
+    return lists_of(a, a->hash_cand, a->hash_count);
+}
+static nmt_cand_lists read_lists(const step_arg *a)
+{
+    return lists_of(a, a->cand, a->count);
+}
 
 static const float *x_at(const step_arg *a, int i)
 {
@@ -119,9 +135,9 @@ static void lists_two_step(step_arg *a, const int32_t *codes, int i)
 {
     NMT_OK(nmt_cuda_lsh_hits(a->rows, codes, NULL, t_at(a, i), a->lookup, a->hits, a->stream,
                              &err));
-    NMT_OK(nmt_cuda_lsh_candidates(a->rows, a->rows_per_group, a->vocab, a->hits, a->threshold,
-                                   a->n_always, a->hash_cand, a->vocab, a->hash_count,
-                                   a->cand_ws, a->cand_ws_bytes, a->stream, &err));
+    NMT_OK(nmt_cuda_lsh_candidates(a->rows, a->vocab, a->hits, a->threshold, a->n_always,
+                                   hash_lists(a), a->cand_ws, a->cand_ws_bytes, a->stream,
+                                   &err));
 }
 
 static void run_lists_two_step(void *p, int i)
@@ -134,9 +150,8 @@ static void run_lists_two_step(void *p, int i)
 static void run_lists_direct(void *p, int i)
 {
     step_arg *a = (step_arg *)p;
-    NMT_OK(nmt_cuda_lsh_candidates_direct(a->rows, a->rows_per_group, codes_at(a, i), NULL,
-                                          t_at(a, i), a->threshold, a->n_always, a->hash_cand,
-                                          a->vocab, a->hash_count, a->direct_ws,
+    NMT_OK(nmt_cuda_lsh_candidates_direct(a->rows, codes_at(a, i), NULL, t_at(a, i),
+                                          a->threshold, a->n_always, hash_lists(a), a->direct_ws,
                                           a->direct_ws_bytes, a->stream, &err));
 }
 
@@ -151,19 +166,29 @@ static void run_hashing(void *p, int i)
 static void run_logits(void *p, int i)
 {
     step_arg *a = (step_arg *)p;
-    NMT_OK(nmt_cuda_lsh_logits(a->rows, a->rows_per_group, a->dim, x_at(a, i), a->dim,
-                               w_at(a, i), b_at(a, i), a->cand, a->vocab, a->count, a->first,
-                               a->max_count, a->logits, a->vocab, a->kernel, a->stream, &err));
+    const nmt_lsh_logits_args args = {
+        .n_rows = a->rows,
+        .dim = a->dim,
+        .x = x_at(a, i),
+        .ldx = a->dim,
+        .out_w = w_at(a, i),
+        .out_b = b_at(a, i),
+        .lists = read_lists(a),
+        .first = a->first,
+        .logits = a->logits,
+        .ld = a->vocab,
+    };
+    NMT_OK(nmt_cuda_lsh_logits(&args, a->max_count, a->kernel, a->stream, &err));
 }
 
 static void run_softmax(void *p, int i)
 {
     step_arg *a = (step_arg *)p;
     (void)i;
-    NMT_OK(nmt_cuda_softmax_topk_candidates(a->rows, a->rows_per_group, a->logits, a->vocab,
-                                            a->cand, a->vocab, a->count, a->max_count, a->k,
-                                            a->excluded, 2, a->top_v, a->top_i, NULL, a->sm_ws,
-                                            a->sm_ws_bytes, a->stream, &err));
+    NMT_OK(nmt_cuda_softmax_topk_candidates(a->rows, a->logits, a->vocab, read_lists(a),
+                                            a->max_count, a->k, a->excluded, 2, a->top_v,
+                                            a->top_i, NULL, a->sm_ws, a->sm_ws_bytes, a->stream,
+                                            &err));
 }
 
 /* The whole LSH step; logits and softmax read a->cand (the hashed list, or a

@@ -126,8 +126,19 @@ static void variant_logits(const bench *B, const weights *wt, const lsh_variant 
     float *x = (float *)host_copy(a.x, (size_t)s->rows * H * sizeof(float));
     float *b = (float *)host_copy(a.b, V * sizeof(float));
     float *want = (float *)malloc(n * sizeof(float));
-    nmt_cpu_lsh_logits(s->rows, s->group, H, x, H, wt->host_w, b, cand, V, count, s->first, want,
-                       V);
+    const nmt_lsh_logits_args args = {
+        .n_rows = s->rows,
+        .dim = H,
+        .x = x,
+        .ldx = H,
+        .out_w = wt->host_w,
+        .out_b = b,
+        .lists = lists_of(&a, cand, count),
+        .first = s->first,
+        .logits = want,
+        .ld = V,
+    };
+    nmt_cpu_lsh_logits(&args);
     double worst = 0.0; /* |error| / bound */
     for (int r = 0; r < s->rows; r++) {
         const int g = r / s->group;
@@ -189,8 +200,8 @@ static void variant_index(const bench *B, const weights *wt, const nmt_lsh_index
     } else {
         int32_t *cand = (int32_t *)malloc((size_t)groups * V * sizeof(int32_t));
         int32_t *count = (int32_t *)malloc(groups * sizeof(int32_t));
-        nmt_cpu_lsh_candidates(s->rows, s->group, V, hits, B->threshold, a.n_always, cand, V,
-                               count);
+        nmt_cpu_lsh_candidates(s->rows, V, hits, B->threshold, a.n_always,
+                               lists_of(&a, cand, count));
         fn = v->code ? run_lists_direct : run_lists_two_step;
         fn(&a, 0);
         int32_t *got_count = (int32_t *)host_copy(a.hash_count, groups * sizeof(int32_t));

@@ -169,14 +169,21 @@ typedef struct {
     cudaStream_t stream;
 } variant_arg;
 
+/* The candidate lists over words and counts (device or host copies). */
+static nmt_cand_lists lists_of(const variant_arg *a, int32_t *words, int32_t *count)
+{
+    const nmt_cand_lists lists = {
+        .words = words, .ld = a->vocab, .count = count, .rows_per_group = a->group};
+    return lists;
+}
+
 static nmt_status variant_call(variant_arg *a, int i, nmt_error *err)
 {
     const float *z = a->logits_block + (size_t)(i % a->copies) * a->rows * a->vocab;
     if (a->lists)
         return nmt_cuda_softmax_topk_candidates_variant(
-            a->rows, a->group, z, a->vocab, a->cand, a->vocab, a->count, a->vocab, a->k,
-            a->excluded, 2, a->top_v, a->top_i, a->lse, a->ws, a->ws_bytes, a->variant,
-            a->stream, err);
+            a->rows, z, a->vocab, lists_of(a, a->cand, a->count), a->vocab, a->k, a->excluded, 2,
+            a->top_v, a->top_i, a->lse, a->ws, a->ws_bytes, a->variant, a->stream, err);
     return nmt_cuda_softmax_topk_variant(a->rows, a->vocab, z, a->vocab, a->k, a->excluded, 2,
                                          a->top_v, a->top_i, a->lse, a->ws, a->ws_bytes,
                                          a->variant, a->stream, err);
@@ -270,8 +277,8 @@ static void variant_case(variant_arg *a, double copy_gbps)
         float *want_lse = (float *)malloc(a->rows * sizeof(float));
         float *got_lse = (float *)malloc(a->rows * sizeof(float));
         if (a->lists)
-            nmt_cpu_softmax_topk_candidates(a->rows, a->group, z, a->vocab, cand, a->vocab, count,
-                                            a->k, k_excluded, 2, want_v, want_i, want_lse);
+            nmt_cpu_softmax_topk_candidates(a->rows, z, a->vocab, lists_of(a, cand, count), a->k,
+                                            k_excluded, 2, want_v, want_i, want_lse);
         else
             nmt_cpu_softmax_topk(a->rows, a->vocab, z, a->vocab, a->k, k_excluded, 2, want_v,
                                  want_i, want_lse);

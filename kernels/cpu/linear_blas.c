@@ -7,7 +7,9 @@
 
 #include "linear.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef NMT_WITH_BLAS
@@ -106,7 +108,83 @@ void nmt_cpu_linear_blas(int32_t m, int32_t n, int32_t k, const float *x, int32_
         memcpy(y + (int64_t)i * ldy, y_pad + (size_t)i * n, sizeof(float) * (size_t)n);
 }
 
+/* The probe's rows: a pool of kProbePool x rows, each computed in calls of
+ * m = kProbeRows[i] rows at every position; one shape per width class
+ * (n over and under the small-matrix limit's row count). */
+enum { kProbePool = 70, kProbeShapes = 2, kProbeCalls = 12 };
+static const int32_t kProbeN[kProbeShapes] = {2048, 96}, kProbeK[kProbeShapes] = {264, 200};
+static const int32_t kProbeRows[kProbeCalls] = {1, 2, 3, 4, 5, 8, 13, 16, 17, 31, 40, 64};
+
+/* 1 when every pool row came out with the same bits in every call. */
+static int probe_shape(int32_t n, int32_t k)
+{
+    const size_t scratch_floats = nmt_cpu_linear_blas_scratch(n, k);
+    float *x = malloc(sizeof(float) * (size_t)kProbePool * k);
+    float *w = malloc(sizeof(float) * (size_t)n * k);
+    float *call_x = malloc(sizeof(float) * (size_t)kProbePool * k);
+    float *y = malloc(sizeof(float) * (size_t)kProbePool * n);
+    float *first = malloc(sizeof(float) * (size_t)kProbePool * n);
+    float *scratch = malloc(sizeof(float) * scratch_floats);
+    unsigned char *seen = calloc(kProbePool, 1);
+    int same = x && w && call_x && y && first && scratch && seen;
+    uint32_t state = 12345u;
+    for (size_t i = 0; same && i < (size_t)kProbePool * k; i++)
+        x[i] = (float)((state = state * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+    for (size_t i = 0; same && i < (size_t)n * k; i++)
+        w[i] = (float)((state = state * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+    for (int c = 0; same && c < kProbeCalls; c++) {
+        const int32_t m = kProbeRows[c];
+        for (int32_t i = 0; i < m; i++) /* pool row (7 i + c) at position i */
+            memcpy(call_x + (size_t)i * k, x + (size_t)((7 * i + c) % kProbePool) * k,
+                   sizeof(float) * (size_t)k);
+        nmt_cpu_linear_blas(m, n, k, call_x, k, w, k, NULL, 0, y, n, scratch);
+        for (int32_t i = 0; i < m && same; i++) {
+            const int row = (7 * i + c) % kProbePool;
+            float *want = first + (size_t)row * n, *got = y + (size_t)i * n;
+            if (!seen[row]) {
+                memcpy(want, got, sizeof(float) * (size_t)n);
+                seen[row] = 1;
+            } else {
+                same = memcmp(want, got, sizeof(float) * (size_t)n) == 0;
+            }
+        }
+    }
+    free(x);
+    free(w);
+    free(call_x);
+    free(y);
+    free(first);
+    free(scratch);
+    free(seen);
+    return same;
+}
+
+/* Cached per thread count: OpenBLAS splits the work by its thread count. */
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static signed char probe_result[257]; /* 0: not probed, 1: invariant, -1: not */
+
+int nmt_cpu_blas_row_invariant(void)
+{
+    const int threads = nmt_cpu_blas_threads();
+    const int slot = threads > 0 && threads <= 256 ? threads : 256;
+    pthread_mutex_lock(&probe_lock);
+    if (probe_result[slot] == 0) {
+        int same = 1;
+        for (int s = 0; s < kProbeShapes && same; s++)
+            same = probe_shape(kProbeN[s], kProbeK[s]);
+        probe_result[slot] = same ? 1 : -1;
+    }
+    const int invariant = probe_result[slot] > 0;
+    pthread_mutex_unlock(&probe_lock);
+    return invariant;
+}
+
 #else /* no BLAS: the reference */
+
+int nmt_cpu_blas_row_invariant(void)
+{
+    return 1;
+}
 
 int nmt_cpu_blas_available(void)
 {

@@ -61,15 +61,15 @@ void nmt_cpu_lsh_hits(int32_t n_rows, const int32_t *codes, const int32_t *row_l
     }
 }
 
-void nmt_cpu_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32_t vocab,
-                            int32_t *hits, int32_t threshold, int32_t n_always, int32_t *cand,
-                            int64_t cand_ld, int32_t *count)
+void nmt_cpu_lsh_candidates(int32_t n_rows, int32_t vocab, int32_t *hits, int32_t threshold,
+                            int32_t n_always, nmt_cand_lists lists)
 {
+    const int32_t rows_per_group = lists.rows_per_group;
     int32_t n_groups = n_rows > 0 ? (n_rows + rows_per_group - 1) / rows_per_group : 0;
     for (int32_t g = 0; g < n_groups; g++) {
         int32_t first = g * rows_per_group;
         int32_t last = first + rows_per_group < n_rows ? first + rows_per_group : n_rows;
-        int32_t *list = cand + (int64_t)g * cand_ld;
+        int32_t *list = lists.words + (int64_t)g * lists.ld;
         int32_t n = 0;
         for (int32_t w = 0; w < vocab; w++) {
             int keep = w < n_always;
@@ -78,28 +78,26 @@ void nmt_cpu_lsh_candidates(int32_t n_rows, int32_t rows_per_group, int32_t voca
             if (keep)
                 list[n++] = w;
         }
-        count[g] = n;
+        lists.count[g] = n;
         /* Reset so the next step accumulates from zero without a memset. */
         for (int64_t i = (int64_t)first * vocab; i < (int64_t)last * vocab; i++)
             hits[i] = 0;
     }
 }
 
-void nmt_cpu_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim, const float *x,
-                        int32_t ldx, const float *out_w, const float *out_b, const int32_t *cand,
-                        int64_t cand_ld, const int32_t *count, int32_t first, float *logits,
-                        int64_t ld)
+void nmt_cpu_lsh_logits(const nmt_lsh_logits_args *a)
 {
-    for (int32_t r = 0; r < n_rows; r++) {
-        int32_t g = r / rows_per_group;
-        const float *row = x + (int64_t)r * ldx;
-        const int32_t *list = cand + (int64_t)g * cand_ld;
-        for (int32_t j = first > 0 ? first : 0; j < count[g]; j++) {
-            const float *w_row = out_w + (int64_t)list[j] * dim;
-            double sum = out_b ? (double)out_b[list[j]] : 0.0;
-            for (int32_t p = 0; p < dim; p++)
+    const nmt_cand_lists *lists = &a->lists;
+    for (int32_t r = 0; r < a->n_rows; r++) {
+        int32_t g = r / lists->rows_per_group;
+        const float *row = a->x + (int64_t)r * a->ldx;
+        const int32_t *list = lists->words + (int64_t)g * lists->ld;
+        for (int32_t j = a->first > 0 ? a->first : 0; j < lists->count[g]; j++) {
+            const float *w_row = a->out_w + (int64_t)list[j] * a->dim;
+            double sum = a->out_b ? (double)a->out_b[list[j]] : 0.0;
+            for (int32_t p = 0; p < a->dim; p++)
                 sum += (double)row[p] * (double)w_row[p];
-            logits[(int64_t)r * ld + j] = (float)sum;
+            a->logits[(int64_t)r * a->ld + j] = (float)sum;
         }
     }
 }
@@ -118,20 +116,19 @@ static int list_contains(const int32_t *list, int32_t n, int32_t word)
     return lo < n && list[lo] == word;
 }
 
-void nmt_cpu_lsh_recall(int32_t n_rows, int32_t rows_per_group, const int32_t *row_live,
-                        const int32_t *full_top_ids, int32_t b, const int32_t *cand,
-                        int64_t cand_ld, const int32_t *count, int64_t *stats)
+void nmt_cpu_lsh_recall(int32_t n_rows, const int32_t *row_live, const int32_t *full_top_ids,
+                        int32_t b, nmt_cand_lists lists, int64_t *stats)
 {
     for (int32_t r = 0; r < n_rows; r++) {
         if (row_live && !row_live[r])
             continue;
-        int32_t g = r / rows_per_group;
-        const int32_t *list = cand + (int64_t)g * cand_ld;
+        int32_t g = r / lists.rows_per_group;
+        const int32_t *list = lists.words + (int64_t)g * lists.ld;
         int all_in = 1;
         for (int32_t i = 0; i < b && all_in; i++)
-            all_in = list_contains(list, count[g], full_top_ids[(int64_t)r * b + i]);
+            all_in = list_contains(list, lists.count[g], full_top_ids[(int64_t)r * b + i]);
         stats[0] += 1;
         stats[1] += all_in;
-        stats[2] += count[g];
+        stats[2] += lists.count[g];
     }
 }

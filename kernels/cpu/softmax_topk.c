@@ -92,16 +92,15 @@ void nmt_cpu_softmax_topk(int32_t n_rows, int32_t vocab, const float *logits, in
                          lse ? lse + r : NULL);
 }
 
-void nmt_cpu_softmax_topk_candidates(int32_t n_rows, int32_t rows_per_group, const float *logits,
-                                     int64_t ld, const int32_t *cand, int64_t cand_ld,
-                                     const int32_t *count, int32_t k, const int32_t *excluded,
+void nmt_cpu_softmax_topk_candidates(int32_t n_rows, const float *logits, int64_t ld,
+                                     nmt_cand_lists lists, int32_t k, const int32_t *excluded,
                                      int32_t n_excluded, float *top_values, int32_t *top_ids,
                                      float *lse)
 {
     for (int32_t r = 0; r < n_rows; r++) {
-        int32_t g = r / rows_per_group;
-        row_softmax_topk(count[g], logits + r * ld, cand + g * cand_ld, k, excluded, n_excluded,
-                         top_values + (int64_t)r * k, top_ids + (int64_t)r * k,
+        int32_t g = r / lists.rows_per_group;
+        row_softmax_topk(lists.count[g], logits + r * ld, lists.words + g * lists.ld, k, excluded,
+                         n_excluded, top_values + (int64_t)r * k, top_ids + (int64_t)r * k,
                          lse ? lse + r : NULL);
     }
 }

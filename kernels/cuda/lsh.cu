@@ -328,15 +328,15 @@ extern "C" size_t nmt_cuda_lsh_candidates_workspace_size(int32_t max_groups, int
     return chunks * (kMaskWords * sizeof(uint32_t) + sizeof(int32_t));
 }
 
-extern "C" nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_group,
-                                              int32_t vocab, int32_t *hits, int32_t threshold,
-                                              int32_t n_always, int32_t *cand, int64_t cand_ld,
-                                              int32_t *count, void *workspace,
+extern "C" nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t vocab, int32_t *hits,
+                                              int32_t threshold, int32_t n_always,
+                                              nmt_cand_lists lists, void *workspace,
                                               size_t workspace_bytes, void *stream,
                                               nmt_error *err)
 {
-    NMT_ARG_CHECK(n_rows >= 0 && rows_per_group >= 1 && vocab >= 1 && cand_ld >= vocab);
-    NMT_ARG_CHECK(n_rows == 0 || (hits && cand && count));
+    const int32_t rows_per_group = lists.rows_per_group;
+    NMT_ARG_CHECK(n_rows >= 0 && rows_per_group >= 1 && vocab >= 1 && lists.ld >= vocab);
+    NMT_ARG_CHECK(n_rows == 0 || (hits && lists.words && lists.count));
     NMT_ARG_CHECK((uintptr_t)workspace % sizeof(uint32_t) == 0);
     if (n_rows == 0)
         return NMT_STATUS_OK;
@@ -361,26 +361,26 @@ extern "C" nmt_status nmt_cuda_lsh_candidates(int32_t n_rows, int32_t rows_per_g
     mark_kernel<<<grid, mark_warps * kWarpSize, 0, s>>>(n_rows, rows_per_group, vocab, hits,
                                                         threshold, n_always, marks, chunk_counts);
     NMT_LAUNCH_RETURN("mark_kernel");
-    write_candidates_kernel<<<grid, kWriteThreads, 0, s>>>(marks, chunk_counts, cand, cand_ld,
-                                                           count);
+    write_candidates_kernel<<<grid, kWriteThreads, 0, s>>>(marks, chunk_counts, lists.words,
+                                                           lists.ld, lists.count);
     NMT_LAUNCH_RETURN("write_candidates_kernel");
     return NMT_STATUS_OK;
 }
 
-extern "C" nmt_status nmt_cuda_lsh_recall(int32_t n_rows, int32_t rows_per_group,
-                                          const int32_t *row_live, const int32_t *full_top_ids,
-                                          int32_t b, const int32_t *cand, int64_t cand_ld,
-                                          const int32_t *count, unsigned long long *stats,
+extern "C" nmt_status nmt_cuda_lsh_recall(int32_t n_rows, const int32_t *row_live,
+                                          const int32_t *full_top_ids, int32_t b,
+                                          nmt_cand_lists lists, unsigned long long *stats,
                                           void *stream, nmt_error *err)
 {
-    NMT_ARG_CHECK(n_rows >= 0 && rows_per_group >= 1 && b >= 0 && cand_ld >= 0);
-    NMT_ARG_CHECK(n_rows == 0 || (cand && count && stats));
+    NMT_ARG_CHECK(n_rows >= 0 && lists.rows_per_group >= 1 && b >= 0 && lists.ld >= 0);
+    NMT_ARG_CHECK(n_rows == 0 || (lists.words && lists.count && stats));
     NMT_ARG_CHECK(n_rows == 0 || b == 0 || full_top_ids);
     if (n_rows == 0)
         return NMT_STATUS_OK;
     recall_kernel<<<(n_rows + kRecallThreads - 1) / kRecallThreads, kRecallThreads, 0,
-                    (cudaStream_t)stream>>>(n_rows, rows_per_group, row_live, full_top_ids, b,
-                                            cand, cand_ld, count, stats);
+                    (cudaStream_t)stream>>>(n_rows, lists.rows_per_group, row_live,
+                                            full_top_ids, b, lists.words, lists.ld, lists.count,
+                                            stats);
     NMT_LAUNCH_RETURN("recall_kernel");
     return NMT_STATUS_OK;
 }

@@ -415,15 +415,15 @@ extern "C" size_t nmt_cuda_lsh_direct_workspace_size(int32_t max_groups, int32_t
 }
 
 extern "C" nmt_status nmt_cuda_lsh_candidates_direct(
-    int32_t n_rows, int32_t rows_per_group, const int32_t *codes, const int32_t *row_live,
-    const nmt_lsh_tables *t, int32_t threshold, int32_t n_always, int32_t *cand,
-    int64_t cand_ld, int32_t *count, void *workspace, size_t workspace_bytes, void *stream_ptr,
-    nmt_error *err)
+    int32_t n_rows, const int32_t *codes, const int32_t *row_live, const nmt_lsh_tables *t,
+    int32_t threshold, int32_t n_always, nmt_cand_lists lists, void *workspace,
+    size_t workspace_bytes, void *stream_ptr, nmt_error *err)
 {
     cudaStream_t stream = (cudaStream_t)stream_ptr;
+    const int32_t rows_per_group = lists.rows_per_group;
     NMT_ARG_CHECK(t && n_rows >= 0 && rows_per_group >= 1 && t->vocab >= 1 && t->w >= 1);
-    NMT_ARG_CHECK(t->w <= kMaxBands && cand_ld >= t->vocab && n_always >= 0);
-    NMT_ARG_CHECK(n_rows == 0 || (codes && cand && count && workspace));
+    NMT_ARG_CHECK(t->w <= kMaxBands && lists.ld >= t->vocab && n_always >= 0);
+    NMT_ARG_CHECK(n_rows == 0 || (codes && lists.words && lists.count && workspace));
     NMT_ARG_CHECK((uintptr_t)t->slots % 16 == 0 && (uintptr_t)t->hash % 16 == 0 &&
                   (uintptr_t)workspace % 4 == 0);
     if (n_rows == 0)
@@ -448,7 +448,7 @@ extern "C" nmt_status nmt_cuda_lsh_candidates_direct(
     uint32_t *group_done = bitmap + n_groups * bitmap_ld;
     if (threshold <= 0) { /* every word: nothing to mark */
         direct_compact_kernel<<<(unsigned)n_groups, kCompactThreads, 0, stream>>>(
-            t->vocab, threshold, n_always, bitmap, bitmap_ld, cand, cand_ld, count);
+            t->vocab, threshold, n_always, bitmap, bitmap_ld, lists.words, lists.ld, lists.count);
         NMT_LAUNCH_RETURN("direct_compact_kernel");
         return NMT_STATUS_OK;
     }
@@ -483,7 +483,8 @@ extern "C" nmt_status nmt_cuda_lsh_candidates_direct(
     }
     kernel<<<n_rows, kMarkThreads, smem, stream>>>(n_rows, codes, row_live, *t, rows_per_group,
                                                    threshold, n_always, bitmap, bitmap_ld,
-                                                   group_done, cand, cand_ld, count);
+                                                   group_done, lists.words, lists.ld,
+                                                   lists.count);
     NMT_LAUNCH_RETURN("direct_mark_kernel");
     return NMT_STATUS_OK;
 }

@@ -50,20 +50,20 @@ static constexpr nmt_lsh_logits_policy kPolicy{};
 
 /* ---- exported ------------------------------------------------------------- */
 
-extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group, int32_t dim,
-                                          const float *x, int32_t ldx, const float *out_w,
-                                          const float *out_b, const int32_t *cand,
-                                          int64_t cand_ld, const int32_t *count,
-                                          int32_t first, int32_t max_count, float *logits,
-                                          int64_t ld, nmt_lsh_logits_kernel variant,
-                                          void *stream, nmt_error *err)
+extern "C" nmt_status nmt_cuda_lsh_logits(const nmt_lsh_logits_args *a, int32_t max_count,
+                                          nmt_lsh_logits_kernel variant, void *stream,
+                                          nmt_error *err)
 {
-    NMT_ARG_CHECK(n_rows >= 0 && rows_per_group >= 1 && dim >= 1 && ldx >= dim);
-    NMT_ARG_CHECK(max_count >= 0 && cand_ld >= max_count && ld >= max_count && first >= 0);
+    NMT_ARG_CHECK(a);
+    const int32_t n_rows = a->n_rows, rows_per_group = a->lists.rows_per_group;
+    NMT_ARG_CHECK(n_rows >= 0 && rows_per_group >= 1 && a->dim >= 1 && a->ldx >= a->dim);
+    NMT_ARG_CHECK(max_count >= 0 && a->lists.ld >= max_count && a->ld >= max_count &&
+                  a->first >= 0);
     NMT_ARG_CHECK(variant == NMT_LSH_LOGITS_AUTO || variant == NMT_LSH_LOGITS_GEMM ||
                   variant == NMT_LSH_LOGITS_SDDMM || variant == NMT_LSH_LOGITS_WARP);
-    NMT_ARG_CHECK(n_rows == 0 || max_count == 0 || (x && out_w && cand && count && logits));
-    if (n_rows == 0 || max_count <= first)
+    NMT_ARG_CHECK(n_rows == 0 || max_count == 0 ||
+                  (a->x && a->out_w && a->lists.words && a->lists.count && a->logits));
+    if (n_rows == 0 || max_count <= a->first)
         return NMT_STATUS_OK;
     cudaStream_t s = (cudaStream_t)stream;
     const int32_t rows_in_group = rows_per_group < n_rows ? rows_per_group : n_rows;
@@ -72,8 +72,7 @@ extern "C" nmt_status nmt_cuda_lsh_logits(int32_t n_rows, int32_t rows_per_group
         variant = rows_in_group == 1                      ? NMT_LSH_LOGITS_SDDMM
                   : rows_in_group <= kPolicy.warp_max_rows ? NMT_LSH_LOGITS_WARP
                                                            : NMT_LSH_LOGITS_GEMM;
-    const LogitsCall call = {n_rows, rows_per_group, dim, x, ldx, out_w, out_b, cand, cand_ld,
-                             count, first, max_count, logits, ld, rows_in_group, groups};
+    const LogitsCall call{*a, max_count, rows_in_group, groups};
     if (variant == NMT_LSH_LOGITS_SDDMM)
         return nmt_lsh_logits_sddmm(call, kPolicy.sddmm_target_blocks, s, err);
     if (variant == NMT_LSH_LOGITS_WARP)

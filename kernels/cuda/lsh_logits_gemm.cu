@@ -181,8 +181,8 @@ static void launch_gemm(dim3 grid, const LogitsCall &a, cudaStream_t stream)
 {
     constexpr int KT = TM == kGemmSmallRows && VEC == 4 ? kGemmSmallK : kGemmLargeK;
     gemm_logits_kernel<TM, KT, VEC><<<grid, GemmShape<TM>::threads, 0, stream>>>(
-        a.n_rows, a.rows_per_group, a.dim, a.x, a.ldx, a.out_w, a.out_b, a.cand, a.cand_ld,
-        a.count, a.first, a.max_count, a.logits, a.ld);
+        a.n_rows, a.lists.rows_per_group, a.dim, a.x, a.ldx, a.out_w, a.out_b, a.lists.words,
+        a.lists.ld, a.lists.count, a.first, a.max_count, a.logits, a.ld);
 }
 
 nmt_status nmt_lsh_logits_gemm(const LogitsCall &a, int tile_rows, int64_t target_blocks,

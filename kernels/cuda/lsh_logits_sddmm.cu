@@ -97,12 +97,12 @@ nmt_status nmt_lsh_logits_sddmm(const LogitsCall &a, int64_t target_blocks, cuda
                     (unsigned)cand_tile_blocks(cand_blocks, a.n_rows, target_blocks));
     if (a.dim % 4 == 0 && nmt_is_aligned(a.out_w, 16))
         sddmm_logits_kernel<4><<<grid, kSddmmThreads, 0, stream>>>(
-            a.rows_per_group, a.dim, a.x, a.ldx, a.out_w, a.out_b, a.cand, a.cand_ld, a.count,
-            a.first, a.max_count, a.logits, a.ld);
+            a.lists.rows_per_group, a.dim, a.x, a.ldx, a.out_w, a.out_b, a.lists.words,
+            a.lists.ld, a.lists.count, a.first, a.max_count, a.logits, a.ld);
     else
         sddmm_logits_kernel<1><<<grid, kSddmmThreads, 0, stream>>>(
-            a.rows_per_group, a.dim, a.x, a.ldx, a.out_w, a.out_b, a.cand, a.cand_ld, a.count,
-            a.first, a.max_count, a.logits, a.ld);
+            a.lists.rows_per_group, a.dim, a.x, a.ldx, a.out_w, a.out_b, a.lists.words,
+            a.lists.ld, a.lists.count, a.first, a.max_count, a.logits, a.ld);
     NMT_LAUNCH_RETURN("sddmm_logits_kernel");
     return NMT_STATUS_OK;
 }

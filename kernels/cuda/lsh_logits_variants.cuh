@@ -11,25 +11,17 @@
 #include <stdint.h>
 
 #include "device.cuh"
+#include "lsh.h"
 #include "nmt_status.h"
 
 static constexpr int kMaxGridYZ = 65535;
 
-/* One call's arguments, as the kernels take them (kernels/lsh.h), and the
- * group size the launchers plan with. */
-struct LogitsCall {
-    int32_t n_rows, rows_per_group, dim;
-    const float *x;
-    int32_t ldx;
-    const float *out_w, *out_b;
-    const int32_t *cand;
-    int64_t cand_ld;
-    const int32_t *count;
-    int32_t first, max_count;
-    float *logits;
-    int64_t ld;
-    int32_t rows_in_group; /* min(rows_per_group, n_rows) */
-    int32_t groups;        /* ceil(n_rows / rows_per_group) */
+/* One call's arguments (kernels/lsh.h), the launch bound and the group size
+ * the launchers plan with. */
+struct LogitsCall : nmt_lsh_logits_args {
+    int32_t max_count;
+    int32_t rows_in_group; /* min(lists.rows_per_group, n_rows) */
+    int32_t groups;        /* ceil(n_rows / lists.rows_per_group) */
 };
 
 /* Blocks along the candidate tiles: all max_count / tile of them would mostly

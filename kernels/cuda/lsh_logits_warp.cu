@@ -121,8 +121,8 @@ template <int RB, int VEC>
 static void launch_warp(dim3 grid, const LogitsCall &a, cudaStream_t stream)
 {
     warp_logits_kernel<RB, VEC><<<grid, kWarpDotThreads, 0, stream>>>(
-        a.n_rows, a.rows_per_group, a.dim, a.x, a.ldx, a.out_w, a.out_b, a.cand, a.cand_ld,
-        a.count, a.first, a.max_count, a.logits, a.ld);
+        a.n_rows, a.lists.rows_per_group, a.dim, a.x, a.ldx, a.out_w, a.out_b, a.lists.words,
+        a.lists.ld, a.lists.count, a.first, a.max_count, a.logits, a.ld);
 }
 
 nmt_status nmt_lsh_logits_warp(const LogitsCall &a, int rows_per_block, int64_t target_blocks,

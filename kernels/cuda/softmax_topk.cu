@@ -31,7 +31,7 @@
  * split partials and the sort fallback's keys.
  * Excluded ids count in lse but are never selected.
  * Candidate lists (LSH, nmt_cuda_softmax_topk_candidates): the row, fused,
- * split and atomic kernels take a CandMap: row r reads only count[g] logits of
+ * split and atomic kernels take the lists: row r reads only count[g] logits of
  * its group g, read on the device, split slices cut from that count in the
  * kernel; keys hold the candidate index, mapped to its word only on the rare
  * insertion test (excluded words) and when the outputs are written. */
@@ -432,7 +432,7 @@ extern "C" nmt_status nmt_cuda_softmax_topk_variant(
             return status;
     }
     const SoftmaxTopkCall call = {n_rows, vocab, logits, ld, k, excluded, n_excluded,
-                                  top_values, top_ids, lse, CandMap{}};
+                                  top_values, top_ids, lse, nmt_cand_lists{}};
     return run_plan(plan, call, false, workspace, workspace_bytes, (cudaStream_t)stream, err);
 }
 
@@ -448,14 +448,14 @@ extern "C" nmt_status nmt_cuda_softmax_topk(int32_t n_rows, int32_t vocab, const
 }
 
 extern "C" nmt_status nmt_cuda_softmax_topk_candidates_variant(
-    int32_t n_rows, int32_t rows_per_group, const float *logits, int64_t ld, const int32_t *cand,
-    int64_t cand_ld, const int32_t *count, int32_t max_count, int32_t k, const int32_t *excluded,
-    int32_t n_excluded, float *top_values, int32_t *top_ids, float *lse, void *workspace,
-    size_t workspace_bytes, nmt_softmax_topk_variant variant, void *stream, nmt_error *err)
+    int32_t n_rows, const float *logits, int64_t ld, nmt_cand_lists lists, int32_t max_count,
+    int32_t k, const int32_t *excluded, int32_t n_excluded, float *top_values, int32_t *top_ids,
+    float *lse, void *workspace, size_t workspace_bytes, nmt_softmax_topk_variant variant,
+    void *stream, nmt_error *err)
 {
-    NMT_ARG_CHECK(n_rows >= 0 && rows_per_group >= 1 && max_count >= 1 && k >= 0);
-    NMT_ARG_CHECK(ld >= max_count && cand_ld >= max_count && n_excluded >= 0);
-    NMT_ARG_CHECK(n_rows == 0 || (logits && cand && count));
+    NMT_ARG_CHECK(n_rows >= 0 && lists.rows_per_group >= 1 && max_count >= 1 && k >= 0);
+    NMT_ARG_CHECK(ld >= max_count && lists.ld >= max_count && n_excluded >= 0);
+    NMT_ARG_CHECK(n_rows == 0 || (logits && lists.words && lists.count));
     NMT_ARG_CHECK(k == 0 || n_rows == 0 || (top_values && top_ids));
     NMT_ARG_CHECK(n_excluded == 0 || excluded);
     NMT_ARG_CHECK((int64_t)n_rows * (k > 1 ? k : 1) <= INT32_MAX);
@@ -479,19 +479,16 @@ extern "C" nmt_status nmt_cuda_softmax_topk_candidates_variant(
             return status;
     }
     const SoftmaxTopkCall call = {n_rows, max_count, logits, ld, k, excluded, n_excluded,
-                                  top_values, top_ids, lse,
-                                  CandMap{count, cand, cand_ld, rows_per_group}};
+                                  top_values, top_ids, lse, lists};
     return run_plan(plan, call, true, workspace, workspace_bytes, (cudaStream_t)stream, err);
 }
 
 extern "C" nmt_status nmt_cuda_softmax_topk_candidates(
-    int32_t n_rows, int32_t rows_per_group, const float *logits, int64_t ld, const int32_t *cand,
-    int64_t cand_ld, const int32_t *count, int32_t max_count, int32_t k, const int32_t *excluded,
-    int32_t n_excluded, float *top_values, int32_t *top_ids, float *lse, void *workspace,
-    size_t workspace_bytes, void *stream, nmt_error *err)
+    int32_t n_rows, const float *logits, int64_t ld, nmt_cand_lists lists, int32_t max_count,
+    int32_t k, const int32_t *excluded, int32_t n_excluded, float *top_values, int32_t *top_ids,
+    float *lse, void *workspace, size_t workspace_bytes, void *stream, nmt_error *err)
 {
     return nmt_cuda_softmax_topk_candidates_variant(
-        n_rows, rows_per_group, logits, ld, cand, cand_ld, count, max_count, k, excluded,
-        n_excluded, top_values, top_ids, lse, workspace, workspace_bytes, NMT_SOFTMAX_TOPK_AUTO,
-        stream, err);
+        n_rows, logits, ld, lists, max_count, k, excluded, n_excluded, top_values, top_ids, lse,
+        workspace, workspace_bytes, NMT_SOFTMAX_TOPK_AUTO, stream, err);
 }

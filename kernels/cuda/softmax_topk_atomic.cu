@@ -19,7 +19,7 @@ static __global__ void __launch_bounds__(kAtomicThreads)
     atomic_topk_kernel(int32_t vocab, const float *__restrict__ logits, int64_t ld, int k,
                        int k_out, const int32_t *__restrict__ excluded, int n_excluded,
                        float *__restrict__ top_values, int32_t *__restrict__ top_ids,
-                       float *__restrict__ lse_out, CandMap map)
+                       float *__restrict__ lse_out, nmt_cand_lists lists)
 {
     extern __shared__ unsigned long long s_best[]; /* [k], descending when done */
     __shared__ OnlineMD s_md[kAtomicThreads / kWarpSize];
@@ -27,7 +27,7 @@ static __global__ void __launch_bounds__(kAtomicThreads)
     const float *p = logits + (int64_t)row * ld;
     volatile unsigned long long *v_best = s_best;
     const int32_t *words;
-    const int32_t n_words = row_length<CAND>(map, row, vocab, &words);
+    const int32_t n_words = row_length<CAND>(lists, row, vocab, &words);
 
     for (int i = threadIdx.x; i < k; i += blockDim.x)
         s_best[i] = 0;
@@ -68,11 +68,11 @@ nmt_status nmt_softmax_topk_atomic(const SoftmaxTopkCall &c, bool cand, int k_se
     if (cand)
         atomic_topk_kernel<true><<<c.n_rows, kAtomicThreads, smem, stream>>>(
             c.vocab, c.logits, c.ld, k_sel, c.k, c.excluded, c.n_excluded, c.top_values,
-            c.top_ids, c.lse, c.map);
+            c.top_ids, c.lse, c.lists);
     else
         atomic_topk_kernel<false><<<c.n_rows, kAtomicThreads, smem, stream>>>(
             c.vocab, c.logits, c.ld, k_sel, c.k, c.excluded, c.n_excluded, c.top_values,
-            c.top_ids, c.lse, c.map);
+            c.top_ids, c.lse, c.lists);
     NMT_LAUNCH_RETURN("atomic_topk_kernel");
     return NMT_STATUS_OK;
 }

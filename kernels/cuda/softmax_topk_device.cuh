@@ -1,7 +1,7 @@
 /* softmax_topk_device.cuh: what the softmax + top-K variants share on the
  * device (kernels/cuda/softmax_topk*.cu): the capacities they are compiled
  * for, the packed 64-bit keys (Argueta & Chiang, "Accelerating Sparse Matrix
- * Operations in Neural Networks on GPUs", Alg. 4), the candidate-list map
+ * Operations in Neural Networks on GPUs", Alg. 4), the candidate lists
  * (LSH), the online normalizer (m, d) of Milakov & Gimelshein ("Online
  * normalizer calculation for softmax", Alg. 3 and eq. 4) and a row's split at
  * its 16-byte boundaries. */
@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "device.cuh"
+#include "lsh.h"
 
 /* Capacities (array sizes and launch bounds of the kernels). */
 static constexpr int kMaxWarps = 8;      /* fused block: up to 256 threads */
@@ -71,28 +72,22 @@ static __device__ __forceinline__ void write_slot(uint64_t key, float lse, float
 
 /* ---- candidate lists (LSH) ------------------------------------------------ */
 
-/* Row r's logit j is word cand[g * cand_ld + j], j < count[g], g = r /
- * rows_per_group. Lists ascend, so ties to the lower candidate index are ties
- * to the lower word, as in the full softmax. The kernels take it as template
- * CAND; CAND = false compiles to the full-vocabulary kernels. */
-struct CandMap {
-    const int32_t *count, *cand;
-    int64_t cand_ld;
-    int32_t rows_per_group;
-};
-
-/* The row's number of logits (clamped to vocab = the plan's max_count) and
- * its candidate words (NULL without candidates). */
+/* Row r's logit j is word words[g * ld + j] of its group's list (nmt_cand_lists,
+ * kernels/lsh.h), j < count[g]. Lists ascend, so ties to the lower candidate
+ * index are ties to the lower word, as in the full softmax. The kernels take
+ * it as template CAND; CAND = false compiles to the full-vocabulary kernels.
+ * row_length: the row's number of logits (clamped to vocab = the plan's
+ * max_count) and its candidate words (NULL without candidates). */
 template <bool CAND>
-static __device__ __forceinline__ int32_t row_length(const CandMap &map, int row, int32_t vocab,
-                                                     const int32_t **words)
+static __device__ __forceinline__ int32_t row_length(const nmt_cand_lists &lists, int row,
+                                                     int32_t vocab, const int32_t **words)
 {
     *words = NULL;
     if (!CAND)
         return vocab;
-    const int32_t g = row / map.rows_per_group;
-    *words = map.cand + (int64_t)g * map.cand_ld;
-    return max(0, min(__ldg(&map.count[g]), vocab));
+    const int32_t g = row / lists.rows_per_group;
+    *words = lists.words + (int64_t)g * lists.ld;
+    return max(0, min(__ldg(&lists.count[g]), vocab));
 }
 
 /* is_excluded for logit j: with candidates, of its word. */

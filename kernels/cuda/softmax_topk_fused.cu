@@ -178,7 +178,7 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
                       int splits, int chunk, float *__restrict__ top_values,
                       int32_t *__restrict__ top_ids, float *__restrict__ lse_out,
                       float2 *__restrict__ part_md, uint64_t *__restrict__ part_keys,
-                      uint32_t *__restrict__ row_done, CandMap map)
+                      uint32_t *__restrict__ row_done, nmt_cand_lists lists)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     /* The warps' lists, then (split, last block of a row) the row's slices' lists. */
@@ -193,7 +193,7 @@ static __global__ void __launch_bounds__(kMaxWarps *kWarpSize)
     const int row = blockIdx.x / splits, slice = blockIdx.x - row * splits;
     const float *p = logits + (int64_t)row * ld;
     const int32_t *words;
-    const int32_t n_words = row_length<CAND>(map, row, vocab, &words);
+    const int32_t n_words = row_length<CAND>(lists, row, vocab, &words);
     if (CAND) /* as fused_plan: multiples of 4 words; trailing slices may be empty */
         chunk = ((n_words + splits - 1) / splits + 3) & ~3;
     const int c0 = CAND ? min(slice * chunk, n_words) : slice * chunk;
@@ -330,7 +330,7 @@ static __global__ void __launch_bounds__(kWarpRowsPerBlock *kWarpSize)
     warp_topk_kernel(int32_t n_rows, int32_t vocab, const float *__restrict__ logits, int64_t ld,
                      int k, int k_out, const int32_t *__restrict__ excluded, int n_excluded,
                      float *__restrict__ top_values, int32_t *__restrict__ top_ids,
-                     float *__restrict__ lse_out, CandMap map)
+                     float *__restrict__ lse_out, nmt_cand_lists lists)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     const int lane = threadIdx.x & (kWarpSize - 1);
@@ -339,7 +339,7 @@ static __global__ void __launch_bounds__(kWarpRowsPerBlock *kWarpSize)
         return;
     const float *p = logits + (int64_t)row * ld;
     const int32_t *words;
-    const int32_t n_words = row_length<CAND>(map, row, vocab, &words);
+    const int32_t n_words = row_length<CAND>(lists, row, vocab, &words);
     const RowSplit rs = row_split(p, n_words);
     const float4 *p4 = reinterpret_cast<const float4 *>(p + rs.a0);
 
@@ -407,12 +407,12 @@ template <int SLOTS, bool CAND>
 static void launch_fused(int blocks, int threads, int32_t vocab, const float *logits, int64_t ld,
                          int k, int k_out, const int32_t *excluded, int n_excluded, int splits,
                          int chunk, float *top_values, int32_t *top_ids, float *lse,
-                         float2 *part_md, uint64_t *part_keys, uint32_t *row_done, CandMap map,
-                         cudaStream_t stream)
+                         float2 *part_md, uint64_t *part_keys, uint32_t *row_done,
+                         nmt_cand_lists lists, cudaStream_t stream)
 {
     nmt_launch_pdl(fused_topk_kernel<SLOTS, CAND>, blocks, threads, 0, stream, vocab, logits, ld,
                    k, k_out, excluded, n_excluded, splits, chunk, top_values, top_ids, lse,
-                   part_md, part_keys, row_done, map);
+                   part_md, part_keys, row_done, lists);
 }
 
 nmt_status nmt_softmax_topk_fused(const SoftmaxTopkCall &c, bool cand, int k_run,
@@ -424,19 +424,19 @@ nmt_status nmt_softmax_topk_fused(const SoftmaxTopkCall &c, bool cand, int k_run
     if (k_run <= kWarpSize && cand)
         launch_fused<1, true>(blocks, threads, c.vocab, c.logits, c.ld, k_run, c.k, c.excluded,
                               c.n_excluded, plan.splits, plan.chunk, c.top_values, c.top_ids,
-                              c.lse, part_md, part_keys, row_done, c.map, stream);
+                              c.lse, part_md, part_keys, row_done, c.lists, stream);
     else if (k_run <= kWarpSize)
         launch_fused<1, false>(blocks, threads, c.vocab, c.logits, c.ld, k_run, c.k, c.excluded,
                                c.n_excluded, plan.splits, plan.chunk, c.top_values, c.top_ids,
-                               c.lse, part_md, part_keys, row_done, c.map, stream);
+                               c.lse, part_md, part_keys, row_done, c.lists, stream);
     else if (cand)
         launch_fused<2, true>(blocks, threads, c.vocab, c.logits, c.ld, k_run, c.k, c.excluded,
                               c.n_excluded, plan.splits, plan.chunk, c.top_values, c.top_ids,
-                              c.lse, part_md, part_keys, row_done, c.map, stream);
+                              c.lse, part_md, part_keys, row_done, c.lists, stream);
     else
         launch_fused<2, false>(blocks, threads, c.vocab, c.logits, c.ld, k_run, c.k, c.excluded,
                                c.n_excluded, plan.splits, plan.chunk, c.top_values, c.top_ids,
-                               c.lse, part_md, part_keys, row_done, c.map, stream);
+                               c.lse, part_md, part_keys, row_done, c.lists, stream);
     NMT_LAUNCH_RETURN("fused_topk_kernel");
     return NMT_STATUS_OK;
 }
@@ -447,7 +447,7 @@ static void launch_warp(const SoftmaxTopkCall &c, int k_run, cudaStream_t stream
     const int blocks = (c.n_rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock;
     nmt_launch_pdl(warp_topk_kernel<SLOTS, CAND>, blocks, kWarpRowsPerBlock * kWarpSize, 0,
                    stream, c.n_rows, c.vocab, c.logits, c.ld, k_run, c.k, c.excluded,
-                   c.n_excluded, c.top_values, c.top_ids, c.lse, c.map);
+                   c.n_excluded, c.top_values, c.top_ids, c.lse, c.lists);
 }
 
 nmt_status nmt_softmax_topk_warp(const SoftmaxTopkCall &c, bool cand, int k_run,

@@ -111,7 +111,7 @@ static __global__ void __launch_bounds__(kRowMaxThreads)
     row_topk_kernel(int32_t vocab, const float *__restrict__ logits, int64_t ld, int k,
                     int k_out, const int32_t *__restrict__ excluded, int n_excluded,
                     float *__restrict__ top_values, int32_t *__restrict__ top_ids,
-                    float *__restrict__ lse_out, CandMap map)
+                    float *__restrict__ lse_out, nmt_cand_lists lists)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     __shared__ uint64_t s_keys[kRowCandKeys]; /* 2: the bests >= t0; 3-4: candidates */
@@ -126,7 +126,7 @@ static __global__ void __launch_bounds__(kRowMaxThreads)
     const int row = blockIdx.x, k_thr = k + n_excluded;
     const float *p = logits + (int64_t)row * ld;
     const int32_t *words;
-    const RowSplit rs = row_split(p, row_length<CAND>(map, row, vocab, &words));
+    const RowSplit rs = row_split(p, row_length<CAND>(lists, row, vocab, &words));
     if (threadIdx.x == 0) {
         s_n_best = s_n_cand = 0;
         s_tau = ~0ull; /* above every key: no word, nothing selected */
@@ -252,11 +252,11 @@ nmt_status nmt_softmax_topk_row(const SoftmaxTopkCall &c, bool cand, int k_run, 
     if (cand)
         nmt_launch_pdl(row_topk_kernel<true>, c.n_rows, threads, 0, stream, c.vocab, c.logits,
                        c.ld, k_run, c.k, c.excluded, c.n_excluded, c.top_values, c.top_ids, c.lse,
-                       c.map);
+                       c.lists);
     else
         nmt_launch_pdl(row_topk_kernel<false>, c.n_rows, threads, 0, stream, c.vocab, c.logits,
                        c.ld, k_run, c.k, c.excluded, c.n_excluded, c.top_values, c.top_ids, c.lse,
-                       c.map);
+                       c.lists);
     NMT_LAUNCH_RETURN("row_topk_kernel");
     return NMT_STATUS_OK;
 }

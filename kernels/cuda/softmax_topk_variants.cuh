@@ -25,7 +25,7 @@ struct SoftmaxTopkCall {
     float *top_values;
     int32_t *top_ids;
     float *lse;
-    CandMap map;
+    nmt_cand_lists lists;
 };
 
 /* Fused and split variants: blocks per row, words per block, warps per block. */

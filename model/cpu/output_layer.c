@@ -65,8 +65,13 @@ static void count_recall(nmt_cpu_state *state, int32_t n_rows, const float *feed
                          state->recall_ids, NULL);
     for (int32_t g = 0; g < n_groups; g++) {
         const int32_t first = group_first[g], rows = group_first[g + 1] - first;
-        nmt_cpu_lsh_recall(rows, rows, NULL, state->recall_ids + (size_t)first * B, B,
-                           state->cand + (size_t)g * V, V, &state->cand_count[g],
+        const nmt_cand_lists lists = {
+            .words = state->cand + (size_t)g * V,
+            .ld = V,
+            .count = &state->cand_count[g],
+            .rows_per_group = rows,
+        };
+        nmt_cpu_lsh_recall(rows, NULL, state->recall_ids + (size_t)first * B, B, lists,
                            state->recall_stats);
     }
 }
@@ -93,11 +98,28 @@ static nmt_status shrunk_log_probs(nmt_cpu_state *state, int32_t n_rows, const f
                 end++;
         const int32_t rows = end - first;
         int32_t *cand = state->cand + (size_t)group * V, *count = &state->cand_count[group];
+        const nmt_cand_lists lists = {
+            .words = cand,
+            .ld = V,
+            .count = count,
+            .rows_per_group = rows,
+        };
         float *logits = state->logits + (size_t)first * V;
-        nmt_cpu_lsh_candidates(rows, rows, V, state->lsh_hits + (size_t)first * V, sh->threshold,
-                               sh->n_always, cand, V, count);
-        nmt_cpu_lsh_logits(rows, rows, H, feed + (size_t)first * H, H, model->out_w,
-                           model->out_b, cand, V, count, 0, logits, V);
+        nmt_cpu_lsh_candidates(rows, V, state->lsh_hits + (size_t)first * V, sh->threshold,
+                               sh->n_always, lists);
+        const nmt_lsh_logits_args logits_args = {
+            .n_rows = rows,
+            .dim = H,
+            .x = feed + (size_t)first * H,
+            .ldx = H,
+            .out_w = model->out_w,
+            .out_b = model->out_b,
+            .lists = lists,
+            .first = 0,
+            .logits = logits,
+            .ld = V,
+        };
+        nmt_cpu_lsh_logits(&logits_args);
         for (int32_t r = 0; r < rows; r++) {
             float *lp = log_probs + (size_t)(first + r) * V;
             for (int32_t w = 0; w < V; w++)

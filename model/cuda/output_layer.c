@@ -349,7 +349,12 @@ static nmt_status shrunk_layer(nmt_cuda_model *m, const float *feed, int32_t n_r
     const int32_t H = m->hidden, V = m->vocab, ld = m->dec.feed_ld;
     const nmt_device_weights *w = &m->w;
     const nmt_shrink *s = &p->shrink;
-    const int32_t rpg = nmt_shrink_rows_per_group(s, n_rows, beam);
+    const nmt_cand_lists lists = {
+        .words = p->cand,
+        .ld = V,
+        .count = p->cand_count,
+        .rows_per_group = nmt_shrink_rows_per_group(s, n_rows, beam),
+    };
     const int32_t dense = dense_prefix(&p->shrink, &p->policy);
     NMT_TRY(nmt_cuda_lsh_codes(n_rows, feed, ld, &p->lsh, p->lsh_codes, stream, err));
     if (dense > 0) {
@@ -369,28 +374,37 @@ static nmt_status shrunk_layer(nmt_cuda_model *m, const float *feed, int32_t n_r
                        (s->lists == NMT_LSH_LISTS_AUTO &&
                         n_rows >= p->policy.direct_lists_min_rows);
     if (direct) { /* lookup and lists in one launch */
-        NMT_TRY(nmt_cuda_lsh_candidates_direct(n_rows, rpg, p->lsh_codes, live, &p->lsh,
-                                               s->threshold, s->n_always, p->cand, V,
-                                               p->cand_count, p->direct_workspace,
-                                               p->direct_workspace_bytes, stream, err));
+        NMT_TRY(nmt_cuda_lsh_candidates_direct(n_rows, p->lsh_codes, live, &p->lsh,
+                                               s->threshold, s->n_always, lists,
+                                               p->direct_workspace, p->direct_workspace_bytes,
+                                               stream, err));
     } else {
         const nmt_lsh_lookup lookup = n_rows >= p->policy.naive_lookup_min_rows
                                           ? NMT_LSH_LOOKUP_NAIVE
                                           : NMT_LSH_LOOKUP_WARP;
         NMT_TRY(nmt_cuda_lsh_hits(n_rows, p->lsh_codes, live, &p->lsh, lookup, p->lsh_hits,
                                   stream, err));
-        NMT_TRY(nmt_cuda_lsh_candidates(n_rows, rpg, V, p->lsh_hits, s->threshold, s->n_always,
-                                        p->cand, V, p->cand_count, p->cand_workspace,
-                                        p->cand_workspace_bytes, stream, err));
+        NMT_TRY(nmt_cuda_lsh_candidates(n_rows, V, p->lsh_hits, s->threshold, s->n_always,
+                                        lists, p->cand_workspace, p->cand_workspace_bytes,
+                                        stream, err));
     }
-    NMT_TRY(nmt_cuda_lsh_logits(n_rows, rpg, H, feed, ld, w->out_w, w->out_b, p->cand, V,
-                                p->cand_count, dense, V, p->logits, V, NMT_LSH_LOGITS_AUTO,
-                                stream, err));
+    const nmt_lsh_logits_args logits_args = {
+        .n_rows = n_rows,
+        .dim = H,
+        .x = feed,
+        .ldx = ld,
+        .out_w = w->out_w,
+        .out_b = w->out_b,
+        .lists = lists,
+        .first = dense,
+        .logits = p->logits,
+        .ld = V,
+    };
+    NMT_TRY(nmt_cuda_lsh_logits(&logits_args, V, NMT_LSH_LOGITS_AUTO, stream, err));
     if (dense > 0)
         NMT_TRY(nmt_cuda_side_join(m, &p->side, err));
-    NMT_TRY(nmt_cuda_softmax_topk_candidates(n_rows, rpg, p->logits, V, p->cand, V,
-                                             p->cand_count, V, 2 * beam, excluded, n_excluded,
-                                             p->top_values, p->top_ids, p->lse,
+    NMT_TRY(nmt_cuda_softmax_topk_candidates(n_rows, p->logits, V, lists, V, 2 * beam, excluded,
+                                             n_excluded, p->top_values, p->top_ids, p->lse,
                                              p->topk_workspace, p->topk_workspace_bytes, stream,
                                              err));
 cleanup:

@@ -61,11 +61,16 @@ nmt_status nmt_cuda_output_probe(nmt_cuda_model *m, int buf, int32_t n_rows, int
                                   p->full_top_values, p->full_top_ids, NULL, out->topk_workspace,
                                   out->topk_workspace_bytes, m->stream, err));
     /* TOP: one list for every row (written by nmt_cuda_model_set_shrink). */
-    const int32_t rpg = out->shrink.mode == NMT_SHRINK_TOP
-                            ? n_rows
-                            : nmt_shrink_rows_per_group(&out->shrink, n_rows, beam);
-    NMT_TRY(nmt_cuda_lsh_recall(n_rows, rpg, rows->live, p->full_top_ids, beam, out->cand, V,
-                                out->cand_count, p->counts, m->stream, err));
+    const nmt_cand_lists lists = {
+        .words = out->cand,
+        .ld = V,
+        .count = out->cand_count,
+        .rows_per_group = out->shrink.mode == NMT_SHRINK_TOP
+                              ? n_rows
+                              : nmt_shrink_rows_per_group(&out->shrink, n_rows, beam),
+    };
+    NMT_TRY(nmt_cuda_lsh_recall(n_rows, rows->live, p->full_top_ids, beam, lists, p->counts,
+                                m->stream, err));
 cleanup:
     return status;
 }

@@ -175,6 +175,7 @@ class nmt_service_options(ctypes.Structure):
         ("max_batch_tokens", ctypes.c_int),
         ("continuous", ctypes.c_int),
         ("join_every", ctypes.c_int),
+        ("workers_per_device", ctypes.c_int),
     ]
 
 
@@ -208,7 +209,7 @@ class nmt_service_stats(ctypes.Structure):
         "rejected", "batches", "batch_sentences", "device_memory_used", "device_memory_total")]
 
 
-def _c_integer(ctype, value, what):
+def c_integer(ctype, value, what):
     """int(value) for a C field of type ctype; OverflowError outside its
     range, which ctypes would wrap silently (2**32 + 3 into a c_int is 3)."""
     n = int(value)
@@ -222,20 +223,16 @@ def _c_integer(ctype, value, what):
 
 
 def c_int(value, what):
-    """value as a C int, checked (_c_integer); what names it in the error."""
-    return _c_integer(ctypes.c_int, value, what)
+    """value as a C int, checked (c_integer); what names it in the error."""
+    return c_integer(ctypes.c_int, value, what)
 
 
 def c_uint(value, what):
-    return _c_integer(ctypes.c_uint, value, what)
+    return c_integer(ctypes.c_uint, value, what)
 
 
 def c_uint64(value, what):
-    return _c_integer(ctypes.c_uint64, value, what)
-
-
-def c_int64(value, what):
-    return _c_integer(ctypes.c_int64, value, what)
+    return c_integer(ctypes.c_uint64, value, what)
 
 
 def c_path(path, what="path"):

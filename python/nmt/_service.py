@@ -18,11 +18,10 @@ import time
 import traceback
 import weakref
 
-from . import _capi
+from . import _capi, _options
 from ._results import (Busy, Closed, ServiceStats, Status, copy_result, copy_struct, encode_line,
                        error_from, raise_error)
-from ._translator import (COVERAGE, SEARCH_OPTIONS, _SEARCH_CONV, _choice, as_model,
-                          fill_options, sampling_beam, suppress_text)
+from ._translator import RULE_OPTIONS, as_model, fill_options, suppress_text
 
 _pending = {}  # key -> _Request, from submit until the callback
 _pending_lock = threading.Lock()
@@ -116,15 +115,16 @@ class Service:
     batch the requests as they arrive, per-request options and deadlines.
 
     Service(model_or_path, device="auto", workers=1, devices=None,
-    batch_size=32, max_delay_us, max_batch_tokens, continuous=False,
-    join_every=4, queue_capacity=4096, beam_size=5, ...)
+    batch_size=256, max_delay_us, max_batch_tokens, continuous=False,
+    join_every=4, workers_per_device=2, queue_capacity=4096, beam_size=5, ...)
     (None: nmt_service_options_init's default): beam_size is the largest
     beam a request may ask for, batch_size the most sentences a batch holds,
     max_delay_us how long a worker waits for a batch to fill,
     max_batch_tokens the source tokens a batch holds at most, continuous
     whether a CUDA worker keeps one search running that requests join and
     leave (continuous batching) rather than batching (the default), join_every
-    the steps between the points where they join and leave; the other
+    the steps between the points where they join and leave,
+    workers_per_device the CUDA workers (translators) on each device; the other
     keywords are Translator's. Raises
     nmt.Error when the model or the workers cannot be made.
 
@@ -133,13 +133,17 @@ class Service:
 
     def __init__(self, model, device="auto", workers=None, devices=None, batch_size=None,
                  max_delay_us=None, queue_capacity=None, max_batch_tokens=None, continuous=None,
-                 join_every=None, library=None, **options):
+                 join_every=None, workers_per_device=None, library=None, **options):
         self.model = as_model(model, library)
         self._lib = self.model._lib
         so = _capi.nmt_service_options()
         self._lib.nmt_service_options_init(ctypes.byref(so))
-        fill_options(self._lib, so.translator, device, batch_size=batch_size,
-                     **sampling_beam(options))
+        service_batch = so.translator.batch_size  # the service's default, not a translator's
+        fill_options(self._lib, so.translator, device, batch_size=batch_size, **options)
+        if batch_size is None:
+            so.translator.batch_size = service_batch
+        if workers_per_device is not None:
+            so.workers_per_device = _capi.c_int(workers_per_device, "workers_per_device")
         if workers is not None:
             so.cpu_workers = _capi.c_int(workers, "workers")
         if queue_capacity is not None:
@@ -147,7 +151,7 @@ class Service:
         if max_delay_us is not None:
             so.max_delay_us = _capi.c_int(max_delay_us, "max_delay_us")
         if max_batch_tokens is not None:
-            so.max_batch_tokens = _capi.c_int(max_batch_tokens, "max_batch_tokens")
+            so.max_batch_tokens = _options.value("max_batch_tokens", max_batch_tokens)
         if continuous is not None:
             so.continuous = 1 if continuous else 0
         if join_every is not None:
@@ -200,41 +204,36 @@ class Service:
         the service's), n_best, alpha, max_len_a, max_len_b, deadline_ms (not
         translated within it: a result with Status.DEADLINE), shrink (False:
         full softmax; True: the service's shrinking), the sampling and
-        logit-rule options of Translator (sampling_topk, sampling_topp,
-        sampling_temperature, seed, min_length, no_repeat_ngram_size,
-        repetition_penalty, ban_unk, suppress, coverage_penalty,
-        coverage_beta) and line_key (the request's sampling key, default 0;
-        a sampling request with no beam_size of its own takes beam 1).
-        Raises nmt.Busy when
+        logit-rule options of Translator (RULE_OPTIONS, suppress,
+        coverage_penalty, coverage_beta) and line_key (the request's sampling
+        key, default 0; a sampling request with no beam_size of its own takes
+        beam 1). Raises nmt.Busy when
         the queue is full, nmt.Closed after shutdown, nmt.ArgumentError for
         bad options (nothing queued in each case). A line the library cannot
         take (a NUL byte) gives a future already done with its refusal."""
         data, refused = encode_line(line)
         ro = _capi.nmt_request_options()
         self._lib.nmt_request_options_init(ctypes.byref(ro))
-        for name, value, conv in (("beam_size", beam_size, int), ("n_best", n_best, int),
-                                  ("alpha", alpha, float), ("max_len_a", max_len_a, float),
-                                  ("max_len_b", max_len_b, int),
-                                  ("deadline_ms", deadline_ms, float)):
+        for name, value in (("beam_size", beam_size), ("n_best", n_best), ("alpha", alpha),
+                            ("max_len_a", max_len_a), ("max_len_b", max_len_b)):
             if value is not None:
-                setattr(ro, name, _capi.c_int(value, name) if conv is int else conv(value))
+                setattr(ro, name, _options.value(name, value))
+        if deadline_ms is not None:
+            ro.deadline_ms = float(deadline_ms)
         if shrink is not None:
             ro.shrink = 1 if shrink else 0
-        unknown = set(rules) - set(SEARCH_OPTIONS[5:])
+        unknown = set(rules) - set(RULE_OPTIONS)
         if unknown:
             raise TypeError("unknown option(s): %s" % ", ".join(sorted(unknown)))
-        for name, value in rules.items():
+        for name, value in (*rules.items(), ("coverage_penalty", coverage_penalty),
+                            ("coverage_beta", coverage_beta)):
             if value is not None:
-                setattr(ro, name, _capi.c_int64(value, name) if name == "seed"
-                        else _SEARCH_CONV[name](value))
+                c_type = ctypes.c_int64 if name == "seed" else ctypes.c_int
+                setattr(ro, name, _options.value(name, value, c_type))
         if line_key is not None:
             ro.line_key = _capi.c_uint64(line_key, "line_key")
         if suppress is not None:
             ro.suppress = suppress_text(suppress)  # read at submit
-        if coverage_penalty is not None:
-            ro.coverage_penalty = _choice(COVERAGE, "coverage_penalty", coverage_penalty)
-        if coverage_beta is not None:
-            ro.coverage_beta = float(coverage_beta)
         if refused is not None:
             return _completed(refused)
         req = _Request(self._lib, self)

@@ -7,42 +7,26 @@ import dataclasses
 import os
 import threading
 
-from . import _capi
+from . import _capi, _options
 from ._results import (TranslatorStats, copy_result, copy_struct, encode_line, raise_error)
 
-_DEVICES = {"auto": _capi.DEVICE_AUTO, "cpu": _capi.DEVICE_CPU, "cuda": _capi.DEVICE_CUDA}
-_DEVICE_NAMES = {v: k for k, v in _DEVICES.items()}
-_SHARES = {"batch": _capi.LSH_SHARE_BATCH, "sentence": _capi.LSH_SHARE_SENTENCE,
-           "row": _capi.LSH_SHARE_ROW}
-_LISTS = {"hits": _capi.LSH_LISTS_HITS, "direct": _capi.LSH_LISTS_DIRECT,
-          "auto": _capi.LSH_LISTS_AUTO}
-_PRECISIONS = {"fp32": _capi.PRECISION_FP32, "tf32x2": _capi.PRECISION_TF32X2,
-               "bf16": _capi.PRECISION_BF16, "fp16": _capi.PRECISION_FP16,
-               "auto": _capi.PRECISION_AUTO}
-_PRECISION_NAMES = {v: k for k, v in _PRECISIONS.items()}
-_SPARSE = {"auto": _capi.SPARSE_AUTO, "on": _capi.SPARSE_ON, "off": _capi.SPARSE_OFF}
-_RULES = {"v1": 0, "onmt": 1}  # nmt_search_rules
-COVERAGE = {"none": 0, "wu": 1, "summary": 2}  # nmt_coverage_penalty
-
-# The search options a translate_batch call may change (a translator each).
-SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b", "sampling_topk",
-                  "sampling_topp", "sampling_temperature", "seed", "min_length",
-                  "no_repeat_ngram_size", "repetition_penalty", "ban_unk")
-_FLOAT32 = lambda v: ctypes.c_float(v).value  # noqa: E731
-# As the C fields hold them (a float as float32), so that keys compare equal.
-_SEARCH_CONV = {"beam_size": lambda v: _capi.c_int(v, "beam_size"),
-                "n_best": lambda v: _capi.c_int(v, "n_best"),
-                "max_len_b": lambda v: _capi.c_int(v, "max_len_b"),
-                "alpha": _FLOAT32,
-                "max_len_a": _FLOAT32,
-                "sampling_topk": lambda v: _capi.c_int(v, "sampling_topk"),
-                "sampling_topp": _FLOAT32,
-                "sampling_temperature": _FLOAT32,
-                "seed": lambda v: _capi.c_uint64(v, "seed"),
-                "min_length": lambda v: _capi.c_int(v, "min_length"),
-                "no_repeat_ngram_size": lambda v: _capi.c_int(v, "no_repeat_ngram_size"),
-                "repetition_penalty": _FLOAT32,
-                "ban_unk": lambda v: _capi.c_int(bool(v), "ban_unk")}
+# The search options a translate_batch call may change (a translator each):
+# the beam's, then sampling's and the logit rules' (RULE_OPTIONS).
+RULE_OPTIONS = ("sampling_topk", "sampling_topp", "sampling_temperature", "seed", "min_length",
+                "no_repeat_ngram_size", "repetition_penalty", "ban_unk")
+SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b") + RULE_OPTIONS
+# fill_options' keywords that set the nmt_options field of their name, and
+# those that set an nmt_shrink_options field; each is checked against its
+# row of translate's option table (_options.value).
+FIELDS = SEARCH_OPTIONS + (
+    "batch_size", "max_line_bytes", "max_src_tokens", "unk_replace", "cuda_graphs", "warmup",
+    "precision", "check_every", "input_tokens", "output_tokens", "max_batch_tokens",
+    "search_rules", "sparse", "attention_weights", "batch_invariant", "coverage_penalty",
+    "coverage_beta")
+# The C types of the fields that are not C ints (_options.value checks them first).
+C_TYPES = {"seed": ctypes.c_uint64}
+SHRINK_FIELDS = {"top_words": "top", "lsh_share": "share", "lsh_seed": "seed",
+                 "lsh_lists": "lists"}
 # Cached translators for per-call search options, per Translator.
 _CACHE_SIZE = 4
 
@@ -130,23 +114,18 @@ def as_model(model_or_path, library):
 
 
 def parse_device(device, device_index):
-    """("auto"|"cpu"|"cuda"|"cuda:N", index) -> (nmt_device, device_index)."""
+    """("auto"|"cpu"|"cuda"|"cuda:N", index) -> (nmt_device, device_index);
+    the names are translate --device's."""
     name = str(device).lower()
     if name.startswith("cuda:"):
         name, index = "cuda", name[5:]
         if not index.isdigit():
             raise ValueError("device %r: cuda:N with N a device ordinal" % device)
-        device_index = _capi.c_int(index, "device")
-    if name not in _DEVICES:
-        raise ValueError("device %r: auto, cpu, cuda or cuda:N" % device)
-    return _DEVICES[name], device_index
-
-
-def _choice(table, what, value):
-    try:
-        return table[str(value).lower()]
-    except KeyError:
-        raise ValueError("%s %r: one of %s" % (what, value, ", ".join(table))) from None
+        device_index = _options.value("device_index", index)
+    devices = _options.choices("device")
+    if name not in devices:
+        raise ValueError("device %r: one of %s, or cuda:N" % (device, ", ".join(devices)))
+    return devices[name], device_index
 
 
 def _ints(value, n, what):
@@ -184,52 +163,32 @@ def sampling_beam(options):
     return options
 
 
-def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_best=None,
-                 alpha=None, max_len_a=None, max_len_b=None, batch_size=None,
-                 max_line_bytes=None, max_src_tokens=None, unk_replace=None, lsh=None,
-                 top_words=None, lsh_share=None, lsh_seed=None, lsh_lists=None,
-                 collect_stats=None, cuda_graphs=None, warmup=None, precision=None,
-                 check_every=None, input_tokens=None, output_tokens=None,
-                 max_batch_tokens=None, search_rules=None, sparse=None,
-                 attention_weights=None, batch_invariant=None, sampling_topk=None,
-                 sampling_topp=None, sampling_temperature=None, seed=None, min_length=None,
-                 no_repeat_ngram_size=None, repetition_penalty=None, ban_unk=None,
-                 suppress=None, coverage_penalty=None, coverage_beta=None):
+def fill_options(lib, o, device="auto", device_index=None, lsh=None, collect_stats=None,
+                 suppress=None, **options):
     """Fills an nmt_options: the library's defaults (nmt_options_init), then
-    every argument that is not None. The library checks the values."""
+    every option that is not None: FIELDS and SHRINK_FIELDS checked against
+    translate's option table (_options.value), lsh=(K,u,W,T,t) and
+    collect_stats as C ints (the library checks them), suppress
+    (suppress_text); a sampling one with no beam_size takes beam 1."""
+    options = sampling_beam(options)
+    unknown = set(options) - set(FIELDS) - set(SHRINK_FIELDS)
+    if unknown:
+        raise TypeError("unknown option(s): %s" % ", ".join(sorted(unknown)))
     lib.nmt_options_init(ctypes.byref(o))
-    rules = {"sampling_topk": sampling_topk, "sampling_topp": sampling_topp,
-             "sampling_temperature": sampling_temperature, "seed": seed,
-             "min_length": min_length, "no_repeat_ngram_size": no_repeat_ngram_size,
-             "repetition_penalty": repetition_penalty, "ban_unk": ban_unk}
-    for name, value in rules.items():
-        if value is not None:
-            setattr(o, name, _SEARCH_CONV[name](value))
-    if suppress is not None:
-        o.suppress = suppress_text(suppress)  # the struct keeps the bytes alive
-    if coverage_penalty is not None:
-        o.coverage_penalty = _choice(COVERAGE, "coverage_penalty", coverage_penalty)
-    if coverage_beta is not None:
-        o.coverage_beta = float(coverage_beta)
     o.device, o.device_index = parse_device(
-        device, o.device_index if device_index is None else _capi.c_int(device_index,
-                                                                         "device_index"))
-    for name, value, conv in (("beam_size", beam_size, int), ("n_best", n_best, int),
-                              ("alpha", alpha, float), ("max_len_a", max_len_a, float),
-                              ("max_len_b", max_len_b, int), ("batch_size", batch_size, int),
-                              ("max_line_bytes", max_line_bytes, int),
-                              ("max_src_tokens", max_src_tokens, int),
-                              ("unk_replace", unk_replace, int),
-                              ("collect_stats", collect_stats, int),
-                              ("cuda_graphs", cuda_graphs, int), ("warmup", warmup, int),
-                              ("check_every", check_every, int),
-                              ("input_tokens", input_tokens, int),
-                              ("output_tokens", output_tokens, int),
-                              ("max_batch_tokens", max_batch_tokens, int),
-                              ("attention_weights", attention_weights, int),
-                              ("batch_invariant", batch_invariant, int)):
-        if value is not None:
-            setattr(o, name, _capi.c_int(value, name) if conv is int else conv(value))
+        device, o.device_index if device_index is None else _options.value("device_index",
+                                                                            device_index))
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name in FIELDS:
+            setattr(o, name, _options.value(name, value, C_TYPES.get(name, ctypes.c_int)))
+        else:
+            c_type = ctypes.c_uint if name == "lsh_seed" else ctypes.c_int
+            setattr(o.shrink, SHRINK_FIELDS[name], _options.value(name, value, c_type))
+    if collect_stats is not None:
+        o.collect_stats = _capi.c_int(collect_stats, "collect_stats")
+    top_words = options.get("top_words")
     if lsh is not None and top_words is not None:
         raise ValueError("lsh and top_words exclude each other")
     if lsh is not None:
@@ -239,24 +198,13 @@ def fill_options(lib, o, device="auto", device_index=None, beam_size=None, n_bes
             k, u, w, top, threshold)
     if top_words is not None:
         o.shrink.mode = _capi.SHRINK_TOP
-        o.shrink.top = _capi.c_int(top_words, "top_words")
-    if lsh_share is not None:
-        o.shrink.share = _choice(_SHARES, "lsh_share", lsh_share)
-    if lsh_seed is not None:
-        o.shrink.seed = _capi.c_uint(lsh_seed, "lsh_seed")
-    if lsh_lists is not None:
-        o.shrink.lists = _choice(_LISTS, "lsh_lists", lsh_lists)
-    if precision is not None:
-        o.precision = _choice(_PRECISIONS, "precision", precision)
-    if search_rules is not None:
-        o.search_rules = _choice(_RULES, "search_rules", search_rules)
-    if sparse is not None:
-        o.sparse = _choice(_SPARSE, "sparse", sparse)
+    if suppress is not None:
+        o.suppress = suppress_text(suppress)  # the struct keeps the bytes alive
     return o
 
 
 def device_name(device):
-    return _DEVICE_NAMES.get(device, str(device))
+    return _options.choice_names("device").get(device, str(device))
 
 
 class Translator:
@@ -276,8 +224,7 @@ class Translator:
     def __init__(self, model, device="auto", library=None, **options):
         self.model = as_model(model, library)
         self._lib = self.model._lib
-        self._options = fill_options(self._lib, _capi.nmt_options(), device,
-                                     **sampling_beam(options))
+        self._options = fill_options(self._lib, _capi.nmt_options(), device, **options)
         self._lock = threading.Lock()
         self._translators = collections.OrderedDict()  # search options -> C translator
         self._executor = None
@@ -300,7 +247,8 @@ class Translator:
                 ", ".join(sorted(unknown)), ", ".join(SEARCH_OPTIONS)))
         o = self._options
         return tuple(getattr(o, name) if overrides.get(name) is None else
-                     _SEARCH_CONV[name](overrides[name]) for name in SEARCH_OPTIONS)
+                     _options.value(name, overrides[name], C_TYPES.get(name, ctypes.c_int))
+                     for name in SEARCH_OPTIONS)
 
     def _get(self, key):
         """The C translator for these search options (made on first use; the
@@ -430,7 +378,8 @@ class Translator:
                 raise_error(err)
         stats = copy_struct(TranslatorStats, st)
         return dataclasses.replace(
-            stats, precision=_PRECISION_NAMES.get(st.precision, str(st.precision)))
+            stats, precision=_options.choice_names("precision").get(st.precision,
+                                                                     str(st.precision)))
 
     # -- lifetime ---------------------------------------------------------------
 

@@ -196,8 +196,13 @@ static int lsh_case_make(const shape *s, lsh_case *c)
     c->cand = alloc_i32((size_t)c->groups * c->cand_ld);
     c->count = alloc_i32(c->groups);
     memset(c->cand, POISON_I32, (size_t)c->groups * c->cand_ld * sizeof(int32_t));
-    nmt_cpu_lsh_candidates(rows, c->rpg, vocab, h, s->threshold, s->n_always, c->cand,
-                           c->cand_ld, c->count);
+    const nmt_cand_lists lists = {
+        .words = c->cand,
+        .ld = c->cand_ld,
+        .count = c->count,
+        .rows_per_group = c->rpg,
+    };
+    nmt_cpu_lsh_candidates(rows, vocab, h, s->threshold, s->n_always, lists);
     free(h);
     c->max_count = 1;
     for (int g = 0; g < c->groups; g++)

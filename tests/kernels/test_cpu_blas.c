@@ -79,12 +79,21 @@ int main(void)
         for (int variant = 0; variant < 4; variant += big ? 3 : 1) {
             const int accumulate = variant & 1;
             const float *b = variant & 2 ? bias : NULL;
+            int invariant_at_one = 0;
             for (int threads = 1; threads <= 2; threads++) {
                 nmt_cpu_blas_set_threads(threads);
+                /* The probe's promise is what is checked: where it finds the
+                 * BLAS's rows moving with m, the engine does not use it under
+                 * batch invariance (engine/cpu_backend.c). */
+                const int invariant = nmt_cpu_blas_row_invariant();
+                if (!invariant)
+                    printf("n %d k %d variant %d threads %d: the probe finds this BLAS not row "
+                           "invariant; its row checks are skipped\n", s->n, s->k, variant,
+                           threads);
                 run(MAX_ROWS, s, x, w, b, accumulate, init, ref, scratch);
                 if (threads == 1)
-                    memcpy(one, ref, sizeof(float) * ny);
-                else if (!s->odd)
+                    memcpy(one, ref, sizeof(float) * ny), invariant_at_one = invariant;
+                else if (!s->odd && invariant && invariant_at_one)
                     CHECK(!memcmp(one, ref, sizeof(float) * ny),
                           "n %d k %d ldw %d variant %d: 2 threads differ from 1", s->n, s->k,
                           s->ldw, variant);
@@ -96,7 +105,7 @@ int main(void)
                             first_bad = m;
                     }
                 }
-                CHECK(bad_rows == 0,
+                CHECK(bad_rows == 0 || !invariant,
                       "n %d k %d ldw %d variant %d threads %d: %d row counts give other bits "
                       "than %d rows (the first: %d)", s->n, s->k, s->ldw, variant, threads,
                       bad_rows, MAX_ROWS, first_bad);

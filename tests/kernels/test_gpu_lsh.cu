@@ -38,8 +38,9 @@ static int check_candidates(const char *what, int rows, int rpg, int vocab, cons
     int32_t *h = alloc_i32(n_hits);
     memcpy(h, hits, n_hits * sizeof(int32_t));
     memset(cand_cpu, POISON_I32, n_cand * sizeof(int32_t));
-    nmt_cpu_lsh_candidates(rows, rpg, vocab, h, threshold, n_always, cand_cpu, cand_ld,
-                           count_cpu);
+    const nmt_cand_lists cpu_lists = {
+        .words = cand_cpu, .ld = cand_ld, .count = count_cpu, .rows_per_group = rpg};
+    nmt_cpu_lsh_candidates(rows, vocab, h, threshold, n_always, cpu_lists);
 
     int32_t *d_hits = (int32_t *)dev_output(n_hits * sizeof(int32_t), POISON_I32);
     CUDA_OK(cudaMemcpy(d_hits, hits, n_hits * sizeof(int32_t), cudaMemcpyHostToDevice));
@@ -51,12 +52,15 @@ static int check_candidates(const char *what, int rows, int rpg, int vocab, cons
     CUDA_OK(cudaMemset(ws, 0x5A, ws_bytes)); /* garbage: nothing may rely on zeros */
     CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
     nmt_error err = {};
-    nmt_status st = nmt_cuda_lsh_candidates(rows, rpg, vocab, d_hits, threshold, n_always,
-                                            d_cand, cand_ld, d_count, ws, ws_bytes, NULL, &err);
+    nmt_cand_lists lists = cpu_lists; /* the same layout on the device */
+    lists.words = d_cand;
+    lists.count = d_count;
+    nmt_status st = nmt_cuda_lsh_candidates(rows, vocab, d_hits, threshold, n_always, lists, ws,
+                                            ws_bytes, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "%s: candidates status %d: %s", what, (int)st, err.message);
     if (ws_bytes >= 4) { /* a workspace too small is refused */
-        st = nmt_cuda_lsh_candidates(rows, rpg, vocab, d_hits, threshold, n_always, d_cand,
-                                     cand_ld, d_count, ws, ws_bytes - 4, NULL, &err);
+        st = nmt_cuda_lsh_candidates(rows, vocab, d_hits, threshold, n_always, lists, ws,
+                                     ws_bytes - 4, NULL, &err);
         CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "%s: small workspace: status %d", what, (int)st);
     }
 
@@ -111,9 +115,14 @@ static int check_direct(const char *what, int rows, int rpg, const int32_t *d_co
         int32_t *d_cand = (int32_t *)dev_output(n_cand * sizeof(int32_t), POISON_I32);
         int32_t *d_count = (int32_t *)dev_output(groups * sizeof(int32_t), POISON_I32);
         nmt_error err = {};
-        nmt_status st = nmt_cuda_lsh_candidates_direct(rows, rpg, d_codes, d_live, dt, threshold,
-                                                       n_always, d_cand, cand_ld, d_count, ws,
-                                                       ws_bytes, NULL, &err);
+        const nmt_cand_lists lists = {
+            .words = d_cand,
+            .ld = cand_ld,
+            .count = d_count,
+            .rows_per_group = rpg,
+        };
+        nmt_status st = nmt_cuda_lsh_candidates_direct(rows, d_codes, d_live, dt, threshold,
+                                                       n_always, lists, ws, ws_bytes, NULL, &err);
         CHECK(st == NMT_STATUS_OK, "%s: direct status %d: %s", what, (int)st, err.message);
         ok &= dev_download(got_count, d_count, groups * sizeof(int32_t), POISON_I32, what);
         ok &= dev_download(got_cand, d_cand, n_cand * sizeof(int32_t), POISON_I32, what);
@@ -270,11 +279,15 @@ static void run_shape(const shape *s)
     }
     int64_t want_stats[3] = {5, 2, 100};
     unsigned long long got_stats[3] = {5, 2, 100};
-    nmt_cpu_lsh_recall(rows, rpg, live, top, b, cand, cand_ld, count, want_stats);
+    const nmt_cand_lists cpu_lists = {
+        .words = cand, .ld = cand_ld, .count = count, .rows_per_group = rpg};
+    nmt_cpu_lsh_recall(rows, live, top, b, cpu_lists, want_stats);
     int32_t *d_top = (int32_t *)dev_upload(top, (size_t)rows * b * sizeof(int32_t));
     unsigned long long *d_stats = (unsigned long long *)dev_upload(got_stats, sizeof got_stats);
-    st = nmt_cuda_lsh_recall(rows, rpg, d_live, d_top, b, d_cand, cand_ld, d_count, d_stats, NULL,
-                             &err);
+    nmt_cand_lists lists = cpu_lists; /* the same lists on the device */
+    lists.words = d_cand;
+    lists.count = d_count;
+    st = nmt_cuda_lsh_recall(rows, d_live, d_top, b, lists, d_stats, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "recall status %d: %s", (int)st, err.message);
     CUDA_OK(cudaMemcpy(got_stats, d_stats, sizeof got_stats, cudaMemcpyDeviceToHost));
     for (int i = 0; i < 3; i++)
@@ -312,8 +325,13 @@ int main(void)
     float *d_f = NULL;
     CUDA_OK(cudaMalloc(&d_one, 1024 * sizeof(int32_t)));
     CUDA_OK(cudaMalloc(&d_f, 1024 * sizeof(float)));
-    nmt_status st =
-        nmt_cuda_lsh_candidates(1, 0, 10, d_one, 1, 4, d_one, 10, d_one, d_f, 4096, NULL, &err);
+    const nmt_cand_lists no_groups = {
+        .words = d_one,
+        .ld = 10,
+        .count = d_one,
+        .rows_per_group = 0,
+    };
+    nmt_status st = nmt_cuda_lsh_candidates(1, 10, d_one, 1, 4, no_groups, d_f, 4096, NULL, &err);
     CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "rows_per_group 0: status %d", (int)st);
     CUDA_OK(cudaFree(d_one));
     CUDA_OK(cudaFree(d_f));

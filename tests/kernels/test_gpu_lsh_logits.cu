@@ -39,35 +39,31 @@ static int g_ran[N_VARIANTS]; /* calls each variant took */
 
 /* ---- logits ---------------------------------------------------------------- */
 
-typedef struct {
-    int rows, rpg, dim, ldx;
-    const float *x, *out_w, *out_b;         /* host */
-    const float *d_x, *d_w, *d_b;           /* device */
-    const int32_t *cand, *count;            /* host (CPU lists) */
-    const int32_t *d_cand, *d_count;        /* device copies, garbage past the count */
-    int64_t cand_ld, ld;
-} logits_case;
-
-/* Entries first <= j < count against the CPU; the rest must stay poison. */
-static int check_logits(const logits_case *c, const float *want, const double *bound,
-                        nmt_lsh_logits_kernel variant, int32_t first, int32_t max_count,
-                        const char *what)
+/* Entries first <= j < count against the CPU's (host: the oracle's call,
+ * whose logits hold its answer); the rest must stay poison. on_device: the
+ * same call on the device copies (garbage past the counts), run with `first`
+ * into fresh poisoned logits. */
+static int check_logits(const nmt_lsh_logits_args *host, const nmt_lsh_logits_args *on_device,
+                        const double *bound, nmt_lsh_logits_kernel variant, int32_t first,
+                        int32_t max_count, const char *what)
 {
-    const size_t n = (size_t)c->rows * c->ld;
+    const size_t n = (size_t)host->n_rows * host->ld;
+    const float *want = host->logits;
     float *d_logits = (float *)dev_output(n * sizeof(float), POISON_F32);
     nmt_error err = {};
-    nmt_status st = nmt_cuda_lsh_logits(c->rows, c->rpg, c->dim, c->d_x, c->ldx, c->d_w, c->d_b,
-                                        c->d_cand, c->cand_ld, c->d_count, first, max_count,
-                                        d_logits, c->ld, variant, NULL, &err);
+    nmt_lsh_logits_args args = *on_device;
+    args.first = first;
+    args.logits = d_logits;
+    nmt_status st = nmt_cuda_lsh_logits(&args, max_count, variant, NULL, &err);
     CHECK(st == NMT_STATUS_OK, "%s: logits status %d: %s", what, (int)st, err.message);
     float *got = alloc_f32(n);
     int ok = dev_download(got, d_logits, n * sizeof(float), POISON_F32, what);
     double max_err = 0, max_ratio = 0;
     size_t bad = 0, touched = 0;
-    for (int r = 0; r < c->rows; r++) {
-        int32_t cnt = c->count[r / c->rpg];
-        for (int64_t j = 0; j < c->ld; j++) {
-            size_t i = (size_t)r * c->ld + j;
+    for (int r = 0; r < host->n_rows; r++) {
+        int32_t cnt = host->lists.count[r / host->lists.rows_per_group];
+        for (int64_t j = 0; j < host->ld; j++) {
+            size_t i = (size_t)r * host->ld + j;
             if (j >= cnt || j < first) {
                 uint32_t bits;
                 memcpy(&bits, &got[i], 4);
@@ -102,9 +98,8 @@ static int check_logits(const logits_case *c, const float *want, const double *b
 
 /* One call of `variant`; 1 when it matched want_*, 0 when not, -1 when the
  * variant cannot take the call. */
-static int check_softmax_variant(nmt_softmax_topk_variant variant, int rows, int rpg,
-                                 const float *d_z, int64_t ld, const int32_t *d_cand,
-                                 int64_t cand_ld, const int32_t *d_count, int32_t max_count,
+static int check_softmax_variant(nmt_softmax_topk_variant variant, int rows, const float *d_z,
+                                 int64_t ld, nmt_cand_lists d_lists, int32_t max_count,
                                  int top_k, const int32_t *d_excl, const float *want_v,
                                  const int32_t *want_i, const float *want_lse, const char *what)
 {
@@ -115,12 +110,12 @@ static int check_softmax_variant(nmt_softmax_topk_variant variant, int rows, int
     nmt_error err = {};
     nmt_status st =
         variant == NMT_SOFTMAX_TOPK_AUTO /* the library's entry point */
-            ? nmt_cuda_softmax_topk_candidates(rows, rpg, d_z, ld, d_cand, cand_ld, d_count,
-                                               max_count, top_k, d_excl, 3, d_v, d_i, d_lse,
-                                               g_topk_ws, g_topk_ws_bytes, NULL, &err)
+            ? nmt_cuda_softmax_topk_candidates(rows, d_z, ld, d_lists, max_count, top_k, d_excl,
+                                               3, d_v, d_i, d_lse, g_topk_ws, g_topk_ws_bytes,
+                                               NULL, &err)
             : nmt_cuda_softmax_topk_candidates_variant(
-                  rows, rpg, d_z, ld, d_cand, cand_ld, d_count, max_count, top_k, d_excl, 3, d_v,
-                  d_i, d_lse, g_topk_ws, g_topk_ws_bytes, variant, NULL, &err);
+                  rows, d_z, ld, d_lists, max_count, top_k, d_excl, 3, d_v, d_i, d_lse,
+                  g_topk_ws, g_topk_ws_bytes, variant, NULL, &err);
     int ok = -1;
     if (variant == NMT_SOFTMAX_TOPK_AUTO || st != NMT_STATUS_ERROR_UNSUPPORTED) {
         CHECK(st == NMT_STATUS_OK, "%s: softmax %s status %d: %s", what,
@@ -149,14 +144,14 @@ static int check_softmax_variant(nmt_softmax_topk_variant variant, int rows, int
 }
 
 /* Fresh quantized logits for the lists, the CPU's answer, then every variant. */
-static void check_softmax(int rows, int rpg, int vocab, int64_t ld, const int32_t *cand,
-                         const int32_t *d_cand, int64_t cand_ld, const int32_t *count,
-                         const int32_t *d_count, int top_k, int32_t max_count, const char *what)
+static void check_softmax(int rows, int vocab, int64_t ld, nmt_cand_lists lists,
+                          nmt_cand_lists d_lists, int top_k, int32_t max_count, const char *what)
 {
     const size_t n = (size_t)rows * ld, n_top = (size_t)rows * top_k;
+    const int32_t *cand = lists.words, *count = lists.count;
     float *z = alloc_f32(n);
     for (int r = 0; r < rows; r++) {
-        int32_t cnt = count[r / rpg];
+        int32_t cnt = count[r / lists.rows_per_group];
         for (int64_t j = 0; j < ld; j++) {
             float v = floorf(test_rand_uniform(-8.0f, 8.0f) * 4.0f) / 4.0f; /* exact ties */
             z[(size_t)r * ld + j] = j < cnt ? v : NAN; /* past the count: never read */
@@ -170,8 +165,8 @@ static void check_softmax(int rows, int rpg, int vocab, int64_t ld, const int32_
     int32_t excluded[3] = {0, cand[best], vocab + 5};
     float *want_v = alloc_f32(n_top), *want_lse = alloc_f32(rows);
     int32_t *want_i = alloc_i32(n_top);
-    nmt_cpu_softmax_topk_candidates(rows, rpg, z, ld, cand, cand_ld, count, top_k, excluded, 3,
-                                    want_v, want_i, want_lse);
+    nmt_cpu_softmax_topk_candidates(rows, z, ld, lists, top_k, excluded, 3, want_v, want_i,
+                                    want_lse);
 
     float *d_z = (float *)dev_upload(z, n * sizeof(float));
     int32_t *d_excl = (int32_t *)dev_upload(excluded, sizeof excluded);
@@ -180,8 +175,8 @@ static void check_softmax(int rows, int rpg, int vocab, int64_t ld, const int32_
                                                                    top_k);
         CHECK(kVariants[v] == NMT_SOFTMAX_TOPK_SORT || need <= g_topk_ws_bytes,
               "%s: workspace %zu > %zu", what, need, g_topk_ws_bytes);
-        if (check_softmax_variant(kVariants[v], rows, rpg, d_z, ld, d_cand, cand_ld, d_count,
-                                  max_count, top_k, d_excl, want_v, want_i, want_lse, what) >= 0)
+        if (check_softmax_variant(kVariants[v], rows, d_z, ld, d_lists, max_count, top_k, d_excl,
+                                  want_v, want_i, want_lse, what) >= 0)
             g_ran[v]++;
     }
     CUDA_OK(cudaFree(d_z));
@@ -218,7 +213,19 @@ static void run_shape(const shape *s)
     float *want = alloc_f32(n_logits);
     memset(want, POISON_F32, n_logits * sizeof(float));
     const float *bias = s->bias ? out_b : NULL;
-    nmt_cpu_lsh_logits(rows, rpg, dim, x, ldx, out_w, bias, cand, cand_ld, count, 0, want, ld);
+    const nmt_lsh_logits_args oracle = { /* the CPU call: its answer in want */
+        .n_rows = rows,
+        .dim = dim,
+        .x = x,
+        .ldx = ldx,
+        .out_w = out_w,
+        .out_b = bias,
+        .lists = {.words = c.cand, .ld = cand_ld, .count = c.count, .rows_per_group = rpg},
+        .first = 0,
+        .logits = want,
+        .ld = ld,
+    };
+    nmt_cpu_lsh_logits(&oracle);
     double *bound = (double *)host_alloc(n_logits * sizeof(double));
     const double u = ldexp(1.0, -24);
     for (int r = 0; r < rows; r++) {
@@ -232,25 +239,30 @@ static void run_shape(const shape *s)
             bound[i] = (dim + 2) * u * mag + u * fabs((double)want[i]) + 1e-30;
         }
     }
-    logits_case lc = {rows, rpg, dim, ldx, x, out_w, bias, c.d_x, c.d_w, bias ? c.d_b : NULL,
-                      cand, count, d_cand, d_count, cand_ld, ld};
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_GEMM, 0, vocab, "GEMM, max_count = vocab");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_SDDMM, 0, max_count, "SDDMM, tight max_count");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_WARP, 0, vocab, "WARP, max_count = vocab");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_AUTO, 0, max_count, "AUTO, tight max_count");
+    nmt_lsh_logits_args on_device = oracle; /* the same call on the device copies */
+    on_device.x = c.d_x;
+    on_device.out_w = c.d_w;
+    on_device.out_b = bias ? c.d_b : NULL;
+    on_device.lists.words = d_cand;
+    on_device.lists.count = d_count;
+    const nmt_lsh_logits_args *cpu = &oracle, *gpu = &on_device;
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_GEMM, 0, vocab, "GEMM, max_count = vocab");
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_SDDMM, 0, max_count, "SDDMM, tight max_count");
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_WARP, 0, vocab, "WARP, max_count = vocab");
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_AUTO, 0, max_count, "AUTO, tight max_count");
     /* The engine's call: the n_always prefix is its dense GEMM's. */
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_GEMM, s->n_always, vocab,
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_GEMM, s->n_always, vocab,
                  "GEMM past the always-kept prefix");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_SDDMM, s->n_always, max_count,
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_SDDMM, s->n_always, max_count,
                  "SDDMM past the always-kept prefix");
-    check_logits(&lc, want, bound, NMT_LSH_LOGITS_WARP, s->n_always, max_count,
+    check_logits(cpu, gpu, bound, NMT_LSH_LOGITS_WARP, s->n_always, max_count,
                  "WARP past the always-kept prefix");
 
     /* Softmax + top-K over the candidates */
-    check_softmax(rows, rpg, vocab, ld, cand, d_cand, cand_ld, count, d_count, s->top_k, vocab,
+    check_softmax(rows, vocab, ld, oracle.lists, on_device.lists, s->top_k, vocab,
                   "max_count = vocab");
-    check_softmax(rows, rpg, vocab, ld, cand, d_cand, cand_ld, count, d_count, s->top_k,
-                  max_count, "tight max_count");
+    check_softmax(rows, vocab, ld, oracle.lists, on_device.lists, s->top_k, max_count,
+                  "tight max_count");
 
     fprintf(stderr, "%s %s\n", test_failures == failures_before ? "ok  " : "FAIL", what);
     CUDA_OK(cudaFree(d_cand));
@@ -295,15 +307,32 @@ int main(void)
     float *d_f = NULL;
     CUDA_OK(cudaMalloc(&d_one, 1024 * sizeof(int32_t)));
     CUDA_OK(cudaMalloc(&d_f, 1024 * sizeof(float)));
-    nmt_status st = nmt_cuda_softmax_topk_candidates(1, 1, d_f, 1000, d_one, 1000, d_one, 1000,
-                                                     513, NULL, 0, d_f, d_one, NULL, g_topk_ws,
-                                                     g_topk_ws_bytes, NULL, &err);
+    const nmt_cand_lists one_list = {
+        .words = d_one,
+        .ld = 1000,
+        .count = d_one,
+        .rows_per_group = 1,
+    };
+    nmt_status st = nmt_cuda_softmax_topk_candidates(1, d_f, 1000, one_list, 1000, 513, NULL, 0,
+                                                     d_f, d_one, NULL, g_topk_ws, g_topk_ws_bytes,
+                                                     NULL, &err);
     CHECK(st == NMT_STATUS_ERROR_UNSUPPORTED, "K = 513 with candidates: status %d", (int)st);
-    st = nmt_cuda_lsh_logits(1, 1, 4, d_f, 4, d_f, NULL, d_one, 10, d_one, 0, 10, d_f, 10,
-                             (nmt_lsh_logits_kernel)7, NULL, &err);
+    nmt_lsh_logits_args args = {
+        .n_rows = 1,
+        .dim = 4,
+        .x = d_f,
+        .ldx = 4,
+        .out_w = d_f,
+        .out_b = NULL,
+        .lists = one_list,
+        .first = 0,
+        .logits = d_f,
+        .ld = 10,
+    };
+    st = nmt_cuda_lsh_logits(&args, 10, (nmt_lsh_logits_kernel)7, NULL, &err);
     CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "logits variant 7: status %d", (int)st);
-    st = nmt_cuda_lsh_logits(1, 1, 4, d_f, 4, d_f, NULL, d_one, 10, d_one, -1, 10, d_f, 10,
-                             NMT_LSH_LOGITS_GEMM, NULL, &err);
+    args.first = -1;
+    st = nmt_cuda_lsh_logits(&args, 10, NMT_LSH_LOGITS_GEMM, NULL, &err);
     CHECK(st == NMT_STATUS_ERROR_ARGUMENT, "logits first -1: status %d", (int)st);
     CUDA_OK(cudaFree(d_one));
     CUDA_OK(cudaFree(d_f));

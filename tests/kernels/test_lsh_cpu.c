@@ -198,8 +198,13 @@ static void test_candidates(int32_t vocab, int32_t w, int32_t n_rows)
                 memcpy(hits, hits_in, n_hits * sizeof *hits);
                 test_poison_i32(cand, (size_t)n_rows * cand_ld);
                 test_poison_i32(count, (size_t)n_rows + 1);
-                nmt_cpu_lsh_candidates(n_rows, rpg, vocab, hits, threshold, always[ai], cand,
-                                       cand_ld, count);
+                const nmt_cand_lists lists = {
+                    .words = cand,
+                    .ld = cand_ld,
+                    .count = count,
+                    .rows_per_group = rpg,
+                };
+                nmt_cpu_lsh_candidates(n_rows, vocab, hits, threshold, always[ai], lists);
                 brute_candidates(n_rows, rpg, vocab, hits_in, threshold, always[ai], want,
                                  cand_ld, want_count);
                 for (int32_t g = 0; g < n_groups; g++) {
@@ -261,9 +266,19 @@ static void test_logits(int32_t vocab, int32_t dim, int32_t n_rows, int32_t rpg,
     test_fill_uniform(x, (size_t)n_rows * ldx, -1.0f, 1.0f);
     random_lists(n_groups, vocab, cand, cand_ld, count);
     test_poison_f32(logits, (size_t)n_rows * ld);
-    const float *bias = with_bias ? out_b : NULL;
-    nmt_cpu_lsh_logits(n_rows, rpg, dim, x, ldx, out_w, bias, cand, cand_ld, count, first_cand,
-                       logits, ld);
+    const nmt_lsh_logits_args args = {
+        .n_rows = n_rows,
+        .dim = dim,
+        .x = x,
+        .ldx = ldx,
+        .out_w = out_w,
+        .out_b = with_bias ? out_b : NULL,
+        .lists = {.words = cand, .ld = cand_ld, .count = count, .rows_per_group = rpg},
+        .first = first_cand,
+        .logits = logits,
+        .ld = ld,
+    };
+    nmt_cpu_lsh_logits(&args);
     for (int32_t g = 0; g < n_groups; g++) {
         int32_t first = g * rpg, rows = n_rows - first < rpg ? n_rows - first : rpg, n = count[g];
         for (int32_t j = 0; j < n; j++) {
@@ -320,8 +335,14 @@ static void test_softmax_candidates(int32_t vocab, int32_t n_rows, int32_t rpg, 
         logits[i] = roundf(logits[i]); /* ties */
     test_poison_f32(values, (size_t)n_rows * k);
     test_poison_i32(ids, (size_t)n_rows * k);
-    nmt_cpu_softmax_topk_candidates(n_rows, rpg, logits, ld, cand, cand_ld, count, k, excluded,
-                                    n_excluded, values, ids, lse);
+    const nmt_cand_lists lists = {
+        .words = cand,
+        .ld = cand_ld,
+        .count = count,
+        .rows_per_group = rpg,
+    };
+    nmt_cpu_softmax_topk_candidates(n_rows, logits, ld, lists, k, excluded, n_excluded, values,
+                                    ids, lse);
     for (int32_t r = 0; r < n_rows; r++) {
         int32_t g = r / rpg, n = count[g];
         const int32_t *list = cand + (int64_t)g * cand_ld;
@@ -348,8 +369,14 @@ static void test_softmax_candidates(int32_t vocab, int32_t n_rows, int32_t rpg, 
     float hand_z[] = {-1.0f, 0.0f, -2.0f, 5.0f, 1.0f, 1.0f};
     float hand_values[8], hand_lse;
     int32_t hand_ids[8];
-    nmt_cpu_softmax_topk_candidates(1, 1, hand_z, 6, hand_list, 6, &hand_count, 8,
-                                    &hand_excluded, 1, hand_values, hand_ids, &hand_lse);
+    const nmt_cand_lists hand = {
+        .words = hand_list,
+        .ld = 6,
+        .count = &hand_count,
+        .rows_per_group = 1,
+    };
+    nmt_cpu_softmax_topk_candidates(1, hand_z, 6, hand, 8, &hand_excluded, 1, hand_values,
+                                    hand_ids, &hand_lse);
     double sum = 0.0;
     for (int i = 0; i < 6; i++)
         sum += exp((double)hand_z[i]);
@@ -375,17 +402,19 @@ static void test_recall(void)
     int32_t count[] = {6, 5};
     int32_t top[] = {7, 9, /* both in: hit */ 9, 8, /* 8 missing */ 5, 0 /* both in */};
     int64_t stats[3] = {0, 0, 0};
-    nmt_cpu_lsh_recall(3, 2, NULL, top, 2, cand, 8, count, stats);
+    const nmt_cand_lists pairs = {.words = cand, .ld = 8, .count = count, .rows_per_group = 2};
+    nmt_cpu_lsh_recall(3, NULL, top, 2, pairs, stats);
     CHECK(stats[0] == 3 && stats[1] == 2 && stats[2] == 17, "recall %lld %lld %lld",
           (long long)stats[0], (long long)stats[1], (long long)stats[2]);
     int32_t live[] = {0, 1, 1}; /* accumulates; dead row 0 skipped */
-    nmt_cpu_lsh_recall(3, 2, live, top, 2, cand, 8, count, stats);
+    nmt_cpu_lsh_recall(3, live, top, 2, pairs, stats);
     CHECK(stats[0] == 5 && stats[1] == 3 && stats[2] == 28, "recall live %lld %lld %lld",
           (long long)stats[0], (long long)stats[1], (long long)stats[2]);
     /* b = 1 with per-row groups: row 1's list is group 1's. */
     int64_t one[3] = {0, 0, 0};
     int32_t top1[] = {9, 5};
-    nmt_cpu_lsh_recall(2, 1, NULL, top1, 1, cand, 8, count, one);
+    const nmt_cand_lists singles = {.words = cand, .ld = 8, .count = count, .rows_per_group = 1};
+    nmt_cpu_lsh_recall(2, NULL, top1, 1, singles, one);
     CHECK(one[0] == 2 && one[1] == 2 && one[2] == 11, "recall b=1 %lld %lld %lld",
           (long long)one[0], (long long)one[1], (long long)one[2]);
 }
