@@ -86,7 +86,8 @@ static int set_stats(const app_option *row, void *settings, const char *value)
 
 const app_option app_translate_options[] = {
     {.name = "model", .short_name = 'm', .kind = APP_OPT_STRING, ARGS(model_path), .arg = "PATH",
-     .help = "model file (required)"},
+     .repeated = "several models (an ensemble, -m A -m B) are not supported yet",
+     .help = "model file (required; give it once)"},
     {.name = "config", .short_name = 'c', .kind = APP_OPT_STRING, ARGS(config_path),
      .scope = APP_OPT_CLI_ONLY, .arg = "PATH",
      .help = "INI file with any of the options below; the command line wins"},
@@ -133,7 +134,9 @@ const app_option app_translate_options[] = {
     {.name = "n-best-format", .kind = APP_OPT_CHOICE, ARGS(nbest_marian),
      .choices = (const app_choice[]){{"tsv", 0}, {"marian", 1}, {NULL, 0}},
      .help = "tsv: the rows above | marian: \"ID ||| TEXT ||| F0= LOGPROB\n"
-             "||| SCORE\" rows, ID the 0-based line (Marian's n-best lists)"},
+             "||| SCORE\" rows, ID the 0-based line, the fields below\n"
+             "before F0= (Marian's n-best lists: alignment, then the\n"
+             "token scores as WordScores=, then the attention)"},
     {.name = "alpha", .kind = APP_OPT_FLOAT, ENGINE(alpha), .lo = 0, .hi = 10, .arg = "A",
      .help = "length penalty: score / length^A (default 1.0)"},
     {.name = "max-len-a", .kind = APP_OPT_FLOAT, ENGINE(max_len_a), .lo = 0, .hi = 100,

@@ -91,6 +91,8 @@ typedef struct app_option {
     app_option_scope scope;
     size_t given;               /* APP_GIVEN: an int field set to 1 when the row is given */
     int (*set)(const struct app_option *row, void *settings, const char *value);
+    const char *repeated; /* why this row given twice on the command line is refused,
+                             for the message (NULL: "give each option once") */
     const char *arg;     /* --help: the value's name; a CHOICE without one lists its names */
     const char *help;    /* --help: the text, lines split by '\n'; NULL: not listed */
     const char *heading; /* --help: a line printed before this row */
@@ -103,6 +105,9 @@ typedef struct app_option {
 /* translate's rows (option_table.c), ending with a row whose name is NULL. */
 extern const app_option app_translate_options[];
 
+/* The row of INI key `key` (the long name with '_' for '-') among rows, or NULL. */
+const app_option *app_option_by_key(const app_option *rows, const char *key);
+
 /* Parses value by row's kind into row's field of settings: 1 done, 0 a bad value. */
 int app_option_store(const app_option *row, void *settings, const char *value);
 /* CHOICE: the value of the choice named text: 1, or 0 when there is none. */
@@ -111,18 +116,33 @@ int app_option_choice(const app_option *row, const char *text, int *value);
  * last, negative when a write failed. */
 int app_print_options(const app_option *rows);
 
-/* Fills args from argv (and the INI file named by -c). On failure writes a
- * message into `message` and returns EXIT_USAGE. */
+/* Fills args from argv (and the INI file named by -c). Long options are
+ * taken by their full names only (no abbreviations), and an option with a
+ * value given twice is refused (rows' .repeated says why). On failure writes
+ * a message into `message` and returns EXIT_USAGE. */
 int translate_args_parse(int argc, char **argv, translate_args *args, char *message,
                          size_t message_size);
 
+/* One setting by its INI key and value text (a program's own source of
+ * settings, such as nmt-server's model options). */
+typedef struct app_setting {
+    const char *key, *value;
+} app_setting;
+
 /* A program's own settings besides translate's: its rows (fields of
  * settings) and its INI section. In the INI file its keys go in its section
- * (or in [translate] beside the common ones). */
+ * (or in [translate] beside the common ones). overrides are translate's keys
+ * applied after the command line (they win), named overrides_source in
+ * messages; model_optional: the program finds its models elsewhere, so no
+ * -m is no error. */
 typedef struct app_extra_settings {
     const app_option *options;
     const char *section;
     void *settings;
+    const app_setting *overrides;
+    int n_overrides;
+    const char *overrides_source;
+    int model_optional;
 } app_extra_settings;
 
 /* translate_args_parse with a program's own settings (extra may be NULL). */

@@ -52,16 +52,12 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
             const nmt_hypothesis *h = k < found ? &r->hypotheses[k] : NULL;
             int written;
             if (args->nbest_marian)
-                written = h ? fprintf(out,
-                                      "%ld ||| %s ||| F0= " TRANSLATE_FLOAT " ||| " TRANSLATE_FLOAT,
-                                      line_number - 1, h->text, h->log_prob, h->score)
-                            : fprintf(out, "%ld |||  ||| F0= -inf ||| -inf", line_number - 1);
-            else
-                written = h ? fprintf(out, "%ld\t%d\t" TRANSLATE_FLOAT "\t%s", line_number, k + 1,
-                                      h->score, h->text)
-                            : fprintf(out, "%ld\t%d\t-inf\t", line_number, k + 1);
-            if (written < 0 || translate_print_fields(args, out, r, h) < 0 ||
-                fputc('\n', out) == EOF)
+                written = translate_print_marian_row(args, out, line_number - 1, r, h);
+            else if ((written = h ? fprintf(out, "%ld\t%d\t" TRANSLATE_FLOAT "\t%s", line_number,
+                                            k + 1, h->score, h->text)
+                                  : fprintf(out, "%ld\t%d\t-inf\t", line_number, k + 1)) >= 0)
+                written = translate_print_fields(args, out, r, h);
+            if (written < 0 || fputc('\n', out) == EOF)
                 return -1;
         }
         return 0;

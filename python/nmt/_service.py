@@ -19,8 +19,8 @@ import traceback
 import weakref
 
 from . import _capi, _options
-from ._results import (Busy, Closed, ServiceStats, Status, copy_result, copy_struct, encode_line,
-                       error_from, raise_error)
+from ._results import (Busy, Closed, ServiceStats, Status, batch_lines, copy_result, copy_struct,
+                       encode_line, error_from, raise_error)
 from ._translator import RULE_OPTIONS, as_model, fill_options, suppress_text
 
 _pending = {}  # key -> _Request, from submit until the callback
@@ -271,6 +271,7 @@ class Service:
         as submit's. Raises concurrent.futures.CancelledError when a request
         was cancelled (a shutdown without draining)."""
         futures = []
+        lines = batch_lines(lines)
         try:
             for line in lines:
                 delay = 0.0005

@@ -8,7 +8,8 @@ import os
 import threading
 
 from . import _capi, _options
-from ._results import (TranslatorStats, copy_result, copy_struct, encode_line, raise_error)
+from ._results import (TranslatorStats, batch_lines, copy_result, copy_struct, encode_line,
+                       raise_error)
 
 # The search options a translate_batch call may change (a translator each):
 # the beam's, then sampling's and the logit rules' (RULE_OPTIONS).
@@ -293,7 +294,7 @@ class Translator:
         keys, one a line (default: the lines' indices; a line's samples depend
         on the seed and its key only). Raises nmt.Error when the whole batch
         failed (device error, out of memory)."""
-        lines = list(lines)
+        lines = batch_lines(lines)
         key = self._key(options)
         if line_keys is not None:
             line_keys = [_capi.c_uint64(k, "line_keys") for k in line_keys]
@@ -356,7 +357,7 @@ class Translator:
         """translate_batch in this translator's background thread: returns a
         concurrent.futures.Future of the list of Results. Calls run one at a
         time, in order."""
-        lines = list(lines)
+        lines = batch_lines(lines)
         with self._lock:
             if self._model_ptr is None:
                 raise ValueError("the translator is closed")

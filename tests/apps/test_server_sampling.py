@@ -3,7 +3,7 @@
 test_server_attention.py's).
 
 - "sampling_topk": 10 with "n_best": 3 (beam 1 implied): three samples an
-  item; the same request twice gives the same answer; items keyed by
+  item (the answer: a list per rank, OpenNMT-py's layout); the same request twice gives the same answer; items keyed by
   "sample_key" keep their samples in another order and beside other items;
   two items of the same text sample apart (keyed by their index) unless they
   give one key; "seed" changes them; the samples are what translate prints
@@ -30,21 +30,15 @@ def check(cond, what):
         print("FAIL:", what, file=sys.stderr)
 
 
-def hypotheses(body):
-    """Every hypothesis of an answer in order, whatever the n-best layout."""
-    if isinstance(body, dict):
-        return [body]
-    return [h for part in body for h in hypotheses(part)]
-
-
 def answers(body):
-    """(text, score) of each item's hypotheses: an item's are n_best in a row."""
-    hyps, items = hypotheses(body), []
-    while hyps:
-        n = hyps[0]["n_best"]
-        items.append([(h["tgt"], h["pred_score"]) for h in hyps[:n]])
-        hyps = hyps[n:]
-    return items
+    """(text, score) of each item's hypotheses, best first: the answer is a
+    list per n-best rank, each with one hypothesis per item."""
+    return [[(rank[i]["tgt"], rank[i]["pred_score"]) for rank in body]
+            for i in range(len(body[0]) if body else 0)]
+
+
+def hypotheses(body):
+    return [h for rank in body for h in rank]
 
 
 def sampling(port):
@@ -56,7 +50,7 @@ def sampling(port):
     code, again = post(port, base)
     check(code == 200 and answers(again) == first, "the same request sampled otherwise")
     keyed = [dict(item, sample_key=i) for i, item in enumerate(base)]
-    code, shuffled = post(port, keyed[::-1] + [{"src": "rot rot rot Ball"}])
+    code, shuffled = post(port, keyed[::-1] + [{"src": "rot rot rot Ball", "n_best": 3}])
     check(code == 200 and answers(shuffled)[:len(LINES)] == first[::-1],
           f"keyed items in another order: {code}")
     twice = [dict(base[0]), dict(base[0])]
