@@ -539,18 +539,13 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
         if (n_next_rows == 0)
             break;
         NMT_TRY(model->reorder(model->self, n_next_rows, parent, err));
-        float *swap_scores = row_scores;
-        row_scores = next_scores;
-        next_scores = swap_scores;
-        int32_t *swap_tokens = tokens;
-        tokens = next_tokens;
-        next_tokens = swap_tokens;
-        int32_t *swap_slots = row_slot;
-        row_slot = next_slot;
-        next_slot = swap_slots;
-        float *swap_cov = cov;
-        cov = next_cov;
-        next_cov = swap_cov;
+        /* The next step's rows become the current ones. */
+#define SWAP(type, a, b) do { type *swap_ = a; a = b; b = swap_; } while (0)
+        SWAP(float, row_scores, next_scores);
+        SWAP(int32_t, tokens, next_tokens);
+        SWAP(int32_t, row_slot, next_slot);
+        SWAP(float, cov, next_cov);
+#undef SWAP
         n_rows = n_next_rows;
     }
 

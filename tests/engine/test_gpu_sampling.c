@@ -23,23 +23,55 @@
 
 #define N_LINES 100
 
-static const char *const words[] = {
-    "der", "die", "das", "und", "ist", "ein", "eine", "Haus", "katze", "Hund", "MANN", "frau",
-    "kind", "sieht", "hat", "nicht", "sehr", "gro\xc3\x9f", "klein", "sch\xc3\xb6n", "Heute",
-    "wir", "ich", "du", "sie", "es", "mit", "auf", "gut", "Buch", "liest", "Zebra", "?", "!"};
-
+/* A configuration: its name, its batch size and its options over the
+ * defaults (every one with seed 2026, max length 2 S + 12, no warm-up). */
 typedef struct config {
     const char *name;
-    int batch, beam, n_best, topk;
-    float topp, temperature;
-    int min_length, ngram;
-    float repetition;
-    int ban_unk;
-    const char *suppress;
-    nmt_search_rules rules;
-    nmt_coverage_penalty coverage;
-    float beta;
+    int batch;
+    void (*set)(nmt_options *o);
 } config;
+
+static void top_k(nmt_options *o)
+{
+    o->beam_size = 1, o->n_best = 3, o->sampling_topk = 10;
+}
+
+static void every_word(nmt_options *o)
+{
+    o->beam_size = 1, o->n_best = 2, o->sampling_topk = 0, o->sampling_temperature = 0.7f;
+}
+
+static void top_p(nmt_options *o)
+{
+    o->beam_size = 1, o->n_best = 2, o->sampling_topk = 20, o->sampling_topp = 0.8f;
+    o->sampling_temperature = 1.5f;
+}
+
+static void samples_under_rules(nmt_options *o)
+{
+    o->beam_size = 1, o->n_best = 4, o->sampling_topk = 10, o->min_length = 2;
+    o->no_repeat_ngram_size = 3, o->repetition_penalty = 1.3f, o->ban_unk = 1;
+    o->suppress = "sees\nThe";
+}
+
+static void beam_under_rules(nmt_options *o)
+{
+    o->beam_size = 5, o->n_best = 2, o->min_length = 3, o->no_repeat_ngram_size = 2;
+    o->repetition_penalty = 1.2f, o->ban_unk = 1, o->suppress = "sees the\nchild";
+}
+
+static void onmt_wu(nmt_options *o)
+{
+    o->beam_size = 4, o->n_best = 2, o->search_rules = NMT_SEARCH_RULES_ONMT;
+    o->coverage_penalty = NMT_COVERAGE_WU, o->coverage_beta = 0.2f;
+}
+
+static void onmt_summary(nmt_options *o)
+{
+    o->beam_size = 5, o->n_best = 3, o->search_rules = NMT_SEARCH_RULES_ONMT, o->min_length = 1;
+    o->no_repeat_ngram_size = 2, o->coverage_penalty = NMT_COVERAGE_SUMMARY;
+    o->coverage_beta = 0.5f;
+}
 
 static nmt_options make_options(nmt_device device, const config *c)
 {
@@ -48,37 +80,10 @@ static nmt_options make_options(nmt_device device, const config *c)
     o.warmup = 0;
     o.device = device;
     o.max_len_b = 12;
-    o.batch_size = c->batch;
-    o.beam_size = c->beam;
-    o.n_best = c->n_best;
-    o.sampling_topk = c->topk;
-    o.sampling_topp = c->topp;
-    o.sampling_temperature = c->temperature;
     o.seed = 2026;
-    o.min_length = c->min_length;
-    o.no_repeat_ngram_size = c->ngram;
-    o.repetition_penalty = c->repetition;
-    o.ban_unk = c->ban_unk;
-    o.suppress = c->suppress;
-    o.search_rules = c->rules;
-    o.coverage_penalty = c->coverage;
-    o.coverage_beta = c->beta;
+    o.batch_size = c->batch;
+    c->set(&o);
     return o;
-}
-
-static int translate_with(const nmt_model *model, const nmt_options *o, const char *const *lines,
-                          nmt_result *results)
-{
-    nmt_translator *t = NULL;
-    nmt_error err = {NMT_STATUS_OK, ""};
-    nmt_status st = nmt_translator_create(model, o, &t, &err);
-    CHECK(st == NMT_STATUS_OK, "translator (device %d): %s", (int)o->device, err.message);
-    if (st != NMT_STATUS_OK)
-        return 0;
-    st = nmt_translate_batch(t, lines, N_LINES, results, &err);
-    CHECK(st == NMT_STATUS_OK, "translate (device %d): %s", (int)o->device, err.message);
-    nmt_translator_free(t);
-    return st == NMT_STATUS_OK;
 }
 
 static void clear_all(nmt_result *r)
@@ -92,7 +97,8 @@ static void compare(const nmt_model *model, const config *c, const char *const *
     static nmt_result rc[N_LINES], rg[N_LINES];
     const nmt_options cpu = make_options(NMT_DEVICE_CPU, c);
     const nmt_options gpu = make_options(NMT_DEVICE_CUDA, c);
-    if (translate_with(model, &cpu, lines, rc) && translate_with(model, &gpu, lines, rg)) {
+    if (test_gpu_translate_with(model, &cpu, lines, N_LINES, rc) &&
+        test_gpu_translate_with(model, &gpu, lines, N_LINES, rg)) {
         const int differing = test_count_differing(rc, rg, N_LINES, test_same_line, c->name,
                                                    lines);
         CHECK(differing <= N_LINES / 20, "%s: %d of %d lines differ", c->name, differing,
@@ -107,15 +113,14 @@ static void compare(const nmt_model *model, const config *c, const char *const *
 static void gpu_invariance(const nmt_model *model, const config *c, const char *const *lines)
 {
     static nmt_result one[N_LINES], other[N_LINES];
-    config at = *c;
-    at.batch = 1;
-    nmt_options o = make_options(NMT_DEVICE_CUDA, &at);
-    if (!translate_with(model, &o, lines, one))
+    nmt_options o = make_options(NMT_DEVICE_CUDA, c);
+    o.batch_size = 1;
+    if (!test_gpu_translate_with(model, &o, lines, N_LINES, one))
         return;
     const int sizes[2] = {7, 64};
     for (int k = 0; k < 2; k++) {
         o.batch_size = sizes[k];
-        if (!translate_with(model, &o, lines, other))
+        if (!test_gpu_translate_with(model, &o, lines, N_LINES, other))
             break;
         int differ = 0;
         char why[512];
@@ -135,28 +140,17 @@ int main(void)
     const int opened = test_gpu_model_open(NMT_TEST_MODEL, &model);
     if (opened != 0)
         return opened;
-    static char text[N_LINES][512];
+    static char text[N_LINES][TEST_GPU_LINE_BYTES];
     const char *lines[N_LINES];
-    const int n_words = (int)(sizeof words / sizeof words[0]);
-    for (int i = 0; i < N_LINES; i++) {
-        test_random_words(text[i], words, n_words, test_rand_int(1, 21));
-        lines[i] = text[i];
-    }
-    const nmt_search_rules v1 = NMT_SEARCH_RULES_V1, onmt = NMT_SEARCH_RULES_ONMT;
+    test_gpu_random_lines(text, lines, N_LINES, 20);
     const config configs[] = {
-        {"top-K 10", 37, 1, 3, 10, 1.0f, 1.0f, 0, 0, 1.0f, 0, NULL, v1, NMT_COVERAGE_NONE, 0},
-        {"every word, T 0.7", 16, 1, 2, 0, 1.0f, 0.7f, 0, 0, 1.0f, 0, NULL, v1,
-         NMT_COVERAGE_NONE, 0},
-        {"top-K 20, top-p 0.8, T 1.5", 64, 1, 2, 20, 0.8f, 1.5f, 0, 0, 1.0f, 0, NULL, v1,
-         NMT_COVERAGE_NONE, 0},
-        {"samples under the rules", 37, 1, 4, 10, 1.0f, 1.0f, 2, 3, 1.3f, 1, "sees\nThe", v1,
-         NMT_COVERAGE_NONE, 0},
-        {"beam under the rules", 37, 5, 2, 1, 1.0f, 1.0f, 3, 2, 1.2f, 1, "sees the\nchild",
-         v1, NMT_COVERAGE_NONE, 0},
-        {"onmt, wu coverage", 16, 4, 2, 1, 1.0f, 1.0f, 0, 0, 1.0f, 0, NULL, onmt,
-         NMT_COVERAGE_WU, 0.2f},
-        {"onmt, summary coverage and 2-grams", 7, 5, 3, 1, 1.0f, 1.0f, 1, 2, 1.0f, 0, NULL,
-         onmt, NMT_COVERAGE_SUMMARY, 0.5f},
+        {"top-K 10", 37, top_k},
+        {"every word, T 0.7", 16, every_word},
+        {"top-K 20, top-p 0.8, T 1.5", 64, top_p},
+        {"samples under the rules", 37, samples_under_rules},
+        {"beam under the rules", 37, beam_under_rules},
+        {"onmt, wu coverage", 16, onmt_wu},
+        {"onmt, summary coverage and 2-grams", 7, onmt_summary},
     };
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
         compare(model, &configs[i], lines);

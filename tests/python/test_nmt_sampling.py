@@ -18,18 +18,11 @@ import os
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_DIR = os.environ.get("NMT_SOURCE_DIR", os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
-
-import nmt  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_nmt_attention import LIBRARY, MODEL, TRANSLATE, nmt  # noqa: E402
 from checks import check  # noqa: E402
 import checks  # noqa: E402
 
-BINARY_DIR = os.environ.get("NMT_BINARY_DIR", os.path.join(SOURCE_DIR, "build"))
-LIBRARY = os.path.join(BINARY_DIR, "libnmt.so")
-MODEL = os.environ.get("NMT_TEST_MODEL", os.path.join(BINARY_DIR, "test-model.bin"))
-TRANSLATE = os.environ.get("NMT_TRANSLATE", os.path.join(BINARY_DIR, "translate"))
 LINES = ["ein mann spielt im park .", "zwei hunde laufen über die straße !", "Haus",
          "rot rot rot Ball", "ein mann spielt im park ."]
 SAMPLING = dict(sampling_topk=10, n_best=3, seed=4)
