@@ -68,6 +68,13 @@ struct timespec nmt_request_timespec(double seconds);
 /* A condition variable on CLOCK_MONOTONIC. */
 void nmt_request_cond_init(pthread_cond_t *cond);
 
+/* The request's sampling and logit rules from the caller's options, over
+ * r->search (the service's): the public values mapped (nmt_sampling_topk_of),
+ * a suppress text parsed against model into r->suppress, r->line_key set;
+ * NMT_STATUS_ERROR_ARGUMENT for a value the check cannot see refused. */
+nmt_status nmt_request_resolve_rules(const nmt_model *model, const nmt_request_options *options,
+                                     nmt_request *r, nmt_error *err);
+
 /* result's message (truncated to fit). */
 void nmt_request_set_message(nmt_result *result, const char *message);
 

@@ -75,35 +75,9 @@ int nmt_cuda_available(void)
     if (!(cond))                                                              \
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, __VA_ARGS__)
 
-/* The search params of the options: the one place the public option fields
- * meet the search's (suppress: the ids of o->suppress, nmt_suppress_parse). */
-static nmt_search_params search_params_of(const nmt_options *o, const int32_t *suppress,
-                                          int32_t suppress_words)
-{
-    return (nmt_search_params){
-        .beam_size = o->beam_size,
-        .n_best = o->n_best,
-        .alpha = o->alpha,
-        .max_len_a = o->max_len_a,
-        .max_len_b = o->max_len_b,
-        .sampling_topk = nmt_sampling_topk_of(o->sampling_topk),
-        .sampling_topp = o->sampling_topp,
-        .sampling_temperature = o->sampling_temperature,
-        .seed = o->seed,
-        .min_length = o->min_length,
-        .no_repeat_ngram_size = o->no_repeat_ngram_size,
-        .repetition_penalty = o->repetition_penalty,
-        .ban_unk = o->ban_unk,
-        .suppress = suppress,
-        .suppress_words = suppress_words,
-        .coverage_penalty = o->coverage_penalty,
-        .coverage_beta = o->coverage_beta,
-    };
-}
-
 static nmt_status check_options(const nmt_options *o, nmt_error *err)
 {
-    const nmt_search_params search = search_params_of(o, NULL, 0);
+    const nmt_search_params search = nmt_options_search_params(o, NULL, 0);
     nmt_status status = nmt_search_params_check(&search, NMT_SEARCH_MAX_BEAM, err);
     if (status == NMT_STATUS_OK)
         status = nmt_search_params_check_rules(&search, o->search_rules, err);
@@ -227,7 +201,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         NMT_TRY(nmt_suppress_parse(model, options->suppress, &t->suppress, &t->suppress_words,
                                    err));
     t->search = (nmt_search_config){
-        .params = search_params_of(options, t->suppress, t->suppress_words),
+        .params = nmt_options_search_params(options, t->suppress, t->suppress_words),
         .pad_id = NMT_PAD_ID,
         .bos_id = NMT_BOS_ID,
         .eos_id = NMT_EOS_ID,
@@ -418,26 +392,6 @@ nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int 
                                nmt_result *results, nmt_error *err)
 {
     return nmt_translator_run(t, lines, n_lines, NULL, NULL, results, err);
-}
-
-nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_params *o,
-                                       nmt_error *err)
-{
-    /* A request's rows at most the translator's: its backend is sized for them. */
-    nmt_status status = nmt_search_params_check(o, t->capacity, err);
-    if (status == NMT_STATUS_OK)
-        status = nmt_search_params_check_rules(o, t->search.rules, err);
-    if (status != NMT_STATUS_OK)
-        return status;
-    if (t->options.shrink.mode != NMT_SHRINK_NONE &&
-        (nmt_search_sampling(o) || nmt_search_has_logit_rules(o)))
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "shrink: sampling and the logit "
-                             "rules need the full output layer");
-    if (o->coverage_penalty != NMT_COVERAGE_NONE && !t->attention_model)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "coverage_penalty: the translator "
-                             "keeps no attention weights (create it with the coverage penalty "
-                             "or attention_weights)");
-    return NMT_STATUS_OK;
 }
 
 nmt_search_params nmt_translator_search(const nmt_translator *t)

@@ -39,6 +39,11 @@ static inline int32_t nmt_sampling_topk_of(int topk)
     return topk == 1 ? 0 : topk == 0 ? NMT_SAMPLING_ALL : (int32_t)topk;
 }
 
+/* engine/translator_rules.c: the search parameters of the options
+ * (suppress: the ids of o->suppress, nmt_suppress_parse). */
+nmt_search_params nmt_options_search_params(const nmt_options *options, const int32_t *suppress,
+                                            int32_t suppress_words);
+
 /* engine/translator_rules.c: suppressed sequences from text (one a line,
  * target tokens separated by spaces) into *ids (search_params.h's layout;
  * malloc'd, NULL for none) and *n_words; an unknown token or a sequence

@@ -1,6 +1,8 @@
-/* translator_rules.c: the text of the logit rules' options as the search
- * takes them (translator.h): suppressed sequences, one a line of target
- * tokens, into word ids. */
+/* translator_rules.c: the search a translator runs (translator.h): the
+ * public options as the search's parameters, the one place their fields
+ * meet (sampling_topk's public values included); suppressed sequences, one
+ * a line of target tokens, into word ids; a request's search checked
+ * against the translator. */
 #include "translator.h"
 
 #include "error.h"
@@ -74,3 +76,48 @@ cleanup:
     free(out);
     return status;
 }
+
+nmt_search_params nmt_options_search_params(const nmt_options *o, const int32_t *suppress,
+                                            int32_t suppress_words)
+{
+    return (nmt_search_params){
+        .beam_size = o->beam_size,
+        .n_best = o->n_best,
+        .alpha = o->alpha,
+        .max_len_a = o->max_len_a,
+        .max_len_b = o->max_len_b,
+        .sampling_topk = nmt_sampling_topk_of(o->sampling_topk),
+        .sampling_topp = o->sampling_topp,
+        .sampling_temperature = o->sampling_temperature,
+        .seed = o->seed,
+        .min_length = o->min_length,
+        .no_repeat_ngram_size = o->no_repeat_ngram_size,
+        .repetition_penalty = o->repetition_penalty,
+        .ban_unk = o->ban_unk,
+        .suppress = suppress,
+        .suppress_words = suppress_words,
+        .coverage_penalty = o->coverage_penalty,
+        .coverage_beta = o->coverage_beta,
+    };
+}
+
+nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_params *o,
+                                       nmt_error *err)
+{
+    /* A request's rows at most the translator's: its backend is sized for them. */
+    nmt_status status = nmt_search_params_check(o, t->capacity, err);
+    if (status == NMT_STATUS_OK)
+        status = nmt_search_params_check_rules(o, t->search.rules, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    if (t->options.shrink.mode != NMT_SHRINK_NONE &&
+        (nmt_search_sampling(o) || nmt_search_has_logit_rules(o)))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "shrink: sampling and the logit "
+                             "rules need the full output layer");
+    if (o->coverage_penalty != NMT_COVERAGE_NONE && !t->attention_model)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "coverage_penalty: the translator "
+                             "keeps no attention weights (create it with the coverage penalty "
+                             "or attention_weights)");
+    return NMT_STATUS_OK;
+}
+

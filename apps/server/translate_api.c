@@ -59,7 +59,7 @@ typedef enum item_kind {
     ITEM_BOOL,   /* true or false, an int field */
     ITEM_CHOICE, /* one of choices' names, its index into an int field */
     ITEM_SEQUENCES /* a list of token sequences, each a string of target tokens or a list
-                      of them: suppress, made text at submit (sequences_text) */
+                      of them: suppress, made text at submit (server_sequences_text) */
 } item_kind;
 
 typedef struct item_field {
@@ -111,52 +111,6 @@ static const item_field kItemFields[] = {
     {.name = "coverage_beta", .kind = ITEM_FLOAT, .lo = 0, .hi = 100, OPTION(coverage_beta)},
     {.name = NULL}};
 
-/* A suppress field's shape: a list of strings and lists of strings. */
-static int is_sequences(json_t *list)
-{
-    size_t k, t;
-    json_t *seq, *token;
-    int ok = json_is_array(list);
-    json_array_foreach(list, k, seq) {
-        ok = ok && (json_is_string(seq) || json_is_array(seq));
-        json_array_foreach(json_is_array(seq) ? seq : NULL, t, token)
-            ok = ok && json_is_string(token);
-    }
-    return ok;
-}
-
-/* An item's suppress list as the library reads it (one sequence a line,
- * tokens separated by spaces), malloc'd; NULL when the item has none or
- * out of memory (*failed then). */
-static char *sequences_text(json_t *item, int *failed)
-{
-    json_t *list = json_object_get(item, "suppress"), *seq, *token;
-    size_t k, t, bytes = 1, at = 0;
-    *failed = 0;
-    if (!list)
-        return NULL;
-    json_array_foreach(list, k, seq) {
-        bytes += json_is_string(seq) ? json_string_length(seq) + 1 : 1;
-        json_array_foreach(json_is_array(seq) ? seq : NULL, t, token)
-            bytes += json_string_length(token) + 1;
-    }
-    char *text = malloc(bytes);
-    if (!text) {
-        *failed = 1;
-        return NULL;
-    }
-    text[0] = '\0';
-    json_array_foreach(list, k, seq) {
-        if (json_is_string(seq))
-            at += (size_t)snprintf(text + at, bytes - at, "%s", json_string_value(seq));
-        json_array_foreach(json_is_array(seq) ? seq : NULL, t, token)
-            at += (size_t)snprintf(text + at, bytes - at, "%s%s", t ? " " : "",
-                                   json_string_value(token));
-        at += (size_t)snprintf(text + at, bytes - at, "\n");
-    }
-    return text;
-}
-
 static const item_field *item_field_named(const char *name)
 {
     for (const item_field *f = kItemFields; f->name; f++)
@@ -176,7 +130,7 @@ static int read_field(const item_field *f, json_t *value, size_t i, nmt_request_
     case ITEM_INT:
     case ITEM_INT64: ok = json_is_integer(value) && x >= f->lo && x <= f->hi; break;
     case ITEM_BOOL: ok = json_is_boolean(value); break;
-    case ITEM_SEQUENCES: ok = is_sequences(value); break;
+    case ITEM_SEQUENCES: ok = server_is_sequences(value); break;
     case ITEM_CHOICE:
         for (int c = 0; json_is_string(value) && f->choices[c]; c++)
             if (!strcmp(json_string_value(value), f->choices[c]))
@@ -351,7 +305,7 @@ static int submit_all(const server_use *use, json_t *root, const checked_request
         json_t *item = json_array_get(root, i), *src = json_object_get(item, "src");
         nmt_request_options o = c->options[i];
         int failed = 0;
-        char *suppress = sequences_text(item, &failed); /* read at submit */
+        char *suppress = server_sequences_text(json_object_get(item, "suppress"), &failed);
         o.suppress = suppress;
         nmt_status st = NMT_STATUS_ERROR_MEMORY;
         if (failed)

@@ -34,8 +34,6 @@
  * an error) from counting. */
 #include "cuda_search_impl.h"
 
-#include "softmax_topk.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,32 +41,6 @@
  * history length up to octaves (nmt_cuda_search_run): where graphs matter
  * most, and the history's memory, doubled at worst, is small. */
 enum { kBucketSentences = 8 };
-
-/* What sampling, the logit rules and the coverage penalty need: the whole
- * vocabulary's logits (columns are words), word ids in it, the attention
- * weights. */
-static nmt_status check_rules(const nmt_cuda_search *self, const nmt_search_config *config,
-                              nmt_error *err)
-{
-    const nmt_status bad = NMT_STATUS_ERROR_ARGUMENT;
-    const nmt_search_params *p = &config->params;
-    const int32_t V = self->model.vocab_size;
-    if (self->model.shrunk && (nmt_search_sampling(p) || nmt_search_has_logit_rules(p)))
-        return nmt_error_set(err, bad, "cuda search: sampling and the logit rules need the full "
-                             "output layer (no shrinking)");
-    if (p->ban_unk && (config->unk_id < 0 || config->unk_id >= V))
-        return nmt_error_set(err, bad, "cuda search: unk_id %d outside [0, %d)", config->unk_id,
-                             V);
-    for (int32_t at = 0; at < p->suppress_words; at += 1 + p->suppress[at])
-        for (int32_t j = 1; j <= p->suppress[at]; j++)
-            if (p->suppress[at + j] >= V)
-                return nmt_error_set(err, bad, "cuda search: suppressed word id %d outside "
-                                     "[0, %d)", p->suppress[at + j], V);
-    if (p->coverage_penalty != NMT_COVERAGE_NONE && !self->model.attn_weights)
-        return nmt_error_set(err, bad, "cuda search: the coverage penalty needs the network's "
-                             "attention weights");
-    return NMT_STATUS_OK;
-}
 
 nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
                                         const nmt_search_config *config, nmt_error *err)
@@ -95,7 +67,7 @@ nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
     if (self->model.shrunk && config->eos_id > 3)
         return nmt_error_set(err, bad, "cuda search: shrinking needs eos_id < 4 (got %d)",
                              config->eos_id);
-    return check_rules(self, config, err);
+    return nmt_cuda_search_check_rules(self, config, err);
 }
 
 nmt_status nmt_cuda_search_check_sentences(const nmt_cuda_search *self,
@@ -233,30 +205,11 @@ static nmt_status step_body(void *arg, nmt_error *err)
     const nmt_beam_next_rows next_rows = {self->row_tokens, self->row_sentence,
                                           self->row_parent, self->row_live};
     const nmt_beam_next_rows *rows_out = w->rows_from_beam ? &next_rows : NULL;
-    const nmt_cuda_rules *rules = w->rules;
-    if (rules && rules->logit_rules) /* the model's logits, before any top-K of the search's */
-        NMT_TRY(nmt_cuda_logit_rules(w->b, rules, w->n_active, self->act_dev,
-                                     (float *)scores.logits, scores.ld_logits, model->vocab_size,
-                                     stream, err));
-    if (rules && rules->sampling) {
-        NMT_TRY(nmt_cuda_sample_draw(w->b, rules, w->n_active, self->act_dev, scores.logits,
-                                     scores.ld_logits, model->vocab_size, w->excluded, stream,
-                                     err));
-        NMT_TRY(nmt_cuda_sample_step(w->b, rules, w->n_active, self->act_dev, scores.attn_argmax,
-                                     rows_out, stream, err));
-        return NMT_STATUS_OK;
-    }
-    if (rules && rules->logit_rules) {
-        /* The 2B best of the edited logits, renormalized, replace the model's. */
-        NMT_TRY(nmt_cuda_softmax_topk_variant(
-            n_rows, model->vocab_size, scores.logits, scores.ld_logits, rules->top_k, w->excluded,
-            2, rules->top_values, rules->top_ids, rules->lse, rules->workspace,
-            rules->workspace_bytes,
-            rules->batch_invariant ? NMT_SOFTMAX_TOPK_AUTO_INVARIANT : NMT_SOFTMAX_TOPK_AUTO,
-            stream, err));
-        scores.top_values = rules->top_values;
-        scores.top_ids = rules->top_ids;
-        scores.lse = rules->lse;
+    if (w->rules) { /* sampling's step, or the logit rules' edit of the scores */
+        int done = 0;
+        NMT_TRY(nmt_cuda_search_rules_step(self, w, &scores, rows_out, &done, err));
+        if (done)
+            return NMT_STATUS_OK;
     }
     NMT_TRY(nmt_cuda_beam_step(w->b, w->n_active, self->act_dev, scores.top_values,
                                scores.top_ids, scores.logits, scores.ld_logits, scores.lse,

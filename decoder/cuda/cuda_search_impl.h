@@ -117,6 +117,13 @@ typedef struct nmt_cuda_step_args {
 } nmt_cuda_step_args;
 nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *args,
                                 nmt_error *err);
+/* search_rules.c: within a step, after the output layer: the logit rules
+ * edit scores's logits, and then a sampling step draws and splits the
+ * samples (*done: the step is complete) or the search's own top-K replaces
+ * scores's lists for the beam step. */
+nmt_status nmt_cuda_search_rules_step(nmt_cuda_search *s, const nmt_cuda_step_args *args,
+                                      nmt_cuda_scores *scores, const nmt_beam_next_rows *next,
+                                      int *done, nmt_error *err);
 
 /* The history a search keeps for its longest max length (v1: one step
  * less, EOS is never stored; onmt: all, a cut hypothesis keeps its last
@@ -157,6 +164,11 @@ void nmt_cuda_search_beam_rules(const nmt_cuda_search *s, const nmt_search_confi
                                 const int32_t *src_len, nmt_beam_device *b);
 size_t nmt_cuda_search_rules_bytes(const nmt_cuda_search *s);
 void nmt_cuda_search_free_rules(nmt_cuda_search *s);
+/* What sampling, the logit rules and the coverage penalty of config need of
+ * the search (the whole vocabulary's logits, their word ids, the network's
+ * attention weights): NMT_STATUS_ERROR_ARGUMENT naming what is missing. */
+nmt_status nmt_cuda_search_check_rules(const nmt_cuda_search *s,
+                                       const nmt_search_config *config, nmt_error *err);
 
 /* Bytes of the key scratch: a step key or an encoder key with max_src entries. */
 size_t nmt_cuda_search_key_bytes(int32_t max_src);

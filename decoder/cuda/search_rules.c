@@ -207,3 +207,65 @@ void nmt_cuda_search_beam_rules(const nmt_cuda_search *s, const nmt_search_confi
     b->step_weights = s->model.attn_weights;
     b->src_len = src_len;
 }
+
+/* What sampling, the logit rules and the coverage penalty need: the whole
+ * vocabulary's logits (columns are words), word ids in it, the attention
+ * weights. */
+nmt_status nmt_cuda_search_check_rules(const nmt_cuda_search *self,
+                                       const nmt_search_config *config, nmt_error *err)
+{
+    const nmt_status bad = NMT_STATUS_ERROR_ARGUMENT;
+    const nmt_search_params *p = &config->params;
+    const int32_t V = self->model.vocab_size;
+    if (self->model.shrunk && (nmt_search_sampling(p) || nmt_search_has_logit_rules(p)))
+        return nmt_error_set(err, bad, "cuda search: sampling and the logit rules need the full "
+                             "output layer (no shrinking)");
+    if (p->ban_unk && (config->unk_id < 0 || config->unk_id >= V))
+        return nmt_error_set(err, bad, "cuda search: unk_id %d outside [0, %d)", config->unk_id,
+                             V);
+    for (int32_t at = 0; at < p->suppress_words; at += 1 + p->suppress[at])
+        for (int32_t j = 1; j <= p->suppress[at]; j++)
+            if (p->suppress[at + j] >= V)
+                return nmt_error_set(err, bad, "cuda search: suppressed word id %d outside "
+                                     "[0, %d)", p->suppress[at + j], V);
+    if (p->coverage_penalty != NMT_COVERAGE_NONE && !self->model.attn_weights)
+        return nmt_error_set(err, bad, "cuda search: the coverage penalty needs the network's "
+                             "attention weights");
+    return NMT_STATUS_OK;
+}
+
+nmt_status nmt_cuda_search_rules_step(nmt_cuda_search *self, const nmt_cuda_step_args *w,
+                                      nmt_cuda_scores *scores, const nmt_beam_next_rows *next,
+                                      int *done, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const nmt_cuda_rules *rules = w->rules;
+    const nmt_cuda_step_model *model = &self->model;
+    const int32_t n_rows = w->n_active * w->beam;
+    *done = 0;
+    if (rules->logit_rules) /* the model's logits, before any top-K of the search's */
+        NMT_TRY(nmt_cuda_logit_rules(w->b, rules, w->n_active, self->act_dev,
+                                     (float *)scores->logits, scores->ld_logits,
+                                     model->vocab_size, self->stream, err));
+    if (rules->sampling) {
+        NMT_TRY(nmt_cuda_sample_draw(w->b, rules, w->n_active, self->act_dev, scores->logits,
+                                     scores->ld_logits, model->vocab_size, w->excluded,
+                                     self->stream, err));
+        NMT_TRY(nmt_cuda_sample_step(w->b, rules, w->n_active, self->act_dev,
+                                     scores->attn_argmax, next, self->stream, err));
+        *done = 1;
+    } else if (rules->logit_rules) {
+        /* The 2B best of the edited logits, renormalized, replace the model's. */
+        NMT_TRY(nmt_cuda_softmax_topk_variant(
+            n_rows, model->vocab_size, scores->logits, scores->ld_logits, rules->top_k,
+            w->excluded, 2, rules->top_values, rules->top_ids, rules->lse, rules->workspace,
+            rules->workspace_bytes,
+            rules->batch_invariant ? NMT_SOFTMAX_TOPK_AUTO_INVARIANT : NMT_SOFTMAX_TOPK_AUTO,
+            self->stream, err));
+        scores->top_values = rules->top_values;
+        scores->top_ids = rules->top_ids;
+        scores->lse = rules->lse;
+    }
+cleanup:
+    return status;
+}
