@@ -1,5 +1,5 @@
-/* logit_rules.c: the CPU search's side of the logit rules and of random
- * sampling (search.h, nmt_search_rows; the rules themselves are
+/* logit_rules.c: the CPU search's side of the logit rules, random sampling
+ * and the coverage penalty (logit_rules_cpu.h; the rules themselves are
  * logit_rules.h's, which the GPU follows too). Rows are rewritten in place:
  * a row some rule changes gets the log-softmax of its rule-edited logits;
  * the others keep the model's log-probabilities. */
