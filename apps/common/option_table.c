@@ -188,8 +188,9 @@ const app_option app_translate_options[] = {
      .help = "CUDA device ordinal (default 0)"},
     {.name = "devices", .kind = APP_OPT_CUSTOM, .set = set_devices,
      APP_GIVEN(translate_args, device_given), .arg = "LIST|all",
-     .help = "CUDA: one translator a device (e.g. 0,1), chunks in parallel,\n"
-             "output in input order, the same as one device's"},
+     .help = "CUDA: one translator a device (e.g. 0,1; 0,0: two on\n"
+             "device 0), chunks in parallel, output in input order, the\n"
+             "same as one device's"},
     {.name = "workers", .kind = APP_OPT_INT, ARGS(workers), .lo = 1, .hi = 256, .arg = "N",
      .help = "CPU: N translators in parallel (default 1), likewise; the\n"
              "last window (a short input's only one) is split among them"},

@@ -85,9 +85,6 @@ int app_parse_devices(const char *text, translate_args *a)
         int d;
         if (!app_parse_int(part, 0, 1024, &d))
             return 0;
-        for (int i = 0; i < a->n_devices; i++)
-            if (a->devices[i] == d)
-                return 0;
         a->devices[a->n_devices++] = d;
         p += len;
         if (!*p)

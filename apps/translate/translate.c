@@ -201,7 +201,8 @@ static int create_translators(const translate_args *args, const nmt_model *model
         }
         *n_out = i + 1;
         if (nmt_translator_device(out[i]) == NMT_DEVICE_CUDA) /* for the failure messages */
-            snprintf(labels[i], sizeof labels[i], "CUDA device %d", oi.device_index);
+            snprintf(labels[i], sizeof labels[i], "CUDA device %d (translator %d)",
+                     oi.device_index, i);
         else
             snprintf(labels[i], sizeof labels[i], "CPU worker %d", i);
         if (i == 0 && args->workers > 1 && nmt_translator_device(out[0]) == NMT_DEVICE_CUDA) {
