@@ -66,6 +66,15 @@ typedef enum nmt_search_rules {
                                  service batches it: no continuous batching) */
 } nmt_search_rules;
 
+/* The coverage penalty of finished hypotheses (docs/decoding.md, "Coverage
+ * penalty"): OpenNMT-py's -coverage_penalty, applied by the onmt rules. */
+typedef enum nmt_coverage_penalty {
+    NMT_COVERAGE_NONE = 0,   /* the default */
+    NMT_COVERAGE_WU = 1,     /* Wu et al. (GNMT): beta * -sum_j log(min(coverage_j, 1)) */
+    NMT_COVERAGE_SUMMARY = 2 /* OpenNMT-py's: beta * (sum_j max(coverage_j, 1) - source
+                                length) */
+} nmt_coverage_penalty;
+
 #ifdef __cplusplus
 }
 #endif
