@@ -9,6 +9,19 @@
 
 #include <math.h>
 
+nmt_status nmt_forced_params_check(const nmt_search_params *p, int for_score, nmt_error *err)
+{
+    const char *what = for_score ? "scoring" : "target prefixes";
+    if (nmt_search_sampling(p))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: not with sampling "
+                             "(sampling_topk)", what);
+    if (for_score && (nmt_search_has_logit_rules(p) || p->coverage_penalty != NMT_COVERAGE_NONE))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "scoring: not with the logit rules "
+                             "or the coverage penalty (a score is the model's log-probability "
+                             "of the target)");
+    return NMT_STATUS_OK;
+}
+
 nmt_status nmt_forced_tokens_check(const nmt_search_config *config, int32_t n, int32_t vocab,
                                    int for_score, nmt_error *err)
 {
@@ -16,6 +29,8 @@ nmt_status nmt_forced_tokens_check(const nmt_search_config *config, int32_t n, i
     const nmt_forced_tokens *f = config->forced;
     if (!f)
         return for_score ? nmt_error_set(err, bad, "scoring: no target tokens") : NMT_STATUS_OK;
+    if (nmt_forced_params_check(&config->params, for_score, err) != NMT_STATUS_OK)
+        return bad;
     if (n > 0 && (!f->offset || !f->ids))
         return nmt_error_set(err, bad, "forced tokens: NULL offsets or ids");
     if (for_score && f->alternative)

@@ -15,9 +15,17 @@ extern "C" {
 /* Refuses forced tokens a search cannot take, naming the sentence and
  * token: offsets that do not start at 0 or decrease, ids outside [0, vocab)
  * or PAD or BOS, an EOS anywhere but last (nowhere with for_score), an
- * alternative outside [-1, beam) (any with for_score). */
+ * alternative outside [-1, beam) (any with for_score), and the params
+ * nmt_forced_params_check refuses. */
 nmt_status nmt_forced_tokens_check(const nmt_search_config *config, int32_t n_sentences,
                                    int32_t vocab, int for_score, nmt_error *err);
+
+/* Refuses search params forced tokens cannot go with, naming them:
+ * sampling (its rows draw their words), and for scoring (for_score) also
+ * the logit rules and the coverage penalty (a score is the model's
+ * log-probability of the target). */
+nmt_status nmt_forced_params_check(const nmt_search_params *params, int for_score,
+                                   nmt_error *err);
 
 /* Sentence i's max length: nmt_search_max_length, with room for its forced
  * tokens (nmt_rule_forced_max_len). */

@@ -39,6 +39,15 @@ NMT_HOST_DEVICE static inline int32_t nmt_rule_forced_word(const int32_t *ids, i
     return step >= 1 && step <= n_forced ? ids[step - 1] : -1;
 }
 
+/* Whether sentence i's step `step` takes one of its forced words: the
+ * logit rules leave such a step's rows as the model scored them (the word
+ * is the caller's; the rules shape the free steps, which see it). */
+NMT_HOST_DEVICE static inline int nmt_rule_forced_step(const nmt_forced_tokens *f, int32_t i,
+                                                      int32_t step)
+{
+    return f && f->offset && step >= 1 && step <= f->offset[i + 1] - f->offset[i];
+}
+
 /* The rank the sentence takes at this step (its first free one), or -1. */
 NMT_HOST_DEVICE static inline int32_t nmt_rule_alternative_rank(int32_t alternative,
                                                                int32_t n_forced, int32_t step)

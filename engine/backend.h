@@ -43,6 +43,8 @@ typedef struct nmt_backend_config {
     int attention;            /* keep the attention weights for the search's
                                  nmt_search_config.attention (CUDA: a weights buffer and
                                  history, allocated only then) */
+    int attention_model;      /* CUDA: the network keeps each step's attention weights
+                                 (attention, or the coverage penalty reads them) */
     int batch_invariant;      /* kernels whose per-row arithmetic is fixed: CUDA's
                                  (nmt_cuda_ctx_set_batch_invariant); the CPU's blas
                                  kernels only where its BLAS is (nmt_cpu_blas_row_invariant) */

@@ -69,10 +69,15 @@ static const float *cpu_attention(void *state, int32_t *stride)
     return nmt_cpu_state_attention(state, stride);
 }
 
+static const float *cpu_logits(void *state, int32_t *ld)
+{
+    return nmt_cpu_state_logits(state, ld);
+}
+
 nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state)
 {
     const nmt_step_model step = {state, nmt_cpu_state_vocab(state), cpu_step, cpu_reorder,
-                                 cpu_attention};
+                                 cpu_attention, cpu_logits};
     return step;
 }
 
@@ -93,9 +98,11 @@ static nmt_status cpu_backend_run(nmt_backend *backend, const nmt_source_batch *
         return status;
     nmt_cpu_state_full_softmax(self->state, score);
     const nmt_step_model step = nmt_cpu_step_model(self->state);
-    status = score ? nmt_score_forced(&step, batch->n_sentences, batch->src_len, config,
+    nmt_search_config keyed = *config;
+    keyed.line_keys = batch->line_key;
+    status = score ? nmt_score_forced(&step, batch->n_sentences, batch->src_len, &keyed,
                                       results, err)
-                   : nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results,
+                   : nmt_beam_search(&step, batch->n_sentences, batch->src_len, &keyed, results,
                                      err);
     nmt_cpu_state_full_softmax(self->state, 0);
     return status;

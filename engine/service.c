@@ -22,6 +22,7 @@
 
 #include "cuda_ctx.h"
 #include "error.h"
+#include "forced_search.h"
 #include "model.h"
 #include "tokenizer.h"
 #include "translator.h"
@@ -74,6 +75,18 @@ void nmt_request_options_init(nmt_request_options *options)
     options->target_prefix = NULL;
     options->return_alternatives = -1;
     options->target = NULL;
+    options->sampling_topk = -1;
+    options->sampling_topp = -1.0f;
+    options->sampling_temperature = -1.0f;
+    options->seed = -1;
+    options->line_key = 0;
+    options->min_length = -1;
+    options->no_repeat_ngram_size = -1;
+    options->repetition_penalty = -1.0f;
+    options->ban_unk = -1;
+    options->suppress = NULL;
+    options->coverage_penalty = -1;
+    options->coverage_beta = -1.0f;
 }
 
 /* ---- completing requests ----------------------------------------------------- */
@@ -171,7 +184,7 @@ static void run_batch(service_worker *w, int n)
     const nmt_request *first = w->batch[0];
     nmt_translator *t = first->shrink ? w->shrunk : w->full;
     const double now = nmt_request_now();
-    int m = 0;
+    int m = 0, targets = 0; /* targets: a request of the batch has one */
     for (int i = 0; i < n; i++) {
         nmt_request *r = w->batch[i];
         if (r->deadline > 0.0 && now > r->deadline) {
@@ -179,22 +192,17 @@ static void run_batch(service_worker *w, int n)
                           "the deadline passed before the translation started");
             continue;
         }
-        w->lines[m++] = r->line;
-    }
-    int targets = 0; /* a request of the batch has a target */
-    for (int i = 0, k = 0; i < n; i++) {
-        const nmt_request *r = w->batch[i];
-        if (r->deadline > 0.0 && now > r->deadline)
-            continue;
-        w->targets[k++] = r->target;
+        w->line_keys[m] = r->line_key;
+        w->targets[m] = r->target;
         targets |= r->target != NULL;
+        w->lines[m++] = r->line;
     }
     nmt_result *out = w->results + n; /* [m]: the translated ones, then moved */
     nmt_error err = {0};
-    const nmt_status status =
-        m > 0 ? nmt_translator_run(t, w->lines, targets ? w->targets : NULL, m, first->score,
-                                   &first->search, out, &err)
-              : NMT_STATUS_OK;
+    const nmt_run_args args = {.lines = w->lines, .targets = targets ? w->targets : NULL,
+                               .n_lines = m, .score = first->score,
+                               .overrides = &first->search, .line_keys = w->line_keys};
+    const nmt_status status = m > 0 ? nmt_translator_run(t, &args, out, &err) : NMT_STATUS_OK;
     const double end = nmt_request_now();
     for (int i = 0, k = 0; i < n; i++) {
         nmt_request *r = w->batch[i];
@@ -298,6 +306,7 @@ static nmt_status create_worker(nmt_service *s, service_worker *w, const nmt_mod
     NMT_ALLOC(w->batch, cap);
     NMT_ALLOC(w->lines, cap);
     NMT_ALLOC(w->targets, cap);
+    NMT_ALLOC(w->line_keys, cap);
     NMT_ALLOC(w->results, 2 * (size_t)cap);
 cleanup:
     return status;
@@ -310,6 +319,7 @@ static void free_worker(service_worker *w)
     free(w->batch);
     free(w->lines);
     free(w->targets);
+    free(w->line_keys);
     free(w->results);
 }
 
@@ -360,6 +370,7 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
                               index, err));
     }
     s->cuda = cuda;
+    s->model = model;
     s->defaults = nmt_translator_search(s->workers[0].full);
     s->default_shrink = o->shrink.mode != NMT_SHRINK_NONE;
     for (int i = 0; i < n; i++) {
@@ -388,11 +399,17 @@ static nmt_status resolve_options(const nmt_service *s, const nmt_request_option
         o = &d;
     r->search = s->defaults;
     r->shrink = s->default_shrink;
+    const nmt_status rules = nmt_request_resolve_rules(s->model, o, r, err);
+    if (rules != NMT_STATUS_OK)
+        return rules;
+    const int sampling = nmt_search_sampling(&r->search);
     if (o->beam_size != 0)
         r->search.beam_size = o->beam_size;
+    else if (sampling) /* a sampling request's own beam: sampling takes 1 */
+        r->search.beam_size = 1;
     if (o->n_best != 0)
         r->search.n_best = o->n_best;
-    else if (r->search.n_best > r->search.beam_size)
+    else if (!sampling && r->search.n_best > r->search.beam_size)
         r->search.n_best = r->search.beam_size;
     if (o->alpha >= 0.0f || isnan(o->alpha))
         r->search.alpha = o->alpha;
@@ -411,6 +428,8 @@ static nmt_status resolve_options(const nmt_service *s, const nmt_request_option
                              "deadline_ms %g: must be in 0..1e9", o->deadline_ms);
     r->deadline = o->deadline_ms > 0.0 ? r->submitted + 1e-3 * o->deadline_ms : 0.0;
     NMT_TRY(nmt_request_set_target(r, o, err));
+    if (r->target)
+        NMT_TRY(nmt_forced_params_check(&r->search, r->score, err));
     return nmt_translator_check_search(s->workers[0].full, &r->search, err);
 cleanup:
     return status;

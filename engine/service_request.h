@@ -32,6 +32,9 @@ struct nmt_request {
     nmt_result result;            /* once DONE */
     char *line;                   /* owned copy */
     nmt_search_params search;  /* resolved: what the translation uses */
+    int32_t *suppress;            /* owned: the request's own suppressed sequences, which
+                                     search points to (NULL: the service's) */
+    uint64_t line_key;            /* sampling: its random streams' key besides the seed */
     int shrink;                   /* 1: the service's shrinking */
     char *target;                 /* owned copy, NULL: none; the translation to score (score)
                                      or the prefix to continue */
@@ -75,6 +78,13 @@ double nmt_request_now(void);
 struct timespec nmt_request_timespec(double seconds);
 /* A condition variable on CLOCK_MONOTONIC. */
 void nmt_request_cond_init(pthread_cond_t *cond);
+
+/* The request's sampling and logit rules from the caller's options, over
+ * r->search (the service's): the public values mapped (nmt_sampling_topk_of),
+ * a suppress text parsed against model into r->suppress, r->line_key set;
+ * NMT_STATUS_ERROR_ARGUMENT for a value the check cannot see refused. */
+nmt_status nmt_request_resolve_rules(const nmt_model *model, const nmt_request_options *options,
+                                     nmt_request *r, nmt_error *err);
 
 /* result's message (truncated to fit). */
 void nmt_request_set_message(nmt_result *result, const char *message);

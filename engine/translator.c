@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "error.h"
+#include "forced_search.h"
 #include "model.h"
 #include "sentencepiece.h"
 #include "source_batch.h"
@@ -60,6 +61,11 @@ void nmt_options_init(nmt_options *options)
     options->cpu_kernels = NMT_CPU_KERNELS_AUTO;
     options->threads = 0; /* the cores */
     options->cpu_isa = NMT_CPU_ISA_AUTO;
+    options->sampling_topk = 1; /* CTranslate2's defaults: no sampling, no logit rule */
+    options->sampling_topp = 1.0f;
+    options->sampling_temperature = 1.0f;
+    options->repetition_penalty = 1.0f;
+    options->coverage_penalty = NMT_COVERAGE_NONE;
 }
 
 int nmt_cuda_available(void)
@@ -71,24 +77,20 @@ int nmt_cuda_available(void)
     if (!(cond))                                                              \
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, __VA_ARGS__)
 
-/* The search params of the options: the one place the public option fields
- * meet the search's. */
-static nmt_search_params search_params_of(const nmt_options *o)
-{
-    return (nmt_search_params){.beam_size = o->beam_size,
-                               .n_best = o->n_best,
-                               .alpha = o->alpha,
-                               .max_len_a = o->max_len_a,
-                               .max_len_b = o->max_len_b,
-                               .return_alternatives = o->return_alternatives};
-}
-
 static nmt_status check_options(const nmt_options *o, nmt_error *err)
 {
-    const nmt_search_params search = search_params_of(o);
-    const nmt_status status = nmt_search_params_check(&search, NMT_SEARCH_MAX_BEAM, err);
+    const nmt_search_params search = nmt_options_search_params(o, NULL, 0);
+    nmt_status status = nmt_search_params_check(&search, NMT_SEARCH_MAX_BEAM, err);
+    if (status == NMT_STATUS_OK)
+        status = nmt_search_params_check_rules(&search, o->search_rules, err);
     if (status != NMT_STATUS_OK)
         return status;
+    REQUIRE(o->repetition_penalty > 0.0f, "repetition_penalty %g: must be in (0, 100] (1: off)",
+            o->repetition_penalty);
+    REQUIRE(o->shrink.mode == NMT_SHRINK_NONE ||
+                (!nmt_search_sampling(&search) && !nmt_search_has_logit_rules(&search) &&
+                 !o->suppress),
+            "shrink: sampling and the logit rules need the full output layer");
     REQUIRE(o->batch_size >= 1 && o->batch_size <= 4096, "batch_size %d: must be in 1..4096",
             o->batch_size);
     REQUIRE(!o->return_alternatives || o->batch_size >= o->n_best,
@@ -174,6 +176,7 @@ void nmt_translator_free(nmt_translator *t)
         t->backend->vtable->free(t->backend);
     nmt_source_builder_free(&t->source);
     free(t->results_pair);
+    free(t->suppress);
     free(t);
 }
 
@@ -201,19 +204,26 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     /* auto: the arithmetic of the file's weights (an fp16 file's are exact in
      * fp16), as CTranslate2's compute_type "default" keeps the model's type. */
     t->options.precision = nmt_precision_for_model(model, t->options.precision);
+    if (options->suppress)
+        NMT_TRY(nmt_suppress_parse(model, options->suppress, &t->suppress, &t->suppress_words,
+                                   err));
     t->search = (nmt_search_config){
-        .params = search_params_of(options),
+        .params = nmt_options_search_params(options, t->suppress, t->suppress_words),
         .pad_id = NMT_PAD_ID,
         .bos_id = NMT_BOS_ID,
         .eos_id = NMT_EOS_ID,
         .rules = options->search_rules,
         .attention = options->attention_weights,
+        .unk_id = NMT_UNK_ID,
     };
+    /* The most rows a sentence may take: the beam, or the samples. */
+    const int32_t width = nmt_search_width(&t->search.params);
+    const int coverage = options->coverage_penalty != NMT_COVERAGE_NONE;
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
     nmt_backend_config config = {
         .max_sentences = options->batch_size,
-        .beam = options->beam_size,
+        .beam = width > options->beam_size ? width : options->beam_size,
         .max_src = options->max_src_tokens,
         .shrink = options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL,
         .collect_stats = options->collect_stats,
@@ -223,6 +233,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         .precision = t->options.precision,
         .sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF,
         .attention = options->attention_weights,
+        .attention_model = options->attention_weights || coverage,
         .batch_invariant = options->batch_invariant != 0,
         .cpu_kernels = options->cpu_kernels,
         .threads = options->threads,
@@ -250,6 +261,9 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     const int32_t batch = config.max_sentences, max_src = options->max_src_tokens;
     t->options.batch_size = batch;
     t->stats.batch_size = batch;
+    t->capacity = config.beam;
+    /* The CPU network keeps every step's weights; CUDA's only when asked. */
+    t->attention_model = config.attention_model || t->backend->device == NMT_DEVICE_CPU;
     t->stats.precision = t->backend->device == NMT_DEVICE_CPU &&
                                  t->options.precision != NMT_PRECISION_INT8
                              ? NMT_PRECISION_FP32
@@ -388,19 +402,8 @@ nmt_status nmt_translator_search_config(const nmt_translator *t,
 nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int n_lines,
                                nmt_result *results, nmt_error *err)
 {
-    return nmt_translator_run(t, lines, NULL, n_lines, 0, NULL, results, err);
-}
-
-nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_params *o,
-                                       nmt_error *err)
-{
-    /* A request's beam at most the translator's: its backend is sized for it. */
-    const nmt_status status = nmt_search_params_check(o, t->options.beam_size, err);
-    if (status == NMT_STATUS_OK && o->return_alternatives && o->n_best > t->options.batch_size)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "return_alternatives: n_best %d is "
-                             "above the batch size %d (one sentence an alternative)", o->n_best,
-                             t->options.batch_size);
-    return status;
+    const nmt_run_args args = {.lines = lines, .n_lines = n_lines};
+    return nmt_translator_run(t, &args, results, err);
 }
 
 nmt_search_params nmt_translator_search(const nmt_translator *t)
@@ -421,7 +424,21 @@ struct nmt_prepared {
     nmt_result *results;           /* [n_lines]: the answers of lines not searched */
     int32_t *order;                /* [n_valid]: the searched lines, longest first */
     int used;                      /* translated already: its answers were moved out */
+    uint64_t *line_keys;           /* [n_lines] or NULL: sampling keys (set_line_keys) */
 };
+
+nmt_status nmt_prepared_set_line_keys(nmt_prepared *p, const uint64_t *keys, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (!p || (!keys && p->n_lines > 0) || p->used)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "prepared_set_line_keys: no lines, no keys, or translated already");
+    if (!p->line_keys)
+        NMT_ALLOC(p->line_keys, p->n_lines > 0 ? p->n_lines : 1);
+    memcpy(p->line_keys, keys, sizeof *keys * (size_t)p->n_lines);
+cleanup:
+    return status;
+}
 
 void nmt_prepared_free(nmt_prepared *p)
 {
@@ -437,6 +454,7 @@ void nmt_prepared_free(nmt_prepared *p)
     free(p->tokens);
     free(p->results);
     free(p->order);
+    free(p->line_keys);
     free(p);
 }
 
@@ -523,7 +541,10 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
     memset(p->results, 0, sizeof *p->results * (size_t)n_lines);
     nmt_search_config search;
     NMT_TRY(nmt_translator_search_config(t, overrides, &search, err));
-    const nmt_call_lines call = {p->tokens, p->targets, p->score};
+    if (p->targets)
+        NMT_TRY(nmt_forced_params_check(&search.params, p->score, err));
+    const nmt_call_lines call = {.tokens = p->tokens, .targets = p->targets, .score = p->score,
+                                 .line_keys = p->line_keys};
     /* A line is per_line sentences of the batch (alternatives). */
     const int32_t per_line = nmt_translator_sentences_per_line(&search, &call);
     const int32_t batch = t->options.batch_size / per_line;
@@ -576,22 +597,23 @@ nmt_status nmt_translate_prepared(nmt_translator *t, nmt_prepared *prepared, nmt
     return run_prepared(t, prepared, NULL, results, err);
 }
 
-nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines,
-                              const char *const *targets, int n_lines, int score,
-                              const nmt_search_params *overrides, nmt_result *results,
-                              nmt_error *err)
+nmt_status nmt_translator_run(nmt_translator *t, const nmt_run_args *args,
+                              nmt_result *results, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_prepared *p = NULL;
-    if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0 ||
-        (score && !targets && n_lines > 0))
+    const int n_lines = args ? args->n_lines : 0;
+    if (!t || !args || (!args->lines && n_lines > 0) || (!results && n_lines > 0) ||
+        n_lines < 0 || (args->score && !args->targets && n_lines > 0))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: bad arguments",
-                             score ? "score_batch" : "translate_batch");
-    status = nmt_translator_prefixes_usable(t, targets && !score, err);
+                             args && args->score ? "score_batch" : "translate_batch");
+    status = nmt_translator_prefixes_usable(t, args->targets && !args->score, err);
     if (status == NMT_STATUS_OK)
-        status = prepare_call(t, lines, targets, n_lines, score, &p, err);
+        status = prepare_call(t, args->lines, args->targets, n_lines, args->score, &p, err);
+    if (status == NMT_STATUS_OK && args->line_keys)
+        status = nmt_prepared_set_line_keys(p, args->line_keys, err);
     if (status == NMT_STATUS_OK) {
-        status = run_prepared(t, p, overrides, results, err);
+        status = run_prepared(t, p, args->overrides, results, err);
     } else {
         for (int i = 0; i < n_lines; i++) /* the caller's memory: nothing to free */
             results[i] = (nmt_result){0};

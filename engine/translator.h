@@ -22,7 +22,32 @@ struct nmt_translator {
     nmt_search_result *results_pair;   /* [2 * batch_size] (the other half with the finisher) */
     nmt_shrink shrink;                 /* the backend's view of options.shrink */
     nmt_stats stats;                   /* collect_stats: the translator's part */
+    int32_t *suppress;                 /* options.suppress as word ids (search_params.h) */
+    int32_t suppress_words;
+    int32_t capacity;                  /* the most rows a sentence may take (the backend's
+                                          beam: the beam or the samples) */
+    int attention_model;               /* the backend's model gives attention weights
+                                          (the coverage penalty reads them) */
 };
+
+/* nmt_options.sampling_topk (CTranslate2's: 1 off, 0 every word) as
+ * nmt_search_params has it (0 off, NMT_SAMPLING_ALL every word). */
+static inline int32_t nmt_sampling_topk_of(int topk)
+{
+    return topk == 1 ? 0 : topk == 0 ? NMT_SAMPLING_ALL : (int32_t)topk;
+}
+
+/* engine/translator_rules.c: the search parameters of the options
+ * (suppress: the ids of o->suppress, nmt_suppress_parse). */
+nmt_search_params nmt_options_search_params(const nmt_options *options, const int32_t *suppress,
+                                            int32_t suppress_words);
+
+/* engine/translator_rules.c: suppressed sequences from text (one a line,
+ * target tokens separated by spaces) into *ids (search_params.h's layout;
+ * malloc'd, NULL for none) and *n_words; an unknown token or a sequence
+ * over the limits is refused, naming its line. */
+nmt_status nmt_suppress_parse(const nmt_model *model, const char *text, int32_t **ids,
+                              int32_t *n_words, nmt_error *err);
 
 /* The search options a request may vary are an nmt_search_params (the rest
  * of nmt_search_config is the translator's). The translator's own: */
@@ -42,20 +67,32 @@ typedef struct nmt_line_target {
 void nmt_line_target_clear(nmt_line_target *target);
 
 /* What one call decodes: its lines' source tokens and, when it has them,
- * their targets. */
+ * their targets and sampling keys. */
 typedef struct nmt_call_lines {
     const nmt_tokens *tokens;       /* [n_lines] */
     const nmt_line_target *targets; /* [n_lines] or NULL */
     int score;                      /* 1: score the targets (nmt_score_batch); 0: they are
                                        prefixes */
+    const uint64_t *line_keys;      /* [n_lines] or NULL (a line's index): each line's
+                                       sampling key */
 } nmt_call_lines;
 
-/* nmt_translate_batch with overrides (NULL: the translator's) and targets
- * (NULL: none; with score, the translations to score, else prefixes). */
-nmt_status nmt_translator_run(nmt_translator *translator, const char *const *lines,
-                              const char *const *targets, int n_lines, int score,
-                              const nmt_search_params *overrides, nmt_result *results,
-                              nmt_error *err);
+/* What nmt_translator_run is asked (zero fields: none). */
+typedef struct nmt_run_args {
+    const char *const *lines;           /* [n_lines]: the sources */
+    const char *const *targets;         /* [n_lines] or NULL: with score, the translations to
+                                           score, else the prefixes to continue */
+    int n_lines;
+    int score;
+    const nmt_search_params *overrides; /* NULL: the translator's */
+    const uint64_t *line_keys;          /* [n_lines] or NULL: the lines' sampling keys
+                                           (NULL: their indices) */
+} nmt_run_args;
+
+/* nmt_translate_batch, nmt_translate_batch_prefix, nmt_score_batch and a
+ * service's batch of requests: args' lines decoded into results. */
+nmt_status nmt_translator_run(nmt_translator *translator, const nmt_run_args *args,
+                              nmt_result *results, nmt_error *err);
 
 /* The most tokens a target (or prefix) may have: the longest translation
  * the translator's own options allow (the max length for max_src_tokens
@@ -195,6 +232,8 @@ typedef struct nmt_line_stream {
     void (*deliver)(void *self, void *tag, nmt_result *result);
     int check_every; /* steps between the points where lines join and leave (0: the
                         translator's check_every) */
+    /* NULL, or the sampling key of a pulled line by its tag (NULL: 0). */
+    uint64_t (*line_key)(void *self, void *tag);
 } nmt_line_stream;
 
 /* 1 when the translator's backend decodes streams (CUDA), else 0. */

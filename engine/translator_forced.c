@@ -188,14 +188,17 @@ nmt_status nmt_translate_batch_prefix(nmt_translator *t, const char *const *line
                                       const char *const *target_prefixes, int n_lines,
                                       nmt_result *results, nmt_error *err)
 {
-    return nmt_translator_run(t, lines, target_prefixes, n_lines, 0, NULL, results, err);
+    const nmt_run_args args = {.lines = lines, .targets = target_prefixes, .n_lines = n_lines};
+    return nmt_translator_run(t, &args, results, err);
 }
 
 nmt_status nmt_score_batch(nmt_translator *t, const char *const *sources,
                            const char *const *targets, int n_lines, nmt_result *results,
                            nmt_error *err)
 {
-    return nmt_translator_run(t, sources, targets, n_lines, 1, NULL, results, err);
+    const nmt_run_args args = {
+        .lines = sources, .targets = targets, .n_lines = n_lines, .score = 1};
+    return nmt_translator_run(t, &args, results, err);
 }
 
 /* A shrunk output layer scores a list of words per row, which a forced

@@ -73,7 +73,9 @@ nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_confi
     nmt_source_builder_reset(&t->source);
     for (int32_t k = 0; k < count; k++)
         for (int32_t j = 0; j < per_line; j++)
-            NMT_TRY(nmt_source_builder_add(&t->source, &call->tokens[lines[k]], err));
+            NMT_TRY(nmt_source_builder_add(
+                &t->source, &call->tokens[lines[k]],
+                call->line_keys ? call->line_keys[lines[k]] : (uint64_t)lines[k], err));
     NMT_TRY(nmt_translator_forced_batch(call, lines, count, per_line, &forced, err));
     {
         const nmt_source_batch source = nmt_source_builder_batch(&t->source);

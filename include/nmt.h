@@ -157,6 +157,38 @@ typedef struct nmt_options {
                             NMT_CPU_ISA_AUTO (the best this CPU runs); a path the CPU
                             lacks is an error at create. The paths' last bits differ:
                             one path everywhere gives every machine the same bits */
+
+    /* Random sampling and the logit rules (docs/decoding.md), CTranslate2's
+     * options of the same names; none works with shrink. Sampling takes no
+     * target prefix or return_alternatives; nmt_score_batch none of them
+     * (nor the coverage penalty). A prefix's tokens are taken as the model
+     * scores them: the logit rules shape the words after them. */
+    int sampling_topk;   /* 1 (default): the beam search; 0: sample from the whole
+                            vocabulary; K in 2..512: sample from the K likeliest words.
+                            Sampling takes beam_size 1 and draws n_best samples a line
+                            (at most the translator's beam_size or n_best, whichever is
+                            larger); it follows the v1 rules */
+    float sampling_topp; /* (0, 1], default 1: sample from the smallest set of the top-K
+                            whose probability is at least this (< 1 needs K in 2..512) */
+    float sampling_temperature; /* (0, 100], default 1: sample from softmax(logits / T) */
+    uint64_t seed;       /* sampling: a line's samples depend on the seed, the line's key
+                            (nmt_prepared_set_line_keys; its index in the call by
+                            default) and nothing else, default 0 */
+    int min_length;      /* EOS never ends a hypothesis of fewer target tokens (except at
+                            the max length), default 0 */
+    int no_repeat_ngram_size; /* N > 0: a word that would repeat an N-gram of its
+                                 hypothesis is never generated, default 0 (off) */
+    float repetition_penalty; /* (0, 100], default 1 (off): the logit of a word the
+                                 hypothesis holds is divided by this when positive,
+                                 multiplied when negative (CTRL) */
+    int ban_unk;         /* 1: UNK is never generated (OpenNMT-py's -ban_unk_token,
+                            CTranslate2's disable_unk), default 0 */
+    const char *suppress; /* NULL (default), or target token sequences never generated:
+                             one a line, tokens separated by spaces, as the target
+                             vocabulary spells them (read at create) */
+    nmt_coverage_penalty coverage_penalty; /* default NMT_COVERAGE_NONE; needs search_rules
+                                              onmt (OpenNMT-py's -coverage_penalty) */
+    float coverage_beta; /* 0..100, default 0 (OpenNMT-py's -beta) */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;
@@ -285,6 +317,12 @@ nmt_status nmt_translator_prepare(const nmt_translator *translator, const char *
 nmt_status nmt_translate_prepared(nmt_translator *translator, nmt_prepared *prepared,
                                   nmt_result *results, nmt_error *err);
 void nmt_prepared_free(nmt_prepared *prepared); /* NULL: nothing */
+/* Sampling: line i of the prepared call draws from the random streams keyed
+ * by the seed and keys[i] (copied; one per line) instead of its index i, so
+ * a line keeps its samples in any call (translate keys a line by its number
+ * in the input). Before nmt_translate_prepared. */
+nmt_status nmt_prepared_set_line_keys(nmt_prepared *prepared, const uint64_t *keys,
+                                      nmt_error *err);
 
 void nmt_result_clear(nmt_result *result);
 
@@ -387,6 +425,20 @@ typedef struct nmt_request_options {
     const char *target;        /* NULL: translate; else score this translation of the line
                                   instead (nmt_score_batch; copied at submit): the result's
                                   one hypothesis carries its scores */
+    /* Sampling and the logit rules (nmt_options' fields of the same names): */
+    int sampling_topk;          /* -1: the service's */
+    float sampling_topp;        /* < 0: the service's */
+    float sampling_temperature; /* < 0: the service's */
+    int64_t seed;               /* < 0: the service's */
+    uint64_t line_key;          /* the request's random streams' key besides the seed,
+                                   default 0 */
+    int min_length;             /* < 0: the service's */
+    int no_repeat_ngram_size;   /* < 0: the service's */
+    float repetition_penalty;   /* < 0: the service's */
+    int ban_unk;                /* < 0: the service's */
+    const char *suppress;       /* NULL: the service's; "" none (read at submit) */
+    int coverage_penalty;       /* < 0: the service's; else an nmt_coverage_penalty */
+    float coverage_beta;        /* < 0: the service's */
 } nmt_request_options;
 
 void nmt_request_options_init(nmt_request_options *options);

@@ -57,6 +57,13 @@ static int set_lsh(const app_option *row, void *settings, const char *value)
     return app_parse_lsh(value, &((translate_args *)settings)->engine.shrink);
 }
 
+static int set_suppress(const app_option *row, void *settings, const char *value)
+{
+    (void)row;
+    translate_args *a = settings;
+    return app_parse_suppress(value, a->suppress, sizeof a->suppress);
+}
+
 static int set_top_words(const app_option *row, void *settings, const char *value)
 {
     translate_args *a = settings;
@@ -118,12 +125,13 @@ const app_option app_translate_options[] = {
      .choices = (const app_choice[]){{"auto", -1}, {"text", 0}, {"tokens", 1}, {NULL, 0}},
      .help = "tokens: the target tokens, space-separated"},
     {.name = "beam", .short_name = 'b', .kind = APP_OPT_INT, ENGINE(beam_size), .lo = 1,
-     .hi = 256, .arg = "N", .help = "beam size (default 5)"},
+     .hi = 256, APP_GIVEN(translate_args, beam_given), .arg = "N",
+     .help = "beam size (default 5; 1 when sampling)"},
     {.name = "n-best", .short_name = 'n', .kind = APP_OPT_INT, ENGINE(n_best), .lo = 1, .hi = 256,
      .arg = "N",
-     .help = "hypotheses per line (default 1); N > 1 prints\n"
-             "LINE<TAB>RANK<TAB>SCORE<TAB>TEXT rows, N per input line\n"
-             "(a refused line: N rows of score -inf, empty text)"},
+     .help = "hypotheses per line (default 1; sampling: N samples); N > 1\n"
+             "prints LINE<TAB>RANK<TAB>SCORE<TAB>TEXT rows, N per input\n"
+             "line (a refused line: N rows of score -inf, empty text)"},
     {.name = "n-best-format", .kind = APP_OPT_CHOICE, ARGS(nbest_marian),
      .choices = (const app_choice[]){{"tsv", 0}, {"marian", 1}, {NULL, 0}},
      .help = "tsv: the rows above | marian: \"ID ||| TEXT ||| F0= LOGPROB\n"
@@ -286,6 +294,47 @@ const app_option app_translate_options[] = {
      .help = "the --n-best hypotheses are alternatives: the N best words\n"
              "after the prefix (or at the start), each continued by the\n"
              "beam, best word first (CTranslate2's return_alternatives)"},
+    {.name = "sampling-topk", .kind = APP_OPT_INT, ENGINE(sampling_topk), .lo = 0, .hi = 512,
+     .arg = "K",
+     .heading = "\nSampling and logit rules (docs/decoding.md; CTranslate2's options):\n",
+     .help = "sample each word from the K likeliest (0: from every word;\n"
+             "1, the default: beam search); --n-best N draws N samples\n"
+             "a line with beam 1; a line's samples depend on --seed and\n"
+             "its number in the input only"},
+    {.name = "sampling-topp", .kind = APP_OPT_FLOAT, ENGINE(sampling_topp), .lo = 0, .hi = 1,
+     .arg = "P",
+     .help = "from the smallest set of the top K whose probability is\n"
+             "at least P (default 1: all K; needs K 2..512)"},
+    {.name = "sampling-temperature", .kind = APP_OPT_FLOAT, ENGINE(sampling_temperature),
+     .lo = 0, .hi = 100, .arg = "T", .help = "sample from softmax(logits / T) (default 1)"},
+    {.name = "seed", .kind = APP_OPT_INT, ENGINE(seed), .lo = 0, .hi = 2147483647, .arg = "S",
+     .help = "the samples' random streams (default 0)"},
+    {.name = "min-length", .kind = APP_OPT_INT, ENGINE(min_length), .lo = 0, .hi = 10000,
+     .arg = "N", .help = "no hypothesis ends before N target tokens (default 0)"},
+    {.name = "no-repeat-ngram-size", .kind = APP_OPT_INT, ENGINE(no_repeat_ngram_size),
+     .lo = 0, .hi = 64, .arg = "N",
+     .help = "never repeat an N-gram of the hypothesis (default 0: off)"},
+    {.name = "repetition-penalty", .kind = APP_OPT_FLOAT, ENGINE(repetition_penalty), .lo = 0,
+     .hi = 100, .arg = "P",
+     .help = "the logits of the hypothesis's words / P when positive,\n"
+             "x P when negative (CTRL; default 1: off)"},
+    {.name = "ban-unk", .kind = APP_OPT_FLAG, ENGINE(ban_unk),
+     .help = "never generate <unk> (OpenNMT-py's -ban_unk_token)"},
+    {.name = "disable-unk", .kind = APP_OPT_FLAG, ENGINE(ban_unk),
+     .help = "the same (CTranslate2's disable_unk)"},
+    {.name = "suppress", .kind = APP_OPT_CUSTOM, .set = set_suppress, .arg = "FILE|LIST",
+     .help = "never generate these target token sequences: a FILE of\n"
+             "them, one a line, tokens separated by spaces, or a LIST\n"
+             "separated by commas (\"a b,c\")"},
+    {.name = "coverage-penalty", .kind = APP_OPT_CHOICE, ENGINE(coverage_penalty),
+     .choices = (const app_choice[]){{"none", NMT_COVERAGE_NONE},
+                                     {"wu", NMT_COVERAGE_WU},
+                                     {"summary", NMT_COVERAGE_SUMMARY},
+                                     {NULL, 0}},
+     .help = "rescore finished hypotheses by their attention's coverage\n"
+             "(OpenNMT-py's; with --search-rules onmt; default none)"},
+    {.name = "coverage-beta", .kind = APP_OPT_FLOAT, ENGINE(coverage_beta), .lo = 0, .hi = 100,
+     .arg = "B", .help = "the coverage penalty's weight (default 0)"},
     {.name = "lsh", .kind = APP_OPT_CUSTOM, .set = set_lsh, .arg = "K,u,W,T,t",
      .heading = "\nVocabulary shrinking (docs/lsh.md; off by default: full softmax):\n",
      .help = "LSH (Shi, Xu & Knight): score only the words whose WTA band\n"

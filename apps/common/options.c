@@ -430,7 +430,12 @@ static int check_args(translate_args *args, int model_optional, char *message,
     }
     if (app_resolve_batching(args, message, message_size) != EXIT_OK)
         return EXIT_USAGE;
-    if (args->engine.n_best > args->engine.beam_size) {
+    /* Sampling draws --n-best samples with beam 1, unless the user set one. */
+    const int sampling = args->engine.sampling_topk != 1;
+    if (sampling && !args->beam_given)
+        args->engine.beam_size = 1;
+    args->engine.suppress = args->suppress[0] ? args->suppress : NULL;
+    if (!sampling && args->engine.n_best > args->engine.beam_size) {
         snprintf(message, message_size, "--n-best %d is larger than --beam %d",
                  args->engine.n_best, args->engine.beam_size);
         return EXIT_USAGE;

@@ -58,6 +58,8 @@ typedef struct translate_args {
     /* forced tokens (scoring, prefixes): a file with a line for each input line */
     char score_target_path[1024];  /* --score-target FILE */
     char target_prefix_path[1024]; /* --target-prefix FILE */
+    int beam_given;    /* --beam was set (file or command line): sampling's beam is 1 */
+    char suppress[1 << 17]; /* --suppress: sequences, one a line (engine.suppress points here) */
 } translate_args;
 
 /* The second file's role (after translate_args_parse: they exclude each
@@ -172,6 +174,10 @@ int app_parse_float(const char *text, double lo, double hi, float *out);
 const char *app_precision_name(nmt_precision precision);
 int app_parse_devices(const char *text, translate_args *a);
 int app_parse_lsh(const char *text, nmt_shrink_options *out);
+/* --suppress's value: a file of sequences (one a line, tokens separated by
+ * spaces) when one is named so, else a comma-separated list of them; into
+ * out (size bytes), one sequence a line. */
+int app_parse_suppress(const char *text, char *out, size_t size);
 
 /* batching.c: --batch-type tokens resolved into the engine's batch_size and
  * max_batch_tokens once every setting is in (EXIT_OK, or EXIT_USAGE with the

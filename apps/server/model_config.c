@@ -130,10 +130,19 @@ static int add_setting(entry_settings *s, const char *key, const char *text)
     return 1;
 }
 
-/* OpenNMT-py's opt names whose meaning this engine has under another key. */
+/* OpenNMT-py's opt names whose meaning this engine has under another key
+ * (its -random_sampling_* are CTranslate2's sampling options; -min_length,
+ * -seed and -coverage_penalty keep their names). */
 static const struct {
     const char *onmt, *key;
-} kOptAliases[] = {{"beam_size", "beam"}, {"replace_unk", "unk_replace"}, {NULL, NULL}};
+} kOptAliases[] = {{"beam_size", "beam"},
+                   {"replace_unk", "unk_replace"},
+                   {"random_sampling_topk", "sampling_topk"},
+                   {"random_sampling_topp", "sampling_topp"},
+                   {"random_sampling_temp", "sampling_temperature"},
+                   {"ban_unk_token", "ban_unk"},
+                   {"beta", "coverage_beta"},
+                   {NULL, NULL}};
 
 /* One opt key and value into s (or spec, for report_align). */
 static int add_opt(const conf_reader *c, const char *where, const char *key, json_t *value,

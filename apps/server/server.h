@@ -9,6 +9,8 @@
 #include "nmt.h"
 #include "options.h"
 
+#include <jansson.h>
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -159,6 +161,12 @@ void server_score(server *s, const char *body, size_t length, server_response *o
 /* GET /translator/models and GET or POST /translator/unload_model/ID. */
 void server_list_models(server *s, server_response *out);
 void server_unload_model(server *s, const char *id_text, server_response *out);
+/* apps/server/sequences.c: a "suppress" field's shape (a list of strings and
+ * lists of strings), and the list (NULL: none) as the library's text, one
+ * sequence a line, tokens separated by spaces (malloc'd; NULL and *failed
+ * when out of memory). */
+int server_is_sequences(json_t *list);
+char *server_sequences_text(json_t *list, int *failed);
 /* A JSON error body {"error": message, "status": "error"}. */
 void server_error(server_response *out, unsigned code, const char *message);
 

@@ -58,9 +58,13 @@ static void answer_json(server_response *out, json_t *doc)
 typedef enum item_kind {
     ITEM_STRING,
     ITEM_INT,    /* a JSON integer in [lo, hi], an int field */
+    ITEM_INT64,  /* a JSON integer in [lo, hi], an int64_t or uint64_t field */
     ITEM_FLOAT,  /* a JSON number in [lo, hi], a float field */
     ITEM_DOUBLE, /* a JSON number in [lo, hi], a double field */
-    ITEM_BOOL    /* true or false, an int field */
+    ITEM_BOOL,   /* true or false, an int field */
+    ITEM_CHOICE, /* one of choices' names, its index into an int field */
+    ITEM_SEQUENCES /* a list of token sequences, each a string of target tokens or a list
+                      of them: suppress, made text at submit (server_sequences_text) */
 } item_kind;
 
 typedef struct item_field {
@@ -68,7 +72,10 @@ typedef struct item_field {
     item_kind kind;
     double lo, hi;
     size_t option; /* offset + 1 of its nmt_request_options field; 0: the answer reads it */
+    const char *const *choices; /* ITEM_CHOICE, ending with NULL */
 } item_field;
+
+static const char *const kCoveragePenalties[] = {"none", "wu", "summary", NULL};
 
 #define OPTION(field) .option = offsetof(nmt_request_options, field) + 1
 
@@ -90,6 +97,26 @@ static const item_field kItemFields[] = {
     {.name = "align", .kind = ITEM_BOOL},
     {.name = "token_scores", .kind = ITEM_BOOL},
     {.name = "attention", .kind = ITEM_BOOL},
+    /* sampling and the logit rules (docs/decoding.md), CTranslate2's names;
+     * sample_key: the samples' key, the item's index when absent (read_item) */
+    {.name = "sampling_topk", .kind = ITEM_INT, .lo = 0, .hi = 512, OPTION(sampling_topk)},
+    {.name = "sampling_topp", .kind = ITEM_FLOAT, .lo = 0, .hi = 1, OPTION(sampling_topp)},
+    {.name = "sampling_temperature", .kind = ITEM_FLOAT, .lo = 0, .hi = 100,
+     OPTION(sampling_temperature)},
+    {.name = "seed", .kind = ITEM_INT64, .lo = 0, .hi = 9007199254740991.0, OPTION(seed)},
+    {.name = "sample_key", .kind = ITEM_INT64, .lo = 0, .hi = 9007199254740991.0,
+     OPTION(line_key)},
+    {.name = "min_length", .kind = ITEM_INT, .lo = 0, .hi = 10000, OPTION(min_length)},
+    {.name = "no_repeat_ngram_size", .kind = ITEM_INT, .lo = 0, .hi = 64,
+     OPTION(no_repeat_ngram_size)},
+    {.name = "repetition_penalty", .kind = ITEM_FLOAT, .lo = 0, .hi = 100,
+     OPTION(repetition_penalty)},
+    {.name = "ban_unk", .kind = ITEM_BOOL, OPTION(ban_unk)},
+    {.name = "disable_unk", .kind = ITEM_BOOL, OPTION(ban_unk)},
+    {.name = "suppress", .kind = ITEM_SEQUENCES},
+    {.name = "coverage_penalty", .kind = ITEM_CHOICE, .choices = kCoveragePenalties,
+     OPTION(coverage_penalty)},
+    {.name = "coverage_beta", .kind = ITEM_FLOAT, .lo = 0, .hi = 100, OPTION(coverage_beta)},
     {.name = NULL}};
 
 static const item_field *item_field_named(const char *name)
@@ -105,11 +132,19 @@ static int read_field(const item_field *f, json_t *value, size_t i, nmt_request_
                       char *msg, size_t size)
 {
     const double x = json_number_value(value);
-    int ok;
+    int ok, choice = -1;
     switch (f->kind) {
     case ITEM_STRING: ok = json_is_string(value); break;
-    case ITEM_INT: ok = json_is_integer(value) && x >= f->lo && x <= f->hi; break;
+    case ITEM_INT:
+    case ITEM_INT64: ok = json_is_integer(value) && x >= f->lo && x <= f->hi; break;
     case ITEM_BOOL: ok = json_is_boolean(value); break;
+    case ITEM_SEQUENCES: ok = server_is_sequences(value); break;
+    case ITEM_CHOICE:
+        for (int c = 0; json_is_string(value) && f->choices[c]; c++)
+            if (!strcmp(json_string_value(value), f->choices[c]))
+                choice = c;
+        ok = choice >= 0;
+        break;
     default: ok = json_is_number(value) && x >= f->lo && x <= f->hi; break;
     }
     if (!ok) {
@@ -117,6 +152,12 @@ static int read_field(const item_field *f, json_t *value, size_t i, nmt_request_
             snprintf(msg, size, "item %zu: \"%s\" must be a string", i, f->name);
         else if (f->kind == ITEM_BOOL)
             snprintf(msg, size, "item %zu: \"%s\" must be true or false", i, f->name);
+        else if (f->kind == ITEM_SEQUENCES)
+            snprintf(msg, size, "item %zu: \"%s\" must be a list of sequences, each a string "
+                     "of target tokens or a list of them", i, f->name);
+        else if (f->kind == ITEM_CHOICE)
+            snprintf(msg, size, "item %zu: \"%s\" must be \"%s\", \"%s\" or \"%s\"", i,
+                     f->name, f->choices[0], f->choices[1], f->choices[2]);
         else
             snprintf(msg, size, "item %zu: \"%s\" must be %s in %g..%g", i, f->name,
                      f->kind == ITEM_INT ? "an integer" : "a number", f->lo, f->hi);
@@ -133,8 +174,13 @@ static int read_field(const item_field *f, json_t *value, size_t i, nmt_request_
         memcpy(field, &v, sizeof v);
     } else if (f->kind == ITEM_DOUBLE) {
         memcpy(field, &x, sizeof x);
+    } else if (f->kind == ITEM_INT64) {
+        const int64_t v = (int64_t)json_integer_value(value); /* >= 0: a uint64_t's bits too */
+        memcpy(field, &v, sizeof v);
     } else {
-        const int v = f->kind == ITEM_BOOL ? json_is_true(value) : (int)x;
+        const int v = f->kind == ITEM_BOOL ? json_is_true(value)
+                      : f->kind == ITEM_CHOICE ? choice
+                                               : (int)x;
         memcpy(field, &v, sizeof v);
     }
     return 1;
@@ -147,6 +193,7 @@ static int read_item(const server *s, const server_model_spec *spec, json_t *ite
                      int score, nmt_request_options *o, char *msg, size_t size)
 {
     nmt_request_options_init(o);
+    o->line_key = (uint64_t)i; /* the item's samples: keyed by its index unless it says */
     char unknown[200] = "";
     size_t at = 0;
     const char *key;
@@ -277,9 +324,18 @@ static int submit_all(const server_use *use, json_t *root, const checked_request
     const size_t n = json_array_size(root);
     for (size_t i = 0; i < n; i++) {
         nmt_error err = {0};
-        json_t *src = json_object_get(json_array_get(root, i), "src");
-        const nmt_status st = nmt_service_submit(use->service, json_string_value(src),
-                                                 &c->options[i], NULL, NULL, &requests[i], &err);
+        json_t *item = json_array_get(root, i), *src = json_object_get(item, "src");
+        nmt_request_options o = c->options[i];
+        int failed = 0;
+        char *suppress = server_sequences_text(json_object_get(item, "suppress"), &failed);
+        o.suppress = suppress;
+        nmt_status st = NMT_STATUS_ERROR_MEMORY;
+        if (failed)
+            snprintf(err.message, sizeof err.message, "out of memory");
+        else
+            st = nmt_service_submit(use->service, json_string_value(src), &o, NULL, NULL,
+                                    &requests[i], &err);
+        free(suppress);
         if (st != NMT_STATUS_OK) {
             for (size_t k = 0; k < i; k++)
                 nmt_request_free(requests[k]); /* cancels what is queued */

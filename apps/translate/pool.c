@@ -240,6 +240,20 @@ chunk_slot *chunk_pool_acquire(chunk_pool *p)
     return slot;
 }
 
+/* A line's sampling key is its number in the input, so that its samples
+ * depend on nothing else (windows, batches, workers, shards). */
+static nmt_status key_lines(chunk_slot *slot, nmt_error *err)
+{
+    uint64_t *keys = malloc(sizeof *keys * (size_t)(slot->n > 0 ? slot->n : 1));
+    if (!keys)
+        return NMT_STATUS_ERROR_MEMORY;
+    for (int i = 0; i < slot->n; i++)
+        keys[i] = (uint64_t)(slot->first_line + i);
+    const nmt_status status = nmt_prepared_set_line_keys(slot->prepared, keys, err);
+    free(keys);
+    return status;
+}
+
 void chunk_pool_submit(chunk_pool *p, chunk_slot *slot)
 {
     /* Any translator's input options are everyone's; a failure (out of
@@ -249,6 +263,10 @@ void chunk_pool_submit(chunk_pool *p, chunk_slot *slot)
         nmt_translator_prepare(p->workers[0].translator, slot->texts, slot->n, &slot->prepared,
                                &err) != NMT_STATUS_OK)
         slot->prepared = NULL;
+    if (slot->prepared && key_lines(slot, &err) != NMT_STATUS_OK) {
+        nmt_prepared_free(slot->prepared);
+        slot->prepared = NULL;
+    }
     pthread_mutex_lock(&p->lock);
     slot->state = SLOT_READY;
     p->read++;

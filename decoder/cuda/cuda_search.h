@@ -94,6 +94,8 @@ typedef struct nmt_cuda_search_config {
     int timed;                       /* time each step's output layer (and run the probe) */
     int attention;                   /* keep a weights history (the model must give
                                         attn_weights), so batches may ask for attention */
+    int batch_invariant;             /* the logit rules' and sampling's top-K plans: one at
+                                        every row count */
 } nmt_cuda_search_config;
 
 typedef struct nmt_cuda_search nmt_cuda_search;

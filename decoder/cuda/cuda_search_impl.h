@@ -6,6 +6,7 @@
 
 #include "beam_step.h"
 #include "cuda_check.h"
+#include "cuda_rules.h"
 #include "cuda_search.h"
 #include "error.h"
 #include "graph_cache.h"
@@ -77,6 +78,16 @@ struct nmt_cuda_search {
      * NULL when off. key: host scratch for building a key. */
     nmt_graph_cache *graphs;
     unsigned char *key;
+    /* Sampling, the logit rules and the coverage penalty (search_rules.c):
+     * allocated at the first batch that asks for them, then only grown. */
+    void *rules_dev;          /* top-K lists, lse, workspace, draws, keys, suppressed */
+    size_t rules_bytes;
+    nmt_cuda_rules rules_buf; /* rules_dev's pointers */
+    uint64_t *rules_host;     /* pinned: [N] keys, then the suppressed sequences and where
+                                 each starts ([2 NMT_SUPPRESS_MAX_WORDS] int32) */
+    int32_t *rule_tokens;     /* [N B, rule_tokens_cap]: the rows' hypotheses */
+    int32_t rule_tokens_cap;
+    float *coverage_dev;      /* [N, 2, B, max_src] */
 };
 
 /* Shared by the whole-batch search (beam_search.c) and the stream
@@ -125,9 +136,17 @@ typedef struct nmt_cuda_step_args {
     int cacheable;          /* the launches are a function of the key: may replay */
     int rows_from_beam;     /* the whole-batch search's steps (beam_search.c) */
     int carried_in, carry_out;     /* nmt_cuda_step_model.step's (0 in the stream search) */
+    const nmt_cuda_rules *rules;   /* sampling and the logit rules, or NULL (none) */
 } nmt_cuda_step_args;
 nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *args,
                                 nmt_error *err);
+/* search_rules.c: within a step, after the output layer: the logit rules
+ * edit scores's logits, and then a sampling step draws and splits the
+ * samples (*done: the step is complete) or the search's own top-K replaces
+ * scores's lists for the beam step. */
+nmt_status nmt_cuda_search_rules_step(nmt_cuda_search *s, const nmt_cuda_step_args *args,
+                                      nmt_cuda_scores *scores, const nmt_beam_next_rows *next,
+                                      int *done, nmt_error *err);
 
 /* forced_upload.c: checks config->forced for the batch's n sentences and
  * copies them up in s->order's order (after nmt_cuda_search_sort), *dev
@@ -159,6 +178,27 @@ int64_t nmt_cuda_search_pack(const nmt_cuda_search *s, const nmt_source_batch *b
  * source tokens (the columns of its attention, when r has any). */
 nmt_status nmt_cuda_search_copy_result(const nmt_beam_results *r, int32_t i, int32_t n_src,
                                        nmt_search_result *out, nmt_error *err);
+
+/* search_rules.c: the buffers sampling, the logit rules and the coverage
+ * penalty need for config (hist_len: the history's steps), grown between
+ * batches; a batch's rules over them (suppressed sequences copied up on the
+ * search's stream; all zero when none); the first n keys of rules_host
+ * copied up; b's sampling and coverage fields (src_len: the sentences'
+ * lengths on the device). */
+nmt_status nmt_cuda_search_ensure_rules(nmt_cuda_search *s, const nmt_search_config *config,
+                                        int32_t hist_len, nmt_error *err);
+nmt_status nmt_cuda_search_rules(nmt_cuda_search *s, const nmt_search_config *config,
+                                 nmt_cuda_rules *rules, nmt_error *err);
+nmt_status nmt_cuda_search_upload_keys(nmt_cuda_search *s, int32_t n, nmt_error *err);
+void nmt_cuda_search_beam_rules(const nmt_cuda_search *s, const nmt_search_config *config,
+                                const int32_t *src_len, nmt_beam_device *b);
+size_t nmt_cuda_search_rules_bytes(const nmt_cuda_search *s);
+void nmt_cuda_search_free_rules(nmt_cuda_search *s);
+/* What sampling, the logit rules and the coverage penalty of config need of
+ * the search (the whole vocabulary's logits, their word ids, the network's
+ * attention weights): NMT_STATUS_ERROR_ARGUMENT naming what is missing. */
+nmt_status nmt_cuda_search_check_rules(const nmt_cuda_search *s,
+                                       const nmt_search_config *config, nmt_error *err);
 
 /* Bytes of the key scratch: a step key or an encoder key with max_src entries. */
 size_t nmt_cuda_search_key_bytes(int32_t max_src);

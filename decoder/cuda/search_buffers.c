@@ -188,6 +188,7 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     cudaFreeHost(s->act_pinned);
     nmt_cuda_staged_free(&s->forced);
     nmt_cuda_staged_free(&s->score);
+    nmt_cuda_search_free_rules(s);
     nmt_graph_cache_free(s->graphs);
     free(s->key);
     free(s->order);
@@ -320,5 +321,5 @@ size_t nmt_cuda_search_device_bytes_now(const nmt_cuda_search *s)
                                              s->results_bytes : 0;
     return state_bytes(&s->config) + (s->input_dev ? s->input_bytes : 0) + history +
            (s->ident_dev ? sizeof(int32_t) * (size_t)s->config.max_sentences : 0) +
-           s->forced.bytes + s->score.bytes;
+           s->forced.bytes + s->score.bytes + nmt_cuda_search_rules_bytes(s);
 }

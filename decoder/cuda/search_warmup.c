@@ -44,7 +44,7 @@ static nmt_source_batch synthetic_batch(const nmt_cuda_search *self, int32_t n, 
         cols[e] = e % kinds == 0 ? NMT_UNK_ID : self->config.src_rows - 1;
         values[e] = 1.0f;
     }
-    return (nmt_source_batch){n, src_len, token_offset, row_ptr, cols, values};
+    return (nmt_source_batch){n, src_len, token_offset, row_ptr, cols, values, NULL};
 }
 
 /* The synthetic batches' search: the backend's beam, a few steps; with a

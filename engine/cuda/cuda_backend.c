@@ -216,6 +216,7 @@ static nmt_cuda_search_config search_config(const nmt_model *model, int device_i
         .cuda_graphs = config->cuda_graphs,
         .timed = config->collect_stats >= 2,
         .attention = config->attention,
+        .batch_invariant = config->batch_invariant,
     };
 }
 
@@ -229,9 +230,10 @@ static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_c
         model, config->max_sentences, config->beam, config->max_src,
         nmt_precision_for_model(model, config->precision), shrink, &net, err);
     *bytes = nmt_cuda_ctx_device_bytes() + net +
-             (config->attention ? nmt_cuda_model_attention_bytes(config->max_sentences,
-                                                                 config->beam, config->max_src)
-                                : 0);
+             (config->attention || config->attention_model
+                  ? nmt_cuda_model_attention_bytes(config->max_sentences, config->beam,
+                                                   config->max_src)
+                  : 0);
     return status;
 }
 
@@ -277,7 +279,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_TRY(nmt_cuda_model_set_precision(self->net, precision, err));
     if (config->sparse != NMT_SPARSE_OFF)
         NMT_TRY(nmt_cuda_model_set_sparse(self->net, config->sparse == NMT_SPARSE_ON, err));
-    if (config->attention)
+    if (config->attention || config->attention_model)
         NMT_TRY(nmt_cuda_model_set_attention(self->net, err));
     if (config->shrink) {
         NMT_TRY(set_shrink(self, model, config, err));

@@ -89,6 +89,11 @@ int32_t nmt_cpu_state_vocab(const nmt_cpu_state *state);
  * the next step or reorder. */
 const float *nmt_cpu_state_attention(const nmt_cpu_state *state, int32_t *stride);
 
+/* The full output layer's logits of the last step (row r at r * *ld, before
+ * the log-softmax; valid until the next step), or NULL when shrinking (the
+ * logits are then over candidate lists). */
+const float *nmt_cpu_state_logits(const nmt_cpu_state *state, int32_t *ld);
+
 /* New row i continues old row parent[i], i in [0, n_rows). */
 nmt_status nmt_cpu_decoder_reorder(nmt_cpu_state *state, int32_t n_rows, const int32_t *parent,
                                    nmt_error *err);

@@ -108,6 +108,17 @@ class nmt_options(ctypes.Structure):
         ("threads", ctypes.c_int),
         ("return_alternatives", ctypes.c_int),
         ("cpu_isa", _enum),
+        ("sampling_topk", ctypes.c_int),
+        ("sampling_topp", ctypes.c_float),
+        ("sampling_temperature", ctypes.c_float),
+        ("seed", ctypes.c_uint64),
+        ("min_length", ctypes.c_int),
+        ("no_repeat_ngram_size", ctypes.c_int),
+        ("repetition_penalty", ctypes.c_float),
+        ("ban_unk", ctypes.c_int),
+        ("suppress", ctypes.c_char_p),  # read at create: the caller keeps it alive until then
+        ("coverage_penalty", _enum),
+        ("coverage_beta", ctypes.c_float),
     ]
 
 
@@ -182,6 +193,18 @@ class nmt_request_options(ctypes.Structure):
         ("target_prefix", ctypes.c_char_p),  # the caller's bytes, copied at submit
         ("return_alternatives", ctypes.c_int),
         ("target", ctypes.c_char_p),
+        ("sampling_topk", ctypes.c_int),
+        ("sampling_topp", ctypes.c_float),
+        ("sampling_temperature", ctypes.c_float),
+        ("seed", ctypes.c_int64),
+        ("line_key", ctypes.c_uint64),
+        ("min_length", ctypes.c_int),
+        ("no_repeat_ngram_size", ctypes.c_int),
+        ("repetition_penalty", ctypes.c_float),
+        ("ban_unk", ctypes.c_int),
+        ("suppress", ctypes.c_char_p),  # read at submit
+        ("coverage_penalty", ctypes.c_int),
+        ("coverage_beta", ctypes.c_float),
     ]
 
 
@@ -211,6 +234,10 @@ def c_int(value, what):
 
 def c_uint(value, what):
     return c_integer(ctypes.c_uint, value, what)
+
+
+def c_uint64(value, what):
+    return c_integer(ctypes.c_uint64, value, what)
 
 
 def c_path(path, what="path"):
@@ -252,6 +279,11 @@ _PROTOTYPES = {
     "nmt_score_batch": (_enum, [_vp, _P(ctypes.c_char_p), _P(ctypes.c_char_p), ctypes.c_int,
                                 _P(nmt_result), _P(nmt_error)]),
     "nmt_result_clear": (None, [_P(nmt_result)]),
+    "nmt_translator_prepare": (_enum, [_vp, _P(ctypes.c_char_p), ctypes.c_int, _P(_vp),
+                                       _P(nmt_error)]),
+    "nmt_prepared_set_line_keys": (_enum, [_vp, _P(ctypes.c_uint64), _P(nmt_error)]),
+    "nmt_translate_prepared": (_enum, [_vp, _vp, _P(nmt_result), _P(nmt_error)]),
+    "nmt_prepared_free": (None, [_vp]),
     "nmt_translator_stats": (_enum, [_vp, _P(nmt_stats), _P(nmt_error)]),
     "nmt_service_options_init": (None, [_P(nmt_service_options)]),
     "nmt_request_options_init": (None, [_P(nmt_request_options)]),

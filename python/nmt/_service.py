@@ -21,7 +21,7 @@ import weakref
 from . import _capi, _options
 from ._results import (Busy, Closed, ServiceStats, Status, batch_lines, copy_result, copy_struct,
                        encode_line, error_from, line_error, raise_error)
-from ._translator import as_model, fill_options
+from ._translator import RULE_OPTIONS, as_model, fill_options, suppress_text
 
 _pending = {}  # key -> _Request, from submit until the callback
 _pending_lock = threading.Lock()
@@ -198,14 +198,19 @@ class Service:
 
     def submit(self, line, beam_size=None, n_best=None, alpha=None, max_len_a=None,
                max_len_b=None, deadline_ms=None, shrink=None, target_prefix=None,
-               return_alternatives=None, target=None):
+               return_alternatives=None, target=None, line_key=None, suppress=None,
+               coverage_penalty=None, coverage_beta=None, **rules):
         """Queues one line and returns a concurrent.futures.Future of its
         nmt.Result at once. Options (None: the service's): beam_size (up to
         the service's), n_best, alpha, max_len_a, max_len_b, deadline_ms (not
         translated within it: a result with Status.DEADLINE), shrink (False:
         full softmax; True: the service's shrinking), target_prefix (the
         translation continues it), return_alternatives, target (score this
-        translation instead, as Translator.score_batch). Raises nmt.Busy when
+        translation instead, as Translator.score_batch), the sampling and
+        logit-rule options of Translator (RULE_OPTIONS, suppress,
+        coverage_penalty, coverage_beta) and line_key (the request's sampling
+        key, default 0; a sampling request with no beam_size of its own takes
+        beam 1). Raises nmt.Busy when
         the queue is full, nmt.Closed after shutdown, nmt.ArgumentError for
         bad options (nothing queued in each case). A line the library cannot
         take (a NUL byte) gives a future already done with its refusal."""
@@ -228,6 +233,18 @@ class Service:
                 if refused is not None:
                     refused = line_error("%s: %s" % (name, refused.message))
                 setattr(ro, name, encoded)
+        unknown = set(rules) - set(RULE_OPTIONS)
+        if unknown:
+            raise TypeError("unknown option(s): %s" % ", ".join(sorted(unknown)))
+        for name, value in (*rules.items(), ("coverage_penalty", coverage_penalty),
+                            ("coverage_beta", coverage_beta)):
+            if value is not None:
+                c_type = ctypes.c_int64 if name == "seed" else ctypes.c_int
+                setattr(ro, name, _options.value(name, value, c_type))
+        if line_key is not None:
+            ro.line_key = _capi.c_uint64(line_key, "line_key")
+        if suppress is not None:
+            ro.suppress = suppress_text(suppress)  # read at submit
         if refused is not None:
             return _completed(refused)
         req = _Request(self._lib, self)

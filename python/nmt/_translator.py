@@ -11,16 +11,22 @@ from . import _capi, _options
 from ._results import (TranslatorStats, batch_lines, copy_result, copy_struct, encode_line,
                        line_error, raise_error)
 
-# The search options a translate_batch call may change (a translator each).
+# The search options a translate_batch call may change (a translator each):
+# the beam's, then sampling's and the logit rules' (RULE_OPTIONS).
+RULE_OPTIONS = ("sampling_topk", "sampling_topp", "sampling_temperature", "seed", "min_length",
+                "no_repeat_ngram_size", "repetition_penalty", "ban_unk")
 SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b",
-                  "return_alternatives")
+                  "return_alternatives") + RULE_OPTIONS
 # fill_options' keywords that set the nmt_options field of their name, and
 # those that set an nmt_shrink_options field; each is checked against its
 # row of translate's option table (_options.value).
 FIELDS = SEARCH_OPTIONS + (
     "batch_size", "max_line_bytes", "max_src_tokens", "unk_replace", "cuda_graphs", "warmup",
     "precision", "check_every", "input_tokens", "output_tokens", "max_batch_tokens",
-    "search_rules", "sparse", "attention_weights", "batch_invariant")
+    "search_rules", "sparse", "attention_weights", "batch_invariant", "coverage_penalty",
+    "coverage_beta")
+# The C types of the fields that are not C ints (_options.value checks them first).
+C_TYPES = {"seed": ctypes.c_uint64}
 SHRINK_FIELDS = {"top_words": "top", "lsh_share": "share", "lsh_seed": "seed",
                  "lsh_lists": "lists"}
 # Cached translators for per-call search options, per Translator.
@@ -136,12 +142,37 @@ def _ints(value, n, what):
     return values
 
 
+def suppress_text(sequences):
+    """suppress as the library reads it: a str (one sequence a line, target
+    tokens separated by spaces) as it is, or a list of sequences, each a str
+    of tokens or a list of tokens."""
+    if isinstance(sequences, (str, bytes)):
+        text = sequences if isinstance(sequences, str) else sequences.decode("utf-8")
+    else:
+        text = "\n".join(seq if isinstance(seq, str) else " ".join(seq) for seq in sequences)
+    data = text.encode("utf-8")
+    if b"\0" in data:
+        raise ValueError("suppress: contains a NUL byte")
+    return data
+
+
+def sampling_beam(options):
+    """A sampling call or translator with no beam_size of its own takes beam 1
+    (sampling draws n_best samples with beam 1), as translate's --beam does."""
+    topk = options.get("sampling_topk")
+    if topk is not None and int(topk) != 1 and options.get("beam_size") is None:
+        options = dict(options, beam_size=1)
+    return options
+
+
 def fill_options(lib, o, device="auto", device_index=None, lsh=None, collect_stats=None,
-                 **options):
+                 suppress=None, **options):
     """Fills an nmt_options: the library's defaults (nmt_options_init), then
     every option that is not None: FIELDS and SHRINK_FIELDS checked against
     translate's option table (_options.value), lsh=(K,u,W,T,t) and
-    collect_stats as C ints (the library checks them)."""
+    collect_stats as C ints (the library checks them), suppress
+    (suppress_text); a sampling one with no beam_size takes beam 1."""
+    options = sampling_beam(options)
     unknown = set(options) - set(FIELDS) - set(SHRINK_FIELDS)
     if unknown:
         raise TypeError("unknown option(s): %s" % ", ".join(sorted(unknown)))
@@ -153,7 +184,7 @@ def fill_options(lib, o, device="auto", device_index=None, lsh=None, collect_sta
         if value is None:
             continue
         if name in FIELDS:
-            setattr(o, name, _options.value(name, value))
+            setattr(o, name, _options.value(name, value, C_TYPES.get(name, ctypes.c_int)))
         else:
             c_type = ctypes.c_uint if name == "lsh_seed" else ctypes.c_int
             setattr(o.shrink, SHRINK_FIELDS[name], _options.value(name, value, c_type))
@@ -169,6 +200,8 @@ def fill_options(lib, o, device="auto", device_index=None, lsh=None, collect_sta
             k, u, w, top, threshold)
     if top_words is not None:
         o.shrink.mode = _capi.SHRINK_TOP
+    if suppress is not None:
+        o.suppress = suppress_text(suppress)  # the struct keeps the bytes alive
     return o
 
 
@@ -209,13 +242,15 @@ class Translator:
     # -- the C translators ------------------------------------------------------
 
     def _key(self, overrides):
+        overrides = sampling_beam(overrides)
         unknown = set(overrides) - set(SEARCH_OPTIONS)
         if unknown:
             raise TypeError("unknown option(s): %s (per call: %s)" % (
                 ", ".join(sorted(unknown)), ", ".join(SEARCH_OPTIONS)))
         o = self._options
         return tuple(getattr(o, name) if overrides.get(name) is None else
-                     _options.value(name, overrides[name]) for name in SEARCH_OPTIONS)
+                     _options.value(name, overrides[name], C_TYPES.get(name, ctypes.c_int))
+                     for name in SEARCH_OPTIONS)
 
     def _get(self, key):
         """The C translator for these search options (made on first use; the
@@ -249,16 +284,20 @@ class Translator:
         with self._lock:
             return device_name(self._lib.nmt_translator_device(self._get(self._default_key)))
 
-    def translate_batch(self, lines, target_prefix=None, **options):
+    def translate_batch(self, lines, target_prefix=None, line_keys=None, **options):
         """Translates lines (str or UTF-8 bytes) and returns one nmt.Result per
         line, in order: .hypotheses (nmt.Hypothesis: text, score, log_prob,
         n_tokens; best first, n_best of them) when .ok, else .status and
         .message say why the line was refused (a bad line never fails the
         others). target_prefix: one prefix per line (str, bytes or None) that
-        its translation continues (nmt_translate_batch_prefix). options:
-        beam_size, n_best, alpha, max_len_a, max_len_b, return_alternatives
-        for this call (another translator, made once and cached). Raises
-        nmt.Error when the whole batch failed (device error, out of memory)."""
+        its translation continues (nmt_translate_batch_prefix). options: any
+        of SEARCH_OPTIONS (beam_size, n_best, alpha, max_len_a, max_len_b,
+        return_alternatives, the sampling and logit-rule options) for this
+        call (another translator, made once and cached). line_keys: sampling
+        keys, one a line (default: the lines' indices; a line's samples depend
+        on the seed and its key only; sampling takes no target_prefix).
+        Raises nmt.Error when the whole batch failed (device error, out of
+        memory)."""
         lines = batch_lines(lines)
         targets = None
         if target_prefix is not None:
@@ -266,7 +305,14 @@ class Translator:
             if len(targets) != len(lines):
                 raise ValueError("target_prefix: %d prefixes for %d lines" % (
                     len(targets), len(lines)))
-        return self._run(lines, targets, self._key(options), score=False)
+        if line_keys is not None:
+            if targets is not None:
+                raise ValueError("line_keys are sampling's, which takes no target_prefix")
+            line_keys = [_capi.c_uint64(k, "line_keys") for k in line_keys]
+            if len(line_keys) != len(lines):
+                raise ValueError("line_keys: %d keys for %d lines" % (len(line_keys),
+                                                                      len(lines)))
+        return self._run(lines, targets, self._key(options), score=False, line_keys=line_keys)
 
     def score_batch(self, sources, targets, **options):
         """Scores each source's given translation (forced decoding: OpenNMT-py's
@@ -274,14 +320,14 @@ class Translator:
         its one hypothesis has the target's log_prob (its tokens' and the
         EOS's log-probabilities summed), score (length-normalized),
         token_scores and alignment. options: alpha (the normalization), as
-        translate_batch's."""
+        translate_batch's (sampling and the logit rules are refused)."""
         sources = batch_lines(sources)
         targets = batch_lines(targets)
         if len(targets) != len(sources):
             raise ValueError("%d targets for %d sources" % (len(targets), len(sources)))
         return self._run(sources, targets, self._key(options), score=True)
 
-    def _run(self, lines, targets, key, score):
+    def _run(self, lines, targets, key, score, line_keys=None):
         if not lines:
             return []
         n = len(lines)
@@ -307,6 +353,8 @@ class Translator:
             elif c_targets is not None:
                 status = self._lib.nmt_translate_batch_prefix(ptr, c_lines, c_targets, n,
                                                               c_results, ctypes.byref(err))
+            elif line_keys is not None:
+                status = self._translate_keyed(ptr, c_lines, n, line_keys, c_results, err)
             else:
                 status = self._lib.nmt_translate_batch(ptr, c_lines, n, c_results,
                                                        ctypes.byref(err))
@@ -320,6 +368,24 @@ class Translator:
             for i in range(n):
                 self._lib.nmt_result_clear(ctypes.byref(c_results[i]))
         return results
+
+    def _translate_keyed(self, ptr, c_lines, n, line_keys, c_results, err):
+        """nmt_translate_batch with the lines' sampling keys: prepare, keys,
+        translate_prepared."""
+        prepared = ctypes.c_void_p()
+        status = self._lib.nmt_translator_prepare(ptr, c_lines, n, ctypes.byref(prepared),
+                                                  ctypes.byref(err))
+        if status != _capi.STATUS_OK:
+            return status
+        try:
+            keys = (ctypes.c_uint64 * n)(*line_keys)
+            status = self._lib.nmt_prepared_set_line_keys(prepared, keys, ctypes.byref(err))
+            if status == _capi.STATUS_OK:
+                status = self._lib.nmt_translate_prepared(ptr, prepared, c_results,
+                                                          ctypes.byref(err))
+        finally:
+            self._lib.nmt_prepared_free(prepared)
+        return status
 
     def translate(self, line, **options):
         """translate_batch([line], **options)[0]."""

@@ -11,7 +11,8 @@
  * - prefixes and alternatives, model-v1's and OpenNMT-py's rules, beams 4
  *   (the beam step's warp kernel) and 40 (its block kernel): the CPU's
  *   texts on all but near-tie lines (test_compare_lines_near_tie), every
- *   GPU hypothesis starting with its prefix.
+ *   GPU hypothesis starting with its prefix; and so with the logit rules
+ *   (and the onmt rules' coverage penalty) after the prefixes.
  * Exit 77 without a GPU. dev/gpu-check.sh runs it with the gpu label. */
 #include "forced_fixture.h"
 #include "nmt.h"
@@ -125,13 +126,25 @@ done:
     nmt_translator_free(gpu);
 }
 
-/* Prefixes (and alternatives) on both devices. */
-static void test_prefixes(int beam, int n_best, int alternatives, nmt_search_rules rules)
+/* Prefixes (and alternatives) on both devices; with logit_rules, rules
+ * for the free steps after the prefix (onmt: and the coverage penalty). */
+static void test_prefixes(int beam, int n_best, int alternatives, nmt_search_rules rules,
+                          int logit_rules)
 {
     nmt_options co = options(NMT_DEVICE_CPU, beam, n_best, 32);
     co.attention_weights = 0;
     co.return_alternatives = alternatives;
     co.search_rules = rules;
+    if (logit_rules) {
+        co.no_repeat_ngram_size = 2;
+        co.repetition_penalty = 1.3f;
+        co.ban_unk = 1;
+        co.min_length = 3;
+        if (rules == NMT_SEARCH_RULES_ONMT) {
+            co.coverage_penalty = NMT_COVERAGE_WU;
+            co.coverage_beta = 0.2f;
+        }
+    }
     nmt_options go = co;
     go.device = NMT_DEVICE_CUDA;
     nmt_translator *cpu = create(&co), *gpu = create(&go);
@@ -148,8 +161,8 @@ static void test_prefixes(int beam, int n_best, int alternatives, nmt_search_rul
                   NMT_STATUS_OK,
           "prefixes: %s", err.message);
     char label[96];
-    snprintf(label, sizeof label, "%s beam %d n_best %d%s", rules ? "onmt" : "v1", beam, n_best,
-             alternatives ? " alternatives" : "");
+    snprintf(label, sizeof label, "%s beam %d n_best %d%s%s", rules ? "onmt" : "v1", beam,
+             n_best, alternatives ? " alternatives" : "", logit_rules ? " logit rules" : "");
     const test_near_counts c =
         test_compare_lines_near_tie(label, rc, rg, N_LINES, co.max_len_a, co.max_len_b);
     int starts = 0;
@@ -181,12 +194,15 @@ int main(void)
         return opened;
     forced_lines(text, lines, N_LINES, 16);
     test_scoring();
-    test_prefixes(4, 2, 0, NMT_SEARCH_RULES_V1);
-    test_prefixes(40, 3, 0, NMT_SEARCH_RULES_V1);
-    test_prefixes(4, 3, 1, NMT_SEARCH_RULES_V1);
-    test_prefixes(40, 5, 1, NMT_SEARCH_RULES_V1);
-    test_prefixes(4, 2, 0, NMT_SEARCH_RULES_ONMT);
-    test_prefixes(4, 3, 1, NMT_SEARCH_RULES_ONMT);
+    test_prefixes(4, 2, 0, NMT_SEARCH_RULES_V1, 0);
+    test_prefixes(40, 3, 0, NMT_SEARCH_RULES_V1, 0);
+    test_prefixes(4, 3, 1, NMT_SEARCH_RULES_V1, 0);
+    test_prefixes(40, 5, 1, NMT_SEARCH_RULES_V1, 0);
+    test_prefixes(4, 2, 0, NMT_SEARCH_RULES_ONMT, 0);
+    test_prefixes(4, 3, 1, NMT_SEARCH_RULES_ONMT, 0);
+    test_prefixes(4, 2, 0, NMT_SEARCH_RULES_V1, 1);
+    test_prefixes(40, 3, 1, NMT_SEARCH_RULES_V1, 1);
+    test_prefixes(4, 3, 1, NMT_SEARCH_RULES_ONMT, 1);
     nmt_model_free(model);
     return test_finish("test_gpu_forced");
 }

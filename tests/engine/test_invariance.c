@@ -49,11 +49,10 @@
 #include <threads.h>
 #include <time.h>
 
-enum { MAX_LINES = 512, LINE_BYTES = 1024, MAX_SRC_TOKENS = 32, N_KINDS = 6, N_CLIENTS = 4 };
+enum { MAX_LINES = 512, LINE_BYTES = 1024, MAX_SRC_TOKENS = 32, N_KINDS = 8, N_CLIENTS = 4 };
 
 /* What a kind's calls do with the lines' targets. */
 enum { CALL_TRANSLATE = 0, CALL_PREFIX = 1, CALL_SCORE = 2 };
-enum { KIND_LSH = 3, KIND_PREFIX = 4, KIND_SCORE = 5 };
 
 static const char *const words[] = {"der", "die", "das", "und", "ist", "ein", "eine", "Haus",
                                     "katze", "hund", "mann", "frau", "kind", "sieht", "nicht",
@@ -92,10 +91,14 @@ static nmt_result ref[N_KINDS][MAX_LINES];
 
 /* Search kinds: n-best 3 with attention weights; the defaults (n-best 1, no
  * attention); OpenNMT-py's rules with n-best 2 and another length penalty;
- * LSH shrinking with one candidate list a sentence (a list shared by the
- * batch, NMT_LSH_SHARE_BATCH, depends on the batch by design); target
- * prefixes with 3 alternatives (a line is 3 sentences of a batch); scoring
- * with attention weights. */
+ * sampling (4 samples a line, top-K 10, temperature 0.8) with logit rules
+ * and attention weights, every line keyed by its index (line_key); the
+ * onmt rules with the coverage penalty and logit rules; LSH shrinking with
+ * one candidate list a sentence (a list shared by the batch,
+ * NMT_LSH_SHARE_BATCH, depends on the batch by design; CPU only); target
+ * prefixes with 3 alternatives (a line is 3 sentences of a batch) and logit
+ * rules after the prefixes; scoring with attention weights. */
+enum { KIND_SAMPLING = 3, KIND_COVERAGE = 4, KIND_LSH = 5, KIND_PREFIX = 6, KIND_SCORE = 7 };
 static nmt_options kind_options(int kind)
 {
     nmt_options o;
@@ -116,6 +119,23 @@ static nmt_options kind_options(int kind)
         o.n_best = 2;
         o.alpha = 0.6f;
         o.search_rules = NMT_SEARCH_RULES_ONMT;
+    } else if (kind == KIND_SAMPLING) {
+        o.beam_size = 1;
+        o.n_best = 4;
+        o.sampling_topk = 10;
+        o.sampling_temperature = 0.8f;
+        o.seed = 7;
+        o.no_repeat_ngram_size = 3;
+        o.repetition_penalty = 1.2f;
+        o.attention_weights = 1;
+    } else if (kind == KIND_COVERAGE) {
+        o.beam_size = 4;
+        o.n_best = 2;
+        o.search_rules = NMT_SEARCH_RULES_ONMT;
+        o.coverage_penalty = NMT_COVERAGE_WU;
+        o.coverage_beta = 0.3f;
+        o.min_length = 2;
+        o.ban_unk = 1;
     } else if (kind == KIND_LSH) {
         o.shrink.mode = NMT_SHRINK_LSH;
         o.shrink.k = 8, o.shrink.u = 2, o.shrink.w = 16, o.shrink.top = 20;
@@ -125,6 +145,8 @@ static nmt_options kind_options(int kind)
         o.beam_size = 3;
         o.n_best = 3;
         o.return_alternatives = 1;
+        o.no_repeat_ngram_size = 2; /* the rules see the prefix, not change it */
+        o.repetition_penalty = 1.3f;
     } else if (kind == KIND_SCORE) {
         o.attention_weights = 1;
     }
@@ -228,9 +250,15 @@ static int translate_call(nmt_translator *t, int prepared, const int *idx, int n
         call_lines[i] = lines[idx[i]];
     nmt_error err = {NMT_STATUS_OK, ""};
     nmt_status st;
-    if (prepared && kind_call(kind) == CALL_TRANSLATE) {
+    if ((prepared && kind_call(kind) == CALL_TRANSLATE) || kind == KIND_SAMPLING) {
+        /* sampling: each line keyed by its index */
         nmt_prepared *p = NULL;
+        uint64_t keys[2 * MAX_LINES];
+        for (int i = 0; i < n; i++)
+            keys[i] = (uint64_t)idx[i];
         st = nmt_translator_prepare(t, call_lines, n, &p, &err);
+        if (st == NMT_STATUS_OK && kind == KIND_SAMPLING)
+            st = nmt_prepared_set_line_keys(p, keys, &err);
         if (st == NMT_STATUS_OK)
             st = nmt_translate_prepared(t, p, results, &err);
         nmt_prepared_free(p);
@@ -350,6 +378,7 @@ static int run_client(void *arg)
         nmt_status st;
         nmt_request_options ro;
         nmt_request_options_init(&ro);
+        ro.line_key = (uint64_t)line; /* as nmt_translate_batch keys the reference's */
         if (kind_call(c->kind) == CALL_PREFIX)
             ro.target_prefix = prefixes[line];
         else if (kind_call(c->kind) == CALL_SCORE)
@@ -623,7 +652,9 @@ int main(int argc, char **argv)
             if (!batchings[b].cuda_only || args.device == NMT_DEVICE_CUDA)
                 run_batching(&batchings[b], kind);
         run_service(kind, 0, test_rand_int(0, 3000));
-        if (args.device == NMT_DEVICE_CUDA && kind != 2) /* the stream runs v1 rules only */
+        /* The stream runs the v1 rules only. */
+        const nmt_options o = kind_options(kind);
+        if (args.device == NMT_DEVICE_CUDA && o.search_rules == NMT_SEARCH_RULES_V1)
             run_service(kind, 1, 0);
     }
     for (int kind = 0; kind < N_KINDS; kind++)
