@@ -189,3 +189,37 @@ nmt_status nmt_translator_fill_batch(const nmt_translator *t, nmt_search_result 
         nmt_search_result_clear(&found[k]);
     return status;
 }
+
+nmt_status nmt_translator_echo(const nmt_translator *t, const nmt_tokens *source,
+                               nmt_result *result, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const int32_t n = source->n;
+    int32_t *ids = NULL, *positions = NULL;
+    float *zeros = NULL, *attention = NULL;
+    NMT_ALLOC(ids, n > 0 ? n : 1);
+    NMT_ALLOC(positions, n > 0 ? n : 1);
+    NMT_ALLOC(zeros, (size_t)n + 1);
+    if (t->options.attention_weights)
+        NMT_ALLOC(attention, n > 0 ? (size_t)n * (size_t)n : 1);
+    for (int32_t i = 0; i < n; i++) {
+        ids[i] = NMT_UNK_ID; /* replaced by the source token at position i */
+        positions[i] = i;
+        if (attention)
+            attention[(size_t)i * (size_t)n + (size_t)i] = 1.0f;
+    }
+    nmt_search_hypothesis h = {.length = n,
+                               .tokens = ids,
+                               .attn_argmax = positions,
+                               .token_scores = zeros,
+                               .n_src = n,
+                               .attention = attention};
+    const nmt_search_result found = {.n_hypotheses = 1, .hypotheses = &h};
+    status = nmt_translator_fill_result(t, &found, source, result, err);
+cleanup:
+    free(ids);
+    free(positions);
+    free(zeros);
+    free(attention);
+    return status;
+}

@@ -182,6 +182,14 @@ const app_option app_translate_options[] = {
     {.name = "workers", .kind = APP_OPT_INT, ARGS(workers), .lo = 1, .hi = 256, .arg = "N",
      .help = "CPU: N translators in parallel (default 1), likewise; the\n"
              "last window (a short input's only one) is split among them"},
+    {.name = "host-threads", .kind = APP_OPT_INT, ARGS(host_threads), .lo = 1, .hi = 1024,
+     .arg = "N",
+     .help = "host threads that tokenize, detokenize and format windows\n"
+             "(default: the cores; docs/scale-out.md)"},
+    {.name = "dry-run", .kind = APP_OPT_FLAG, ARGS(dry_run),
+     .help = "no translator: each line's tokens go back through the\n"
+             "detokenizer (the host pipeline alone: --timing's\n"
+             "lines_per_second)"},
     {.name = "skip-lines", .kind = APP_OPT_INT, ARGS(skip_lines), .lo = 0, .hi = 2147483647,
      .arg = "N",
      .help = "skip the first N input lines (no output for them): resumes\n"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# translate's pipeline (apps/translate/pool.h, reader.c) and its batching
+# translate's pipeline (the library's nmt_pipeline, engine/pipeline*.c) and its batching
 # options: with one translator the next window is read and the last one
 # written while one is translated, and the output is byte for byte the
-# unpipelined one (NMT_TRANSLATE_SLOTS=1: read, translate, write, one window
+# unpipelined one (NMT_TEST_PIPELINE_SLOTS=1: read, translate, write, one window
 # at a time) on a few thousand lines with empty, too long, invalid UTF-8 and
 # NUL lines, whatever the window (--maxi-batch) and with --workers; the
 # refused lines keep their numbers; --batch-type tokens gives the output of
@@ -45,7 +45,7 @@ for i in range(1, 3001):
 open(sys.argv[1], "wb").write(b"\n".join(lines))
 open(sys.argv[2], "w").write("".join(f"{i}\n" for i in bad))
 PY
-NMT_TRANSLATE_SLOTS=1 "$T" -m "$M" "${O[@]}" -i "$TMP/in.txt" -o "$TMP/serial.txt" \
+NMT_TEST_PIPELINE_SLOTS=1 "$T" -m "$M" "${O[@]}" -i "$TMP/in.txt" -o "$TMP/serial.txt" \
     2> "$TMP/serial.err"
 serial=$?
 [ $serial -eq 1 ] || fail "unpipelined run: exit $serial, expected 1 (refused lines)"
