@@ -201,8 +201,7 @@ static nmt_status decode_window(nmt_pipeline *p, pipe_translator *t, pipe_window
     } else {
         status = nmt_translate_prepared(t->translator, w->prepared, w->results, err);
     }
-    nmt_prepared_free(w->prepared);
-    w->prepared = NULL;
+    nmt_prepared_clear(w->prepared); /* its tokens; its room stays the window's */
     return status;
 }
 
@@ -223,17 +222,11 @@ static void translator_failed(nmt_pipeline *p, pipe_translator *t, pipe_window *
         return;
     }
     pthread_mutex_unlock(&p->lock);
-    nmt_error prepare_err = {0};
     for (int i = 0; i < w->n; i++)
         nmt_result_clear(&w->results[i]);
-    const nmt_status status = nmt_prepared_create(p->host, w->n, &w->prepared, &prepare_err);
+    nmt_prepared_reset(w->prepared, w->n);
     pthread_mutex_lock(&p->lock);
-    if (status != NMT_STATUS_OK) {
-        nmt_pipe_fail_window(w, status, &prepare_err, -1);
-        to_done(p, w);
-    } else {
-        begin_stage(p, w, PIPE_PREPARE);
-    }
+    begin_stage(p, w, PIPE_PREPARE);
 }
 
 static void *translator_main(void *arg)
@@ -322,22 +315,17 @@ pipe_window *nmt_pipe_acquire(nmt_pipeline *p, int wait)
 
 void nmt_pipe_submit(nmt_pipeline *p, pipe_window *w)
 {
-    nmt_error err = {0};
     for (int i = 0; i < w->n; i++)
         w->texts[i] = w->refused[i] ? "" : w->bytes + w->offsets[i];
     w->view = (nmt_pipeline_window){.first_line = p->lines_read, .n_lines = w->n,
                                     .results = w->results, .translator = -1};
     w->first_line = p->lines_read;
     w->n_parts = (w->n + w->part_lines - 1) / w->part_lines;
-    if (nmt_prepared_create(p->host, w->n, &w->prepared, &err) != NMT_STATUS_OK)
-        nmt_pipe_fail_window(w, err.status, &err, -1);
+    nmt_prepared_reset(w->prepared, w->n);
     pthread_mutex_lock(&p->lock);
     p->lines_read += w->n;
     p->submitted++;
-    if (w->view.status != NMT_STATUS_OK)
-        to_done(p, w);
-    else
-        begin_stage(p, w, PIPE_PREPARE);
+    begin_stage(p, w, PIPE_PREPARE);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -555,7 +543,7 @@ nmt_status nmt_pipeline_create(const nmt_model *model, const nmt_options *option
     NMT_ALLOC(p->windows, (size_t)p->n_slots);
     for (int s = 0; s < p->n_slots; s++) {
         p->windows[s].part_lines = p->part_lines;
-        if (nmt_pipe_window_init(&p->windows[s], p->window_lines, p->max_parts) != 0) {
+        if (nmt_pipe_window_init(&p->windows[s], p->host, p->window_lines, p->max_parts) != 0) {
             status = nmt_error_set(err, NMT_STATUS_ERROR_MEMORY,
                                    "pipeline_create: out of memory for %d windows of %d lines",
                                    p->n_slots, p->window_lines);

@@ -46,7 +46,7 @@ typedef struct pipe_window {
     /* The work. */
     int state;
     int part_lines, n_parts, next_part, parts_done;
-    nmt_prepared *prepared;
+    nmt_prepared *prepared; /* room for capacity lines, reused window after window */
     char **part_text; /* [max parts]: FORMAT's bytes, part by part */
     size_t *part_bytes;
     char *text;       /* all of them, once FORMAT is done */
@@ -139,8 +139,9 @@ void nmt_pipe_reader_stop(nmt_pipeline *p);
  * memory) marks the window failed (view.status). */
 void nmt_pipe_run_part(nmt_pipeline *p, pipe_window *w, int state, int k);
 void nmt_pipe_finish_stage(nmt_pipeline *p, pipe_window *w, int state);
-/* A window's storage (capacity lines) and its release. */
-int nmt_pipe_window_init(pipe_window *w, int capacity, int max_parts);
+/* A window's storage (capacity lines, prepared by host) and its release. */
+int nmt_pipe_window_init(pipe_window *w, const nmt_translator *host, int capacity,
+                         int max_parts);
 void nmt_pipe_window_destroy(pipe_window *w);
 /* The window failed as a whole: every line gets the error. */
 void nmt_pipe_fail_window(pipe_window *w, nmt_status status, const nmt_error *err,

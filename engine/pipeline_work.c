@@ -14,8 +14,11 @@
 
 enum { FIRST_BYTES = 1 << 16 };
 
-int nmt_pipe_window_init(pipe_window *w, int capacity, int max_parts)
+int nmt_pipe_window_init(pipe_window *w, const nmt_translator *host, int capacity, int max_parts)
 {
+    nmt_error err;
+    if (nmt_prepared_create(host, capacity, &w->prepared, &err) != NMT_STATUS_OK)
+        return -1;
     w->capacity = capacity;
     w->cap_bytes = FIRST_BYTES;
     w->bytes = malloc(w->cap_bytes);
@@ -67,8 +70,7 @@ void nmt_pipe_fail_window(pipe_window *w, nmt_status status, const nmt_error *er
     w->view.status = status;
     w->view.error = *err;
     w->view.translator = translator;
-    nmt_prepared_free(w->prepared);
-    w->prepared = NULL;
+    nmt_prepared_clear(w->prepared);
     for (int i = 0; i < w->n; i++) {
         nmt_result_clear(&w->results[i]);
         nmt_translator_line_error(&w->results[i], status, err->message);
@@ -220,8 +222,7 @@ void nmt_pipe_finish_stage(nmt_pipeline *p, pipe_window *w, int state)
     nmt_error err = {0};
     if (state == PIPE_CLEAR) {
         free_text(w);
-        nmt_prepared_free(w->prepared);
-        w->prepared = NULL;
+        nmt_prepared_clear(w->prepared);
         w->n = 0;
         w->n_bytes = 0;
         w->view = (nmt_pipeline_window){0};
@@ -238,8 +239,6 @@ void nmt_pipe_finish_stage(nmt_pipeline *p, pipe_window *w, int state)
     }
     if (state == PIPE_PREPARE)
         nmt_prepared_order(w->prepared);
-    else if (state == PIPE_ECHO) {
-        nmt_prepared_free(w->prepared); /* its answers moved, its tokens cleared */
-        w->prepared = NULL;
-    }
+    else if (state == PIPE_ECHO)
+        nmt_prepared_clear(w->prepared); /* its answers moved, its tokens cleared */
 }

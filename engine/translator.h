@@ -87,7 +87,7 @@ int nmt_translator_same_input(const nmt_translator *a, const nmt_translator *b);
 struct nmt_prepared {
     const nmt_model *model; /* and the options the lines were checked against */
     int max_line_bytes, max_src_tokens, input_tokens;
-    int n_lines;
+    int n_lines, capacity;    /* lines, and room for (nmt_prepared_reset) */
     int32_t n_valid;
     nmt_tokens *tokens;       /* [n_lines] */
     nmt_result *results;      /* [n_lines]: the answers of lines not searched */
@@ -106,6 +106,11 @@ nmt_status nmt_prepared_create(const nmt_translator *translator, int n_lines,
 nmt_status nmt_prepared_fill(const nmt_translator *translator, nmt_prepared *prepared,
                              const char *const *lines, int first, int count, nmt_error *err);
 void nmt_prepared_order(nmt_prepared *prepared);
+/* Clears its lines (tokens, answers) and keeps the room: reset makes it a
+ * new call of n_lines <= capacity lines, as create does (the pipeline
+ * reuses one a window). */
+void nmt_prepared_clear(nmt_prepared *prepared);
+void nmt_prepared_reset(nmt_prepared *prepared, int n_lines);
 
 /* A dry run's answer for a searched line (translator_result.c): one
  * hypothesis of unknown words, each aligned with the source token at its

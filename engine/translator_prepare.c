@@ -73,14 +73,29 @@ nmt_status nmt_translator_prepare_line(const nmt_translator *t, const char *line
     return NMT_STATUS_OK;
 }
 
-void nmt_prepared_free(nmt_prepared *p)
+void nmt_prepared_clear(nmt_prepared *p)
 {
-    if (!p)
-        return;
     for (int i = 0; p->tokens && i < p->n_lines; i++)
         nmt_tokens_clear(&p->tokens[i]);
     for (int i = 0; p->results && i < p->n_lines; i++)
         nmt_result_clear(&p->results[i]);
+    p->n_lines = 0;
+    p->n_valid = 0;
+}
+
+void nmt_prepared_reset(nmt_prepared *p, int n_lines)
+{
+    nmt_prepared_clear(p);
+    memset(p->searched, 0, (size_t)n_lines);
+    p->n_lines = n_lines;
+    p->used = 0;
+}
+
+void nmt_prepared_free(nmt_prepared *p)
+{
+    if (!p)
+        return;
+    nmt_prepared_clear(p);
     free(p->tokens);
     free(p->results);
     free(p->searched);
@@ -102,6 +117,7 @@ nmt_status nmt_prepared_create(const nmt_translator *t, int n_lines, nmt_prepare
     p->max_src_tokens = t->options.max_src_tokens;
     p->input_tokens = t->options.input_tokens;
     p->n_lines = n_lines;
+    p->capacity = n_lines;
     NMT_ALLOC(p->tokens, n);
     NMT_ALLOC(p->results, n);
     NMT_ALLOC(p->searched, n);
