@@ -218,6 +218,8 @@ nmt_status nmt_translator_create_host(const nmt_model *model, const nmt_options 
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_translator *t = NULL;
+    if (translator)
+        *translator = NULL;
     NMT_TRY(translator_begin(model, options, &t, err));
     NMT_TRY(nmt_source_builder_init(&t->source, model, t->options.batch_size,
                                     t->options.max_src_tokens, err));
@@ -240,6 +242,8 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_translator *t = NULL;
+    if (translator)
+        *translator = NULL;
     NMT_TRY(translator_begin(model, options, &t, err));
     options = &t->options;
     nmt_backend_config config = {
