@@ -188,12 +188,20 @@ static void hold_first_window(nmt_pipeline *p, pipe_translator *t)
     }
 }
 
-/* Decodes w on t's thread (outside the lock). */
-static nmt_status decode_window(nmt_pipeline *p, pipe_translator *t, pipe_window *w,
-                                nmt_error *err)
+/* NMT_TEST_TRANSLATOR_FAIL says t fails on w, which it has just taken
+ * (under the lock). */
+static int injected_failure(nmt_pipeline *p, const pipe_translator *t, const pipe_window *w)
+{
+    if (p->fail_translator == PIPE_FAIL_ANY)
+        return w->seq == p->fail_window && !p->fail_fired++;
+    return t->index == p->fail_translator && t->windows - 1 == p->fail_window;
+}
+
+/* Decodes w on t's thread (outside the lock), or fails it (fail). */
+static nmt_status decode_window(pipe_translator *t, pipe_window *w, int fail, nmt_error *err)
 {
     nmt_status status;
-    if (t->index == p->fail_translator && t->windows - 1 == p->fail_window) {
+    if (fail) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_CUDA,
                                "injected failure (NMT_TEST_TRANSLATOR_FAIL)");
         for (int i = 0; i < w->n; i++)
@@ -246,9 +254,10 @@ static void *translator_main(void *arg)
         hold_first_window(p, t);
         if (p->decoding++ == 0)
             p->decoding_since = nmt_pipeline_now();
+        const int fail = injected_failure(p, t, w);
         pthread_mutex_unlock(&p->lock);
         nmt_error err = {0};
-        const nmt_status status = decode_window(p, t, w, &err);
+        const nmt_status status = decode_window(t, w, fail, &err);
         pthread_mutex_lock(&p->lock);
         if (--p->decoding == 0)
             p->decode_seconds += nmt_pipeline_now() - p->decoding_since;
@@ -320,6 +329,7 @@ void nmt_pipe_submit(nmt_pipeline *p, pipe_window *w)
     w->view = (nmt_pipeline_window){.first_line = p->lines_read, .n_lines = w->n,
                                     .results = w->results, .translator = -1};
     w->first_line = p->lines_read;
+    w->seq = p->submitted;
     w->n_parts = (w->n + w->part_lines - 1) / w->part_lines;
     nmt_prepared_reset(w->prepared, w->n);
     pthread_mutex_lock(&p->lock);
@@ -362,10 +372,11 @@ static void run_inline(nmt_pipeline *p, pipe_window *w)
             w->state = PIPE_DECODING;
             w->view.translator = 0;
             t->windows++;
+            const int fail = injected_failure(p, t, w);
             pthread_mutex_unlock(&p->lock);
             nmt_error err = {0};
             const double started = nmt_pipeline_now();
-            const nmt_status status = decode_window(p, t, w, &err);
+            const nmt_status status = decode_window(t, w, fail, &err);
             pthread_mutex_lock(&p->lock);
             p->decode_seconds += nmt_pipeline_now() - started;
             if (status != NMT_STATUS_OK)
@@ -465,13 +476,16 @@ void nmt_pipeline_release(nmt_pipeline *p, nmt_pipeline_window *view)
 
 /* ---- create, free, stats ---------------------------------------------------- */
 
-/* "W[,K]": translator W fails on its window K (default 0). */
+/* NMT_TEST_TRANSLATOR_FAIL (pipeline.h). */
 static void read_test_hooks(nmt_pipeline *p)
 {
     p->fail_translator = p->fail_window = -1;
     const char *fail = getenv("NMT_TEST_TRANSLATOR_FAIL");
     int w = -1, k = 0;
-    if (fail && sscanf(fail, "%d,%d", &w, &k) >= 1 && w >= 0) {
+    if (fail && fail[0] == '*' && sscanf(fail, "*,%d", &k) == 1 && k >= 0) {
+        p->fail_translator = PIPE_FAIL_ANY;
+        p->fail_window = k;
+    } else if (fail && sscanf(fail, "%d,%d", &w, &k) >= 1 && w >= 0) {
         p->fail_translator = w;
         p->fail_window = k >= 0 ? k : 0;
     }

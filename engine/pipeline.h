@@ -43,6 +43,7 @@ typedef struct pipe_window {
     nmt_result *results;    /* [capacity] */
     int n, capacity;
     int64_t first_line;
+    int64_t seq;            /* the window's number in the input, from 0 */
     /* The work. */
     int state;
     int part_lines, n_parts, next_part, parts_done;
@@ -98,14 +99,17 @@ struct nmt_pipeline {
     int pushing;              /* lines come from nmt_pipeline_push */
     pipe_window *push_window; /* the window push is filling */
     /* Test hooks, read at create: NMT_TEST_TRANSLATOR_FAIL="W[,K]" fails
-     * translator W's window number K (from 0) as a device error would;
+     * translator W's window number K (from 0; default 0) as a device error
+     * would, and "*,K" the translator that takes the input's window K (once);
      * NMT_TEST_PIPELINE_HOLD=1 holds each translator's first window until
      * every one has taken one (at most 10 s), so that which translator
      * decodes what does not depend on which thread woke first;
      * NMT_TEST_PIPELINE_SLOTS=N leaves N windows in flight (1: each one read,
      * translated and given before the next is read). */
-    int fail_translator, fail_window, hold, held;
+    int fail_translator, fail_window, fail_fired, hold, held;
 };
+
+enum { PIPE_FAIL_ANY = -2 }; /* fail_translator: whichever takes window fail_window */
 
 /* The clock the pipeline reads (monotonic seconds). */
 double nmt_pipeline_now(void);

@@ -23,6 +23,7 @@
 #include "translators.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,13 @@ static void pick_rank_device(translate_args *args, const translate_shard *shard)
         args->engine.device_index = shard->local_rank % visible;
 }
 
+static void *probe_cuda(void *unused)
+{
+    (void)unused;
+    nmt_cuda_available();
+    return NULL;
+}
+
 /* One run's state, for run_pipeline and its clean-up. */
 typedef struct translate_run {
     translate_args *args;
@@ -426,8 +434,15 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     code = open_files(&run);
     if (code != EXIT_OK)
         goto done;
+    /* The CUDA driver starts (its first call) while the model loads. */
+    pthread_t probe;
+    const int probing = args.engine.device != NMT_DEVICE_CPU &&
+                        pthread_create(&probe, NULL, probe_cuda, NULL) == 0;
     nmt_error err = {0};
-    if (nmt_model_load(args.model_path, &run.model, &err) != NMT_STATUS_OK) {
+    const nmt_status loaded = nmt_model_load(args.model_path, &run.model, &err);
+    if (probing)
+        pthread_join(probe, NULL);
+    if (loaded != NMT_STATUS_OK) {
         fprintf(stderr, "translate: cannot load the model: %s\n", err.message);
         code = EXIT_MODEL;
         goto done;

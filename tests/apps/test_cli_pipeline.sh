@@ -9,7 +9,9 @@
 # sentences (and its INI key, its conflicts); a failed write exits 5; input
 # from a pipe that arrives slowly, in pieces that cut lines, gives every line;
 # the peak memory does not grow with the input's length; the CPU's default
-# batch size is 32.
+# batch size is 32; --host-threads changes nothing in the output; --dry-run
+# gives each line back through the tokenizer and detokenizer, with the same
+# refusals; --timing reports start-up, the first output line and lines/s.
 # shellcheck source=tests/common/shell_lib.sh
 source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
@@ -146,6 +148,44 @@ for want in 32 7; do
     [ $code -eq 0 ] && grep -q "\"batch_size\": $want," "$TMP/st.json" ||
         fail "batch size ${extra[*]:-default}: exit $code, $(grep batch_size "$TMP/st.json")"
 done
+
+# The host pool's size changes nothing.
+for threads in 1 3; do
+    "$T" -m "$M" "${O[@]}" --host-threads $threads --maxi-batch 50 < "$TMP/in.txt" \
+        > "$TMP/h.txt" 2> /dev/null
+    cmp -s "$TMP/serial.txt" "$TMP/h.txt" || fail "--host-threads $threads: other output"
+done
+# --dry-run: each line's tokens back through the detokenizer: the text of
+# these lines (words and marks apart by single spaces) comes back as it was;
+# the refused lines are refused with the same messages; no translator starts.
+"$T" -m "$M" --device cpu --max-line-bytes 80 --dry-run --timing "$TMP/dry.json" \
+    -i "$TMP/in.txt" -o "$TMP/dry.txt" 2> "$TMP/dry.err"; code=$?
+[ $code -eq 1 ] || fail "--dry-run: exit $code ($(head -3 "$TMP/dry.err"))"
+grep "^translate: line" "$TMP/dry.err" | cmp -s - <(grep "^translate: line" "$TMP/serial.err") ||
+    fail "--dry-run: the refusals differ from a translation's"
+python3 - "$TMP/in.txt" "$TMP/dry.txt" "$TMP/bad.txt" "$TMP/dry.json" <<'PY' || fail "--dry-run: see above"
+import json, sys
+src = open(sys.argv[1], "rb").read().split(b"\n")
+out = open(sys.argv[2], "rb").read().split(b"\n")[:-1]
+bad = {int(x) for x in open(sys.argv[3]).read().split()}
+assert len(out) == len(src) == 3000, (len(out), len(src))
+for i, (s, o) in enumerate(zip(src, out), 1):
+    assert o == (b"" if i in bad else s), (i, s, o)
+t = json.load(open(sys.argv[4]))
+assert t["dry_run"] is True and t["device"] == "none" and t["lines"] == 3000, t
+assert t["lines_per_second"] > 0 and t["host_threads"] >= 1, t
+assert 0 < t["startup_seconds"] <= t["first_output_seconds"], t
+PY
+# --timing of a translation: start-up (model load to every translator ready),
+# the first output line after it, lines/s
+"$T" -m "$M" "${O[@]}" --timing "$TMP/t.json" -i "$TMP/head.txt" -o /dev/null 2> /dev/null
+python3 - "$TMP/t.json" <<'PY' || fail "--timing: see above"
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["dry_run"] is False and t["lines"] == 400, t
+assert 0 < t["model_load_seconds"] <= t["startup_seconds"] <= t["first_output_seconds"], t
+assert t["pipeline_seconds"] > 0 and t["lines_per_second"] > 0, t
+PY
 
 if [ $failures -ne 0 ]; then echo "test_cli_pipeline: $failures failures" >&2; exit 1; fi
 echo "test_cli_pipeline: passed"
