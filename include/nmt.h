@@ -184,7 +184,8 @@ void nmt_options_init(nmt_options *options);
 
 /* sizeof of a public struct by its name ("nmt_options", "nmt_hypothesis",
  * "nmt_result", "nmt_stats", "nmt_error", "nmt_service_options",
- * "nmt_request_options", "nmt_service_stats", "nmt_shrink_options"), 0 for
+ * "nmt_request_options", "nmt_service_stats", "nmt_shrink_options",
+ * "nmt_pipeline_options", "nmt_pipeline_window", "nmt_pipeline_stats"), 0 for
  * another name: a binding (python/nmt) checks its own layouts against the
  * library it loaded, so a library of another version is refused at load
  * instead of misread. */
