@@ -354,6 +354,19 @@ void nmt_pipe_end_input(nmt_pipeline *p, nmt_status status, const nmt_error *err
 
 /* ---- the consumer's side ------------------------------------------------------- */
 
+/* Every part of w's stage on the calling thread (no pool: host_threads
+ * -1), the lock held on entry and return. */
+static void run_stage_here(nmt_pipeline *p, pipe_window *w)
+{
+    const int state = w->state;
+    pthread_mutex_unlock(&p->lock);
+    for (int k = 0; k < w->n_parts; k++)
+        nmt_pipe_run_part(p, w, state, k);
+    pthread_mutex_lock(&p->lock);
+    w->next_part = w->parts_done = w->n_parts;
+    end_stage(p, w);
+}
+
 /* host_threads -1: window w's stages on the calling thread. */
 static void run_inline(nmt_pipeline *p, pipe_window *w)
 {
@@ -387,12 +400,7 @@ static void run_inline(nmt_pipeline *p, pipe_window *w)
             }
             continue;
         }
-        pthread_mutex_unlock(&p->lock);
-        for (int k = 0; k < w->n_parts; k++)
-            nmt_pipe_run_part(p, w, state, k);
-        pthread_mutex_lock(&p->lock);
-        w->next_part = w->parts_done = w->n_parts;
-        end_stage(p, w);
+        run_stage_here(p, w);
     }
 }
 
@@ -462,14 +470,8 @@ void nmt_pipeline_release(nmt_pipeline *p, nmt_pipeline_window *view)
     if (w->state == PIPE_TAKEN) {
         w->n_parts = w->n > 0 ? (w->n + w->part_lines - 1) / w->part_lines : 1;
         begin_stage(p, w, PIPE_CLEAR);
-        if (p->n_threads == 0) {
-            pthread_mutex_unlock(&p->lock);
-            for (int k = 0; k < w->n_parts; k++)
-                nmt_pipe_run_part(p, w, PIPE_CLEAR, k);
-            pthread_mutex_lock(&p->lock);
-            w->next_part = w->parts_done = w->n_parts;
-            end_stage(p, w);
-        }
+        if (p->n_threads == 0)
+            run_stage_here(p, w);
     }
     pthread_mutex_unlock(&p->lock);
 }

@@ -184,7 +184,7 @@ const app_option app_translate_options[] = {
              "last window (a short input's only one) is split among them"},
     {.name = "host-threads", .kind = APP_OPT_INT, ARGS(host_threads), .lo = 1, .hi = 1024,
      .arg = "N",
-     .help = "host threads that tokenize, detokenize and format windows\n"
+     .help = "host threads that tokenize and format windows of input\n"
              "(default: the cores; docs/scale-out.md)"},
     {.name = "dry-run", .kind = APP_OPT_FLAG, ARGS(dry_run),
      .help = "no translator: each line's tokens go back through the\n"
@@ -292,8 +292,10 @@ const app_option app_translate_options[] = {
              "steps, decode_seconds (the wall time while any translator\n"
              "decodes: no model load, no index build; what\n"
              "dev/eval/lsh-grid times speed with), decode_seconds_summed\n"
-             "(the translators' decode times summed) and each\n"
-             "translator's worker_sentences and worker_decode_seconds"},
+             "(the translators' decode times summed), each\n"
+             "translator's worker_sentences and worker_decode_seconds,\n"
+             "and from the process's start startup_seconds (every\n"
+             "translator ready) and first_output_seconds; lines_per_second"},
     {.name = "help", .short_name = 'h', .kind = APP_OPT_FLAG, ARGS(show_help),
      .scope = APP_OPT_CLI_ONLY, .help = "this text"},
     {.name = "version", .short_name = 'V', .kind = APP_OPT_FLAG, ARGS(show_version),

@@ -34,16 +34,7 @@ T=$build/translate
 mkdir -p "$out" "$work"
 in=$work/input.de
 if [ ! -f "$in" ] || [ "$(wc -l < "$in")" -ne "$lines" ]; then
-    python3 - "$src" "$lines" "$in" << 'PY'
-import gzip, itertools, sys
-src, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-opener = gzip.open if src.endswith(".gz") else open
-with opener(src, "rt", encoding="utf-8") as f:
-    base = f.read().splitlines()
-with open(path, "w", encoding="utf-8") as f:
-    for line in itertools.islice(itertools.cycle(base), n):
-        f.write(line + "\n")
-PY
+    python3 "$root/dev/bench/repeat_lines.py" "$src" "$lines" "$in"
 fi
 jsonl=$out/host_pipeline.jsonl
 : > "$jsonl"

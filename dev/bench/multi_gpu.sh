@@ -123,16 +123,7 @@ fi
 # The input: SRC repeated to LINES lines.
 in=$work/input.de
 if [ ! -f "$in" ] || [ "$(wc -l < "$in")" -ne "$lines" ]; then
-    python3 - "$src" "$lines" "$in" << 'PY'
-import gzip, itertools, sys
-src, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-opener = gzip.open if src.endswith(".gz") else open
-with opener(src, "rt", encoding="utf-8") as f:
-    base = f.read().splitlines()
-with open(path, "w", encoding="utf-8") as f:
-    for line in itertools.islice(itertools.cycle(base), n):
-        f.write(line + "\n")
-PY
+    python3 "$root/dev/bench/repeat_lines.py" "$src" "$lines" "$in"
 fi
 echo "input: $in, $(wc -l < "$in") lines, $(wc -c < "$in") bytes (from $src)" | tee -a "$log"
 
