@@ -72,15 +72,12 @@ static void to_format(nmt_pipeline *p, pipe_window *w)
         to_done(p, w);
 }
 
-/* The last translator's error on a window no translator can take. */
+/* The error of the translator that failed last, on a window no translator
+ * can take. */
 static void fail_for_translators(nmt_pipeline *p, pipe_window *w)
 {
-    int last = 0;
-    for (int i = 0; i < p->n_translators; i++)
-        if (p->translators[i].failed)
-            last = i;
-    nmt_pipe_fail_window(w, p->translators[last].error.status, &p->translators[last].error,
-                         last);
+    const pipe_translator *last = &p->translators[p->last_failed];
+    nmt_pipe_fail_window(w, last->error.status, &last->error, last->index);
     to_done(p, w);
 }
 
@@ -221,6 +218,7 @@ static void translator_failed(nmt_pipeline *p, pipe_translator *t, pipe_window *
     t->failed = 1;
     t->error = *err;
     p->n_failed++;
+    p->last_failed = t->index;
     w->view.translator = t->index;
     if (no_translator_left(p)) {
         fail_for_translators(p, w);

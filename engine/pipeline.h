@@ -90,7 +90,7 @@ struct nmt_pipeline {
     pthread_t *threads;       /* [n_threads]: the pool */
     int threads_started;
     pipe_translator translators[PIPE_MAX_TRANSLATORS];
-    int n_translators, n_failed;
+    int n_translators, n_failed, last_failed; /* last_failed: the latest to fail */
     int decoding;             /* windows being decoded now */
     double decoding_since, decode_seconds;
     int64_t windows_decoded;
