@@ -621,6 +621,7 @@ void nmt_pipeline_stats_get(nmt_pipeline *p, nmt_pipeline_stats *s)
     s->translators = p->n_translators;
     s->translators_failed = p->n_failed;
     s->host_threads = p->n_threads;
+    s->input_ended = p->input_ended;
     pthread_mutex_unlock(&p->lock);
 }
 

@@ -398,6 +398,7 @@ typedef struct nmt_pipeline_stats {
     int64_t translators;    /* translators added */
     int64_t translators_failed;
     int64_t host_threads;   /* the pool's threads */
+    int64_t input_ended;    /* 1 once the whole input is read (its windows may be in flight) */
 } nmt_pipeline_stats;
 
 void nmt_pipeline_stats_get(nmt_pipeline *pipeline, nmt_pipeline_stats *stats);

@@ -229,9 +229,10 @@ const app_option app_translate_options[] = {
      .help = "CPU, blas: threads a product uses (default: the cores,\n"
              "divided among --workers)"},
     {.name = "warmup", .kind = APP_OPT_BOOL, ENGINE(warmup), .arg = "on|off",
+     APP_GIVEN(translate_args, warmup_given),
      .help = "CUDA: warm up at start (~0.5 s at batch 2048) so the\n"
-             "first lines are not slow (default on; off is faster\n"
-             "end to end for a short file)"},
+             "first lines are not slow (default on, but off for a file\n"
+             "of one batch or less, which it would only delay)"},
     {.name = "check-every", .kind = APP_OPT_INT, ENGINE(check_every), .lo = 1, .hi = 64,
      .arg = "N", .help = "CUDA: read the done flags every N steps (1..64, default 1)"},
     {.name = "precision", .kind = APP_OPT_CHOICE, ENGINE(precision), .choices = precisions,

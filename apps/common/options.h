@@ -49,6 +49,7 @@ typedef struct translate_args {
     int attention;     /* append " ||| " and a JSON document: source and target tokens and the
                           soft attention weights (engine.attention_weights) */
     int dry_run;       /* --dry-run: tokenize and detokenize, no translator (nmt_pipeline) */
+    int warmup_given;  /* --warmup was set (file or command line) */
     int host_threads;  /* --host-threads: the pipeline's pool (0: the cores) */
 } translate_args;
 
@@ -177,6 +178,7 @@ typedef struct translate_timing {
     double model_load, startup, first_output, pipeline, decode_wall;
     long lines, pipeline_lines;
     int host_threads, dry_run;
+    int warmup; /* the translators were made to warm up (CUDA) */
 } translate_timing;
 
 /* Writes the JSON counters (summed over the translators, and each one's

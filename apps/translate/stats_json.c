@@ -73,8 +73,8 @@ static void write_timing(FILE *f, const translate_timing *t)
         fprintf(f, "  \"first_output_seconds\": null,\n");
     fprintf(f, "  \"pipeline_seconds\": %.6f,\n  \"lines_per_second\": %.1f,\n",
             t->pipeline, t->pipeline > 0 ? (double)t->pipeline_lines / t->pipeline : 0.0);
-    fprintf(f, "  \"host_threads\": %d,\n  \"dry_run\": %s,\n", t->host_threads,
-            t->dry_run ? "true" : "false");
+    fprintf(f, "  \"host_threads\": %d,\n  \"dry_run\": %s,\n  \"warmup\": %s,\n",
+            t->host_threads, t->dry_run ? "true" : "false", t->warmup ? "true" : "false");
 }
 
 int translate_write_stats(const translate_args *args, const nmt_translator *const *translators,

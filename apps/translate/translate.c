@@ -284,6 +284,30 @@ static nmt_pipeline_options pipeline_options(translate_args *args, int interacti
     return po;
 }
 
+/* A regular file read to its end before any translator starts, of one
+ * batch or less: no warm-up, which would delay its one batch more than it
+ * speeds it up (docs/performance.md, "Start-up"). Reading such a file takes
+ * microseconds; the wait for it is bounded (20 ms). */
+static void skip_warmup_for_small_file(translate_run *run)
+{
+    translate_args *args = run->args;
+    struct stat st;
+    if (args->dry_run || args->warmup_given || !args->engine.warmup ||
+        args->engine.device == NMT_DEVICE_CPU || fstat(fileno(run->in), &st) != 0 ||
+        !S_ISREG(st.st_mode))
+        return;
+    nmt_pipeline_stats ps;
+    for (int waited_ms = 0;; waited_ms++) {
+        nmt_pipeline_stats_get(run->pipeline, &ps);
+        if (ps.input_ended || ps.lines_read - args->skip_lines > args->engine.batch_size ||
+            waited_ms == 20)
+            break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    if (ps.input_ended && ps.lines_read - args->skip_lines <= args->engine.batch_size)
+        args->engine.warmup = 0;
+}
+
 /* Reads, translates and writes everything; the exit status. */
 static int run_pipeline(translate_run *run)
 {
@@ -301,6 +325,8 @@ static int run_pipeline(translate_run *run)
         return err.status == NMT_STATUS_ERROR_ARGUMENT ? EXIT_USAGE : EXIT_FAILED;
     }
     /* The input is read and tokenized while the translators start up. */
+    skip_warmup_for_small_file(run);
+    run->timing.warmup = !args->dry_run && args->engine.warmup;
     int code = translate_create_translators(args, run->model, &run->translators);
     for (int i = 0; code == EXIT_OK && i < run->translators.n; i++)
         if (nmt_pipeline_add_translator(run->pipeline, run->translators.translators[i], &err) !=

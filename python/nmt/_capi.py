@@ -222,6 +222,7 @@ class nmt_pipeline_stats(ctypes.Structure):
         ("translators", ctypes.c_int64),
         ("translators_failed", ctypes.c_int64),
         ("host_threads", ctypes.c_int64),
+        ("input_ended", ctypes.c_int64),
     ]
 
 

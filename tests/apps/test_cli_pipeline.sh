@@ -11,7 +11,8 @@
 # the peak memory does not grow with the input's length; the CPU's default
 # batch size is 32; --host-threads changes nothing in the output; --dry-run
 # gives each line back through the tokenizer and detokenizer, with the same
-# refusals; --timing reports start-up, the first output line and lines/s.
+# refusals; --timing reports start-up, the first output line and lines/s; a
+# file of one batch or less skips the warm-up.
 # shellcheck source=tests/common/shell_lib.sh
 source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
@@ -186,6 +187,23 @@ assert t["dry_run"] is False and t["lines"] == 400, t
 assert 0 < t["model_load_seconds"] <= t["startup_seconds"] <= t["first_output_seconds"], t
 assert t["pipeline_seconds"] > 0 and t["lines_per_second"] > 0, t
 PY
+# The warm-up (CUDA's; decided on any device but the CPU): off for a file of
+# one batch or less, read whole before the translator starts; on for a larger
+# one, from a pipe, or when --warmup is given.
+printf 'ein mann\nzwei hund\n' > "$TMP/two.txt"
+warmup_of() { # EXPECTED SOURCE OPTIONS...: the --timing's warmup
+    local want=$1 src=$2
+    shift 2
+    "$T" -m "$M" --device auto --batch-size 32 --max-len-b 2 --timing "$TMP/w.json" "$@" \
+        < "$src" > /dev/null 2>&1
+    grep -q "\"warmup\": $want," "$TMP/w.json" ||
+        fail "warmup $want for $src $*: $(grep warmup "$TMP/w.json")"
+}
+warmup_of false "$TMP/two.txt"
+warmup_of true "$TMP/head.txt"
+warmup_of true "$TMP/two.txt" --warmup on
+warmup_of true <(cat "$TMP/two.txt")
+warmup_of false "$TMP/head.txt" --skip-lines 380
 
 if [ $failures -ne 0 ]; then echo "test_cli_pipeline: $failures failures" >&2; exit 1; fi
 echo "test_cli_pipeline: passed"
