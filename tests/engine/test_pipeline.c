@@ -70,6 +70,8 @@ static void make_input(void)
     lengths[40] = 300;
     memcpy(text[77], "ein \0 haus", 10);               /* a NUL: refused */
     lengths[77] = 10;
+    strcpy(text[N_LINES - 1], "Hund !");               /* the last, without "\n": not empty */
+    lengths[N_LINES - 1] = strlen(text[N_LINES - 1]);
     snprintf(path, sizeof path, "/tmp/test_pipeline_XXXXXX");
     const int fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
