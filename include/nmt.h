@@ -309,15 +309,14 @@ typedef int (*nmt_pipeline_format)(void *self, int64_t first_line, const nmt_res
 
 typedef struct nmt_pipeline_options {
     int window_lines; /* lines sorted by length and batched together, 1..1048576; 0
-                         (default): 8 x batch_size, or with max_batch_tokens a line a
-                         token, at most 65536 */
+                         (default): 8 x batch_size, at most 65536 */
     int host_threads; /* threads that tokenize and format, 0 (default): the machine's cores;
                          -1: none: nmt_pipeline_next reads, prepares, translates (the
                          first translator) and formats each window on the calling thread
                          (interactive use: no hand-off between threads on an answer's
                          path) */
-    int translators;  /* translators that will be added (default 1): the last window, when
-                         the end of the input cuts it short, is split among them so that a
+    int translators;  /* translators that will be added (default 1): the last window of a
+                         file, when its end cuts it short, is split among them so that a
                          short input keeps every one busy */
     int dry_run;      /* 1: no translator: each line's one hypothesis is its own tokens
                          through the detokenizer (score 0), so the pipeline measures the
@@ -383,7 +382,8 @@ typedef struct nmt_pipeline_window {
 
 /* The next window in input order: NMT_STATUS_OK with *window (give it back
  * with nmt_pipeline_release), or with *window NULL once every line read is
- * given; NMT_STATUS_BUSY with wait 0 when it is not translated yet;
+ * given; NMT_STATUS_BUSY with wait 0 when it is not translated yet, and with
+ * pushed lines when none is in flight (push more, or end);
  * NMT_STATUS_ERROR_IO or _MEMORY (with err: "after line N: ...") when
  * reading the input failed, once every window before is given. From one
  * thread. */
