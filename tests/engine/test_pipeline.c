@@ -103,6 +103,16 @@ static size_t expected_text(int first, int n, char *out, size_t size)
     return at;
 }
 
+/* The pipeline's options: the defaults with a window and translators. */
+static nmt_pipeline_options pipe_options(int window, int translators)
+{
+    nmt_pipeline_options po;
+    nmt_pipeline_options_init(&po);
+    po.window_lines = window;
+    po.translators = translators;
+    return po;
+}
+
 typedef struct run_config {
     const char *what;
     int translators, host_threads, window, dry_run;
@@ -114,11 +124,8 @@ typedef struct run_config {
 static int run_file(nmt_model *model, const run_config *c, nmt_translator **ts)
 {
     nmt_options o = cpu_options();
-    nmt_pipeline_options po;
-    nmt_pipeline_options_init(&po);
-    po.window_lines = c->window;
+    nmt_pipeline_options po = pipe_options(c->window, c->translators);
     po.host_threads = c->host_threads;
-    po.translators = c->translators;
     po.dry_run = c->dry_run;
     nmt_pipeline *p = NULL;
     nmt_error err = {0};
@@ -185,9 +192,7 @@ done:
 static void check_push(nmt_model *model, nmt_translator *t)
 {
     nmt_options o = cpu_options();
-    nmt_pipeline_options po;
-    nmt_pipeline_options_init(&po);
-    po.window_lines = 16;
+    nmt_pipeline_options po = pipe_options(16, 1);
     po.output = NMT_PIPELINE_OUTPUT_SCORES;
     nmt_pipeline *p = NULL;
     nmt_error err = {0};
@@ -248,9 +253,7 @@ static int number_lines(void *self, int64_t first_line, const nmt_result *result
 static void check_format(nmt_model *model, nmt_translator *t)
 {
     nmt_options o = cpu_options();
-    nmt_pipeline_options po;
-    nmt_pipeline_options_init(&po);
-    po.window_lines = 600; /* several parts on 3 threads */
+    nmt_pipeline_options po = pipe_options(600, 1); /* several parts on 3 threads */
     po.host_threads = 3;
     int calls = 0;
     po.format = number_lines;
@@ -285,10 +288,7 @@ static void check_failure(nmt_model *model, nmt_translator **ts, int n, const ch
     setenv("NMT_TEST_TRANSLATOR_FAIL", fail, 1);
     setenv("NMT_TEST_PIPELINE_HOLD", "1", 1);
     nmt_options o = cpu_options();
-    nmt_pipeline_options po;
-    nmt_pipeline_options_init(&po);
-    po.window_lines = 10;
-    po.translators = n;
+    nmt_pipeline_options po = pipe_options(10, n);
     nmt_pipeline *p = NULL;
     nmt_error err = {0};
     const int fd = open(path, O_RDONLY);
@@ -349,8 +349,7 @@ static void check_refusals(nmt_model *model, nmt_translator *t)
     nmt_options o = cpu_options();
     nmt_pipeline *p = NULL;
     nmt_error err = {0};
-    nmt_pipeline_options po;
-    nmt_pipeline_options_init(&po);
+    nmt_pipeline_options po = pipe_options(0, 1);
     po.host_threads = -2;
     CHECK(nmt_pipeline_create(model, &o, &po, &p, &err) == NMT_STATUS_ERROR_ARGUMENT && !p,
           "host_threads -2 taken");
