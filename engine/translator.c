@@ -180,8 +180,10 @@ void nmt_translator_free(nmt_translator *t)
     free(t);
 }
 
-nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,
-                                 nmt_translator **translator, nmt_error *err)
+/* The translator's model, options (checked, and the model's defaults
+ * resolved), search and shrink configuration: everything but the backend. */
+static nmt_status translator_begin(const nmt_model *model, const nmt_options *options,
+                                   nmt_translator **translator, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_translator *t = NULL;
@@ -221,6 +223,46 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     const int coverage = options->coverage_penalty != NMT_COVERAGE_NONE;
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
+    *translator = t;
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_translator_free(t);
+    return status;
+}
+
+nmt_status nmt_translator_create_host(const nmt_model *model, const nmt_options *options,
+                                      nmt_translator **translator, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_translator *t = NULL;
+    if (translator)
+        *translator = NULL;
+    NMT_TRY(translator_begin(model, options, &t, err));
+    NMT_TRY(nmt_source_builder_init(&t->source, model, t->options.batch_size,
+                                    t->options.max_src_tokens, err));
+    *translator = t;
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_translator_free(t);
+    return status;
+}
+
+int nmt_translator_same_input(const nmt_translator *a, const nmt_translator *b)
+{
+    return a->model == b->model && a->options.max_line_bytes == b->options.max_line_bytes &&
+           a->options.max_src_tokens == b->options.max_src_tokens &&
+           a->options.input_tokens == b->options.input_tokens;
+}
+
+nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,
+                                 nmt_translator **translator, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_translator *t = NULL;
+    if (translator)
+        *translator = NULL;
+    NMT_TRY(translator_begin(model, options, &t, err));
+    options = &t->options;
     nmt_backend_config config = {
         .max_sentences = options->batch_size,
         .beam = width > options->beam_size ? width : options->beam_size,
@@ -307,86 +349,6 @@ static void set_line_error(nmt_result *result, nmt_status status, const char *me
     snprintf(result->message, sizeof result->message, "%s", message);
 }
 
-nmt_status nmt_translator_tokenize(const nmt_translator *t, const char *line, size_t len,
-                                   nmt_tokens *tokens, nmt_error *err)
-{
-    if (t->options.input_tokens)
-        return nmt_tokenize_pretokenized(line, len, tokens, err);
-    if (t->model->spm)
-        return nmt_spm_encode(t->model->spm, line, len, tokens, err);
-    return nmt_tokenize(line, len, tokens, err);
-}
-
-static nmt_status empty_line_result(nmt_result *result, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    NMT_ALLOC(result->hypotheses, 1);
-    result->n_hypotheses = 1;
-    NMT_ALLOC(result->hypotheses[0].text, 1);
-    NMT_ALLOC(result->hypotheses[0].token_scores, 1); /* the EOS's 0: sums to log_prob */
-cleanup:
-    return status;
-}
-
-/* Longest first, ties in input order. A bottom-up stable merge sort rather
- * than qsort: C11's qsort takes no context and is not stable. */
-static void sort_by_length(int32_t *order, int32_t *scratch, int32_t n, const nmt_tokens *tokens)
-{
-    for (int32_t width = 1; width < n; width *= 2) {
-        for (int32_t lo = 0; lo < n; lo += 2 * width) {
-            int32_t mid = lo + width < n ? lo + width : n;
-            int32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int32_t a = lo, b = mid, o = lo;
-            while (a < mid && b < hi)
-                scratch[o++] = tokens[order[b]].n > tokens[order[a]].n ? order[b++] : order[a++];
-            while (a < mid)
-                scratch[o++] = order[a++];
-            while (b < hi)
-                scratch[o++] = order[b++];
-        }
-        memcpy(order, scratch, sizeof *order * (size_t)n);
-    }
-}
-
-nmt_status nmt_translator_prepare_line(const nmt_translator *t, const char *line,
-                                       nmt_tokens *tokens, nmt_result *result, int *searched,
-                                       nmt_error *err)
-{
-    nmt_error line_err = {0};
-    const size_t len = line ? strlen(line) : 0;
-    *searched = 0;
-    if (!line) {
-        set_line_error(result, NMT_STATUS_ERROR_ARGUMENT, "line is NULL");
-    } else if (len > (size_t)t->options.max_line_bytes) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "line too long: %zu bytes, the limit is %d", len,
-                 t->options.max_line_bytes);
-        set_line_error(result, NMT_STATUS_ERROR_INPUT, msg);
-    } else if (nmt_translator_tokenize(t, line, len, tokens, &line_err) != NMT_STATUS_OK) {
-        if (line_err.status == NMT_STATUS_ERROR_MEMORY)
-            return nmt_error_set(err, line_err.status, "%s", line_err.message);
-        set_line_error(result, line_err.status, line_err.message);
-    } else if (tokens->n > t->options.max_src_tokens) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "line has %d tokens, the limit is %d", tokens->n,
-                 t->options.max_src_tokens);
-        set_line_error(result, NMT_STATUS_ERROR_INPUT, msg);
-    } else if (tokens->n == 0) {
-        return empty_line_result(result, err);
-    } else {
-        /* Here, on the caller's thread (translate's reader), not in the
-         * batch builder between the decoder's batches. */
-        nmt_source_word_ids(&t->source, tokens);
-        *searched = 1;
-    }
-    return NMT_STATUS_OK;
-}
-
-void nmt_translator_line_error(nmt_result *result, nmt_status status, const char *message)
-{
-    set_line_error(result, status, message);
-}
-
 nmt_status nmt_translator_search_config(const nmt_translator *t,
                                         const nmt_search_params *overrides,
                                         nmt_search_config *search, nmt_error *err)
@@ -409,103 +371,6 @@ nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int 
 nmt_search_params nmt_translator_search(const nmt_translator *t)
 {
     return t->search.params;
-}
-
-/* nmt_translator_prepare's result: what nmt_translate_batch does before
- * decoding, for one call's lines. */
-struct nmt_prepared {
-    const nmt_model *model;        /* and the options the lines were checked against */
-    int max_line_bytes, max_src_tokens, input_tokens;
-    int n_lines;
-    int32_t n_valid;
-    nmt_tokens *tokens;            /* [n_lines] */
-    nmt_line_target *targets;      /* [n_lines], or NULL: the call has none */
-    int score;                     /* the targets are to be scored, not continued */
-    nmt_result *results;           /* [n_lines]: the answers of lines not searched */
-    int32_t *order;                /* [n_valid]: the searched lines, longest first */
-    int used;                      /* translated already: its answers were moved out */
-    uint64_t *line_keys;           /* [n_lines] or NULL: sampling keys (set_line_keys) */
-};
-
-nmt_status nmt_prepared_set_line_keys(nmt_prepared *p, const uint64_t *keys, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    if (!p || (!keys && p->n_lines > 0) || p->used)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                             "prepared_set_line_keys: no lines, no keys, or translated already");
-    if (!p->line_keys)
-        NMT_ALLOC(p->line_keys, p->n_lines > 0 ? p->n_lines : 1);
-    memcpy(p->line_keys, keys, sizeof *keys * (size_t)p->n_lines);
-cleanup:
-    return status;
-}
-
-void nmt_prepared_free(nmt_prepared *p)
-{
-    if (!p)
-        return;
-    for (int i = 0; p->tokens && i < p->n_lines; i++)
-        nmt_tokens_clear(&p->tokens[i]);
-    for (int i = 0; p->targets && i < p->n_lines; i++)
-        nmt_line_target_clear(&p->targets[i]);
-    free(p->targets);
-    for (int i = 0; p->results && i < p->n_lines; i++)
-        nmt_result_clear(&p->results[i]);
-    free(p->tokens);
-    free(p->results);
-    free(p->order);
-    free(p->line_keys);
-    free(p);
-}
-
-/* nmt_translator_prepare with targets (NULL: none; score: to be scored). */
-static nmt_status prepare_call(const nmt_translator *t, const char *const *lines,
-                               const char *const *targets, int n_lines, int score,
-                               nmt_prepared **prepared, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    nmt_prepared *p = NULL;
-    int32_t *scratch = NULL;
-    if (!t || !prepared || (!lines && n_lines > 0) || n_lines < 0)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translator_prepare: bad arguments");
-    *prepared = NULL;
-    NMT_ALLOC(p, 1);
-    p->model = t->model;
-    p->max_line_bytes = t->options.max_line_bytes;
-    p->max_src_tokens = t->options.max_src_tokens;
-    p->input_tokens = t->options.input_tokens;
-    p->n_lines = n_lines;
-    NMT_ALLOC(p->tokens, n_lines > 0 ? n_lines : 1);
-    NMT_ALLOC(p->results, n_lines > 0 ? n_lines : 1);
-    NMT_ALLOC(p->order, n_lines > 0 ? n_lines : 1);
-    NMT_ALLOC(scratch, n_lines > 0 ? n_lines : 1);
-    p->score = score;
-    if (targets || score)
-        NMT_ALLOC(p->targets, n_lines > 0 ? n_lines : 1);
-    for (int i = 0; i < n_lines; i++) {
-        int searched = 0;
-        NMT_TRY(nmt_translator_prepare_line(t, lines[i], &p->tokens[i], &p->results[i],
-                                            &searched, err));
-        if (p->targets)
-            NMT_TRY(nmt_translator_prepare_target(t, targets ? targets[i] : NULL, score,
-                                                  &p->targets[i], &p->results[i], &searched,
-                                                  err));
-        if (searched)
-            p->order[p->n_valid++] = i;
-    }
-    sort_by_length(p->order, scratch, p->n_valid, p->tokens);
-    *prepared = p;
-    p = NULL;
-cleanup:
-    nmt_prepared_free(p);
-    free(scratch);
-    return status;
-}
-
-nmt_status nmt_translator_prepare(const nmt_translator *t, const char *const *lines, int n_lines,
-                                  nmt_prepared **prepared, nmt_error *err)
-{
-    return prepare_call(t, lines, NULL, n_lines, 0, prepared, err);
 }
 
 /* The whole call failed: every line gets the call's error and no line
@@ -609,7 +474,7 @@ nmt_status nmt_translator_run(nmt_translator *t, const nmt_run_args *args,
                              args && args->score ? "score_batch" : "translate_batch");
     status = nmt_translator_prefixes_usable(t, args->targets && !args->score, err);
     if (status == NMT_STATUS_OK)
-        status = prepare_call(t, args->lines, args->targets, n_lines, args->score, &p, err);
+        status = nmt_translator_prepare_call(t, args->lines, args->targets, n_lines, args->score, &p, err);
     if (status == NMT_STATUS_OK && args->line_keys)
         status = nmt_prepared_set_line_keys(p, args->line_keys, err);
     if (status == NMT_STATUS_OK) {

@@ -174,6 +174,69 @@ nmt_status nmt_translator_fill_batch(const nmt_translator *translator, nmt_searc
 /* *result = the error (status, message) and nothing else. */
 void nmt_translator_line_error(nmt_result *result, nmt_status status, const char *message);
 
+/* A translator without a backend: the model and options only, for the host
+ * work any thread may do for translators of those options (the pipeline's
+ * preparing and, in a dry run, nmt_translator_echo). Its options are
+ * checked and resolved as nmt_translator_create's; free with
+ * nmt_translator_free; never decodes. */
+nmt_status nmt_translator_create_host(const nmt_model *model, const nmt_options *options,
+                                      nmt_translator **translator, nmt_error *err);
+
+/* 1 when lines prepared by `a` may be decoded by `b`: the same model and
+ * input options (what nmt_translate_prepared checks). */
+int nmt_translator_same_input(const nmt_translator *a, const nmt_translator *b);
+
+/* nmt_translator_prepare's result (engine/translator_prepare.c): what
+ * nmt_translate_batch does before decoding, for one call's lines. */
+struct nmt_prepared {
+    const nmt_model *model; /* and the options the lines were checked against */
+    int max_line_bytes, max_src_tokens, input_tokens;
+    int n_lines, capacity;    /* lines, and room for (nmt_prepared_reset) */
+    int32_t n_valid;
+    nmt_tokens *tokens;       /* [n_lines] */
+    nmt_result *results;      /* [n_lines]: the answers of lines not searched */
+    nmt_line_target *targets; /* [n_lines], or NULL: the call has none */
+    int score;                /* the targets are to be scored, not continued */
+    unsigned char *searched;  /* [n_lines]: 1 for a line that goes to the search */
+    int32_t *order;           /* [n_valid]: the searched lines, longest first */
+    int32_t *scratch;         /* [n_lines]: the sort's */
+    int used;                 /* translated already: its answers were moved out */
+    uint64_t *line_keys;      /* [capacity] or NULL (a line's index): sampling keys
+                                 (nmt_prepared_set_line_keys) */
+};
+
+/* nmt_translator_prepare in steps: create for n_lines lines, with targets
+ * (NMT_TARGETS_PREFIX, _SCORE) or without; fill lines [first, first +
+ * count) and their targets (NULL: none, a prefix-less line each; disjoint
+ * ranges may be filled on several threads at once; lines and targets are
+ * indexed from 0); then order, once every line is filled. create and fill
+ * fail only when out of memory. */
+nmt_status nmt_prepared_create(const nmt_translator *translator, int n_lines,
+                               nmt_targets targets, nmt_prepared **prepared, nmt_error *err);
+nmt_status nmt_prepared_fill(const nmt_translator *translator, nmt_prepared *prepared,
+                             const char *const *lines, const char *const *targets, int first,
+                             int count, nmt_error *err);
+/* nmt_translator_prepare with targets (NULL: none; score: to be scored,
+ * else prefixes). */
+nmt_status nmt_translator_prepare_call(const nmt_translator *translator,
+                                       const char *const *lines, const char *const *targets,
+                                       int n_lines, int score, nmt_prepared **prepared,
+                                       nmt_error *err);
+void nmt_prepared_order(nmt_prepared *prepared);
+/* Clears its lines (tokens, answers) and keeps the room: reset makes it a
+ * new call of n_lines <= capacity lines, as create does (the pipeline
+ * reuses one a window). */
+void nmt_prepared_clear(nmt_prepared *prepared);
+void nmt_prepared_reset(nmt_prepared *prepared, int n_lines);
+
+/* A dry run's answer for a searched line (translator_result.c): one
+ * hypothesis of unknown words, each aligned with the source token at its
+ * position, turned into text by the same code as a translation (with
+ * unk_replace, the source's own tokens, detokenized); score and log_prob 0,
+ * with attention_weights one-hot rows. */
+nmt_status nmt_translator_echo(const nmt_translator *translator, const nmt_tokens *source,
+                               nmt_result *result, nmt_error *err);
+
 /* engine/translator_memory.c: the one batch-halving policy. A batch that
  * does not fit is halved (nmt_batch_half), down to one sentence: at create
  * against max_memory (fit_memory) and against the device itself

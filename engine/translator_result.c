@@ -196,3 +196,48 @@ nmt_status nmt_translator_fill_batch(const nmt_translator *t, nmt_search_result 
         nmt_search_result_clear(&found[k]);
     return status;
 }
+
+nmt_status nmt_translator_echo(const nmt_translator *t, const nmt_tokens *source,
+                               nmt_result *result, nmt_error *err)
+{
+    enum { ON_STACK = 64 }; /* most lines: no allocation but the result's own */
+    nmt_status status = NMT_STATUS_OK;
+    const int32_t n = source->n;
+    int32_t stack_ids[ON_STACK], stack_positions[ON_STACK];
+    float stack_zeros[ON_STACK + 1];
+    int32_t *ids = stack_ids, *positions = stack_positions;
+    float *zeros = stack_zeros, *attention = NULL;
+    if (n > ON_STACK) {
+        ids = positions = NULL;
+        zeros = NULL;
+        NMT_ALLOC(ids, n);
+        NMT_ALLOC(positions, n);
+        NMT_ALLOC(zeros, (size_t)n + 1);
+    }
+    if (t->options.attention_weights)
+        NMT_ALLOC(attention, n > 0 ? (size_t)n * (size_t)n : 1);
+    for (int32_t i = 0; i < n; i++) {
+        ids[i] = NMT_UNK_ID; /* replaced by the source token at position i */
+        positions[i] = i;
+        zeros[i] = 0.0f;
+        if (attention)
+            attention[(size_t)i * (size_t)n + (size_t)i] = 1.0f;
+    }
+    zeros[n] = 0.0f;
+    nmt_search_hypothesis h = {.length = n,
+                               .tokens = ids,
+                               .attn_argmax = positions,
+                               .token_scores = zeros,
+                               .n_src = n,
+                               .attention = attention};
+    const nmt_search_result found = {.n_hypotheses = 1, .hypotheses = &h};
+    status = nmt_translator_fill_result(t, &found, source, NULL, result, err);
+cleanup:
+    if (ids != stack_ids) {
+        free(ids);
+        free(positions);
+        free(zeros);
+    }
+    free(attention);
+    return status;
+}

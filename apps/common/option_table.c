@@ -195,6 +195,14 @@ const app_option app_translate_options[] = {
     {.name = "workers", .kind = APP_OPT_INT, ARGS(workers), .lo = 1, .hi = 256, .arg = "N",
      .help = "CPU: N translators in parallel (default 1), likewise; the\n"
              "last window (a short input's only one) is split among them"},
+    {.name = "host-threads", .kind = APP_OPT_INT, ARGS(host_threads), .lo = 1, .hi = 1024,
+     .arg = "N",
+     .help = "host threads that tokenize and format windows of input\n"
+             "(default: the cores; docs/scale-out.md)"},
+    {.name = "dry-run", .kind = APP_OPT_FLAG, ARGS(dry_run),
+     .help = "no translator: each line's tokens go back through the\n"
+             "detokenizer (the host pipeline alone: --timing's\n"
+             "lines_per_second)"},
     {.name = "skip-lines", .kind = APP_OPT_INT, ARGS(skip_lines), .lo = 0, .hi = 2147483647,
      .arg = "N",
      .help = "skip the first N input lines (no output for them): resumes\n"
@@ -245,9 +253,10 @@ const app_option app_translate_options[] = {
      .help = "CPU, fast and blas: threads a product uses (default: the\n"
              "cores, divided among --workers)"},
     {.name = "warmup", .kind = APP_OPT_BOOL, ENGINE(warmup), .arg = "on|off",
+     APP_GIVEN(translate_args, warmup_given),
      .help = "CUDA: warm up at start (~0.5 s at batch 2048) so the\n"
-             "first lines are not slow (default on; off is faster\n"
-             "end to end for a short file)"},
+             "first lines are not slow (default on, but off for a file\n"
+             "of one batch or less, which it would only delay)"},
     {.name = "check-every", .kind = APP_OPT_INT, ENGINE(check_every), .lo = 1, .hi = 64,
      .arg = "N", .help = "CUDA: read the done flags every N steps (1..64, default 1)"},
     {.name = "precision", .kind = APP_OPT_CHOICE, ENGINE(precision), .choices = precisions,
@@ -369,8 +378,10 @@ const app_option app_translate_options[] = {
              "steps, decode_seconds (the wall time while any translator\n"
              "decodes: no model load, no index build; what\n"
              "dev/eval/lsh-grid times speed with), decode_seconds_summed\n"
-             "(the translators' decode times summed) and each\n"
-             "translator's worker_sentences and worker_decode_seconds"},
+             "(the translators' decode times summed), each\n"
+             "translator's worker_sentences and worker_decode_seconds,\n"
+             "and from the process's start startup_seconds (every\n"
+             "translator ready) and first_output_seconds; lines_per_second"},
     {.name = "help", .short_name = 'h', .kind = APP_OPT_FLAG, ARGS(show_help),
      .scope = APP_OPT_CLI_ONLY, .help = "this text"},
     {.name = "version", .short_name = 'V', .kind = APP_OPT_FLAG, ARGS(show_version),

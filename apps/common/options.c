@@ -444,6 +444,11 @@ static int check_args(translate_args *args, int model_optional, char *message,
         snprintf(message, message_size, "--score-target and --target-prefix exclude each other");
         return EXIT_USAGE;
     }
+    if (args->dry_run && (args->score_target_path[0] || args->target_prefix_path[0])) {
+        snprintf(message, message_size, "--dry-run decodes nothing: it takes no --%s",
+                 args->score_target_path[0] ? "score-target" : "target-prefix");
+        return EXIT_USAGE;
+    }
     return EXIT_OK;
 }
 

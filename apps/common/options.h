@@ -60,6 +60,9 @@ typedef struct translate_args {
     char target_prefix_path[1024]; /* --target-prefix FILE */
     int beam_given;    /* --beam was set (file or command line): sampling's beam is 1 */
     char suppress[1 << 17]; /* --suppress: sequences, one a line (engine.suppress points here) */
+    int dry_run;       /* --dry-run: tokenize and detokenize, no translator (nmt_pipeline) */
+    int warmup_given;  /* --warmup was set (file or command line) */
+    int host_threads;  /* --host-threads: the pipeline's pool (0: the cores) */
 } translate_args;
 
 /* The second file's role (after translate_args_parse: they exclude each
@@ -207,13 +210,23 @@ int translate_open_stats(const translate_args *args, stats_output *out, char *me
                          size_t message_size);
 void translate_discard_stats(const translate_args *args, stats_output *out);
 
+/* A run's clock for --timing, in seconds: from the process's start to the
+ * model loaded, to every translator ready (start-up), to the first output
+ * line written; the pipeline's time from its start to the last line
+ * written, and its lines; the wall time while any translator decoded. */
+typedef struct translate_timing {
+    double model_load, startup, first_output, pipeline, decode_wall;
+    long lines, pipeline_lines;
+    int host_threads, dry_run;
+    int warmup; /* the translators were made to warm up (CUDA) */
+} translate_timing;
+
 /* Writes the JSON counters (summed over the translators, and each one's
- * sentences and decode time) and closes the file; decode_wall_seconds is
- * the wall time while any translator was decoding. Returns EXIT_OK, or
- * EXIT_FAILED (the counters) or EXIT_IO (the write) with the reason in
- * message. */
+ * sentences and decode time, none in a dry run) and the timing, and closes
+ * the file. Returns EXIT_OK, or EXIT_FAILED (the counters) or EXIT_IO (the
+ * write) with the reason in message. */
 int translate_write_stats(const translate_args *args, const nmt_translator *const *translators,
-                          int n_translators, long lines, double decode_wall_seconds,
-                          stats_output *out, char *message, size_t message_size);
+                          int n_translators, const translate_timing *timing, stats_output *out,
+                          char *message, size_t message_size);
 
 #endif /* NMT_APP_OPTIONS_H */

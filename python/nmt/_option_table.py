@@ -39,6 +39,8 @@ ROWS = {
     "device-index": {"kind": "int", "lo": 0, "hi": 1024},
     "devices": {"kind": "custom"},
     "workers": {"kind": "int", "lo": 1, "hi": 256},
+    "host-threads": {"kind": "int", "lo": 1, "hi": 1024},
+    "dry-run": {"kind": "flag"},
     "skip-lines": {"kind": "int", "lo": 0, "hi": 2147483647},
     "mpi": {"kind": "flag"},
     "no-unk-replace": {"kind": "flag"},

@@ -7,7 +7,7 @@ import dataclasses
 import os
 import threading
 
-from . import _capi, _options
+from . import _capi, _options, _pipeline
 from ._results import (TranslatorStats, batch_lines, copy_result, copy_struct, encode_line,
                        line_error, raise_error)
 
@@ -219,17 +219,27 @@ class Translator:
     "cuda:N" picks a GPU. Raises nmt.Error (nmt.ArgumentError for a bad
     option) when the model or the translator cannot be made.
 
+    translate_file and translate_iterable stream through the library's host
+    pipeline (docs/scale-out.md) with this translator, or with one translator
+    a CUDA device of devices=[0, 1] (or "all"), or workers=N on the CPU: made
+    at the first such call, each device starting up in parallel.
+
     Calls are serialized (a lock): share one between threads if you like, but
     use one per thread to translate in parallel (the GIL is released while the
     library works)."""
 
-    def __init__(self, model, device="auto", library=None, **options):
+    def __init__(self, model, device="auto", library=None, devices=None, workers=None,
+                 **options):
         self.model = as_model(model, library)
         self._lib = self.model._lib
         self._options = fill_options(self._lib, _capi.nmt_options(), device, **options)
         self._lock = threading.Lock()
         self._translators = collections.OrderedDict()  # search options -> C translator
         self._executor = None
+        self._devices = devices
+        self._workers = None if workers is None else _capi.c_int(workers, "workers")
+        self._pool = None   # (C translators, labels) of translate_file and _iterable
+        self._busy = None   # the streaming call holding the C translators
         self._model_ptr = self.model._acquire()
         try:
             self._default_key = self._key({})
@@ -346,6 +356,7 @@ class Translator:
         c_results = (_capi.nmt_result * n)()
         err = _capi.nmt_error()
         with self._lock:
+            self._check_idle()
             ptr = self._get(key)
             if score:
                 status = self._lib.nmt_score_batch(ptr, c_lines, c_targets, n, c_results,
@@ -406,6 +417,117 @@ class Translator:
             executor = self._executor
         return executor.submit(self.translate_batch, lines, **options)
 
+    def _check_idle(self):
+        """Under self._lock: the C translators are not streaming."""
+        if self._busy:
+            raise RuntimeError("the translator is busy with %s" % self._busy)
+
+    # -- streaming through the host pipeline ------------------------------------
+
+    def _pipeline_translators(self):
+        """(C translators, labels) for the pipeline, under self._lock: this
+        translator's own, or one a device / CPU worker (made once)."""
+        if self._pool is not None:
+            return self._pool
+        if self._devices is None and self._workers in (None, 1):
+            ptr = self._get(self._default_key)
+            label = "CUDA device %d" % self._options.device_index \
+                if self._lib.nmt_translator_device(ptr) == _capi.DEVICE_CUDA else "CPU worker 0"
+            self._pool = ([ptr], [label])
+            return self._pool
+        if self._devices is not None:
+            devices = list(range(self._lib.nmt_cuda_available())) if self._devices == "all" \
+                else [_capi.c_int(d, "devices") for d in self._devices]
+            if not devices:
+                raise ValueError("devices %r: no CUDA device" % (self._devices,))
+            labels = ["CUDA device %d" % d for d in devices]
+        else:
+            devices = [None] * self._workers
+            labels = ["CPU worker %d" % i for i in range(self._workers)]
+        made = [None] * len(devices)
+
+        def make(i):
+            o = _capi.nmt_options.from_buffer_copy(self._options)
+            if devices[i] is not None:
+                o.device, o.device_index = _capi.DEVICE_CUDA, devices[i]
+            handle = ctypes.c_void_p()
+            err = _capi.nmt_error()
+            if self._lib.nmt_translator_create(self._model_ptr, ctypes.byref(o),
+                                               ctypes.byref(handle), ctypes.byref(err)) != \
+                    _capi.STATUS_OK:
+                return err
+            made[i] = handle.value
+            return None
+
+        if self._devices is not None:  # devices start up in parallel (the GIL is released)
+            with concurrent.futures.ThreadPoolExecutor(max_workers=len(devices)) as pool:
+                errors = list(pool.map(make, range(len(devices))))
+        else:  # the BLAS keeps one thread count for the process: one after the other
+            errors = [make(i) for i in range(len(devices))]
+        failed = [e for e in errors if e is not None]
+        if failed:
+            for ptr in made:
+                if ptr:
+                    self._lib.nmt_translator_free(ptr)
+            raise_error(failed[0])
+        self._pool = (made, labels)
+        return self._pool
+
+    def _open_pipeline(self, what, read_batch_size, host_threads, dry_run, output):
+        """A Pipeline over the pipeline translators; marks the translator busy."""
+        with self._lock:
+            self._check_idle()
+            translators, labels = ([], []) if dry_run else self._pipeline_translators()
+            self._busy = what
+        try:
+            return _pipeline.Pipeline(self._lib, self._model_ptr, self._options, translators,
+                                      labels, read_batch_size, host_threads, dry_run, output)
+        except BaseException:
+            self._done_streaming()
+            raise
+
+    def _done_streaming(self):
+        with self._lock:
+            self._busy = None
+
+    def translate_file(self, input_path, output_path, with_scores=False, read_batch_size=0,
+                       host_threads=0, skip_lines=0, limit_lines=None, dry_run=False):
+        """Translates the lines of input_path into output_path through the
+        library's host pipeline (as the translate program does): one output
+        line per input line, in order, "SCORE\tTEXT" with with_scores, an
+        empty line for a refused one. read_batch_size: lines sorted and
+        batched together (0: 8 x batch_size); host_threads: the pipeline's
+        pool that tokenizes and formats (0: the cores); skip_lines, limit_lines: the part of the input
+        to translate; dry_run: no translation, each line's tokens back
+        through the detokenizer. Returns nmt.FileStats. A translator that
+        fails gives its windows to the others (a RuntimeWarning names it);
+        when none is left, raises nmt.Error naming the lines not written and
+        the skip_lines that resumes."""
+        output = _capi.PIPELINE_OUTPUT_SCORES if with_scores else _capi.PIPELINE_OUTPUT_TEXT
+        pipeline = self._open_pipeline("translate_file", read_batch_size, host_threads,
+                                       dry_run, output)
+        try:
+            with pipeline:
+                return _pipeline.translate_file(pipeline, input_path, output_path, skip_lines,
+                                                limit_lines)
+        finally:
+            self._done_streaming()
+
+    def translate_iterable(self, source, read_batch_size=0, host_threads=0, dry_run=False):
+        """Translates the lines of source (an iterable of str or UTF-8 bytes)
+        through the library's host pipeline, yielding one nmt.Result a line,
+        in order, as translate_batch would give it. Lines are read ahead in
+        windows of read_batch_size (0: 8 x batch_size); memory stays bounded
+        whatever the source's length. The translator is busy until the
+        generator is exhausted or closed."""
+        pipeline = self._open_pipeline("translate_iterable", read_batch_size, host_threads,
+                                       dry_run, _capi.PIPELINE_OUTPUT_NONE)
+        try:
+            with pipeline:
+                yield from _pipeline.translate_iterable(pipeline, source)
+        finally:
+            self._done_streaming()
+
     def stats(self):
         """nmt.TranslatorStats summed over the calls with the constructor's
         search options (zeros unless made with collect_stats=1 or 2)."""
@@ -432,6 +554,13 @@ class Translator:
         with self._lock:
             if self._model_ptr is None:
                 return
+            self._check_idle()
+            if self._pool is not None:  # the pipeline's own (not the default one)
+                own = set(self._translators.values())
+                for ptr in self._pool[0]:
+                    if ptr not in own:
+                        self._lib.nmt_translator_free(ptr)
+                self._pool = None
             for ptr in self._translators.values():
                 self._lib.nmt_translator_free(ptr)
             self._translators.clear()

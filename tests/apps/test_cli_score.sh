@@ -13,7 +13,11 @@
 # - --target-prefix: every hypothesis starts with its line's prefix (an
 #   empty line: none, the plain translation); --return-alternatives gives
 #   N rows with different words after the prefix;
-# - the two files exclude each other; a missing file fails before the model.
+# - the host pipeline carries the target lines: --workers 3 with windows of
+#   2 lines, a worker that fails mid-run (its windows, targets and all, go to
+#   the others), and resuming with --skip-lines give one worker's output;
+# - the two files exclude each other, and --dry-run takes neither; a missing
+#   file fails before the model.
 # shellcheck source=tests/common/shell_lib.sh
 source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
@@ -116,6 +120,30 @@ assert len(first) == 3 and all(w[0] == "the" and len(w) > 1 for w in first), fir
 assert len({w[1] for w in first}) == 3, first
 PY
 
+# Through the pipeline's threads: more workers, a failing one, a resume.
+for target in "--score-target $TMP/tgt.txt" "--target-prefix $TMP/prefix.txt"; do
+    # shellcheck disable=SC2086 # the option and its file
+    "$T" -m "$M" "${O[@]}" -i "$TMP/src.txt" $target -n 2 > "$TMP/one.txt" 2> /dev/null
+    # shellcheck disable=SC2086
+    NMT_TEST_PIPELINE_HOLD=1 NMT_TEST_TRANSLATOR_FAIL=1 "$T" -m "$M" "${O[@]}" \
+        -i "$TMP/src.txt" $target -n 2 --workers 3 --maxi-batch 2 --host-threads 2 \
+        > "$TMP/three.txt" 2> "$TMP/err"
+    cmp -s "$TMP/one.txt" "$TMP/three.txt" ||
+        fail "${target%% *} on 3 workers, one failing: $(diff "$TMP/one.txt" "$TMP/three.txt")"
+    grep -q "warning: CPU worker 1 failed" "$TMP/err" ||
+        fail "${target%% *}: the failed worker is not named: $(cat "$TMP/err")"
+    # shellcheck disable=SC2086
+    "$T" -m "$M" "${O[@]}" -i "$TMP/src.txt" $target -n 2 --workers 2 --maxi-batch 1 \
+        --skip-lines 2 > "$TMP/rest.txt" 2> /dev/null
+    per_line=2 # -n 2's rows; scoring prints one line a pair
+    [ "${target%% *}" = --score-target ] && per_line=1
+    tail -n +$((2 * per_line + 1)) "$TMP/one.txt" | cmp -s - "$TMP/rest.txt" ||
+        fail "${target%% *} --skip-lines 2 is not the rest of the output"
+done
+"$T" -m "$M" "${O[@]}" -i "$TMP/src.txt" --score-target "$TMP/tgt.txt" --dry-run \
+    > /dev/null 2> "$TMP/err"; code=$?
+[ $code -eq 2 ] && grep -q "dry-run decodes nothing" "$TMP/err" ||
+    fail "--dry-run --score-target: exit $code ($(cat "$TMP/err"))"
 "$T" -m "$M" "${O[@]}" -i "$TMP/src.txt" --score-target "$TMP/tgt.txt" \
     --target-prefix "$TMP/prefix.txt" > /dev/null 2> "$TMP/err"; code=$?
 [ $code -eq 2 ] && grep -q "exclude each other" "$TMP/err" || fail "both files: exit $code"
