@@ -218,9 +218,6 @@ static nmt_status translator_begin(const nmt_model *model, const nmt_options *op
         .attention = options->attention_weights,
         .unk_id = NMT_UNK_ID,
     };
-    /* The most rows a sentence may take: the beam, or the samples. */
-    const int32_t width = nmt_search_width(&t->search.params);
-    const int coverage = options->coverage_penalty != NMT_COVERAGE_NONE;
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
     *translator = t;
@@ -263,6 +260,9 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         *translator = NULL;
     NMT_TRY(translator_begin(model, options, &t, err));
     options = &t->options;
+    /* The most rows a sentence may take: the beam, or the samples. */
+    const int32_t width = nmt_search_width(&t->search.params);
+    const int coverage = options->coverage_penalty != NMT_COVERAGE_NONE;
     nmt_backend_config config = {
         .max_sentences = options->batch_size,
         .beam = width > options->beam_size ? width : options->beam_size,
