@@ -1,4 +1,4 @@
-/* fp32_ops.h: the CPU BLAS path's non-GEMM kernels in fp32 (kernels/cpu/fp32_ops.c):
+/* fp32_ops.h: the CPU fast kernels' non-GEMM ops in fp32 (kernels/cpu/fp32_ops.c):
  * the LSTM cell, tanh, attention and log-softmax, with the signatures and
  * meaning of the reference's (lstm_cell.h, pointwise.h, attention.h,
  * softmax_topk.h), which compute in double and stay the oracle.

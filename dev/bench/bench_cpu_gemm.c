@@ -1,5 +1,5 @@
 /* bench_cpu_gemm: the CPU's own product (nmt_cpu_linear_fixed, each code
- * path this CPU runs) against the BLAS path's (nmt_cpu_linear_blas:
+ * path this CPU runs) against --cpu-kernels blas's (nmt_cpu_linear_blas:
  * OpenBLAS's SGEMM, few rows padded) on the shipped model's shapes, at the
  * row counts a decode step and the encoder make. Prints the median
  * microseconds a call and GFLOP/s (2 m n k / time) after a warm-up; the

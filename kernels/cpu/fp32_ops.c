@@ -1,4 +1,4 @@
-/* fp32_ops.c: the BLAS path's fp32 cell, tanh, attention and log-softmax
+/* fp32_ops.c: the fast kernels' fp32 cell, tanh, attention and log-softmax
  * (kernels/fp32_ops.h). Built with -O3 -ffp-contract=off (CMakeLists.txt): the
  * loops vectorize, and no multiply-add is fused in one loop version and not
  * in another, so a vector lane and the scalar tail give the same bits. Sums

@@ -23,7 +23,7 @@ static const isa_path paths[NMT_CPU_ISA_COUNT] = {
     [NMT_CPU_ISA_AUTO] = {.name = "auto"},
     [NMT_CPU_ISA_GENERIC] = {.name = "generic", .lanes = 8, .fma = 0, .tile_rows = 1,
                              .tile = nmt_fixed_tile_generic},
-    [NMT_CPU_ISA_AVX2] = {.name = "avx2", .lanes = 8, .fma = 1, .tile_rows = 2,
+    [NMT_CPU_ISA_AVX2] = {.name = "avx2", .lanes = 8, .fma = 1, .tile_rows = 3,
                           .tile = nmt_fixed_tile_avx2},
     [NMT_CPU_ISA_AVX512] = {.name = "avx512", .lanes = 16, .fma = 1, .tile_rows = 6,
                             .tile = nmt_fixed_tile_avx512},

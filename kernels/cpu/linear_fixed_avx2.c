@@ -1,9 +1,11 @@
 /* linear_fixed_avx2.c: nmt_cpu_linear_fixed's AVX2 path: 8 lanes a sum in
- * one ymm register, fma, a tile of up to 2 rows x 4 columns (8
- * accumulators of the 16 registers; each k step loads 2 x and 4 w vectors
- * for 8 fmas). The lane tree runs over the 8 outputs at once (7 adds, 14
- * shuffles), each output's lanes paired as kernels/linear_fixed.h says,
- * ending with a row's 4 outputs in each 128-bit half. Built with -mavx2
+ * one ymm register, fma, a tile of up to 3 rows x 4 columns (12
+ * accumulators, 3 rows of x and a column's weights: the 16 registers; each
+ * k step loads 7 vectors for 12 fmas, which a 2-row tile's 6 for 8 left
+ * short of the fma units: 60-70 -> 115-125 GFLOP/s, bench_cpu_gemm). The
+ * lane tree runs over 2 rows' 8 outputs at once (7 adds, 14 shuffles),
+ * each output's lanes paired as kernels/linear_fixed.h says, ending with a
+ * row's 4 outputs in each 128-bit half. Built with -mavx2
  * -mfma -mf16c; called only where the CPU has them (linear_fixed.c). */
 #include "linear_fixed_impl.h"
 
@@ -12,7 +14,7 @@
 
 const int nmt_fixed_avx2_built = 1;
 
-enum { kLanes = 8, kRows = 2, kCols = NMT_FIXED_TILE_COLS };
+enum { kLanes = 8, kRows = 3, kCols = NMT_FIXED_TILE_COLS };
 
 #define INLINE static inline __attribute__((always_inline))
 /* Every loop over a tile's rows, columns or accumulators is unrolled, so
@@ -47,15 +49,18 @@ INLINE void lane_sums(const int rows, const int half, const float *x, int64_t ld
         acc[i] = _mm256_setzero_ps();
     int32_t p = 0;
     for (; p + kLanes <= k; p += kLanes) {
-        const __m256 w0 = load_w(w[0], p, half), w1 = load_w(w[1], p, half);
-        const __m256 w2 = load_w(w[2], p, half), w3 = load_w(w[3], p, half);
+        /* The rows' x, then a column's weights at a time: 3 + 1 + 12 of the
+         * 16 registers. */
+        __m256 xv[kRows];
         UNROLL
-        for (int r = 0; r < rows; r++) {
-            const __m256 xv = _mm256_loadu_ps(x + r * ldx + p);
-            acc[r * kCols + 0] = _mm256_fmadd_ps(xv, w0, acc[r * kCols + 0]);
-            acc[r * kCols + 1] = _mm256_fmadd_ps(xv, w1, acc[r * kCols + 1]);
-            acc[r * kCols + 2] = _mm256_fmadd_ps(xv, w2, acc[r * kCols + 2]);
-            acc[r * kCols + 3] = _mm256_fmadd_ps(xv, w3, acc[r * kCols + 3]);
+        for (int r = 0; r < rows; r++)
+            xv[r] = _mm256_loadu_ps(x + r * ldx + p);
+        UNROLL
+        for (int c = 0; c < kCols; c++) {
+            const __m256 wc = load_w(w[c], p, half);
+            UNROLL
+            for (int r = 0; r < rows; r++)
+                acc[r * kCols + c] = _mm256_fmadd_ps(xv[r], wc, acc[r * kCols + c]);
         }
     }
     if (p < k) { /* the padding's lanes: fma(0, 0, acc) */
@@ -105,6 +110,31 @@ INLINE __m256 reduce_group(const __m256 *acc)
     return level3(level2(col[0], col[1]), level2(col[2], col[3]));
 }
 
+/* Rows [row, row + rows) (rows <= 2) of a tile, from their reduced sums s
+ * (half t: row t's columns 0-3): (s + bias) + y. */
+INLINE void finish_group(const nmt_fixed_job *job, int32_t row, const int rows, int32_t col,
+                         int cols, __m256 s)
+{
+    if (cols < kCols) {
+        float sums[2 * kCols];
+        _mm256_storeu_ps(sums, s);
+        for (int t = 0; t < rows; t++)
+            for (int c = 0; c < cols; c++)
+                nmt_fixed_finish(job, row + t, col + c, sums[t * kCols + c]);
+        return;
+    }
+    float *y = job->y + (int64_t)row * job->ldy + col;
+    if (job->bias)
+        s = _mm256_add_ps(s, _mm256_broadcast_ps((const __m128 *)(job->bias + col)));
+    __m128 out[2] = {_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)};
+    UNROLL
+    for (int t = 0; t < rows; t++) {
+        if (job->accumulate)
+            out[t] = _mm_add_ps(out[t], _mm_loadu_ps(y + t * (int64_t)job->ldy));
+        _mm_storeu_ps(y + t * (int64_t)job->ldy, out[t]);
+    }
+}
+
 INLINE void tile(const nmt_fixed_job *job, int32_t row, const int rows, const int half,
                  int32_t col, int cols)
 {
@@ -117,26 +147,13 @@ INLINE void tile(const nmt_fixed_job *job, int32_t row, const int rows, const in
     __m256 acc[kRows * kCols];
     lane_sums(rows, half, job->x + (int64_t)row * job->ldx, job->ldx, w, job->k, acc);
     UNROLL
-    for (int i = rows * kCols; i < kRows * kCols; i++)
-        acc[i] = _mm256_setzero_ps();
-    __m256 s = reduce_group(acc);
-    if (cols < kCols) {
-        float sums[kRows * kCols];
-        _mm256_storeu_ps(sums, s);
-        for (int t = 0; t < rows; t++)
-            for (int c = 0; c < cols; c++)
-                nmt_fixed_finish(job, row + t, col + c, sums[t * kCols + c]);
-        return;
-    }
-    float *y = job->y + (int64_t)row * job->ldy + col;
-    if (job->bias)
-        s = _mm256_add_ps(s, _mm256_broadcast_ps((const __m128 *)(job->bias + col)));
-    __m128 out[kRows] = {_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)};
-    UNROLL
-    for (int t = 0; t < rows; t++) {
-        if (job->accumulate)
-            out[t] = _mm_add_ps(out[t], _mm_loadu_ps(y + t * (int64_t)job->ldy));
-        _mm_storeu_ps(y + t * (int64_t)job->ldy, out[t]);
+    for (int g = 0; g < rows; g += 2) {
+        __m256 group[2 * kCols];
+        UNROLL
+        for (int i = 0; i < 2 * kCols; i++)
+            group[i] = g * kCols + i < rows * kCols ? acc[g * kCols + i] : _mm256_setzero_ps();
+        finish_group(job, row + g, rows - g < 2 ? rows - g : 2, col, cols,
+                     reduce_group(group));
     }
 }
 
@@ -145,8 +162,10 @@ void nmt_fixed_tile_avx2(const nmt_fixed_job *job, int32_t row, int rows, int32_
     const int half = job->w16 != NULL;
     if (rows == 1)
         half ? tile(job, row, 1, 1, col, cols) : tile(job, row, 1, 0, col, cols);
-    else
+    else if (rows == 2)
         half ? tile(job, row, 2, 1, col, cols) : tile(job, row, 2, 0, col, cols);
+    else
+        half ? tile(job, row, 3, 1, col, cols) : tile(job, row, 3, 0, col, cols);
 }
 
 #else

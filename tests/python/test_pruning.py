@@ -190,7 +190,7 @@ def test_end_to_end():
             return False
         lines = "ein mann\nzwei hunde im park\neine frau läuft\n"
         # The reference kernels each time: CSR gives their bits exactly; the
-        # BLAS path's fp32 differs from them in the last digits.
+        # fast kernels' fp32 differs from them in the last digits.
         outputs = []
         for model, extra in ((out, []), (out, ["--sparse", "on"]), (dense, [])):
             p = subprocess.run([translate, "-m", model, "--device", "cpu", "--scores",
