@@ -11,6 +11,7 @@
 #include "cpu_model.h"
 #include "search.h"
 #include "sentence_stream.h"
+#include "step_ensemble.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,6 +26,30 @@ static inline nmt_precision nmt_precision_for_model(const nmt_model *model, nmt_
     if (p != NMT_PRECISION_AUTO)
         return p;
     return model->weights_fp16 ? NMT_PRECISION_FP16 : NMT_PRECISION_FP32;
+}
+
+/* The models a translator decodes with (engine/ensemble.c): one, or an
+ * ensemble whose members' log-probabilities are summed with these weights
+ * at each step (decoder/step_ensemble.h). */
+typedef struct nmt_ensemble {
+    int32_t n;
+    const nmt_model *models[NMT_MAX_ENSEMBLE_MODELS];
+    float weights[NMT_MAX_ENSEMBLE_MODELS];
+} nmt_ensemble;
+
+/* *ensemble = models[0 .. n) with weights (NULL: 1/n each, OpenNMT-py's
+ * average), once they are checked to decode together: weights as
+ * nmt_ensemble_check_weights; one target vocabulary (the search's words)
+ * and one source side (vocabulary, feature rows, tokenizer: the batch the
+ * translator builds from the first model is every member's input). The
+ * message names the first difference. */
+nmt_status nmt_ensemble_make(const nmt_model *const *models, const float *weights, int n,
+                             nmt_ensemble *ensemble, nmt_error *err);
+/* 1 when the ensemble needs the step wrapper: several models, or one whose
+ * weight scales its scores. */
+static inline int nmt_ensemble_wrapped(const nmt_ensemble *e)
+{
+    return e && (e->n > 1 || e->weights[0] != 1.0f);
 }
 
 /* What a backend is sized and set up for, once. */
@@ -48,6 +73,8 @@ typedef struct nmt_backend_config {
                                  path only where its BLAS is (nmt_cpu_blas_row_invariant) */
     nmt_cpu_kernels cpu_kernels; /* CPU: the BLAS path or the reference */
     int threads;              /* CPU, BLAS path: the BLAS's threads (0: the cores) */
+    const nmt_ensemble *ensemble; /* NULL: the model alone; else every member, models[0]
+                                     the model the backend is created with (no shrink) */
 } nmt_backend_config;
 
 typedef struct nmt_backend_vtable {

@@ -1,7 +1,9 @@
 /* cpu_backend.c: the CPU reference backend: encode with model/cpu/, then run
  * decoder/beam_search.c over its step interface, which this file wires to
  * the CPU network's decoder step, output layer and reorder (the output
- * vocabulary shrunk by model/cpu/output_layer.c when the config asks). */
+ * vocabulary shrunk by model/cpu/output_layer.c when the config asks). An
+ * ensemble has a network a member, and the search runs over their
+ * decoder/step_ensemble.h. */
 #include "backend.h"
 #include "nmt.h"
 #include "error.h"
@@ -13,8 +15,11 @@
 
 typedef struct cpu_backend {
     nmt_backend base;
-    nmt_cpu_state *state;
+    nmt_cpu_state *state;     /* the model's, or the ensemble's first member's */
     nmt_lsh_index *lsh_index; /* LSH shrinking: the index the state's output layer reads */
+    int32_t n_members;        /* an ensemble's (members[0] is state), else 0 */
+    nmt_cpu_state *members[NMT_MAX_ENSEMBLE_MODELS];
+    nmt_step_ensemble *ensemble;
 } cpu_backend;
 
 void nmt_backend_read_oom_hook(nmt_backend *backend)
@@ -83,10 +88,13 @@ static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batc
     nmt_status status = nmt_backend_oom_injected(backend, batch, err);
     if (status != NMT_STATUS_OK)
         return status;
-    status = nmt_cpu_encode(self->state, batch, err);
-    if (status != NMT_STATUS_OK)
-        return status;
-    const nmt_step_model step = nmt_cpu_step_model(self->state);
+    for (int32_t i = 0; i < (self->ensemble ? self->n_members : 1); i++) {
+        status = nmt_cpu_encode(self->ensemble ? self->members[i] : self->state, batch, err);
+        if (status != NMT_STATUS_OK)
+            return status;
+    }
+    const nmt_step_model step = self->ensemble ? nmt_step_ensemble_model(self->ensemble)
+                                               : nmt_cpu_step_model(self->state);
     return nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results, err);
 }
 
@@ -95,6 +103,9 @@ static void cpu_backend_free(nmt_backend *backend)
     cpu_backend *self = (cpu_backend *)backend;
     if (!self)
         return;
+    nmt_step_ensemble_free(self->ensemble);
+    for (int32_t i = 1; i < self->n_members; i++)
+        nmt_cpu_state_free(self->members[i]);
     nmt_cpu_state_free(self->state);
     nmt_lsh_index_free(self->lsh_index);
     free(self);
@@ -118,52 +129,96 @@ static void cpu_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
 static const nmt_backend_vtable cpu_backend_vtable = {cpu_backend_decode, cpu_backend_add_stats,
                                                       cpu_backend_free, NULL};
 
+/* The kernels a state runs: 1 the BLAS path, 0 the reference (sparse or
+ * dense), or an error for a combination that cannot run. */
+static nmt_status pick_blas(const nmt_backend_config *config, int *blas, nmt_error *err)
+{
+    /* The CSR products are the reference's (the same bits as its dense
+     * loop), so sparse on runs the reference; sparse auto on the BLAS path
+     * multiplies dense: its SGEMM outruns the scalar SpMM. */
+    if (config->cpu_kernels == NMT_CPU_KERNELS_BLAS && config->sparse == NMT_SPARSE_ON)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "sparse on runs the CPU's reference kernels (CSR), not the "
+                             "BLAS path: use cpu kernels auto or reference");
+    *blas = config->cpu_kernels == NMT_CPU_KERNELS_BLAS ||
+            (config->cpu_kernels == NMT_CPU_KERNELS_AUTO && nmt_cpu_blas_available() &&
+             config->sparse != NMT_SPARSE_ON);
+    if (!*blas)
+        return NMT_STATUS_OK;
+    nmt_cpu_blas_set_threads(config->threads > 0 ? config->threads : nmt_cpu_default_threads(1));
+    /* A BLAS whose row results move with the row count (OpenBLAS's
+     * Haswell/Zen kernels) would break batch invariance: auto takes the
+     * reference instead, an explicit blas is refused. */
+    if (config->batch_invariant && !nmt_cpu_blas_row_invariant()) {
+        if (config->cpu_kernels == NMT_CPU_KERNELS_BLAS)
+            return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                                 "cpu kernels blas: this BLAS (%s) gives a row other bits "
+                                 "at other row counts, which breaks batch invariance: use "
+                                 "cpu kernels auto or reference, or batch invariance off",
+                                 nmt_cpu_blas_name());
+        *blas = 0;
+    }
+    return NMT_STATUS_OK;
+}
+
+/* A network state for model on the kernels picked (the CSR form of a
+ * model's sparse matrices unless sparse is off). */
+static nmt_status create_state(const nmt_model *model, const nmt_backend_config *config, int blas,
+                               nmt_cpu_state **state, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
+                                 state, err));
+    if (blas)
+        NMT_TRY(nmt_cpu_state_set_blas(*state, err));
+    else if (config->sparse != NMT_SPARSE_OFF && model->n_sparse > 0)
+        NMT_TRY(nmt_cpu_state_set_sparse(*state, err));
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_cpu_state_free(*state);
+    *state = NULL;
+    return status;
+}
+
+/* An ensemble's other members' states and the step wrapper over all. */
+static nmt_status create_ensemble(cpu_backend *self, const nmt_ensemble *e,
+                                  const nmt_backend_config *config, int blas, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_step_model steps[NMT_MAX_ENSEMBLE_MODELS];
+    self->members[0] = self->state;
+    for (self->n_members = 1; self->n_members < e->n; self->n_members++)
+        NMT_TRY(create_state(e->models[self->n_members], config, blas,
+                             &self->members[self->n_members], err));
+    for (int32_t i = 0; i < e->n; i++)
+        steps[i] = nmt_cpu_step_model(self->members[i]);
+    NMT_TRY(nmt_step_ensemble_create(steps, e->weights, e->n, config->max_sentences * config->beam,
+                                     &self->ensemble, err));
+cleanup:
+    return status;
+}
+
 nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_config *config,
                                   nmt_backend **backend, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     cpu_backend *self = NULL;
+    const nmt_ensemble *ensemble = nmt_ensemble_wrapped(config->ensemble) ? config->ensemble
+                                                                          : NULL;
     *backend = NULL;
+    if (ensemble && (ensemble->models[0] != model || config->shrink))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cpu backend: an ensemble starts with the backend's model and "
+                             "has no shrinking");
     NMT_ALLOC(self, 1);
     self->base.vtable = &cpu_backend_vtable;
     self->base.device = NMT_DEVICE_CPU;
     nmt_backend_read_oom_hook(&self->base);
-    NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
-                                 &self->state, err));
-    /* The CSR products are the reference's (the same bits as its dense
-     * loop), so sparse on runs the reference; sparse auto on the BLAS path
-     * multiplies dense: its SGEMM outruns the scalar SpMM. */
-    if (config->cpu_kernels == NMT_CPU_KERNELS_BLAS && config->sparse == NMT_SPARSE_ON) {
-        status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                               "sparse on runs the CPU's reference kernels (CSR), not the "
-                               "BLAS path: use cpu kernels auto or reference");
-        goto cleanup;
-    }
-    int blas = config->cpu_kernels == NMT_CPU_KERNELS_BLAS ||
-               (config->cpu_kernels == NMT_CPU_KERNELS_AUTO && nmt_cpu_blas_available() &&
-                config->sparse != NMT_SPARSE_ON);
-    if (blas) {
-        nmt_cpu_blas_set_threads(config->threads > 0 ? config->threads : nmt_cpu_default_threads(1));
-        /* A BLAS whose row results move with the row count (OpenBLAS's
-         * Haswell/Zen kernels) would break batch invariance: auto takes the
-         * reference instead, an explicit blas is refused. */
-        if (config->batch_invariant && !nmt_cpu_blas_row_invariant()) {
-            if (config->cpu_kernels == NMT_CPU_KERNELS_BLAS) {
-                status = nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                                       "cpu kernels blas: this BLAS (%s) gives a row other bits "
-                                       "at other row counts, which breaks batch invariance: use "
-                                       "cpu kernels auto or reference, or batch invariance off",
-                                       nmt_cpu_blas_name());
-                goto cleanup;
-            }
-            blas = 0;
-        }
-    }
-    if (blas) {
-        NMT_TRY(nmt_cpu_state_set_blas(self->state, err));
-    } else if (config->sparse != NMT_SPARSE_OFF) {
-        NMT_TRY(nmt_cpu_state_set_sparse(self->state, err));
-    }
+    int blas = 0;
+    NMT_TRY(pick_blas(config, &blas, err));
+    NMT_TRY(create_state(model, config, blas, &self->state, err));
+    if (ensemble)
+        NMT_TRY(create_ensemble(self, ensemble, config, blas, err));
     if (config->shrink) {
         nmt_shrink shrink = *config->shrink;
         NMT_TRY(nmt_shrink_index_build(&shrink, model->out_w, model->hp.tgt_vocab,

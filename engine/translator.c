@@ -170,12 +170,28 @@ void nmt_translator_free(nmt_translator *t)
     free(t);
 }
 
+/* Any member stores a matrix sparse (the others multiply dense). */
+static int any_sparse(const nmt_ensemble *e)
+{
+    for (int32_t i = 0; i < e->n; i++)
+        if (e->models[i]->n_sparse > 0)
+            return 1;
+    return 0;
+}
+
 nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,
                                  nmt_translator **translator, nmt_error *err)
 {
+    return nmt_translator_create_ensemble(&model, NULL, 1, options, translator, err);
+}
+
+nmt_status nmt_translator_create_ensemble(const nmt_model *const *models, const float *weights,
+                                          int n_models, const nmt_options *options,
+                                          nmt_translator **translator, nmt_error *err)
+{
     nmt_status status = NMT_STATUS_OK;
     nmt_translator *t = NULL;
-    if (!translator || !model)
+    if (!translator || !models || (n_models >= 1 && !models[0]))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translator_create: NULL argument");
     *translator = NULL;
     nmt_options defaults;
@@ -185,6 +201,15 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     }
     NMT_TRY(check_options(options, err));
     NMT_ALLOC(t, 1);
+    NMT_TRY(nmt_ensemble_make(models, weights, n_models, &t->ensemble, err));
+    const nmt_model *model = models[0];
+    const int ensemble = nmt_ensemble_wrapped(&t->ensemble);
+    if (ensemble && options->shrink.mode != NMT_SHRINK_NONE) {
+        status = nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                               "shrinking (LSH, TOP) with an ensemble: not supported (each "
+                               "model would score other candidate words)");
+        goto cleanup;
+    }
     t->model = model;
     t->options = *options;
     if (t->options.input_tokens < 0)
@@ -214,13 +239,14 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         .warmup = options->warmup,
         .check_every = options->check_every,
         .precision = t->options.precision,
-        .sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF,
+        .sparse = any_sparse(&t->ensemble) ? options->sparse : NMT_SPARSE_OFF,
         .attention = options->attention_weights,
         .batch_invariant = options->batch_invariant != 0,
         .cpu_kernels = options->cpu_kernels,
         .threads = options->threads,
+        .ensemble = ensemble ? &t->ensemble : NULL,
     };
-    if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {
+    if (options->sparse == NMT_SPARSE_ON && !any_sparse(&t->ensemble)) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "sparse on: the model stores no "
                                "matrix sparse (section SPRS; python/export/prune.py writes one)");
         goto cleanup;

@@ -13,7 +13,8 @@
 #include "tokenizer.h"
 
 struct nmt_translator {
-    const nmt_model *model;
+    const nmt_model *model;            /* the first of ensemble's: text, tokens, sizes */
+    nmt_ensemble ensemble;             /* the models decoded with (one, or several) */
     nmt_options options;
     nmt_search_config search;
     nmt_backend *backend;

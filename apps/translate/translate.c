@@ -142,7 +142,7 @@ static int write_chunk(const translate_args *args, FILE *out, chunk_slot *slot,
 
 /* One translator, or one a worker: --workers N on the CPU, one a device of
  * --devices on CUDA. EXIT_OK, or the exit status with the reason printed. */
-static int create_translators(const translate_args *args, const nmt_model *model,
+static int create_translators(const translate_args *args, const app_models *models,
                               nmt_translator **out, char (*labels)[48], int *n_out)
 {
     nmt_options o = args->engine;
@@ -178,7 +178,7 @@ static int create_translators(const translate_args *args, const nmt_model *model
         nmt_status created;
         /* A device without memory for the batch: the library halves it (its
          * stats say the size chosen). */
-        created = nmt_translator_create(model, &oi, &out[i], &err);
+        created = app_translator_create(args, models, &oi, &out[i], &err);
         nmt_stats chosen;
         if (created == NMT_STATUS_OK && !args->quiet &&
             nmt_translator_stats(out[i], &chosen, &err) == NMT_STATUS_OK &&
@@ -327,15 +327,14 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
         return EXIT_USAGE;
     }
 
-    nmt_error err = {0};
-    nmt_model *model = NULL;
+    app_models models = {0};
     nmt_translator *translators[64] = {NULL};
     char worker_labels[64][48]; /* "CUDA device N" / "CPU worker N" */
     int n_translators = 0;
     chunk_pool *pool = NULL;
     translate_reader *reader = NULL;
-    if (nmt_model_load(args.model_path, &model, &err) != NMT_STATUS_OK) {
-        fprintf(stderr, "translate: cannot load the model: %s\n", err.message);
+    if (app_models_load(&args, &models, message, sizeof message) != EXIT_OK) {
+        fprintf(stderr, "translate: cannot load the model: %s\n", message);
         code = EXIT_MODEL;
         goto done;
     }
@@ -346,7 +345,7 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
         (args.engine.device == NMT_DEVICE_CUDA ||
          (args.engine.device == NMT_DEVICE_AUTO && nmt_cuda_available())))
         args.engine.batch_size = TRANSLATE_CUDA_BATCH;
-    code = create_translators(&args, model, translators, worker_labels, &n_translators);
+    code = create_translators(&args, &models, translators, worker_labels, &n_translators);
     if (code != EXIT_OK)
         goto done;
     nmt_translator *const translator = translators[0];
@@ -455,7 +454,7 @@ done:
     chunk_pool_free(pool); /* then the workers: they use the translators */
     for (int i = 0; i < n_translators; i++)
         nmt_translator_free(translators[i]);
-    nmt_model_free(model);
+    app_models_free(&models);
     return code;
 }
 

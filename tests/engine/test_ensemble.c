@@ -1,0 +1,342 @@
+/* test_ensemble.c: ensembles through the public API on the CPU engine
+ * (nmt_translator_create_ensemble, nmt_service_create_ensemble;
+ * docs/decoding.md, "Ensembles"), on the test model A and its twin B of
+ * another seed (the same vocabularies):
+ *  - A with itself (weights 1/2 each) is A alone, every output bit for bit
+ *    (texts, scores, token scores, alignments, attention, n-best lists);
+ *  - weights (1, 0) over A and B are A alone; (0, 1) give B alone's words
+ *    and scores (the alignment stays A's: the first model's attention);
+ *  - A and B at weights (0.3, 0.9): every hypothesis's token scores and
+ *    log-probability are sum_i w_i log p_i(token), each model's step
+ *    computed here by hand on the CPU network along the hypothesis's own
+ *    tokens; and the result differs from both members' somewhere;
+ *  - a service over the ensemble answers as the translator;
+ *  - models that differ (a target or a source token renamed, another
+ *    vocabulary size) are refused naming the difference, as are bad
+ *    weights, a model count out of range and shrinking. */
+#include "nmt.h"
+
+#include "cpu_model.h"
+#include "model.h"
+#include "source_batch.h"
+#include "test_pruned_model.h"
+#include "test_results.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { N_LINES = 16, MAX_SRC = 16, MAX_WORDS = 64 };
+
+static const char *const words[] = {"der", "die", "das", "und", "ist", "ein", "Haus", "katze",
+                                    "Hund", "MANN", "frau", "kind", "sieht", "nicht", "sehr",
+                                    "gro\xc3\x9f", "Heute", "wir", "mit", "auf", "gut", "Buch",
+                                    "Zebra", "?", "!"};
+static char text[N_LINES][512];
+static const char *lines[N_LINES];
+static nmt_model *model_a, *model_b;
+
+static nmt_options make_options(void)
+{
+    nmt_options o;
+    nmt_options_init(&o);
+    o.device = NMT_DEVICE_CPU;
+    o.cpu_kernels = NMT_CPU_KERNELS_REFERENCE; /* the network the hand steps run */
+    o.beam_size = 4;
+    o.n_best = 3;
+    o.batch_size = 5;
+    o.max_src_tokens = MAX_SRC;
+    o.attention_weights = 1;
+    return o;
+}
+
+/* Translates every line with an ensemble (n 1: models[0] alone through
+ * nmt_translator_create). 1 on success. */
+static int run(const nmt_model *const *models, const float *weights, int n,
+               const nmt_options *o, nmt_result *results)
+{
+    nmt_translator *t = NULL;
+    nmt_error err = {0};
+    nmt_status st = n == 1 && !weights
+                        ? nmt_translator_create(models[0], o, &t, &err)
+                        : nmt_translator_create_ensemble(models, weights, n, o, &t, &err);
+    CHECK(st == NMT_STATUS_OK, "create: %s", err.message);
+    if (st == NMT_STATUS_OK) {
+        st = nmt_translate_batch(t, lines, N_LINES, results, &err);
+        CHECK(st == NMT_STATUS_OK, "translate: %s", err.message);
+    }
+    nmt_translator_free(t);
+    return st == NMT_STATUS_OK;
+}
+
+static void clear_all(nmt_result *r)
+{
+    for (int i = 0; i < N_LINES; i++)
+        nmt_result_clear(&r[i]);
+}
+
+static int count_bitwise_differences(const char *what, const nmt_result *a, const nmt_result *b)
+{
+    int differing = 0;
+    for (int i = 0; i < N_LINES; i++) {
+        char why[256];
+        if (!test_bitwise_line(a + i, b + i, why, sizeof why)) {
+            if (differing++ == 0)
+                fprintf(stderr, "%s: line %d: %s\n", what, i, why);
+        }
+    }
+    return differing;
+}
+
+static void check_identities(void)
+{
+    nmt_options o = make_options();
+    static nmt_result alone_a[N_LINES], alone_b[N_LINES], got[N_LINES];
+    const nmt_model *aa[2] = {model_a, model_a}, *ab[2] = {model_a, model_b};
+    if (!run(aa, NULL, 1, &o, alone_a) || !run(ab + 1, NULL, 1, &o, alone_b))
+        return;
+    if (run(aa, NULL, 2, &o, got))
+        CHECK(count_bitwise_differences("A + A", got, alone_a) == 0,
+              "A with itself is not A alone");
+    clear_all(got);
+    if (run(ab, (const float[2]){1.0f, 0.0f}, 2, &o, got))
+        CHECK(count_bitwise_differences("A + B at (1, 0)", got, alone_a) == 0,
+              "weights (1, 0) are not the first model alone");
+    clear_all(got);
+    /* (0, 1): B's words and scores; the alignment (and so UNK replacement) is A's. */
+    o.unk_replace = 0;
+    nmt_options o_plain = o;
+    o_plain.attention_weights = 0;
+    clear_all(alone_b);
+    if (run(ab + 1, NULL, 1, &o_plain, alone_b) && run(ab, (const float[2]){0.0f, 1.0f}, 2,
+                                                       &o_plain, got)) {
+        int same = 1;
+        for (int i = 0; i < N_LINES; i++) {
+            same &= got[i].n_hypotheses == alone_b[i].n_hypotheses;
+            for (int h = 0; same && h < got[i].n_hypotheses; h++) {
+                const nmt_hypothesis *x = &got[i].hypotheses[h], *y = &alone_b[i].hypotheses[h];
+                same &= !strcmp(x->text, y->text) && x->score == y->score &&
+                        x->log_prob == y->log_prob && x->n_tokens == y->n_tokens &&
+                        !memcmp(x->token_scores, y->token_scores,
+                                sizeof(float) * (size_t)(x->n_tokens + 1));
+            }
+        }
+        CHECK(same, "weights (0, 1) do not give the second model's words and scores");
+    }
+    clear_all(got);
+    clear_all(alone_a);
+    clear_all(alone_b);
+}
+
+/* One model's log-probabilities of tokens[0 .. n) then EOS, forced after BOS
+ * on line's source, weighted into sum[0 .. n]. */
+static void add_forced(const nmt_model *m, float weight, const char *line, const int32_t *tokens,
+                       int32_t n, double *sum)
+{
+    nmt_cpu_state *state = NULL;
+    nmt_source_builder builder = {0};
+    nmt_tokens src = {0};
+    nmt_error err = {0};
+    float *lp = malloc(sizeof(float) * (size_t)m->hp.tgt_vocab);
+    int ok = lp && nmt_cpu_state_create(m, 1, 1, MAX_SRC, &state, &err) == NMT_STATUS_OK &&
+             nmt_source_builder_init(&builder, m, 1, MAX_SRC, &err) == NMT_STATUS_OK &&
+             nmt_tokenize(line, strlen(line), &src, &err) == NMT_STATUS_OK;
+    if (ok) {
+        nmt_source_word_ids(&builder, &src);
+        ok = nmt_source_builder_add(&builder, &src, &err) == NMT_STATUS_OK;
+    }
+    const nmt_source_batch batch = nmt_source_builder_batch(&builder);
+    ok = ok && nmt_cpu_encode(state, &batch, &err) == NMT_STATUS_OK;
+    int32_t prev = NMT_BOS_ID, argmax = 0;
+    for (int32_t t = 0; ok && t <= n; t++) {
+        ok = nmt_cpu_decoder_step(state, 1, &prev, &argmax, &err) == NMT_STATUS_OK &&
+             nmt_cpu_output_layer(state, 1, lp, &err) == NMT_STATUS_OK;
+        prev = t < n ? tokens[t] : NMT_EOS_ID;
+        if (ok)
+            sum[t] += (double)weight * (double)lp[prev];
+    }
+    CHECK(ok, "forced steps: %s", err.message);
+    nmt_tokens_clear(&src);
+    nmt_source_builder_free(&builder);
+    nmt_cpu_state_free(state);
+    free(lp);
+}
+
+static void check_hand_sums(void)
+{
+    nmt_options o = make_options();
+    o.unk_replace = 0;
+    o.output_tokens = 1; /* texts are the target tokens, joined by spaces */
+    static nmt_result got[N_LINES], alone_a[N_LINES], alone_b[N_LINES];
+    const float weights[2] = {0.3f, 0.9f};
+    const nmt_model *ab[2] = {model_a, model_b};
+    if (!run(ab, weights, 2, &o, got) || !run(ab, NULL, 1, &o, alone_a) ||
+        !run(ab + 1, NULL, 1, &o, alone_b))
+        return;
+    int checked = 0;
+    for (int i = 0; i < N_LINES; i++) {
+        const int searched = got[i].status == NMT_STATUS_OK && got[i].n_src > 0;
+        for (int h = 0; searched && h < got[i].n_hypotheses; h++) {
+            const nmt_hypothesis *hyp = &got[i].hypotheses[h];
+            int32_t ids[MAX_WORDS];
+            double sum[MAX_WORDS + 1] = {0};
+            const int32_t n = hyp->n_tokens;
+            if (n >= MAX_WORDS)
+                continue;
+            for (int32_t t = 0; t < n; t++)
+                ids[t] = nmt_vocab_lookup(model_a->tgt_vocab, hyp->tokens[t],
+                                          strlen(hyp->tokens[t]), -1);
+            add_forced(model_a, weights[0], lines[i], ids, n, sum);
+            add_forced(model_b, weights[1], lines[i], ids, n, sum);
+            double total = 0.0;
+            int close = 1;
+            for (int32_t t = 0; t <= n; t++) {
+                const float step = (float)sum[t]; /* the ensemble's score of the token */
+                total += step;
+                close &= fabs(hyp->token_scores[t] - step) <= 1e-4 * (1.0 + fabs(step));
+            }
+            CHECK(close && fabs(hyp->log_prob - total) <= 1e-4 * (1.0 + fabs(total)),
+                  "line %d hypothesis %d: log_prob %g, the hand sum %g (or a token's score "
+                  "differs)", i, h, hyp->log_prob, total);
+            checked++;
+        }
+    }
+    CHECK(checked >= N_LINES, "only %d hypotheses checked", checked);
+    int differs_a = 0, differs_b = 0;
+    for (int i = 0; i < N_LINES; i++) {
+        differs_a += !test_identical_line(&got[i], &alone_a[i]);
+        differs_b += !test_identical_line(&got[i], &alone_b[i]);
+    }
+    CHECK(differs_a > 0 && differs_b > 0, "the ensemble equals a member on every line (%d, %d "
+          "differ)", differs_a, differs_b);
+    /* The service over the same ensemble answers the same, bit for bit. */
+    nmt_service_options so;
+    nmt_service_options_init(&so);
+    so.translator = o;
+    so.translator.batch_size = 3;
+    so.cpu_workers = 2;
+    nmt_service *service = NULL;
+    nmt_error err = {0};
+    CHECK(nmt_service_create_ensemble(ab, weights, 2, &so, &service, &err) == NMT_STATUS_OK,
+          "service: %s", err.message);
+    for (int i = 0; service && i < N_LINES; i++) {
+        nmt_request *r = NULL;
+        CHECK(nmt_service_submit(service, lines[i], NULL, NULL, NULL, &r, &err) ==
+                  NMT_STATUS_OK,
+              "submit: %s", err.message);
+        char why[256] = "";
+        CHECK(r && nmt_request_wait(r, -1.0) &&
+                  test_bitwise_line(nmt_request_result(r), &got[i], why, sizeof why),
+              "service line %d differs from the translator: %s", i, why);
+        nmt_request_free(r);
+    }
+    nmt_service_free(service);
+    clear_all(got);
+    clear_all(alone_a);
+    clear_all(alone_b);
+}
+
+static void expect_refused(const nmt_model *const *models, const float *weights, int n,
+                           const nmt_options *o, nmt_status status, const char *expect)
+{
+    nmt_translator *t = NULL;
+    nmt_error err = {0};
+    const nmt_status st = nmt_translator_create_ensemble(models, weights, n, o, &t, &err);
+    CHECK(st == status && !t && strstr(err.message, expect),
+          "expected %d naming '%s', got %d: '%s'", (int)status, expect, (int)st, err.message);
+    nmt_translator_free(t);
+}
+
+static nmt_model *load(const char *path)
+{
+    nmt_model *m = NULL;
+    nmt_error err = {0};
+    CHECK(nmt_model_load(path, &m, &err) == NMT_STATUS_OK, "%s: %s", path, err.message);
+    return m;
+}
+
+static void check_refusals(void)
+{
+    const nmt_options o = make_options();
+    char renamed_tgt[] = "/tmp/nmt_test_ensemble_tgt_XXXXXX";
+    char renamed_src[] = "/tmp/nmt_test_ensemble_src_XXXXXX";
+    int fd_tgt = mkstemp(renamed_tgt), fd_src = mkstemp(renamed_src);
+    CHECK(fd_tgt >= 0 && fd_src >= 0, "temporary files");
+    if (fd_tgt < 0 || fd_src < 0)
+        return;
+    close(fd_tgt);
+    close(fd_src);
+    nmt_model *tgt = NULL, *src = NULL, *shipped = NULL;
+    if (test_write_renamed_model(model_a, renamed_tgt, 1, 5, "zebra") &&
+        test_write_renamed_model(model_a, renamed_src, 0, 3, "zebra")) {
+        tgt = load(renamed_tgt);
+        src = load(renamed_src);
+    }
+    shipped = load(NMT_SOURCE_DIR "/models/multi30k-de-en.bin");
+    if (tgt)
+        expect_refused((const nmt_model *[]){model_a, model_b, tgt}, NULL, 3, &o,
+                       NMT_STATUS_ERROR_ARGUMENT,
+                       "target token 5 is 'The' in model 1 and 'zebra' in model 3");
+    if (src)
+        expect_refused((const nmt_model *[]){model_a, src}, NULL, 2, &o,
+                       NMT_STATUS_ERROR_ARGUMENT,
+                       "source token 3 is 'die' in model 1 and 'zebra' in model 2");
+    if (shipped)
+        expect_refused((const nmt_model *[]){model_a, shipped}, NULL, 2, &o,
+                       NMT_STATUS_ERROR_ARGUMENT,
+                       "model 2's target vocabulary has 4778 tokens, model 1's 32");
+    const nmt_model *ab[2] = {model_a, model_b};
+    expect_refused(ab, (const float[2]){1.0f, -1.0f}, 2, &o, NMT_STATUS_ERROR_ARGUMENT,
+                   "weight 2 is -1");
+    expect_refused(ab, (const float[2]){0.0f, 0.0f}, 2, &o, NMT_STATUS_ERROR_ARGUMENT,
+                   "every weight is 0");
+    expect_refused(ab, NULL, 0, &o, NMT_STATUS_ERROR_ARGUMENT, "0 models");
+    const nmt_model *nine[9] = {model_a, model_a, model_a, model_a, model_a,
+                                model_a, model_a, model_a, model_a};
+    expect_refused(nine, NULL, 9, &o, NMT_STATUS_ERROR_ARGUMENT, "9 models, must be 1..8");
+    expect_refused((const nmt_model *[]){model_a, NULL}, NULL, 2, &o, NMT_STATUS_ERROR_ARGUMENT,
+                   "model 2 is NULL");
+    nmt_options shrunk = o;
+    shrunk.shrink.mode = NMT_SHRINK_TOP;
+    shrunk.shrink.top = 20;
+    expect_refused(ab, NULL, 2, &shrunk, NMT_STATUS_ERROR_UNSUPPORTED,
+                   "shrinking (LSH, TOP) with an ensemble");
+    nmt_service_options so;
+    nmt_service_options_init(&so);
+    so.translator = o;
+    nmt_service *service = NULL;
+    nmt_error err = {0};
+    CHECK(nmt_service_create_ensemble(ab, (const float[2]){1.0f, NAN}, 2, &so, &service, &err) ==
+                  NMT_STATUS_ERROR_ARGUMENT && !service && strstr(err.message, "weight 2 is nan"),
+          "service, a NaN weight: '%s'", err.message);
+    nmt_model_free(tgt);
+    nmt_model_free(src);
+    nmt_model_free(shipped);
+    unlink(renamed_tgt);
+    unlink(renamed_src);
+}
+
+int main(void)
+{
+    test_seed();
+    const int n_words = (int)(sizeof words / sizeof words[0]);
+    for (int i = 0; i < N_LINES; i++) {
+        const int len = i == N_LINES - 2 ? 0 : i == N_LINES - 1 ? MAX_SRC + 2
+                                                                 : test_rand_int(1, 9);
+        test_random_words(text[i], words, n_words, len);
+        lines[i] = text[i];
+    }
+    model_a = load(NMT_TEST_MODEL);
+    model_b = load(NMT_TEST_MODEL_SEED2);
+    if (model_a && model_b) {
+        check_identities();
+        check_hand_sums();
+        check_refusals();
+    }
+    nmt_model_free(model_a);
+    nmt_model_free(model_b);
+    return test_finish("test_ensemble");
+}
