@@ -212,17 +212,17 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
 void nmt_translator_free(nmt_translator *translator);
 
 /* An ensemble (docs/decoding.md, "Ensembles"): one translator over n_models
- * models (1..8, each outliving it) whose log-probabilities it sums at each
- * step, log p(w) = sum_i weights[i] * log p_i(w), for the beam search to
- * rank and add up. weights NULL: 1 / n_models each (OpenNMT-py's mean of
- * log-probabilities); else each >= 0, not all 0, used as given, not
- * normalized (Marian's --weights). The models must share the target
- * vocabulary and the source side (vocabulary, feature rows, tokenizer):
- * models that differ are refused (NMT_STATUS_ERROR_ARGUMENT) with the first
- * difference named. The first model gives the tokenizer, the text, the
- * alignment and the attention weights, and its file's weights decide
- * precision auto. Shrinking is refused; on CUDA the members share one
- * stream and the service runs an ensemble in batches (no continuous
+ * models (1..NMT_MAX_ENSEMBLE_MODELS, each outliving it) that sums their
+ * log-probabilities at each step, log p(w) = sum_i weights[i] * log p_i(w),
+ * for the beam search to rank and add up. weights NULL: 1 / n_models each
+ * (OpenNMT-py's mean of log-probabilities); else each >= 0, not all 0, used
+ * as given, not normalized (Marian's --weights). The models must share the
+ * target vocabulary and the source side (vocabulary, feature rows,
+ * tokenizer): models that differ are refused (NMT_STATUS_ERROR_ARGUMENT)
+ * with the first difference named. The first model gives the tokenizer, the
+ * text, the alignment and the attention weights, and its file's weights
+ * decide precision auto. Shrinking is refused; on CUDA the members share
+ * one stream and the service runs an ensemble in batches (no continuous
  * batching). nmt_translator_create(model, ...) is this with one model. */
 nmt_status nmt_translator_create_ensemble(const nmt_model *const *models, const float *weights,
                                           int n_models, const nmt_options *options,

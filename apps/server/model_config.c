@@ -11,8 +11,9 @@
  * "models", a list: several are an ensemble, docs/decoding.md "Ensembles",
  * with opt "weights" as a list of numbers or translate's text) is a path
  * under "model_root", else "models_root", else ./available_models (an
- * absolute path as it is), and every file must be readable at start. "timeout" is in seconds (negative or absent: never),
- * "on_timeout" defaults to "to_cpu", "load" to false. "opt" holds
+ * absolute path as it is), and every file must be readable at start.
+ * "timeout" is in seconds (negative or absent: never), "on_timeout"
+ * defaults to "to_cpu", "load" to false. "opt" holds
  * OpenNMT-py's translation options this engine has (beam_size, n_best,
  * batch_size, alpha, replace_unk, gpu, report_align) or any of translate's
  * INI keys; they override the server's options for that model. A key that

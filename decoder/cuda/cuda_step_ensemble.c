@@ -102,7 +102,7 @@ static nmt_status ensemble_output(void *self, int buf, int32_t n_rows, int32_t b
                              "cuda ensemble output: %d rows (max %d), beam %d (max %d)", n_rows,
                              e->config.max_rows, beam, e->config.beam);
     nmt_ensemble_members sum = {.n = e->n};
-    nmt_cuda_scores first;
+    nmt_cuda_scores first = {0};
     for (int32_t i = 0; i < e->n; i++) {
         const nmt_cuda_step_model *m = &e->members[i];
         nmt_cuda_scores s;

@@ -96,7 +96,6 @@ typedef struct summed {
     int32_t n;
     fake members[3];
     float weights[3];
-    fake attention; /* the first member's rows, as the ensemble gives them */
 } summed;
 
 static nmt_status summed_step(void *self, int32_t n_rows, const int32_t *prev, float *log_probs,
@@ -139,21 +138,33 @@ static nmt_step_model summed_model(summed *s)
 
 static fake members[3];
 
-/* A step and a reorder and a step again, against the hand sum. */
-static void check_steps(int32_t n, const float *weights, int poison_last)
+/* members[0 .. n) of seeds seed + i (the last poisoned when asked), the
+ * hand sum's copies of them, and the ensemble over the members (NULL when
+ * create fails: a CHECK). */
+static nmt_step_ensemble *make(int32_t n, const float *weights, uint64_t seed, int poison_last,
+                               summed *hand)
 {
-    summed hand = {.n = n};
     nmt_step_model steps[3];
+    hand->n = n;
     for (int32_t i = 0; i < n; i++) {
-        fake_reset(&members[i], 100 + (uint64_t)i, poison_last && i == n - 1);
-        fake_reset(&hand.members[i], 100 + (uint64_t)i, poison_last && i == n - 1);
-        hand.weights[i] = weights[i];
+        fake_reset(&members[i], seed + (uint64_t)i, poison_last && i == n - 1);
+        fake_reset(&hand->members[i], seed + (uint64_t)i, poison_last && i == n - 1);
+        hand->weights[i] = weights[i];
         steps[i] = fake_model(&members[i]);
     }
     nmt_step_ensemble *e = NULL;
     nmt_error err = {0};
     CHECK(nmt_step_ensemble_create(steps, weights, n, MAX_ROWS, &e, &err) == NMT_STATUS_OK,
           "create: %s", err.message);
+    return e;
+}
+
+/* A step and a reorder and a step again, against the hand sum. */
+static void check_steps(int32_t n, const float *weights, int poison_last)
+{
+    static summed hand;
+    nmt_step_ensemble *e = make(n, weights, 100, poison_last, &hand);
+    nmt_error err = {0};
     if (!e)
         return;
     const nmt_step_model model = nmt_step_ensemble_model(e), ref = summed_model(&hand);
@@ -202,18 +213,9 @@ static int same_results(const nmt_search_result *a, const nmt_search_result *b)
 /* The beam search over the ensemble and over the hand sum: the same results. */
 static void check_search(int32_t n, const float *weights)
 {
-    summed hand = {.n = n};
-    nmt_step_model steps[3];
-    for (int32_t i = 0; i < n; i++) {
-        fake_reset(&members[i], 7 + (uint64_t)i, 0);
-        fake_reset(&hand.members[i], 7 + (uint64_t)i, 0);
-        hand.weights[i] = weights[i];
-        steps[i] = fake_model(&members[i]);
-    }
-    nmt_step_ensemble *e = NULL;
+    static summed hand;
+    nmt_step_ensemble *e = make(n, weights, 7, 0, &hand);
     nmt_error err = {0};
-    CHECK(nmt_step_ensemble_create(steps, weights, n, MAX_ROWS, &e, &err) == NMT_STATUS_OK,
-          "create: %s", err.message);
     if (!e)
         return;
     const nmt_search_config config = {

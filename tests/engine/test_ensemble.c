@@ -20,6 +20,7 @@
 #include "model.h"
 #include "source_batch.h"
 #include "test_pruned_model.h"
+#include "ensemble_fixture.h"
 #include "test_results.h"
 #include "test_util.h"
 
@@ -53,66 +54,29 @@ static nmt_options make_options(void)
     return o;
 }
 
-/* Translates every line with an ensemble (n 1: models[0] alone through
- * nmt_translator_create). 1 on success. */
-static int run(const nmt_model *const *models, const float *weights, int n,
-               const nmt_options *o, nmt_result *results)
-{
-    nmt_translator *t = NULL;
-    nmt_error err = {0};
-    nmt_status st = n == 1 && !weights
-                        ? nmt_translator_create(models[0], o, &t, &err)
-                        : nmt_translator_create_ensemble(models, weights, n, o, &t, &err);
-    CHECK(st == NMT_STATUS_OK, "create: %s", err.message);
-    if (st == NMT_STATUS_OK) {
-        st = nmt_translate_batch(t, lines, N_LINES, results, &err);
-        CHECK(st == NMT_STATUS_OK, "translate: %s", err.message);
-    }
-    nmt_translator_free(t);
-    return st == NMT_STATUS_OK;
-}
-
-static void clear_all(nmt_result *r)
-{
-    for (int i = 0; i < N_LINES; i++)
-        nmt_result_clear(&r[i]);
-}
-
-static int count_bitwise_differences(const char *what, const nmt_result *a, const nmt_result *b)
-{
-    int differing = 0;
-    for (int i = 0; i < N_LINES; i++) {
-        char why[256];
-        if (!test_bitwise_line(a + i, b + i, why, sizeof why)) {
-            if (differing++ == 0)
-                fprintf(stderr, "%s: line %d: %s\n", what, i, why);
-        }
-    }
-    return differing;
-}
-
 static void check_identities(void)
 {
     nmt_options o = make_options();
     static nmt_result alone_a[N_LINES], alone_b[N_LINES], got[N_LINES];
     const nmt_model *aa[2] = {model_a, model_a}, *ab[2] = {model_a, model_b};
-    if (!run(aa, NULL, 1, &o, alone_a) || !run(ab + 1, NULL, 1, &o, alone_b))
+    if (!ensemble_run(aa, NULL, 1, &o, lines, N_LINES, alone_a) ||
+        !ensemble_run(ab + 1, NULL, 1, &o, lines, N_LINES, alone_b))
         return;
-    if (run(aa, NULL, 2, &o, got))
-        CHECK(count_bitwise_differences("A + A", got, alone_a) == 0,
+    if (ensemble_run(aa, NULL, 2, &o, lines, N_LINES, got))
+        CHECK(ensemble_differences("A + A", got, alone_a, N_LINES) == 0,
               "A with itself is not A alone");
-    clear_all(got);
-    if (run(ab, (const float[2]){1.0f, 0.0f}, 2, &o, got))
-        CHECK(count_bitwise_differences("A + B at (1, 0)", got, alone_a) == 0,
+    ensemble_clear(got, N_LINES);
+    if (ensemble_run(ab, (const float[2]){1.0f, 0.0f}, 2, &o, lines, N_LINES, got))
+        CHECK(ensemble_differences("A + B at (1, 0)", got, alone_a, N_LINES) == 0,
               "weights (1, 0) are not the first model alone");
-    clear_all(got);
+    ensemble_clear(got, N_LINES);
     /* (0, 1): B's words and scores; the alignment (and so UNK replacement) is A's. */
     o.unk_replace = 0;
     nmt_options o_plain = o;
     o_plain.attention_weights = 0;
-    clear_all(alone_b);
-    if (run(ab + 1, NULL, 1, &o_plain, alone_b) && run(ab, (const float[2]){0.0f, 1.0f}, 2,
-                                                       &o_plain, got)) {
+    ensemble_clear(alone_b, N_LINES);
+    if (ensemble_run(ab + 1, NULL, 1, &o_plain, lines, N_LINES, alone_b) &&
+        ensemble_run(ab, (const float[2]){0.0f, 1.0f}, 2, &o_plain, lines, N_LINES, got)) {
         int same = 1;
         for (int i = 0; i < N_LINES; i++) {
             same &= got[i].n_hypotheses == alone_b[i].n_hypotheses;
@@ -126,9 +90,9 @@ static void check_identities(void)
         }
         CHECK(same, "weights (0, 1) do not give the second model's words and scores");
     }
-    clear_all(got);
-    clear_all(alone_a);
-    clear_all(alone_b);
+    ensemble_clear(got, N_LINES);
+    ensemble_clear(alone_a, N_LINES);
+    ensemble_clear(alone_b, N_LINES);
 }
 
 /* One model's log-probabilities of tokens[0 .. n) then EOS, forced after BOS
@@ -173,8 +137,9 @@ static void check_hand_sums(void)
     static nmt_result got[N_LINES], alone_a[N_LINES], alone_b[N_LINES];
     const float weights[2] = {0.3f, 0.9f};
     const nmt_model *ab[2] = {model_a, model_b};
-    if (!run(ab, weights, 2, &o, got) || !run(ab, NULL, 1, &o, alone_a) ||
-        !run(ab + 1, NULL, 1, &o, alone_b))
+    if (!ensemble_run(ab, weights, 2, &o, lines, N_LINES, got) ||
+        !ensemble_run(ab, NULL, 1, &o, lines, N_LINES, alone_a) ||
+        !ensemble_run(ab + 1, NULL, 1, &o, lines, N_LINES, alone_b))
         return;
     int checked = 0;
     for (int i = 0; i < N_LINES; i++) {
@@ -234,9 +199,9 @@ static void check_hand_sums(void)
         nmt_request_free(r);
     }
     nmt_service_free(service);
-    clear_all(got);
-    clear_all(alone_a);
-    clear_all(alone_b);
+    ensemble_clear(got, N_LINES);
+    ensemble_clear(alone_a, N_LINES);
+    ensemble_clear(alone_b, N_LINES);
 }
 
 static void expect_refused(const nmt_model *const *models, const float *weights, int n,

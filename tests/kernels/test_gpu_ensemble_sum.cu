@@ -1,4 +1,4 @@
-/* test_gpu_ensemble.cu: an ensemble step's scores (kernels/ensemble.h) on
+/* test_gpu_ensemble_sum.cu: an ensemble step's scores (kernels/ensemble.h) on
  * the GPU against the CPU twin: the weighted sum of log-softmaxes over a
  * table of shapes (rows 1, 7, 333, 1030; V 1, 7, 333, 4778; 1 to 8
  * members; padded leading dimensions; with and without lse; a member of
@@ -150,7 +150,7 @@ static void test_gather_top_values(int rows, int k, int vocab)
 
 int main(void)
 {
-    nmt_cuda_ctx *ctx = gpu_test_start("test_gpu_ensemble");
+    nmt_cuda_ctx *ctx = gpu_test_start("test_gpu_ensemble_sum");
     stream = nmt_cuda_ctx_stream(ctx);
     test_log_probs(1, 1, 1, -1, 0);
     test_log_probs(7, 7, 2, -1, 3);
@@ -168,5 +168,5 @@ int main(void)
               NMT_STATUS_ERROR_ARGUMENT,
           "no members: accepted");
     nmt_cuda_ctx_free(ctx);
-    return test_finish("test_gpu_ensemble");
+    return test_finish("test_gpu_ensemble_sum");
 }
