@@ -45,12 +45,6 @@ typedef struct nmt_ensemble {
  * message names the first difference. */
 nmt_status nmt_ensemble_make(const nmt_model *const *models, const float *weights, int n,
                              nmt_ensemble *ensemble, nmt_error *err);
-/* 1 when the ensemble needs the step wrapper: several models, or one whose
- * weight scales its scores. */
-static inline int nmt_ensemble_wrapped(const nmt_ensemble *e)
-{
-    return e && (e->n > 1 || e->weights[0] != 1.0f);
-}
 
 /* What a backend is sized and set up for, once. */
 typedef struct nmt_backend_config {
@@ -73,8 +67,9 @@ typedef struct nmt_backend_config {
                                  path only where its BLAS is (nmt_cpu_blas_row_invariant) */
     nmt_cpu_kernels cpu_kernels; /* CPU: the BLAS path or the reference */
     int threads;              /* CPU, BLAS path: the BLAS's threads (0: the cores) */
-    const nmt_ensemble *ensemble; /* NULL: the model alone; else every member, models[0]
-                                     the model the backend is created with (no shrink) */
+    const nmt_ensemble *ensemble; /* NULL: the model alone; else the members the backend
+                                     steps as one (decoder/step_ensemble.h), models[0] the
+                                     model it is created with; no shrink */
 } nmt_backend_config;
 
 typedef struct nmt_backend_vtable {

@@ -17,9 +17,9 @@ typedef struct cpu_backend {
     nmt_backend base;
     nmt_cpu_state *state;     /* the model's, or the ensemble's first member's */
     nmt_lsh_index *lsh_index; /* LSH shrinking: the index the state's output layer reads */
-    int32_t n_members;        /* an ensemble's (members[0] is state), else 0 */
+    int32_t n_members;        /* 1, or an ensemble's; members[0] is state */
     nmt_cpu_state *members[NMT_MAX_ENSEMBLE_MODELS];
-    nmt_step_ensemble *ensemble;
+    nmt_step_ensemble *ensemble; /* NULL: state alone */
 } cpu_backend;
 
 void nmt_backend_read_oom_hook(nmt_backend *backend)
@@ -88,8 +88,8 @@ static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batc
     nmt_status status = nmt_backend_oom_injected(backend, batch, err);
     if (status != NMT_STATUS_OK)
         return status;
-    for (int32_t i = 0; i < (self->ensemble ? self->n_members : 1); i++) {
-        status = nmt_cpu_encode(self->ensemble ? self->members[i] : self->state, batch, err);
+    for (int32_t i = 0; i < self->n_members; i++) {
+        status = nmt_cpu_encode(self->members[i], batch, err);
         if (status != NMT_STATUS_OK)
             return status;
     }
@@ -186,8 +186,7 @@ static nmt_status create_ensemble(cpu_backend *self, const nmt_ensemble *e,
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_step_model steps[NMT_MAX_ENSEMBLE_MODELS];
-    self->members[0] = self->state;
-    for (self->n_members = 1; self->n_members < e->n; self->n_members++)
+    for (; self->n_members < e->n; self->n_members++)
         NMT_TRY(create_state(e->models[self->n_members], config, blas,
                              &self->members[self->n_members], err));
     for (int32_t i = 0; i < e->n; i++)
@@ -203,8 +202,7 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
 {
     nmt_status status = NMT_STATUS_OK;
     cpu_backend *self = NULL;
-    const nmt_ensemble *ensemble = nmt_ensemble_wrapped(config->ensemble) ? config->ensemble
-                                                                          : NULL;
+    const nmt_ensemble *ensemble = config->ensemble;
     *backend = NULL;
     if (ensemble && (ensemble->models[0] != model || config->shrink))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
@@ -217,6 +215,8 @@ nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_conf
     int blas = 0;
     NMT_TRY(pick_blas(config, &blas, err));
     NMT_TRY(create_state(model, config, blas, &self->state, err));
+    self->members[0] = self->state;
+    self->n_members = 1;
     if (ensemble)
         NMT_TRY(create_ensemble(self, ensemble, config, blas, err));
     if (config->shrink) {

@@ -170,6 +170,13 @@ void nmt_translator_free(nmt_translator *t)
     free(t);
 }
 
+/* 1 when the models need the backends' step ensemble: several, or one
+ * whose weight scales its scores. */
+static int needs_wrapper(const nmt_ensemble *e)
+{
+    return e->n > 1 || e->weights[0] != 1.0f;
+}
+
 /* Any member stores a matrix sparse (the others multiply dense). */
 static int any_sparse(const nmt_ensemble *e)
 {
@@ -203,7 +210,7 @@ nmt_status nmt_translator_create_ensemble(const nmt_model *const *models, const 
     NMT_ALLOC(t, 1);
     NMT_TRY(nmt_ensemble_make(models, weights, n_models, &t->ensemble, err));
     const nmt_model *model = models[0];
-    const int ensemble = nmt_ensemble_wrapped(&t->ensemble);
+    const int ensemble = needs_wrapper(&t->ensemble);
     if (ensemble && options->shrink.mode != NMT_SHRINK_NONE) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                                "shrinking (LSH, TOP) with an ensemble: not supported (each "

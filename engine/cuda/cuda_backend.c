@@ -20,7 +20,7 @@ typedef struct cuda_backend {
     nmt_backend base;
     nmt_cuda_ctx *ctx;
     nmt_cuda_model *net;         /* the model's, or the ensemble's first member's */
-    int32_t n_members;           /* an ensemble's (members[0] is net), else 0 */
+    int32_t n_members;           /* 1, or an ensemble's; members[0] is net */
     nmt_cuda_model *members[NMT_MAX_ENSEMBLE_MODELS];
     nmt_cuda_step_ensemble *ensemble;
     nmt_cuda_search *search;
@@ -207,19 +207,13 @@ static nmt_cuda_step_ensemble_config ensemble_config(int device_index,
     };
 }
 
-/* The ensemble's members (NULL: one model) as the backend runs them. */
-static const nmt_ensemble *wrapped(const nmt_backend_config *config)
-{
-    return nmt_ensemble_wrapped(config->ensemble) ? config->ensemble : NULL;
-}
-
 /* The contexts' workspaces and the networks (fixed at create); with shrink,
  * the shrink wing's estimate (create counts what it allocated instead). */
 static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_config *config,
                                      const nmt_shrink *shrink, size_t *bytes, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    const nmt_ensemble *e = wrapped(config);
+    const nmt_ensemble *e = config->ensemble;
     *bytes = nmt_cuda_ctx_device_bytes() +
              (config->attention ? nmt_cuda_model_attention_bytes(config->max_sentences,
                                                                  config->beam, config->max_src)
@@ -287,8 +281,7 @@ static nmt_status create_ensemble(cuda_backend *self, const nmt_ensemble *e, int
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_cuda_step_model steps[NMT_MAX_ENSEMBLE_MODELS];
-    self->members[0] = self->net;
-    for (self->n_members = 1; self->n_members < e->n; self->n_members++)
+    for (; self->n_members < e->n; self->n_members++)
         NMT_TRY(create_net(e->models[self->n_members], self->ctx, config, 0,
                            &self->members[self->n_members], err));
     for (int32_t i = 0; i < e->n; i++)
@@ -308,7 +301,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     if (!backend || !model || !config)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda backend: NULL argument");
     *backend = NULL;
-    const nmt_ensemble *e = wrapped(config);
+    const nmt_ensemble *e = config->ensemble;
     if (e && (e->models[0] != model || config->shrink))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda backend: an ensemble starts with the backend's model and "
@@ -328,6 +321,8 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_TRY(nmt_cuda_ctx_create(device_index, &self->ctx, err));
     nmt_cuda_ctx_set_batch_invariant(self->ctx, config->batch_invariant); /* before the side contexts */
     NMT_TRY(create_net(model, self->ctx, config, config->attention, &self->net, err));
+    self->members[0] = self->net;
+    self->n_members = 1;
     if (config->shrink) {
         NMT_TRY(set_shrink(self, model, config, err));
         self->fixed_bytes += nmt_cuda_model_shrink_bytes(self->net);
@@ -336,12 +331,10 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     if (e) {
         self->base.vtable = &cuda_ensemble_vtable;
         NMT_TRY(create_ensemble(self, e, device_index, config, err));
-        const nmt_cuda_step_model step = nmt_cuda_step_ensemble_model(self->ensemble);
-        NMT_TRY(nmt_cuda_search_create(&step, &search, &self->search, err));
-    } else {
-        const nmt_cuda_step_model step = cuda_step_model(self->net);
-        NMT_TRY(nmt_cuda_search_create(&step, &search, &self->search, err));
     }
+    const nmt_cuda_step_model step = e ? nmt_cuda_step_ensemble_model(self->ensemble)
+                                       : cuda_step_model(self->net);
+    NMT_TRY(nmt_cuda_search_create(&step, &search, &self->search, err));
     if (config->warmup) {
         int64_t ignored[3];
         NMT_TRY(nmt_cuda_search_warm_up(self->search, err));

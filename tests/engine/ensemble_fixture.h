@@ -1,6 +1,7 @@
 /* ensemble_fixture.h: what the ensemble tests share (test_ensemble.c on the
- * CPU, test_gpu_ensemble.c on CUDA): lines translated by an ensemble, and
- * two runs held against each other bit for bit. Header-only (static). */
+ * CPU, test_gpu_ensemble.c on CUDA): lines translated by an ensemble, two
+ * runs held against each other bit for bit, and a service over the
+ * ensemble against the translator. Header-only (static). */
 #ifndef NMT_TEST_ENSEMBLE_FIXTURE_H
 #define NMT_TEST_ENSEMBLE_FIXTURE_H
 
@@ -51,6 +52,30 @@ static int ensemble_differences(const char *what, const nmt_result *a, const nmt
             fprintf(stderr, "%s: line %d: %s\n", what, i, why);
     }
     return differing;
+}
+
+/* A service over the ensemble (so's options) answers every line as want,
+ * bit for bit (a CHECK for each line that does not). */
+static void ensemble_check_service(const nmt_model *const *models, const float *weights, int n,
+                                   const nmt_service_options *so, const char *const *lines,
+                                   int n_lines, const nmt_result *want)
+{
+    nmt_service *service = NULL;
+    nmt_error err = {0};
+    CHECK(nmt_service_create_ensemble(models, weights, n, so, &service, &err) == NMT_STATUS_OK,
+          "service: %s", err.message);
+    for (int i = 0; service && i < n_lines; i++) {
+        nmt_request *r = NULL;
+        char why[256] = "";
+        CHECK(nmt_service_submit(service, lines[i], NULL, NULL, NULL, &r, &err) ==
+                  NMT_STATUS_OK,
+              "submit: %s", err.message);
+        CHECK(r && nmt_request_wait(r, -1.0) &&
+                  test_bitwise_line(nmt_request_result(r), &want[i], why, sizeof why),
+              "service line %d differs from the translator: %s", i, why);
+        nmt_request_free(r);
+    }
+    nmt_service_free(service);
 }
 
 #endif

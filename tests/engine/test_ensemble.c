@@ -183,22 +183,7 @@ static void check_hand_sums(void)
     so.translator = o;
     so.translator.batch_size = 3;
     so.cpu_workers = 2;
-    nmt_service *service = NULL;
-    nmt_error err = {0};
-    CHECK(nmt_service_create_ensemble(ab, weights, 2, &so, &service, &err) == NMT_STATUS_OK,
-          "service: %s", err.message);
-    for (int i = 0; service && i < N_LINES; i++) {
-        nmt_request *r = NULL;
-        CHECK(nmt_service_submit(service, lines[i], NULL, NULL, NULL, &r, &err) ==
-                  NMT_STATUS_OK,
-              "submit: %s", err.message);
-        char why[256] = "";
-        CHECK(r && nmt_request_wait(r, -1.0) &&
-                  test_bitwise_line(nmt_request_result(r), &got[i], why, sizeof why),
-              "service line %d differs from the translator: %s", i, why);
-        nmt_request_free(r);
-    }
-    nmt_service_free(service);
+    ensemble_check_service(ab, weights, 2, &so, lines, N_LINES, got);
     ensemble_clear(got, N_LINES);
     ensemble_clear(alone_a, N_LINES);
     ensemble_clear(alone_b, N_LINES);

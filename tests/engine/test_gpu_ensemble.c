@@ -98,22 +98,7 @@ static void check_invariance(void)
     nmt_service_options_init(&so);
     so.translator = o;
     so.continuous = 1; /* asked for; an ensemble's workers batch */
-    nmt_service *service = NULL;
-    nmt_error err = {0};
-    CHECK(nmt_service_create_ensemble(ab, weights, 2, &so, &service, &err) == NMT_STATUS_OK,
-          "service: %s", err.message);
-    for (int i = 0; service && i < N_LINES; i++) {
-        nmt_request *r = NULL;
-        char why[256] = "";
-        CHECK(nmt_service_submit(service, lines[i], NULL, NULL, NULL, &r, &err) ==
-                  NMT_STATUS_OK,
-              "submit: %s", err.message);
-        CHECK(r && nmt_request_wait(r, -1.0) &&
-                  test_bitwise_line(nmt_request_result(r), &base[i], why, sizeof why),
-              "service line %d: %s", i, why);
-        nmt_request_free(r);
-    }
-    nmt_service_free(service);
+    ensemble_check_service(ab, weights, 2, &so, lines, N_LINES, base);
     ensemble_clear(base, N_LINES);
 }
 
