@@ -35,10 +35,12 @@
  * that produced each token beside them; finished hypotheses are rebuilt from
  * it once, after the last step (a token's log-probability is the difference
  * of its score and its parent's). All memory is allocated before the first
- * step. */
+ * step. At a sentence's forced steps (config.forced: a target prefix, an
+ * alternative) its one candidate comes from forced_search.c instead. */
 #include "search.h"
 
 #include "error.h"
+#include "forced_search.h"
 #include "search_rules.h"
 
 #include <math.h>
@@ -158,6 +160,25 @@ static int32_t select_candidates(const float *row_scores, const float *log_probs
     return n;
 }
 
+/* select_candidates, or at a forced step of sentence i (forced_tokens.h)
+ * its one candidate, of slot 0. */
+static int32_t choose_candidates(const float *row_scores, const float *log_probs, int32_t i,
+                                 int32_t step, int32_t n_alive, int32_t vocab_size, int32_t k,
+                                 int only_eos, int mask_specials, float penalty,
+                                 const nmt_search_config *config, candidate *best)
+{
+    float rank = 0.0f;
+    int32_t word = -1;
+    if (!nmt_forced_choice(config, i, step, row_scores[0], log_probs, vocab_size, penalty,
+                           mask_specials, &rank, &word))
+        return select_candidates(row_scores, log_probs, n_alive, vocab_size, k, only_eos,
+                                 mask_specials, penalty, config, best);
+    if (word < 0)
+        return 0;
+    best[0] = (candidate){rank, 0, word};
+    return 1;
+}
+
 int32_t nmt_search_max_length(const nmt_search_config *config, int32_t src_length)
 {
     const nmt_search_params *p = &config->params;
@@ -219,6 +240,8 @@ static nmt_status check_arguments(const nmt_step_model *model, int32_t n_sentenc
         if (src_lengths[i] < 1)
             return nmt_error_set(err, bad, "beam search: src_lengths[%d] = %d, need >= 1", i,
                                  src_lengths[i]);
+    if (nmt_forced_tokens_check(config, n_sentences, v, 0, err) != NMT_STATUS_OK)
+        return bad;
     /* Sizes: rows must fit int32 (the step interface) and log-probs size_t. */
     size_t max_rows = (size_t)n_sentences * (size_t)config->params.beam_size;
     if (max_rows > INT32_MAX || max_rows > SIZE_MAX / sizeof(float) / (size_t)v)
@@ -337,10 +360,10 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
     const nmt_search_config *config = b->config;
     const int32_t beam = config->params.beam_size, k = 2 * beam;
     const int last_step = step == s->max_len;
-    int32_t n_best = select_candidates(b->row_scores + s->first_row,
+    int32_t n_best = choose_candidates(b->row_scores + s->first_row,
                                        b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
-                                       s->n_alive, b->vocab, k, last_step, 1, 1.0f, config,
-                                       b->best);
+                                       i, step, s->n_alive, b->vocab, k, last_step, 1, 1.0f,
+                                       config, b->best);
     finished_hyp *fin = b->finished + (size_t)i * (size_t)k;
     int32_t n_alive = 0;
     for (int32_t c = 0; c < n_best; c++) {
@@ -393,10 +416,10 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
     const int32_t beam = config->params.beam_size;
     const int last_step = step == s->max_len;
     const float penalty = nmt_rule_onmt_penalty(step, config->params.alpha);
-    int32_t n_best = select_candidates(b->row_scores + s->first_row,
+    int32_t n_best = choose_candidates(b->row_scores + s->first_row,
                                        b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
-                                       s->n_alive, b->vocab, beam, 0, 0, penalty, config,
-                                       b->best);
+                                       i, step, s->n_alive, b->vocab, beam, 0, 0, penalty,
+                                       config, b->best);
     finished_hyp *fin = b->finished + (size_t)i * (size_t)(2 * beam);
     int32_t n_alive = 0;
     for (int32_t c = 0; c < n_best; c++) {
@@ -457,7 +480,7 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     size_t history_size = 0, weights_size = 0;
     for (int32_t i = 0; i < n_sentences; i++) {
         sentence_state *s = &sentences[i];
-        s->max_len = nmt_search_max_length(config, src_lengths[i]);
+        s->max_len = nmt_forced_max_length(config, i, src_lengths[i]);
         s->first_row = i;
         s->n_alive = 1;
         s->src_len = src_lengths[i];

@@ -10,6 +10,7 @@
 #ifndef NMT_SEARCH_H
 #define NMT_SEARCH_H
 
+#include "forced_tokens.h"
 #include "nmt_enums.h"
 #include "nmt_status.h"
 #include "search_params.h"
@@ -46,6 +47,8 @@ typedef struct nmt_search_config {
     nmt_search_rules rules; /* 0 (zero-initialized): model-v1 */
     int32_t attention;    /* 1: give every hypothesis its tokens' attention weights
                              (nmt_search_hypothesis.attention); 0 (zero-initialized): not */
+    const nmt_forced_tokens *forced; /* NULL (zero-initialized): none; else the tokens each
+                                        sentence of the batch must take (forced_tokens.h) */
 } nmt_search_config;
 
 typedef struct nmt_search_hypothesis {

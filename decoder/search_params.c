@@ -21,11 +21,14 @@ nmt_status nmt_search_params_check(const nmt_search_params *p, int32_t max_beam,
     REQUIRE(p->max_len_b >= 0 && p->max_len_b <= 10000, "max_len_b %d: must be in 0..10000",
             p->max_len_b);
     REQUIRE(p->max_len_a > 0.0f || p->max_len_b > 0, "max_len_a and max_len_b are both 0");
+    REQUIRE(p->return_alternatives == 0 || p->return_alternatives == 1,
+            "return_alternatives %d: must be 0 or 1", p->return_alternatives);
     return NMT_STATUS_OK;
 }
 
 int nmt_search_params_equal(const nmt_search_params *a, const nmt_search_params *b)
 {
     return a->beam_size == b->beam_size && a->n_best == b->n_best && a->alpha == b->alpha &&
-           a->max_len_a == b->max_len_a && a->max_len_b == b->max_len_b;
+           a->max_len_a == b->max_len_a && a->max_len_b == b->max_len_b &&
+           a->return_alternatives == b->return_alternatives;
 }

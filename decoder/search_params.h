@@ -23,6 +23,12 @@ typedef struct nmt_search_params {
     float alpha;       /* length penalty exponent, 0..10 */
     float max_len_a;   /* max target length floor(a * S + b), EOS counted: a in 0..100, */
     int32_t max_len_b; /* b in 0..10000, not both 0 */
+    /* forced tokens (scoring, prefixes): docs/decoding.md, "Target prefixes" */
+    int32_t return_alternatives; /* 1: a line's n_best hypotheses are the n_best words that
+                                    can follow its target prefix (none: at the first
+                                    position), EOS excepted, each continued by the beam
+                                    (CTranslate2's return_alternatives); 0 (default): the
+                                    beam's n-best list */
 } nmt_search_params;
 
 /* Refuses params outside the ranges above with NMT_STATUS_ERROR_ARGUMENT and

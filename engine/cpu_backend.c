@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "nmt.h"
 #include "error.h"
+#include "forced_search.h"
 #include "linear_blas.h"
 
 #include <stdio.h>
@@ -80,9 +81,13 @@ nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state)
     return step;
 }
 
-static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
-                                     const nmt_search_config *config,
-                                     nmt_search_result *results, nmt_error *err)
+/* A batch searched (score 0) or scored (1; decoder/forced_search.h): the
+ * test hook, the encoder pass, then the search or the teacher-forced pass
+ * over the step interface, the latter with the full softmax whatever the
+ * shrinking (nmt_score_batch). */
+static nmt_status cpu_backend_run(nmt_backend *backend, const nmt_source_batch *batch,
+                                  const nmt_search_config *config, nmt_search_result *results,
+                                  int score, nmt_error *err)
 {
     cpu_backend *self = (cpu_backend *)backend;
     nmt_status status = nmt_backend_oom_injected(backend, batch, err);
@@ -93,9 +98,31 @@ static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batc
         if (status != NMT_STATUS_OK)
             return status;
     }
+    for (int32_t i = 0; i < self->n_members; i++)
+        nmt_cpu_state_full_softmax(self->members[i], score);
     const nmt_step_model step = self->ensemble ? nmt_step_ensemble_model(self->ensemble)
                                                : nmt_cpu_step_model(self->state);
-    return nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results, err);
+    status = score ? nmt_score_forced(&step, batch->n_sentences, batch->src_len, config,
+                                      results, err)
+                   : nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results,
+                                     err);
+    for (int32_t i = 0; i < self->n_members; i++)
+        nmt_cpu_state_full_softmax(self->members[i], 0);
+    return status;
+}
+
+static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
+                                     const nmt_search_config *config,
+                                     nmt_search_result *results, nmt_error *err)
+{
+    return cpu_backend_run(backend, batch, config, results, 0, err);
+}
+
+static nmt_status cpu_backend_score(nmt_backend *backend, const nmt_source_batch *batch,
+                                    const nmt_search_config *config,
+                                    nmt_search_result *results, nmt_error *err)
+{
+    return cpu_backend_run(backend, batch, config, results, 1, err);
 }
 
 static void cpu_backend_free(nmt_backend *backend)
@@ -126,8 +153,13 @@ static void cpu_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
     stats->sparse_matrices = nmt_cpu_state_sparse_count(self->state);
 }
 
-static const nmt_backend_vtable cpu_backend_vtable = {cpu_backend_decode, cpu_backend_add_stats,
-                                                      cpu_backend_free, NULL};
+static const nmt_backend_vtable cpu_backend_vtable = {
+    .decode = cpu_backend_decode,
+    .add_stats = cpu_backend_add_stats,
+    .free = cpu_backend_free,
+    .stream = NULL,
+    .score = cpu_backend_score,
+};
 
 /* The kernels a state runs: 1 the BLAS path, 0 the reference (sparse or
  * dense), or an error for a combination that cannot run. */

@@ -71,6 +71,9 @@ void nmt_request_options_init(nmt_request_options *options)
     options->max_len_b = -1;
     options->shrink = -1;
     options->deadline_ms = 0.0;
+    options->target_prefix = NULL;
+    options->return_alternatives = -1;
+    options->target = NULL;
 }
 
 /* ---- completing requests ----------------------------------------------------- */
@@ -178,11 +181,20 @@ static void run_batch(service_worker *w, int n)
         }
         w->lines[m++] = r->line;
     }
+    int targets = 0; /* a request of the batch has a target */
+    for (int i = 0, k = 0; i < n; i++) {
+        const nmt_request *r = w->batch[i];
+        if (r->deadline > 0.0 && now > r->deadline)
+            continue;
+        w->targets[k++] = r->target;
+        targets |= r->target != NULL;
+    }
     nmt_result *out = w->results + n; /* [m]: the translated ones, then moved */
     nmt_error err = {0};
-    const nmt_status status = m > 0 ? nmt_translator_run(t, w->lines, m, &first->search, out,
-                                                          &err)
-                                    : NMT_STATUS_OK;
+    const nmt_status status =
+        m > 0 ? nmt_translator_run(t, w->lines, targets ? w->targets : NULL, m, first->score,
+                                   &first->search, out, &err)
+              : NMT_STATUS_OK;
     const double end = nmt_request_now();
     for (int i = 0, k = 0; i < n; i++) {
         nmt_request *r = w->batch[i];
@@ -241,14 +253,20 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&s->lock);
         if (w->streams) {
             const nmt_request *first = wait_first_locked(w);
-            /* Its options: first may complete before the stream reads them. */
-            const nmt_search_params search = first ? first->search : s->defaults;
-            const int shrink = first ? first->shrink : 0;
-            pthread_mutex_unlock(&s->lock);
-            if (!first)
+            if (!first) {
+                pthread_mutex_unlock(&s->lock);
                 return NULL;
-            nmt_service_stream_run(w, &search, shrink);
-            continue;
+            }
+            /* A stream takes plain translations only: scoring, prefixes
+             * and alternatives go in batches. Its options: first may
+             * complete before the stream reads them. */
+            if (nmt_request_has_search(first, &first->search, first->shrink)) {
+                const nmt_search_params search = first->search;
+                const int shrink = first->shrink;
+                pthread_mutex_unlock(&s->lock);
+                nmt_service_stream_run(w, &search, shrink);
+                continue;
+            }
         }
         const int n = take_batch_locked(w);
         pthread_mutex_unlock(&s->lock);
@@ -280,6 +298,7 @@ static nmt_status create_worker(nmt_service *s, service_worker *w, nmt_device de
     w->streams = s->options.continuous && nmt_translator_can_stream(w->full);
     NMT_ALLOC(w->batch, cap);
     NMT_ALLOC(w->lines, cap);
+    NMT_ALLOC(w->targets, cap);
     NMT_ALLOC(w->results, 2 * (size_t)cap);
 cleanup:
     return status;
@@ -291,6 +310,7 @@ static void free_worker(service_worker *w)
     nmt_translator_free(w->shrunk);
     free(w->batch);
     free(w->lines);
+    free(w->targets);
     free(w->results);
 }
 
@@ -372,6 +392,7 @@ cleanup:
 static nmt_status resolve_options(const nmt_service *s, const nmt_request_options *o,
                                   nmt_request *r, nmt_error *err)
 {
+    nmt_status status = NMT_STATUS_OK;
     nmt_request_options d;
     nmt_request_options_init(&d);
     if (!o)
@@ -400,7 +421,10 @@ static nmt_status resolve_options(const nmt_service *s, const nmt_request_option
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "deadline_ms %g: must be in 0..1e9", o->deadline_ms);
     r->deadline = o->deadline_ms > 0.0 ? r->submitted + 1e-3 * o->deadline_ms : 0.0;
+    NMT_TRY(nmt_request_set_target(r, o, err));
     return nmt_translator_check_search(s->workers[0].full, &r->search, err);
+cleanup:
+    return status;
 }
 
 nmt_status nmt_service_submit(nmt_service *s, const char *line, const nmt_request_options *o,

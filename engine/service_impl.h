@@ -20,6 +20,7 @@ typedef struct service_worker {
     /* Batch scratch, sized batch_size once. */
     nmt_request **batch;
     const char **lines;
+    const char **targets; /* the batch's requests' targets (NULL: none) */
     nmt_result *results;
 } service_worker;
 

@@ -40,6 +40,7 @@ void nmt_request_destroy(nmt_request *r)
     pthread_cond_destroy(&r->done);
     pthread_mutex_destroy(&r->lock);
     free(r->line);
+    free(r->target);
     free(r);
 }
 
@@ -69,14 +70,42 @@ void nmt_request_queue_remove(nmt_request_queue *q, nmt_request *r)
     q->count--;
 }
 
+nmt_status nmt_request_set_target(nmt_request *r, const nmt_request_options *o, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (o->return_alternatives < -1 || o->return_alternatives > 1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "return_alternatives %d: must be -1, 0 or 1", o->return_alternatives);
+    if (o->return_alternatives >= 0)
+        r->search.return_alternatives = o->return_alternatives;
+    if (o->target && o->target_prefix)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "a request scores a target or continues a target prefix, not both");
+    const char *target = o->target ? o->target : o->target_prefix;
+    if (!target)
+        return NMT_STATUS_OK;
+    if (o->target_prefix && o->shrink == 1)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "target prefixes need the full "
+                             "softmax: shrink 1 was asked for");
+    r->score = o->target != NULL;
+    r->shrink = 0;
+    const size_t len = strlen(target);
+    NMT_ALLOC(r->target, len + 1);
+    memcpy(r->target, target, len + 1);
+cleanup:
+    return status;
+}
+
 int nmt_request_has_search(const nmt_request *r, const nmt_search_params *y, int shrink)
 {
-    return r->shrink == shrink && nmt_search_params_equal(&r->search, y);
+    return r->shrink == shrink && nmt_search_params_equal(&r->search, y) && !r->target &&
+           !r->search.return_alternatives;
 }
 
 int nmt_request_same_search(const nmt_request *a, const nmt_request *b)
 {
-    return nmt_request_has_search(a, &b->search, b->shrink);
+    return a->shrink == b->shrink && nmt_search_params_equal(&a->search, &b->search) &&
+           a->score == b->score;
 }
 
 double nmt_request_now(void)

@@ -33,6 +33,9 @@ struct nmt_request {
     char *line;                   /* owned copy */
     nmt_search_params search;  /* resolved: what the translation uses */
     int shrink;                   /* 1: the service's shrinking */
+    char *target;                 /* owned copy, NULL: none; the translation to score (score)
+                                     or the prefix to continue */
+    int score;                    /* 1: score target instead of translating */
     int tokens;                   /* source tokens, counted only under max_batch_tokens
                                      (0 for a line the tokenizer refuses) */
     double submitted, deadline;   /* nmt_request_now() seconds; deadline 0: none */
@@ -53,9 +56,17 @@ void nmt_request_destroy(nmt_request *request);
 void nmt_request_queue_push(nmt_request_queue *queue, nmt_request *request);
 void nmt_request_queue_remove(nmt_request_queue *queue, nmt_request *request);
 
-/* Requests that may share a batch: the same search options and shrinking. */
+/* r's target (o->target to score, or o->target_prefix to continue; copied)
+ * and return_alternatives; its shrink 0 with a target: scoring runs the
+ * full softmax, and so does a prefix unless shrinking is asked for by
+ * name (then refused: a forced word need not be a candidate). */
+nmt_status nmt_request_set_target(nmt_request *r, const nmt_request_options *o, nmt_error *err);
+
+/* Requests that may share a batch: the same search options and shrinking,
+ * both scoring or both translating. */
 int nmt_request_same_search(const nmt_request *a, const nmt_request *b);
-/* r has these search options and shrinking (a stream's, service_stream.c). */
+/* r is a plain translation (no target, no alternatives) with these search
+ * options and shrinking: a stream's (service_stream.c). */
 int nmt_request_has_search(const nmt_request *r, const nmt_search_params *search, int shrink);
 
 /* Monotonic seconds, and the CLOCK_MONOTONIC time point of one (for

@@ -78,7 +78,8 @@ static nmt_search_params search_params_of(const nmt_options *o)
                                .n_best = o->n_best,
                                .alpha = o->alpha,
                                .max_len_a = o->max_len_a,
-                               .max_len_b = o->max_len_b};
+                               .max_len_b = o->max_len_b,
+                               .return_alternatives = o->return_alternatives};
 }
 
 static nmt_status check_options(const nmt_options *o, nmt_error *err)
@@ -89,6 +90,9 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
         return status;
     REQUIRE(o->batch_size >= 1 && o->batch_size <= 4096, "batch_size %d: must be in 1..4096",
             o->batch_size);
+    REQUIRE(!o->return_alternatives || o->batch_size >= o->n_best,
+            "return_alternatives: batch_size %d must be at least n_best (%d): a line is "
+            "searched as one sentence an alternative", o->batch_size, o->n_best);
     REQUIRE(o->max_line_bytes >= 1, "max_line_bytes %d: must be positive", o->max_line_bytes);
     REQUIRE(o->max_src_tokens >= 1 && o->max_src_tokens <= 4096,
             "max_src_tokens %d: must be in 1..4096", o->max_src_tokens);
@@ -401,23 +405,29 @@ nmt_status nmt_translator_search_config(const nmt_translator *t,
                                         nmt_search_config *search, nmt_error *err)
 {
     *search = t->search;
-    if (!overrides)
-        return NMT_STATUS_OK;
-    search->params = *overrides;
-    return nmt_translator_check_search(t, overrides, err);
+    if (overrides)
+        search->params = *overrides;
+    /* The translator's own too: max_memory may have lowered its batch size
+     * below return_alternatives' n_best. */
+    return nmt_translator_check_search(t, &search->params, err);
 }
 
 nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int n_lines,
                                nmt_result *results, nmt_error *err)
 {
-    return nmt_translator_run(t, lines, n_lines, NULL, results, err);
+    return nmt_translator_run(t, lines, NULL, n_lines, 0, NULL, results, err);
 }
 
 nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_params *o,
                                        nmt_error *err)
 {
     /* A request's beam at most the translator's: its backend is sized for it. */
-    return nmt_search_params_check(o, t->options.beam_size, err);
+    const nmt_status status = nmt_search_params_check(o, t->options.beam_size, err);
+    if (status == NMT_STATUS_OK && o->return_alternatives && o->n_best > t->options.batch_size)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "return_alternatives: n_best %d is "
+                             "above the batch size %d (one sentence an alternative)", o->n_best,
+                             t->options.batch_size);
+    return status;
 }
 
 nmt_search_params nmt_translator_search(const nmt_translator *t)
@@ -433,6 +443,8 @@ struct nmt_prepared {
     int n_lines;
     int32_t n_valid;
     nmt_tokens *tokens;            /* [n_lines] */
+    nmt_line_target *targets;      /* [n_lines], or NULL: the call has none */
+    int score;                     /* the targets are to be scored, not continued */
     nmt_result *results;           /* [n_lines]: the answers of lines not searched */
     int32_t *order;                /* [n_valid]: the searched lines, longest first */
     int used;                      /* translated already: its answers were moved out */
@@ -444,6 +456,9 @@ void nmt_prepared_free(nmt_prepared *p)
         return;
     for (int i = 0; p->tokens && i < p->n_lines; i++)
         nmt_tokens_clear(&p->tokens[i]);
+    for (int i = 0; p->targets && i < p->n_lines; i++)
+        nmt_line_target_clear(&p->targets[i]);
+    free(p->targets);
     for (int i = 0; p->results && i < p->n_lines; i++)
         nmt_result_clear(&p->results[i]);
     free(p->tokens);
@@ -452,8 +467,10 @@ void nmt_prepared_free(nmt_prepared *p)
     free(p);
 }
 
-nmt_status nmt_translator_prepare(const nmt_translator *t, const char *const *lines, int n_lines,
-                                  nmt_prepared **prepared, nmt_error *err)
+/* nmt_translator_prepare with targets (NULL: none; score: to be scored). */
+static nmt_status prepare_call(const nmt_translator *t, const char *const *lines,
+                               const char *const *targets, int n_lines, int score,
+                               nmt_prepared **prepared, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_prepared *p = NULL;
@@ -471,10 +488,17 @@ nmt_status nmt_translator_prepare(const nmt_translator *t, const char *const *li
     NMT_ALLOC(p->results, n_lines > 0 ? n_lines : 1);
     NMT_ALLOC(p->order, n_lines > 0 ? n_lines : 1);
     NMT_ALLOC(scratch, n_lines > 0 ? n_lines : 1);
+    p->score = score;
+    if (targets || score)
+        NMT_ALLOC(p->targets, n_lines > 0 ? n_lines : 1);
     for (int i = 0; i < n_lines; i++) {
         int searched = 0;
         NMT_TRY(nmt_translator_prepare_line(t, lines[i], &p->tokens[i], &p->results[i],
                                             &searched, err));
+        if (p->targets)
+            NMT_TRY(nmt_translator_prepare_target(t, targets ? targets[i] : NULL, score,
+                                                  &p->targets[i], &p->results[i], &searched,
+                                                  err));
         if (searched)
             p->order[p->n_valid++] = i;
     }
@@ -485,6 +509,12 @@ cleanup:
     nmt_prepared_free(p);
     free(scratch);
     return status;
+}
+
+nmt_status nmt_translator_prepare(const nmt_translator *t, const char *const *lines, int n_lines,
+                                  nmt_prepared **prepared, nmt_error *err)
+{
+    return prepare_call(t, lines, NULL, n_lines, 0, prepared, err);
 }
 
 /* The whole call failed: every line gets the call's error and no line
@@ -520,7 +550,11 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
     memset(p->results, 0, sizeof *p->results * (size_t)n_lines);
     nmt_search_config search;
     NMT_TRY(nmt_translator_search_config(t, overrides, &search, err));
-    const int32_t batch = t->options.batch_size, max_tokens = t->options.max_batch_tokens;
+    const nmt_call_lines call = {p->tokens, p->targets, p->score};
+    /* A line is per_line sentences of the batch (alternatives). */
+    const int32_t per_line = nmt_translator_sentences_per_line(&search, &call);
+    const int32_t batch = t->options.batch_size / per_line;
+    const int32_t max_tokens = t->options.max_batch_tokens;
     const double started = seconds_now();
     nmt_finisher *finisher = NULL;
     for (int32_t first = 0, count = 0; first < p->n_valid; first += count) {
@@ -528,7 +562,7 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
          * (a longer sentence goes alone). */
         int64_t in_batch = 0;
         for (count = 0; count < batch && first + count < p->n_valid; count++) {
-            const int32_t n = p->tokens[p->order[first + count]].n;
+            const int32_t n = p->tokens[p->order[first + count]].n * per_line;
             if (max_tokens > 0 && count > 0 && in_batch + n > max_tokens)
                 break;
             in_batch += n;
@@ -541,7 +575,7 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
                 finisher = NULL;
         }
         /* Split and retried there when the device runs out of memory. */
-        NMT_TRY(nmt_translator_decode_lines(t, &search, p->tokens, p->order + first, count,
+        NMT_TRY(nmt_translator_decode_lines(t, &search, &call, p->order + first, count,
                                             results, finisher, err));
     }
     {
@@ -569,15 +603,20 @@ nmt_status nmt_translate_prepared(nmt_translator *t, nmt_prepared *prepared, nmt
     return run_prepared(t, prepared, NULL, results, err);
 }
 
-nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n_lines,
+nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines,
+                              const char *const *targets, int n_lines, int score,
                               const nmt_search_params *overrides, nmt_result *results,
                               nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_prepared *p = NULL;
-    if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_batch: bad arguments");
-    status = nmt_translator_prepare(t, lines, n_lines, &p, err);
+    if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0 ||
+        (score && !targets && n_lines > 0))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: bad arguments",
+                             score ? "score_batch" : "translate_batch");
+    status = nmt_translator_prefixes_usable(t, targets && !score, err);
+    if (status == NMT_STATUS_OK)
+        status = prepare_call(t, lines, targets, n_lines, score, &p, err);
     if (status == NMT_STATUS_OK) {
         status = run_prepared(t, p, overrides, results, err);
     } else {

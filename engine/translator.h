@@ -34,10 +34,74 @@ nmt_search_params nmt_translator_search(const nmt_translator *translator);
 nmt_status nmt_translator_check_search(const nmt_translator *translator,
                                        const nmt_search_params *overrides, nmt_error *err);
 
-/* nmt_translate_batch with overrides (NULL: the translator's). */
-nmt_status nmt_translator_run(nmt_translator *translator, const char *const *lines, int n_lines,
+/* A line's target tokens (translator_forced.c): a prefix its translation
+ * continues, or the translation it scores. */
+typedef struct nmt_line_target {
+    nmt_tokens tokens; /* as tokenized: their text is the output's for these tokens */
+    int32_t *ids;      /* [tokens.n]: target vocabulary ids (UNK for an unknown word) */
+} nmt_line_target;
+void nmt_line_target_clear(nmt_line_target *target);
+
+/* What one call decodes: its lines' source tokens and, when it has them,
+ * their targets. */
+typedef struct nmt_call_lines {
+    const nmt_tokens *tokens;       /* [n_lines] */
+    const nmt_line_target *targets; /* [n_lines] or NULL */
+    int score;                      /* 1: score the targets (nmt_score_batch); 0: they are
+                                       prefixes */
+} nmt_call_lines;
+
+/* nmt_translate_batch with overrides (NULL: the translator's) and targets
+ * (NULL: none; with score, the translations to score, else prefixes). */
+nmt_status nmt_translator_run(nmt_translator *translator, const char *const *lines,
+                              const char *const *targets, int n_lines, int score,
                               const nmt_search_params *overrides, nmt_result *results,
                               nmt_error *err);
+
+/* The most tokens a target (or prefix) may have: the longest translation
+ * the translator's own options allow (the max length for max_src_tokens
+ * source tokens, EOS excluded), and at least max_src_tokens. */
+int32_t nmt_translator_max_target_tokens(const nmt_translator *translator);
+
+/* A line's target (text NULL: none), after nmt_translator_prepare_line
+ * said in *searched whether its source goes to the search: tokenized as a
+ * source is, the tokens looked up in the target vocabulary. *searched = 0
+ * with *result the line's error when it cannot be used (bad UTF-8, more
+ * tokens than nmt_translator_max_target_tokens, a special token, none to
+ * score, an empty source to score against). Fails only when out of
+ * memory. */
+nmt_status nmt_translator_prepare_target(const nmt_translator *translator, const char *text,
+                                         int score, nmt_line_target *target, nmt_result *result,
+                                         int *searched, nmt_error *err);
+
+/* NMT_STATUS_ERROR_ARGUMENT when prefixes (1: the call has some) cannot be
+ * forced: the translator shrinks its output layer. */
+nmt_status nmt_translator_prefixes_usable(const nmt_translator *translator, int prefixes,
+                                          nmt_error *err);
+
+/* The sentences per line of a call: n_best with return_alternatives (each line
+ * is searched as one sentence an alternative), else 1. */
+int32_t nmt_translator_sentences_per_line(const nmt_search_config *search,
+                                          const nmt_call_lines *call);
+
+/* The batch's forced tokens (nmt_search_config.forced) for lines[0 ..
+ * count), each line `per_line` sentences (rank k = its k-th with
+ * alternatives): arrays allocated in *forced, freed by
+ * nmt_translator_forced_free. Without targets and alternatives, *forced
+ * stays empty and the search gets none. */
+typedef struct nmt_batch_forced {
+    nmt_forced_tokens view;
+    int32_t *offset, *ids, *alternative;
+} nmt_batch_forced;
+nmt_status nmt_translator_forced_batch(const nmt_call_lines *call, const int32_t *lines,
+                                       int32_t count, int32_t per_line, nmt_batch_forced *forced,
+                                       nmt_error *err);
+void nmt_translator_forced_free(nmt_batch_forced *forced);
+
+/* Alternatives: found[k * per_line + j], j < per_line (each one hypothesis
+ * at most), become found[k]'s hypotheses in rank order, k < count. */
+nmt_status nmt_translator_merge_alternatives(nmt_search_result *found, int32_t count,
+                                             int32_t per_line, nmt_error *err);
 
 /* The search configuration with overrides (NULL: the translator's). */
 nmt_status nmt_translator_search_config(const nmt_translator *translator,
@@ -57,15 +121,18 @@ nmt_status nmt_translator_tokenize(const nmt_translator *translator, const char 
 nmt_status nmt_translator_prepare_line(const nmt_translator *translator, const char *line,
                                        nmt_tokens *tokens, nmt_result *result, int *searched,
                                        nmt_error *err);
-/* A search result as the line's result (detokenized, unknown words replaced). */
+/* A search result as the line's result (detokenized, unknown words
+ * replaced); target (NULL: none): the hypotheses begin with its tokens,
+ * which keep their own text. */
 nmt_status nmt_translator_fill_result(const nmt_translator *translator,
                                       const nmt_search_result *found, const nmt_tokens *source,
-                                      nmt_result *result, nmt_error *err);
+                                      const nmt_line_target *target, nmt_result *result,
+                                      nmt_error *err);
 /* A batch's search results as its lines' results: results[lines[k]] from
  * found[k], k < count, up to the first failure (none when fill is 0), then
  * every found[k] cleared. */
 nmt_status nmt_translator_fill_batch(const nmt_translator *translator, nmt_search_result *found,
-                                     const nmt_tokens *tokens, const int32_t *lines,
+                                     const nmt_call_lines *call, const int32_t *lines,
                                      int32_t count, int fill, nmt_result *results,
                                      nmt_error *err);
 /* *result = the error (status, message) and nothing else. */
@@ -99,19 +166,21 @@ typedef struct nmt_finisher nmt_finisher;
 nmt_status nmt_finisher_start(const nmt_translator *translator, nmt_finisher **finisher,
                               nmt_error *err);
 nmt_status nmt_finisher_submit(nmt_finisher *finisher, nmt_search_result *found,
-                               const nmt_tokens *tokens, const int32_t *lines, int32_t count,
+                               const nmt_call_lines *call, const int32_t *lines, int32_t count,
                                nmt_result *results, nmt_error *err);
 nmt_status nmt_finisher_stop(nmt_finisher *finisher, nmt_error *err);
 
-/* Decodes lines[0..count) (indices into tokens and results) as one batch and
- * fills their results, on the finisher's thread when there is one (then
- * done only by nmt_finisher_stop); a batch the device has no memory for is
+/* Decodes lines[0..count) (indices into the call's lines and results) as
+ * one batch (scores them with call->score; a line is per_line sentences,
+ * nmt_translator_sentences_per_line) and fills their results, on the
+ * finisher's thread when there is one (then done only by
+ * nmt_finisher_stop); a batch the device has no memory for is
  * decoded again as two halves, down to one sentence, which then gets a
  * per-line NMT_STATUS_ERROR_MEMORY. Fails (the caller fails the call) on any
  * other decode error and on host out of memory. */
 nmt_status nmt_translator_decode_lines(nmt_translator *translator,
                                        const nmt_search_config *search,
-                                       const nmt_tokens *tokens, const int32_t *lines,
+                                       const nmt_call_lines *call, const int32_t *lines,
                                        int32_t count, nmt_result *results,
                                        nmt_finisher *finisher, nmt_error *err);
 

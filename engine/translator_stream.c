@@ -116,7 +116,8 @@ static void adapter_deliver(void *self, void *tag, nmt_search_result *found, nmt
     memset(&result, 0, sizeof result);
     if (found) {
         nmt_error e = {0};
-        if (nmt_translator_fill_result(a->t, found, &c->tokens, &result, &e) != NMT_STATUS_OK) {
+        if (nmt_translator_fill_result(a->t, found, &c->tokens, NULL, &result, &e) !=
+            NMT_STATUS_OK) {
             nmt_result_clear(&result);
             nmt_translator_line_error(&result, e.status, e.message);
         }

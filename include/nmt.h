@@ -144,6 +144,13 @@ typedef struct nmt_options {
                             machine's cores (nmt_cpu_default_threads(1)). OpenBLAS keeps
                             one count for the process: give every translator of a
                             process the same */
+    int return_alternatives; /* 1: a line's n_best hypotheses are alternatives: the n_best
+                                best words at its first free position (after its target
+                                prefix, nmt_translate_batch_prefix; else the first), EOS
+                                excepted, in that order, each continued by the beam
+                                (CTranslate2's return_alternatives; docs/decoding.md,
+                                "Target prefixes"); needs batch_size >= n_best. 0
+                                (default): the beam's n-best list */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;
@@ -240,6 +247,39 @@ nmt_device nmt_translator_device(const nmt_translator *translator);
  * cause in its message, and the other lines are translated. */
 nmt_status nmt_translate_batch(nmt_translator *translator, const char *const *lines, int n_lines,
                                nmt_result *results, nmt_error *err);
+
+/* nmt_translate_batch where line i's translation continues its target
+ * prefix target_prefixes[i] (NULL or "": none): text tokenized as the
+ * source is (input_tokens, the model's SentencePiece), each token a word of
+ * the target vocabulary (an unknown one is UNK, its text kept in the
+ * output). Every hypothesis starts with the prefix's tokens, whose log
+ * probabilities count in its scores; the search is free after them
+ * (docs/decoding.md, "Target prefixes"). A prefix that cannot be used (more
+ * tokens than the longest translation of a max_src_tokens-token line,
+ * floor(max_len_a x max_src_tokens + max_len_b) - 1; a special token; bad
+ * UTF-8) is that line's error; so is any prefix on a translator that
+ * shrinks its output layer (NMT_STATUS_ERROR_ARGUMENT for the call: a forced
+ * word need not be a candidate). target_prefixes may be NULL (none at
+ * all). */
+nmt_status nmt_translate_batch_prefix(nmt_translator *translator, const char *const *lines,
+                                      const char *const *target_prefixes, int n_lines,
+                                      nmt_result *results, nmt_error *err);
+
+/* Scores line i's given translation targets[i] (forced decoding; OpenNMT-py's
+ * -tgt, CTranslate2's score_batch, marian-scorer): results[i] has one
+ * hypothesis whose text is targets[i] as given, log_prob the sum of its
+ * tokens' log-probabilities and the EOS's, score that normalized by the
+ * length penalty as a translation's (alpha, search_rules), token_scores
+ * each token's log-probability then the EOS's, alignment and, with
+ * attention_weights, the attention rows and tokens. Targets are tokenized
+ * and limited as prefixes are (nmt_translate_batch_prefix); a pair that
+ * cannot be scored (an empty source, a bad target) is that line's error
+ * and the others are scored. The output layer is the full softmax
+ * whatever the shrinking. On CUDA the targets run as one teacher-forced
+ * pass at batch width, with no beam. */
+nmt_status nmt_score_batch(nmt_translator *translator, const char *const *sources,
+                           const char *const *targets, int n_lines, nmt_result *results,
+                           nmt_error *err);
 
 /* nmt_translate_batch in two halves, for a pipeline that prepares the next
  * lines while the translator decodes the last ones. prepare does the host
@@ -352,6 +392,12 @@ typedef struct nmt_request_options {
                             (refused when the service has none) */
     double deadline_ms;  /* > 0: complete with NMT_STATUS_DEADLINE unless translated within
                             this many milliseconds of submit; 0: none */
+    const char *target_prefix; /* NULL: none; else the translation continues this prefix
+                                  (nmt_translate_batch_prefix; copied at submit) */
+    int return_alternatives;   /* -1: the service's; 0 or 1 (nmt_options) */
+    const char *target;        /* NULL: translate; else score this translation of the line
+                                  instead (nmt_score_batch; copied at submit): the result's
+                                  one hypothesis carries its scores */
 } nmt_request_options;
 
 void nmt_request_options_init(nmt_request_options *options);

@@ -267,6 +267,24 @@ const app_option app_translate_options[] = {
      .help = "progress on stderr (default: when stderr is a terminal)"},
     {.name = "no-progress", .kind = APP_OPT_FLAG, ARGS(progress), .negate = 1,
      .help = "no progress on stderr"},
+    /* forced tokens (scoring, prefixes) */
+    {.name = "score-target", .kind = APP_OPT_STRING, ARGS(score_target_path), .lo = 1,
+     .arg = "FILE", .heading = "\nScoring and target prefixes (docs/decoding.md):\n",
+     .help = "score FILE's line i as the translation of input line i\n"
+             "(forced decoding; OpenNMT-py's -tgt, marian-scorer) instead\n"
+             "of translating: each output line is LOGPROB<TAB>SCORE (the\n"
+             "target's and its EOS's log-probabilities summed, and that\n"
+             "length-normalized as a translation's), then the fields of\n"
+             "--alignment, --token-scores, --attention"},
+    {.name = "target-prefix", .kind = APP_OPT_STRING, ARGS(target_prefix_path), .lo = 1,
+     .arg = "FILE",
+     .help = "FILE's line i starts input line i's translation (empty:\n"
+             "none); the search continues it, every hypothesis starts\n"
+             "with it and its log-probabilities count (-tgt_prefix)"},
+    {.name = "return-alternatives", .kind = APP_OPT_FLAG, ENGINE(return_alternatives),
+     .help = "the --n-best hypotheses are alternatives: the N best words\n"
+             "after the prefix (or at the start), each continued by the\n"
+             "beam, best word first (CTranslate2's return_alternatives)"},
     {.name = "lsh", .kind = APP_OPT_CUSTOM, .set = set_lsh, .arg = "K,u,W,T,t",
      .heading = "\nVocabulary shrinking (docs/lsh.md; off by default: full softmax):\n",
      .help = "LSH (Shi, Xu & Knight): score only the words whose WTA band\n"

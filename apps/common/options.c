@@ -350,6 +350,26 @@ static int next_option(int argc, char **argv, const getopt_tables *t, char *mess
     return kAbbreviated;
 }
 
+/* A word that begins several long options (getopt_long refuses it as
+ * ambiguous): 1 with the message naming them, else 0. */
+static int abbreviation_of_several(const getopt_tables *t, const char *word, char *message,
+                                   size_t message_size)
+{
+    const size_t len = strcspn(word, "=");
+    if (strncmp(word, "--", 2) || len <= 2)
+        return 0;
+    int n = snprintf(message, message_size, "unknown option '%.*s' (options are not "
+                     "abbreviated:", (int)len, word);
+    int found = 0;
+    for (const struct option *o = t->longs; o->name && n > 0 && (size_t)n < message_size; o++)
+        if (!strncmp(o->name, word + 2, len - 2))
+            n += snprintf(message + n, message_size - (size_t)n, "%s --%s", found++ ? "," : "",
+                          o->name);
+    if (n > 0 && (size_t)n < message_size)
+        snprintf(message + n, message_size - (size_t)n, "?)");
+    return found > 1;
+}
+
 /* 1 when row i, about to be given on the command line, was given there
  * already (itself, or another row with a value setting the same field), with
  * the message. */
@@ -438,7 +458,19 @@ static int check_args(translate_args *args, int model_optional, char *message,
                  args->engine.n_best, args->engine.beam_size);
         return EXIT_USAGE;
     }
+    if (args->score_target_path[0] && args->target_prefix_path[0]) {
+        snprintf(message, message_size, "--score-target and --target-prefix exclude each other");
+        return EXIT_USAGE;
+    }
     return EXIT_OK;
+}
+
+translate_target translate_args_target(const translate_args *args, const char **path)
+{
+    *path = args->score_target_path[0] ? args->score_target_path : args->target_prefix_path;
+    return args->score_target_path[0]    ? TRANSLATE_TARGET_SCORE
+           : args->target_prefix_path[0] ? TRANSLATE_TARGET_PREFIX
+                                         : TRANSLATE_TARGET_NONE;
 }
 
 int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_settings *extra,
@@ -498,8 +530,10 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
         } else if (c == ':') {
             snprintf(message, message_size, "option %s needs a value", argv[optind - 1]);
             goto done;
-        } else {
+        } else if (!abbreviation_of_several(tables, argv[optind - 1], message, message_size)) {
             snprintf(message, message_size, "unknown option '%s' (see --help)", argv[optind - 1]);
+            goto done;
+        } else {
             goto done;
         }
     }

@@ -26,6 +26,13 @@ typedef struct app_path_list {
     char items[NMT_MAX_ENSEMBLE_MODELS][1024];
 } app_path_list;
 
+/* What a line's second file gives it (--score-target, --target-prefix). */
+typedef enum translate_target {
+    TRANSLATE_TARGET_NONE = 0,
+    TRANSLATE_TARGET_PREFIX = 1, /* its translation continues the line */
+    TRANSLATE_TARGET_SCORE = 2   /* the line is the translation to score */
+} translate_target;
+
 typedef struct translate_args {
     app_path_list models;  /* -m, once a model: several make an ensemble */
     float weights[NMT_MAX_ENSEMBLE_MODELS]; /* --weights: one a model (n_weights 0: 1/n) */
@@ -57,7 +64,14 @@ typedef struct translate_args {
     int token_scores;  /* append " ||| " and each target token's log-probability, EOS last */
     int attention;     /* append " ||| " and a JSON document: source and target tokens and the
                           soft attention weights (engine.attention_weights) */
+    /* forced tokens (scoring, prefixes): a file with a line for each input line */
+    char score_target_path[1024];  /* --score-target FILE */
+    char target_prefix_path[1024]; /* --target-prefix FILE */
 } translate_args;
+
+/* The second file's role (after translate_args_parse: they exclude each
+ * other) and path. */
+translate_target translate_args_target(const translate_args *args, const char **path);
 
 /* One option: one row of a table that feeds getopt, the INI reader and
  * --help (option_table.c holds translate's rows, server_options.c the

@@ -172,11 +172,13 @@ static void route(server *s, const char *url, const char *method, request_state 
     const int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     const int post = !strcmp(method, "POST");
     const char *id;
-    if (!strcmp(url, "/translator/translate")) {
+    if (!strcmp(url, "/translator/translate") || !strcmp(url, "/translator/score")) {
         if (!post)
             wrong_method(out, "POST");
         else if (st->too_large)
             server_error(out, 413, "the body is larger than max_body_bytes");
+        else if (!strcmp(url, "/translator/score"))
+            server_score(s, st->body ? st->body : "", st->length, out);
         else
             server_translate(s, st->body ? st->body : "", st->length, out);
     } else if (!strcmp(url, "/health") || !strcmp(url, "/translator/health")) {

@@ -49,8 +49,8 @@ int server_print_help(const char *program);
  * (model_config.c). Fixed once the server starts. */
 typedef struct server_model_spec {
     int id;
-    translate_args args;  /* the server's settings, then the entry's "opt"; args.model_path
-                             is the file */
+    translate_args args;  /* the server's settings, then the entry's "opt"; args.models
+                             are the files (several: an ensemble) */
     double timeout_s;     /* idle seconds before on_timeout; < 0: never */
     int keep_weights;     /* on_timeout "to_cpu": the service (translators, device memory)
                              goes, the weights stay in host memory; 0: "unload" */
@@ -153,6 +153,9 @@ typedef struct server_response {
 
 /* POST /translator/translate: the OpenNMT-py REST API over the models. */
 void server_translate(server *s, const char *body, size_t length, server_response *out);
+/* POST /translator/score: the same items with a "tgt" to score (forced
+ * decoding), one answer an item with its "log_prob". */
+void server_score(server *s, const char *body, size_t length, server_response *out);
 /* GET /translator/models and GET or POST /translator/unload_model/ID. */
 void server_list_models(server *s, server_response *out);
 void server_unload_model(server *s, const char *id_text, server_response *out);

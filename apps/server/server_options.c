@@ -136,6 +136,8 @@ int server_print_help(const char *program)
                "Serves translations over HTTP/1.1 (docs/server.md), OpenNMT-py's REST API:\n"
                "  POST /translator/translate  [{\"src\": \"...\", \"id\": MODEL_ID}, ...]\n"
                "       (-m's model is id 0; the answer is one list per n-best rank)\n"
+               "  POST /translator/score      [{\"src\": \"...\", \"tgt\": \"...\"}, ...]  "
+               "(forced decoding)\n"
                "  GET  /translator/models, GET|POST /translator/unload_model/MODEL_ID\n"
                "  GET  /health, /translator/health, /metrics (Prometheus), / (a page to try it)\n"
                "\n"

@@ -8,10 +8,15 @@
  * one list per n-best rank, each with one hypothesis per item in item order:
  * answer[k][i] = {"src", "tgt", "n_best", "pred_score"} of item i's (k+1)-th
  * best, or {"error", "status": "error"} with a 4xx/5xx code. An item may
- * also set the fields of kItemFields (search options, "align",
- * "token_scores", "attention"); an unknown field is a 400 naming it under
- * --strict 1. Each item is one service request; everything is checked
- * before anything is queued.
+ * also set the fields of kItemFields (search options, "target_prefix",
+ * "return_alternatives", "align", "token_scores", "attention"); an unknown
+ * field is a 400 naming it under --strict 1. Each item is one service
+ * request; everything is checked before anything is queued.
+ *
+ * POST /translator/score: the same items with a string "tgt" each, the
+ * translation to score (forced decoding, nmt_score_batch); one rank, its
+ * elements with "log_prob" (the target's log-probability) beside
+ * "pred_score" (that normalized).
  *
  * GET /translator/models lists the models as OpenNMT-py's ServerModel
  * .to_dict; GET (OpenNMT-py's) or POST /translator/unload_model/ID unloads
@@ -79,6 +84,9 @@ static const item_field kItemFields[] = {
     {.name = "max_len_b", .kind = ITEM_INT, .lo = 0, .hi = 10000, OPTION(max_len_b)},
     {.name = "shrink", .kind = ITEM_BOOL, OPTION(shrink)},
     {.name = "deadline_ms", .kind = ITEM_DOUBLE, .lo = 0, .hi = 1e9, OPTION(deadline_ms)},
+    {.name = "target_prefix", .kind = ITEM_STRING, OPTION(target_prefix)},
+    {.name = "return_alternatives", .kind = ITEM_BOOL, OPTION(return_alternatives)},
+    {.name = "tgt", .kind = ITEM_STRING, OPTION(target)}, /* /translator/score's only */
     {.name = "align", .kind = ITEM_BOOL},
     {.name = "token_scores", .kind = ITEM_BOOL},
     {.name = "attention", .kind = ITEM_BOOL},
@@ -117,7 +125,10 @@ static int read_field(const item_field *f, json_t *value, size_t i, nmt_request_
     if (!f->option)
         return 1;
     char *field = (char *)o + f->option - 1;
-    if (f->kind == ITEM_FLOAT) {
+    if (f->kind == ITEM_STRING) { /* the item's own string: it outlives the submit */
+        const char *v = json_string_value(value);
+        memcpy(field, &v, sizeof v);
+    } else if (f->kind == ITEM_FLOAT) {
         const float v = (float)x;
         memcpy(field, &v, sizeof v);
     } else if (f->kind == ITEM_DOUBLE) {
@@ -129,10 +140,11 @@ static int read_field(const item_field *f, json_t *value, size_t i, nmt_request_
     return 1;
 }
 
-/* Item i's request options (item an object); 0 with a message for a bad or
- * (strict) unknown field. */
+/* Item i's request options (item an object; score: a /translator/score
+ * item, whose "tgt" is required, and only there known); 0 with a message
+ * for a bad or (strict) unknown field. */
 static int read_item(const server *s, const server_model_spec *spec, json_t *item, size_t i,
-                     nmt_request_options *o, char *msg, size_t size)
+                     int score, nmt_request_options *o, char *msg, size_t size)
 {
     nmt_request_options_init(o);
     char unknown[200] = "";
@@ -141,11 +153,18 @@ static int read_item(const server *s, const server_model_spec *spec, json_t *ite
     json_t *value;
     json_object_foreach(item, key, value) {
         const item_field *f = item_field_named(key);
+        if (f && !score && f->option == offsetof(nmt_request_options, target) + 1)
+            f = NULL; /* "tgt": a translation is not scored */
         if (!f && at < sizeof unknown)
             at += (size_t)snprintf(unknown + at, sizeof unknown - at, "%s\"%s\"",
                                    at ? ", " : "", key);
         else if (f && !read_field(f, value, i, o, msg, size))
             return 0;
+    }
+    if (score && !o->target) {
+        snprintf(msg, size, "item %zu: must have a string \"tgt\", the translation to score",
+                 i);
+        return 0;
     }
     if (unknown[0] && s->settings.strict) {
         snprintf(msg, size, "item %zu: unknown field%s %s (nmt-server --strict 0 ignores "
@@ -194,11 +213,13 @@ static unsigned code_for(nmt_status status)
     }
 }
 
-/* A checked request: its model, its items' options and its one n_best. */
+/* A checked request: its model, its items' options and its one n_best;
+ * score: /translator/score's. */
 typedef struct checked_request {
     const server_model_spec *spec;
     nmt_request_options *options;
     int n_best;
+    int score;
 } checked_request;
 
 /* The request's model (the first item's "id", 0 without one) and every item
@@ -229,14 +250,15 @@ static unsigned check_request(const server *s, json_t *root, checked_request *c,
     for (size_t i = 0; i < n; i++) {
         json_t *item = json_array_get(root, i), *item_id = json_object_get(item, "id");
         nmt_request_options *o = &c->options[i];
-        if (!read_item(s, c->spec, item, i, o, msg, size))
+        if (!read_item(s, c->spec, item, i, c->score, o, msg, size))
             return 400;
         if (item_id && json_integer_value(item_id) != id) {
             snprintf(msg, size, "item %zu: model %d, item 0's %d: a request goes to one model, "
                      "the first item's \"id\"", i, (int)json_integer_value(item_id), id);
             return 400;
         }
-        const int n_best = o->n_best > 0 ? o->n_best : c->spec->args.engine.n_best;
+        const int n_best = c->score ? 1 /* a scored pair's one hypothesis */
+                           : o->n_best > 0 ? o->n_best : c->spec->args.engine.n_best;
         if (i > 0 && n_best != c->n_best) {
             snprintf(msg, size, "item %zu: n_best %d, item 0's %d: a request has one n_best "
                      "(the answer is a list per rank)", i, n_best, c->n_best);
@@ -402,6 +424,8 @@ static json_t *hypothesis_json(const checked_request *c, json_t *item, const nmt
         ok = json_object_set_new(e, "align", alignment_json(h)) == 0 &&
              (!score || json_object_set_new(e, "align_score", score) == 0);
     }
+    if (ok && h && c->score)
+        ok = json_object_set_new(e, "log_prob", json_real((double)h->log_prob)) == 0;
     if (ok && h && json_is_true(json_object_get(item, "token_scores")))
         ok = json_object_set_new(e, "token_scores", token_scores_json(h)) == 0;
     if (ok && h && json_is_true(json_object_get(item, "attention")))
@@ -451,7 +475,9 @@ static void answer(server *s, json_t *root, const checked_request *c, nmt_reques
     answer_json(out, ranks);
 }
 
-void server_translate(server *s, const char *body, size_t length, server_response *out)
+/* /translator/translate (score 0) and /translator/score (1). */
+static void serve_items(server *s, const char *body, size_t length, int score,
+                        server_response *out)
 {
     json_error_t error;
     char msg[300];
@@ -471,7 +497,7 @@ void server_translate(server *s, const char *body, size_t length, server_respons
         json_decref(root);
         return;
     }
-    checked_request c = {.options = calloc(n, sizeof *c.options)};
+    checked_request c = {.options = calloc(n, sizeof *c.options), .score = score};
     nmt_request **requests = calloc(n, sizeof *requests);
     server_use use = {0};
     unsigned code;
@@ -494,6 +520,16 @@ void server_translate(server *s, const char *body, size_t length, server_respons
     free(requests);
     free(c.options);
     json_decref(root);
+}
+
+void server_translate(server *s, const char *body, size_t length, server_response *out)
+{
+    serve_items(s, body, length, 0, out);
+}
+
+void server_score(server *s, const char *body, size_t length, server_response *out)
+{
+    serve_items(s, body, length, 1, out);
 }
 
 /* ---- the models ------------------------------------------------------------------ */

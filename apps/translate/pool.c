@@ -41,6 +41,7 @@ struct chunk_pool {
     double decode_seconds;     /* wall time while `decoding` > 0 */
     int hold;                  /* NMT_TRANSLATE_HOLD (pool.h) */
     int took;                  /* workers that have taken a window */
+    translate_target target;   /* the lines' second file's role */
 };
 
 double translate_now_seconds(void)
@@ -60,6 +61,12 @@ static void translate_slot(const pool_worker *w, chunk_slot *slot)
         slot->status = NMT_STATUS_ERROR_CUDA;
         snprintf(slot->err.message, sizeof slot->err.message,
                  "injected failure (NMT_TRANSLATE_INJECT_FAILURE)");
+    } else if (w->pool->target == TRANSLATE_TARGET_SCORE) {
+        slot->status = nmt_score_batch(w->translator, slot->texts, slot->targets, slot->n,
+                                       slot->results, &slot->err);
+    } else if (w->pool->target == TRANSLATE_TARGET_PREFIX) {
+        slot->status = nmt_translate_batch_prefix(w->translator, slot->texts, slot->targets,
+                                                  slot->n, slot->results, &slot->err);
     } else if (slot->prepared) {
         slot->status = nmt_translate_prepared(w->translator, slot->prepared, slot->results,
                                               &slot->err);
@@ -126,7 +133,7 @@ static void *worker_main(void *arg)
 }
 
 int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk,
-                      int inline_worker, chunk_pool **out)
+                      int inline_worker, translate_target target, chunk_pool **out)
 {
     chunk_pool *p = calloc(1, sizeof *p);
     *out = NULL;
@@ -141,6 +148,7 @@ int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk
     if (slots && atoi(slots) >= 1 && atoi(slots) < p->n_slots)
         p->n_slots = atoi(slots);
     p->chunk = chunk;
+    p->target = target;
     p->slots = calloc((size_t)p->n_slots, sizeof *p->slots);
     p->workers = calloc((size_t)n_translators, sizeof *p->workers);
     if (!p->slots || !p->workers) {
@@ -152,7 +160,12 @@ int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk
         slot->lines = calloc((size_t)chunk, sizeof *slot->lines);
         slot->texts = calloc((size_t)chunk, sizeof *slot->texts);
         slot->results = calloc((size_t)chunk, sizeof *slot->results);
-        if (!slot->lines || !slot->texts || !slot->results) {
+        if (target != TRANSLATE_TARGET_NONE) {
+            slot->target_lines = calloc((size_t)chunk, sizeof *slot->target_lines);
+            slot->targets = calloc((size_t)chunk, sizeof *slot->targets);
+        }
+        if (!slot->lines || !slot->texts || !slot->results ||
+            (target != TRANSLATE_TARGET_NONE && (!slot->target_lines || !slot->targets))) {
             chunk_pool_free(p);
             return -1;
         }
@@ -202,8 +215,12 @@ void chunk_pool_free(chunk_pool *p)
         nmt_prepared_free(slot->prepared); /* a window no worker took */
         for (int i = 0; slot->lines && i < p->chunk; i++) /* every buffer ever read into */
             free(slot->lines[i].text);
+        for (int i = 0; slot->target_lines && i < p->chunk; i++)
+            free(slot->target_lines[i].text);
         free(slot->lines);
         free(slot->texts);
+        free(slot->target_lines);
+        free(slot->targets);
         free(slot->results);
     }
     free(p->slots);
@@ -228,9 +245,9 @@ void chunk_pool_submit(chunk_pool *p, chunk_slot *slot)
     /* Any translator's input options are everyone's; a failure (out of
      * memory) leaves the work to the worker's nmt_translate_batch. */
     nmt_error err = {NMT_STATUS_OK, ""};
-    if (p->n_workers > 0 && nmt_translator_prepare(p->workers[0].translator, slot->texts,
-                                                   slot->n, &slot->prepared, &err) !=
-                                NMT_STATUS_OK)
+    if (p->n_workers > 0 && p->target == TRANSLATE_TARGET_NONE &&
+        nmt_translator_prepare(p->workers[0].translator, slot->texts, slot->n, &slot->prepared,
+                               &err) != NMT_STATUS_OK)
         slot->prepared = NULL;
     pthread_mutex_lock(&p->lock);
     slot->state = SLOT_READY;

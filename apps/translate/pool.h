@@ -14,6 +14,7 @@
 #define NMT_TRANSLATE_POOL_H
 
 #include "nmt.h"
+#include "options.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@ typedef struct input_line {
     size_t bytes;      /* the line's length without "\n" / "\r\n", kept or not */
     int too_long;      /* longer than --max-line-bytes: only a prefix was kept */
     int has_nul;       /* an embedded NUL byte: refused here, the library takes C strings */
+    int missing;       /* a target line past the end of its file */
 } input_line;
 
 /* One window: its lines, what goes to the translator, the results. */
@@ -39,12 +41,16 @@ typedef struct chunk_slot {
     int worker;        /* which translator took it */
     nmt_prepared *prepared; /* its lines checked and tokenized by the reader
                                (nmt_translator_prepare); NULL: the worker does it */
+    input_line *target_lines; /* with targets: line i's target line (its --score-target or
+                                 --target-prefix line), else NULL */
+    const char **targets;     /* what the translator gets of them */
 } chunk_slot;
 
 typedef struct chunk_pool chunk_pool;
 
 /* n_translators translators (not owned), one worker thread each; slots of
- * `chunk` lines. inline_worker with one translator starts no thread:
+ * `chunk` lines; with a target (TRANSLATE_TARGET_SCORE: nmt_score_batch,
+ * _PREFIX: nmt_translate_batch_prefix) each line has its target line. inline_worker with one translator starts no thread:
  * chunk_pool_oldest translates the oldest window on the calling thread
  * (interactive use, where each hand-off between threads is a wake-up on the
  * path of every line's answer). For the tests: NMT_TRANSLATE_INJECT_FAILURE=W makes every
@@ -57,7 +63,7 @@ typedef struct chunk_pool chunk_pool;
  * thread woke first. Returns 0, or -1
  * out of memory or threads. */
 int chunk_pool_create(nmt_translator **translators, int n_translators, int chunk,
-                      int inline_worker, chunk_pool **pool);
+                      int inline_worker, translate_target target, chunk_pool **pool);
 /* Stops the workers (one in nmt_translate_batch finishes that window first)
  * and frees the slots. The reader must have stopped. */
 void chunk_pool_free(chunk_pool *pool);

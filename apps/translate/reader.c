@@ -1,6 +1,6 @@
 /* reader.c: translate's reader thread (reader.h). Lines are cut from a 64 KiB
- * buffer refilled by read(2) after a poll(2) on the input and on a wake-up
- * pipe: the pipe lets translate_reader_finish interrupt a wait on a slow
+ * buffer refilled by read(2) after a poll(2) on the input (and on the target
+ * file beside it, a line for a line) and on a wake-up pipe: the pipe lets translate_reader_finish interrupt a wait on a slow
  * input. A line keeps at most --max-line-bytes (+1) bytes in memory: the
  * rest of a longer one is skipped, so one huge line without a newline costs
  * no more memory than a refused short one. */
@@ -19,9 +19,16 @@ enum { kBufferBytes = 1 << 16, kMaxDefaultWindow = 65536 };
 /* read_line's results besides 1 (a line) and 0 (the end). */
 enum { LINE_NO_MEMORY = -1, LINE_ERROR = -2, LINE_STOPPED = -3 };
 
+/* A file read a line at a time: the input, or the target file beside it. */
+typedef struct line_source {
+    int fd;
+    size_t pos, len;
+    int eof;
+    char buffer[kBufferBytes];
+} line_source;
+
 struct translate_reader {
     chunk_pool *pool;
-    int fd;
     int wake[2]; /* a byte in wake[1]: stop */
     long skip, limit;
     size_t max_bytes;
@@ -31,9 +38,8 @@ struct translate_reader {
     pthread_t thread;
     int threaded;       /* reader_main runs on `thread`; else translate_reader_next */
     int skipped, ended; /* next_window's progress */
-    size_t pos, len;
-    int eof;
-    char buffer[kBufferBytes];
+    line_source input;
+    line_source *target; /* --score-target / --target-prefix: line i beside input line i */
 };
 
 int translate_window_lines(const translate_args *args, int interactive)
@@ -47,14 +53,14 @@ int translate_window_lines(const translate_args *args, int interactive)
     return lines < kMaxDefaultWindow ? (int)lines : kMaxDefaultWindow;
 }
 
-/* Refills the buffer: 1 data, 0 the end, LINE_ERROR (errno in r->error) or
+/* Refills src's buffer: 1 data, 0 the end, LINE_ERROR (errno in r->error) or
  * LINE_STOPPED. */
-static int fill(translate_reader *r)
+static int fill(translate_reader *r, line_source *src)
 {
-    if (r->eof)
+    if (src->eof)
         return 0;
     for (;;) {
-        struct pollfd fds[2] = {{r->fd, POLLIN, 0}, {r->wake[0], POLLIN, 0}};
+        struct pollfd fds[2] = {{src->fd, POLLIN, 0}, {r->wake[0], POLLIN, 0}};
         if (poll(fds, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -63,14 +69,14 @@ static int fill(translate_reader *r)
         }
         if (fds[1].revents)
             return LINE_STOPPED;
-        const ssize_t got = read(r->fd, r->buffer, sizeof r->buffer);
+        const ssize_t got = read(src->fd, src->buffer, sizeof src->buffer);
         if (got > 0) {
-            r->pos = 0;
-            r->len = (size_t)got;
+            src->pos = 0;
+            src->len = (size_t)got;
             return 1;
         }
         if (got == 0) {
-            r->eof = 1; /* a terminal's ^D ends the input once */
+            src->eof = 1; /* a terminal's ^D ends the input once */
             return 0;
         }
         if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -103,15 +109,15 @@ static int keep_bytes(input_line *line, size_t kept, const char *bytes, size_t n
  * the "\n") and skipping the rest up to the newline. Returns 1 for a line
  * (also one without a newline at the end), 0 at the end of the input, or
  * LINE_NO_MEMORY, LINE_ERROR, LINE_STOPPED. */
-static int read_line(translate_reader *r, input_line *line, size_t max_bytes)
+static int read_line(translate_reader *r, line_source *src, input_line *line, size_t max_bytes)
 {
     const size_t keep = max_bytes + 1;
     size_t kept = 0, total = 0;
     int seen = 0; /* a byte or the newline */
     char last = 0;
     for (;;) {
-        if (r->pos == r->len) {
-            const int filled = fill(r);
+        if (src->pos == src->len) {
+            const int filled = fill(r, src);
             if (filled < 0)
                 return filled;
             if (filled == 0) {
@@ -120,9 +126,9 @@ static int read_line(translate_reader *r, input_line *line, size_t max_bytes)
                 break;
             }
         }
-        const char *start = r->buffer + r->pos;
-        const char *newline = memchr(start, '\n', r->len - r->pos);
-        const size_t n = newline ? (size_t)(newline - start) : r->len - r->pos;
+        const char *start = src->buffer + src->pos;
+        const char *newline = memchr(start, '\n', src->len - src->pos);
+        const size_t n = newline ? (size_t)(newline - start) : src->len - src->pos;
         if (n > 0) {
             const size_t take = kept < keep ? (n < keep - kept ? n : keep - kept) : 0;
             if (take && keep_bytes(line, kept, start, take, keep) != 0)
@@ -132,7 +138,7 @@ static int read_line(translate_reader *r, input_line *line, size_t max_bytes)
             last = start[n - 1];
         }
         seen = 1;
-        r->pos += n + (newline != NULL);
+        src->pos += n + (newline != NULL);
         if (newline)
             break;
     }
@@ -151,7 +157,24 @@ static int read_line(translate_reader *r, input_line *line, size_t max_bytes)
     line->bytes = total;
     line->too_long = total > max_bytes;
     line->has_nul = !line->too_long && memchr(line->text, 0, kept) != NULL;
+    line->missing = 0;
     return 1;
+}
+
+/* Input line n's target line, read into slot->target_lines[n]; a target
+ * file that ended already gives a line marked missing. */
+static int read_target(translate_reader *r, chunk_slot *slot, int n)
+{
+    input_line *line = &slot->target_lines[n];
+    int result = read_line(r, r->target, line, r->max_bytes);
+    if (result == 0) {
+        result = keep_bytes(line, 0, "", 0, 0) == 0 ? 1 : LINE_NO_MEMORY;
+        line->text[0] = 0;
+        line->bytes = 0;
+        line->too_long = line->has_nul = 0;
+        line->missing = 1;
+    }
+    return result;
 }
 
 /* A read_line result that ends the reading as the reader's outcome. */
@@ -169,8 +192,13 @@ static int skip_lines(translate_reader *r)
 {
     int result = 1;
     input_line scratch = {0};
-    while (r->lines_read < r->skip && (result = read_line(r, &scratch, r->max_bytes)) == 1)
+    while (r->lines_read < r->skip &&
+           (result = read_line(r, &r->input, &scratch, r->max_bytes)) == 1) {
+        if (r->target && (result = read_line(r, r->target, &scratch, r->max_bytes)) < 0)
+            break; /* a target file that ended already: its lines are missing */
+        result = 1;
         r->lines_read++;
+    }
     free(scratch.text);
     return result;
 }
@@ -178,7 +206,7 @@ static int skip_lines(translate_reader *r)
 /* What the translator gets for a line: a refused one is empty. */
 static const char *line_text(const input_line *line)
 {
-    return line->has_nul || line->too_long ? "" : line->text;
+    return line->has_nul || line->too_long || line->missing ? "" : line->text;
 }
 
 /* Submits the n lines read into `slot` as `parts` windows of nearly equal
@@ -199,6 +227,12 @@ static void submit_parts(translate_reader *r, chunk_slot *slot, int n, int parts
             slot->lines[offset + i] = to->lines[i];
             to->lines[i] = moved;
             to->texts[i] = line_text(&to->lines[i]);
+            if (r->target) {
+                const input_line target = slot->target_lines[offset + i];
+                slot->target_lines[offset + i] = to->target_lines[i];
+                to->target_lines[i] = target;
+                to->targets[i] = line_text(&to->target_lines[i]);
+            }
         }
         to->n = count;
         to->first_line = r->lines_read + offset;
@@ -218,8 +252,13 @@ static int read_window(translate_reader *r)
     chunk_slot *slot = want > 0 ? chunk_pool_acquire(r->pool) : NULL;
     if (slot) { /* else the limit is reached, or the writer gave up (closed) */
         int n = 0;
-        while (n < want && (result = read_line(r, &slot->lines[n], r->max_bytes)) == 1) {
+        while (n < want && (result = read_line(r, &r->input, &slot->lines[n], r->max_bytes)) == 1) {
             slot->texts[n] = line_text(&slot->lines[n]);
+            if (r->target) {
+                if ((result = read_target(r, slot, n)) != 1)
+                    break;
+                slot->targets[n] = line_text(&slot->target_lines[n]);
+            }
             n++;
         }
         if (n > 0) {
@@ -271,21 +310,28 @@ int translate_reader_next(translate_reader *r)
     return r->threaded ? 0 : next_window(r);
 }
 
-int translate_reader_start(chunk_pool *pool, int fd, const translate_args *args, int window,
-                           int threaded, translate_reader **out)
+int translate_reader_start(chunk_pool *pool, int fd, int target_fd, const translate_args *args,
+                           int window, int threaded, translate_reader **out)
 {
     *out = NULL;
     translate_reader *r = calloc(1, sizeof *r);
     if (!r)
         return -1;
+    if (target_fd >= 0 && !(r->target = calloc(1, sizeof *r->target))) {
+        free(r);
+        return -1;
+    }
     if (pipe(r->wake) != 0) {
+        free(r->target);
         free(r);
         return -1;
     }
     fcntl(r->wake[0], F_SETFD, FD_CLOEXEC);
     fcntl(r->wake[1], F_SETFD, FD_CLOEXEC);
     r->pool = pool;
-    r->fd = fd;
+    r->input.fd = fd;
+    if (r->target)
+        r->target->fd = target_fd;
     r->skip = args->skip_lines;
     r->limit = args->limit_lines;
     r->max_bytes = (size_t)args->engine.max_line_bytes;
@@ -294,6 +340,7 @@ int translate_reader_start(chunk_pool *pool, int fd, const translate_args *args,
     if (threaded && pthread_create(&r->thread, NULL, reader_main, r) != 0) {
         close(r->wake[0]);
         close(r->wake[1]);
+        free(r->target);
         free(r);
         return -1;
     }
@@ -322,6 +369,7 @@ int translate_reader_finish(translate_reader *r, int stop, long *lines_read, int
         *error = r->error;
     close(r->wake[0]);
     close(r->wake[1]);
+    free(r->target);
     free(r);
     return outcome;
 }

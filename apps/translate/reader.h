@@ -25,9 +25,12 @@ int translate_window_lines(const translate_args *args, int interactive);
 
 /* Starts the thread (unless threaded is 0): skips args->skip_lines lines, then reads at most
  * args->limit_lines (-1: all) in windows of `window` lines into the pool,
- * and ends the pool. Returns 0, or -1 (out of memory or threads). */
-int translate_reader_start(chunk_pool *pool, int fd, const translate_args *args, int window,
-                           int threaded, translate_reader **reader);
+ * and ends the pool. target_fd (-1: none): the --score-target or
+ * --target-prefix file, read a line for each input line (and skipped
+ * alike) into the slots' targets; past its end a target line is marked
+ * missing. Returns 0, or -1 (out of memory or threads). */
+int translate_reader_start(chunk_pool *pool, int fd, int target_fd, const translate_args *args,
+                           int window, int threaded, translate_reader **reader);
 /* Without the thread (threaded 0): reads the next window into the pool on
  * the calling thread (the --skip-lines first). Returns 1 after a window
  * while more input may follow, 0 once the pool is ended. */

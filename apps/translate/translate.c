@@ -44,8 +44,19 @@ enum { TRANSLATE_CUDA_BATCH = 2048 };
 static int print_result(const translate_args *args, FILE *out, long line_number,
                         const nmt_result *r)
 {
+    const char *ignored;
     const int n_best = args->engine.n_best;
     const int ok = r->status == NMT_STATUS_OK && r->n_hypotheses > 0;
+    if (translate_args_target(args, &ignored) == TRANSLATE_TARGET_SCORE) {
+        /* Scoring: LOGPROB<TAB>SCORE and the fields, one line a pair. */
+        const nmt_hypothesis *h = ok ? &r->hypotheses[0] : NULL;
+        const int written = h ? fprintf(out, TRANSLATE_FLOAT "\t" TRANSLATE_FLOAT, h->log_prob,
+                                        h->score)
+                              : fprintf(out, "-inf\t-inf");
+        if (written < 0 || translate_print_fields(args, out, r, h) < 0)
+            return -1;
+        return fputc('\n', out) == EOF ? -1 : 0;
+    }
     if (n_best > 1) {
         const int found = ok ? r->n_hypotheses : 0;
         for (int k = 0; k < n_best; k++) {
@@ -108,23 +119,40 @@ static int write_error(const char *what)
 /* Writes a translated chunk: one line (or n-best rows) per input line, a
  * refused line reported on stderr. Returns -1 with errno when a write failed
  * (the rest is still reported and cleared). */
+/* *r = the error of a line refused here (too long, a NUL byte; a target
+ * line also missing), `what` naming it. */
+static void refuse_line(const input_line *line, const char *what, size_t max_bytes,
+                        nmt_result *r)
+{
+    nmt_result_clear(r);
+    r->status = NMT_STATUS_ERROR_INPUT;
+    if (line->missing)
+        snprintf(r->message, sizeof r->message, "%s: none (the file has fewer lines than the "
+                 "input)", what);
+    else if (line->too_long)
+        snprintf(r->message, sizeof r->message, "%s too long: %zu bytes, the limit is %zu",
+                 what, line->bytes, max_bytes);
+    else
+        snprintf(r->message, sizeof r->message, "%s contains a NUL byte", what);
+}
+
 static int write_chunk(const translate_args *args, FILE *out, chunk_slot *slot,
                        size_t max_bytes, int *bad_lines, long long *target_tokens)
 {
     int write_failed = 0; /* the errno of the first failed write */
+    const char *ignored;
+    const char *target_what = translate_args_target(args, &ignored) == TRANSLATE_TARGET_SCORE
+                                  ? "--score-target line"
+                                  : "--target-prefix line";
     for (int i = 0; i < slot->n; i++) {
         const long number = slot->first_line + 1 + i;
         const input_line *line = &slot->lines[i];
+        const input_line *target = slot->target_lines ? &slot->target_lines[i] : NULL;
         nmt_result *r = &slot->results[i];
-        if (line->has_nul || line->too_long) {
-            nmt_result_clear(r);
-            r->status = NMT_STATUS_ERROR_INPUT;
-            if (line->too_long)
-                snprintf(r->message, sizeof r->message,
-                         "line too long: %zu bytes, the limit is %zu", line->bytes, max_bytes);
-            else
-                snprintf(r->message, sizeof r->message, "contains a NUL byte");
-        }
+        if (line->has_nul || line->too_long)
+            refuse_line(line, "line", max_bytes, r);
+        else if (target && (target->has_nul || target->too_long || target->missing))
+            refuse_line(target, target_what, max_bytes, r);
         if (r->status != NMT_STATUS_OK) {
             fprintf(stderr, "translate: line %ld: %s\n", number, r->message);
             (*bad_lines)++;
@@ -224,18 +252,19 @@ static int print_info(const translate_args *args, const char *program)
     return EXIT_OK;
 }
 
-/* -i: opened before the model loads. A directory opens on Linux and fails
- * only at the first read, so it is refused here by name. 0, or -1 said. */
-static int open_input(const char *path, FILE **in)
+/* -i (and --score-target, --target-prefix): opened before the model
+ * loads. A directory opens on Linux and fails only at the first read, so it
+ * is refused here by name. 0, or -1 said. */
+static int open_input(const char *option, const char *path, FILE **in)
 {
     struct stat st;
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "translate: -i %s: cannot open: %s\n", path, strerror(errno));
+        fprintf(stderr, "translate: %s %s: cannot open: %s\n", option, path, strerror(errno));
         return -1;
     }
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "translate: -i %s: is a directory\n", path);
+        fprintf(stderr, "translate: %s %s: is a directory\n", option, path);
         fclose(f);
         return -1;
     }
@@ -315,8 +344,19 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     FILE *in = stdin, *out = stdout;
     const char *out_name = args.output_path[0] ? args.output_path : "standard output";
     const char *in_name = args.input_path[0] ? args.input_path : "standard input";
-    if (args.input_path[0] && open_input(args.input_path, &in) != 0) {
+    if (args.input_path[0] && open_input("-i", args.input_path, &in) != 0) {
         translate_discard_stats(&args, &stats);
+        return EXIT_USAGE;
+    }
+    const char *target_path = NULL;
+    const translate_target target_mode = translate_args_target(&args, &target_path);
+    FILE *targets = NULL;
+    if (target_mode != TRANSLATE_TARGET_NONE &&
+        open_input(target_mode == TRANSLATE_TARGET_SCORE ? "--score-target" : "--target-prefix",
+                   target_path, &targets) != 0) {
+        translate_discard_stats(&args, &stats);
+        if (in != stdin)
+            fclose(in);
         return EXIT_USAGE;
     }
     if (args.output_path[0] && !(out = fopen(args.output_path, "w"))) {
@@ -324,6 +364,8 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
         translate_discard_stats(&args, &stats);
         if (in != stdin)
             fclose(in);
+        if (targets)
+            fclose(targets);
         return EXIT_USAGE;
     }
 
@@ -364,8 +406,10 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
      * wake-ups (reader -> worker -> writer) on the path of every answer
      * (docs/performance.md, "Batch-1 latency"). */
     const int one_thread = interactive && n_translators == 1;
-    if (chunk_pool_create(translators, n_translators, window, one_thread, &pool) != 0 ||
-        translate_reader_start(pool, fileno(in), &args, window, !one_thread, &reader) != 0) {
+    if (chunk_pool_create(translators, n_translators, window, one_thread, target_mode, &pool) !=
+            0 ||
+        translate_reader_start(pool, fileno(in), targets ? fileno(targets) : -1, &args, window,
+                               !one_thread, &reader) != 0) {
         fprintf(stderr, "translate: out of memory\n");
         code = EXIT_FAILED;
         goto done;
@@ -451,6 +495,8 @@ done:
         fclose(out); /* the run failed already; what was written stays */
     if (in != stdin)
         fclose(in);
+    if (targets)
+        fclose(targets);
     chunk_pool_free(pool); /* then the workers: they use the translators */
     for (int i = 0; i < n_translators; i++)
         nmt_translator_free(translators[i]);

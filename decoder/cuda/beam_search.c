@@ -34,6 +34,8 @@
  * an error) from counting. */
 #include "cuda_search_impl.h"
 
+#include "forced_search.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,6 +328,10 @@ nmt_beam_device nmt_cuda_search_beam(const nmt_cuda_search *self, const nmt_sear
     b.rules = (int32_t)config->rules;
     b.n_best = config->params.n_best;
     b.max_len = max_len;
+    if (config->forced)
+        b.forced = self->forced_view;
+    else
+        memset(&b.forced, 0, sizeof b.forced);
     return b;
 }
 
@@ -419,13 +425,14 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
     cudaStream_t stream = self->stream;
     const int32_t n = batch->n_sentences, B = config->params.beam_size;
     const int32_t stride = nmt_cuda_search_sort(self, batch);
+    NMT_TRY(nmt_cuda_search_upload_forced(self, config, n, &self->forced_view, err));
 
-    /* Max lengths and history size; features to pack. */
+    /* Max lengths (room for forced tokens) and history size; features to pack. */
     int32_t longest = 1;
     int64_t nnz = 0;
     for (int32_t s = 0; s < n; s++) {
         const int32_t first = batch->token_offset[s], len = batch->src_len[s];
-        int32_t max_len = nmt_search_max_length(config, len);
+        int32_t max_len = nmt_forced_max_length(config, s, len);
         longest = max_len > longest ? max_len : longest;
         nnz += batch->row_ptr[first + len] - batch->row_ptr[first];
     }
@@ -455,7 +462,7 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
     nmt_cuda_search_excluded(config, host.excluded);
     for (int32_t i = 0; i < n; i++) {
         host.src_len[i] = batch->src_len[self->order[i]];
-        host.max_len[i] = nmt_search_max_length(config, host.src_len[i]);
+        host.max_len[i] = nmt_forced_max_length(config, self->order[i], host.src_len[i]);
     }
     nmt_cuda_search_pack(self, batch, n, stride, host.row_ptr, host.cols, host.values);
     NMT_CUDA_TRY(cudaMemcpyAsync(self->input_dev, self->input_host, host.bytes,
@@ -475,10 +482,14 @@ cleanup:
 }
 
 nmt_status nmt_cuda_search_encode_only(nmt_cuda_search *self, const nmt_source_batch *batch,
-                                       const nmt_search_config *config, nmt_error *err)
+                                       const nmt_search_config *config,
+                                       nmt_cuda_encoded *encoded, nmt_error *err)
 {
     batch_start start;
-    return start_batch(self, batch, config, &start, err);
+    const nmt_status status = start_batch(self, batch, config, &start, err);
+    if (status == NMT_STATUS_OK && encoded)
+        *encoded = (nmt_cuda_encoded){start.mem_stride, start.dev.src_len};
+    return status;
 }
 
 nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *batch,

@@ -28,7 +28,9 @@
  * history records the score its hypothesis carries on (hist_score), from
  * which backtracking derives each token's log-probability. The state's
  * bookkeeping outside a step (init, join, the rows of a step, recording the
- * attention weights, backtracking) is beam_state.cu.
+ * attention weights, backtracking) is beam_state.cu. At a sentence's forced
+ * step (a target prefix, an alternative: forced_step.cuh) slot 0 offers its
+ * one candidate instead, as the EOS of v1's last step is offered.
  * The onmt rules (docs/decoding.md, "Search rules") change three things:
  * a candidate ranks by (score + log p) / (t + 1)^alpha in float32 (the
  * lists stay sorted: adding and dividing keep the order, but rounding can
@@ -41,6 +43,7 @@
  * an ulp). */
 #include "beam_rows.cuh"
 #include "beam_step.h"
+#include "forced_step.cuh"
 
 #include "cuda_check.h"
 #include "search.h"
@@ -95,6 +98,17 @@ static __device__ beam_candidate offered(float base, float value, int32_t word, 
     beam_candidate c;
     c.score = nmt_rule_rank(base, value, 1.0f);
     c.slot = slot;
+    c.word = word;
+    return word >= 0 && nmt_rule_selectable(c.score) ? c : no_candidate();
+}
+
+/* Slot 0's one candidate at a forced step (forced_step.cuh). */
+static __device__ beam_candidate forced_head(float base, float value, int32_t word,
+                                             float penalty)
+{
+    beam_candidate c;
+    c.score = nmt_rule_rank(base, value, penalty);
+    c.slot = 0;
     c.word = word;
     return word >= 0 && nmt_rule_selectable(c.score) ? c : no_candidate();
 }
@@ -310,6 +324,11 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
     const int eos_only = last_step && !onmt;
     const float penalty = onmt ? nmt_rule_onmt_penalty(step, b.alpha) : 1.0f;
     const int32_t n_select = onmt ? B : K;
+    int32_t forced_word = -1;
+    float forced_value = 0.0f;
+    const int forced = forced_choice(b, s, step, logits + row0 * ld_logits, lse + row0,
+                                     top_values + row0 * K, top_ids + row0 * K, K, &forced_word,
+                                     &forced_value);
     for (int32_t k = tid; k < B; k += BEAM_THREADS) {
         base[k] = b.scores[(int64_t)s * B + k];
         head[k] = 0;
@@ -324,7 +343,10 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
         for (int32_t k = tid; k < B; k += BEAM_THREADS) {
             const int64_t row = row0 + k;
             beam_candidate c = no_candidate();
-            if (eos_only) {
+            if (forced) {
+                if (k == 0 && head[0] == 0)
+                    c = forced_head(base[0], forced_value, forced_word, penalty);
+            } else if (eos_only) {
                 if (head[k] == 0)
                     c = offered(base[k], logits[row * ld_logits + b.eos_id] - lse[row],
                                 b.eos_id, k);
@@ -349,7 +371,7 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
             break; /* uniform: every thread read the same reduce[0] */
         if (tid == 0) {
             chosen[round] = winner;
-            if (onmt)
+            if (onmt && !forced)
                 taken[winner.slot] = winner.word;
             else
                 head[winner.slot]++;
@@ -418,7 +440,15 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
     }
     __pipeline_wait_prior(0);
     __syncwarp(); /* the other lanes' copies are visible from here */
-    if (has_slot && !eos_only)
+    int32_t forced_word = -1;
+    float forced_value = 0.0f;
+    const int forced = forced_choice(b, s, step, logits + row0 * ld_logits, lse + row0, top_value,
+                                     top_word, K, &forced_word, &forced_value);
+    const int single = forced || eos_only; /* a slot offers one candidate at most */
+    if (forced)
+        head = lane == 0 ? forced_head(base, forced_value, forced_word, penalty)
+                         : no_candidate();
+    else if (has_slot && !eos_only)
         head = list_head(top_value + lane * K, top_word + lane * K, K, base, penalty, onmt,
                          lane, &j, &taken);
 
@@ -435,8 +465,8 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
         if (lane == __ffs(__ballot_sync(kFullMask, key == best_key)) - 1) {
             const beam_candidate best = head;
             chosen[round] = best;
-            head = no_candidate(); /* v1's last step offers EOS only, once */
-            if (!eos_only) {
+            head = no_candidate(); /* v1's last step offers EOS only, once; so does a forced one */
+            if (!single) {
                 if (onmt)
                     taken = best.word;
                 else

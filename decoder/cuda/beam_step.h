@@ -12,6 +12,7 @@
 #ifndef NMT_BEAM_STEP_H
 #define NMT_BEAM_STEP_H
 
+#include "forced_tokens.h"
 #include "nmt_status.h"
 #include "search_params.h"
 
@@ -71,6 +72,8 @@ typedef struct nmt_beam_device {
                         on (nmt_beam_next_rows) */
     int32_t *tag;    /* [1] or NULL: beam_init's tag, which marks done_at's entries as this
                         batch's (1..32767; a value left by another batch never matches) */
+    nmt_forced_tokens forced; /* by sentence s (offset [n + 1], alternative [n]), device;
+                                 offset NULL: none (forced_tokens.h) */
 } nmt_beam_device;
 
 /* The next step's rows, written by the beam step (nmt_cuda_beam_step) for the
@@ -169,7 +172,10 @@ nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active
  * top_values (log p) / top_ids [row, 2B], sorted best first; v1: at a
  * sentence's max-length step only EOS counts, with log p = logits[row, eos]
  * - lse[row] (onmt reads neither logits nor lse). attn_argmax[row] is
- * recorded for every token that stays alive (onmt: or is cut). */
+ * recorded for every token that stays alive (onmt: or is cut). At a
+ * sentence's forced step (b->forced) its one candidate is slot 0's forced
+ * word (log p = logits[row, word] - lse[row]: the full softmax) or
+ * alternative (forced_step.cuh). */
 nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const int32_t *act,
                               const float *top_values, const int32_t *top_ids,
                               const float *logits, int32_t ld_logits, const float *lse,

@@ -10,6 +10,15 @@
 #include "error.h"
 #include "graph_cache.h"
 
+/* A device buffer and its pinned host twin, grown between batches (a failed
+ * growth leaves neither, so the next, smaller batch allocates afresh). */
+typedef struct nmt_cuda_staged {
+    void *dev, *host;
+    size_t bytes;
+} nmt_cuda_staged;
+nmt_status nmt_cuda_staged_ensure(nmt_cuda_staged *b, size_t bytes, nmt_error *err);
+void nmt_cuda_staged_free(nmt_cuda_staged *b);
+
 struct nmt_cuda_search {
     nmt_cuda_step_model model;
     nmt_cuda_search_config config;
@@ -37,6 +46,12 @@ struct nmt_cuda_search {
     void *hist_dev, *results_dev, *results_host; /* host: pinned */
     float *weights_dev;       /* config.attention: the weights history [N, hist_cap, B,
                                  max_src] (nmt_beam_device.hist_weights) */
+    /* A batch's forced tokens (forced_upload.c); forced_view points into
+     * forced.dev for the batch being searched. */
+    nmt_cuda_staged forced;
+    nmt_forced_tokens forced_view;
+    /* Scoring (score_search.c): a batch's rows and results for every step. */
+    nmt_cuda_staged score;
     size_t results_bytes;
     /* Pinned small transfers and the check event. */
     int32_t *done_host; /* [N]: the stream search's copy of the done flags */
@@ -82,9 +97,17 @@ nmt_status nmt_cuda_search_encode(nmt_cuda_search *s, const nmt_cuda_encoder_inp
 
 /* The start of a whole-batch search (beam_search.c) alone: the checks, the
  * packed input on the device and the encoder pass, from row buffer 0; no
- * steps. The warm-up's way to capture encoder graphs (search_warmup.c). */
+ * steps. The warm-up's way to capture encoder graphs (search_warmup.c),
+ * and scoring's start (score_search.c), which steps on from *encoded (may
+ * be NULL): the steps' source stride and the sources' lengths (device, in
+ * s->order's order). */
+typedef struct nmt_cuda_encoded {
+    int32_t mem_stride;
+    const int32_t *src_len;
+} nmt_cuda_encoded;
 nmt_status nmt_cuda_search_encode_only(nmt_cuda_search *s, const nmt_source_batch *batch,
-                                       const nmt_search_config *config, nmt_error *err);
+                                       const nmt_search_config *config,
+                                       nmt_cuda_encoded *encoded, nmt_error *err);
 
 /* One decoder step: prepare_rows, the model's step and output layer, the
  * beam step; then the live row buffer swaps. With rows_from_beam the beam
@@ -106,6 +129,12 @@ typedef struct nmt_cuda_step_args {
 nmt_status nmt_cuda_search_step(nmt_cuda_search *s, const nmt_cuda_step_args *args,
                                 nmt_error *err);
 
+/* forced_upload.c: checks config->forced for the batch's n sentences and
+ * copies them up in s->order's order (after nmt_cuda_search_sort), *dev
+ * their device view (zeros when config has none). */
+nmt_status nmt_cuda_search_upload_forced(nmt_cuda_search *s, const nmt_search_config *config,
+                                         int32_t n, nmt_forced_tokens *dev, nmt_error *err);
+
 /* The history a search keeps for its longest max length (v1: one step
  * less, EOS is never stored; onmt: all, a cut hypothesis keeps its last
  * word). */
@@ -115,7 +144,8 @@ int32_t nmt_cuda_search_octave(int32_t v, int32_t cap);
 /* The two ids the output layer masks out: PAD and BOS (v1), none (onmt). */
 void nmt_cuda_search_excluded(const nmt_search_config *config, int32_t excluded[2]);
 /* The beam state's view of config, over s->beam_dev's buffers; with
- * config->attention the weights history in rows of src_stride. */
+ * config->attention the weights history in rows of src_stride; with
+ * config->forced the batch's forced tokens (s->forced_view). */
 nmt_beam_device nmt_cuda_search_beam(const nmt_cuda_search *s, const nmt_search_config *config,
                                      int32_t hist_len, const int32_t *max_len,
                                      int32_t src_stride);

@@ -2,7 +2,8 @@
  * (cuda_step_ensemble.h). Its buffers are one device allocation carved at
  * create: the score block [max_rows, ld], the 2B best of each row (values,
  * ids), the top-K's log-sum-exp (not read), the zeros the beam step reads
- * as each row's log-sum-exp, and the top-K's workspace. */
+ * as each row's log-sum-exp, the top-K's workspace, and scoring's picks
+ * (a row's word's log p, [member, max_rows]). */
 #include "cuda_step_ensemble.h"
 
 #include "align.h"
@@ -21,8 +22,9 @@ struct nmt_cuda_step_ensemble {
     nmt_cuda_step_model members[NMT_MAX_ENSEMBLE_MODELS];
     float weights[NMT_MAX_ENSEMBLE_MODELS];
     void *arena;
-    float *scores, *top_values, *lse, *zeros;
+    float *scores, *top_values, *lse, *zeros, *picks;
     int32_t *top_ids;
+    int32_t stash_rows; /* scoring's rows at once: the members' least (0: no scoring) */
     void *workspace;
     size_t workspace_bytes;
 };
@@ -31,10 +33,10 @@ struct nmt_cuda_step_ensemble {
 enum { kScoresAlign = 32 };
 
 typedef struct arena_layout {
-    size_t scores, top_values, top_ids, lse, zeros, workspace, total;
+    size_t scores, top_values, top_ids, lse, zeros, workspace, picks, total;
 } arena_layout;
 
-static arena_layout layout(const nmt_cuda_step_ensemble_config *c, int32_t ld,
+static arena_layout layout(const nmt_cuda_step_ensemble_config *c, int32_t n, int32_t ld,
                            size_t workspace_bytes)
 {
     const size_t R = (size_t)c->max_rows, K = 2 * (size_t)c->beam;
@@ -47,19 +49,20 @@ static arena_layout layout(const nmt_cuda_step_ensemble_config *c, int32_t ld,
     PLACE(lse, R * sizeof(float));
     PLACE(zeros, R * sizeof(float));
     PLACE(workspace, workspace_bytes);
+    PLACE(picks, (size_t)n * R * sizeof(float));
 #undef PLACE
     l.total = at;
     return l;
 }
 
 size_t nmt_cuda_step_ensemble_device_bytes(const nmt_cuda_step_ensemble_config *config,
-                                           int32_t vocab)
+                                           int32_t n, int32_t vocab)
 {
     const size_t ws = nmt_cuda_softmax_topk_workspace_size(config->max_rows, vocab,
                                                            2 * config->beam);
     if (ws == SIZE_MAX)
         return SIZE_MAX;
-    return layout(config, (int32_t)nmt_align_up((size_t)vocab, kScoresAlign), ws).total;
+    return layout(config, n, (int32_t)nmt_align_up((size_t)vocab, kScoresAlign), ws).total;
 }
 
 static nmt_status ensemble_encode(void *self, int buf, const nmt_cuda_encoder_input *in,
@@ -137,6 +140,45 @@ cleanup:
     return status;
 }
 
+/* Scoring: every member stashes the rows (each into its own stash); the
+ * argmax is the first's. */
+static nmt_status ensemble_stash(void *self, int buf, int32_t n_rows, int32_t at,
+                                 const int32_t **attn_argmax, nmt_error *err)
+{
+    nmt_cuda_step_ensemble *e = self;
+    for (int32_t i = 0; i < e->n; i++) {
+        const nmt_cuda_step_model *m = &e->members[i];
+        const int32_t *argmax = NULL;
+        const nmt_status status = m->stash(m->self, buf, n_rows, at, &argmax, err);
+        if (status != NMT_STATUS_OK)
+            return status;
+        if (i == 0)
+            *attn_argmax = argmax;
+    }
+    return NMT_STATUS_OK;
+}
+
+/* Scoring: each member's log p of the rows' words, then their weighted sum
+ * (a row of one word: the same kernel, the same order). */
+static nmt_status ensemble_pick(void *self, int32_t n_rows, const int32_t *words,
+                                float *log_probs, nmt_error *err)
+{
+    nmt_cuda_step_ensemble *e = self;
+    if (n_rows < 0 || n_rows > e->stash_rows)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda ensemble pick: %d rows (max %d)", n_rows, e->stash_rows);
+    nmt_ensemble_members sum = {.n = e->n};
+    for (int32_t i = 0; i < e->n; i++) {
+        const nmt_cuda_step_model *m = &e->members[i];
+        float *picked = e->picks + (size_t)i * e->config.max_rows;
+        const nmt_status status = m->pick(m->self, n_rows, words, picked, err);
+        if (status != NMT_STATUS_OK)
+            return status;
+        sum.member[i] = (nmt_ensemble_member){.logits = picked, .ld = 1, .weight = e->weights[i]};
+    }
+    return nmt_cuda_ensemble_log_probs(n_rows, 1, &sum, log_probs, 1, e->members[0].stream, err);
+}
+
 static nmt_status check_members(const nmt_cuda_step_model *members, int32_t n, nmt_error *err)
 {
     for (int32_t i = 0; i < n; i++) {
@@ -188,7 +230,7 @@ nmt_status nmt_cuda_step_ensemble_create(const nmt_cuda_step_model *members, con
                                "top-K workspace (V %d, K %d)", e->vocab, 2 * config->beam);
         goto cleanup;
     }
-    const arena_layout l = layout(config, e->ld, e->workspace_bytes);
+    const arena_layout l = layout(config, n, e->ld, e->workspace_bytes);
     NMT_CUDA_TRY(cudaSetDevice(config->device));
     NMT_CUDA_TRY(cudaMalloc(&e->arena, l.total));
     char *base = (char *)e->arena;
@@ -198,6 +240,12 @@ nmt_status nmt_cuda_step_ensemble_create(const nmt_cuda_step_model *members, con
     e->lse = (float *)(base + l.lse);
     e->zeros = (float *)(base + l.zeros);
     e->workspace = base + l.workspace;
+    e->picks = (float *)(base + l.picks);
+    e->stash_rows = config->max_rows;
+    for (int32_t i = 0; i < n; i++)
+        e->stash_rows = !members[i].stash || !members[i].pick ? 0
+                        : members[i].stash_rows < e->stash_rows ? members[i].stash_rows
+                                                                : e->stash_rows;
     /* Once: the zeros stay, and every top-K call leaves its counters at zero. */
     NMT_CUDA_TRY(cudaMemsetAsync(base, 0, l.total, (cudaStream_t)members[0].stream));
     NMT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)members[0].stream));
@@ -235,5 +283,8 @@ nmt_cuda_step_model nmt_cuda_step_ensemble_model(nmt_cuda_step_ensemble *e)
         .place = NULL,
         .attn_weights = e->members[0].attn_weights,
         .carry_rows = carry_rows,
+        .stash = e->stash_rows > 0 ? ensemble_stash : NULL,
+        .pick = e->stash_rows > 0 ? ensemble_pick : NULL,
+        .stash_rows = e->stash_rows,
     };
 }

@@ -7,9 +7,11 @@
  * ranks it with the softmax + top-K kernel (for the ids: its order is by
  * the score itself) and reads the 2B best scores back from the block, with
  * a log-sum-exp of 0 for the beam step. Nothing allocates after create, and
- * no call reads anything back to the host. The attention (argmax and
- * weights) is the first member's; no continuous batching (encoder_stream
- * and place are NULL) and no recall probe. */
+ * no call reads anything back to the host. Scoring (stash, pick) stashes
+ * every member's rows and sums the members' weighted log p of each row's
+ * word the same way. The attention (argmax and weights) is the first
+ * member's; no continuous batching (encoder_stream and place are NULL) and
+ * no recall probe. */
 #ifndef NMT_CUDA_STEP_ENSEMBLE_H
 #define NMT_CUDA_STEP_ENSEMBLE_H
 
@@ -38,10 +40,10 @@ nmt_status nmt_cuda_step_ensemble_create(const nmt_cuda_step_model *members, con
                                          nmt_cuda_step_ensemble **ensemble, nmt_error *err);
 void nmt_cuda_step_ensemble_free(nmt_cuda_step_ensemble *ensemble); /* NULL: nothing */
 
-/* Device bytes create allocates (host arithmetic, no device); SIZE_MAX
- * when the top-K's workspace cannot be sized. */
+/* Device bytes create allocates for n members (host arithmetic, no
+ * device); SIZE_MAX when the top-K's workspace cannot be sized. */
 size_t nmt_cuda_step_ensemble_device_bytes(const nmt_cuda_step_ensemble_config *config,
-                                           int32_t vocab);
+                                           int32_t n, int32_t vocab);
 
 /* The ensemble as the search's step model (valid while the ensemble lives). */
 nmt_cuda_step_model nmt_cuda_step_ensemble_model(nmt_cuda_step_ensemble *ensemble);

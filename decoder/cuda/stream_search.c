@@ -300,6 +300,9 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
     const int32_t N = self->config.max_sentences, S = self->config.max_src;
     const int32_t B = config->params.beam_size;
     NMT_TRY(nmt_cuda_search_check_config(self, config, err));
+    if (config->forced || config->params.return_alternatives)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "cuda stream: forced tokens "
+                             "(prefixes, alternatives, scoring) run in batches");
     if (!self->model.encoder_stream || !self->model.place)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                              "cuda stream: the network has no encoder stream");

@@ -30,6 +30,9 @@ nmt_status nmt_cpu_encode(nmt_cpu_state *state, const nmt_source_batch *batch, n
  * often its top-B words all lie in the row's list (nmt_cpu_state_counters). */
 nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shrink,
                                     int measure_recall, nmt_error *err);
+/* full 1: every later output layer scores the whole vocabulary, shrink or
+ * not (scoring); 0: the shrink again, when one is set. */
+void nmt_cpu_state_full_softmax(nmt_cpu_state *state, int full);
 
 /* From now on runs the production path: every dense product on the BLAS's
  * SGEMM (kernels/linear_blas.h) and the encoder batched over the sentences,

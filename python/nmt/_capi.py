@@ -106,6 +106,7 @@ class nmt_options(ctypes.Structure):
         ("batch_invariant", ctypes.c_int),
         ("cpu_kernels", _enum),
         ("threads", ctypes.c_int),
+        ("return_alternatives", ctypes.c_int),
     ]
 
 
@@ -177,6 +178,9 @@ class nmt_request_options(ctypes.Structure):
         ("max_len_b", ctypes.c_int),
         ("shrink", ctypes.c_int),
         ("deadline_ms", ctypes.c_double),
+        ("target_prefix", ctypes.c_char_p),  # the caller's bytes, copied at submit
+        ("return_alternatives", ctypes.c_int),
+        ("target", ctypes.c_char_p),
     ]
 
 
@@ -244,6 +248,10 @@ _PROTOTYPES = {
     "nmt_translator_device": (_enum, [_vp]),
     "nmt_translate_batch": (_enum, [_vp, _P(ctypes.c_char_p), ctypes.c_int, _P(nmt_result),
                                     _P(nmt_error)]),
+    "nmt_translate_batch_prefix": (_enum, [_vp, _P(ctypes.c_char_p), _P(ctypes.c_char_p),
+                                           ctypes.c_int, _P(nmt_result), _P(nmt_error)]),
+    "nmt_score_batch": (_enum, [_vp, _P(ctypes.c_char_p), _P(ctypes.c_char_p), ctypes.c_int,
+                                _P(nmt_result), _P(nmt_error)]),
     "nmt_result_clear": (None, [_P(nmt_result)]),
     "nmt_translator_stats": (_enum, [_vp, _P(nmt_stats), _P(nmt_error)]),
     "nmt_service_options_init": (None, [_P(nmt_service_options)]),

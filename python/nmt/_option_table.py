@@ -60,6 +60,9 @@ ROWS = {
         ("auto", 0), ("on", 1), ("off", 2),)},
     "progress": {"kind": "flag"},
     "no-progress": {"kind": "flag"},
+    "score-target": {"kind": "string"},
+    "target-prefix": {"kind": "string"},
+    "return-alternatives": {"kind": "flag"},
     "lsh": {"kind": "custom"},
     "top-words": {"kind": "int", "lo": 1, "hi": 16777216},
     "lsh-share": {"kind": "choice", "choices": (

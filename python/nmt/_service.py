@@ -20,7 +20,7 @@ import weakref
 
 from . import _capi, _options
 from ._results import (Busy, Closed, ServiceStats, Status, batch_lines, copy_result, copy_struct,
-                       encode_line, error_from, raise_error)
+                       encode_line, error_from, line_error, raise_error)
 from ._translator import as_ensemble, fill_options
 
 _pending = {}  # key -> _Request, from submit until the callback
@@ -201,12 +201,15 @@ class Service:
     # -- requests -----------------------------------------------------------------
 
     def submit(self, line, beam_size=None, n_best=None, alpha=None, max_len_a=None,
-               max_len_b=None, deadline_ms=None, shrink=None):
+               max_len_b=None, deadline_ms=None, shrink=None, target_prefix=None,
+               return_alternatives=None, target=None):
         """Queues one line and returns a concurrent.futures.Future of its
         nmt.Result at once. Options (None: the service's): beam_size (up to
         the service's), n_best, alpha, max_len_a, max_len_b, deadline_ms (not
         translated within it: a result with Status.DEADLINE), shrink (False:
-        full softmax; True: the service's shrinking). Raises nmt.Busy when
+        full softmax; True: the service's shrinking), target_prefix (the
+        translation continues it), return_alternatives, target (score this
+        translation instead, as Translator.score_batch). Raises nmt.Busy when
         the queue is full, nmt.Closed after shutdown, nmt.ArgumentError for
         bad options (nothing queued in each case). A line the library cannot
         take (a NUL byte) gives a future already done with its refusal."""
@@ -221,6 +224,14 @@ class Service:
             ro.deadline_ms = float(deadline_ms)
         if shrink is not None:
             ro.shrink = 1 if shrink else 0
+        if return_alternatives is not None:
+            ro.return_alternatives = 1 if return_alternatives else 0
+        for name, value in (("target_prefix", target_prefix), ("target", target)):
+            if value is not None and refused is None:
+                encoded, refused = encode_line(value)
+                if refused is not None:
+                    refused = line_error("%s: %s" % (name, refused.message))
+                setattr(ro, name, encoded)
         if refused is not None:
             return _completed(refused)
         req = _Request(self._lib, self)

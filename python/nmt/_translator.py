@@ -9,10 +9,11 @@ import threading
 
 from . import _capi, _options
 from ._results import (TranslatorStats, batch_lines, copy_result, copy_struct, encode_line,
-                       raise_error)
+                       line_error, raise_error)
 
 # The search options a translate_batch call may change (a translator each).
-SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b")
+SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b",
+                  "return_alternatives")
 # fill_options' keywords that set the nmt_options field of their name, and
 # those that set an nmt_shrink_options field; each is checked against its
 # row of translate's option table (_options.value).
@@ -318,31 +319,67 @@ class Translator:
         with self._lock:
             return device_name(self._lib.nmt_translator_device(self._get(self._default_key)))
 
-    def translate_batch(self, lines, **options):
+    def translate_batch(self, lines, target_prefix=None, **options):
         """Translates lines (str or UTF-8 bytes) and returns one nmt.Result per
         line, in order: .hypotheses (nmt.Hypothesis: text, score, log_prob,
         n_tokens; best first, n_best of them) when .ok, else .status and
         .message say why the line was refused (a bad line never fails the
-        others). options: beam_size, n_best, alpha, max_len_a, max_len_b for
-        this call (another translator, made once and cached). Raises nmt.Error
-        when the whole batch failed (device error, out of memory)."""
+        others). target_prefix: one prefix per line (str, bytes or None) that
+        its translation continues (nmt_translate_batch_prefix). options:
+        beam_size, n_best, alpha, max_len_a, max_len_b, return_alternatives
+        for this call (another translator, made once and cached). Raises
+        nmt.Error when the whole batch failed (device error, out of memory)."""
         lines = batch_lines(lines)
-        key = self._key(options)
+        targets = None
+        if target_prefix is not None:
+            targets = batch_lines(target_prefix)
+            if len(targets) != len(lines):
+                raise ValueError("target_prefix: %d prefixes for %d lines" % (
+                    len(targets), len(lines)))
+        return self._run(lines, targets, self._key(options), score=False)
+
+    def score_batch(self, sources, targets, **options):
+        """Scores each source's given translation (forced decoding: OpenNMT-py's
+        -tgt, CTranslate2's score_batch) and returns one nmt.Result per pair:
+        its one hypothesis has the target's log_prob (its tokens' and the
+        EOS's log-probabilities summed), score (length-normalized),
+        token_scores and alignment. options: alpha (the normalization), as
+        translate_batch's."""
+        sources = batch_lines(sources)
+        targets = batch_lines(targets)
+        if len(targets) != len(sources):
+            raise ValueError("%d targets for %d sources" % (len(targets), len(sources)))
+        return self._run(sources, targets, self._key(options), score=True)
+
+    def _run(self, lines, targets, key, score):
         if not lines:
             return []
-        results = [None] * len(lines)
-        data = []
+        n = len(lines)
+        results = [None] * n
+        data, target_data = [], [None] * n
         for i, line in enumerate(lines):
             encoded, refused = encode_line(line)
+            if refused is None and targets is not None and targets[i] is not None:
+                target_data[i], refused = encode_line(targets[i])
+                if refused is not None:
+                    refused = line_error("target: " + refused.message)
             results[i] = refused
             data.append(encoded if refused is None else b"")
-        n = len(lines)
         c_lines = (ctypes.c_char_p * n)(*data)
+        c_targets = (ctypes.c_char_p * n)(*target_data) if targets is not None else None
         c_results = (_capi.nmt_result * n)()
         err = _capi.nmt_error()
         with self._lock:
             ptr = self._get(key)
-            status = self._lib.nmt_translate_batch(ptr, c_lines, n, c_results, ctypes.byref(err))
+            if score:
+                status = self._lib.nmt_score_batch(ptr, c_lines, c_targets, n, c_results,
+                                                   ctypes.byref(err))
+            elif c_targets is not None:
+                status = self._lib.nmt_translate_batch_prefix(ptr, c_lines, c_targets, n,
+                                                              c_results, ctypes.byref(err))
+            else:
+                status = self._lib.nmt_translate_batch(ptr, c_lines, n, c_results,
+                                                       ctypes.byref(err))
         try:
             if status != _capi.STATUS_OK:
                 raise_error(err)

@@ -180,11 +180,11 @@ fi
 # the same thing; a flag may repeat, and -m too (an ensemble: up to 8, with
 # as many --weights when given).
 "$T" -m "$M" --device cpu --score < /dev/null > /dev/null 2> "$TMP/err"; code=$?
-check "--score (abbreviated)" 2 "unknown option '--score' (options are not abbreviated: --scores?)"
+check "--score (abbreviated)" 2 "unknown option '--score' (options are not abbreviated: --scores, --score-target?)"
 "$T" -m "$M" --device cpu --n-best-form=marian < /dev/null > /dev/null 2> "$TMP/err"; code=$?
 check "--n-best-form=marian" 2 "unknown option '--n-best-form' (options are not abbreviated"
 "$T" -m "$M" --dev cpu < /dev/null > /dev/null 2> "$TMP/err"; code=$?
-check "--dev (a prefix of two)" 2 "unknown option '--dev'"
+check "--dev (a prefix of three)" 2 "unknown option '--dev' (options are not abbreviated: --device, --device-index, --devices?)"
 "$T" --conf "$TMP/onmt.ini" -m "$M" --device cpu < /dev/null > /dev/null 2> "$TMP/err"; code=$?
 check "--conf (abbreviated -c)" 2 "unknown option '--conf'"
 echo 'ein mann' | "$T" -m "$M" --device=cpu --beam=3 --scores --scores > "$TMP/eq.out" 2> "$TMP/err"

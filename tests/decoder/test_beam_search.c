@@ -9,7 +9,8 @@
  * enumeration of every sequence. Every result's token scores are checked
  * against the table (they sum to log_prob), and with config.attention
  * (half the random batches) every token's attention row against the row the
- * fake reported when it produced the token. */
+ * fake reported when it produced the token. Forced tokens (prefixes,
+ * alternatives, scoring): forced_cases.h. */
 #include "error.h"
 #include "search.h"
 #include "test_util.h"
@@ -504,23 +505,23 @@ static void test_invalid(fake_model *fake)
         int32_t vocab;
         const int32_t *src_length;
     } cases[] = {
-        {"beam_size", {{0, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"n_best", {{2, 0, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"n_best", {{2, 3, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"vocab_size", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 3, &one},
-        {"src_lengths[0]", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8,
+        {"beam_size", {{0, 1, 1.0f, 2.0f, 10, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"n_best", {{2, 0, 1.0f, 2.0f, 10, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"n_best", {{2, 3, 1.0f, 2.0f, 10, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"vocab_size", {{2, 1, 1.0f, 2.0f, 10, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 3, &one},
+        {"src_lengths[0]", {{2, 1, 1.0f, 2.0f, 10, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8,
          &zero},
-        {"pad_id", {{2, 1, 1.0f, 2.0f, 10}, -1, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"bos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, 8, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, 9, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, PAD, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"alpha", {{2, 1, NAN, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"rules", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, (nmt_search_rules)7, 0}, 8, &one},
-        {"beam_size", {{257, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"alpha", {{2, 1, -0.5f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"max_len_a", {{2, 1, 1.0f, NAN, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"max_len_b", {{2, 1, 1.0f, 2.0f, -1}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"both 0", {{2, 1, 1.0f, 0.0f, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"pad_id", {{2, 1, 1.0f, 2.0f, 10, 0}, -1, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"bos_id", {{2, 1, 1.0f, 2.0f, 10, 0}, PAD, 8, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"eos_id", {{2, 1, 1.0f, 2.0f, 10, 0}, PAD, BOS, 9, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"eos_id", {{2, 1, 1.0f, 2.0f, 10, 0}, PAD, BOS, PAD, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"alpha", {{2, 1, NAN, 2.0f, 10, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"rules", {{2, 1, 1.0f, 2.0f, 10, 0}, PAD, BOS, EOS, (nmt_search_rules)7, 0, NULL}, 8, &one},
+        {"beam_size", {{257, 1, 1.0f, 2.0f, 10, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"alpha", {{2, 1, -0.5f, 2.0f, 10, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"max_len_a", {{2, 1, 1.0f, NAN, 10, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"max_len_b", {{2, 1, 1.0f, 2.0f, -1, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
+        {"both 0", {{2, 1, 1.0f, 0.0f, 0, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0, NULL}, 8, &one},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         model.vocab_size = cases[c].vocab;
@@ -560,6 +561,7 @@ static void test_invalid(fake_model *fake)
 }
 
 #include "beam_search_onmt_cases.h"
+#include "forced_cases.h"
 
 #ifdef NMT_WITH_CUDA
 #include "beam_step.h"
@@ -601,6 +603,7 @@ int main(void)
     test_random(fake, alone_fake, 1000);
     test_onmt_hand_cases(fake);
     test_onmt_random(fake, alone_fake, 1000);
+    test_forced(fake, alone_fake, 600);
     free(fake);
     free(alone_fake);
     return test_finish("beam_search");

@@ -34,6 +34,32 @@ static int ensemble_run(const nmt_model *const *models, const float *weights, in
     return st == NMT_STATUS_OK;
 }
 
+/* Scores targets[i] as line i's translation (nmt_score_batch) with the
+ * ensemble. 1 on success. */
+static int ensemble_score(const nmt_model *const *models, const float *weights, int n,
+                          const nmt_options *o, const char *const *lines,
+                          const char *const *targets, int n_lines, nmt_result *results)
+{
+    nmt_translator *t = NULL;
+    nmt_error err = {0};
+    nmt_status st = nmt_translator_create_ensemble(models, weights, n, o, &t, &err);
+    CHECK(st == NMT_STATUS_OK, "create (device %d): %s", (int)o->device, err.message);
+    if (st == NMT_STATUS_OK) {
+        st = nmt_score_batch(t, lines, targets, n_lines, results, &err);
+        CHECK(st == NMT_STATUS_OK, "score (device %d): %s", (int)o->device, err.message);
+    }
+    nmt_translator_free(t);
+    return st == NMT_STATUS_OK;
+}
+
+/* The best hypotheses' texts of results (the empty text for a line with
+ * none), valid while results are. */
+static void ensemble_best_texts(const nmt_result *results, int n_lines, const char **texts)
+{
+    for (int i = 0; i < n_lines; i++)
+        texts[i] = results[i].n_hypotheses > 0 ? results[i].hypotheses[0].text : "";
+}
+
 static void ensemble_clear(nmt_result *results, int n_lines)
 {
     for (int i = 0; i < n_lines; i++)

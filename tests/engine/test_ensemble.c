@@ -10,7 +10,8 @@
  *    log-probability are sum_i w_i log p_i(token), each model's step
  *    computed here by hand on the CPU network along the hypothesis's own
  *    tokens; and the result differs from both members' somewhere;
- *  - a service over the ensemble answers as the translator;
+ *  - a service over the ensemble answers as the translator, and scoring
+ *    (nmt_score_batch) a hypothesis gives the search's scores of it;
  *  - models that differ (a target or a source token renamed, another
  *    vocabulary size) are refused naming the difference, as are bad
  *    weights, a model count out of range and shrinking. */
@@ -184,6 +185,30 @@ static void check_hand_sums(void)
     so.translator.batch_size = 3;
     so.cpu_workers = 2;
     ensemble_check_service(ab, weights, 2, &so, lines, N_LINES, got);
+    /* Scoring the best hypotheses (as tokens: input and output) gives the
+     * search's scores of them. */
+    static nmt_result searched[N_LINES], scored[N_LINES];
+    const char *targets[N_LINES];
+    o.input_tokens = 1;
+    if (ensemble_run(ab, weights, 2, &o, lines, N_LINES, searched)) {
+        ensemble_best_texts(searched, N_LINES, targets);
+        if (ensemble_score(ab, weights, 2, &o, lines, targets, N_LINES, scored)) {
+            for (int i = 0; i < N_LINES; i++) {
+                if (searched[i].status != NMT_STATUS_OK || searched[i].n_src == 0)
+                    continue;
+                const nmt_hypothesis *h = &searched[i].hypotheses[0];
+                const nmt_hypothesis *s = scored[i].n_hypotheses ? scored[i].hypotheses : NULL;
+                int close = s && s->n_tokens == h->n_tokens &&
+                            fabs(s->log_prob - h->log_prob) <= 1e-4 * (1 + fabs(h->log_prob));
+                for (int t = 0; close && t <= h->n_tokens; t++)
+                    close = fabs(s->token_scores[t] - h->token_scores[t]) <= 1e-4;
+                CHECK(close, "line %d: scoring its translation gives %g, the search %g", i,
+                      s ? s->log_prob : NAN, h->log_prob);
+            }
+        }
+        ensemble_clear(scored, N_LINES);
+    }
+    ensemble_clear(searched, N_LINES);
     ensemble_clear(got, N_LINES);
     ensemble_clear(alone_a, N_LINES);
     ensemble_clear(alone_b, N_LINES);

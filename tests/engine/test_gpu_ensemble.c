@@ -7,6 +7,9 @@
  *    alignment, scores and token scores: every line as the CPU's (scores
  *    within 1e-3), or, for at most 2% of the lines (and two), different only
  *    at a near tie (test_compare_near_tie, as test_gpu_translate);
+ *  - scoring (nmt_score_batch, the GPU's teacher-forced pass through the
+ *    ensemble's stash and pick) the CPU's best hypotheses: log-probabilities
+ *    within 1e-3 of the CPU's scoring;
  *  - on the GPU alone: graphs on and off, batch sizes 1, 7 and 16, and the
  *    service (which batches an ensemble: no continuous batching), all the
  *    same bits (batch invariance, docs/decoding.md);
@@ -16,11 +19,12 @@
  *  - shrinking with an ensemble is refused.
  * Exit 77 without a GPU. */
 #include "nmt.h"
-#include "test_gpu_model.h"
 #include "ensemble_fixture.h"
+#include "test_gpu_model.h"
 #include "test_results.h"
 #include "test_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +55,33 @@ static nmt_options make_options(nmt_device device, int batch, int beam)
 }
 
 
+/* The CPU's best hypotheses (token strings) scored on both devices. */
+static void check_scoring(const char *label, const nmt_model *const *models,
+                          const float *weights, int n, const nmt_options *oc,
+                          const nmt_options *og, const nmt_result *cpu)
+{
+    static nmt_result on_cpu[N_LINES], on_gpu[N_LINES];
+    const char *targets[N_LINES];
+    nmt_options sc = *oc, sg = *og;
+    sc.input_tokens = sg.input_tokens = 1;
+    ensemble_best_texts(cpu, N_LINES, targets);
+    if (ensemble_score(models, weights, n, &sc, lines, targets, N_LINES, on_cpu) &&
+        ensemble_score(models, weights, n, &sg, lines, targets, N_LINES, on_gpu)) {
+        for (int i = 0; i < N_LINES; i++) {
+            const int ok = on_cpu[i].status == NMT_STATUS_OK && on_cpu[i].n_hypotheses == 1;
+            CHECK(on_gpu[i].status == on_cpu[i].status &&
+                      (!ok || (on_gpu[i].n_hypotheses == 1 &&
+                               fabs(on_gpu[i].hypotheses[0].log_prob -
+                                    on_cpu[i].hypotheses[0].log_prob) <= 1e-3)),
+                  "%s line %d: scored %g on the GPU, %g on the CPU", label, i,
+                  on_gpu[i].n_hypotheses ? on_gpu[i].hypotheses[0].log_prob : NAN,
+                  ok ? on_cpu[i].hypotheses[0].log_prob : NAN);
+        }
+    }
+    ensemble_clear(on_cpu, N_LINES);
+    ensemble_clear(on_gpu, N_LINES);
+}
+
 static void compare_cpu(const nmt_model *const *models, const float *weights, int n, int batch,
                         int beam)
 {
@@ -67,6 +98,7 @@ static void compare_cpu(const nmt_model *const *models, const float *weights, in
               "%s: %d lines differ beyond a near tie, %d near ties", label, c.bad, c.ties);
         fprintf(stderr, "%s: %d near ties, %d at the maximum length, scores within %.3g\n",
                 label, c.ties, c.looping, c.max_diff);
+        check_scoring(label, models, weights, n, &oc, &og, cpu);
     }
     ensemble_clear(cpu, N_LINES);
     ensemble_clear(gpu, N_LINES);
