@@ -18,10 +18,10 @@
 #include "nmt.h"
 
 #include "cpu_model.h"
+#include "ensemble_fixture.h"
 #include "model.h"
 #include "source_batch.h"
 #include "test_pruned_model.h"
-#include "ensemble_fixture.h"
 #include "test_results.h"
 #include "test_util.h"
 
