@@ -45,6 +45,13 @@ typedef struct nmt_ensemble {
  * message names the first difference. */
 nmt_status nmt_ensemble_make(const nmt_model *const *models, const float *weights, int n,
                              nmt_ensemble *ensemble, nmt_error *err);
+/* *wrapped = what the backends step as one (nmt_backend_config.ensemble):
+ * NULL for a model alone, e for several or one whose weight scales its
+ * scores; shrinking (shrink not NMT_SHRINK_NONE) is refused with it. */
+nmt_status nmt_ensemble_wrapped(const nmt_ensemble *e, nmt_shrink_mode shrink,
+                                const nmt_ensemble **wrapped, nmt_error *err);
+/* 1 when a member stores a matrix sparse (the others multiply dense). */
+int nmt_ensemble_any_sparse(const nmt_ensemble *e);
 
 /* What a backend is sized and set up for, once. */
 typedef struct nmt_backend_config {

@@ -1,5 +1,5 @@
 /* ensemble.c: which models may decode together as an ensemble
- * (backend.h, nmt_ensemble_make). The search scores one target vocabulary,
+ * (backend.h, nmt_ensemble_make), and what the backends get of it. The search scores one target vocabulary,
  * so the members must share it token for token; the translator builds one
  * source batch from the first model's vocabulary, features and tokenizer,
  * so every member must read the source the same way. The first difference
@@ -106,4 +106,23 @@ nmt_status nmt_ensemble_make(const nmt_model *const *models, const float *weight
             status = compare_source(models[0], models[i], i + 1, err);
     }
     return status;
+}
+
+nmt_status nmt_ensemble_wrapped(const nmt_ensemble *e, nmt_shrink_mode shrink,
+                                const nmt_ensemble **wrapped, nmt_error *err)
+{
+    *wrapped = e->n > 1 || e->weights[0] != 1.0f ? e : NULL;
+    if (*wrapped && shrink != NMT_SHRINK_NONE)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "shrinking (LSH, TOP) with an ensemble: not supported (each "
+                             "model would score other candidate words)");
+    return NMT_STATUS_OK;
+}
+
+int nmt_ensemble_any_sparse(const nmt_ensemble *e)
+{
+    for (int32_t i = 0; i < e->n; i++)
+        if (e->models[i]->n_sparse > 0)
+            return 1;
+    return 0;
 }

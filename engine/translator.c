@@ -174,22 +174,6 @@ void nmt_translator_free(nmt_translator *t)
     free(t);
 }
 
-/* 1 when the models need the backends' step ensemble: several, or one
- * whose weight scales its scores. */
-static int needs_wrapper(const nmt_ensemble *e)
-{
-    return e->n > 1 || e->weights[0] != 1.0f;
-}
-
-/* Any member stores a matrix sparse (the others multiply dense). */
-static int any_sparse(const nmt_ensemble *e)
-{
-    for (int32_t i = 0; i < e->n; i++)
-        if (e->models[i]->n_sparse > 0)
-            return 1;
-    return 0;
-}
-
 nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,
                                  nmt_translator **translator, nmt_error *err)
 {
@@ -213,14 +197,9 @@ nmt_status nmt_translator_create_ensemble(const nmt_model *const *models, const 
     NMT_TRY(check_options(options, err));
     NMT_ALLOC(t, 1);
     NMT_TRY(nmt_ensemble_make(models, weights, n_models, &t->ensemble, err));
+    const nmt_ensemble *wrapped = NULL;
+    NMT_TRY(nmt_ensemble_wrapped(&t->ensemble, options->shrink.mode, &wrapped, err));
     const nmt_model *model = models[0];
-    const int ensemble = needs_wrapper(&t->ensemble);
-    if (ensemble && options->shrink.mode != NMT_SHRINK_NONE) {
-        status = nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                               "shrinking (LSH, TOP) with an ensemble: not supported (each "
-                               "model would score other candidate words)");
-        goto cleanup;
-    }
     t->model = model;
     t->options = *options;
     if (t->options.input_tokens < 0)
@@ -250,14 +229,14 @@ nmt_status nmt_translator_create_ensemble(const nmt_model *const *models, const 
         .warmup = options->warmup,
         .check_every = options->check_every,
         .precision = t->options.precision,
-        .sparse = any_sparse(&t->ensemble) ? options->sparse : NMT_SPARSE_OFF,
+        .sparse = nmt_ensemble_any_sparse(&t->ensemble) ? options->sparse : NMT_SPARSE_OFF,
         .attention = options->attention_weights,
         .batch_invariant = options->batch_invariant != 0,
         .cpu_kernels = options->cpu_kernels,
         .threads = options->threads,
-        .ensemble = ensemble ? &t->ensemble : NULL,
+        .ensemble = wrapped,
     };
-    if (options->sparse == NMT_SPARSE_ON && !any_sparse(&t->ensemble)) {
+    if (options->sparse == NMT_SPARSE_ON && !nmt_ensemble_any_sparse(&t->ensemble)) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "sparse on: the model stores no "
                                "matrix sparse (section SPRS; python/export/prune.py writes one)");
         goto cleanup;
