@@ -9,6 +9,9 @@
 extern "C" {
 #endif
 
+/* Models an ensemble holds at most (nmt_translator_create_ensemble). */
+enum { NMT_MAX_ENSEMBLE_MODELS = 8 };
+
 /* Output-vocabulary shrinking (docs/lsh.md): score only a candidate list per
  * step instead of the whole target vocabulary. The log-softmax then
  * normalizes over the candidates (model-v1, step 5). */

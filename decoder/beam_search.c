@@ -528,8 +528,10 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
         NMT_ALLOC(cov, max_rows * (size_t)widest);
         NMT_ALLOC(next_cov, max_rows * (size_t)widest);
     }
-    if (use_rules)
+    if (use_rules) {
         NMT_TRY(nmt_cpu_rules_init(&rules, config, vocab, longest, err));
+        rules.every_row = model->unnormalized;
+    }
 
     int32_t n_rows = n_sentences;
     for (int32_t r = 0; r < n_rows; r++) {

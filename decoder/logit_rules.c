@@ -103,7 +103,7 @@ int nmt_cpu_rules_apply(nmt_cpu_rules *r, int32_t step, int32_t max_len, int32_t
                 r->held[r->tokens[i]] = 0;
     }
     changed |= ban_words(r, step, max_len, len, z);
-    if (changed)
+    if (changed || r->every_row)
         nmt_cpu_log_softmax(1, V, z, V, log_probs);
     return changed;
 }

@@ -17,6 +17,8 @@ typedef struct nmt_cpu_rules {
     int32_t *tokens;     /* [max_len]: the hypothesis the caller writes for a row */
     float *top_values;   /* [sampling_topk]: a row's top-K (sampling) */
     int32_t *top_ids;
+    int every_row;       /* 1: every row the rules see gets the log-softmax, changed or
+                            not (a step model's unnormalized scores, as the GPU's pass) */
 } nmt_cpu_rules;
 
 /* Scratch for hypotheses of up to max_len tokens; refuses suppressed words
@@ -28,8 +30,8 @@ void nmt_cpu_rules_free(nmt_cpu_rules *rules);
 /* The logit rules on one row at step `step` of a sentence of max length
  * max_len, whose hypothesis is rules->tokens[0..len): the rules edit the
  * row's logits (the model's, or NULL: its log-probabilities stand for
- * them), and a row they change gets their log-softmax in log_probs.
- * Returns whether they changed it. */
+ * them), and a row they change (every row with rules->every_row) gets
+ * their log-softmax in log_probs. Returns whether they changed it. */
 int nmt_cpu_rules_apply(nmt_cpu_rules *rules, int32_t step, int32_t max_len, int32_t len,
                         const float *logits, float *log_probs);
 

@@ -41,6 +41,10 @@ typedef struct nmt_step_model {
      * penalty rescales logits (without them it rescales the
      * log-probabilities). */
     const float *(*logits)(void *self, int32_t *ld);
+    /* 1: step's scores are not a log-softmax (an ensemble's weighted sum of
+     * its models'): a step the logit rules edit renormalizes every row, as
+     * the GPU's rules pass does; 0 (zero-initialized): a log-softmax. */
+    int32_t unnormalized;
 } nmt_step_model;
 
 /* OpenNMT-py's -max_length default: the onmt rules never search longer. */

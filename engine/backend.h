@@ -11,6 +11,7 @@
 #include "cpu_model.h"
 #include "search.h"
 #include "sentence_stream.h"
+#include "step_ensemble.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +27,31 @@ static inline nmt_precision nmt_precision_for_model(const nmt_model *model, nmt_
         return p;
     return model->weights_fp16 ? NMT_PRECISION_FP16 : NMT_PRECISION_FP32;
 }
+
+/* The models a translator decodes with (engine/ensemble.c): one, or an
+ * ensemble whose members' log-probabilities are summed with these weights
+ * at each step (decoder/step_ensemble.h). */
+typedef struct nmt_ensemble {
+    int32_t n;
+    const nmt_model *models[NMT_MAX_ENSEMBLE_MODELS];
+    float weights[NMT_MAX_ENSEMBLE_MODELS];
+} nmt_ensemble;
+
+/* *ensemble = models[0 .. n) with weights (NULL: 1/n each, OpenNMT-py's
+ * average), once they are checked to decode together: weights as
+ * nmt_ensemble_check_weights; one target vocabulary (the search's words)
+ * and one source side (vocabulary, feature rows, tokenizer: the batch the
+ * translator builds from the first model is every member's input). The
+ * message names the first difference. */
+nmt_status nmt_ensemble_make(const nmt_model *const *models, const float *weights, int n,
+                             nmt_ensemble *ensemble, nmt_error *err);
+/* *wrapped = what the backends step as one (nmt_backend_config.ensemble):
+ * NULL for a model alone, e for several or one whose weight scales its
+ * scores; shrinking (shrink not NMT_SHRINK_NONE) is refused with it. */
+nmt_status nmt_ensemble_wrapped(const nmt_ensemble *e, nmt_shrink_mode shrink,
+                                const nmt_ensemble **wrapped, nmt_error *err);
+/* 1 when a member stores a matrix sparse (the others multiply dense). */
+int nmt_ensemble_any_sparse(const nmt_ensemble *e);
 
 /* What a backend is sized and set up for, once. */
 typedef struct nmt_backend_config {
@@ -51,6 +77,9 @@ typedef struct nmt_backend_config {
     nmt_cpu_kernels cpu_kernels; /* CPU: fast, blas or the reference */
     int threads;              /* CPU, fast and blas: a product's threads (0: the cores) */
     nmt_cpu_isa cpu_isa;      /* CPU, fast: its product's instructions */
+    const nmt_ensemble *ensemble; /* NULL: the model alone; else the members the backend
+                                     steps as one (decoder/step_ensemble.h), models[0] the
+                                     model it is created with; no shrink */
 } nmt_backend_config;
 
 typedef struct nmt_backend_vtable {

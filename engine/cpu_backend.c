@@ -1,7 +1,9 @@
 /* cpu_backend.c: the CPU reference backend: encode with model/cpu/, then run
  * decoder/beam_search.c over its step interface, which this file wires to
  * the CPU network's decoder step, output layer and reorder (the output
- * vocabulary shrunk by model/cpu/output_layer.c when the config asks). */
+ * vocabulary shrunk by model/cpu/output_layer.c when the config asks). An
+ * ensemble has a network a member, and the search runs over their
+ * decoder/step_ensemble.h. */
 #include "backend.h"
 #include "nmt.h"
 #include "error.h"
@@ -14,8 +16,11 @@
 
 typedef struct cpu_backend {
     nmt_backend base;
-    nmt_cpu_state *state;
+    nmt_cpu_state *state;     /* the model's, or the ensemble's first member's */
     nmt_lsh_index *lsh_index; /* LSH shrinking: the index the state's output layer reads */
+    int32_t n_members;        /* 1, or an ensemble's; members[0] is state */
+    nmt_cpu_state *members[NMT_MAX_ENSEMBLE_MODELS];
+    nmt_step_ensemble *ensemble; /* NULL: state alone */
 } cpu_backend;
 
 void nmt_backend_read_oom_hook(nmt_backend *backend)
@@ -76,9 +81,14 @@ static const float *cpu_logits(void *state, int32_t *ld)
 
 nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state)
 {
-    const nmt_step_model step = {state, nmt_cpu_state_vocab(state), cpu_step, cpu_reorder,
-                                 cpu_attention, cpu_logits};
-    return step;
+    return (nmt_step_model){
+        .self = state,
+        .vocab_size = nmt_cpu_state_vocab(state),
+        .step = cpu_step,
+        .reorder = cpu_reorder,
+        .attention = cpu_attention,
+        .logits = cpu_logits,
+    };
 }
 
 /* A batch searched (score 0) or scored (1; decoder/forced_search.h): the
@@ -93,18 +103,23 @@ static nmt_status cpu_backend_run(nmt_backend *backend, const nmt_source_batch *
     nmt_status status = nmt_backend_oom_injected(backend, batch, err);
     if (status != NMT_STATUS_OK)
         return status;
-    status = nmt_cpu_encode(self->state, batch, err);
-    if (status != NMT_STATUS_OK)
-        return status;
-    nmt_cpu_state_full_softmax(self->state, score);
-    const nmt_step_model step = nmt_cpu_step_model(self->state);
+    for (int32_t i = 0; i < self->n_members; i++) {
+        status = nmt_cpu_encode(self->members[i], batch, err);
+        if (status != NMT_STATUS_OK)
+            return status;
+    }
+    for (int32_t i = 0; i < self->n_members; i++)
+        nmt_cpu_state_full_softmax(self->members[i], score);
+    const nmt_step_model step = self->ensemble ? nmt_step_ensemble_model(self->ensemble)
+                                               : nmt_cpu_step_model(self->state);
     nmt_search_config keyed = *config;
     keyed.line_keys = batch->line_key;
     status = score ? nmt_score_forced(&step, batch->n_sentences, batch->src_len, &keyed,
                                       results, err)
                    : nmt_beam_search(&step, batch->n_sentences, batch->src_len, &keyed, results,
                                      err);
-    nmt_cpu_state_full_softmax(self->state, 0);
+    for (int32_t i = 0; i < self->n_members; i++)
+        nmt_cpu_state_full_softmax(self->members[i], 0);
     return status;
 }
 
@@ -127,6 +142,9 @@ static void cpu_backend_free(nmt_backend *backend)
     cpu_backend *self = (cpu_backend *)backend;
     if (!self)
         return;
+    nmt_step_ensemble_free(self->ensemble);
+    for (int32_t i = 1; i < self->n_members; i++)
+        nmt_cpu_state_free(self->members[i]);
     nmt_cpu_state_free(self->state);
     nmt_lsh_index_free(self->lsh_index);
     free(self);
@@ -155,63 +173,111 @@ static const nmt_backend_vtable cpu_backend_vtable = {
     .score = cpu_backend_score,
 };
 
-nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_config *config,
-                                  nmt_backend **backend, nmt_error *err)
+/* The kernels every state runs: *use_fast 1 with *fast (the fast kernels,
+ * or the BLAS), 0 the reference (sparse or dense); or an error for a
+ * combination that cannot run. */
+static nmt_status pick_kernels(const nmt_backend_config *config, nmt_cpu_fast *fast,
+                               int *use_fast, nmt_error *err)
 {
-    nmt_status status = NMT_STATUS_OK;
-    cpu_backend *self = NULL;
-    *backend = NULL;
-    NMT_ALLOC(self, 1);
-    self->base.vtable = &cpu_backend_vtable;
-    self->base.device = NMT_DEVICE_CPU;
-    nmt_backend_read_oom_hook(&self->base);
-    NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
-                                 &self->state, err));
     /* The CSR products are the reference's (the same bits as its dense
      * loop), so sparse on runs the reference; sparse auto on the fast
      * kernels multiplies dense: their products outrun the scalar SpMM. */
     const int int8 = config->precision == NMT_PRECISION_INT8;
     nmt_cpu_kernels kernels = config->cpu_kernels;
-    if (int8 && kernels != NMT_CPU_KERNELS_AUTO && kernels != NMT_CPU_KERNELS_FAST) {
-        status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                               "precision int8 runs on the CPU's fast kernels, not %s",
-                               kernels == NMT_CPU_KERNELS_BLAS ? "blas" : "reference");
-        goto cleanup;
-    }
+    if (int8 && kernels != NMT_CPU_KERNELS_AUTO && kernels != NMT_CPU_KERNELS_FAST)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "precision int8 runs on the CPU's fast kernels, not %s",
+                             kernels == NMT_CPU_KERNELS_BLAS ? "blas" : "reference");
     if (kernels == NMT_CPU_KERNELS_AUTO)
         kernels = config->sparse == NMT_SPARSE_ON && !int8 ? NMT_CPU_KERNELS_REFERENCE
                                                            : NMT_CPU_KERNELS_FAST;
-    if (kernels != NMT_CPU_KERNELS_REFERENCE && config->sparse == NMT_SPARSE_ON) {
-        status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                               "sparse on runs the CPU's reference kernels (CSR), not the "
-                               "%s kernels: use cpu kernels auto or reference",
-                               kernels == NMT_CPU_KERNELS_BLAS ? "blas" : "fast");
-        goto cleanup;
-    }
+    if (kernels != NMT_CPU_KERNELS_REFERENCE && config->sparse == NMT_SPARSE_ON)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "sparse on runs the CPU's reference kernels (CSR), not the "
+                             "%s kernels: use cpu kernels auto or reference",
+                             kernels == NMT_CPU_KERNELS_BLAS ? "blas" : "fast");
     const int threads = config->threads > 0 ? config->threads : nmt_cpu_default_threads(1);
     if (kernels == NMT_CPU_KERNELS_BLAS) {
         nmt_cpu_blas_set_threads(threads);
         /* A BLAS whose row results move with the row count (OpenBLAS's
          * Haswell/Zen kernels) would break batch invariance. */
         if (config->batch_invariant && nmt_cpu_blas_available() &&
-            !nmt_cpu_blas_row_invariant()) {
-            status = nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                                   "cpu kernels blas: this BLAS (%s) gives a row other bits at "
-                                   "other row counts, which breaks batch invariance: use cpu "
-                                   "kernels fast (the default) or reference, or batch "
-                                   "invariance off", nmt_cpu_blas_name());
-            goto cleanup;
-        }
+            !nmt_cpu_blas_row_invariant())
+            return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                                 "cpu kernels blas: this BLAS (%s) gives a row other bits at "
+                                 "other row counts, which breaks batch invariance: use cpu "
+                                 "kernels fast (the default) or reference, or batch "
+                                 "invariance off", nmt_cpu_blas_name());
     }
-    if (kernels != NMT_CPU_KERNELS_REFERENCE) {
-        const nmt_cpu_fast fast = {.blas = kernels == NMT_CPU_KERNELS_BLAS,
-                                   .isa = config->cpu_isa,
-                                   .threads = threads,
-                                   .int8 = int8};
-        NMT_TRY(nmt_cpu_state_set_fast(self->state, &fast, err));
-    } else if (config->sparse != NMT_SPARSE_OFF) {
-        NMT_TRY(nmt_cpu_state_set_sparse(self->state, err));
-    }
+    *use_fast = kernels != NMT_CPU_KERNELS_REFERENCE;
+    *fast = (nmt_cpu_fast){.blas = kernels == NMT_CPU_KERNELS_BLAS,
+                           .isa = config->cpu_isa,
+                           .threads = threads,
+                           .int8 = int8};
+    return NMT_STATUS_OK;
+}
+
+/* A network state for model on the kernels picked (fast: NULL for the
+ * reference, with the CSR form of a model's sparse matrices unless sparse
+ * is off); every member of an ensemble is made the same way. */
+static nmt_status create_state(const nmt_model *model, const nmt_backend_config *config,
+                               const nmt_cpu_fast *fast, nmt_cpu_state **state, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    NMT_TRY(nmt_cpu_state_create(model, config->max_sentences, config->beam, config->max_src,
+                                 state, err));
+    if (fast)
+        NMT_TRY(nmt_cpu_state_set_fast(*state, fast, err));
+    else if (config->sparse != NMT_SPARSE_OFF && model->n_sparse > 0)
+        NMT_TRY(nmt_cpu_state_set_sparse(*state, err));
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_cpu_state_free(*state);
+    *state = NULL;
+    return status;
+}
+
+/* An ensemble's other members' states and the step wrapper over all. */
+static nmt_status create_ensemble(cpu_backend *self, const nmt_ensemble *e,
+                                  const nmt_backend_config *config, const nmt_cpu_fast *fast,
+                                  nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_step_model steps[NMT_MAX_ENSEMBLE_MODELS];
+    for (; self->n_members < e->n; self->n_members++)
+        NMT_TRY(create_state(e->models[self->n_members], config, fast,
+                             &self->members[self->n_members], err));
+    for (int32_t i = 0; i < e->n; i++)
+        steps[i] = nmt_cpu_step_model(self->members[i]);
+    NMT_TRY(nmt_step_ensemble_create(steps, e->weights, e->n, config->max_sentences * config->beam,
+                                     &self->ensemble, err));
+cleanup:
+    return status;
+}
+
+nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_config *config,
+                                  nmt_backend **backend, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    cpu_backend *self = NULL;
+    const nmt_ensemble *ensemble = config->ensemble;
+    *backend = NULL;
+    if (ensemble && (ensemble->models[0] != model || config->shrink))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cpu backend: an ensemble starts with the backend's model and "
+                             "has no shrinking");
+    NMT_ALLOC(self, 1);
+    self->base.vtable = &cpu_backend_vtable;
+    self->base.device = NMT_DEVICE_CPU;
+    nmt_backend_read_oom_hook(&self->base);
+    nmt_cpu_fast fast;
+    int use_fast = 0;
+    NMT_TRY(pick_kernels(config, &fast, &use_fast, err));
+    NMT_TRY(create_state(model, config, use_fast ? &fast : NULL, &self->state, err));
+    self->members[0] = self->state;
+    self->n_members = 1;
+    if (ensemble)
+        NMT_TRY(create_ensemble(self, ensemble, config, use_fast ? &fast : NULL, err));
     if (config->shrink) {
         nmt_shrink shrink = *config->shrink;
         NMT_TRY(nmt_shrink_index_build(&shrink, model->out_w, model->hp.tgt_vocab,

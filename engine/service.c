@@ -286,8 +286,8 @@ static void *worker_main(void *arg)
 
 /* ---- create, submit, shutdown ---------------------------------------------- */
 
-static nmt_status create_worker(nmt_service *s, service_worker *w, const nmt_model *model,
-                                nmt_device device, int device_index, nmt_error *err)
+static nmt_status create_worker(nmt_service *s, service_worker *w, nmt_device device,
+                                int device_index, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     const int cap = s->options.translator.batch_size;
@@ -298,10 +298,11 @@ static nmt_status create_worker(nmt_service *s, service_worker *w, const nmt_mod
     o.device_index = device_index;
     w->service = s;
     w->device_index = device_index;
+    const nmt_ensemble *m = &s->models;
     if (o.shrink.mode != NMT_SHRINK_NONE)
-        NMT_TRY(nmt_translator_create(model, &o, &w->shrunk, err));
+        NMT_TRY(nmt_translator_create_ensemble(m->models, m->weights, m->n, &o, &w->shrunk, err));
     o.shrink.mode = NMT_SHRINK_NONE;
-    NMT_TRY(nmt_translator_create(model, &o, &w->full, err));
+    NMT_TRY(nmt_translator_create_ensemble(m->models, m->weights, m->n, &o, &w->full, err));
     w->streams = s->options.continuous && nmt_translator_can_stream(w->full);
     NMT_ALLOC(w->batch, cap);
     NMT_ALLOC(w->lines, cap);
@@ -326,11 +327,20 @@ static void free_worker(service_worker *w)
 nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options *options,
                               nmt_service **service, nmt_error *err)
 {
+    return nmt_service_create_ensemble(&model, NULL, 1, options, service, err);
+}
+
+nmt_status nmt_service_create_ensemble(const nmt_model *const *models, const float *weights,
+                                       int n_models, const nmt_service_options *options,
+                                       nmt_service **service, nmt_error *err)
+{
     nmt_status status = NMT_STATUS_OK;
     nmt_service *s = NULL;
-    if (!model || !options || !service)
+    nmt_ensemble ensemble;
+    if (!models || !options || !service)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "service_create: NULL argument");
     *service = NULL;
+    NMT_TRY(nmt_ensemble_make(models, weights, n_models, &ensemble, err));
     const nmt_options *o = &options->translator;
     const int cuda = o->device == NMT_DEVICE_CUDA ||
                      (o->device == NMT_DEVICE_AUTO && nmt_cuda_available());
@@ -351,6 +361,7 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
     NMT_ALLOC(s, 1);
     s->options = *options;
     s->options.devices = NULL;
+    s->models = ensemble;
     pthread_mutex_init(&s->shutdown_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     nmt_request_cond_init(&s->work);
@@ -366,11 +377,11 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
                           : options->n_devices > 0 ? options->devices[d]
                                                    : o->device_index;
         s->n_workers = i + 1;
-        NMT_TRY(create_worker(s, &s->workers[i], model, cuda ? NMT_DEVICE_CUDA : NMT_DEVICE_CPU,
-                              index, err));
+        NMT_TRY(create_worker(s, &s->workers[i], cuda ? NMT_DEVICE_CUDA : NMT_DEVICE_CPU, index,
+                              err));
     }
     s->cuda = cuda;
-    s->model = model;
+    s->model = models[0];
     s->defaults = nmt_translator_search(s->workers[0].full);
     s->default_shrink = o->shrink.mode != NMT_SHRINK_NONE;
     for (int i = 0; i < n; i++) {

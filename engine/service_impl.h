@@ -27,6 +27,7 @@ typedef struct service_worker {
 
 struct nmt_service {
     nmt_service_options options;
+    nmt_ensemble models;           /* every worker's translators decode with these */
     pthread_mutex_t shutdown_lock; /* one nmt_service_shutdown at a time (it joins) */
     pthread_mutex_t lock;
     pthread_cond_t work;

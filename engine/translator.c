@@ -180,14 +180,16 @@ void nmt_translator_free(nmt_translator *t)
     free(t);
 }
 
-/* The translator's model, options (checked, and the model's defaults
+/* The translator's models (one, or an ensemble's: the first gives the
+ * text, tokens and sizes), options (checked, and the model's defaults
  * resolved), search and shrink configuration: everything but the backend. */
-static nmt_status translator_begin(const nmt_model *model, const nmt_options *options,
+static nmt_status translator_begin(const nmt_model *const *models, const float *weights,
+                                   int n_models, const nmt_options *options,
                                    nmt_translator **translator, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_translator *t = NULL;
-    if (!translator || !model)
+    if (!translator || !models || (n_models >= 1 && !models[0]))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translator_create: NULL argument");
     *translator = NULL;
     nmt_options defaults;
@@ -197,6 +199,8 @@ static nmt_status translator_begin(const nmt_model *model, const nmt_options *op
     }
     NMT_TRY(check_options(options, err));
     NMT_ALLOC(t, 1);
+    NMT_TRY(nmt_ensemble_make(models, weights, n_models, &t->ensemble, err));
+    const nmt_model *model = models[0];
     t->model = model;
     t->options = *options;
     if (t->options.input_tokens < 0)
@@ -234,7 +238,7 @@ nmt_status nmt_translator_create_host(const nmt_model *model, const nmt_options 
     nmt_translator *t = NULL;
     if (translator)
         *translator = NULL;
-    NMT_TRY(translator_begin(model, options, &t, err));
+    NMT_TRY(translator_begin(&model, NULL, 1, options, &t, err));
     NMT_TRY(nmt_source_builder_init(&t->source, model, t->options.batch_size,
                                     t->options.max_src_tokens, err));
     *translator = t;
@@ -254,12 +258,24 @@ int nmt_translator_same_input(const nmt_translator *a, const nmt_translator *b)
 nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,
                                  nmt_translator **translator, nmt_error *err)
 {
+    return nmt_translator_create_ensemble(&model, NULL, 1, options, translator, err);
+}
+
+nmt_status nmt_translator_create_ensemble(const nmt_model *const *models, const float *weights,
+                                          int n_models, const nmt_options *options,
+                                          nmt_translator **translator, nmt_error *err)
+{
     nmt_status status = NMT_STATUS_OK;
     nmt_translator *t = NULL;
     if (translator)
         *translator = NULL;
-    NMT_TRY(translator_begin(model, options, &t, err));
+    NMT_TRY(translator_begin(models, weights, n_models, options, &t, err));
     options = &t->options;
+    const nmt_model *model = t->model;
+    const nmt_ensemble *wrapped = NULL;
+    NMT_TRY(nmt_ensemble_wrapped(&t->ensemble, options->shrink.mode, &wrapped, err));
+    t->wrapped = wrapped != NULL;
+    NMT_TRY(nmt_translator_check_ensemble(t, &t->search.params, err));
     /* The most rows a sentence may take: the beam, or the samples. */
     const int32_t width = nmt_search_width(&t->search.params);
     const int coverage = options->coverage_penalty != NMT_COVERAGE_NONE;
@@ -273,15 +289,16 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         .warmup = options->warmup,
         .check_every = options->check_every,
         .precision = t->options.precision,
-        .sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF,
+        .sparse = nmt_ensemble_any_sparse(&t->ensemble) ? options->sparse : NMT_SPARSE_OFF,
         .attention = options->attention_weights,
         .attention_model = options->attention_weights || coverage,
         .batch_invariant = options->batch_invariant != 0,
         .cpu_kernels = options->cpu_kernels,
         .threads = options->threads,
         .cpu_isa = options->cpu_isa,
+        .ensemble = wrapped,
     };
-    if (options->sparse == NMT_SPARSE_ON && model->n_sparse == 0) {
+    if (options->sparse == NMT_SPARSE_ON && !nmt_ensemble_any_sparse(&t->ensemble)) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "sparse on: the model stores no "
                                "matrix sparse (section SPRS; python/export/prune.py writes one)");
         goto cleanup;

@@ -13,7 +13,8 @@
 #include "tokenizer.h"
 
 struct nmt_translator {
-    const nmt_model *model;
+    const nmt_model *model;            /* the first of ensemble's: text, tokens, sizes */
+    nmt_ensemble ensemble;             /* the models decoded with (one, or several) */
     nmt_options options;
     nmt_search_config search;
     nmt_backend *backend;
@@ -28,6 +29,8 @@ struct nmt_translator {
                                           beam: the beam or the samples) */
     int attention_model;               /* the backend's model gives attention weights
                                           (the coverage penalty reads them) */
+    int wrapped;                       /* the backend steps an ensemble's wrapper (several
+                                          models, or one weighted): no logits of one model */
 };
 
 /* nmt_options.sampling_topk (CTranslate2's: 1 off, 0 every word) as
@@ -53,6 +56,11 @@ nmt_status nmt_suppress_parse(const nmt_model *model, const char *text, int32_t 
  * of nmt_search_config is the translator's). The translator's own: */
 nmt_search_params nmt_translator_search(const nmt_translator *translator);
 
+/* The search options an ensemble cannot take: the repetition penalty
+ * (it rescales one model's logits, which a weighted sum of several models'
+ * log-probabilities is not). */
+nmt_status nmt_translator_check_ensemble(const nmt_translator *translator,
+                                         const nmt_search_params *search, nmt_error *err);
 /* Refuses overrides the translator cannot run (beam above its own, ranges
  * as nmt_options'), naming the field. */
 nmt_status nmt_translator_check_search(const nmt_translator *translator,

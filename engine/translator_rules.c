@@ -102,6 +102,17 @@ nmt_search_params nmt_options_search_params(const nmt_options *o, const int32_t 
     };
 }
 
+nmt_status nmt_translator_check_ensemble(const nmt_translator *t, const nmt_search_params *o,
+                                         nmt_error *err)
+{
+    if (t->wrapped && nmt_search_repetition(o))
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "repetition_penalty with an ensemble: not supported (it rescales "
+                             "one model's logits; an ensemble scores a weighted sum of "
+                             "log-probabilities)");
+    return NMT_STATUS_OK;
+}
+
 nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_params *o,
                                        nmt_error *err)
 {
@@ -119,6 +130,9 @@ nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search
         (nmt_search_sampling(o) || nmt_search_has_logit_rules(o)))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "shrink: sampling and the logit "
                              "rules need the full output layer");
+    status = nmt_translator_check_ensemble(t, o, err);
+    if (status != NMT_STATUS_OK)
+        return status;
     if (o->coverage_penalty != NMT_COVERAGE_NONE && !t->attention_model)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "coverage_penalty: the translator "
                              "keeps no attention weights (create it with the coverage penalty "

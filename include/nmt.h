@@ -258,6 +258,23 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
                                  nmt_translator **translator, nmt_error *err);
 void nmt_translator_free(nmt_translator *translator);
 
+/* An ensemble (docs/decoding.md, "Ensembles"): one translator over n_models
+ * models (1..NMT_MAX_ENSEMBLE_MODELS, each outliving it) that sums their
+ * log-probabilities at each step, log p(w) = sum_i weights[i] * log p_i(w),
+ * for the beam search to rank and add up. weights NULL: 1 / n_models each
+ * (OpenNMT-py's mean of log-probabilities); else each >= 0, not all 0, used
+ * as given, not normalized (Marian's --weights). The models must share the
+ * target vocabulary and the source side (vocabulary, feature rows,
+ * tokenizer): models that differ are refused (NMT_STATUS_ERROR_ARGUMENT)
+ * with the first difference named. The first model gives the tokenizer, the
+ * text, the alignment and the attention weights, and its file's weights
+ * decide precision auto. Shrinking is refused; on CUDA the members share
+ * one stream and the service runs an ensemble in batches (no continuous
+ * batching). nmt_translator_create(model, ...) is this with one model. */
+nmt_status nmt_translator_create_ensemble(const nmt_model *const *models, const float *weights,
+                                          int n_models, const nmt_options *options,
+                                          nmt_translator **translator, nmt_error *err);
+
 /* The device the translator actually runs on (never NMT_DEVICE_AUTO). */
 nmt_device nmt_translator_device(const nmt_translator *translator);
 
@@ -602,6 +619,11 @@ typedef void (*nmt_request_callback)(nmt_request *request, const nmt_result *res
 /* Creates the workers and their translators (and warms them up). */
 nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options *options,
                               nmt_service **service, nmt_error *err);
+/* The same over an ensemble (nmt_translator_create_ensemble's models and
+ * weights): every worker's translators decode with all the models. */
+nmt_status nmt_service_create_ensemble(const nmt_model *const *models, const float *weights,
+                                       int n_models, const nmt_service_options *options,
+                                       nmt_service **service, nmt_error *err);
 
 /* Queues one line (copied). *request (when request is not NULL) is the
  * handle, to be released with nmt_request_free; with request NULL the

@@ -51,6 +51,12 @@ static int set_devices(const app_option *row, void *settings, const char *value)
     return app_parse_devices(value, settings);
 }
 
+static int set_weights(const app_option *row, void *settings, const char *value)
+{
+    (void)row;
+    return app_parse_weights(value, settings);
+}
+
 static int set_lsh(const app_option *row, void *settings, const char *value)
 {
     (void)row;
@@ -86,9 +92,16 @@ static int set_stats(const app_option *row, void *settings, const char *value)
 }
 
 const app_option app_translate_options[] = {
-    {.name = "model", .short_name = 'm', .kind = APP_OPT_STRING, ARGS(model_path), .arg = "PATH",
-     .repeated = "several models (an ensemble, -m A -m B) are not supported yet",
-     .help = "model file (required; give it once)"},
+    {.name = "model", .short_name = 'm', .kind = APP_OPT_LIST, ARGS(models), .lo = 1,
+     .arg = "PATH",
+     .help = "model file (required); given again (-m A -m B, up to 8), an\n"
+             "ensemble: the models' log-probabilities averaged at each\n"
+             "step (docs/decoding.md, \"Ensembles\"); in the INI file one\n"
+             "model = PATH line a model"},
+    {.name = "weights", .kind = APP_OPT_CUSTOM, .set = set_weights, .arg = "W1,W2,...",
+     .help = "an ensemble's weights, one a model (>= 0): the step's score\n"
+             "is sum_i W_i log p_i, not normalized (Marian's --weights;\n"
+             "default 1/n each, OpenNMT-py's mean)"},
     {.name = "config", .short_name = 'c', .kind = APP_OPT_STRING, ARGS(config_path),
      .scope = APP_OPT_CLI_ONLY, .arg = "PATH",
      .help = "INI file with any of the options below; the command line wins"},

@@ -1,6 +1,7 @@
 /* option_values.c: the value parsers behind the option rows (options.h):
- * strict numbers, sizes, booleans, device lists, the LSH parameters and the
- * suppressed sequences, each refusing what it cannot read exactly. */
+ * strict numbers, sizes, booleans, device lists, the LSH parameters, the
+ * suppressed sequences and an ensemble's weights, each refusing what it cannot
+ * read exactly. */
 #include "options.h"
 
 #include <errno.h>
@@ -67,6 +68,21 @@ int app_parse_bool(const char *text, int *out)
 }
 
 /* "0,1,3" (device ordinals, each once) or "all" (n_devices -1). */
+/* The comma-separated part at *p into part (size bytes): 1, with *p past
+ * it and its comma, and *last set when no comma followed; 0 for an empty
+ * or too long part. */
+static int comma_part(const char **p, char *part, size_t size, int *last)
+{
+    const size_t len = strcspn(*p, ",");
+    if (len == 0 || len >= size)
+        return 0;
+    memcpy(part, *p, len);
+    part[len] = '\0';
+    *last = (*p)[len] == '\0';
+    *p += len + !*last;
+    return 1;
+}
+
 int app_parse_devices(const char *text, translate_args *a)
 {
     char part[16];
@@ -75,44 +91,24 @@ int app_parse_devices(const char *text, translate_args *a)
         a->n_devices = -1;
         return 1;
     }
-    for (const char *p = text;;) {
-        const size_t len = strcspn(p, ",");
-        const int max = (int)(sizeof a->devices / sizeof a->devices[0]);
-        if (len == 0 || len >= sizeof part || a->n_devices == max)
+    const int max = (int)(sizeof a->devices / sizeof a->devices[0]);
+    for (int last = 0; !last;)
+        if (a->n_devices == max || !comma_part(&text, part, sizeof part, &last) ||
+            !app_parse_int(part, 0, 1024, &a->devices[a->n_devices++]))
             return 0;
-        memcpy(part, p, len);
-        part[len] = '\0';
-        int d;
-        if (!app_parse_int(part, 0, 1024, &d))
-            return 0;
-        a->devices[a->n_devices++] = d;
-        p += len;
-        if (!*p)
-            return 1;
-        p++;
-    }
+    return 1;
 }
 
 /* "K,u,W,T,t": five integers, each in range (the engine checks the rest). */
 int app_parse_lsh(const char *text, nmt_shrink_options *out)
 {
     int v[5], n = 0;
-    const char *p = text;
     char part[32];
-    while (n < 5) {
-        size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof part)
+    for (int last = 0; !last;)
+        if (n == 5 || !comma_part(&text, part, sizeof part, &last) ||
+            !app_parse_int(part, 1, 1 << 24, &v[n++]))
             return 0;
-        memcpy(part, p, len);
-        part[len] = 0;
-        if (!app_parse_int(part, 1, 1 << 24, &v[n++]))
-            return 0;
-        p += len;
-        if (!*p)
-            break;
-        p++;
-    }
-    if (n != 5 || *p)
+    if (n != 5)
         return 0;
     out->mode = NMT_SHRINK_LSH;
     out->k = v[0];
@@ -140,5 +136,18 @@ int app_parse_suppress(const char *text, char *out, size_t size)
         return 0;
     for (size_t i = 0; i <= len; i++) /* a list: one sequence a line */
         out[i] = text[i] == ',' ? '\n' : text[i];
+    return 1;
+}
+
+/* "w1,w2,...": a number a model (the engine checks their values). */
+int app_parse_weights(const char *text, translate_args *a)
+{
+    char part[64];
+    a->n_weights = 0;
+    for (int last = 0; !last;)
+        if (a->n_weights == NMT_MAX_ENSEMBLE_MODELS ||
+            !comma_part(&text, part, sizeof part, &last) ||
+            !app_parse_float(part, -HUGE_VAL, HUGE_VAL, &a->weights[a->n_weights++]))
+            return 0;
     return 1;
 }

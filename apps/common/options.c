@@ -134,6 +134,16 @@ int app_option_store(const app_option *row, void *settings, const char *value)
         memcpy(field, value, len + 1);
         return 1;
     }
+    case APP_OPT_LIST: {
+        app_path_list *list = (app_path_list *)field;
+        const size_t len = strlen(value);
+        if (row->size != sizeof *list || len < (size_t)row->lo || len >= sizeof list->items[0])
+            return 0;
+        if (list->n < NMT_MAX_ENSEMBLE_MODELS)
+            memcpy(list->items[list->n], value, len + 1);
+        list->n++; /* past the room too: check_args says how many */
+        return 1;
+    }
     case APP_OPT_CUSTOM:
         return 0;
     }
@@ -145,6 +155,8 @@ static int apply_row(const option_rows *r, int i, const char *value, setting_sou
 {
     const app_option *row = r->rows[i];
     void *settings = r->settings[i];
+    if (row->kind == APP_OPT_LIST && !source->given[i]) /* a source's list replaces the last */
+        ((app_path_list *)((char *)settings + row->offset))->n = 0;
     const int ok = row->set ? row->set(row, settings, value)
                             : app_option_store(row, settings, value);
     if (ok != 1)
@@ -205,13 +217,14 @@ static int on_ini_setting(void *user, const char *section, const char *name, con
                  own_section ? "]" : "");
         return 0;
     }
-    if (repeated_key(ctx, name)) {
+    /* the program's section holds only its own keys; [translate] holds all */
+    const int i = find_key(r, own ? r->n_base : 0, r->n, name);
+    /* a list's key (model) may be on several lines: each adds a value */
+    if ((i < 0 || r->rows[i]->kind != APP_OPT_LIST) && repeated_key(ctx, name)) {
         snprintf(ctx->reason, sizeof ctx->reason, "key '%s' is given twice (give each key once)",
                  name);
         return 0;
     }
-    /* the program's section holds only its own keys; [translate] holds all */
-    const int i = find_key(r, own ? r->n_base : 0, r->n, name);
     if (i < 0)
         snprintf(ctx->reason, sizeof ctx->reason, "unknown key '%s'", name);
     else if (!apply_row(r, i, value, &ctx->source))
@@ -364,8 +377,8 @@ static int given_twice(const option_rows *r, int i, const setting_source *comman
                        char *message, size_t message_size)
 {
     const app_option *row = r->rows[i];
-    if (row->kind == APP_OPT_FLAG)
-        return 0; /* no value: giving it again changes nothing */
+    if (row->kind == APP_OPT_FLAG || row->kind == APP_OPT_LIST)
+        return 0; /* no value: giving it again changes nothing; a list takes each */
     for (int j = 0; j < r->n; j++) {
         const app_option *other = r->rows[j];
         const int same_field = other->kind != APP_OPT_FLAG && other->size > 0 &&
@@ -418,8 +431,18 @@ static void set_defaults(translate_args *args)
 static int check_args(translate_args *args, int model_optional, char *message,
                       size_t message_size)
 {
-    if (!args->model_path[0] && !model_optional) {
+    if (!args->models.n && !model_optional) {
         snprintf(message, message_size, "no model: give -m MODEL (or model = ... in the config)");
+        return EXIT_USAGE;
+    }
+    if (args->models.n > NMT_MAX_ENSEMBLE_MODELS) {
+        snprintf(message, message_size, "%d models (-m): an ensemble holds at most %d",
+                 args->models.n, NMT_MAX_ENSEMBLE_MODELS);
+        return EXIT_USAGE;
+    }
+    if (args->n_weights && args->n_weights != args->models.n) {
+        snprintf(message, message_size, "--weights gives %d weights for %d models (-m): give "
+                 "one a model", args->n_weights, args->models.n);
         return EXIT_USAGE;
     }
     /* onmt_translate's length limit is min(250, 1.25 S + 5): a user switching

@@ -19,6 +19,13 @@ enum {
                            output, the --stats or --timing file) failed */
 };
 
+/* A list option's values (APP_OPT_LIST): -m's model files, an ensemble's
+ * when there are several. n counts every value given, even past the room. */
+typedef struct app_path_list {
+    int n;
+    char items[NMT_MAX_ENSEMBLE_MODELS][1024];
+} app_path_list;
+
 /* What a line's second file gives it (--score-target, --target-prefix). */
 typedef enum translate_target {
     TRANSLATE_TARGET_NONE = 0,
@@ -27,7 +34,9 @@ typedef enum translate_target {
 } translate_target;
 
 typedef struct translate_args {
-    char model_path[1024];
+    app_path_list models;  /* -m, once a model: several make an ensemble */
+    float weights[NMT_MAX_ENSEMBLE_MODELS]; /* --weights: one a model (n_weights 0: 1/n) */
+    int n_weights;
     char config_path[1024];
     nmt_options engine;
     int scores;     /* prefix each line with its score and a tab */
@@ -83,6 +92,9 @@ typedef enum app_option_kind {
     APP_OPT_SIZE,   /* bytes: digits with an optional K, M or G suffix (an int64_t field) */
     APP_OPT_CHOICE, /* one of choices' names (an int-sized field gets the name's value) */
     APP_OPT_STRING, /* at least lo bytes, copied into a char array field */
+    APP_OPT_LIST,   /* a string (at least lo bytes) added to an app_path_list field each
+                       time the row is given, so it is never refused as given twice; the
+                       INI file's values, then the command line's, each replace the last */
     APP_OPT_CUSTOM  /* set() alone reads the value */
 } app_option_kind;
 
@@ -181,6 +193,24 @@ int app_parse_lsh(const char *text, nmt_shrink_options *out);
  * spaces) when one is named so, else a comma-separated list of them; into
  * out (size bytes), one sequence a line. */
 int app_parse_suppress(const char *text, char *out, size_t size);
+int app_parse_weights(const char *text, translate_args *a);
+
+/* model_files.c: args' models loaded (app_models_load: EXIT_OK, or
+ * EXIT_MODEL with the file and the reason in message), made into a
+ * translator or service with --weights (an ensemble when there are
+ * several), and freed (NULL ones skipped). */
+typedef struct app_models {
+    int n;
+    nmt_model *models[NMT_MAX_ENSEMBLE_MODELS];
+} app_models;
+int app_models_load(const translate_args *args, app_models *models, char *message, size_t size);
+void app_models_free(app_models *models);
+nmt_status app_translator_create(const translate_args *args, const app_models *models,
+                                 const nmt_options *options, nmt_translator **translator,
+                                 nmt_error *err);
+nmt_status app_service_create(const translate_args *args, const app_models *models,
+                              const nmt_service_options *options, nmt_service **service,
+                              nmt_error *err);
 
 /* batching.c: --batch-type tokens resolved into the engine's batch_size and
  * max_batch_tokens once every setting is in (EXIT_OK, or EXIT_USAGE with the

@@ -8,10 +8,12 @@
  *                "opt": {"beam_size": 5, ...}}, ...]}
  *
  * An entry without "id" gets the next free id counting from 0; "model" (or
- * "models", a list of one) is a path under "model_root", else "models_root",
- * else ./available_models (an absolute path as it is), and every file must be
- * readable at start. "timeout" is in seconds (negative or absent: never),
- * "on_timeout" defaults to "to_cpu", "load" to false. "opt" holds
+ * "models", a list: several are an ensemble, docs/decoding.md "Ensembles",
+ * with opt "weights" as a list of numbers or translate's text) is a path
+ * under "model_root", else "models_root", else ./available_models (an
+ * absolute path as it is), and every file must be readable at start.
+ * "timeout" is in seconds (negative or absent: never), "on_timeout"
+ * defaults to "to_cpu", "load" to false. "opt" holds
  * OpenNMT-py's translation options this engine has (beam_size, n_best,
  * batch_size, alpha, replace_unk, gpu, report_align) or any of translate's
  * INI keys; they override the server's options for that model. A key that
@@ -96,10 +98,24 @@ static int check_entry_keys(const conf_reader *c, const char *where, json_t *ent
     return 1;
 }
 
-/* A JSON scalar as an option's text: 1, or 0 for another type. */
+/* A JSON scalar as an option's text, or a list of numbers as translate's
+ * comma-separated text ("weights": [0.6, 0.4]): 1, or 0 for another type. */
 static int value_text(json_t *v, char *out, size_t size)
 {
     int n;
+    if (json_is_array(v)) {
+        size_t used = 0, i;
+        json_t *item;
+        out[0] = '\0';
+        json_array_foreach(v, i, item) {
+            if (!json_is_number(item) ||
+                (n = snprintf(out + used, size - used, "%s%.9g", i ? "," : "",
+                              json_number_value(item))) < 0 || (size_t)n >= size - used)
+                return 0;
+            used += (size_t)n;
+        }
+        return used > 0;
+    }
     if (json_is_string(v))
         n = snprintf(out, size, "%s", json_string_value(v));
     else if (json_is_boolean(v))
@@ -150,8 +166,8 @@ static int add_opt(const conf_reader *c, const char *where, const char *key, jso
 {
     char text[kValueBytes];
     if (!value_text(value, text, sizeof text)) {
-        snprintf(c->message, c->size, "%s: %s: opt \"%s\" must be a string, number or boolean",
-                 c->path, where, key);
+        snprintf(c->message, c->size, "%s: %s: opt \"%s\" must be a string, number, boolean "
+                 "or list of numbers", c->path, where, key);
         return 0;
     }
     if (!strcmp(key, "report_align")) {
@@ -183,35 +199,17 @@ static int add_opt(const conf_reader *c, const char *where, const char *key, jso
         return unknown_key(c, where, key, "is not an option of this engine (opt)");
     if (!add_setting(s, key, text)) {
         snprintf(c->message, c->size, "%s: %s: opt has too many keys (at most %d)", c->path,
-                 where, kMaxSettings - 2);
+                 where, kMaxSettings - NMT_MAX_ENSEMBLE_MODELS - 1);
         return 0;
     }
     return 1;
 }
 
-/* The entry's file: "models" (a list of one) or "model", under its root. */
-static int entry_path(const conf_reader *c, const char *where, json_t *entry, const char *root,
-                      char *path, size_t size)
+/* One file name of an entry as a path under root, which must open: 1, or 0
+ * with the message. */
+static int entry_file(const conf_reader *c, const char *where, const char *name,
+                      const char *root, char *path, size_t size)
 {
-    json_t *models = json_object_get(entry, "models");
-    json_t *model = models ? NULL : json_object_get(entry, "model");
-    if (json_is_array(models) && json_array_size(models) > 1) {
-        snprintf(c->message, c->size, "%s: %s: several \"models\" (an ensemble) are not "
-                 "supported yet", c->path, where);
-        return 0;
-    }
-    if (json_is_array(models))
-        model = json_array_get(models, 0);
-    json_t *own_root = json_object_get(entry, "model_root");
-    if (!json_is_string(model) || !json_string_length(model) ||
-        (own_root && !json_is_string(own_root))) {
-        snprintf(c->message, c->size, "%s: %s: needs \"model\": a file name (or \"models\": "
-                 "[one]), and \"model_root\" is a string", c->path, where);
-        return 0;
-    }
-    const char *name = json_string_value(model);
-    if (own_root)
-        root = json_string_value(own_root);
     const int n = name[0] == '/' ? snprintf(path, size, "%s", name)
                                  : snprintf(path, size, "%s/%s", root, name);
     struct stat st;
@@ -225,6 +223,39 @@ static int entry_path(const conf_reader *c, const char *where, json_t *entry, co
         return 0;
     }
     fclose(f);
+    return 1;
+}
+
+/* The entry's files, "model" or "models" (several: an ensemble, as
+ * OpenNMT-py's), under its root, as s's "model" settings. */
+static int entry_paths(const conf_reader *c, const char *where, json_t *entry, const char *root,
+                       entry_settings *s)
+{
+    json_t *models = json_object_get(entry, "models");
+    json_t *model = json_object_get(entry, "model");
+    json_t *own_root = json_object_get(entry, "model_root");
+    const size_t n = json_is_array(models) ? json_array_size(models) : 1;
+    if ((models && model) || (models && !json_is_array(models)) ||
+        (own_root && !json_is_string(own_root)) || n < 1 || n > NMT_MAX_ENSEMBLE_MODELS) {
+        snprintf(c->message, c->size, "%s: %s: needs \"model\": a file name, or \"models\": "
+                 "a list of 1 to %d (an ensemble), and \"model_root\" is a string", c->path,
+                 where, NMT_MAX_ENSEMBLE_MODELS);
+        return 0;
+    }
+    if (own_root)
+        root = json_string_value(own_root);
+    for (size_t i = 0; i < n; i++) {
+        json_t *name = models ? json_array_get(models, i) : model;
+        char path[sizeof ((translate_args *)0)->models.items[0]];
+        if (!json_is_string(name) || !json_string_length(name)) {
+            snprintf(c->message, c->size, "%s: %s: each model is a file name (a string)",
+                     c->path, where);
+            return 0;
+        }
+        if (!entry_file(c, where, json_string_value(name), root, path, sizeof path) ||
+            !add_setting(s, "model", path))
+            return 0;
+    }
     return 1;
 }
 
@@ -294,10 +325,8 @@ static int read_entry(const conf_reader *c, int argc, char **argv, json_t *entry
         return 0;
     }
     entry_settings *s = calloc(1, sizeof *s);
-    char path[sizeof spec->args.model_path];
     int ok = s && check_entry_keys(c, where, entry) && entry_policy(c, where, entry, spec) &&
-             entry_path(c, where, entry, root, path, sizeof path) &&
-             add_setting(s, "model", path);
+             entry_paths(c, where, entry, root, s);
     const char *key;
     json_t *value;
     json_object_foreach(opt, key, value) {

@@ -28,8 +28,8 @@
 #include <time.h>
 
 typedef struct server_weights {
-    nmt_model *model;
-    int refs; /* the entry's (kept by to_cpu) and each service's on it */
+    app_models models; /* the entry's files: one, or an ensemble's */
+    int refs;          /* the entry's (kept by to_cpu) and each service's on it */
 } server_weights;
 
 struct server_loaded {
@@ -91,14 +91,19 @@ const server_model_spec *server_models_find(const server_models *m, int id)
     return e ? e->spec : NULL;
 }
 
-/* Under the lock: drops a reference; the model to free (outside it) at the last. */
-static nmt_model *unref_weights(server_weights *w)
+/* Under the lock: drops a reference; the weights to free (outside it,
+ * free_weights) at the last. */
+static server_weights *unref_weights(server_weights *w)
 {
-    if (!w || --w->refs > 0)
-        return NULL;
-    nmt_model *model = w->model;
+    return !w || --w->refs > 0 ? NULL : w;
+}
+
+static void free_weights(server_weights *w)
+{
+    if (!w)
+        return;
+    app_models_free(&w->models);
     free(w);
-    return model;
 }
 
 /* Under the lock: takes e's service away; it, when no request holds it (the
@@ -121,22 +126,22 @@ static void free_loaded(server_models *m, server_loaded *l)
         return;
     nmt_service_free(l->service);
     pthread_mutex_lock(&m->lock);
-    nmt_model *model = unref_weights(l->weights);
+    server_weights *w = unref_weights(l->weights);
     pthread_mutex_unlock(&m->lock);
-    nmt_model_free(model);
+    free_weights(w);
     free(l);
 }
 
 /* What a detach or an unload leaves to free outside the lock. */
 typedef struct doomed {
     server_loaded *loaded;
-    nmt_model *weights;
+    server_weights *weights;
 } doomed;
 
 static void free_doomed(server_models *m, doomed d)
 {
     free_loaded(m, d.loaded);
-    nmt_model_free(d.weights);
+    free_weights(d.weights);
 }
 
 /* Under the lock: takes e's service and weights away. */
@@ -178,32 +183,31 @@ static server_loaded *load(server_models *m, const model_entry *e, server_weight
     nmt_error err = {0};
     const server_model_spec *spec = e->spec;
     server_loaded *l = calloc(1, sizeof *l);
-    nmt_model *model = NULL;
     if (!l || (!w && !(w = calloc(1, sizeof *w)))) {
         free(l);
         snprintf(message, size, "model %d: out of memory", spec->id);
         *code = EXIT_FAILED;
         return NULL;
     }
-    if (!w->model && nmt_model_load(spec->args.model_path, &model, &err) != NMT_STATUS_OK) {
-        snprintf(message, size, "model %d: %s", spec->id, err.message);
-        *code = EXIT_MODEL;
-        free(w);
-        free(l);
-        return NULL;
-    }
-    if (!w->model) {
-        w->model = model;
+    if (!w->models.n) {
+        char reason[512];
+        if (app_models_load(&spec->args, &w->models, reason, sizeof reason) != EXIT_OK) {
+            snprintf(message, size, "model %d: %s", spec->id, reason);
+            *code = EXIT_MODEL;
+            free(w);
+            free(l);
+            return NULL;
+        }
         w->refs = 1; /* this service's */
     }
     const nmt_service_options so = service_options(&m->settings, &spec->args);
-    if (nmt_service_create(w->model, &so, &l->service, &err) != NMT_STATUS_OK) {
+    if (app_service_create(&spec->args, &w->models, &so, &l->service, &err) != NMT_STATUS_OK) {
         snprintf(message, size, "model %d: %s", spec->id, err.message);
         *code = EXIT_FAILED;
         pthread_mutex_lock(&m->lock);
-        model = unref_weights(w);
+        w = unref_weights(w);
         pthread_mutex_unlock(&m->lock);
-        nmt_model_free(model);
+        free_weights(w);
         free(l);
         return NULL;
     }
@@ -395,13 +399,20 @@ static json_t *model_json(const model_entry *e)
     json_t *opt = json_loads(s->opt_json, 0, NULL);
     const double t = s->timeout_s < 0 ? -1.0 : s->timeout_s;
     json_t *timeout = t == floor(t) ? json_integer((json_int_t)t) : json_real(t);
-    json_t *doc = opt && timeout ? json_pack("{s:i, s:O, s:[s], s:b, s:O}", "model_id", s->id,
-                                             "opt", opt, "models", s->args.model_path, "loaded",
-                                             e->live || e->weights || e->loading, "timeout",
-                                             timeout)
-                                 : NULL;
+    json_t *paths = json_array();
+    for (int i = 0; paths && i < s->args.models.n; i++)
+        if (json_array_append_new(paths, json_string(s->args.models.items[i])) != 0) {
+            json_decref(paths);
+            paths = NULL;
+        }
+    json_t *doc = opt && timeout && paths
+                      ? json_pack("{s:i, s:O, s:O, s:b, s:O}", "model_id", s->id, "opt", opt,
+                                  "models", paths, "loaded", e->live || e->weights || e->loading,
+                                  "timeout", timeout)
+                      : NULL;
     json_decref(opt);
     json_decref(timeout);
+    json_decref(paths);
     return doc;
 }
 

@@ -51,8 +51,8 @@ int server_print_help(const char *program);
  * (model_config.c). Fixed once the server starts. */
 typedef struct server_model_spec {
     int id;
-    translate_args args;  /* the server's settings, then the entry's "opt"; args.model_path
-                             is the file */
+    translate_args args;  /* the server's settings, then the entry's "opt"; args.models
+                             are the files (several: an ensemble) */
     double timeout_s;     /* idle seconds before on_timeout; < 0: never */
     int keep_weights;     /* on_timeout "to_cpu": the service (translators, device memory)
                              goes, the weights stay in host memory; 0: "unload" */

@@ -101,7 +101,7 @@ int server_args_parse(int argc, char **argv, server_args *args, char *message, s
     const int code = app_args_parse(argc, argv, &args->common, &extra, message, size);
     if (code != EXIT_OK || args->common.show_help || args->common.show_version)
         return code;
-    const int model = args->common.model_path[0] != 0, json = args->server.config_json[0] != 0;
+    const int model = args->common.models.n > 0, json = args->server.config_json[0] != 0;
     if (model == json) {
         snprintf(message, size, model ? "-m and --config-json exclude each other: give one"
                                       : "no model: give -m MODEL or --config-json FILE");

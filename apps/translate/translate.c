@@ -270,7 +270,7 @@ typedef struct translate_run {
     FILE *targets; /* --score-target or --target-prefix, or NULL */
     const char *in_name, *out_name;
     stats_output stats;
-    nmt_model *model;
+    app_models models; /* -m: one, or an ensemble's */
     translate_translators translators;
     nmt_pipeline *pipeline;
     translate_timing timing;
@@ -335,7 +335,7 @@ static int run_pipeline(translate_run *run)
     const int planned = translate_translators_planned(args);
     nmt_pipeline_options po = pipeline_options(args, interactive, planned);
     const double pipeline_start = now_seconds();
-    if (nmt_pipeline_create(run->model, &args->engine, &po, &run->pipeline, &err) !=
+    if (nmt_pipeline_create(run->models.models[0], &args->engine, &po, &run->pipeline, &err) !=
             NMT_STATUS_OK ||
         nmt_pipeline_read_fd(run->pipeline, fileno(run->in),
                              run->targets ? fileno(run->targets) : -1, args->skip_lines,
@@ -346,7 +346,7 @@ static int run_pipeline(translate_run *run)
     /* The input is read and tokenized while the translators start up. */
     skip_warmup_for_small_file(run);
     run->timing.warmup = !args->dry_run && args->engine.warmup;
-    int code = translate_create_translators(args, run->model, &run->translators);
+    int code = translate_create_translators(args, &run->models, &run->translators);
     for (int i = 0; code == EXIT_OK && i < run->translators.n; i++)
         if (nmt_pipeline_add_translator(run->pipeline, run->translators.translators[i], &err) !=
             NMT_STATUS_OK) {
@@ -489,12 +489,11 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     pthread_t probe;
     const int probing = args.engine.device != NMT_DEVICE_CPU &&
                         pthread_create(&probe, NULL, probe_cuda, NULL) == 0;
-    nmt_error err = {0};
-    const nmt_status loaded = nmt_model_load(args.model_path, &run.model, &err);
+    const int loaded = app_models_load(&args, &run.models, message, sizeof message);
     if (probing)
         pthread_join(probe, NULL);
-    if (loaded != NMT_STATUS_OK) {
-        fprintf(stderr, "translate: cannot load the model: %s\n", err.message);
+    if (loaded != EXIT_OK) {
+        fprintf(stderr, "translate: cannot load the model: %s\n", message);
         code = EXIT_MODEL;
         goto done;
     }
@@ -537,7 +536,7 @@ done:
     if (run.targets)
         fclose(run.targets);
     translate_free_translators(&run.translators);
-    nmt_model_free(run.model);
+    app_models_free(&run.models);
     return code;
 }
 

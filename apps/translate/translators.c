@@ -10,7 +10,8 @@
 #include <string.h>
 
 typedef struct create_job {
-    const nmt_model *model;
+    const translate_args *args;
+    const app_models *models;
     nmt_options options;
     nmt_translator *translator;
     nmt_status status;
@@ -22,7 +23,8 @@ typedef struct create_job {
 static void *create_main(void *arg)
 {
     create_job *job = arg;
-    job->status = nmt_translator_create(job->model, &job->options, &job->translator, &job->err);
+    job->status = app_translator_create(job->args, job->models, &job->options, &job->translator,
+                                        &job->err);
     return NULL;
 }
 
@@ -81,7 +83,7 @@ static int report_failure(const translate_args *args, const create_job *job)
                : EXIT_FAILED;
 }
 
-int translate_create_translators(const translate_args *args, const nmt_model *model,
+int translate_create_translators(const translate_args *args, const app_models *models,
                                  translate_translators *out)
 {
     create_job jobs[TRANSLATE_MAX_TRANSLATORS];
@@ -92,7 +94,8 @@ int translate_create_translators(const translate_args *args, const nmt_model *mo
     if (args->n_devices != 0 && n == 0)
         return options_of(args, 0, 0, &jobs[0].options);
     for (int i = 0; i < n && code == EXIT_OK; i++) {
-        jobs[i].model = model;
+        jobs[i].args = args;
+        jobs[i].models = models;
         code = options_of(args, n, i, &jobs[i].options);
     }
     if (code != EXIT_OK)

@@ -18,10 +18,11 @@ typedef struct translate_translators {
  * the visible ones), --workers on the CPU, else 1. */
 int translate_translators_planned(const translate_args *args);
 
-/* Creates them (CUDA devices in parallel). EXIT_OK, or the exit status
+/* Creates them (CUDA devices in parallel), each over every model of -m (an
+ * ensemble when there are several). EXIT_OK, or the exit status
  * with the reason printed; what was made is in *out either way, for
  * translate_free_translators. */
-int translate_create_translators(const translate_args *args, const nmt_model *model,
+int translate_create_translators(const translate_args *args, const app_models *models,
                                  translate_translators *out);
 void translate_free_translators(translate_translators *translators);
 

@@ -20,6 +20,7 @@ static const char *kind_name(app_option_kind kind)
     case APP_OPT_SIZE: return "size";
     case APP_OPT_CHOICE: return "choice";
     case APP_OPT_STRING: return "string";
+    case APP_OPT_LIST: return "list";
     case APP_OPT_CUSTOM: return "custom";
     }
     return "unknown";

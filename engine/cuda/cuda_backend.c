@@ -3,11 +3,14 @@
  * builds the shrink index it needs, wires the network into the GPU search's
  * step interface (decoder/cuda/cuda_search.h) and hands each batch to that
  * search, which keeps the whole beam search on the device. The engine sees
- * neither the network's state nor a kernel. */
+ * neither the network's state nor a kernel. An ensemble has a network a
+ * member, all on one context (one stream), and the search drives them
+ * through decoder/cuda/cuda_step_ensemble.h. */
 #include "backend.h"
 #include "cuda_ctx.h"
 #include "cuda_model.h"
 #include "cuda_search.h"
+#include "cuda_step_ensemble.h"
 #include "error.h"
 #include "lsh_index.h"
 
@@ -16,7 +19,10 @@
 typedef struct cuda_backend {
     nmt_backend base;
     nmt_cuda_ctx *ctx;
-    nmt_cuda_model *net;
+    nmt_cuda_model *net;         /* the model's, or the ensemble's first member's */
+    int32_t n_members;           /* 1, or an ensemble's; members[0] is net */
+    nmt_cuda_model *members[NMT_MAX_ENSEMBLE_MODELS];
+    nmt_cuda_step_ensemble *ensemble;
     nmt_cuda_search *search;
     int device;
     size_t fixed_bytes;          /* the contexts and the network (measured at create) */
@@ -164,6 +170,9 @@ static void cuda_backend_free(nmt_backend *backend)
     if (!self)
         return;
     nmt_cuda_search_free(self->search);
+    nmt_cuda_step_ensemble_free(self->ensemble);
+    for (int32_t i = 1; i < self->n_members; i++)
+        nmt_cuda_model_free(self->members[i]);
     nmt_cuda_model_free(self->net);
     nmt_cuda_ctx_free(self->ctx);
     free(self);
@@ -183,6 +192,14 @@ static const nmt_backend_vtable cuda_backend_vtable = {
     .add_stats = cuda_backend_add_stats,
     .free = cuda_backend_free,
     .stream = cuda_backend_stream,
+    .score = cuda_backend_score,
+};
+/* An ensemble's networks have no common encoder stream: no continuous batching. */
+static const nmt_backend_vtable cuda_ensemble_vtable = {
+    .decode = cuda_backend_decode,
+    .add_stats = cuda_backend_add_stats,
+    .free = cuda_backend_free,
+    .stream = NULL,
     .score = cuda_backend_score,
 };
 
@@ -220,20 +237,48 @@ static nmt_cuda_search_config search_config(const nmt_model *model, int device_i
     };
 }
 
-/* The contexts' workspaces and the network (fixed at create); with shrink,
+static nmt_cuda_step_ensemble_config ensemble_config(int device_index,
+                                                     const nmt_backend_config *config)
+{
+    return (nmt_cuda_step_ensemble_config){
+        .device = device_index,
+        .max_rows = config->max_sentences * config->beam,
+        .beam = config->beam,
+        .batch_invariant = config->batch_invariant,
+    };
+}
+
+/* The contexts' workspaces and the networks (fixed at create); with shrink,
  * the shrink wing's estimate (create counts what it allocated instead). */
 static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_config *config,
                                      const nmt_shrink *shrink, size_t *bytes, nmt_error *err)
 {
-    size_t net = 0;
-    const nmt_status status = nmt_cuda_model_device_bytes(
-        model, config->max_sentences, config->beam, config->max_src,
-        nmt_precision_for_model(model, config->precision), shrink, &net, err);
-    *bytes = nmt_cuda_ctx_device_bytes() + net +
+    nmt_status status = NMT_STATUS_OK;
+    const nmt_ensemble *e = config->ensemble;
+    *bytes = nmt_cuda_ctx_device_bytes() +
              (config->attention || config->attention_model
                   ? nmt_cuda_model_attention_bytes(config->max_sentences, config->beam,
                                                    config->max_src)
                   : 0);
+    for (int32_t i = 0; i < (e ? e->n : 1); i++) {
+        const nmt_model *member = e ? e->models[i] : model;
+        size_t net = 0;
+        NMT_TRY(nmt_cuda_model_device_bytes(member, config->max_sentences, config->beam,
+                                            config->max_src,
+                                            nmt_precision_for_model(member, config->precision),
+                                            shrink, &net, err));
+        *bytes += net;
+    }
+    if (e) {
+        const nmt_cuda_step_ensemble_config ec = ensemble_config(0, config);
+        const size_t wrapper = nmt_cuda_step_ensemble_device_bytes(&ec, e->n,
+                                                                   model->hp.tgt_vocab);
+        if (wrapper == SIZE_MAX)
+            return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                                 "cuda backend: cannot size the ensemble's buffers");
+        *bytes += wrapper;
+    }
+cleanup:
     return status;
 }
 
@@ -250,6 +295,46 @@ cleanup:
     return status;
 }
 
+/* A network for model on ctx at the config's precision and sparsity
+ * (attention: it keeps each step's attention weights). */
+static nmt_status create_net(const nmt_model *model, nmt_cuda_ctx *ctx,
+                             const nmt_backend_config *config, int attention,
+                             nmt_cuda_model **net, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    NMT_TRY(nmt_cuda_model_create(model, ctx, config->max_sentences, config->beam,
+                                  config->max_src, net, err));
+    NMT_TRY(nmt_cuda_model_set_precision(*net, nmt_precision_for_model(model, config->precision),
+                                         err));
+    if (config->sparse != NMT_SPARSE_OFF && model->n_sparse > 0)
+        NMT_TRY(nmt_cuda_model_set_sparse(*net, config->sparse == NMT_SPARSE_ON, err));
+    if (attention)
+        NMT_TRY(nmt_cuda_model_set_attention(*net, err));
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_cuda_model_free(*net);
+    *net = NULL;
+    return status;
+}
+
+/* An ensemble's other members' networks, on the first's context (one
+ * stream), and the step wrapper over all; the first keeps the attention. */
+static nmt_status create_ensemble(cuda_backend *self, const nmt_ensemble *e, int device_index,
+                                  const nmt_backend_config *config, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_cuda_step_model steps[NMT_MAX_ENSEMBLE_MODELS];
+    for (; self->n_members < e->n; self->n_members++)
+        NMT_TRY(create_net(e->models[self->n_members], self->ctx, config, 0,
+                           &self->members[self->n_members], err));
+    for (int32_t i = 0; i < e->n; i++)
+        steps[i] = cuda_step_model(self->members[i]);
+    const nmt_cuda_step_ensemble_config ec = ensemble_config(device_index, config);
+    NMT_TRY(nmt_cuda_step_ensemble_create(steps, e->weights, e->n, &ec, &self->ensemble, err));
+cleanup:
+    return status;
+}
+
 nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
                                    const nmt_backend_config *config, nmt_backend **backend,
                                    nmt_error *err)
@@ -259,6 +344,11 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     if (!backend || !model || !config)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda backend: NULL argument");
     *backend = NULL;
+    const nmt_ensemble *e = config->ensemble;
+    if (e && (e->models[0] != model || config->shrink))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "cuda backend: an ensemble starts with the backend's model and "
+                             "has no shrinking");
     const int n_devices = nmt_cuda_device_count();
     if (n_devices == 0)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "cuda backend: no CUDA device");
@@ -273,20 +363,21 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_TRY(fixed_device_bytes(model, config, NULL, &self->fixed_bytes, err));
     NMT_TRY(nmt_cuda_ctx_create(device_index, &self->ctx, err));
     nmt_cuda_ctx_set_batch_invariant(self->ctx, config->batch_invariant); /* before the side contexts */
-    NMT_TRY(nmt_cuda_model_create(model, self->ctx, config->max_sentences, config->beam,
-                                  config->max_src, &self->net, err));
-    const nmt_precision precision = nmt_precision_for_model(model, config->precision);
-    NMT_TRY(nmt_cuda_model_set_precision(self->net, precision, err));
-    if (config->sparse != NMT_SPARSE_OFF)
-        NMT_TRY(nmt_cuda_model_set_sparse(self->net, config->sparse == NMT_SPARSE_ON, err));
-    if (config->attention || config->attention_model)
-        NMT_TRY(nmt_cuda_model_set_attention(self->net, err));
+    NMT_TRY(create_net(model, self->ctx, config, config->attention || config->attention_model,
+                       &self->net, err));
+    self->members[0] = self->net;
+    self->n_members = 1;
     if (config->shrink) {
         NMT_TRY(set_shrink(self, model, config, err));
         self->fixed_bytes += nmt_cuda_model_shrink_bytes(self->net);
     }
-    const nmt_cuda_step_model step = cuda_step_model(self->net);
     const nmt_cuda_search_config search = search_config(model, device_index, config);
+    if (e) {
+        self->base.vtable = &cuda_ensemble_vtable;
+        NMT_TRY(create_ensemble(self, e, device_index, config, err));
+    }
+    const nmt_cuda_step_model step = e ? nmt_cuda_step_ensemble_model(self->ensemble)
+                                       : cuda_step_model(self->net);
     NMT_TRY(nmt_cuda_search_create(&step, &search, &self->search, err));
     if (config->warmup) {
         int64_t ignored[3];

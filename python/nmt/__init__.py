@@ -23,14 +23,13 @@ from ._pipeline import FileStats
 from ._results import (ArgumentError, Busy, Closed, Error, Hypothesis, Result, ServiceStats,
                        Status, TranslatorStats)
 from ._service import RequestFuture, Service
-from ._translator import Model, Translator
+from ._translator import Ensemble, Model, Translator
 
 __version__ = "0.1.0"  # NMT_VERSION_STRING of the library it was written for
 
-__all__ = ["ArgumentError", "Busy", "Closed", "Error", "FileStats", "Hypothesis",
-           "LibraryNotFoundError",
-           "Model", "RequestFuture", "Result", "Service", "ServiceStats", "Status",
-           "Translator", "TranslatorStats", "cuda_available", "load_library"]
+__all__ = ["ArgumentError", "Busy", "Closed", "Ensemble", "Error", "FileStats", "Hypothesis",
+           "LibraryNotFoundError", "Model", "RequestFuture", "Result", "Service", "ServiceStats",
+           "Status", "Translator", "TranslatorStats", "cuda_available", "load_library"]
 
 
 def cuda_available(library=None):

@@ -5,7 +5,8 @@ regenerate with build/option-table-py > python/nmt/_option_table.py
 (tests/dev/test_option_table_py.sh fails while it differs)."""
 
 ROWS = {
-    "model": {"kind": "string"},
+    "model": {"kind": "list"},
+    "weights": {"kind": "custom"},
     "config": {"kind": "string"},
     "input": {"kind": "string"},
     "output": {"kind": "string"},

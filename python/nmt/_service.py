@@ -21,7 +21,7 @@ import weakref
 from . import _capi, _options
 from ._results import (Busy, Closed, ServiceStats, Status, batch_lines, copy_result, copy_struct,
                        encode_line, error_from, line_error, raise_error)
-from ._translator import RULE_OPTIONS, as_model, fill_options, suppress_text
+from ._translator import RULE_OPTIONS, as_ensemble, fill_options, suppress_text
 
 _pending = {}  # key -> _Request, from submit until the callback
 _pending_lock = threading.Lock()
@@ -115,6 +115,7 @@ class Service:
     batch the requests as they arrive, per-request options and deadlines.
 
     Service(model_or_path, device="auto", workers=1, devices=None,
+    weights=None (model_or_path a list: an ensemble, as Translator's),
     batch_size=256, max_delay_us, max_batch_tokens, continuous=False,
     join_every=4, workers_per_device=2, queue_capacity=4096, beam_size=5, ...)
     (None: nmt_service_options_init's default): beam_size is the largest
@@ -133,9 +134,11 @@ class Service:
 
     def __init__(self, model, device="auto", workers=None, devices=None, batch_size=None,
                  max_delay_us=None, queue_capacity=None, max_batch_tokens=None, continuous=None,
-                 join_every=None, workers_per_device=None, library=None, **options):
-        self.model = as_model(model, library)
-        self._lib = self.model._lib
+                 join_every=None, workers_per_device=None, library=None, weights=None,
+                 **options):
+        self._models = as_ensemble(model, weights, library)
+        self.model = self._models.shown()
+        self._lib = self._models._lib
         so = _capi.nmt_service_options()
         self._lib.nmt_service_options_init(ctypes.byref(so))
         service_batch = so.translator.batch_size  # the service's default, not a translator's
@@ -169,12 +172,13 @@ class Service:
         self._in_calls = 0  # C calls in flight on self._ptr (close waits for them)
         self._closed = False
         self._ptr = None
-        model_ptr = self.model._acquire()
+        models, c_weights, n = self._models._acquire()
         handle = ctypes.c_void_p()
         err = _capi.nmt_error()
-        if self._lib.nmt_service_create(model_ptr, ctypes.byref(so), ctypes.byref(handle),
-                                        ctypes.byref(err)) != _capi.STATUS_OK:
-            self.model._release()
+        if self._lib.nmt_service_create_ensemble(models, c_weights, n, ctypes.byref(so),
+                                                 ctypes.byref(handle),
+                                                 ctypes.byref(err)) != _capi.STATUS_OK:
+            self._models._release()
             raise_error(err)
         self._ptr = handle.value
         _live.add(self)
@@ -362,7 +366,7 @@ class Service:
                 self._cond.wait()
             self._ptr = None
         _live.discard(self)
-        _destroy(self._lib, ptr, self.model)
+        _destroy(self._lib, ptr, self._models)
 
     @property
     def closed(self):
@@ -385,10 +389,10 @@ class Service:
         self._closed = True
         self._ptr = None
         if getattr(_callback, "active", False):
-            threading.Thread(target=_destroy, args=(self._lib, ptr, self.model),
+            threading.Thread(target=_destroy, args=(self._lib, ptr, self._models),
                              name="nmt-service-close").start()
         else:
-            _destroy(self._lib, ptr, self.model)
+            _destroy(self._lib, ptr, self._models)
 
     def __repr__(self):
         return "nmt.Service(%r%s)" % (self.model, ", closed" if self._closed else "")
@@ -400,11 +404,11 @@ def _not_in_callback(what):
                            "would wait for its own worker" % what)
 
 
-def _destroy(lib, ptr, model):
-    """Shuts the C service down without draining, frees it, releases the model."""
+def _destroy(lib, ptr, models):
+    """Shuts the C service down without draining, frees it, releases the models."""
     lib.nmt_service_shutdown(ptr, 0, None, None)
     lib.nmt_service_free(ptr)
-    model._release()
+    models._release()
 
 
 @atexit.register

@@ -115,6 +115,71 @@ def as_model(model_or_path, library):
     return Model(model_or_path, library=library)
 
 
+class Ensemble:
+    """Several models decoded as one (docs/decoding.md, "Ensembles"), for a
+    Translator or a Service: at each step the search ranks
+    sum_i weights[i] * log p_i(word) over the models' log-probabilities.
+    weights None: 1/n each (OpenNMT-py's mean); else one number a model,
+    each >= 0 and not all 0, used as given (Marian's --weights). models:
+    Model objects or paths (loaded with library). The models must share
+    their vocabularies and tokenizer: the translator or service refuses
+    others (nmt.ArgumentError, naming the difference). The first model gives
+    the alignment and the attention."""
+
+    def __init__(self, models, weights=None, library=None):
+        if isinstance(models, (str, bytes, os.PathLike, Model)):
+            models = [models]
+        self.models = [as_model(m, library) for m in models]
+        if not self.models:
+            raise ValueError("an ensemble needs at least one model")
+        self.weights = None if weights is None else [float(w) for w in weights]
+        if self.weights is not None and len(self.weights) != len(self.models):
+            raise ValueError("%d weights for %d models: give one a model" % (
+                len(self.weights), len(self.models)))
+        self._lib = self.models[0]._lib
+        if any(m._lib is not self._lib for m in self.models):
+            raise ValueError("the models were loaded from different libraries")
+
+    def _acquire(self):
+        """Every model in use: (C model array, C weights or None, n) for the
+        library's _ensemble calls."""
+        acquired = []
+        try:
+            for m in self.models:
+                acquired.append(m._acquire())
+        except BaseException:
+            for m in self.models[:len(acquired)]:
+                m._release()
+            raise
+        n = len(acquired)
+        weights = None if self.weights is None else (ctypes.c_float * n)(*self.weights)
+        return (ctypes.c_void_p * n)(*acquired), weights, n
+
+    def _release(self):
+        for m in self.models:
+            m._release()
+
+    def shown(self):
+        """What a Translator or Service shows as its .model: the Model when
+        this is one, unweighted, else the Ensemble."""
+        return self.models[0] if len(self.models) == 1 and self.weights is None else self
+
+    def __repr__(self):
+        if self.weights is None:
+            return "nmt.Ensemble(%r)" % (self.models,)
+        return "nmt.Ensemble(%r, weights=%r)" % (self.models, self.weights)
+
+
+def as_ensemble(model, weights, library):
+    """A Translator's or Service's models: an Ensemble as given, or one made
+    of a model, a path or a list of them."""
+    if isinstance(model, Ensemble):
+        if weights is not None:
+            raise ValueError("weights belong to the Ensemble given")
+        return model
+    return Ensemble(model, weights, library)
+
+
 def parse_device(device, device_index):
     """("auto"|"cpu"|"cuda"|"cuda:N", index) -> (nmt_device, device_index);
     the names are translate --device's."""
@@ -214,7 +279,9 @@ class Translator:
 
     Translator(model_or_path, device="auto", beam_size=5, n_best=1,
     batch_size=32, alpha=1.0, max_len_a=2, max_len_b=10, lsh=None, ...):
-    every option of nmt_options (None: the library's default, shown here),
+    model_or_path may also be a list of models or paths, an ensemble, with
+    weights=[w1, w2, ...] (or an nmt.Ensemble); every option of nmt_options
+    (None: the library's default, shown here),
     with lsh=(K,u,W,T,t) or top_words=T for vocabulary shrinking. device
     "cuda:N" picks a GPU. Raises nmt.Error (nmt.ArgumentError for a bad
     option) when the model or the translator cannot be made.
@@ -229,9 +296,10 @@ class Translator:
     library works)."""
 
     def __init__(self, model, device="auto", library=None, devices=None, workers=None,
-                 **options):
-        self.model = as_model(model, library)
-        self._lib = self.model._lib
+                 weights=None, **options):
+        self._models = as_ensemble(model, weights, library)
+        self.model = self._models.shown()
+        self._lib = self._models._lib
         self._options = fill_options(self._lib, _capi.nmt_options(), device, **options)
         self._lock = threading.Lock()
         self._translators = collections.OrderedDict()  # search options -> C translator
@@ -240,12 +308,12 @@ class Translator:
         self._workers = None if workers is None else _capi.c_int(workers, "workers")
         self._pool = None   # (C translators, labels) of translate_file and _iterable
         self._busy = None   # the streaming call holding the C translators
-        self._model_ptr = self.model._acquire()
+        self._model_ptr = self._models._acquire()  # (C models, C weights, n)
         try:
             self._default_key = self._key({})
             self._get(self._default_key)
         except BaseException:
-            self.model._release()
+            self._models._release()
             self._model_ptr = None
             raise
 
@@ -277,8 +345,10 @@ class Translator:
             setattr(o, name, value)
         handle = ctypes.c_void_p()
         err = _capi.nmt_error()
-        if self._lib.nmt_translator_create(self._model_ptr, ctypes.byref(o), ctypes.byref(handle),
-                                           ctypes.byref(err)) != _capi.STATUS_OK:
+        models, weights, n = self._model_ptr
+        if self._lib.nmt_translator_create_ensemble(models, weights, n, ctypes.byref(o),
+                                                    ctypes.byref(handle),
+                                                    ctypes.byref(err)) != _capi.STATUS_OK:
             raise_error(err)
         self._translators[key] = handle.value
         while len(self._translators) > _CACHE_SIZE:
@@ -452,9 +522,10 @@ class Translator:
                 o.device, o.device_index = _capi.DEVICE_CUDA, devices[i]
             handle = ctypes.c_void_p()
             err = _capi.nmt_error()
-            if self._lib.nmt_translator_create(self._model_ptr, ctypes.byref(o),
-                                               ctypes.byref(handle), ctypes.byref(err)) != \
-                    _capi.STATUS_OK:
+            models, weights, n = self._model_ptr
+            if self._lib.nmt_translator_create_ensemble(models, weights, n, ctypes.byref(o),
+                                                        ctypes.byref(handle),
+                                                        ctypes.byref(err)) != _capi.STATUS_OK:
                 return err
             made[i] = handle.value
             return None
@@ -480,8 +551,11 @@ class Translator:
             translators, labels = ([], []) if dry_run else self._pipeline_translators()
             self._busy = what
         try:
-            return _pipeline.Pipeline(self._lib, self._model_ptr, self._options, translators,
-                                      labels, read_batch_size, host_threads, dry_run, output)
+            # The pipeline's host side reads the source as the first model does
+            # (an ensemble's models read it the same way).
+            return _pipeline.Pipeline(self._lib, self._model_ptr[0][0], self._options,
+                                      translators, labels, read_batch_size, host_threads,
+                                      dry_run, output)
         except BaseException:
             self._done_streaming()
             raise
@@ -565,7 +639,7 @@ class Translator:
                 self._lib.nmt_translator_free(ptr)
             self._translators.clear()
             self._model_ptr = None
-        self.model._release()
+        self._models._release()
 
     def __enter__(self):
         return self

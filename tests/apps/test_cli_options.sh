@@ -176,8 +176,9 @@ fi
 
 # 11. only full option names: glibc's getopt takes a unique prefix (--score
 # for --scores), which is refused, naming the option meant; a full name with
-# '=' works. An option with a value given twice is refused (-m names
-# ensembles), as two that set the same thing; a flag may repeat.
+# '=' works. An option with a value given twice is refused, as two that set
+# the same thing; a flag may repeat, and -m too (an ensemble: up to 8, with
+# as many --weights when given).
 "$T" -m "$M" --device cpu --score < /dev/null > /dev/null 2> "$TMP/err"; code=$?
 check "--score (abbreviated)" 2 "unknown option '--score' (options are not abbreviated: --scores, --score-target?)"
 "$T" -m "$M" --device cpu --n-best-form=marian < /dev/null > /dev/null 2> "$TMP/err"; code=$?
@@ -191,7 +192,15 @@ code=$?; [ $code -eq 0 ] || fail "--device=cpu --beam=3 --scores --scores: exit 
 "$T" -m "$M" --device cpu --beam 3 -b 4 < /dev/null 2> "$TMP/err"; code=$?
 check "--beam 3 -b 4" 2 "\-\-beam is given twice: give each option once"
 "$T" -m "$M" -m "$M" --device cpu < /dev/null 2> "$TMP/err"; code=$?
-check "-m A -m B" 2 "\-\-model is given twice: several models (an ensemble, -m A -m B) are not supported yet"
+[ $code -eq 0 ] || fail "-m A -m B: exit $code ($(cat "$TMP/err"))"
+"$T" $(for i in 1 2 3 4 5 6 7 8 9; do echo -m "$M"; done) < /dev/null 2> "$TMP/err"; code=$?
+check "-m nine times" 2 "9 models (-m): an ensemble holds at most 8"
+"$T" -m "$M" -m "$M" --weights 1,2,3 < /dev/null 2> "$TMP/err"; code=$?
+check "three weights, two models" 2 "\-\-weights gives 3 weights for 2 models (-m): give one a model"
+"$T" -m "$M" -m "$M" --weights 1,x < /dev/null 2> "$TMP/err"; code=$?
+check "--weights 1,x" 2 "bad value for \-\-weights: '1,x'"
+"$T" -m "$M" -m "$M" --weights 1,-2 --device cpu < /dev/null 2> "$TMP/err"; code=$?
+check "--weights 1,-2" 2 "ensemble: weight 2 is -2: each must be finite and >= 0"
 "$T" -m "$M" --device cpu --stats "$TMP/s.json" --timing "$TMP/t.json" < /dev/null 2> "$TMP/err"; code=$?
 check "--stats with --timing" 2 "\-\-stats and \-\-timing set the same thing: give one"
 "$T" -c "$TMP/onmt.ini" -c "$TMP/mem.ini" -m "$M" < /dev/null 2> "$TMP/err"; code=$?
@@ -201,8 +210,8 @@ if [ -n "${NMT_SERVER:-}" ]; then
     check "nmt-server --por" 2 "unknown option '--por' (options are not abbreviated: --port?)"
     "$NMT_SERVER" -m "$M" --port 0 --port 1 < /dev/null > /dev/null 2> "$TMP/err"; code=$?
     check "nmt-server --port twice" 2 "\-\-port is given twice"
-    "$NMT_SERVER" -m "$M" -m "$M" < /dev/null > /dev/null 2> "$TMP/err"; code=$?
-    check "nmt-server -m twice" 2 "ensemble, -m A -m B) are not supported yet"
+    "$NMT_SERVER" -m "$M" -m "$M" --weights 1 < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+    check "nmt-server -m twice, one weight" 2 "\-\-weights gives 1 weights for 2 models"
 fi
 
 if [ $failures -ne 0 ]; then echo "test_cli_options: $failures failures" >&2; exit 1; fi

@@ -40,9 +40,20 @@ static int prune(float *v, size_t n, double sparsity, float gain)
     return 1;
 }
 
-int test_write_pruned_model(const nmt_model *m, const char *path, double sparsity, int sparse,
-                            int fp16)
+/* The copy both writers make: pruned by sparsity, and with one token renamed
+ * (renamed: NULL none, else its vocabulary's token `id` becomes `word`). */
+typedef struct model_copy {
+    double sparsity;
+    int sparse, fp16;
+    int rename_target; /* 1: the target vocabulary's token, 0: the source's */
+    int32_t id;
+    const char *word;
+} model_copy;
+
+static int write_copy(const nmt_model *m, const char *path, const model_copy *c)
 {
+    const double sparsity = c->sparsity;
+    const int sparse = c->sparse, fp16 = c->fp16;
     static nmt_write_tensor t[MAX_TENSORS];
     static nmt_model_tensor info[MAX_TENSORS];
     static const char *src[MAX_VOCAB], *tgt[MAX_VOCAB];
@@ -59,6 +70,8 @@ int test_write_pruned_model(const nmt_model *m, const char *path, double sparsit
         src[i] = nmt_vocab_token(m->src_vocab, i);
     for (int32_t i = 0; i < m->hp.tgt_vocab; i++)
         tgt[i] = nmt_vocab_token(m->tgt_vocab, i);
+    if (c->word && c->id >= 0 && c->id < (c->rename_target ? m->hp.tgt_vocab : m->hp.src_words))
+        (c->rename_target ? tgt : src)[c->id] = c->word;
     memset(t, 0, sizeof t);
     for (int32_t i = 0; i < n; i++) {
         nmt_model_tensor_at(m, i, &info[i]);
@@ -88,4 +101,18 @@ done:
     for (int32_t i = 0; i < n; i++)
         free(values[i]);
     return ok;
+}
+
+int test_write_pruned_model(const nmt_model *m, const char *path, double sparsity, int sparse,
+                            int fp16)
+{
+    const model_copy c = {.sparsity = sparsity, .sparse = sparse, .fp16 = fp16};
+    return write_copy(m, path, &c);
+}
+
+int test_write_renamed_model(const nmt_model *m, const char *path, int target, int32_t id,
+                             const char *word)
+{
+    const model_copy c = {.rename_target = target, .id = id, .word = word};
+    return write_copy(m, path, &c);
 }

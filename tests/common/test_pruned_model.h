@@ -1,6 +1,7 @@
 /* test_pruned_model.h: a pruned copy of a loaded model for the sparse
  * tests (CPU and GPU): each matrix the format may store sparse (decoder
- * LSTM, attention, output) pruned by magnitude to `sparsity` zeros. */
+ * LSTM, attention, output) pruned by magnitude to `sparsity` zeros; and a
+ * copy with a token renamed for the ensemble tests. */
 #ifndef NMT_TEST_PRUNED_MODEL_H
 #define NMT_TEST_PRUNED_MODEL_H
 
@@ -18,5 +19,11 @@
  * maximum length, too sensitive to compare runs line by line. */
 int test_write_pruned_model(const nmt_model *model, const char *path, double sparsity,
                             int sparse, int fp16);
+
+/* Writes an unpruned fp32 copy of `model` to `path` with token `id` of its
+ * target (target 1) or source (0) vocabulary renamed `word`: a model that
+ * must not join an ensemble with the original. 1 on success. */
+int test_write_renamed_model(const nmt_model *model, const char *path, int target, int32_t id,
+                             const char *word);
 
 #endif

@@ -141,7 +141,7 @@ static nmt_step_model fake_init(fake_model *m, table_fn table, const void *ctx, 
     m->fail_at_step = -1;
     for (int32_t i = 0; i < n; i++)
         m->sentence[i] = ids ? ids[i] : i;
-    return (nmt_step_model){m, vocab, fake_step, fake_reorder, fake_attention, fake_logits};
+    return (nmt_step_model){m, vocab, fake_step, fake_reorder, fake_attention, fake_logits, 0};
 }
 
 #endif /* NMT_TEST_FAKE_MODEL_H */

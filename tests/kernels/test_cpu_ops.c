@@ -1,7 +1,8 @@
 /* test_cpu_ops.c: the CPU ops (the oracles of the CUDA kernels) against values
  * known independently: hand-checked small cases and identities (softmax sums
- * to one, identity weights, known permutations). */
+ * to one, identity weights, known permutations, an ensemble's weighted sum). */
 #include "attention.h"
+#include "ensemble.h"
 #include "gather.h"
 #include "linear.h"
 #include "lstm_cell.h"
@@ -419,9 +420,42 @@ static void test_gather_and_tanh(void)
                   out[i], want_seg[i]);
 }
 
+static void test_ensemble(void)
+{
+    /* Two rows of 3 words, two members: logits and lse (rows ld 4) weighted
+     * 0.5, log-probabilities (ld 3, lse NULL) weighted 2; a third of weight
+     * 0 whose NaN must not count. Values exact in binary. */
+    const float z[8] = {1.0f, 2.0f, 3.0f, 99.0f, -1.0f, 0.0f, 1.0f, 99.0f};
+    const float lse[2] = {4.0f, 2.0f};
+    const float lp[6] = {-0.5f, -0.25f, -2.0f, -1.0f, -1.5f, -0.125f};
+    const float nan_rows[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
+    nmt_ensemble_members m = {.n = 3};
+    m.member[0] = (nmt_ensemble_member){.logits = z, .ld = 4, .lse = lse, .weight = 0.5f};
+    m.member[1] = (nmt_ensemble_member){.logits = lp, .ld = 3, .lse = NULL, .weight = 2.0f};
+    m.member[2] = (nmt_ensemble_member){.logits = nan_rows, .ld = 3, .lse = NULL, .weight = 0.0f};
+    float out[10];
+    test_poison_f32(out, 10);
+    nmt_cpu_ensemble_log_probs(2, 3, &m, out, 5); /* ld 5: columns 3, 4 untouched */
+    /* row 0: 0.5 (z - 4) + 2 lp; row 1: 0.5 (z - 2) + 2 lp */
+    const float want[10] = {-2.5f, -1.5f, -4.5f, NAN, NAN, -3.5f, -4.0f, -0.75f, NAN, NAN};
+    for (int i = 0; i < 10; i++)
+        if (i % 5 >= 3)
+            CHECK(isnan(out[i]), "ensemble wrote past the vocabulary (element %d)", i);
+        else
+            CHECK(out[i] == want[i], "ensemble element %d: %g, want %g", i, out[i], want[i]);
+    /* The top-K's values read back from the scores; id -1 is the -inf tail. */
+    const int32_t ids[4] = {2, 0, 1, -1};
+    float values[4];
+    nmt_cpu_gather_top_values(2, 2, out, 5, ids, values);
+    CHECK(values[0] == -4.5f && values[1] == -2.5f && values[2] == -4.0f &&
+              values[3] == -INFINITY,
+          "gather top values: %g %g %g %g", values[0], values[1], values[2], values[3]);
+}
+
 int main(void)
 {
     test_seed();
+    test_ensemble();
     test_nhot();
     test_linear();
     test_tf32_split();
