@@ -18,7 +18,8 @@ SEARCH_OPTIONS = ("beam_size", "n_best", "alpha", "max_len_a", "max_len_b")
 FIELDS = SEARCH_OPTIONS + (
     "batch_size", "max_line_bytes", "max_src_tokens", "unk_replace", "cuda_graphs", "warmup",
     "precision", "check_every", "input_tokens", "output_tokens", "max_batch_tokens",
-    "search_rules", "sparse", "attention_weights", "batch_invariant")
+    "search_rules", "sparse", "attention_weights", "batch_invariant", "cpu_kernels", "threads",
+    "cpu_isa")
 SHRINK_FIELDS = {"top_words": "top", "lsh_share": "share", "lsh_seed": "seed",
                  "lsh_lists": "lists"}
 # Cached translators for per-call search options, per Translator.
