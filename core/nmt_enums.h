@@ -79,6 +79,14 @@ typedef enum nmt_cpu_isa {
     NMT_CPU_ISA_AVX2 = 2,    /* AVX2, FMA and F16C (x86-64 since 2013-2015): 8 lanes */
     NMT_CPU_ISA_AVX512 = 3   /* AVX-512F: 16 lanes */
 } nmt_cpu_isa;
+/* The coverage penalty of finished hypotheses (docs/decoding.md, "Coverage
+ * penalty"): OpenNMT-py's -coverage_penalty, applied by the onmt rules. */
+typedef enum nmt_coverage_penalty {
+    NMT_COVERAGE_NONE = 0,   /* the default */
+    NMT_COVERAGE_WU = 1,     /* Wu et al. (GNMT): beta * -sum_j log(min(coverage_j, 1)) */
+    NMT_COVERAGE_SUMMARY = 2 /* OpenNMT-py's: beta * (sum_j max(coverage_j, 1) - source
+                                length) */
+} nmt_coverage_penalty;
 
 #ifdef __cplusplus
 }

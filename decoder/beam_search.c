@@ -35,42 +35,24 @@
  * that produced each token beside them; finished hypotheses are rebuilt from
  * it once, after the last step (a token's log-probability is the difference
  * of its score and its parent's). All memory is allocated before the first
- * step. */
-#include "search.h"
+ * step. At a sentence's forced steps (config.forced: a target prefix, an
+ * alternative) its one candidate comes from forced_search.c instead.
+ *
+ * Sampling, the logit rules and the coverage penalty (docs/decoding.md) are
+ * logit_rules.h's rules, applied through logit_rules_cpu.h: the rules
+ * rewrite a step's rows before any selection; a sampling sentence keeps
+ * one row a sample, each continuing itself in its own history slot (its
+ * sample index), and every sample that draws EOS finishes. */
+#include "beam_search_impl.h"
 
 #include "error.h"
+#include "forced_search.h"
 #include "search_rules.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct candidate {
-    float score;  /* the ranking score: v1 the accumulated log-probability including
-                     this word; onmt that divided by the step's length penalty */
-    int32_t hyp;  /* index of the alive hypothesis (row within the sentence) */
-    int32_t word;
-} candidate;
-
-typedef struct finished_hyp {
-    float log_prob;
-    float score;          /* normalized: log_prob / its length penalty */
-    int32_t n_tokens;     /* output tokens, EOS excluded */
-    int32_t last_slot;    /* history slot of its last output token, -1 if none */
-} finished_hyp;
-
-typedef struct sentence_state {
-    int32_t max_len;
-    int32_t first_row;  /* its first row in the current batch */
-    int32_t n_alive;    /* its rows in the current batch */
-    int32_t n_finished; /* finished hypotheses kept (onmt: the best n_best) */
-    int32_t n_ended;    /* onmt: hypotheses finished so far, kept or not */
-    int32_t done;
-    int32_t src_len;
-    size_t history;     /* offset of its max_len x B history entries */
-    size_t weights;     /* config.attention: offset of its max_len x B x src_len weights */
-} sentence_state;
 
 /* a is worse than b: b comes before it in the candidates' order. */
 static int candidate_worse(const candidate *a, const candidate *b)
@@ -174,6 +156,25 @@ static int32_t select_candidates(const float *row_scores, const float *log_probs
     return n;
 }
 
+/* select_candidates, or at a forced step of sentence i (forced_tokens.h)
+ * its one candidate, of slot 0. */
+static int32_t choose_candidates(const float *row_scores, const float *log_probs, int32_t i,
+                                 int32_t step, int32_t n_alive, int32_t vocab_size, int32_t k,
+                                 int only_eos, int mask_specials, float penalty,
+                                 const nmt_search_config *config, candidate *best)
+{
+    float rank = 0.0f;
+    int32_t word = -1;
+    if (!nmt_forced_choice(config, i, step, row_scores[0], log_probs, vocab_size, penalty,
+                           mask_specials, &rank, &word))
+        return select_candidates(row_scores, log_probs, n_alive, vocab_size, k, only_eos,
+                                 mask_specials, penalty, config, best);
+    if (word < 0)
+        return 0;
+    best[0] = (candidate){rank, 0, word};
+    return 1;
+}
+
 int32_t nmt_search_max_length(const nmt_search_config *config, int32_t src_length)
 {
     const nmt_search_params *p = &config->params;
@@ -218,8 +219,12 @@ static nmt_status check_arguments(const nmt_step_model *model, int32_t n_sentenc
     int32_t v = model->vocab_size;
     if (v < 4)
         return nmt_error_set(err, bad, "beam search: vocab_size = %d, need >= 4", v);
-    if (nmt_search_params_check(&config->params, NMT_SEARCH_MAX_BEAM, err) != NMT_STATUS_OK)
+    if (nmt_search_params_check(&config->params, NMT_SEARCH_MAX_BEAM, err) != NMT_STATUS_OK ||
+        nmt_search_params_check_rules(&config->params, config->rules, err) != NMT_STATUS_OK)
         return bad;
+    if (config->params.coverage_penalty != NMT_COVERAGE_NONE && !model->attention)
+        return nmt_error_set(err, bad, "beam search: the coverage penalty needs the model's "
+                             "attention weights");
     const int32_t ids[3] = {config->pad_id, config->bos_id, config->eos_id};
     const char *names[3] = {"pad_id", "bos_id", "eos_id"};
     for (int i = 0; i < 3; i++)
@@ -235,30 +240,16 @@ static nmt_status check_arguments(const nmt_step_model *model, int32_t n_sentenc
         if (src_lengths[i] < 1)
             return nmt_error_set(err, bad, "beam search: src_lengths[%d] = %d, need >= 1", i,
                                  src_lengths[i]);
+    if (nmt_forced_tokens_check(config, n_sentences, v, 0, err) != NMT_STATUS_OK)
+        return bad;
     /* Sizes: rows must fit int32 (the step interface) and log-probs size_t. */
-    size_t max_rows = (size_t)n_sentences * (size_t)config->params.beam_size;
+    const int32_t width = nmt_search_width(&config->params);
+    size_t max_rows = (size_t)n_sentences * (size_t)width;
     if (max_rows > INT32_MAX || max_rows > SIZE_MAX / sizeof(float) / (size_t)v)
         return nmt_error_set(err, bad, "beam search: %d sentences x beam %d x vocabulary %d "
-                             "is too large", n_sentences, config->params.beam_size, v);
+                             "is too large", n_sentences, width, v);
     return NMT_STATUS_OK;
 }
-
-/* The buffers of one search, shared by the per-sentence steps below. */
-typedef struct search_buffers {
-    const nmt_search_config *config;
-    int32_t vocab;
-    const float *log_probs, *row_scores;
-    const int32_t *attn;
-    const float *weights;   /* config.attention: the step's rows, weights_stride apart */
-    int32_t weights_stride;
-    float *next_scores;
-    int32_t *next_tokens, *parent;
-    int32_t *hist_token, *hist_attn, *hist_parent;
-    float *hist_score;      /* the score accumulated with each history entry's token */
-    float *hist_weights;    /* config.attention: the producing row's weights per entry */
-    candidate *best;
-    finished_hyp *finished; /* [n_sentences, 2B] */
-} search_buffers;
 
 /* Copies a sentence's n_best finished hypotheses, best first, into result.
  * order is scratch of at least n_finished entries. */
@@ -268,7 +259,7 @@ static nmt_status emit_result(const sentence_state *s, const finished_hyp *finis
 {
     const nmt_search_config *config = b->config;
     nmt_status status = NMT_STATUS_OK;
-    const size_t beam = (size_t)config->params.beam_size;
+    const size_t beam = (size_t)b->beam;
     /* Stable insertion sort by normalized score: equal scores keep finishing
      * order (earlier step first, then better rank within the step). */
     for (int32_t i = 0; i < s->n_finished; i++) {
@@ -322,7 +313,7 @@ cleanup:
 static void record(const search_buffers *b, const sentence_state *s, int32_t step, int32_t slot,
                    const candidate *cand, int32_t parent_slot, float score)
 {
-    const size_t at = (size_t)(step - 1) * (size_t)b->config->params.beam_size + (size_t)slot;
+    const size_t at = (size_t)(step - 1) * (size_t)b->beam + (size_t)slot;
     const size_t e = s->history + at;
     const int32_t row = s->first_row + cand->hyp;
     b->hist_token[e] = cand->word;
@@ -335,15 +326,20 @@ static void record(const search_buffers *b, const sentence_state *s, int32_t ste
                sizeof(float) * (size_t)s->src_len);
 }
 
-/* Makes cand (with accumulated score `score`) alive hypothesis n_alive of s,
- * as model row `row` of the next step. */
-static void live_on(const search_buffers *b, const sentence_state *s, int32_t step,
-                    int32_t n_alive, int32_t row, const candidate *cand, float score)
+void nmt_beam_live_on(const search_buffers *b, const sentence_state *s, int32_t step,
+                      int32_t slot, int32_t row, const candidate *cand, float score)
 {
-    record(b, s, step, n_alive, cand, step > 1 ? cand->hyp : -1, score);
+    const int32_t from = s->first_row + cand->hyp;
+    record(b, s, step, slot, cand, step > 1 ? b->row_slot[from] : -1, score);
     b->next_scores[row] = score;
     b->next_tokens[row] = cand->word;
-    b->parent[row] = s->first_row + cand->hyp;
+    b->parent[row] = from;
+    b->next_slot[row] = slot;
+    if (b->next_coverage) /* the coverage the new row carries on */
+        for (int32_t j = 0; j < s->src_len; j++)
+            b->next_coverage[(size_t)row * b->coverage_ld + j] =
+                b->coverage[(size_t)from * b->coverage_ld + j] +
+                b->weights[(size_t)from * b->weights_stride + j];
 }
 
 /* One v1 step of sentence i (docs/model-v1.md); returns its alive count. */
@@ -351,12 +347,12 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
                           int32_t first_next_row, int32_t *n_alive_out, nmt_error *err)
 {
     const nmt_search_config *config = b->config;
-    const int32_t beam = config->params.beam_size, k = 2 * beam;
+    const int32_t beam = b->beam, k = 2 * beam;
     const int last_step = step == s->max_len;
-    int32_t n_best = select_candidates(b->row_scores + s->first_row,
+    int32_t n_best = choose_candidates(b->row_scores + s->first_row,
                                        b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
-                                       s->n_alive, b->vocab, k, last_step, 1, 1.0f, config,
-                                       b->best);
+                                       i, step, s->n_alive, b->vocab, k, last_step, 1, 1.0f,
+                                       config, b->best);
     finished_hyp *fin = b->finished + (size_t)i * (size_t)k;
     int32_t n_alive = 0;
     for (int32_t c = 0; c < n_best; c++) {
@@ -373,7 +369,7 @@ static nmt_status step_v1(const search_buffers *b, int32_t i, sentence_state *s,
                 step > 1 ? cand->hyp : -1};
         } else if (n_alive < beam) {
             /* Only reachable before the last step (which allows EOS only). */
-            live_on(b, s, step, n_alive, first_next_row + n_alive, cand, cand->score);
+            nmt_beam_live_on(b, s, step, n_alive, first_next_row + n_alive, cand, cand->score);
             n_alive++;
         }
     }
@@ -406,31 +402,38 @@ static void step_onmt(const search_buffers *b, int32_t i, sentence_state *s, int
                       int32_t first_next_row, int32_t *n_alive_out)
 {
     const nmt_search_config *config = b->config;
-    const int32_t beam = config->params.beam_size;
+    const int32_t beam = b->beam;
     const int last_step = step == s->max_len;
     const float penalty = nmt_rule_onmt_penalty(step, config->params.alpha);
-    int32_t n_best = select_candidates(b->row_scores + s->first_row,
+    int32_t n_best = choose_candidates(b->row_scores + s->first_row,
                                        b->log_probs + (size_t)s->first_row * (size_t)b->vocab,
-                                       s->n_alive, b->vocab, beam, 0, 0, penalty, config,
-                                       b->best);
+                                       i, step, s->n_alive, b->vocab, beam, 0, 0, penalty,
+                                       config, b->best);
     finished_hyp *fin = b->finished + (size_t)i * (size_t)(2 * beam);
     int32_t n_alive = 0;
     for (int32_t c = 0; c < n_best; c++) {
         const candidate *cand = &b->best[c];
         const float score = nmt_rule_carried_score(cand->score, penalty);
+        /* A finished hypothesis ranks by its rank less its coverage penalty. */
+        const size_t row = (size_t)(s->first_row + cand->hyp);
+        const float ranked =
+            b->coverage ? cand->score - nmt_cpu_coverage_penalty(
+                                            &config->params, b->coverage + row * b->coverage_ld,
+                                            b->weights + row * b->weights_stride, s->src_len)
+                        : cand->score;
         if (cand->word == config->eos_id) {
             keep_finished(fin, &s->n_finished, config->params.n_best, (finished_hyp){
-                score, cand->score, step - 1, step > 1 ? cand->hyp : -1});
+                score, ranked, step - 1, step > 1 ? cand->hyp : -1});
             s->n_ended++;
         } else if (last_step) {
             /* Cut at the max length: the last word stays, in history slot c
              * (no hypothesis lives on, so the row's slots are free). */
             record(b, s, step, c, cand, step > 1 ? cand->hyp : -1, score);
             keep_finished(fin, &s->n_finished, config->params.n_best,
-                          (finished_hyp){score, cand->score, step, c});
+                          (finished_hyp){score, ranked, step, c});
             s->n_ended++;
         } else {
-            live_on(b, s, step, n_alive, first_next_row + n_alive, cand, score);
+            nmt_beam_live_on(b, s, step, n_alive, first_next_row + n_alive, cand, score);
             n_alive++;
         }
     }
@@ -453,16 +456,21 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     if (n_sentences == 0)
         return NMT_STATUS_OK;
 
-    const int32_t beam = config->params.beam_size, vocab = model->vocab_size;
+    const nmt_search_params *params = &config->params;
+    const int32_t beam = nmt_search_width(params), vocab = model->vocab_size;
     const int32_t k = 2 * beam; /* candidates kept per sentence and step (v1) */
     const size_t max_rows = (size_t)n_sentences * (size_t)beam;
+    const int coverage = params->coverage_penalty != NMT_COVERAGE_NONE;
     sentence_state *sentences = NULL;
     float *log_probs = NULL, *row_scores = NULL, *next_scores = NULL;
     int32_t *attn = NULL, *tokens = NULL, *next_tokens = NULL, *parent = NULL, *order = NULL;
     int32_t *hist_token = NULL, *hist_attn = NULL, *hist_parent = NULL;
-    float *hist_score = NULL, *hist_weights = NULL;
+    int32_t *row_slot = NULL, *next_slot = NULL;
+    float *hist_score = NULL, *hist_weights = NULL, *cov = NULL, *next_cov = NULL;
     candidate *best = NULL;
     finished_hyp *finished = NULL;
+    nmt_cpu_rules rules = {0};
+    const int use_rules = nmt_search_has_logit_rules(params) || nmt_search_sampling(params);
 
     if (config->attention && !model->attention) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "beam search: attention weights "
@@ -471,14 +479,17 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     }
     NMT_ALLOC(sentences, n_sentences);
     size_t history_size = 0, weights_size = 0;
+    int32_t longest = 1, widest = 1;
     for (int32_t i = 0; i < n_sentences; i++) {
         sentence_state *s = &sentences[i];
-        s->max_len = nmt_search_max_length(config, src_lengths[i]);
+        s->max_len = nmt_forced_max_length(config, i, src_lengths[i]);
         s->first_row = i;
         s->n_alive = 1;
         s->src_len = src_lengths[i];
         s->history = history_size;
         s->weights = weights_size;
+        longest = s->max_len > longest ? s->max_len : longest;
+        widest = s->src_len > widest ? s->src_len : widest;
         /* v1 uses max_len - 1 rows (its last token is always the EOS), onmt
          * all max_len (a hypothesis cut at the max length keeps its last word). */
         size_t entries = (size_t)s->max_len * (size_t)beam;
@@ -500,6 +511,8 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     NMT_ALLOC(tokens, max_rows);
     NMT_ALLOC(next_tokens, max_rows);
     NMT_ALLOC(parent, max_rows);
+    NMT_ALLOC(row_slot, max_rows);
+    NMT_ALLOC(next_slot, max_rows);
     NMT_ALLOC(best, k);
     NMT_ALLOC(order, k);
     /* v1: at most B - 1 finished before a sentence's last step and B in it;
@@ -511,6 +524,12 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     NMT_ALLOC(hist_score, history_size);
     if (config->attention)
         NMT_ALLOC(hist_weights, weights_size);
+    if (coverage) { /* zeros: no attention before step 1 */
+        NMT_ALLOC(cov, max_rows * (size_t)widest);
+        NMT_ALLOC(next_cov, max_rows * (size_t)widest);
+    }
+    if (use_rules)
+        NMT_TRY(nmt_cpu_rules_init(&rules, config, vocab, longest, err));
 
     int32_t n_rows = n_sentences;
     for (int32_t r = 0; r < n_rows; r++) {
@@ -519,20 +538,34 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
     }
     for (int32_t step = 1; n_rows > 0; step++) {
         NMT_TRY(model->step(model->self, n_rows, tokens, log_probs, attn, err));
-        int32_t weights_stride = 0;
-        const float *weights =
-            config->attention ? model->attention(model->self, &weights_stride) : NULL;
-        const search_buffers b = {config, vocab, log_probs, row_scores, attn, weights,
-                                  weights_stride, next_scores, next_tokens, parent,
-                                  hist_token, hist_attn, hist_parent, hist_score,
-                                  hist_weights, best, finished};
+        int32_t weights_stride = 0, logits_ld = 0;
+        const float *weights = config->attention || coverage
+                                   ? model->attention(model->self, &weights_stride)
+                                   : NULL;
+        const search_buffers b = {
+            .config = config, .beam = beam, .vocab = vocab,
+            .log_probs = log_probs, .row_scores = row_scores, .attn = attn,
+            .weights = weights, .weights_stride = weights_stride,
+            .next_scores = next_scores, .next_tokens = next_tokens, .parent = parent,
+            .hist_token = hist_token, .hist_attn = hist_attn, .hist_parent = hist_parent,
+            .hist_score = hist_score, .hist_weights = hist_weights,
+            .best = best, .finished = finished,
+            .row_slot = row_slot, .next_slot = next_slot, .rules = use_rules ? &rules : NULL,
+            .coverage = cov, .next_coverage = next_cov, .coverage_ld = widest,
+        };
+        if (nmt_search_has_logit_rules(params)) {
+            const float *logits = model->logits ? model->logits(model->self, &logits_ld) : NULL;
+            nmt_beam_apply_logit_rules(&b, sentences, n_sentences, step, logits, logits_ld);
+        }
         int32_t n_next_rows = 0;
         for (int32_t i = 0; i < n_sentences; i++) {
             sentence_state *s = &sentences[i];
             if (s->done)
                 continue;
             int32_t n_alive = 0;
-            if (config->rules == NMT_SEARCH_RULES_ONMT)
+            if (nmt_search_sampling(params))
+                nmt_beam_step_sample(&b, i, s, step, n_next_rows, &n_alive);
+            else if (config->rules == NMT_SEARCH_RULES_ONMT)
                 step_onmt(&b, i, s, step, n_next_rows, &n_alive);
             else
                 NMT_TRY(step_v1(&b, i, s, step, n_next_rows, &n_alive, err));
@@ -545,18 +578,20 @@ nmt_status nmt_beam_search(const nmt_step_model *model, int32_t n_sentences,
         if (n_next_rows == 0)
             break;
         NMT_TRY(model->reorder(model->self, n_next_rows, parent, err));
-        float *swap_scores = row_scores;
-        row_scores = next_scores;
-        next_scores = swap_scores;
-        int32_t *swap_tokens = tokens;
-        tokens = next_tokens;
-        next_tokens = swap_tokens;
+        /* The next step's rows become the current ones. */
+#define SWAP(type, a, b) do { type *swap_ = a; a = b; b = swap_; } while (0)
+        SWAP(float, row_scores, next_scores);
+        SWAP(int32_t, tokens, next_tokens);
+        SWAP(int32_t, row_slot, next_slot);
+        SWAP(float, cov, next_cov);
+#undef SWAP
         n_rows = n_next_rows;
     }
 
-    const search_buffers done = {config, vocab, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL,
-                                 hist_token, hist_attn, hist_parent, hist_score, hist_weights,
-                                 NULL, NULL};
+    const search_buffers done = {.config = config, .beam = beam, .vocab = vocab,
+                                 .hist_token = hist_token, .hist_attn = hist_attn,
+                                 .hist_parent = hist_parent, .hist_score = hist_score,
+                                 .hist_weights = hist_weights};
     for (int32_t i = 0; i < n_sentences; i++)
         NMT_TRY(emit_result(&sentences[i], finished + (size_t)i * (size_t)k, &done, order,
                             &results[i], err));
@@ -581,5 +616,10 @@ cleanup:
     free(hist_parent);
     free(hist_score);
     free(hist_weights);
+    free(row_slot);
+    free(next_slot);
+    free(cov);
+    free(next_cov);
+    nmt_cpu_rules_free(&rules);
     return status;
 }

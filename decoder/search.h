@@ -10,6 +10,7 @@
 #ifndef NMT_SEARCH_H
 #define NMT_SEARCH_H
 
+#include "forced_tokens.h"
 #include "nmt_enums.h"
 #include "nmt_status.h"
 #include "search_params.h"
@@ -35,6 +36,11 @@ typedef struct nmt_step_model {
      * its sentence's source positions start at r * *stride (valid until the
      * next step or reorder). Read only when the config asks for them. */
     const float *(*attention)(void *self, int32_t *stride);
+    /* NULL, or the logits of the last step before their log-softmax (row r
+     * at r * *ld; valid until the next step or reorder): the repetition
+     * penalty rescales logits (without them it rescales the
+     * log-probabilities). */
+    const float *(*logits)(void *self, int32_t *ld);
 } nmt_step_model;
 
 /* OpenNMT-py's -max_length default: the onmt rules never search longer. */
@@ -46,6 +52,11 @@ typedef struct nmt_search_config {
     nmt_search_rules rules; /* 0 (zero-initialized): model-v1 */
     int32_t attention;    /* 1: give every hypothesis its tokens' attention weights
                              (nmt_search_hypothesis.attention); 0 (zero-initialized): not */
+    const nmt_forced_tokens *forced; /* NULL (zero-initialized): none; else the tokens each
+                                        sentence of the batch must take (forced_tokens.h) */
+    int32_t unk_id;       /* params.ban_unk's word */
+    const uint64_t *line_keys; /* sampling: sentence i's random streams are keyed
+                                  line_keys[i] (logit_rules.h); NULL: i */
 } nmt_search_config;
 
 typedef struct nmt_search_hypothesis {

@@ -43,6 +43,8 @@ typedef struct nmt_backend_config {
     int attention;            /* keep the attention weights for the search's
                                  nmt_search_config.attention (CUDA: a weights buffer and
                                  history, allocated only then) */
+    int attention_model;      /* CUDA: the network keeps each step's attention weights
+                                 (attention, or the coverage penalty reads them) */
     int batch_invariant;      /* kernels whose per-row arithmetic is fixed: CUDA's
                                  (nmt_cuda_ctx_set_batch_invariant); the CPU's blas
                                  kernels only where its BLAS is (nmt_cpu_blas_row_invariant) */
@@ -63,6 +65,11 @@ typedef struct nmt_backend_vtable {
      * (the CPU's: its translator batches instead). */
     nmt_status (*stream)(nmt_backend *backend, const nmt_search_config *config,
                          const nmt_sentence_stream *source, nmt_error *err);
+    /* Scoring: each sentence's config->forced tokens and an EOS, teacher-forced
+     * (decoder/forced_search.h, nmt_score_forced: one hypothesis a sentence). */
+    nmt_status (*score)(nmt_backend *backend, const nmt_source_batch *batch,
+                        const nmt_search_config *config, nmt_search_result *results,
+                        nmt_error *err);
 } nmt_backend_vtable;
 
 /* Tests only (NMT_TEST_DECODE_OOM="K[,L]", read at create): a backend's

@@ -5,6 +5,7 @@
 #include "backend.h"
 #include "nmt.h"
 #include "error.h"
+#include "forced_search.h"
 #include "linear_blas.h"
 
 #include <stdio.h>
@@ -68,16 +69,25 @@ static const float *cpu_attention(void *state, int32_t *stride)
     return nmt_cpu_state_attention(state, stride);
 }
 
+static const float *cpu_logits(void *state, int32_t *ld)
+{
+    return nmt_cpu_state_logits(state, ld);
+}
+
 nmt_step_model nmt_cpu_step_model(nmt_cpu_state *state)
 {
     const nmt_step_model step = {state, nmt_cpu_state_vocab(state), cpu_step, cpu_reorder,
-                                 cpu_attention};
+                                 cpu_attention, cpu_logits};
     return step;
 }
 
-static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
-                                     const nmt_search_config *config,
-                                     nmt_search_result *results, nmt_error *err)
+/* A batch searched (score 0) or scored (1; decoder/forced_search.h): the
+ * test hook, the encoder pass, then the search or the teacher-forced pass
+ * over the step interface, the latter with the full softmax whatever the
+ * shrinking (nmt_score_batch). */
+static nmt_status cpu_backend_run(nmt_backend *backend, const nmt_source_batch *batch,
+                                  const nmt_search_config *config, nmt_search_result *results,
+                                  int score, nmt_error *err)
 {
     cpu_backend *self = (cpu_backend *)backend;
     nmt_status status = nmt_backend_oom_injected(backend, batch, err);
@@ -86,8 +96,30 @@ static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batc
     status = nmt_cpu_encode(self->state, batch, err);
     if (status != NMT_STATUS_OK)
         return status;
+    nmt_cpu_state_full_softmax(self->state, score);
     const nmt_step_model step = nmt_cpu_step_model(self->state);
-    return nmt_beam_search(&step, batch->n_sentences, batch->src_len, config, results, err);
+    nmt_search_config keyed = *config;
+    keyed.line_keys = batch->line_key;
+    status = score ? nmt_score_forced(&step, batch->n_sentences, batch->src_len, &keyed,
+                                      results, err)
+                   : nmt_beam_search(&step, batch->n_sentences, batch->src_len, &keyed, results,
+                                     err);
+    nmt_cpu_state_full_softmax(self->state, 0);
+    return status;
+}
+
+static nmt_status cpu_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
+                                     const nmt_search_config *config,
+                                     nmt_search_result *results, nmt_error *err)
+{
+    return cpu_backend_run(backend, batch, config, results, 0, err);
+}
+
+static nmt_status cpu_backend_score(nmt_backend *backend, const nmt_source_batch *batch,
+                                    const nmt_search_config *config,
+                                    nmt_search_result *results, nmt_error *err)
+{
+    return cpu_backend_run(backend, batch, config, results, 1, err);
 }
 
 static void cpu_backend_free(nmt_backend *backend)
@@ -115,8 +147,13 @@ static void cpu_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
     stats->sparse_matrices = nmt_cpu_state_sparse_count(self->state);
 }
 
-static const nmt_backend_vtable cpu_backend_vtable = {cpu_backend_decode, cpu_backend_add_stats,
-                                                      cpu_backend_free, NULL};
+static const nmt_backend_vtable cpu_backend_vtable = {
+    .decode = cpu_backend_decode,
+    .add_stats = cpu_backend_add_stats,
+    .free = cpu_backend_free,
+    .stream = NULL,
+    .score = cpu_backend_score,
+};
 
 nmt_status nmt_cpu_backend_create(const nmt_model *model, const nmt_backend_config *config,
                                   nmt_backend **backend, nmt_error *err)

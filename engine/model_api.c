@@ -35,7 +35,10 @@ size_t nmt_struct_size(const char *name)
                  {"nmt_service_options", sizeof(nmt_service_options)},
                  {"nmt_request_options", sizeof(nmt_request_options)},
                  {"nmt_service_stats", sizeof(nmt_service_stats)},
-                 {"nmt_shrink_options", sizeof(nmt_shrink_options)}};
+                 {"nmt_shrink_options", sizeof(nmt_shrink_options)},
+                 {"nmt_pipeline_options", sizeof(nmt_pipeline_options)},
+                 {"nmt_pipeline_window", sizeof(nmt_pipeline_window)},
+                 {"nmt_pipeline_stats", sizeof(nmt_pipeline_stats)}};
     for (size_t i = 0; name && i < sizeof sizes / sizeof sizes[0]; i++)
         if (!strcmp(name, sizes[i].name))
             return sizes[i].size;

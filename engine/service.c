@@ -22,6 +22,7 @@
 
 #include "cuda_ctx.h"
 #include "error.h"
+#include "forced_search.h"
 #include "model.h"
 #include "tokenizer.h"
 #include "translator.h"
@@ -48,6 +49,10 @@ void nmt_service_options_init(nmt_service_options *options)
 {
     memset(options, 0, sizeof *options);
     nmt_options_init(&options->translator);
+    /* A closed loop of 256 clients fills it; two workers of 256 decode
+     * 1.2x one of 256 on an H200 (docs/perf/service.md, "Workers"). */
+    options->translator.batch_size = 256;
+    options->workers_per_device = 2;
     options->cpu_workers = 1;
     options->queue_capacity = 4096;
     options->max_delay_us = 100; /* docs/perf/service.md, "Batching delay" */
@@ -67,6 +72,21 @@ void nmt_request_options_init(nmt_request_options *options)
     options->max_len_b = -1;
     options->shrink = -1;
     options->deadline_ms = 0.0;
+    options->target_prefix = NULL;
+    options->return_alternatives = -1;
+    options->target = NULL;
+    options->sampling_topk = -1;
+    options->sampling_topp = -1.0f;
+    options->sampling_temperature = -1.0f;
+    options->seed = -1;
+    options->line_key = 0;
+    options->min_length = -1;
+    options->no_repeat_ngram_size = -1;
+    options->repetition_penalty = -1.0f;
+    options->ban_unk = -1;
+    options->suppress = NULL;
+    options->coverage_penalty = -1;
+    options->coverage_beta = -1.0f;
 }
 
 /* ---- completing requests ----------------------------------------------------- */
@@ -164,7 +184,7 @@ static void run_batch(service_worker *w, int n)
     const nmt_request *first = w->batch[0];
     nmt_translator *t = first->shrink ? w->shrunk : w->full;
     const double now = nmt_request_now();
-    int m = 0;
+    int m = 0, targets = 0; /* targets: a request of the batch has one */
     for (int i = 0; i < n; i++) {
         nmt_request *r = w->batch[i];
         if (r->deadline > 0.0 && now > r->deadline) {
@@ -172,13 +192,17 @@ static void run_batch(service_worker *w, int n)
                           "the deadline passed before the translation started");
             continue;
         }
+        w->line_keys[m] = r->line_key;
+        w->targets[m] = r->target;
+        targets |= r->target != NULL;
         w->lines[m++] = r->line;
     }
     nmt_result *out = w->results + n; /* [m]: the translated ones, then moved */
     nmt_error err = {0};
-    const nmt_status status = m > 0 ? nmt_translator_run(t, w->lines, m, &first->search, out,
-                                                          &err)
-                                    : NMT_STATUS_OK;
+    const nmt_run_args args = {.lines = w->lines, .targets = targets ? w->targets : NULL,
+                               .n_lines = m, .score = first->score,
+                               .overrides = &first->search, .line_keys = w->line_keys};
+    const nmt_status status = m > 0 ? nmt_translator_run(t, &args, out, &err) : NMT_STATUS_OK;
     const double end = nmt_request_now();
     for (int i = 0, k = 0; i < n; i++) {
         nmt_request *r = w->batch[i];
@@ -237,14 +261,20 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&s->lock);
         if (w->streams) {
             const nmt_request *first = wait_first_locked(w);
-            /* Its options: first may complete before the stream reads them. */
-            const nmt_search_params search = first ? first->search : s->defaults;
-            const int shrink = first ? first->shrink : 0;
-            pthread_mutex_unlock(&s->lock);
-            if (!first)
+            if (!first) {
+                pthread_mutex_unlock(&s->lock);
                 return NULL;
-            nmt_service_stream_run(w, &search, shrink);
-            continue;
+            }
+            /* A stream takes plain translations only: scoring, prefixes
+             * and alternatives go in batches. Its options: first may
+             * complete before the stream reads them. */
+            if (nmt_request_has_search(first, &first->search, first->shrink)) {
+                const nmt_search_params search = first->search;
+                const int shrink = first->shrink;
+                pthread_mutex_unlock(&s->lock);
+                nmt_service_stream_run(w, &search, shrink);
+                continue;
+            }
         }
         const int n = take_batch_locked(w);
         pthread_mutex_unlock(&s->lock);
@@ -275,6 +305,8 @@ static nmt_status create_worker(nmt_service *s, service_worker *w, const nmt_mod
     w->streams = s->options.continuous && nmt_translator_can_stream(w->full);
     NMT_ALLOC(w->batch, cap);
     NMT_ALLOC(w->lines, cap);
+    NMT_ALLOC(w->targets, cap);
+    NMT_ALLOC(w->line_keys, cap);
     NMT_ALLOC(w->results, 2 * (size_t)cap);
 cleanup:
     return status;
@@ -286,6 +318,8 @@ static void free_worker(service_worker *w)
     nmt_translator_free(w->shrunk);
     free(w->batch);
     free(w->lines);
+    free(w->targets);
+    free(w->line_keys);
     free(w->results);
 }
 
@@ -304,14 +338,16 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
         options->join_every > 1000 ||
         options->max_batch_tokens < 0 ||
         options->max_delay_us > 10000000 || options->n_devices < -1 ||
+        (cuda && (options->workers_per_device < 1 || options->workers_per_device > 16)) ||
         (options->n_devices > 0 && !options->devices) ||
         (!cuda && (options->cpu_workers < 1 || options->cpu_workers > 256)))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "service_create: queue_capacity %d (>= 1), max_delay_us %d "
-                             "(0..10^7), join_every %d (1..1000), %d devices, cpu_workers %d "
-                             "(1..256)", options->queue_capacity, options->max_delay_us,
-                             options->join_every,
-                             options->n_devices, options->cpu_workers);
+                             "(0..10^7), join_every %d (1..1000), %d devices, "
+                             "workers_per_device %d (1..16), cpu_workers %d (1..256)",
+                             options->queue_capacity, options->max_delay_us,
+                             options->join_every, options->n_devices,
+                             options->workers_per_device, options->cpu_workers);
     NMT_ALLOC(s, 1);
     s->options = *options;
     s->options.devices = NULL;
@@ -319,21 +355,22 @@ nmt_status nmt_service_create(const nmt_model *model, const nmt_service_options 
     pthread_mutex_init(&s->lock, NULL);
     nmt_request_cond_init(&s->work);
     const int all = options->n_devices < 0 ? nmt_cuda_device_count() : 0;
-    const int n = !cuda ? options->cpu_workers
-                  : all > 0 ? all
-                  : options->n_devices > 0 ? options->n_devices
-                                           : 1;
+    const int n_devices = all > 0 ? all : options->n_devices > 0 ? options->n_devices : 1;
+    const int per_device = cuda ? options->workers_per_device : 1;
+    const int n = !cuda ? options->cpu_workers : n_devices * per_device;
     NMT_ALLOC(s->workers, n);
     for (int i = 0; i < n; i++) {
+        const int d = i % n_devices; /* round robin: each device's first workers first */
         const int index = !cuda ? o->device_index
-                          : all > 0 ? i
-                          : options->n_devices > 0 ? options->devices[i]
+                          : all > 0 ? d
+                          : options->n_devices > 0 ? options->devices[d]
                                                    : o->device_index;
         s->n_workers = i + 1;
         NMT_TRY(create_worker(s, &s->workers[i], model, cuda ? NMT_DEVICE_CUDA : NMT_DEVICE_CPU,
                               index, err));
     }
     s->cuda = cuda;
+    s->model = model;
     s->defaults = nmt_translator_search(s->workers[0].full);
     s->default_shrink = o->shrink.mode != NMT_SHRINK_NONE;
     for (int i = 0; i < n; i++) {
@@ -355,17 +392,24 @@ cleanup:
 static nmt_status resolve_options(const nmt_service *s, const nmt_request_options *o,
                                   nmt_request *r, nmt_error *err)
 {
+    nmt_status status = NMT_STATUS_OK;
     nmt_request_options d;
     nmt_request_options_init(&d);
     if (!o)
         o = &d;
     r->search = s->defaults;
     r->shrink = s->default_shrink;
+    const nmt_status rules = nmt_request_resolve_rules(s->model, o, r, err);
+    if (rules != NMT_STATUS_OK)
+        return rules;
+    const int sampling = nmt_search_sampling(&r->search);
     if (o->beam_size != 0)
         r->search.beam_size = o->beam_size;
+    else if (sampling) /* a sampling request's own beam: sampling takes 1 */
+        r->search.beam_size = 1;
     if (o->n_best != 0)
         r->search.n_best = o->n_best;
-    else if (r->search.n_best > r->search.beam_size)
+    else if (!sampling && r->search.n_best > r->search.beam_size)
         r->search.n_best = r->search.beam_size;
     if (o->alpha >= 0.0f || isnan(o->alpha))
         r->search.alpha = o->alpha;
@@ -383,7 +427,12 @@ static nmt_status resolve_options(const nmt_service *s, const nmt_request_option
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "deadline_ms %g: must be in 0..1e9", o->deadline_ms);
     r->deadline = o->deadline_ms > 0.0 ? r->submitted + 1e-3 * o->deadline_ms : 0.0;
+    NMT_TRY(nmt_request_set_target(r, o, err));
+    if (r->target)
+        NMT_TRY(nmt_forced_params_check(&r->search, r->score, err));
     return nmt_translator_check_search(s->workers[0].full, &r->search, err);
+cleanup:
+    return status;
 }
 
 nmt_status nmt_service_submit(nmt_service *s, const char *line, const nmt_request_options *o,

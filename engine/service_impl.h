@@ -20,6 +20,8 @@ typedef struct service_worker {
     /* Batch scratch, sized batch_size once. */
     nmt_request **batch;
     const char **lines;
+    const char **targets; /* the batch's requests' targets (NULL: none) */
+    uint64_t *line_keys;
     nmt_result *results;
 } service_worker;
 
@@ -33,6 +35,7 @@ struct nmt_service {
     service_worker *workers;
     nmt_search_params defaults;
     int default_shrink;
+    const nmt_model *model;    /* requests' suppressed sequences are its target tokens */
     nmt_service_stats stats;
     int64_t shutdown_finished, shutdown_cancelled;
     int cuda;                  /* the workers run on CUDA devices */

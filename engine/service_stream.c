@@ -105,11 +105,18 @@ static void source_deliver(void *self, void *tag, nmt_result *result)
     nmt_service_after_complete(r);
 }
 
+/* The stream's line_key: the request's. */
+static uint64_t source_line_key(void *self, void *tag)
+{
+    (void)self;
+    return ((const nmt_request *)tag)->line_key;
+}
+
 void nmt_service_stream_run(service_worker *w, const nmt_search_params *search, int shrink)
 {
     stream_source src = {w, *search, shrink, 0};
     const nmt_line_stream lines = {&src, source_pull, source_deliver,
-                                   w->service->options.join_every};
+                                   w->service->options.join_every, source_line_key};
     nmt_translator *t = shrink ? w->shrunk : w->full;
     nmt_error err = {0};
     /* A failed search has delivered its error to every request it held;

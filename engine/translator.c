@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "error.h"
+#include "forced_search.h"
 #include "model.h"
 #include "sentencepiece.h"
 #include "source_batch.h"
@@ -60,6 +61,11 @@ void nmt_options_init(nmt_options *options)
     options->cpu_kernels = NMT_CPU_KERNELS_AUTO;
     options->threads = 0; /* the cores */
     options->cpu_isa = NMT_CPU_ISA_AUTO;
+    options->sampling_topk = 1; /* CTranslate2's defaults: no sampling, no logit rule */
+    options->sampling_topp = 1.0f;
+    options->sampling_temperature = 1.0f;
+    options->repetition_penalty = 1.0f;
+    options->coverage_penalty = NMT_COVERAGE_NONE;
 }
 
 int nmt_cuda_available(void)
@@ -71,25 +77,25 @@ int nmt_cuda_available(void)
     if (!(cond))                                                              \
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, __VA_ARGS__)
 
-/* The search params of the options: the one place the public option fields
- * meet the search's. */
-static nmt_search_params search_params_of(const nmt_options *o)
-{
-    return (nmt_search_params){.beam_size = o->beam_size,
-                               .n_best = o->n_best,
-                               .alpha = o->alpha,
-                               .max_len_a = o->max_len_a,
-                               .max_len_b = o->max_len_b};
-}
-
 static nmt_status check_options(const nmt_options *o, nmt_error *err)
 {
-    const nmt_search_params search = search_params_of(o);
-    const nmt_status status = nmt_search_params_check(&search, NMT_SEARCH_MAX_BEAM, err);
+    const nmt_search_params search = nmt_options_search_params(o, NULL, 0);
+    nmt_status status = nmt_search_params_check(&search, NMT_SEARCH_MAX_BEAM, err);
+    if (status == NMT_STATUS_OK)
+        status = nmt_search_params_check_rules(&search, o->search_rules, err);
     if (status != NMT_STATUS_OK)
         return status;
+    REQUIRE(o->repetition_penalty > 0.0f, "repetition_penalty %g: must be in (0, 100] (1: off)",
+            o->repetition_penalty);
+    REQUIRE(o->shrink.mode == NMT_SHRINK_NONE ||
+                (!nmt_search_sampling(&search) && !nmt_search_has_logit_rules(&search) &&
+                 !o->suppress),
+            "shrink: sampling and the logit rules need the full output layer");
     REQUIRE(o->batch_size >= 1 && o->batch_size <= 4096, "batch_size %d: must be in 1..4096",
             o->batch_size);
+    REQUIRE(!o->return_alternatives || o->batch_size >= o->n_best,
+            "return_alternatives: batch_size %d must be at least n_best (%d): a line is "
+            "searched as one sentence an alternative", o->batch_size, o->n_best);
     REQUIRE(o->max_line_bytes >= 1, "max_line_bytes %d: must be positive", o->max_line_bytes);
     REQUIRE(o->max_src_tokens >= 1 && o->max_src_tokens <= 4096,
             "max_src_tokens %d: must be in 1..4096", o->max_src_tokens);
@@ -170,11 +176,14 @@ void nmt_translator_free(nmt_translator *t)
         t->backend->vtable->free(t->backend);
     nmt_source_builder_free(&t->source);
     free(t->results_pair);
+    free(t->suppress);
     free(t);
 }
 
-nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,
-                                 nmt_translator **translator, nmt_error *err)
+/* The translator's model, options (checked, and the model's defaults
+ * resolved), search and shrink configuration: everything but the backend. */
+static nmt_status translator_begin(const nmt_model *model, const nmt_options *options,
+                                   nmt_translator **translator, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_translator *t = NULL;
@@ -197,19 +206,66 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     /* auto: the arithmetic of the file's weights (an fp16 file's are exact in
      * fp16), as CTranslate2's compute_type "default" keeps the model's type. */
     t->options.precision = nmt_precision_for_model(model, t->options.precision);
+    if (options->suppress)
+        NMT_TRY(nmt_suppress_parse(model, options->suppress, &t->suppress, &t->suppress_words,
+                                   err));
     t->search = (nmt_search_config){
-        .params = search_params_of(options),
+        .params = nmt_options_search_params(options, t->suppress, t->suppress_words),
         .pad_id = NMT_PAD_ID,
         .bos_id = NMT_BOS_ID,
         .eos_id = NMT_EOS_ID,
         .rules = options->search_rules,
         .attention = options->attention_weights,
+        .unk_id = NMT_UNK_ID,
     };
     if (options->shrink.mode != NMT_SHRINK_NONE)
         setup_shrink(t);
+    *translator = t;
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_translator_free(t);
+    return status;
+}
+
+nmt_status nmt_translator_create_host(const nmt_model *model, const nmt_options *options,
+                                      nmt_translator **translator, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_translator *t = NULL;
+    if (translator)
+        *translator = NULL;
+    NMT_TRY(translator_begin(model, options, &t, err));
+    NMT_TRY(nmt_source_builder_init(&t->source, model, t->options.batch_size,
+                                    t->options.max_src_tokens, err));
+    *translator = t;
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_translator_free(t);
+    return status;
+}
+
+int nmt_translator_same_input(const nmt_translator *a, const nmt_translator *b)
+{
+    return a->model == b->model && a->options.max_line_bytes == b->options.max_line_bytes &&
+           a->options.max_src_tokens == b->options.max_src_tokens &&
+           a->options.input_tokens == b->options.input_tokens;
+}
+
+nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *options,
+                                 nmt_translator **translator, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_translator *t = NULL;
+    if (translator)
+        *translator = NULL;
+    NMT_TRY(translator_begin(model, options, &t, err));
+    options = &t->options;
+    /* The most rows a sentence may take: the beam, or the samples. */
+    const int32_t width = nmt_search_width(&t->search.params);
+    const int coverage = options->coverage_penalty != NMT_COVERAGE_NONE;
     nmt_backend_config config = {
         .max_sentences = options->batch_size,
-        .beam = options->beam_size,
+        .beam = width > options->beam_size ? width : options->beam_size,
         .max_src = options->max_src_tokens,
         .shrink = options->shrink.mode != NMT_SHRINK_NONE ? &t->shrink : NULL,
         .collect_stats = options->collect_stats,
@@ -219,6 +275,7 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
         .precision = t->options.precision,
         .sparse = model->n_sparse > 0 ? options->sparse : NMT_SPARSE_OFF,
         .attention = options->attention_weights,
+        .attention_model = options->attention_weights || coverage,
         .batch_invariant = options->batch_invariant != 0,
         .cpu_kernels = options->cpu_kernels,
         .threads = options->threads,
@@ -246,6 +303,9 @@ nmt_status nmt_translator_create(const nmt_model *model, const nmt_options *opti
     const int32_t batch = config.max_sentences, max_src = options->max_src_tokens;
     t->options.batch_size = batch;
     t->stats.batch_size = batch;
+    t->capacity = config.beam;
+    /* The CPU network keeps every step's weights; CUDA's only when asked. */
+    t->attention_model = config.attention_model || t->backend->device == NMT_DEVICE_CPU;
     t->stats.precision = t->backend->device == NMT_DEVICE_CPU &&
                                  t->options.precision != NMT_PRECISION_INT8
                              ? NMT_PRECISION_FP32
@@ -289,175 +349,28 @@ static void set_line_error(nmt_result *result, nmt_status status, const char *me
     snprintf(result->message, sizeof result->message, "%s", message);
 }
 
-nmt_status nmt_translator_tokenize(const nmt_translator *t, const char *line, size_t len,
-                                   nmt_tokens *tokens, nmt_error *err)
-{
-    if (t->options.input_tokens)
-        return nmt_tokenize_pretokenized(line, len, tokens, err);
-    if (t->model->spm)
-        return nmt_spm_encode(t->model->spm, line, len, tokens, err);
-    return nmt_tokenize(line, len, tokens, err);
-}
-
-static nmt_status empty_line_result(nmt_result *result, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    NMT_ALLOC(result->hypotheses, 1);
-    result->n_hypotheses = 1;
-    NMT_ALLOC(result->hypotheses[0].text, 1);
-    NMT_ALLOC(result->hypotheses[0].token_scores, 1); /* the EOS's 0: sums to log_prob */
-cleanup:
-    return status;
-}
-
-/* Longest first, ties in input order. A bottom-up stable merge sort rather
- * than qsort: C11's qsort takes no context and is not stable. */
-static void sort_by_length(int32_t *order, int32_t *scratch, int32_t n, const nmt_tokens *tokens)
-{
-    for (int32_t width = 1; width < n; width *= 2) {
-        for (int32_t lo = 0; lo < n; lo += 2 * width) {
-            int32_t mid = lo + width < n ? lo + width : n;
-            int32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int32_t a = lo, b = mid, o = lo;
-            while (a < mid && b < hi)
-                scratch[o++] = tokens[order[b]].n > tokens[order[a]].n ? order[b++] : order[a++];
-            while (a < mid)
-                scratch[o++] = order[a++];
-            while (b < hi)
-                scratch[o++] = order[b++];
-        }
-        memcpy(order, scratch, sizeof *order * (size_t)n);
-    }
-}
-
-nmt_status nmt_translator_prepare_line(const nmt_translator *t, const char *line,
-                                       nmt_tokens *tokens, nmt_result *result, int *searched,
-                                       nmt_error *err)
-{
-    nmt_error line_err = {0};
-    const size_t len = line ? strlen(line) : 0;
-    *searched = 0;
-    if (!line) {
-        set_line_error(result, NMT_STATUS_ERROR_ARGUMENT, "line is NULL");
-    } else if (len > (size_t)t->options.max_line_bytes) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "line too long: %zu bytes, the limit is %d", len,
-                 t->options.max_line_bytes);
-        set_line_error(result, NMT_STATUS_ERROR_INPUT, msg);
-    } else if (nmt_translator_tokenize(t, line, len, tokens, &line_err) != NMT_STATUS_OK) {
-        if (line_err.status == NMT_STATUS_ERROR_MEMORY)
-            return nmt_error_set(err, line_err.status, "%s", line_err.message);
-        set_line_error(result, line_err.status, line_err.message);
-    } else if (tokens->n > t->options.max_src_tokens) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "line has %d tokens, the limit is %d", tokens->n,
-                 t->options.max_src_tokens);
-        set_line_error(result, NMT_STATUS_ERROR_INPUT, msg);
-    } else if (tokens->n == 0) {
-        return empty_line_result(result, err);
-    } else {
-        /* Here, on the caller's thread (translate's reader), not in the
-         * batch builder between the decoder's batches. */
-        nmt_source_word_ids(&t->source, tokens);
-        *searched = 1;
-    }
-    return NMT_STATUS_OK;
-}
-
-void nmt_translator_line_error(nmt_result *result, nmt_status status, const char *message)
-{
-    set_line_error(result, status, message);
-}
-
 nmt_status nmt_translator_search_config(const nmt_translator *t,
                                         const nmt_search_params *overrides,
                                         nmt_search_config *search, nmt_error *err)
 {
     *search = t->search;
-    if (!overrides)
-        return NMT_STATUS_OK;
-    search->params = *overrides;
-    return nmt_translator_check_search(t, overrides, err);
+    if (overrides)
+        search->params = *overrides;
+    /* The translator's own too: max_memory may have lowered its batch size
+     * below return_alternatives' n_best. */
+    return nmt_translator_check_search(t, &search->params, err);
 }
 
 nmt_status nmt_translate_batch(nmt_translator *t, const char *const *lines, int n_lines,
                                nmt_result *results, nmt_error *err)
 {
-    return nmt_translator_run(t, lines, n_lines, NULL, results, err);
-}
-
-nmt_status nmt_translator_check_search(const nmt_translator *t, const nmt_search_params *o,
-                                       nmt_error *err)
-{
-    /* A request's beam at most the translator's: its backend is sized for it. */
-    return nmt_search_params_check(o, t->options.beam_size, err);
+    const nmt_run_args args = {.lines = lines, .n_lines = n_lines};
+    return nmt_translator_run(t, &args, results, err);
 }
 
 nmt_search_params nmt_translator_search(const nmt_translator *t)
 {
     return t->search.params;
-}
-
-/* nmt_translator_prepare's result: what nmt_translate_batch does before
- * decoding, for one call's lines. */
-struct nmt_prepared {
-    const nmt_model *model;        /* and the options the lines were checked against */
-    int max_line_bytes, max_src_tokens, input_tokens;
-    int n_lines;
-    int32_t n_valid;
-    nmt_tokens *tokens;            /* [n_lines] */
-    nmt_result *results;           /* [n_lines]: the answers of lines not searched */
-    int32_t *order;                /* [n_valid]: the searched lines, longest first */
-    int used;                      /* translated already: its answers were moved out */
-};
-
-void nmt_prepared_free(nmt_prepared *p)
-{
-    if (!p)
-        return;
-    for (int i = 0; p->tokens && i < p->n_lines; i++)
-        nmt_tokens_clear(&p->tokens[i]);
-    for (int i = 0; p->results && i < p->n_lines; i++)
-        nmt_result_clear(&p->results[i]);
-    free(p->tokens);
-    free(p->results);
-    free(p->order);
-    free(p);
-}
-
-nmt_status nmt_translator_prepare(const nmt_translator *t, const char *const *lines, int n_lines,
-                                  nmt_prepared **prepared, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    nmt_prepared *p = NULL;
-    int32_t *scratch = NULL;
-    if (!t || !prepared || (!lines && n_lines > 0) || n_lines < 0)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translator_prepare: bad arguments");
-    *prepared = NULL;
-    NMT_ALLOC(p, 1);
-    p->model = t->model;
-    p->max_line_bytes = t->options.max_line_bytes;
-    p->max_src_tokens = t->options.max_src_tokens;
-    p->input_tokens = t->options.input_tokens;
-    p->n_lines = n_lines;
-    NMT_ALLOC(p->tokens, n_lines > 0 ? n_lines : 1);
-    NMT_ALLOC(p->results, n_lines > 0 ? n_lines : 1);
-    NMT_ALLOC(p->order, n_lines > 0 ? n_lines : 1);
-    NMT_ALLOC(scratch, n_lines > 0 ? n_lines : 1);
-    for (int i = 0; i < n_lines; i++) {
-        int searched = 0;
-        NMT_TRY(nmt_translator_prepare_line(t, lines[i], &p->tokens[i], &p->results[i],
-                                            &searched, err));
-        if (searched)
-            p->order[p->n_valid++] = i;
-    }
-    sort_by_length(p->order, scratch, p->n_valid, p->tokens);
-    *prepared = p;
-    p = NULL;
-cleanup:
-    nmt_prepared_free(p);
-    free(scratch);
-    return status;
 }
 
 /* The whole call failed: every line gets the call's error and no line
@@ -493,7 +406,14 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
     memset(p->results, 0, sizeof *p->results * (size_t)n_lines);
     nmt_search_config search;
     NMT_TRY(nmt_translator_search_config(t, overrides, &search, err));
-    const int32_t batch = t->options.batch_size, max_tokens = t->options.max_batch_tokens;
+    if (p->targets)
+        NMT_TRY(nmt_forced_params_check(&search.params, p->score, err));
+    const nmt_call_lines call = {.tokens = p->tokens, .targets = p->targets, .score = p->score,
+                                 .line_keys = p->line_keys};
+    /* A line is per_line sentences of the batch (alternatives). */
+    const int32_t per_line = nmt_translator_sentences_per_line(&search, &call);
+    const int32_t batch = t->options.batch_size / per_line;
+    const int32_t max_tokens = t->options.max_batch_tokens;
     const double started = seconds_now();
     nmt_finisher *finisher = NULL;
     for (int32_t first = 0, count = 0; first < p->n_valid; first += count) {
@@ -501,7 +421,7 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
          * (a longer sentence goes alone). */
         int64_t in_batch = 0;
         for (count = 0; count < batch && first + count < p->n_valid; count++) {
-            const int32_t n = p->tokens[p->order[first + count]].n;
+            const int32_t n = p->tokens[p->order[first + count]].n * per_line;
             if (max_tokens > 0 && count > 0 && in_batch + n > max_tokens)
                 break;
             in_batch += n;
@@ -514,7 +434,7 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
                 finisher = NULL;
         }
         /* Split and retried there when the device runs out of memory. */
-        NMT_TRY(nmt_translator_decode_lines(t, &search, p->tokens, p->order + first, count,
+        NMT_TRY(nmt_translator_decode_lines(t, &search, &call, p->order + first, count,
                                             results, finisher, err));
     }
     {
@@ -542,17 +462,23 @@ nmt_status nmt_translate_prepared(nmt_translator *t, nmt_prepared *prepared, nmt
     return run_prepared(t, prepared, NULL, results, err);
 }
 
-nmt_status nmt_translator_run(nmt_translator *t, const char *const *lines, int n_lines,
-                              const nmt_search_params *overrides, nmt_result *results,
-                              nmt_error *err)
+nmt_status nmt_translator_run(nmt_translator *t, const nmt_run_args *args,
+                              nmt_result *results, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_prepared *p = NULL;
-    if (!t || (!lines && n_lines > 0) || (!results && n_lines > 0) || n_lines < 0)
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "translate_batch: bad arguments");
-    status = nmt_translator_prepare(t, lines, n_lines, &p, err);
+    const int n_lines = args ? args->n_lines : 0;
+    if (!t || !args || (!args->lines && n_lines > 0) || (!results && n_lines > 0) ||
+        n_lines < 0 || (args->score && !args->targets && n_lines > 0))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: bad arguments",
+                             args && args->score ? "score_batch" : "translate_batch");
+    status = nmt_translator_prefixes_usable(t, args->targets && !args->score, err);
+    if (status == NMT_STATUS_OK)
+        status = nmt_translator_prepare_call(t, args->lines, args->targets, n_lines, args->score, &p, err);
+    if (status == NMT_STATUS_OK && args->line_keys)
+        status = nmt_prepared_set_line_keys(p, args->line_keys, err);
     if (status == NMT_STATUS_OK) {
-        status = run_prepared(t, p, overrides, results, err);
+        status = run_prepared(t, p, args->overrides, results, err);
     } else {
         for (int i = 0; i < n_lines; i++) /* the caller's memory: nothing to free */
             results[i] = (nmt_result){0};

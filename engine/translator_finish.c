@@ -31,7 +31,7 @@ struct nmt_finisher {
     pthread_cond_t changed;
     /* The batch in hand (count 0: none) and whether to stop after it. */
     nmt_search_result *found;
-    const nmt_tokens *tokens;
+    const nmt_call_lines *call;
     const int32_t *lines;
     int32_t count;
     nmt_result *results;
@@ -43,15 +43,16 @@ struct nmt_finisher {
 };
 
 /* Fills results[lines[k]] from found[k] and clears found[k], k < count. */
-static void finish_batch(nmt_finisher *f, nmt_search_result *found, const nmt_tokens *tokens,
-                         const int32_t *lines, int32_t count, nmt_result *results)
+static void finish_batch(nmt_finisher *f, nmt_search_result *found,
+                         const nmt_call_lines *call, const int32_t *lines, int32_t count,
+                         nmt_result *results)
 {
     nmt_error err = {0};
     pthread_mutex_lock(&f->lock);
     const int failed = f->status != NMT_STATUS_OK;
     pthread_mutex_unlock(&f->lock);
     const nmt_status status =
-        nmt_translator_fill_batch(f->t, found, tokens, lines, count, !failed, results, &err);
+        nmt_translator_fill_batch(f->t, found, call, lines, count, !failed, results, &err);
     if (status != NMT_STATUS_OK) {
         pthread_mutex_lock(&f->lock);
         if (f->status == NMT_STATUS_OK) {
@@ -72,12 +73,12 @@ static void *finisher_main(void *arg)
         if (f->count == 0) /* stop, nothing left */
             break;
         nmt_search_result *found = f->found;
-        const nmt_tokens *tokens = f->tokens;
+        const nmt_call_lines *call = f->call;
         const int32_t *lines = f->lines;
         const int32_t count = f->count;
         nmt_result *results = f->results;
         pthread_mutex_unlock(&f->lock);
-        finish_batch(f, found, tokens, lines, count, results);
+        finish_batch(f, found, call, lines, count, results);
         pthread_mutex_lock(&f->lock);
         f->count = 0;
         pthread_cond_broadcast(&f->changed);
@@ -121,7 +122,7 @@ static void wait_idle(nmt_finisher *f)
 }
 
 nmt_status nmt_finisher_submit(nmt_finisher *f, nmt_search_result *found,
-                               const nmt_tokens *tokens, const int32_t *lines, int32_t count,
+                               const nmt_call_lines *call, const int32_t *lines, int32_t count,
                                nmt_result *results, nmt_error *err)
 {
     if (count <= 0)
@@ -138,7 +139,7 @@ nmt_status nmt_finisher_submit(nmt_finisher *f, nmt_search_result *found,
         return status;
     }
     f->found = found;
-    f->tokens = tokens;
+    f->call = call;
     f->lines = lines;
     f->count = count;
     f->results = results;

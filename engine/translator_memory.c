@@ -60,39 +60,57 @@ nmt_status nmt_translator_create_cuda(const nmt_model *model, int device_index,
 }
 
 nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_config *search,
-                                       const nmt_tokens *tokens, const int32_t *lines,
+                                       const nmt_call_lines *call, const int32_t *lines,
                                        int32_t count, nmt_result *results,
                                        nmt_finisher *finisher, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK, decoded = NMT_STATUS_OK;
     nmt_error decode_err = {0};
+    nmt_batch_forced forced;
+    memset(&forced, 0, sizeof forced);
+    const int32_t per_line = nmt_translator_sentences_per_line(search, call);
+    const int32_t sentences = count * per_line;
     nmt_source_builder_reset(&t->source);
     for (int32_t k = 0; k < count; k++)
-        NMT_TRY(nmt_source_builder_add(&t->source, &tokens[lines[k]], err));
+        for (int32_t j = 0; j < per_line; j++)
+            NMT_TRY(nmt_source_builder_add(
+                &t->source, &call->tokens[lines[k]],
+                call->line_keys ? call->line_keys[lines[k]] : (uint64_t)lines[k], err));
+    NMT_TRY(nmt_translator_forced_batch(call, lines, count, per_line, &forced, err));
     {
         const nmt_source_batch source = nmt_source_builder_batch(&t->source);
-        memset(t->search_results, 0, sizeof *t->search_results * (size_t)count);
-        decoded = t->backend->vtable->decode(t->backend, &source, search, t->search_results,
-                                             &decode_err);
+        nmt_search_config config = *search;
+        if (forced.offset)
+            config.forced = &forced.view;
+        if (per_line > 1)
+            config.params.n_best = 1; /* each alternative's best */
+        memset(t->search_results, 0, sizeof *t->search_results * (size_t)sentences);
+        const nmt_backend_vtable *v = t->backend->vtable;
+        decoded = call->score ? v->score(t->backend, &source, &config, t->search_results,
+                                         &decode_err)
+                              : v->decode(t->backend, &source, &config, t->search_results,
+                                          &decode_err);
     }
+    if (decoded == NMT_STATUS_OK && per_line > 1)
+        NMT_TRY(nmt_translator_merge_alternatives(t->search_results, count, per_line, err));
     if (finisher && decoded == NMT_STATUS_OK) {
         /* The finisher takes this half of the pair; the next batch the other. */
-        NMT_TRY(nmt_finisher_submit(finisher, t->search_results, tokens, lines, count, results,
+        NMT_TRY(nmt_finisher_submit(finisher, t->search_results, call, lines, count, results,
                                     err));
         t->search_results = t->search_results == t->results_pair
                                 ? t->results_pair + t->options.batch_size
                                 : t->results_pair;
-        return NMT_STATUS_OK;
+        goto cleanup;
     }
-    status = nmt_translator_fill_batch(t, t->search_results, tokens, lines, count,
+    status = nmt_translator_fill_batch(t, t->search_results, call, lines, count,
                                        decoded == NMT_STATUS_OK, results, err);
     if (decoded == NMT_STATUS_ERROR_MEMORY && count > 1) {
         /* The batch did not fit: the halves, each as a batch of its own. */
         const int32_t half = nmt_batch_half(count);
         t->stats.split_batches++;
-        NMT_TRY(nmt_translator_decode_lines(t, search, tokens, lines, half, results, finisher,
+        NMT_TRY(nmt_translator_decode_lines(t, search, call, lines, half, results, finisher,
                                             err));
-        NMT_TRY(nmt_translator_decode_lines(t, search, tokens, lines + half, count - half,
+        NMT_TRY(nmt_translator_decode_lines(t, search, call, lines + half, count - half,
                                             results, finisher, err));
     } else if (decoded == NMT_STATUS_ERROR_MEMORY) {
         char message[sizeof results->message];
@@ -103,5 +121,6 @@ nmt_status nmt_translator_decode_lines(nmt_translator *t, const nmt_search_confi
         status = nmt_error_set(err, decoded, "%s", decode_err.message);
     }
 cleanup:
+    nmt_translator_forced_free(&forced);
     return status;
 }

@@ -82,18 +82,22 @@ cleanup:
 }
 
 /* Hypothesis token ids -> text (and, with tokens, a copy of its pieces),
- * replacing UNK by the most attended source token's original form. */
+ * replacing UNK by the most attended source token's original form; the
+ * target's tokens (a prefix, or the translation scored) keep their own. */
 static nmt_status hypothesis_to_text(const nmt_translator *t, const nmt_search_hypothesis *h,
-                                     const nmt_tokens *source, char **text, char ***tokens,
-                                     nmt_error *err)
+                                     const nmt_tokens *source, const nmt_line_target *target,
+                                     char **text, char ***tokens, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     const char **pieces = NULL;
+    const int32_t n_given = target ? target->tokens.n : 0;
     NMT_ALLOC(pieces, h->length + 1);
     for (int32_t i = 0; i < h->length; i++) {
         int32_t id = h->tokens[i];
         int32_t pos = h->attn_argmax ? h->attn_argmax[i] : -1;
-        if (id == NMT_UNK_ID && t->options.unk_replace && pos >= 0 && pos < source->n)
+        if (i < n_given && id == target->ids[i])
+            pieces[i] = target->tokens.tokens[i].text;
+        else if (id == NMT_UNK_ID && t->options.unk_replace && pos >= 0 && pos < source->n)
             pieces[i] = source->tokens[pos].text;
         else
             pieces[i] = nmt_vocab_token(t->model->tgt_vocab, id);
@@ -134,8 +138,8 @@ cleanup:
 }
 
 nmt_status nmt_translator_fill_result(const nmt_translator *t, const nmt_search_result *found,
-                                      const nmt_tokens *source, nmt_result *result,
-                                      nmt_error *err)
+                                      const nmt_tokens *source, const nmt_line_target *target,
+                                      nmt_result *result, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     const int weights = t->options.attention_weights;
@@ -155,8 +159,8 @@ nmt_status nmt_translator_fill_result(const nmt_translator *t, const nmt_search_
         nmt_hypothesis *out = &result->hypotheses[k];
         result->n_hypotheses = k + 1; /* from here on, clear frees it */
         out->n_tokens = h->length;    /* before tokens: clear frees that many */
-        NMT_TRY(hypothesis_to_text(t, h, source, &out->text, weights ? &out->tokens : NULL,
-                                   err));
+        NMT_TRY(hypothesis_to_text(t, h, source, target, &out->text,
+                                   weights ? &out->tokens : NULL, err));
         out->score = h->score;
         out->log_prob = h->log_prob;
         NMT_ALLOC(out->alignment, h->length > 0 ? h->length : 1);
@@ -177,15 +181,63 @@ cleanup:
 }
 
 nmt_status nmt_translator_fill_batch(const nmt_translator *t, nmt_search_result *found,
-                                     const nmt_tokens *tokens, const int32_t *lines,
+                                     const nmt_call_lines *call, const int32_t *lines,
                                      int32_t count, int fill, nmt_result *results,
                                      nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
-    for (int32_t k = 0; k < count && fill && status == NMT_STATUS_OK; k++)
-        status = nmt_translator_fill_result(t, &found[k], &tokens[lines[k]], &results[lines[k]],
-                                            err);
+    for (int32_t k = 0; k < count && fill && status == NMT_STATUS_OK; k++) {
+        const int32_t i = lines[k];
+        status = nmt_translator_fill_result(t, &found[k], &call->tokens[i],
+                                            call->targets ? &call->targets[i] : NULL,
+                                            &results[i], err);
+    }
     for (int32_t k = 0; k < count; k++)
         nmt_search_result_clear(&found[k]);
+    return status;
+}
+
+nmt_status nmt_translator_echo(const nmt_translator *t, const nmt_tokens *source,
+                               nmt_result *result, nmt_error *err)
+{
+    enum { ON_STACK = 64 }; /* most lines: no allocation but the result's own */
+    nmt_status status = NMT_STATUS_OK;
+    const int32_t n = source->n;
+    int32_t stack_ids[ON_STACK], stack_positions[ON_STACK];
+    float stack_zeros[ON_STACK + 1];
+    int32_t *ids = stack_ids, *positions = stack_positions;
+    float *zeros = stack_zeros, *attention = NULL;
+    if (n > ON_STACK) {
+        ids = positions = NULL;
+        zeros = NULL;
+        NMT_ALLOC(ids, n);
+        NMT_ALLOC(positions, n);
+        NMT_ALLOC(zeros, (size_t)n + 1);
+    }
+    if (t->options.attention_weights)
+        NMT_ALLOC(attention, n > 0 ? (size_t)n * (size_t)n : 1);
+    for (int32_t i = 0; i < n; i++) {
+        ids[i] = NMT_UNK_ID; /* replaced by the source token at position i */
+        positions[i] = i;
+        zeros[i] = 0.0f;
+        if (attention)
+            attention[(size_t)i * (size_t)n + (size_t)i] = 1.0f;
+    }
+    zeros[n] = 0.0f;
+    nmt_search_hypothesis h = {.length = n,
+                               .tokens = ids,
+                               .attn_argmax = positions,
+                               .token_scores = zeros,
+                               .n_src = n,
+                               .attention = attention};
+    const nmt_search_result found = {.n_hypotheses = 1, .hypotheses = &h};
+    status = nmt_translator_fill_result(t, &found, source, NULL, result, err);
+cleanup:
+    if (ids != stack_ids) {
+        free(ids);
+        free(positions);
+        free(zeros);
+    }
+    free(attention);
     return status;
 }

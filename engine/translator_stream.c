@@ -75,7 +75,9 @@ static nmt_status adapter_pull(void *self, int32_t room, int wait, nmt_source_ba
                 a->lines->deliver(a->lines->self, a->tag_buf[i], &result);
                 continue;
             }
-            status = nmt_source_builder_add(&t->source, &c->tokens, err);
+            const uint64_t key =
+                a->lines->line_key ? a->lines->line_key(a->lines->self, a->tag_buf[i]) : 0;
+            status = nmt_source_builder_add(&t->source, &c->tokens, key, err);
             if (status != NMT_STATUS_OK) {
                 nmt_tokens_clear(&c->tokens);
                 goto cleanup;
@@ -116,7 +118,8 @@ static void adapter_deliver(void *self, void *tag, nmt_search_result *found, nmt
     memset(&result, 0, sizeof result);
     if (found) {
         nmt_error e = {0};
-        if (nmt_translator_fill_result(a->t, found, &c->tokens, &result, &e) != NMT_STATUS_OK) {
+        if (nmt_translator_fill_result(a->t, found, &c->tokens, NULL, &result, &e) !=
+            NMT_STATUS_OK) {
             nmt_result_clear(&result);
             nmt_translator_line_error(&result, e.status, e.message);
         }

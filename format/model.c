@@ -1,12 +1,13 @@
 /* model.c: nmt_model_read: a validated model file (model_file.c) becomes the
- * in-memory model v1 (model.h, ../shared/design/model-v1.md).
+ * in-memory model v1 (model.h, docs/model-v1.md).
  *
  * The hyper-parameters fix the complete list of tensors and their shapes
  * (docs/model-format.md, "Tensors"); the file must hold exactly those, every
  * value finite. All weights live in one 64-byte aligned fp32 arena. When the
- * file stores fp32 without compression, the arena is the file buffer itself,
- * so loading costs one read and no copy; otherwise tensors are copied
- * (fp16 widened exactly) into a fresh arena. Matrices stored sparse (section
+ * file stores fp32 without compression, the arena is the file buffer itself
+ * (the file mapped, model_file.c: no copy, and processes that load the same
+ * file share its pages); otherwise tensors are converted (fp16 widened
+ * exactly, on a few threads) into a fresh arena. Matrices stored sparse (section
  * SPRS) keep their CSR in a second arena and are also expanded into the dense
  * one, so code that reads dense weights needs no sparse path. */
 #include "model_file.h"
@@ -14,6 +15,9 @@
 #include "error.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +142,65 @@ static nmt_status place_tensor(const nmt_file_tensor *t, const uint8_t *data, fl
                                  "%s: tensor '%s': element %llu is %s", path, t->name,
                                  (unsigned long long)i, isnan(dst[i]) ? "NaN" : "infinite");
     return NMT_STATUS_OK;
+}
+
+/* place_tensor for tensors[0 .. n) over a few threads: widening fp16 and
+ * checking every value is most of a load (the shipped model: 14 M values),
+ * and the tensors are independent. */
+typedef struct place_job {
+    const nmt_file_tensor *const *tensors;
+    float *const *slots;
+    int32_t n, step, first;
+    const uint8_t *data;
+    const char *path;
+    nmt_status status;
+    int32_t failed_at; /* the tensor whose check failed */
+    nmt_error err;
+    pthread_t thread;
+} place_job;
+
+static void *place_some(void *arg)
+{
+    place_job *job = arg;
+    for (int32_t i = job->first; i < job->n && job->status == NMT_STATUS_OK; i += job->step) {
+        if (job->tensors[i])
+            job->status = place_tensor(job->tensors[i], job->data, job->slots[i], job->path,
+                                       &job->err);
+        job->failed_at = i;
+    }
+    return NULL;
+}
+
+enum { PLACE_THREADS = 4 };
+
+static nmt_status place_tensors(const nmt_file_tensor *const *tensors, float *const *slots,
+                                int32_t n, const uint8_t *data, const char *path, nmt_error *err)
+{
+    place_job jobs[PLACE_THREADS];
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const int n_jobs = cores >= PLACE_THREADS ? PLACE_THREADS : cores > 1 ? (int)cores : 1;
+    int started[PLACE_THREADS] = {0};
+    for (int j = 0; j < n_jobs; j++) {
+        jobs[j] = (place_job){.tensors = tensors, .slots = slots, .n = n, .step = n_jobs,
+                              .first = j, .data = data, .path = path};
+        if (j > 0)
+            started[j] = pthread_create(&jobs[j].thread, NULL, place_some, &jobs[j]) == 0;
+    }
+    for (int j = 0; j < n_jobs; j++)
+        if (j == 0 || !started[j])
+            place_some(&jobs[j]); /* this thread's share, or one that could not start */
+    for (int j = 1; j < n_jobs; j++)
+        if (started[j])
+            pthread_join(jobs[j].thread, NULL);
+    const place_job *failed = NULL; /* the first tensor in table order that failed */
+    for (int j = 0; j < n_jobs; j++)
+        if (jobs[j].status != NMT_STATUS_OK && (!failed || jobs[j].failed_at < failed->failed_at))
+            failed = &jobs[j];
+    if (!failed)
+        return NMT_STATUS_OK;
+    if (err)
+        *err = failed->err;
+    return failed->status;
 }
 
 /* Only the matrices the decoder multiplies every step may be stored sparse:
@@ -346,16 +409,21 @@ nmt_status nmt_model_from_file(nmt_model_file *f, nmt_model **out, nmt_error *er
             pos += (elems * 4 + 63) & ~(uint64_t)63;
         }
     }
-    for (int32_t i = 0; i < n; i++)
-        if (found[i])
-            NMT_TRY(place_tensor(found[i], f->data, *specs[i].slot, f->path, err));
+    {
+        float *slots[MAX_SPECS];
+        for (int32_t i = 0; i < n; i++)
+            slots[i] = *specs[i].slot;
+        NMT_TRY(place_tensors(found, slots, n, f->data, f->path, err));
+    }
     if (f->n_sparse > 0)
         NMT_TRY(place_sparse(m, f, specs, found_sparse, n, err));
     if (all_f32) {
         /* Detach the buffer from the file; its token lists pointed into it and
          * were only needed for the vocabularies, which hold copies. */
-        if (f->data_owner == f->buffer)
+        if (f->data_owner == f->buffer) {
+            m->arena_mapped = f->mapped ? (size_t)f->buffer_size : 0;
             f->buffer = NULL;
+        }
         f->data_owner = NULL;
         f->data = NULL;
     }
@@ -412,7 +480,10 @@ void nmt_model_destroy(nmt_model *model)
     nmt_vocab_free(model->src_vocab);
     nmt_vocab_free(model->tgt_vocab);
     nmt_spm_free(model->spm);
-    free(model->arena);
+    if (model->arena_mapped)
+        munmap(model->arena, model->arena_mapped);
+    else
+        free(model->arena);
     free(model->sparse);
     free(model->sparse_arena);
     free(model);

@@ -95,6 +95,8 @@ struct nmt_model {
     float *out_w;     /* [V_tgt, H] */
     float *out_b;     /* [V_tgt] */
     void *arena;      /* one allocation holding every tensor above */
+    size_t arena_mapped; /* > 0: the arena is the model file mapped (fp32, uncompressed: the
+                            tensors used in place), this many bytes to munmap */
     int32_t weights_fp16; /* 1: the file stores every tensor in fp16 (NMT_PRECISION_AUTO) */
     int32_t n_sparse; /* matrices stored sparse in the file (section SPRS) */
     nmt_sparse_matrix *sparse; /* [n_sparse]; arrays in sparse_arena */

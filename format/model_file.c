@@ -1,21 +1,25 @@
 /* model_file.c: the reader of model file format v1 (docs/model-format.md).
  *
- * The whole file is read into one 64-byte aligned buffer, then checked in
- * order: preamble (magic, CRC, version, flags, size), section table (CRC,
+ * The whole file is mapped (mmap, private, every page read in at once: the
+ * checks read every byte anyway), or where the system refuses to map it,
+ * read into one 64-byte aligned buffer; then checked in order: preamble (magic, CRC, version, flags, size), section table (CRC,
  * tags, canonical placement with zero padding), each section's CRC, then the
  * contents (HPAR, VSRC, VTGT, SPMP, TENS, SPRS) and finally DATA, inflated when
  * compressed. No size read from the file is trusted before it has been
  * compared with the bytes actually there. Vocabulary entries themselves are
  * checked by nmt_vocab_create and tensor names and shapes by model.c. */
-#define _POSIX_C_SOURCE 200809L /* fileno, fstat */
+#define _DEFAULT_SOURCE /* madvise */
 #include "model_file_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 typedef struct section {
@@ -278,6 +282,61 @@ nmt_status nmt_model_file_read_memory(const void *bytes, size_t size, const char
     return status;
 }
 
+/* n bytes at offset of fd into buf; 0, or -1 with errno (0: the file is shorter). */
+static int read_at(int fd, void *buf, size_t n, uint64_t offset)
+{
+    uint8_t *p = buf;
+    while (n > 0) {
+        const ssize_t got = pread(fd, p, n, (off_t)offset);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            if (got == 0)
+                errno = 0;
+            return -1;
+        }
+        p += got;
+        n -= (size_t)got;
+        offset += (uint64_t)got;
+    }
+    return 0;
+}
+
+/* The file's bytes into file->buffer: a private mapping (its fp32 weights
+ * are then used in place, from the page cache: no copy), or a read copy. */
+static nmt_status map_or_read(int fd, uint64_t size, const char *path, nmt_model_file *file,
+                              nmt_error *err)
+{
+    void *mapped = size > 0 && size <= SIZE_MAX
+                       ? mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0)
+                       : MAP_FAILED;
+    struct stat st;
+    if (mapped != MAP_FAILED) {
+        /* Read ahead: the checks read every page. (MAP_POPULATE would copy
+         * every page of a writable private mapping.) */
+        madvise(mapped, (size_t)size, MADV_WILLNEED);
+        /* A file cut short since fstat would fault where its pages ended. */
+        if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < size) {
+            munmap(mapped, (size_t)size);
+            return nmt_error_set(err, NMT_STATUS_ERROR_IO, "%s: read failed: %s", path,
+                                 "file shrank while reading");
+        }
+        file->buffer = mapped;
+        file->buffer_size = size;
+        file->mapped = 1;
+        return NMT_STATUS_OK;
+    }
+    file->buffer = nmt_alloc_aligned(size);
+    if (!file->buffer)
+        return nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "%s: out of memory reading %llu "
+                             "bytes", path, (unsigned long long)size);
+    file->buffer_size = size;
+    if (read_at(fd, file->buffer, (size_t)size, 0) != 0)
+        return nmt_error_set(err, NMT_STATUS_ERROR_IO, "%s: read failed: %s", path,
+                             errno ? strerror(errno) : "file shrank while reading");
+    return NMT_STATUS_OK;
+}
+
 nmt_status nmt_model_file_read(const char *path, nmt_model_file *file, nmt_error *err)
 {
     memset(file, 0, sizeof *file);
@@ -285,12 +344,12 @@ nmt_status nmt_model_file_read(const char *path, nmt_model_file *file, nmt_error
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "model path is NULL");
     file->path = path;
     nmt_status status = NMT_STATUS_OK;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return nmt_error_set(err, NMT_STATUS_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
-    /* fstat, not ftell: a directory opens fine on Linux and may claim any size. */
+    /* fstat, not a seek: a directory opens fine on Linux and may claim any size. */
     struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_IO, "%s: not a regular file", path);
         goto cleanup;
     }
@@ -300,29 +359,16 @@ nmt_status nmt_model_file_read(const char *path, nmt_model_file *file, nmt_error
     uint8_t head[NMT_FILE_PREAMBLE_SIZE];
     size_t head_len = size < sizeof head ? (size_t)size : sizeof head;
     uint32_t flags, n_sections;
-    if (fread(head, 1, head_len, fp) != head_len) {
+    if (read_at(fd, head, head_len, 0) != 0) {
         status = nmt_error_set(err, NMT_STATUS_ERROR_IO, "%s: read failed: %s", path,
-                               ferror(fp) ? strerror(errno) : "file shrank while reading");
+                               errno ? strerror(errno) : "file shrank while reading");
         goto cleanup;
     }
     NMT_TRY(check_preamble(head, size, path, &flags, &n_sections, err));
-    file->buffer = nmt_alloc_aligned(size);
-    if (!file->buffer) {
-        status = nmt_error_set(err, NMT_STATUS_ERROR_MEMORY, "%s: out of memory reading %llu "
-                               "bytes", path, (unsigned long long)size);
-        goto cleanup;
-    }
-    file->buffer_size = size;
-    memcpy(file->buffer, head, head_len);
-    if (size > head_len && fread((uint8_t *)file->buffer + head_len, 1, (size_t)(size - head_len),
-                                 fp) != (size_t)(size - head_len)) {
-        status = nmt_error_set(err, NMT_STATUS_ERROR_IO, "%s: read failed: %s", path,
-                               ferror(fp) ? strerror(errno) : "file shrank while reading");
-        goto cleanup;
-    }
+    NMT_TRY(map_or_read(fd, size, path, file, err));
     status = parse(file, err);
 cleanup:
-    fclose(fp);
+    close(fd);
     if (status != NMT_STATUS_OK)
         nmt_model_file_clear(file);
     return status;
@@ -334,7 +380,10 @@ void nmt_model_file_clear(nmt_model_file *file)
         return;
     if (file->data_owner != file->buffer)
         free(file->data_owner);
-    free(file->buffer);
+    if (file->mapped && file->buffer)
+        munmap(file->buffer, (size_t)file->buffer_size);
+    else
+        free(file->buffer);
     free(file->src_tokens);
     free(file->src_lengths);
     free(file->tgt_tokens);

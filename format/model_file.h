@@ -75,7 +75,8 @@ typedef struct nmt_file_sparse {
 
 /* A read and validated file. `data` is 64-byte aligned and owned by
  * `data_owner` (either the whole file buffer or the inflated DATA), which a
- * caller may take over (set data_owner to NULL) to avoid a copy. */
+ * caller may take over (set data_owner to NULL) to avoid a copy; the file
+ * buffer is then unmapped with munmap when `mapped`. */
 typedef struct nmt_model_file {
     const char *path;        /* for messages; not owned */
     uint32_t flags;
@@ -99,6 +100,7 @@ typedef struct nmt_model_file {
     void *data_owner;
     void *buffer;            /* the file's bytes, 64-byte aligned */
     uint64_t buffer_size;
+    int mapped;              /* buffer is a private mapping of the file (munmap), not malloc'ed */
 } nmt_model_file;
 
 /* Reads and validates a file (NMT_STATUS_ERROR_IO when it cannot be read,

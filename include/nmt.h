@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* nmt_status, nmt_error and nmt_status_string: the ground floor's status
  * types (core/nmt_status.h; the installed nmt.h carries them inline). */
@@ -146,10 +147,49 @@ typedef struct nmt_options {
                             the machine's cores (nmt_cpu_default_threads(1)). OpenBLAS
                             keeps one count for the process: with blas, give every
                             translator of a process the same */
+    int return_alternatives; /* 1: a line's n_best hypotheses are alternatives: the n_best
+                                best words at its first free position (after its target
+                                prefix, nmt_translate_batch_prefix; else the first), EOS
+                                excepted, in that order, each continued by the beam
+                                (CTranslate2's return_alternatives; docs/decoding.md,
+                                "Target prefixes"); needs batch_size >= n_best. 0
+                                (default): the beam's n-best list */
     nmt_cpu_isa cpu_isa; /* CPU, fast: the instructions of its product, default
                             NMT_CPU_ISA_AUTO (the best this CPU runs); a path the CPU
                             lacks is an error at create. The paths' last bits differ:
                             one path everywhere gives every machine the same bits */
+
+    /* Random sampling and the logit rules (docs/decoding.md), CTranslate2's
+     * options of the same names; none works with shrink. Sampling takes no
+     * target prefix or return_alternatives; nmt_score_batch none of them
+     * (nor the coverage penalty). A prefix's tokens are taken as the model
+     * scores them: the logit rules shape the words after them. */
+    int sampling_topk;   /* 1 (default): the beam search; 0: sample from the whole
+                            vocabulary; K in 2..512: sample from the K likeliest words.
+                            Sampling takes beam_size 1 and draws n_best samples a line
+                            (at most the translator's beam_size or n_best, whichever is
+                            larger); it follows the v1 rules */
+    float sampling_topp; /* (0, 1], default 1: sample from the smallest set of the top-K
+                            whose probability is at least this (< 1 needs K in 2..512) */
+    float sampling_temperature; /* (0, 100], default 1: sample from softmax(logits / T) */
+    uint64_t seed;       /* sampling: a line's samples depend on the seed, the line's key
+                            (nmt_prepared_set_line_keys; its index in the call by
+                            default) and nothing else, default 0 */
+    int min_length;      /* EOS never ends a hypothesis of fewer target tokens (except at
+                            the max length), default 0 */
+    int no_repeat_ngram_size; /* N > 0: a word that would repeat an N-gram of its
+                                 hypothesis is never generated, default 0 (off) */
+    float repetition_penalty; /* (0, 100], default 1 (off): the logit of a word the
+                                 hypothesis holds is divided by this when positive,
+                                 multiplied when negative (CTRL) */
+    int ban_unk;         /* 1: UNK is never generated (OpenNMT-py's -ban_unk_token,
+                            CTranslate2's disable_unk), default 0 */
+    const char *suppress; /* NULL (default), or target token sequences never generated:
+                             one a line, tokens separated by spaces, as the target
+                             vocabulary spells them (read at create) */
+    nmt_coverage_penalty coverage_penalty; /* default NMT_COVERAGE_NONE; needs search_rules
+                                              onmt (OpenNMT-py's -coverage_penalty) */
+    float coverage_beta; /* 0..100, default 0 (OpenNMT-py's -beta) */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;
@@ -191,7 +231,8 @@ void nmt_options_init(nmt_options *options);
 
 /* sizeof of a public struct by its name ("nmt_options", "nmt_hypothesis",
  * "nmt_result", "nmt_stats", "nmt_error", "nmt_service_options",
- * "nmt_request_options", "nmt_service_stats", "nmt_shrink_options"), 0 for
+ * "nmt_request_options", "nmt_service_stats", "nmt_shrink_options",
+ * "nmt_pipeline_options", "nmt_pipeline_window", "nmt_pipeline_stats"), 0 for
  * another name: a binding (python/nmt) checks its own layouts against the
  * library it loaded, so a library of another version is refused at load
  * instead of misread. */
@@ -230,6 +271,39 @@ nmt_device nmt_translator_device(const nmt_translator *translator);
 nmt_status nmt_translate_batch(nmt_translator *translator, const char *const *lines, int n_lines,
                                nmt_result *results, nmt_error *err);
 
+/* nmt_translate_batch where line i's translation continues its target
+ * prefix target_prefixes[i] (NULL or "": none): text tokenized as the
+ * source is (input_tokens, the model's SentencePiece), each token a word of
+ * the target vocabulary (an unknown one is UNK, its text kept in the
+ * output). Every hypothesis starts with the prefix's tokens, whose log
+ * probabilities count in its scores; the search is free after them
+ * (docs/decoding.md, "Target prefixes"). A prefix that cannot be used (more
+ * tokens than the longest translation of a max_src_tokens-token line,
+ * floor(max_len_a x max_src_tokens + max_len_b) - 1; a special token; bad
+ * UTF-8) is that line's error; so is any prefix on a translator that
+ * shrinks its output layer (NMT_STATUS_ERROR_ARGUMENT for the call: a forced
+ * word need not be a candidate). target_prefixes may be NULL (none at
+ * all). */
+nmt_status nmt_translate_batch_prefix(nmt_translator *translator, const char *const *lines,
+                                      const char *const *target_prefixes, int n_lines,
+                                      nmt_result *results, nmt_error *err);
+
+/* Scores line i's given translation targets[i] (forced decoding; OpenNMT-py's
+ * -tgt, CTranslate2's score_batch, marian-scorer): results[i] has one
+ * hypothesis whose text is targets[i] as given, log_prob the sum of its
+ * tokens' log-probabilities and the EOS's, score that normalized by the
+ * length penalty as a translation's (alpha, search_rules), token_scores
+ * each token's log-probability then the EOS's, alignment and, with
+ * attention_weights, the attention rows and tokens. Targets are tokenized
+ * and limited as prefixes are (nmt_translate_batch_prefix); a pair that
+ * cannot be scored (an empty source, a bad target) is that line's error
+ * and the others are scored. The output layer is the full softmax
+ * whatever the shrinking. On CUDA the targets run as one teacher-forced
+ * pass at batch width, with no beam. */
+nmt_status nmt_score_batch(nmt_translator *translator, const char *const *sources,
+                           const char *const *targets, int n_lines, nmt_result *results,
+                           nmt_error *err);
+
 /* nmt_translate_batch in two halves, for a pipeline that prepares the next
  * lines while the translator decodes the last ones. prepare does the host
  * work that comes before decoding (each line checked and tokenized, the
@@ -245,6 +319,12 @@ nmt_status nmt_translator_prepare(const nmt_translator *translator, const char *
 nmt_status nmt_translate_prepared(nmt_translator *translator, nmt_prepared *prepared,
                                   nmt_result *results, nmt_error *err);
 void nmt_prepared_free(nmt_prepared *prepared); /* NULL: nothing */
+/* Sampling: line i of the prepared call draws from the random streams keyed
+ * by the seed and keys[i] (copied; one per line) instead of its index i, so
+ * a line keeps its samples in any call (translate keys a line by its number
+ * in the input). Before nmt_translate_prepared. */
+nmt_status nmt_prepared_set_line_keys(nmt_prepared *prepared, const uint64_t *keys,
+                                      nmt_error *err);
 
 void nmt_result_clear(nmt_result *result);
 
@@ -283,11 +363,158 @@ typedef struct nmt_stats {
 nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,
                                 nmt_error *err);
 
+/* ---- the host pipeline: a stream of lines, in input order -----------------
+ *
+ * A file (or lines the caller pushes) through translators (engine/pipeline.c,
+ * docs/scale-out.md). One reader cuts the input into windows of lines; a pool
+ * of host threads checks and tokenizes each window in parts (what
+ * nmt_translator_prepare does; its lines sorted by length); each translator,
+ * on a thread of its own, takes the oldest window ready and decodes it
+ * (nmt_translate_prepared); the pool turns its results into output bytes
+ * (the format) in parts; and nmt_pipeline_next gives the windows back in
+ * input order. Memory is bounded by the windows in flight, whatever the
+ * input's length. A translator whose window fails (a device error) takes no
+ * more windows: that window is translated again by the others, and a window
+ * fails only once every translator has (nmt_pipeline_translator_failed
+ * names each). */
+typedef struct nmt_pipeline nmt_pipeline;
+
+/* What each input line's target line is (nmt_pipeline_options.targets). */
+typedef enum nmt_targets {
+    NMT_TARGETS_NONE = 0,   /* no target lines: nmt_translate_batch */
+    NMT_TARGETS_PREFIX = 1, /* the prefix its translation continues (an empty one: none), as
+                               nmt_translate_batch_prefix */
+    NMT_TARGETS_SCORE = 2   /* the translation to score, as nmt_score_batch */
+} nmt_targets;
+
+/* The output bytes nmt_pipeline_window.text holds. */
+typedef enum nmt_pipeline_output {
+    NMT_PIPELINE_OUTPUT_NONE = 0,  /* none: the results only */
+    NMT_PIPELINE_OUTPUT_TEXT = 1,  /* a line each: the best hypothesis's text (a refused
+                                      line: an empty line) */
+    NMT_PIPELINE_OUTPUT_SCORES = 2 /* a line each: its score ("%.9g", -inf for a refused
+                                      line), a tab, the text */
+} nmt_pipeline_output;
+
+/* A caller's output: writes results[0 .. n) (the input's lines first_line
+ * .. first_line + n - 1, 0-based) to out; 0, or -1 when a write failed.
+ * Called on the pool's threads, for parts of windows in any order. */
+typedef int (*nmt_pipeline_format)(void *self, int64_t first_line, const nmt_result *results,
+                                   int n, FILE *out);
+
+typedef struct nmt_pipeline_options {
+    int window_lines; /* lines sorted by length and batched together, 1..1048576; 0
+                         (default): 8 x batch_size, at most 65536 */
+    int host_threads; /* threads that tokenize and format, 0 (default): the machine's cores;
+                         -1: none: nmt_pipeline_next reads, prepares, translates (the
+                         first translator) and formats each window on the calling thread
+                         (interactive use: no hand-off between threads on an answer's
+                         path) */
+    int translators;  /* translators that will be added (default 1): the last window of a
+                         file, when its end cuts it short, is split among them so that a
+                         short input keeps every one busy */
+    int dry_run;      /* 1: no translator: each line's one hypothesis is its own tokens
+                         through the detokenizer (score 0), so the pipeline measures the
+                         host alone; 0 (default) */
+    nmt_pipeline_output output;  /* default NMT_PIPELINE_OUTPUT_TEXT */
+    nmt_pipeline_format format;  /* not NULL: the output instead of `output` */
+    void *format_self;
+    nmt_targets targets;         /* default NMT_TARGETS_NONE; else a target line beside each
+                                    input line, from a second file (nmt_pipeline_read_fd); not
+                                    in a dry run, nor with pushed lines */
+    const char *target_name;     /* a refused target line's name in its line's error (a
+                                    program's option, say); NULL (default): "target line" */
+} nmt_pipeline_options;
+
+void nmt_pipeline_options_init(nmt_pipeline_options *options);
+
+/* A pipeline for translators of `model` with `options` (their input options
+ * and batch size: max_line_bytes, max_src_tokens, input_tokens, batch_size,
+ * max_batch_tokens; and, for a dry run, output_tokens). Starts the pool;
+ * windows are read and prepared as soon as an input is given, before any
+ * translator is added (a device's start-up overlaps the reading). */
+nmt_status nmt_pipeline_create(const nmt_model *model, const nmt_options *options,
+                               const nmt_pipeline_options *pipeline_options,
+                               nmt_pipeline **pipeline, nmt_error *err);
+/* Stops reading (a wait on the input is interrupted), lets each translator
+ * finish its window, and frees everything in flight. The translators stay
+ * the caller's. NULL: nothing. */
+void nmt_pipeline_free(nmt_pipeline *pipeline);
+
+/* Adds a translator (not owned; at most 64; of the pipeline's model and
+ * input options, NMT_STATUS_ERROR_ARGUMENT otherwise): a thread of its own
+ * takes windows from now on. Not in a dry run. */
+nmt_status nmt_pipeline_add_translator(nmt_pipeline *pipeline, nmt_translator *translator,
+                                       nmt_error *err);
+
+/* The input, one of the two ways. read_fd: a thread reads fd (not closed
+ * here) in large reads, skips skip_lines lines (line numbers stay the whole
+ * input's), then reads at most limit_lines (-1: all). A line's "\n" or
+ * "\r\n" is not part of it; a last line without one counts. A line longer
+ * than max_line_bytes, or with a NUL byte, gets a per-line
+ * NMT_STATUS_ERROR_INPUT (only max_line_bytes + 1 of its bytes are kept).
+ * target_fd: with options.targets, the target lines' file (not closed
+ * here), read a line for each input line (skipped alike); a target line
+ * too long, with a NUL byte, or missing (the file ended first) is its
+ * line's NMT_STATUS_ERROR_INPUT; else -1. */
+nmt_status nmt_pipeline_read_fd(nmt_pipeline *pipeline, int fd, int target_fd,
+                                int64_t skip_lines, int64_t limit_lines, nmt_error *err);
+/* push: copies lines (C strings) into windows. Returns how many it took: all
+ * of them with wait != 0 (it waits for room), else those the windows in
+ * flight had room for (take a window with nmt_pipeline_next to make room);
+ * -1 with err when the pipeline reads a file, has targets, or has ended. end: no more
+ * lines (a partial window is handed on). */
+int nmt_pipeline_push(nmt_pipeline *pipeline, const char *const *lines, int n_lines, int wait,
+                      nmt_error *err);
+void nmt_pipeline_end(nmt_pipeline *pipeline);
+
+/* One window's lines, translated, in input order. */
+typedef struct nmt_pipeline_window {
+    int64_t first_line;   /* 0-based number of its first line in the input (skipped lines
+                             count) */
+    int n_lines;
+    nmt_result *results;  /* [n_lines], the pipeline's until nmt_pipeline_release */
+    const char *text;     /* the output bytes (options.output or format); NULL for none */
+    size_t text_bytes;
+    int translator;       /* the translator (in the order added) that translated it, or
+                             that failed last; -1 in a dry run or when the host failed */
+    nmt_status status;    /* OK; else no translator could translate it (every one failed;
+                             each result then holds the error) or the host ran out of
+                             memory, and `error` says why */
+    nmt_error error;
+} nmt_pipeline_window;
+
+/* The next window in input order: NMT_STATUS_OK with *window (give it back
+ * with nmt_pipeline_release), or with *window NULL once every line read is
+ * given; NMT_STATUS_BUSY with wait 0 when it is not translated yet, and with
+ * pushed lines when none is in flight (push more, or end);
+ * NMT_STATUS_ERROR_IO or _MEMORY (with err: "after line N: ...") when
+ * reading the input failed, once every window before is given. From one
+ * thread. */
+nmt_status nmt_pipeline_next(nmt_pipeline *pipeline, int wait, nmt_pipeline_window **window,
+                             nmt_error *err);
+void nmt_pipeline_release(nmt_pipeline *pipeline, nmt_pipeline_window *window);
+
+typedef struct nmt_pipeline_stats {
+    int64_t lines_read;     /* input lines read, the skipped ones included */
+    int64_t windows;        /* windows handed to the translators (or echoed) */
+    double decode_seconds;  /* wall time while at least one translator decoded */
+    int64_t translators;    /* translators added */
+    int64_t translators_failed;
+    int64_t host_threads;   /* the pool's threads */
+    int64_t input_ended;    /* 1 once the whole input is read (its windows may be in flight) */
+} nmt_pipeline_stats;
+
+void nmt_pipeline_stats_get(nmt_pipeline *pipeline, nmt_pipeline_stats *stats);
+/* 1 when translator i (in the order added) failed, with its error in err;
+ * 0 while it works. */
+int nmt_pipeline_translator_failed(nmt_pipeline *pipeline, int i, nmt_error *err);
+
 /* ---- the service: many callers, one sentence each ------------------------
  *
  * A thread-safe, asynchronous front over translators (engine/service.c):
  * any thread submits a line and gets a request handle back at once; worker
- * threads (one per device, or cpu_workers on the CPU) take queued requests
+ * threads (workers_per_device on each device, or cpu_workers on the CPU) take queued requests
  * in arrival order, batch the ones with the same search options, translate
  * them and complete the handles (and call the callback, if any). A
  * sentence's translation does not depend on what it was batched with: the
@@ -298,7 +525,8 @@ typedef struct nmt_request nmt_request;
 typedef struct nmt_service_options {
     nmt_options translator;  /* each worker's translator; beam_size is the largest beam a
                                 request may ask for, batch_size the most sentences a batch
-                                holds; device AUTO/CPU/CUDA as for a translator */
+                                holds (default 256 here); device AUTO/CPU/CUDA as for a
+                                translator */
     int n_devices;           /* CUDA: workers on these device ordinals (0: one worker on
                                 translator.device_index; -1: one on every visible device) */
     const int *devices;
@@ -322,6 +550,9 @@ typedef struct nmt_service_options {
     int join_every;          /* continuous batching: steps between the points where finished
                                 requests leave and queued ones join (1..1000), default 4
                                 (docs/perf/service.md, "Continuous batching") */
+    int workers_per_device;  /* CUDA: workers (each a translator) on each device (1..16),
+                                default 2: one decodes while another gathers its batch and
+                                answers the last (docs/perf/service.md, "Workers") */
 } nmt_service_options;
 
 void nmt_service_options_init(nmt_service_options *options);
@@ -338,6 +569,26 @@ typedef struct nmt_request_options {
                             (refused when the service has none) */
     double deadline_ms;  /* > 0: complete with NMT_STATUS_DEADLINE unless translated within
                             this many milliseconds of submit; 0: none */
+    const char *target_prefix; /* NULL: none; else the translation continues this prefix
+                                  (nmt_translate_batch_prefix; copied at submit) */
+    int return_alternatives;   /* -1: the service's; 0 or 1 (nmt_options) */
+    const char *target;        /* NULL: translate; else score this translation of the line
+                                  instead (nmt_score_batch; copied at submit): the result's
+                                  one hypothesis carries its scores */
+    /* Sampling and the logit rules (nmt_options' fields of the same names): */
+    int sampling_topk;          /* -1: the service's */
+    float sampling_topp;        /* < 0: the service's */
+    float sampling_temperature; /* < 0: the service's */
+    int64_t seed;               /* < 0: the service's */
+    uint64_t line_key;          /* the request's random streams' key besides the seed,
+                                   default 0 */
+    int min_length;             /* < 0: the service's */
+    int no_repeat_ngram_size;   /* < 0: the service's */
+    float repetition_penalty;   /* < 0: the service's */
+    int ban_unk;                /* < 0: the service's */
+    const char *suppress;       /* NULL: the service's; "" none (read at submit) */
+    int coverage_penalty;       /* < 0: the service's; else an nmt_coverage_penalty */
+    float coverage_beta;        /* < 0: the service's */
 } nmt_request_options;
 
 void nmt_request_options_init(nmt_request_options *options);

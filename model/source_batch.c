@@ -35,6 +35,7 @@ void nmt_source_builder_free(nmt_source_builder *builder)
     free(builder->row_ptr);
     free(builder->cols);
     free(builder->values);
+    free(builder->line_key);
     memset(builder, 0, sizeof *builder);
 }
 
@@ -49,6 +50,7 @@ nmt_status nmt_source_builder_init(nmt_source_builder *builder, const nmt_model 
     const int32_t features = model->hp.n_features;
     builder->cased = words_cased(model);
     NMT_ALLOC(builder->src_len, max_sentences);
+    NMT_ALLOC(builder->line_key, max_sentences);
     NMT_ALLOC(builder->token_offset, max_sentences + 1);
     NMT_ALLOC(builder->row_ptr, builder->max_tokens + 1);
     NMT_ALLOC(builder->cols, (size_t)builder->max_tokens * features);
@@ -74,7 +76,7 @@ void nmt_source_word_ids(const nmt_source_builder *builder, nmt_tokens *tokens)
 }
 
 nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens *tokens,
-                                  nmt_error *err)
+                                  uint64_t line_key, nmt_error *err)
 {
     const nmt_hparams *hp = &builder->model->hp;
     if (builder->n_sentences >= builder->max_sentences ||
@@ -101,6 +103,7 @@ nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens 
         builder->row_ptr[row + 1] = e;
     }
     builder->src_len[builder->n_sentences] = tokens->n;
+    builder->line_key[builder->n_sentences] = line_key;
     builder->n_tokens += tokens->n;
     builder->n_sentences++;
     builder->token_offset[builder->n_sentences] = builder->n_tokens;
@@ -116,5 +119,6 @@ nmt_source_batch nmt_source_builder_batch(const nmt_source_builder *builder)
     batch.row_ptr = builder->row_ptr;
     batch.cols = builder->cols;
     batch.values = builder->values;
+    batch.line_key = builder->line_key;
     return batch;
 }

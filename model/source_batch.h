@@ -17,6 +17,8 @@ typedef struct nmt_source_batch {
     const int32_t *row_ptr;      /* [n_tokens + 1] */
     const int32_t *cols;         /* feature rows of src_embedding */
     const float *values;         /* feature weights (1.0 in v1) */
+    const uint64_t *line_key;    /* [n_sentences]: sampling's key of each sentence's random
+                                    streams (decoder/logit_rules.h) */
 } nmt_source_batch;
 
 
@@ -27,6 +29,7 @@ typedef struct nmt_source_builder {
     int32_t n_sentences, n_tokens;
     int32_t *src_len, *token_offset, *row_ptr, *cols;
     float *values;
+    uint64_t *line_key;
 } nmt_source_builder;
 
 nmt_status nmt_source_builder_init(nmt_source_builder *builder, const nmt_model *model,
@@ -38,10 +41,10 @@ void nmt_source_builder_reset(nmt_source_builder *builder);
  * token as written; unknown words NMT_UNK_ID). Reads only what init set, so
  * any thread may call it while another builds a batch. */
 void nmt_source_word_ids(const nmt_source_builder *builder, nmt_tokens *tokens);
-/* Appends one sentence (>= 1 token); a token's word_id when set (>= 0),
- * else its word looked up. */
+/* Appends one sentence (>= 1 token) whose sampling key is line_key; a
+ * token's word_id when set (>= 0), else its word looked up. */
 nmt_status nmt_source_builder_add(nmt_source_builder *builder, const nmt_tokens *tokens,
-                                  nmt_error *err);
+                                  uint64_t line_key, nmt_error *err);
 nmt_source_batch nmt_source_builder_batch(const nmt_source_builder *builder);
 
 #endif /* NMT_SOURCE_BATCH_H */

@@ -92,6 +92,10 @@ int nmt_utf8_valid(const char *s, size_t len, size_t *bad_offset)
 {
     size_t i = 0;
     while (i < len) {
+        if ((unsigned char)s[i] < 0x80) { /* ASCII, most of it */
+            i++;
+            continue;
+        }
         int32_t cp;
         int n = nmt_utf8_decode(s + i, len - i, &cp);
         if (n == 0) {

@@ -8,7 +8,7 @@
  * translator, is raised to the most sentences a budget can hold (a line has
  * at least one token) within the engine's limit of 4096. nmt-server takes
  * both fields as its service's, so it batches by tokens the same way.
- * --maxi-batch is translate's read-ahead window (apps/translate/reader.c). */
+ * --maxi-batch is translate's read-ahead window (the library's nmt_pipeline). */
 #include "options.h"
 
 #include <stdio.h>

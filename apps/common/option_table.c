@@ -57,6 +57,13 @@ static int set_lsh(const app_option *row, void *settings, const char *value)
     return app_parse_lsh(value, &((translate_args *)settings)->engine.shrink);
 }
 
+static int set_suppress(const app_option *row, void *settings, const char *value)
+{
+    (void)row;
+    translate_args *a = settings;
+    return app_parse_suppress(value, a->suppress, sizeof a->suppress);
+}
+
 static int set_top_words(const app_option *row, void *settings, const char *value)
 {
     translate_args *a = settings;
@@ -80,7 +87,8 @@ static int set_stats(const app_option *row, void *settings, const char *value)
 
 const app_option app_translate_options[] = {
     {.name = "model", .short_name = 'm', .kind = APP_OPT_STRING, ARGS(model_path), .arg = "PATH",
-     .help = "model file (required)"},
+     .repeated = "several models (an ensemble, -m A -m B) are not supported yet",
+     .help = "model file (required; give it once)"},
     {.name = "config", .short_name = 'c', .kind = APP_OPT_STRING, ARGS(config_path),
      .scope = APP_OPT_CLI_ONLY, .arg = "PATH",
      .help = "INI file with any of the options below; the command line wins"},
@@ -117,16 +125,19 @@ const app_option app_translate_options[] = {
      .choices = (const app_choice[]){{"auto", -1}, {"text", 0}, {"tokens", 1}, {NULL, 0}},
      .help = "tokens: the target tokens, space-separated"},
     {.name = "beam", .short_name = 'b', .kind = APP_OPT_INT, ENGINE(beam_size), .lo = 1,
-     .hi = 256, .arg = "N", .help = "beam size (default 5)"},
+     .hi = 256, APP_GIVEN(translate_args, beam_given), .arg = "N",
+     .help = "beam size (default 5; 1 when sampling)"},
     {.name = "n-best", .short_name = 'n', .kind = APP_OPT_INT, ENGINE(n_best), .lo = 1, .hi = 256,
      .arg = "N",
-     .help = "hypotheses per line (default 1); N > 1 prints\n"
-             "LINE<TAB>RANK<TAB>SCORE<TAB>TEXT rows, N per input line\n"
-             "(a refused line: N rows of score -inf, empty text)"},
+     .help = "hypotheses per line (default 1; sampling: N samples); N > 1\n"
+             "prints LINE<TAB>RANK<TAB>SCORE<TAB>TEXT rows, N per input\n"
+             "line (a refused line: N rows of score -inf, empty text)"},
     {.name = "n-best-format", .kind = APP_OPT_CHOICE, ARGS(nbest_marian),
      .choices = (const app_choice[]){{"tsv", 0}, {"marian", 1}, {NULL, 0}},
      .help = "tsv: the rows above | marian: \"ID ||| TEXT ||| F0= LOGPROB\n"
-             "||| SCORE\" rows, ID the 0-based line (Marian's n-best lists)"},
+             "||| SCORE\" rows, ID the 0-based line, the fields below\n"
+             "before F0= (Marian's n-best lists: alignment, then the\n"
+             "token scores as WordScores=, then the attention)"},
     {.name = "alpha", .kind = APP_OPT_FLOAT, ENGINE(alpha), .lo = 0, .hi = 10, .arg = "A",
      .help = "length penalty: score / length^A (default 1.0)"},
     {.name = "max-len-a", .kind = APP_OPT_FLOAT, ENGINE(max_len_a), .lo = 0, .hi = 100,
@@ -178,11 +189,20 @@ const app_option app_translate_options[] = {
      .help = "CUDA device ordinal (default 0)"},
     {.name = "devices", .kind = APP_OPT_CUSTOM, .set = set_devices,
      APP_GIVEN(translate_args, device_given), .arg = "LIST|all",
-     .help = "CUDA: one translator a device (e.g. 0,1), chunks in parallel,\n"
-             "output in input order, the same as one device's"},
+     .help = "CUDA: one translator a device (e.g. 0,1; 0,0: two on\n"
+             "device 0), chunks in parallel, output in input order, the\n"
+             "same as one device's"},
     {.name = "workers", .kind = APP_OPT_INT, ARGS(workers), .lo = 1, .hi = 256, .arg = "N",
      .help = "CPU: N translators in parallel (default 1), likewise; the\n"
              "last window (a short input's only one) is split among them"},
+    {.name = "host-threads", .kind = APP_OPT_INT, ARGS(host_threads), .lo = 1, .hi = 1024,
+     .arg = "N",
+     .help = "host threads that tokenize and format windows of input\n"
+             "(default: the cores; docs/scale-out.md)"},
+    {.name = "dry-run", .kind = APP_OPT_FLAG, ARGS(dry_run),
+     .help = "no translator: each line's tokens go back through the\n"
+             "detokenizer (the host pipeline alone: --timing's\n"
+             "lines_per_second)"},
     {.name = "skip-lines", .kind = APP_OPT_INT, ARGS(skip_lines), .lo = 0, .hi = 2147483647,
      .arg = "N",
      .help = "skip the first N input lines (no output for them): resumes\n"
@@ -233,9 +253,10 @@ const app_option app_translate_options[] = {
      .help = "CPU, fast and blas: threads a product uses (default: the\n"
              "cores, divided among --workers)"},
     {.name = "warmup", .kind = APP_OPT_BOOL, ENGINE(warmup), .arg = "on|off",
+     APP_GIVEN(translate_args, warmup_given),
      .help = "CUDA: warm up at start (~0.5 s at batch 2048) so the\n"
-             "first lines are not slow (default on; off is faster\n"
-             "end to end for a short file)"},
+             "first lines are not slow (default on, but off for a file\n"
+             "of one batch or less, which it would only delay)"},
     {.name = "check-every", .kind = APP_OPT_INT, ENGINE(check_every), .lo = 1, .hi = 64,
      .arg = "N", .help = "CUDA: read the done flags every N steps (1..64, default 1)"},
     {.name = "precision", .kind = APP_OPT_CHOICE, ENGINE(precision), .choices = precisions,
@@ -264,6 +285,65 @@ const app_option app_translate_options[] = {
      .help = "progress on stderr (default: when stderr is a terminal)"},
     {.name = "no-progress", .kind = APP_OPT_FLAG, ARGS(progress), .negate = 1,
      .help = "no progress on stderr"},
+    /* forced tokens (scoring, prefixes) */
+    {.name = "score-target", .kind = APP_OPT_STRING, ARGS(score_target_path), .lo = 1,
+     .arg = "FILE", .heading = "\nScoring and target prefixes (docs/decoding.md):\n",
+     .help = "score FILE's line i as the translation of input line i\n"
+             "(forced decoding; OpenNMT-py's -tgt, marian-scorer) instead\n"
+             "of translating: each output line is LOGPROB<TAB>SCORE (the\n"
+             "target's and its EOS's log-probabilities summed, and that\n"
+             "length-normalized as a translation's), then the fields of\n"
+             "--alignment, --token-scores, --attention"},
+    {.name = "target-prefix", .kind = APP_OPT_STRING, ARGS(target_prefix_path), .lo = 1,
+     .arg = "FILE",
+     .help = "FILE's line i starts input line i's translation (empty:\n"
+             "none); the search continues it, every hypothesis starts\n"
+             "with it and its log-probabilities count (-tgt_prefix)"},
+    {.name = "return-alternatives", .kind = APP_OPT_FLAG, ENGINE(return_alternatives),
+     .help = "the --n-best hypotheses are alternatives: the N best words\n"
+             "after the prefix (or at the start), each continued by the\n"
+             "beam, best word first (CTranslate2's return_alternatives)"},
+    {.name = "sampling-topk", .kind = APP_OPT_INT, ENGINE(sampling_topk), .lo = 0, .hi = 512,
+     .arg = "K",
+     .heading = "\nSampling and logit rules (docs/decoding.md; CTranslate2's options):\n",
+     .help = "sample each word from the K likeliest (0: from every word;\n"
+             "1, the default: beam search); --n-best N draws N samples\n"
+             "a line with beam 1; a line's samples depend on --seed and\n"
+             "its number in the input only"},
+    {.name = "sampling-topp", .kind = APP_OPT_FLOAT, ENGINE(sampling_topp), .lo = 0, .hi = 1,
+     .arg = "P",
+     .help = "from the smallest set of the top K whose probability is\n"
+             "at least P (default 1: all K; needs K 2..512)"},
+    {.name = "sampling-temperature", .kind = APP_OPT_FLOAT, ENGINE(sampling_temperature),
+     .lo = 0, .hi = 100, .arg = "T", .help = "sample from softmax(logits / T) (default 1)"},
+    {.name = "seed", .kind = APP_OPT_INT, ENGINE(seed), .lo = 0, .hi = 2147483647, .arg = "S",
+     .help = "the samples' random streams (default 0)"},
+    {.name = "min-length", .kind = APP_OPT_INT, ENGINE(min_length), .lo = 0, .hi = 10000,
+     .arg = "N", .help = "no hypothesis ends before N target tokens (default 0)"},
+    {.name = "no-repeat-ngram-size", .kind = APP_OPT_INT, ENGINE(no_repeat_ngram_size),
+     .lo = 0, .hi = 64, .arg = "N",
+     .help = "never repeat an N-gram of the hypothesis (default 0: off)"},
+    {.name = "repetition-penalty", .kind = APP_OPT_FLOAT, ENGINE(repetition_penalty), .lo = 0,
+     .hi = 100, .arg = "P",
+     .help = "the logits of the hypothesis's words / P when positive,\n"
+             "x P when negative (CTRL; default 1: off)"},
+    {.name = "ban-unk", .kind = APP_OPT_FLAG, ENGINE(ban_unk),
+     .help = "never generate <unk> (OpenNMT-py's -ban_unk_token)"},
+    {.name = "disable-unk", .kind = APP_OPT_FLAG, ENGINE(ban_unk),
+     .help = "the same (CTranslate2's disable_unk)"},
+    {.name = "suppress", .kind = APP_OPT_CUSTOM, .set = set_suppress, .arg = "FILE|LIST",
+     .help = "never generate these target token sequences: a FILE of\n"
+             "them, one a line, tokens separated by spaces, or a LIST\n"
+             "separated by commas (\"a b,c\")"},
+    {.name = "coverage-penalty", .kind = APP_OPT_CHOICE, ENGINE(coverage_penalty),
+     .choices = (const app_choice[]){{"none", NMT_COVERAGE_NONE},
+                                     {"wu", NMT_COVERAGE_WU},
+                                     {"summary", NMT_COVERAGE_SUMMARY},
+                                     {NULL, 0}},
+     .help = "rescore finished hypotheses by their attention's coverage\n"
+             "(OpenNMT-py's; with --search-rules onmt; default none)"},
+    {.name = "coverage-beta", .kind = APP_OPT_FLOAT, ENGINE(coverage_beta), .lo = 0, .hi = 100,
+     .arg = "B", .help = "the coverage penalty's weight (default 0)"},
     {.name = "lsh", .kind = APP_OPT_CUSTOM, .set = set_lsh, .arg = "K,u,W,T,t",
      .heading = "\nVocabulary shrinking (docs/lsh.md; off by default: full softmax):\n",
      .help = "LSH (Shi, Xu & Knight): score only the words whose WTA band\n"
@@ -298,8 +378,10 @@ const app_option app_translate_options[] = {
              "steps, decode_seconds (the wall time while any translator\n"
              "decodes: no model load, no index build; what\n"
              "dev/eval/lsh-grid times speed with), decode_seconds_summed\n"
-             "(the translators' decode times summed) and each\n"
-             "translator's worker_sentences and worker_decode_seconds"},
+             "(the translators' decode times summed), each\n"
+             "translator's worker_sentences and worker_decode_seconds,\n"
+             "and from the process's start startup_seconds (every\n"
+             "translator ready) and first_output_seconds; lines_per_second"},
     {.name = "help", .short_name = 'h', .kind = APP_OPT_FLAG, ARGS(show_help),
      .scope = APP_OPT_CLI_ONLY, .help = "this text"},
     {.name = "version", .short_name = 'V', .kind = APP_OPT_FLAG, ARGS(show_version),

@@ -1,6 +1,6 @@
 /* option_values.c: the value parsers behind the option rows (options.h):
- * strict numbers, sizes, booleans, device lists and the LSH parameters, each
- * refusing what it cannot read exactly. */
+ * strict numbers, sizes, booleans, device lists, the LSH parameters and the
+ * suppressed sequences, each refusing what it cannot read exactly. */
 #include "options.h"
 
 #include <errno.h>
@@ -85,9 +85,6 @@ int app_parse_devices(const char *text, translate_args *a)
         int d;
         if (!app_parse_int(part, 0, 1024, &d))
             return 0;
-        for (int i = 0; i < a->n_devices; i++)
-            if (a->devices[i] == d)
-                return 0;
         a->devices[a->n_devices++] = d;
         p += len;
         if (!*p)
@@ -123,5 +120,25 @@ int app_parse_lsh(const char *text, nmt_shrink_options *out)
     out->w = v[2];
     out->top = v[3];
     out->threshold = v[4];
+    return 1;
+}
+
+int app_parse_suppress(const char *text, char *out, size_t size)
+{
+    FILE *file = fopen(text, "rb");
+    if (file) { /* a file of sequences, read whole */
+        const size_t n = fread(out, 1, size, file);
+        const int whole = n < size && !ferror(file);
+        fclose(file);
+        if (!whole)
+            return 0;
+        out[n] = 0;
+        return strlen(out) == n; /* no NUL byte inside */
+    }
+    const size_t len = strlen(text);
+    if (len == 0 || len >= size)
+        return 0;
+    for (size_t i = 0; i <= len; i++) /* a list: one sequence a line */
+        out[i] = text[i] == ',' ? '\n' : text[i];
     return 1;
 }

@@ -57,6 +57,14 @@ static int is_key(const app_option *row, const char *key)
     return !*n && !*key;
 }
 
+const app_option *app_option_by_key(const app_option *rows, const char *key)
+{
+    for (const app_option *o = rows; o && o->name; o++)
+        if (o->scope != APP_OPT_CLI_ONLY && is_key(o, key))
+            return o;
+    return NULL;
+}
+
 /* The row of an INI key among rows [first, last), or -1. */
 static int find_key(const option_rows *r, int first, int last, const char *key)
 {
@@ -304,6 +312,99 @@ static int code_row(const option_rows *r, int code)
     return -1;
 }
 
+/* getopt_long, refusing an abbreviated long option: glibc takes a unique
+ * prefix (--score for --scores), which a typo or a later option would turn
+ * into another setting. kAbbreviated, with the message, for one. */
+enum { kAbbreviated = -2 };
+
+static int next_option(int argc, char **argv, const getopt_tables *t, char *message,
+                       size_t message_size)
+{
+    int index = -1;
+    const int c = getopt_long(argc, argv, t->shorts, t->longs, &index);
+    if (c < kFirstCode || index < 0 || optind < 1)
+        return c;
+    /* the option's own word: the one before its value when that is a word of its own */
+    const char *word = optarg && optind >= 2 && optarg == argv[optind - 1] ? argv[optind - 2]
+                                                                          : argv[optind - 1];
+    const char *name = t->longs[index].name;
+    const size_t len = strlen(name);
+    if (!strncmp(word, "--", 2) && !strncmp(word + 2, name, len) &&
+        (word[2 + len] == '\0' || word[2 + len] == '='))
+        return c;
+    snprintf(message, message_size, "unknown option '%.*s' (options are not abbreviated: "
+             "--%s?)", (int)strcspn(word, "="), word, name);
+    return kAbbreviated;
+}
+
+/* A word that begins several long options (getopt_long refuses it as
+ * ambiguous): 1 with the message naming them, else 0. */
+static int abbreviation_of_several(const getopt_tables *t, const char *word, char *message,
+                                   size_t message_size)
+{
+    const size_t len = strcspn(word, "=");
+    if (strncmp(word, "--", 2) || len <= 2)
+        return 0;
+    int n = snprintf(message, message_size, "unknown option '%.*s' (options are not "
+                     "abbreviated:", (int)len, word);
+    int found = 0;
+    for (const struct option *o = t->longs; o->name && n > 0 && (size_t)n < message_size; o++)
+        if (!strncmp(o->name, word + 2, len - 2))
+            n += snprintf(message + n, message_size - (size_t)n, "%s --%s", found++ ? "," : "",
+                          o->name);
+    if (n > 0 && (size_t)n < message_size)
+        snprintf(message + n, message_size - (size_t)n, "?)");
+    return found > 1;
+}
+
+/* 1 when row i, about to be given on the command line, was given there
+ * already (itself, or another row with a value setting the same field), with
+ * the message. */
+static int given_twice(const option_rows *r, int i, const setting_source *command_line,
+                       char *message, size_t message_size)
+{
+    const app_option *row = r->rows[i];
+    if (row->kind == APP_OPT_FLAG)
+        return 0; /* no value: giving it again changes nothing */
+    for (int j = 0; j < r->n; j++) {
+        const app_option *other = r->rows[j];
+        const int same_field = other->kind != APP_OPT_FLAG && other->size > 0 &&
+                               other->size == row->size && other->offset == row->offset &&
+                               r->settings[j] == r->settings[i];
+        if (!command_line->given[j] || (j != i && !same_field))
+            continue;
+        if (j == i)
+            snprintf(message, message_size, "--%s is given twice: %s", row->name,
+                     row->repeated ? row->repeated : "give each option once");
+        else
+            snprintf(message, message_size, "--%s and --%s set the same thing: give one",
+                     other->name, row->name);
+        return 1;
+    }
+    return 0;
+}
+
+/* A program's overrides (translate's INI keys), after the command line. */
+static int apply_overrides(const option_rows *r, const app_extra_settings *extra,
+                           setting_source *source, char *message, size_t message_size)
+{
+    for (int k = 0; extra && k < extra->n_overrides; k++) {
+        const app_setting *o = &extra->overrides[k];
+        const int i = find_key(r, 0, r->n_base, o->key);
+        if (i < 0) {
+            snprintf(message, message_size, "%s: unknown key '%s'", extra->overrides_source,
+                     o->key);
+            return 0;
+        }
+        if (!apply_row(r, i, o->value, source)) {
+            snprintf(message, message_size, "%s: bad value for %s: '%s'",
+                     extra->overrides_source, o->key, o->value);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void set_defaults(translate_args *args)
 {
     memset(args, 0, sizeof *args);
@@ -314,9 +415,10 @@ static void set_defaults(translate_args *args)
 }
 
 /* The rules between settings, once every source is in. */
-static int check_args(translate_args *args, char *message, size_t message_size)
+static int check_args(translate_args *args, int model_optional, char *message,
+                      size_t message_size)
 {
-    if (!args->model_path[0]) {
+    if (!args->model_path[0] && !model_optional) {
         snprintf(message, message_size, "no model: give -m MODEL (or model = ... in the config)");
         return EXIT_USAGE;
     }
@@ -328,12 +430,34 @@ static int check_args(translate_args *args, char *message, size_t message_size)
     }
     if (app_resolve_batching(args, message, message_size) != EXIT_OK)
         return EXIT_USAGE;
-    if (args->engine.n_best > args->engine.beam_size) {
+    /* Sampling draws --n-best samples with beam 1, unless the user set one. */
+    const int sampling = args->engine.sampling_topk != 1;
+    if (sampling && !args->beam_given)
+        args->engine.beam_size = 1;
+    args->engine.suppress = args->suppress[0] ? args->suppress : NULL;
+    if (!sampling && args->engine.n_best > args->engine.beam_size) {
         snprintf(message, message_size, "--n-best %d is larger than --beam %d",
                  args->engine.n_best, args->engine.beam_size);
         return EXIT_USAGE;
     }
+    if (args->score_target_path[0] && args->target_prefix_path[0]) {
+        snprintf(message, message_size, "--score-target and --target-prefix exclude each other");
+        return EXIT_USAGE;
+    }
+    if (args->dry_run && (args->score_target_path[0] || args->target_prefix_path[0])) {
+        snprintf(message, message_size, "--dry-run decodes nothing: it takes no --%s",
+                 args->score_target_path[0] ? "score-target" : "target-prefix");
+        return EXIT_USAGE;
+    }
     return EXIT_OK;
+}
+
+translate_target translate_args_target(const translate_args *args, const char **path)
+{
+    *path = args->score_target_path[0] ? args->score_target_path : args->target_prefix_path;
+    return args->score_target_path[0]    ? TRANSLATE_TARGET_SCORE
+           : args->target_prefix_path[0] ? TRANSLATE_TARGET_PREFIX
+                                         : TRANSLATE_TARGET_NONE;
 }
 
 int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_settings *extra,
@@ -363,7 +487,7 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
     int c;
     opterr = 0;
     optind = 0;
-    while ((c = getopt_long(argc, argv, tables->shorts, tables->longs, NULL)) != -1)
+    while ((c = next_option(argc, argv, tables, message, message_size)) != -1)
         if (code_row(rows, c) == config && !apply_row(rows, config, optarg, command_line)) {
             snprintf(message, message_size, "bad value for --config: '%s'", optarg);
             goto done;
@@ -374,11 +498,17 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
         goto done;
 
     /* Pass 2: the command line. */
+    memset(command_line, 0, sizeof *command_line); /* pass 1 gave -c */
+    message[0] = 0;
     opterr = 0;
     optind = 0;
-    while ((c = getopt_long(argc, argv, tables->shorts, tables->longs, NULL)) != -1) {
+    while ((c = next_option(argc, argv, tables, message, message_size)) != -1) {
         const int i = code_row(rows, c);
-        if (i >= 0) {
+        if (c == kAbbreviated) {
+            goto done;
+        } else if (i >= 0) {
+            if (given_twice(rows, i, command_line, message, message_size))
+                goto done;
             if (!apply_row(rows, i, optarg ? optarg : "1", command_line)) {
                 snprintf(message, message_size, "bad value for --%s: '%s'", rows->rows[i]->name,
                          optarg ? optarg : "");
@@ -387,8 +517,10 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
         } else if (c == ':') {
             snprintf(message, message_size, "option %s needs a value", argv[optind - 1]);
             goto done;
-        } else {
+        } else if (!abbreviation_of_several(tables, argv[optind - 1], message, message_size)) {
             snprintf(message, message_size, "unknown option '%s' (see --help)", argv[optind - 1]);
+            goto done;
+        } else {
             goto done;
         }
     }
@@ -401,8 +533,8 @@ int app_args_parse(int argc, char **argv, translate_args *args, const app_extra_
         code = EXIT_OK;
     else if (shrink_conflict_in(rows, command_line))
         snprintf(message, message_size, "command line: %s", shrink_conflict);
-    else
-        code = check_args(args, message, message_size);
+    else if (apply_overrides(rows, extra, command_line, message, message_size))
+        code = check_args(args, extra && extra->model_optional, message, message_size);
 done:
     free(rows);
     free(tables);

@@ -19,6 +19,13 @@ enum {
                            output, the --stats or --timing file) failed */
 };
 
+/* What a line's second file gives it (--score-target, --target-prefix). */
+typedef enum translate_target {
+    TRANSLATE_TARGET_NONE = 0,
+    TRANSLATE_TARGET_PREFIX = 1, /* its translation continues the line */
+    TRANSLATE_TARGET_SCORE = 2   /* the line is the translation to score */
+} translate_target;
+
 typedef struct translate_args {
     char model_path[1024];
     char config_path[1024];
@@ -48,7 +55,19 @@ typedef struct translate_args {
     int token_scores;  /* append " ||| " and each target token's log-probability, EOS last */
     int attention;     /* append " ||| " and a JSON document: source and target tokens and the
                           soft attention weights (engine.attention_weights) */
+    /* forced tokens (scoring, prefixes): a file with a line for each input line */
+    char score_target_path[1024];  /* --score-target FILE */
+    char target_prefix_path[1024]; /* --target-prefix FILE */
+    int beam_given;    /* --beam was set (file or command line): sampling's beam is 1 */
+    char suppress[1 << 17]; /* --suppress: sequences, one a line (engine.suppress points here) */
+    int dry_run;       /* --dry-run: tokenize and detokenize, no translator (nmt_pipeline) */
+    int warmup_given;  /* --warmup was set (file or command line) */
+    int host_threads;  /* --host-threads: the pipeline's pool (0: the cores) */
 } translate_args;
+
+/* The second file's role (after translate_args_parse: they exclude each
+ * other) and path. */
+translate_target translate_args_target(const translate_args *args, const char **path);
 
 /* One option: one row of a table that feeds getopt, the INI reader and
  * --help (option_table.c holds translate's rows, server_options.c the
@@ -89,6 +108,8 @@ typedef struct app_option {
     app_option_scope scope;
     size_t given;               /* APP_GIVEN: an int field set to 1 when the row is given */
     int (*set)(const struct app_option *row, void *settings, const char *value);
+    const char *repeated; /* why this row given twice on the command line is refused,
+                             for the message (NULL: "give each option once") */
     const char *arg;     /* --help: the value's name; a CHOICE without one lists its names */
     const char *help;    /* --help: the text, lines split by '\n'; NULL: not listed */
     const char *heading; /* --help: a line printed before this row */
@@ -101,6 +122,9 @@ typedef struct app_option {
 /* translate's rows (option_table.c), ending with a row whose name is NULL. */
 extern const app_option app_translate_options[];
 
+/* The row of INI key `key` (the long name with '_' for '-') among rows, or NULL. */
+const app_option *app_option_by_key(const app_option *rows, const char *key);
+
 /* Parses value by row's kind into row's field of settings: 1 done, 0 a bad value. */
 int app_option_store(const app_option *row, void *settings, const char *value);
 /* CHOICE: the value of the choice named text: 1, or 0 when there is none. */
@@ -109,18 +133,33 @@ int app_option_choice(const app_option *row, const char *text, int *value);
  * last, negative when a write failed. */
 int app_print_options(const app_option *rows);
 
-/* Fills args from argv (and the INI file named by -c). On failure writes a
- * message into `message` and returns EXIT_USAGE. */
+/* Fills args from argv (and the INI file named by -c). Long options are
+ * taken by their full names only (no abbreviations), and an option with a
+ * value given twice is refused (rows' .repeated says why). On failure writes
+ * a message into `message` and returns EXIT_USAGE. */
 int translate_args_parse(int argc, char **argv, translate_args *args, char *message,
                          size_t message_size);
 
+/* One setting by its INI key and value text (a program's own source of
+ * settings, such as nmt-server's model options). */
+typedef struct app_setting {
+    const char *key, *value;
+} app_setting;
+
 /* A program's own settings besides translate's: its rows (fields of
  * settings) and its INI section. In the INI file its keys go in its section
- * (or in [translate] beside the common ones). */
+ * (or in [translate] beside the common ones). overrides are translate's keys
+ * applied after the command line (they win), named overrides_source in
+ * messages; model_optional: the program finds its models elsewhere, so no
+ * -m is no error. */
 typedef struct app_extra_settings {
     const app_option *options;
     const char *section;
     void *settings;
+    const app_setting *overrides;
+    int n_overrides;
+    const char *overrides_source;
+    int model_optional;
 } app_extra_settings;
 
 /* translate_args_parse with a program's own settings (extra may be NULL). */
@@ -138,6 +177,10 @@ int app_parse_float(const char *text, double lo, double hi, float *out);
 const char *app_precision_name(nmt_precision precision);
 int app_parse_devices(const char *text, translate_args *a);
 int app_parse_lsh(const char *text, nmt_shrink_options *out);
+/* --suppress's value: a file of sequences (one a line, tokens separated by
+ * spaces) when one is named so, else a comma-separated list of them; into
+ * out (size bytes), one sequence a line. */
+int app_parse_suppress(const char *text, char *out, size_t size);
 
 /* batching.c: --batch-type tokens resolved into the engine's batch_size and
  * max_batch_tokens once every setting is in (EXIT_OK, or EXIT_USAGE with the
@@ -167,13 +210,23 @@ int translate_open_stats(const translate_args *args, stats_output *out, char *me
                          size_t message_size);
 void translate_discard_stats(const translate_args *args, stats_output *out);
 
+/* A run's clock for --timing, in seconds: from the process's start to the
+ * model loaded, to every translator ready (start-up), to the first output
+ * line written; the pipeline's time from its start to the last line
+ * written, and its lines; the wall time while any translator decoded. */
+typedef struct translate_timing {
+    double model_load, startup, first_output, pipeline, decode_wall;
+    long lines, pipeline_lines;
+    int host_threads, dry_run;
+    int warmup; /* the translators were made to warm up (CUDA) */
+} translate_timing;
+
 /* Writes the JSON counters (summed over the translators, and each one's
- * sentences and decode time) and closes the file; decode_wall_seconds is
- * the wall time while any translator was decoding. Returns EXIT_OK, or
- * EXIT_FAILED (the counters) or EXIT_IO (the write) with the reason in
- * message. */
+ * sentences and decode time, none in a dry run) and the timing, and closes
+ * the file. Returns EXIT_OK, or EXIT_FAILED (the counters) or EXIT_IO (the
+ * write) with the reason in message. */
 int translate_write_stats(const translate_args *args, const nmt_translator *const *translators,
-                          int n_translators, long lines, double decode_wall_seconds,
-                          stats_output *out, char *message, size_t message_size);
+                          int n_translators, const translate_timing *timing, stats_output *out,
+                          char *message, size_t message_size);
 
 #endif /* NMT_APP_OPTIONS_H */

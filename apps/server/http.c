@@ -156,16 +156,29 @@ static void wrong_method(server_response *out, const char *allow)
     out->allow = allow;
 }
 
+/* The model id after OpenNMT-py's unload route (with or without its
+ * /translator root, as /models and /health), or NULL for another path. */
+static const char *unload_id(const char *url)
+{
+    static const char kPath[] = "/unload_model/", kRoot[] = "/translator";
+    if (!strncmp(url, kRoot, strlen(kRoot)))
+        url += strlen(kRoot);
+    return strncmp(url, kPath, strlen(kPath)) ? NULL : url + strlen(kPath);
+}
+
 static void route(server *s, const char *url, const char *method, request_state *st,
                   server_response *out)
 {
     const int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     const int post = !strcmp(method, "POST");
-    if (!strcmp(url, "/translator/translate")) {
+    const char *id;
+    if (!strcmp(url, "/translator/translate") || !strcmp(url, "/translator/score")) {
         if (!post)
             wrong_method(out, "POST");
         else if (st->too_large)
             server_error(out, 413, "the body is larger than max_body_bytes");
+        else if (!strcmp(url, "/translator/score"))
+            server_score(s, st->body ? st->body : "", st->length, out);
         else
             server_translate(s, st->body ? st->body : "", st->length, out);
     } else if (!strcmp(url, "/health") || !strcmp(url, "/translator/health")) {
@@ -173,6 +186,16 @@ static void route(server *s, const char *url, const char *method, request_state 
             set_text(out, 200, "application/json", "{\"status\":\"ok\"}");
         else
             wrong_method(out, "GET, HEAD");
+    } else if (!strcmp(url, "/translator/models") || !strcmp(url, "/models")) {
+        if (get)
+            server_list_models(s, out);
+        else
+            wrong_method(out, "GET, HEAD");
+    } else if ((id = unload_id(url)) != NULL) {
+        if (!strcmp(method, "GET") || post) /* not HEAD: it unloads */
+            server_unload_model(s, id, out);
+        else
+            wrong_method(out, "GET, POST");
     } else if (!strcmp(url, "/metrics")) {
         if (!get) {
             wrong_method(out, "GET, HEAD");
@@ -180,7 +203,7 @@ static void route(server *s, const char *url, const char *method, request_state 
         }
         out->code = 200;
         out->content_type = "text/plain; version=0.0.4";
-        out->body = server_metrics_text(&s->metrics, s->service);
+        out->body = server_metrics_text(&s->metrics, s->models);
         out->length = out->body ? strlen(out->body) : 0;
     } else if (!strcmp(url, "/")) {
         if (get)

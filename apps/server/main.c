@@ -1,6 +1,8 @@
-/* main.c: nmt-server (docs/server.md): loads the model, creates the service
- * and listens; prints "nmt-server: listening on http://HOST:PORT" on stdout
- * once it accepts requests. SIGTERM or SIGINT (or --max-requests answered)
+/* main.c: nmt-server (docs/server.md): reads its models (-m, or
+ * --config-json), loads those loaded at start and listens; prints
+ * "nmt-server: listening on http://HOST:PORT" on stdout once it accepts
+ * requests. The main thread's tick closes stalled connections and unloads
+ * the models idle past their timeout. SIGTERM or SIGINT (or --max-requests answered)
  * starts a graceful stop (drain): new requests get 503, those in flight are
  * answered within --timeout (translated, or 503 at the deadline), and the
  * program exits 0. Exit codes as translate's: 2 usage, 3 model, 4 service
@@ -51,28 +53,13 @@ static int wait_for_stop(server *s, const sigset_t *signals)
         if (sig > 0)
             return sig;
         server_http_close_stalled(s);
+        server_models_expire(s->models, server_now());
         pthread_mutex_lock(&s->lock);
         const int done = s->settings.max_requests > 0 && s->requests >= s->settings.max_requests;
         pthread_mutex_unlock(&s->lock);
         if (done)
             return 0;
     }
-}
-
-static nmt_service_options service_options(const server_args *a)
-{
-    nmt_service_options o;
-    nmt_service_options_init(&o);
-    o.translator = a->common.engine;
-    o.cpu_workers = a->common.workers;
-    o.queue_capacity = a->server.queue_capacity;
-    o.max_delay_us = a->server.max_delay_us;
-    o.continuous = a->server.continuous;
-    o.join_every = a->server.join_every;
-    o.max_batch_tokens = a->common.engine.max_batch_tokens; /* translate's option */
-    o.n_devices = a->common.n_devices;
-    o.devices = a->common.devices;
-    return o;
 }
 
 int main(int argc, char **argv)
@@ -83,6 +70,9 @@ int main(int argc, char **argv)
     int closed[3]; /* a closed stream: a socket must not take its number */
     if (app_guard_std_streams(closed) != 0)
         return EXIT_IO;
+    /* jansson seeds its hash function on first use, unguarded: seed it here,
+     * before any thread exists (helgrind showed the race). */
+    json_object_seed(0);
     if (server_args_parse(argc, argv, &args, message, sizeof message) != EXIT_OK) {
         fprintf(stderr, "nmt-server: %s\n", message);
         return EXIT_USAGE;
@@ -102,32 +92,33 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    nmt_model *model = NULL;
-    nmt_error err = {0};
-    if (nmt_model_load(args.common.model_path, &model, &err) != NMT_STATUS_OK) {
-        fprintf(stderr, "nmt-server: %s\n", err.message);
-        return EXIT_MODEL;
+    server_model_spec *specs = NULL;
+    int n_specs = 0;
+    if (server_model_specs(&args, argc, argv, &specs, &n_specs, message, sizeof message) !=
+        EXIT_OK) {
+        fprintf(stderr, "nmt-server: %s\n", message);
+        return EXIT_USAGE;
     }
     static server s;
     s.settings = args.server;
-    s.attention = args.common.engine.attention_weights;
     server_metrics_init(&s.metrics);
     pthread_mutex_init(&s.lock, NULL);
     pthread_cond_init(&s.idle, NULL);
-    const nmt_service_options so = service_options(&args);
-    if (nmt_service_create(model, &so, &s.service, &err) != NMT_STATUS_OK) {
-        fprintf(stderr, "nmt-server: %s\n", err.message);
-        nmt_model_free(model);
+    if (!(s.models = server_models_create(specs, n_specs, &args.server))) {
+        fprintf(stderr, "nmt-server: out of memory\n");
+        server_model_specs_free(specs, n_specs);
         return EXIT_FAILED;
     }
-    /* jansson seeds its hash function on first use, unguarded: seed it here,
-     * before the connection threads exist (helgrind showed the race). */
-    json_object_seed(0);
+    const int loaded = server_models_load_all(s.models, message, sizeof message);
+    if (loaded != EXIT_OK) {
+        fprintf(stderr, "nmt-server: %s\n", message);
+        server_models_free(s.models);
+        return loaded;
+    }
     int port = 0;
     if (server_http_start(&s, &port, message, sizeof message) != 0) {
         fprintf(stderr, "nmt-server: %s\n", message);
-        nmt_service_free(s.service);
-        nmt_model_free(model);
+        server_models_free(s.models);
         return EXIT_FAILED;
     }
     if (printf("nmt-server: listening on http://%s:%d\n", s.settings.host, port) < 0 ||
@@ -140,7 +131,8 @@ int main(int argc, char **argv)
     drain(&s);
     server_http_stop(&s);
     nmt_service_stats st;
-    nmt_service_stats_get(s.service, &st);
+    int n_loaded;
+    server_models_stats(s.models, &st, &n_loaded);
     fprintf(stderr, "nmt-server: stopped after %lld requests (%lld sentences in %lld batches)\n",
             (long long)s.requests, (long long)st.completed, (long long)st.batches);
     if (st.running > 0) {
@@ -152,9 +144,7 @@ int main(int argc, char **argv)
         fflush(NULL);
         _exit(EXIT_OK);
     }
-    nmt_service_shutdown(s.service, 0, NULL, NULL); /* nothing is queued: every request was
-                                                       answered or cancelled */
-    nmt_service_free(s.service);
-    nmt_model_free(model);
+    server_models_free(s.models); /* nothing is queued: every request was answered or
+                                     cancelled */
     return EXIT_OK;
 }

@@ -1,7 +1,8 @@
 /* metrics.c: the server's counters and their Prometheus text format
  * (GET /metrics): HTTP responses by class, translation requests and
- * sentences, a latency histogram of translation requests, and the
- * service's own counters (queue depth, batches and their fill). */
+ * sentences, a latency histogram of translation requests, the models
+ * loaded, and their services' counters summed (queue depth, batches and
+ * their fill). */
 #include "server.h"
 
 #include <stdarg.h>
@@ -69,11 +70,12 @@ static int put(text_buffer *t, const char *fmt, ...)
     }
 }
 
-char *server_metrics_text(server_metrics *m, nmt_service *service)
+char *server_metrics_text(server_metrics *m, server_models *models)
 {
     text_buffer t = {NULL, 0, 0};
     nmt_service_stats st;
-    nmt_service_stats_get(service, &st);
+    int loaded;
+    server_models_stats(models, &st, &loaded);
     pthread_mutex_lock(&m->lock);
     const server_metrics c = *m;
     pthread_mutex_unlock(&m->lock);
@@ -102,6 +104,9 @@ char *server_metrics_text(server_metrics *m, nmt_service *service)
                          "nmt_request_latency_seconds_count %lld\n",
                      (long long)cumulative, c.latency_sum, (long long)cumulative);
     }
+    ok = ok && put(&t, "# HELP nmt_models_loaded Models loaded (their services counted "
+                       "below).\n# TYPE nmt_models_loaded gauge\nnmt_models_loaded %d\n",
+                   loaded);
     ok = ok && put(&t,
                    "# HELP nmt_queue_depth Sentences waiting in the service's queue.\n"
                    "# TYPE nmt_queue_depth gauge\nnmt_queue_depth %lld\n"

@@ -22,7 +22,7 @@ const char server_page_html[] =
     "  try {\n"
     "    const r = await fetch('/translator/translate', {method: 'POST',\n"
     "      headers: {'Content-Type': 'application/json'},\n"
-    "      body: JSON.stringify(lines.map((src, id) => ({src, id})))});\n"
+    "      body: JSON.stringify(lines.map(src => ({src})))});\n"
     "    const j = await r.json();\n"
     "    if (!r.ok) { err.textContent = j.error || r.statusText; return; }\n"
     "    out.textContent = j[0].map(h => h.tgt).join('\\n');\n"

@@ -1,20 +1,32 @@
-/* translate_api.c: POST /translator/translate, OpenNMT-py's REST API over the
- * service (server.h). The body is a JSON array of items {"src": text, "id":
- * any}; the answer is [[{"src", "tgt", "n_best", "pred_score"}, ...]], each
- * item's n_best hypotheses in item order, or {"error", "status": "error"}
- * with a 4xx/5xx code. An item may also set beam_size, n_best, alpha,
- * max_len_a, max_len_b, shrink (bool) and deadline_ms, and "align": true
- * adds OpenNMT-py's "align" to each hypothesis (["s-t s-t ..."]: source
- * token s is the one target token t attended most, 0-based, as tokenized),
- * "token_scores": true the log-probability of each target token (the EOS's
- * last), and "attention": true (a server started with --attention) the
- * source and target tokens and the soft attention weights.
- * Each item is one service request. Everything is checked before anything
- * is queued. */
+/* translate_api.c: OpenNMT-py's REST API over the models (server.h; the
+ * shapes in docs/server.md, written from OpenNMT-py's onmt/bin/server.py and
+ * translation_server.py).
+ *
+ * POST /translator/translate: the body is a JSON array of items {"src":
+ * text, "id": model id}; every item goes to the first item's model (id 0
+ * when it names none), as OpenNMT-py's TranslationServer.run. The answer is
+ * one list per n-best rank, each with one hypothesis per item in item order:
+ * answer[k][i] = {"src", "tgt", "n_best", "pred_score"} of item i's (k+1)-th
+ * best, or {"error", "status": "error"} with a 4xx/5xx code. An item may
+ * also set the fields of kItemFields (search options, "target_prefix",
+ * "return_alternatives", "align", "token_scores", "attention"); an unknown
+ * field is a 400 naming it under --strict 1. Each item is one service
+ * request; everything is checked before anything is queued.
+ *
+ * POST /translator/score: the same items with a string "tgt" each, the
+ * translation to score (forced decoding, nmt_score_batch); one rank, its
+ * elements with "log_prob" (the target's log-probability) beside
+ * "pred_score" (that normalized).
+ *
+ * GET /translator/models lists the models as OpenNMT-py's ServerModel
+ * .to_dict; GET (OpenNMT-py's) or POST /translator/unload_model/ID unloads
+ * one: {"model_id", "status": "ok"}. */
 #include "server.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +40,193 @@ void server_error(server_response *out, unsigned code, const char *message)
     out->length = out->body ? strlen(out->body) : 0;
     json_decref(o);
 }
+
+/* A 200 answer of doc (taken), or a 500 when it cannot be written. */
+static void answer_json(server_response *out, json_t *doc)
+{
+    out->code = 200;
+    out->content_type = "application/json";
+    out->body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    out->length = out->body ? strlen(out->body) : 0;
+    json_decref(doc);
+    if (!out->body)
+        server_error(out, 500, "out of memory");
+}
+
+/* ---- the fields of an item --------------------------------------------------- */
+
+typedef enum item_kind {
+    ITEM_STRING,
+    ITEM_INT,    /* a JSON integer in [lo, hi], an int field */
+    ITEM_INT64,  /* a JSON integer in [lo, hi], an int64_t or uint64_t field */
+    ITEM_FLOAT,  /* a JSON number in [lo, hi], a float field */
+    ITEM_DOUBLE, /* a JSON number in [lo, hi], a double field */
+    ITEM_BOOL,   /* true or false, an int field */
+    ITEM_CHOICE, /* one of choices' names, its index into an int field */
+    ITEM_SEQUENCES /* a list of token sequences, each a string of target tokens or a list
+                      of them: suppress, made text at submit (server_sequences_text) */
+} item_kind;
+
+typedef struct item_field {
+    const char *name;
+    item_kind kind;
+    double lo, hi;
+    size_t option; /* offset + 1 of its nmt_request_options field; 0: the answer reads it */
+    const char *const *choices; /* ITEM_CHOICE, ending with NULL */
+} item_field;
+
+static const char *const kCoveragePenalties[] = {"none", "wu", "summary", NULL};
+
+#define OPTION(field) .option = offsetof(nmt_request_options, field) + 1
+
+/* Every field an item may have: one row a field, its type, range and the
+ * request option it sets. */
+static const item_field kItemFields[] = {
+    {.name = "src", .kind = ITEM_STRING},
+    {.name = "id", .kind = ITEM_INT, .lo = 0, .hi = INT_MAX}, /* the model's: the first item's */
+    {.name = "beam_size", .kind = ITEM_INT, .lo = 1, .hi = 256, OPTION(beam_size)},
+    {.name = "n_best", .kind = ITEM_INT, .lo = 1, .hi = 256, OPTION(n_best)},
+    {.name = "alpha", .kind = ITEM_FLOAT, .lo = 0, .hi = 10, OPTION(alpha)},
+    {.name = "max_len_a", .kind = ITEM_FLOAT, .lo = 0, .hi = 100, OPTION(max_len_a)},
+    {.name = "max_len_b", .kind = ITEM_INT, .lo = 0, .hi = 10000, OPTION(max_len_b)},
+    {.name = "shrink", .kind = ITEM_BOOL, OPTION(shrink)},
+    {.name = "deadline_ms", .kind = ITEM_DOUBLE, .lo = 0, .hi = 1e9, OPTION(deadline_ms)},
+    {.name = "target_prefix", .kind = ITEM_STRING, OPTION(target_prefix)},
+    {.name = "return_alternatives", .kind = ITEM_BOOL, OPTION(return_alternatives)},
+    {.name = "tgt", .kind = ITEM_STRING, OPTION(target)}, /* /translator/score's only */
+    {.name = "align", .kind = ITEM_BOOL},
+    {.name = "token_scores", .kind = ITEM_BOOL},
+    {.name = "attention", .kind = ITEM_BOOL},
+    /* sampling and the logit rules (docs/decoding.md), CTranslate2's names;
+     * sample_key: the samples' key, the item's index when absent (read_item) */
+    {.name = "sampling_topk", .kind = ITEM_INT, .lo = 0, .hi = 512, OPTION(sampling_topk)},
+    {.name = "sampling_topp", .kind = ITEM_FLOAT, .lo = 0, .hi = 1, OPTION(sampling_topp)},
+    {.name = "sampling_temperature", .kind = ITEM_FLOAT, .lo = 0, .hi = 100,
+     OPTION(sampling_temperature)},
+    {.name = "seed", .kind = ITEM_INT64, .lo = 0, .hi = 9007199254740991.0, OPTION(seed)},
+    {.name = "sample_key", .kind = ITEM_INT64, .lo = 0, .hi = 9007199254740991.0,
+     OPTION(line_key)},
+    {.name = "min_length", .kind = ITEM_INT, .lo = 0, .hi = 10000, OPTION(min_length)},
+    {.name = "no_repeat_ngram_size", .kind = ITEM_INT, .lo = 0, .hi = 64,
+     OPTION(no_repeat_ngram_size)},
+    {.name = "repetition_penalty", .kind = ITEM_FLOAT, .lo = 0, .hi = 100,
+     OPTION(repetition_penalty)},
+    {.name = "ban_unk", .kind = ITEM_BOOL, OPTION(ban_unk)},
+    {.name = "disable_unk", .kind = ITEM_BOOL, OPTION(ban_unk)},
+    {.name = "suppress", .kind = ITEM_SEQUENCES},
+    {.name = "coverage_penalty", .kind = ITEM_CHOICE, .choices = kCoveragePenalties,
+     OPTION(coverage_penalty)},
+    {.name = "coverage_beta", .kind = ITEM_FLOAT, .lo = 0, .hi = 100, OPTION(coverage_beta)},
+    {.name = NULL}};
+
+static const item_field *item_field_named(const char *name)
+{
+    for (const item_field *f = kItemFields; f->name; f++)
+        if (!strcmp(f->name, name))
+            return f;
+    return NULL;
+}
+
+/* Checks value against f and stores it into o: 1, or 0 with the message. */
+static int read_field(const item_field *f, json_t *value, size_t i, nmt_request_options *o,
+                      char *msg, size_t size)
+{
+    const double x = json_number_value(value);
+    int ok, choice = -1;
+    switch (f->kind) {
+    case ITEM_STRING: ok = json_is_string(value); break;
+    case ITEM_INT:
+    case ITEM_INT64: ok = json_is_integer(value) && x >= f->lo && x <= f->hi; break;
+    case ITEM_BOOL: ok = json_is_boolean(value); break;
+    case ITEM_SEQUENCES: ok = server_is_sequences(value); break;
+    case ITEM_CHOICE:
+        for (int c = 0; json_is_string(value) && f->choices[c]; c++)
+            if (!strcmp(json_string_value(value), f->choices[c]))
+                choice = c;
+        ok = choice >= 0;
+        break;
+    default: ok = json_is_number(value) && x >= f->lo && x <= f->hi; break;
+    }
+    if (!ok) {
+        if (f->kind == ITEM_STRING)
+            snprintf(msg, size, "item %zu: \"%s\" must be a string", i, f->name);
+        else if (f->kind == ITEM_BOOL)
+            snprintf(msg, size, "item %zu: \"%s\" must be true or false", i, f->name);
+        else if (f->kind == ITEM_SEQUENCES)
+            snprintf(msg, size, "item %zu: \"%s\" must be a list of sequences, each a string "
+                     "of target tokens or a list of them", i, f->name);
+        else if (f->kind == ITEM_CHOICE)
+            snprintf(msg, size, "item %zu: \"%s\" must be \"%s\", \"%s\" or \"%s\"", i,
+                     f->name, f->choices[0], f->choices[1], f->choices[2]);
+        else
+            snprintf(msg, size, "item %zu: \"%s\" must be %s in %g..%g", i, f->name,
+                     f->kind == ITEM_INT ? "an integer" : "a number", f->lo, f->hi);
+        return 0;
+    }
+    if (!f->option)
+        return 1;
+    char *field = (char *)o + f->option - 1;
+    if (f->kind == ITEM_STRING) { /* the item's own string: it outlives the submit */
+        const char *v = json_string_value(value);
+        memcpy(field, &v, sizeof v);
+    } else if (f->kind == ITEM_FLOAT) {
+        const float v = (float)x;
+        memcpy(field, &v, sizeof v);
+    } else if (f->kind == ITEM_DOUBLE) {
+        memcpy(field, &x, sizeof x);
+    } else if (f->kind == ITEM_INT64) {
+        const int64_t v = (int64_t)json_integer_value(value); /* >= 0: a uint64_t's bits too */
+        memcpy(field, &v, sizeof v);
+    } else {
+        const int v = f->kind == ITEM_BOOL ? json_is_true(value)
+                      : f->kind == ITEM_CHOICE ? choice
+                                               : (int)x;
+        memcpy(field, &v, sizeof v);
+    }
+    return 1;
+}
+
+/* Item i's request options (item an object; score: a /translator/score
+ * item, whose "tgt" is required, and only there known); 0 with a message
+ * for a bad or (strict) unknown field. */
+static int read_item(const server *s, const server_model_spec *spec, json_t *item, size_t i,
+                     int score, nmt_request_options *o, char *msg, size_t size)
+{
+    nmt_request_options_init(o);
+    o->line_key = (uint64_t)i; /* the item's samples: keyed by its index unless it says */
+    char unknown[200] = "";
+    size_t at = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach(item, key, value) {
+        const item_field *f = item_field_named(key);
+        if (f && !score && f->option == offsetof(nmt_request_options, target) + 1)
+            f = NULL; /* "tgt": a translation is not scored */
+        if (!f && at < sizeof unknown)
+            at += (size_t)snprintf(unknown + at, sizeof unknown - at, "%s\"%s\"",
+                                   at ? ", " : "", key);
+        else if (f && !read_field(f, value, i, o, msg, size))
+            return 0;
+    }
+    if (score && !o->target) {
+        snprintf(msg, size, "item %zu: must have a string \"tgt\", the translation to score",
+                 i);
+        return 0;
+    }
+    if (unknown[0] && s->settings.strict) {
+        snprintf(msg, size, "item %zu: unknown field%s %s (nmt-server --strict 0 ignores "
+                 "unknown fields)", i, strchr(unknown, ',') ? "s" : "", unknown);
+        return 0;
+    }
+    if (json_is_true(json_object_get(item, "attention")) && !spec->args.engine.attention_weights) {
+        snprintf(msg, size, "item %zu: \"attention\" needs model %d served with --attention "
+                 "(it keeps the weights)", i, spec->id);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- a request ------------------------------------------------------------------ */
 
 /* How often a waiting handler looks at the drain's deadline. */
 enum { kDrainCheckMs = 100 };
@@ -47,85 +246,6 @@ static int wait_request(server *s, nmt_request *r)
     }
 }
 
-/* An optional integer / number / boolean field of item i; 0 with a message
- * when present with the wrong type or out of range. */
-static int get_int(json_t *item, const char *key, int lo, int hi, int *out, char *msg,
-                   size_t size, size_t i)
-{
-    json_t *v = json_object_get(item, key);
-    if (!v)
-        return 1;
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-        snprintf(msg, size, "item %zu: \"%s\" must be an integer in %d..%d", i, key, lo, hi);
-        return 0;
-    }
-    *out = (int)json_integer_value(v);
-    return 1;
-}
-
-static int get_number(json_t *item, const char *key, double lo, double hi, double *out,
-                      char *msg, size_t size, size_t i)
-{
-    json_t *v = json_object_get(item, key);
-    if (!v)
-        return 1;
-    if (!json_is_number(v) || !(json_number_value(v) >= lo && json_number_value(v) <= hi)) {
-        snprintf(msg, size, "item %zu: \"%s\" must be a number in %g..%g", i, key, lo, hi);
-        return 0;
-    }
-    *out = json_number_value(v);
-    return 1;
-}
-
-/* An optional boolean field of item i; 0 with a message when present and
- * not a boolean. */
-static int check_bool(json_t *item, const char *key, char *msg, size_t size, size_t i)
-{
-    json_t *v = json_object_get(item, key);
-    if (v && !json_is_boolean(v)) {
-        snprintf(msg, size, "item %zu: \"%s\" must be true or false", i, key);
-        return 0;
-    }
-    return 1;
-}
-
-/* Item i's request options; 0 with a message for a bad field. */
-static int item_options(const server *s, json_t *item, size_t i, nmt_request_options *o,
-                        char *msg, size_t size)
-{
-    nmt_request_options_init(o);
-    double alpha = -1.0, len_a = -1.0, deadline = 0.0;
-    json_t *shrink = json_object_get(item, "shrink");
-    if (!get_int(item, "beam_size", 1, 256, &o->beam_size, msg, size, i) ||
-        !get_int(item, "n_best", 1, 256, &o->n_best, msg, size, i) ||
-        !get_int(item, "max_len_b", 0, 10000, &o->max_len_b, msg, size, i) ||
-        !get_number(item, "alpha", 0.0, 10.0, &alpha, msg, size, i) ||
-        !get_number(item, "max_len_a", 0.0, 100.0, &len_a, msg, size, i) ||
-        !get_number(item, "deadline_ms", 0.0, 1e9, &deadline, msg, size, i))
-        return 0;
-    if (shrink && !json_is_boolean(shrink)) {
-        snprintf(msg, size, "item %zu: \"shrink\" must be true or false", i);
-        return 0;
-    }
-    if (!check_bool(item, "align", msg, size, i) ||
-        !check_bool(item, "token_scores", msg, size, i) ||
-        !check_bool(item, "attention", msg, size, i))
-        return 0;
-    if (json_is_true(json_object_get(item, "attention")) && !s->attention) {
-        snprintf(msg, size, "item %zu: \"attention\" needs a server started with --attention "
-                 "(it keeps the weights)", i);
-        return 0;
-    }
-    if (shrink)
-        o->shrink = json_is_true(shrink);
-    if (alpha >= 0.0)
-        o->alpha = (float)alpha;
-    if (len_a >= 0.0)
-        o->max_len_a = (float)len_a;
-    o->deadline_ms = deadline;
-    return 1;
-}
-
 /* The HTTP answer for a failed item's status. */
 static unsigned code_for(nmt_status status)
 {
@@ -140,62 +260,151 @@ static unsigned code_for(nmt_status status)
     }
 }
 
-/* Checks the body and queues every item; on success *requests holds n handles. */
-static int submit_all(server *s, json_t *root, nmt_request **requests, server_response *out)
+/* A checked request: its model, its items' options and its one n_best;
+ * score: /translator/score's. */
+typedef struct checked_request {
+    const server_model_spec *spec;
+    nmt_request_options *options;
+    int n_best;
+    int score;
+} checked_request;
+
+/* The request's model (the first item's "id", 0 without one) and every item
+ * checked: 0, or the HTTP code with the message. */
+static unsigned check_request(const server *s, json_t *root, checked_request *c, char *msg,
+                              size_t size)
+{
+    const size_t n = json_array_size(root);
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = json_array_get(root, i);
+        if (!json_is_object(item) || !json_is_string(json_object_get(item, "src"))) {
+            snprintf(msg, size, "item %zu: must be an object with a string \"src\"", i);
+            return 400;
+        }
+    }
+    json_t *first_id = json_object_get(json_array_get(root, 0), "id");
+    if (first_id && (!json_is_integer(first_id) || json_integer_value(first_id) < 0 ||
+                     json_integer_value(first_id) > INT_MAX)) {
+        snprintf(msg, size, "item 0: \"id\" must be a model id, an integer in 0..%d "
+                 "(GET /translator/models lists them)", INT_MAX);
+        return 400;
+    }
+    const int id = first_id ? (int)json_integer_value(first_id) : 0;
+    if (!(c->spec = server_models_find(s->models, id))) {
+        snprintf(msg, size, "no model %d (GET /translator/models lists them)", id);
+        return 404;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = json_array_get(root, i), *item_id = json_object_get(item, "id");
+        nmt_request_options *o = &c->options[i];
+        if (!read_item(s, c->spec, item, i, c->score, o, msg, size))
+            return 400;
+        if (item_id && json_integer_value(item_id) != id) {
+            snprintf(msg, size, "item %zu: model %d, item 0's %d: a request goes to one model, "
+                     "the first item's \"id\"", i, (int)json_integer_value(item_id), id);
+            return 400;
+        }
+        const int n_best = c->score ? 1 /* a scored pair's one hypothesis */
+                           : o->n_best > 0 ? o->n_best : c->spec->args.engine.n_best;
+        if (i > 0 && n_best != c->n_best) {
+            snprintf(msg, size, "item %zu: n_best %d, item 0's %d: a request has one n_best "
+                     "(the answer is a list per rank)", i, n_best, c->n_best);
+            return 400;
+        }
+        c->n_best = n_best;
+    }
+    return 0;
+}
+
+/* Queues every item on use's service; on success *requests holds n handles. */
+static int submit_all(const server_use *use, json_t *root, const checked_request *c,
+                      nmt_request **requests, server_response *out)
 {
     char msg[300];
     const size_t n = json_array_size(root);
-    nmt_request_options *options = calloc(n, sizeof *options);
-    if (!options) {
-        server_error(out, 500, "out of memory");
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_t *item = json_array_get(root, i);
-        json_t *src = json_object_get(item, "src");
-        if (!json_is_object(item) || !json_is_string(src)) {
-            snprintf(msg, sizeof msg, "item %zu: must be an object with a string \"src\"", i);
-            server_error(out, 400, msg);
-            free(options);
-            return 0;
-        }
-        if (!item_options(s, item, i, &options[i], msg, sizeof msg)) {
-            server_error(out, 400, msg);
-            free(options);
-            return 0;
-        }
-    }
     for (size_t i = 0; i < n; i++) {
         nmt_error err = {0};
-        json_t *src = json_object_get(json_array_get(root, i), "src");
-        const nmt_status st = nmt_service_submit(s->service, json_string_value(src), &options[i],
-                                                 NULL, NULL, &requests[i], &err);
+        json_t *item = json_array_get(root, i), *src = json_object_get(item, "src");
+        nmt_request_options o = c->options[i];
+        int failed = 0;
+        char *suppress = server_sequences_text(json_object_get(item, "suppress"), &failed);
+        o.suppress = suppress;
+        nmt_status st = NMT_STATUS_ERROR_MEMORY;
+        if (failed)
+            snprintf(err.message, sizeof err.message, "out of memory");
+        else
+            st = nmt_service_submit(use->service, json_string_value(src), &o, NULL, NULL,
+                                    &requests[i], &err);
+        free(suppress);
         if (st != NMT_STATUS_OK) {
             for (size_t k = 0; k < i; k++)
                 nmt_request_free(requests[k]); /* cancels what is queued */
             snprintf(msg, sizeof msg, "item %zu: %s", i, err.message);
             server_error(out, code_for(st), msg);
             out->retry_after = st == NMT_STATUS_BUSY ? 1 : 0;
-            free(options);
             return 0;
         }
     }
-    free(options);
     return 1;
 }
 
-/* OpenNMT-py's alignment of a hypothesis: ["s-t s-t ..."]. */
+/* ---- the answer ------------------------------------------------------------------ */
+
+static int by_source_then_target(const void *a, const void *b)
+{
+    const int *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* OpenNMT-py's "align": ["s-t s-t ..."], target token t attending source
+ * token s most, the pairs sorted by s then t (its build_align_pharaoh). */
 static json_t *alignment_json(const nmt_hypothesis *h)
 {
-    const size_t size = 1 + 24 * (size_t)h->n_tokens; /* " s-t", two ints and a space each */
-    size_t at = 0;
+    const size_t n = (size_t)h->n_tokens;
+    int *pairs = malloc(2 * n * sizeof *pairs + 1);
+    char *text = malloc(1 + 24 * n); /* "s-t ", two ints and a space each */
+    json_t *list = NULL;
+    if (pairs && text) {
+        for (size_t t = 0; t < n; t++) {
+            pairs[2 * t] = h->alignment ? h->alignment[t] : -1;
+            pairs[2 * t + 1] = (int)t;
+        }
+        qsort(pairs, n, 2 * sizeof *pairs, by_source_then_target);
+        size_t at = 0;
+        text[0] = '\0';
+        for (size_t k = 0; k < n; k++)
+            at += (size_t)snprintf(text + at, 1 + 24 * n - at, "%s%d-%d", k ? " " : "",
+                                   pairs[2 * k], pairs[2 * k + 1]);
+        list = json_pack("[s]", text);
+    }
+    free(pairs);
+    free(text);
+    return list;
+}
+
+/* OpenNMT-py's "align_score": ["t-w t-w ..."], w the largest attention
+ * weight of target token t over its row's sum, 5 decimals; NULL without
+ * weights. */
+static json_t *align_score_json(const nmt_result *r, const nmt_hypothesis *h)
+{
+    if (!h->attention || r->n_src <= 0)
+        return NULL;
+    const size_t n = (size_t)h->n_tokens, size = 1 + 32 * n;
     char *text = malloc(size);
     if (!text)
         return NULL;
+    size_t at = 0;
     text[0] = '\0';
-    for (int t = 0; t < h->n_tokens; t++)
-        at += (size_t)snprintf(text + at, size - at, "%s%d-%d", t ? " " : "",
-                               h->alignment ? h->alignment[t] : -1, t);
+    for (size_t t = 0; t < n; t++) {
+        const float *row = h->attention + t * (size_t)r->n_src;
+        double sum = 0.0, best = 0.0;
+        for (int j = 0; j < r->n_src; j++) {
+            sum += row[j];
+            best = row[j] > best ? row[j] : best;
+        }
+        at += (size_t)snprintf(text + at, size - at, "%s%zu-%.5f", t ? " " : "", t,
+                               sum > 0.0 ? best / sum : 0.0);
+    }
     json_t *list = json_pack("[s]", text);
     free(text);
     return list;
@@ -251,78 +460,80 @@ static json_t *attention_json(const nmt_result *r, const nmt_hypothesis *h)
     return doc;
 }
 
-/* Adds the fields item asks for (align, token_scores, attention) to e; 0
- * when out of memory. */
-static int add_fields(json_t *e, json_t *item, const nmt_result *r, const nmt_hypothesis *h)
+/* Item i's hypothesis h with the fields the item or its model asks for;
+ * NULL when out of memory. Past its hypotheses (h NULL), "tgt" is "" and
+ * "pred_score" 0 for an empty line (OpenNMT-py's n_best empty translations
+ * of an empty input), else null. */
+static json_t *hypothesis_json(const checked_request *c, json_t *item, const nmt_result *r,
+                               const nmt_hypothesis *h)
 {
-    static const char *const keys[3] = {"align", "token_scores", "attention"};
-    for (int k = 0; k < 3; k++) {
-        if (!json_is_true(json_object_get(item, keys[k])))
-            continue;
-        json_t *v = k == 0 ? alignment_json(h) : k == 1 ? token_scores_json(h)
-                                                        : attention_json(r, h);
-        if (!v || json_object_set_new(e, keys[k], v) != 0)
-            return 0;
+    json_t *score = h ? json_real((double)h->score) : r->n_src == 0 ? json_real(0.0)
+                                                                     : json_null();
+    json_t *e = json_pack("{s:O, s:s, s:i, s:o}", "src", json_object_get(item, "src"), "tgt",
+                          h ? h->text : "", "n_best", c->n_best, "pred_score", score);
+    /* an empty line has no alignment (OpenNMT-py leaves it out) */
+    const int align = r->n_src > 0 && (c->spec->report_align ||
+                                       json_is_true(json_object_get(item, "align")));
+    int ok = e != NULL;
+    if (ok && h && align) {
+        json_t *score = align_score_json(r, h);
+        ok = json_object_set_new(e, "align", alignment_json(h)) == 0 &&
+             (!score || json_object_set_new(e, "align_score", score) == 0);
     }
-    return 1;
+    if (ok && h && c->score)
+        ok = json_object_set_new(e, "log_prob", json_real((double)h->log_prob)) == 0;
+    if (ok && h && json_is_true(json_object_get(item, "token_scores")))
+        ok = json_object_set_new(e, "token_scores", token_scores_json(h)) == 0;
+    if (ok && h && json_is_true(json_object_get(item, "attention")))
+        ok = json_object_set_new(e, "attention", attention_json(r, h)) == 0;
+    if (!ok)
+        json_decref(e);
+    return ok ? e : NULL;
 }
 
-/* Waits for every request and writes the OpenNMT-py answer (or the first
+/* Waits for every request and writes OpenNMT-py's answer (or the first
  * failed item's error, or 503 at the drain's deadline). The requests not
  * waited for are cancelled by the caller's nmt_request_free. */
-static void answer(server *s, json_t *root, nmt_request **requests, size_t n,
+static void answer(server *s, json_t *root, const checked_request *c, nmt_request **requests,
                    server_response *out)
 {
-    json_t *list = json_array(), *wrapper = json_array();
+    const size_t n = json_array_size(root);
+    json_t *ranks = json_array(); /* ranks[k][i]: item i's hypothesis k */
     char msg[400];
-    int failed = 0;
-    for (size_t i = 0; i < n && !failed; i++) {
+    for (int k = 0; ranks && k < c->n_best; k++)
+        if (json_array_append_new(ranks, json_array()) != 0) {
+            json_decref(ranks);
+            ranks = NULL;
+        }
+    for (size_t i = 0; ranks && i < n; i++) {
         if (!wait_request(s, requests[i])) {
             server_error(out, 503, "the server is shutting down: not translated within "
                                    "--timeout of the stop");
-            failed = 1;
-            break;
+            json_decref(ranks);
+            return;
         }
         const nmt_result *r = nmt_request_result(requests[i]);
         if (r->status != NMT_STATUS_OK) {
             snprintf(msg, sizeof msg, "item %zu: %s", i, r->message);
             server_error(out, code_for(r->status), msg);
-            failed = 1;
-            continue;
+            json_decref(ranks);
+            return;
         }
-        json_t *item = json_array_get(root, i);
-        for (int h = 0; h < r->n_hypotheses; h++) {
-            json_t *e = json_pack("{s:O, s:s, s:i, s:f}", "src", json_object_get(item, "src"),
-                                  "tgt", r->hypotheses[h].text, "n_best", r->n_hypotheses,
-                                  "pred_score", (double)r->hypotheses[h].score);
-            json_t *id = json_object_get(item, "id");
-            if (e && id)
-                json_object_set(e, "id", id);
-            if (e && !add_fields(e, item, r, &r->hypotheses[h])) {
-                json_decref(e);
-                e = NULL;
-            }
-            if (!e || json_array_append_new(list, e) != 0) {
-                server_error(out, 500, "out of memory");
-                failed = 1;
-                break;
+        for (int k = 0; ranks && k < c->n_best; k++) {
+            const nmt_hypothesis *h = k < r->n_hypotheses ? &r->hypotheses[k] : NULL;
+            if (json_array_append_new(json_array_get(ranks, k),
+                                      hypothesis_json(c, json_array_get(root, i), r, h)) != 0) {
+                json_decref(ranks);
+                ranks = NULL;
             }
         }
     }
-    if (!failed) {
-        json_array_append(wrapper, list);
-        out->code = 200;
-        out->content_type = "application/json";
-        out->body = json_dumps(wrapper, JSON_COMPACT);
-        out->length = out->body ? strlen(out->body) : 0;
-        if (!out->body)
-            server_error(out, 500, "out of memory");
-    }
-    json_decref(list);
-    json_decref(wrapper);
+    answer_json(out, ranks);
 }
 
-void server_translate(server *s, const char *body, size_t length, server_response *out)
+/* /translator/translate (score 0) and /translator/score (1). */
+static void serve_items(server *s, const char *body, size_t length, int score,
+                        server_response *out)
 {
     json_error_t error;
     char msg[300];
@@ -342,16 +553,69 @@ void server_translate(server *s, const char *body, size_t length, server_respons
         json_decref(root);
         return;
     }
+    checked_request c = {.options = calloc(n, sizeof *c.options), .score = score};
     nmt_request **requests = calloc(n, sizeof *requests);
-    if (!requests) {
+    server_use use = {0};
+    unsigned code;
+    if (!requests || !c.options) {
         server_error(out, 500, "out of memory");
-    } else if (submit_all(s, root, requests, out)) {
-        answer(s, root, requests, n, out);
-        for (size_t i = 0; i < n; i++)
-            nmt_request_free(requests[i]);
-        if (out->code == 200)
-            server_metrics_translation(&s->metrics, (int)n, server_now() - started);
+    } else if ((code = check_request(s, root, &c, msg, sizeof msg)) != 0 ||
+               (code = server_models_acquire(s->models, c.spec->id, &use, msg, sizeof msg)) != 0) {
+        server_error(out, code, msg);
+        out->retry_after = code == 503 ? 1 : 0;
+    } else {
+        if (submit_all(&use, root, &c, requests, out)) {
+            answer(s, root, &c, requests, out);
+            for (size_t i = 0; i < n; i++)
+                nmt_request_free(requests[i]);
+            if (out->code == 200)
+                server_metrics_translation(&s->metrics, (int)n, server_now() - started);
+        }
+        server_models_release(s->models, &use);
     }
     free(requests);
+    free(c.options);
     json_decref(root);
+}
+
+void server_translate(server *s, const char *body, size_t length, server_response *out)
+{
+    serve_items(s, body, length, 0, out);
+}
+
+void server_score(server *s, const char *body, size_t length, server_response *out)
+{
+    serve_items(s, body, length, 1, out);
+}
+
+/* ---- the models ------------------------------------------------------------------ */
+
+void server_list_models(server *s, server_response *out)
+{
+    out->code = 200;
+    out->content_type = "application/json";
+    out->body = server_models_list_json(s->models);
+    out->length = out->body ? strlen(out->body) : 0;
+    if (!out->body)
+        server_error(out, 500, "out of memory");
+}
+
+void server_unload_model(server *s, const char *id_text, server_response *out)
+{
+    char msg[200], *end = NULL;
+    /* digits only, as OpenNMT-py's <int:model_id> route */
+    const long id = id_text[0] >= '0' && id_text[0] <= '9' && strlen(id_text) <= 10
+                        ? strtol(id_text, &end, 10)
+                        : -1;
+    if (id < 0 || id > INT_MAX || !end || *end) {
+        server_error(out, 404, "no such path: /translator/unload_model/ takes a model id");
+        return;
+    }
+    const unsigned code = server_models_unload(s->models, (int)id, msg, sizeof msg);
+    json_t *doc = code ? json_pack("{s:i, s:s, s:s}", "model_id", (int)id, "status", "error",
+                                   "error", msg)
+                       : json_pack("{s:i, s:s}", "model_id", (int)id, "status", "ok");
+    answer_json(out, doc);
+    if (code && out->code == 200)
+        out->code = code;
 }

@@ -3,26 +3,30 @@
  * reads the translation and its weights from the same line whatever the
  * pipeline did to the file (shards, --skip-lines resumes), and its
  * separator cannot occur inside it: tokens hold no spaces, so the document
- * has no " ||| ", and the last " ||| " of a line starts it. */
+ * has no " ||| ", and the last " ||| " of a line (the third last of a Marian
+ * row, whose two score fields follow it) starts it. */
 #include "fields.h"
 
 #include <stdio.h>
 
-/* " ||| s-t s-t ..." (--alignment). */
-static int print_alignment(FILE *out, const nmt_hypothesis *h)
+/* " ||| s-t s-t ..." (--alignment). Empty, the field is " |||", or in a
+ * Marian row " ||| " as marian-decoder prints it (a reader splits on " ||| "). */
+static int print_alignment(FILE *out, const nmt_hypothesis *h, int marian)
 {
-    if (fputs(" |||", out) == EOF)
+    if (fputs(marian ? " ||| " : " |||", out) == EOF)
         return -1;
     for (int t = 0; h && t < h->n_tokens; t++)
-        if (fprintf(out, " %d-%d", h->alignment ? h->alignment[t] : -1, t) < 0)
+        if (fprintf(out, "%s%d-%d", marian && t == 0 ? "" : " ",
+                    h->alignment ? h->alignment[t] : -1, t) < 0)
             return -1;
     return 0;
 }
 
-/* " ||| lp_0 lp_1 ... lp_eos" (--token-scores): n_tokens + 1 numbers. */
-static int print_token_scores(FILE *out, const nmt_hypothesis *h)
+/* " ||| lp_0 lp_1 ... lp_eos" (--token-scores): n_tokens + 1 numbers;
+ * Marian's rows label them " ||| WordScores= lp_0 ...". */
+static int print_token_scores(FILE *out, const nmt_hypothesis *h, int marian)
 {
-    if (fputs(" |||", out) == EOF)
+    if (fputs(marian ? " ||| WordScores=" : " |||", out) == EOF)
         return -1;
     for (int t = 0; h && h->token_scores && t <= h->n_tokens; t++)
         if (fprintf(out, " " TRANSLATE_FLOAT, h->token_scores[t]) < 0)
@@ -85,14 +89,31 @@ static int print_attention(FILE *out, const nmt_result *r, const nmt_hypothesis 
     return fputs("]}", out) == EOF ? -1 : 0;
 }
 
-int translate_print_fields(const translate_args *args, FILE *out, const nmt_result *r,
-                           const nmt_hypothesis *h)
+static int print_fields(const translate_args *args, FILE *out, const nmt_result *r,
+                        const nmt_hypothesis *h, int marian)
 {
-    if (args->alignment && print_alignment(out, h) < 0)
+    if (args->alignment && print_alignment(out, h, marian) < 0)
         return -1;
-    if (args->token_scores && print_token_scores(out, h) < 0)
+    if (args->token_scores && print_token_scores(out, h, marian) < 0)
         return -1;
     if (args->attention && print_attention(out, r, h) < 0)
         return -1;
     return 0;
+}
+
+int translate_print_fields(const translate_args *args, FILE *out, const nmt_result *r,
+                           const nmt_hypothesis *h)
+{
+    return print_fields(args, out, r, h, 0);
+}
+
+int translate_print_marian_row(const translate_args *args, FILE *out, long id,
+                               const nmt_result *r, const nmt_hypothesis *h)
+{
+    if (fprintf(out, "%ld ||| %s", id, h ? h->text : "") < 0 ||
+        print_fields(args, out, r, h, 1) < 0)
+        return -1;
+    return (h ? fprintf(out, " ||| F0= " TRANSLATE_FLOAT " ||| " TRANSLATE_FLOAT, h->log_prob,
+                        h->score)
+              : fputs(" ||| F0= -inf ||| -inf", out)) < 0 ? -1 : 0;
 }

@@ -62,15 +62,30 @@ static void write_per_worker(FILE *f, const nmt_stats *each, int n)
     fprintf(f, "],\n");
 }
 
+/* --timing's clock (translate_timing) and the pipeline's lines a second. */
+static void write_timing(FILE *f, const translate_timing *t)
+{
+    fprintf(f, "  \"model_load_seconds\": %.6f,\n  \"startup_seconds\": %.6f,\n",
+            t->model_load, t->startup);
+    if (t->first_output > 0)
+        fprintf(f, "  \"first_output_seconds\": %.6f,\n", t->first_output);
+    else
+        fprintf(f, "  \"first_output_seconds\": null,\n");
+    fprintf(f, "  \"pipeline_seconds\": %.6f,\n  \"lines_per_second\": %.1f,\n",
+            t->pipeline, t->pipeline > 0 ? (double)t->pipeline_lines / t->pipeline : 0.0);
+    fprintf(f, "  \"host_threads\": %d,\n  \"dry_run\": %s,\n  \"warmup\": %s,\n",
+            t->host_threads, t->dry_run ? "true" : "false", t->warmup ? "true" : "false");
+}
+
 int translate_write_stats(const translate_args *args, const nmt_translator *const *translators,
-                          int n_translators, long lines, double decode_wall_seconds,
-                          stats_output *out, char *message, size_t message_size)
+                          int n_translators, const translate_timing *timing, stats_output *out,
+                          char *message, size_t message_size)
 {
     nmt_stats st;
     memset(&st, 0, sizeof st);
     nmt_error err = {0};
-    const nmt_translator *translator = translators[0];
-    nmt_stats *each = calloc((size_t)n_translators, sizeof *each);
+    const nmt_translator *translator = n_translators > 0 ? translators[0] : NULL;
+    nmt_stats *each = calloc(n_translators > 0 ? (size_t)n_translators : 1, sizeof *each);
     if (!each) {
         snprintf(message, message_size, "%s: out of memory", args->stats_option);
         translate_discard_stats(args, out);
@@ -126,14 +141,16 @@ int translate_write_stats(const translate_args *args, const nmt_translator *cons
         return EXIT_IO;
     }
     const nmt_shrink_options *sh = &args->engine.shrink;
-    const int cuda = nmt_translator_device(translator) == NMT_DEVICE_CUDA;
+    const int cuda = translator && nmt_translator_device(translator) == NMT_DEVICE_CUDA;
     const char *mode = sh->mode == NMT_SHRINK_LSH ? "lsh" : sh->mode == NMT_SHRINK_TOP ? "top"
                                                                                       : "full";
     fprintf(f, "{\n  \"device\": \"%s\",\n  \"precision\": \"%s\",\n  \"lines\": %ld,\n"
-            "  \"sentences\": %lld,\n", cuda ? "cuda" : "cpu",
-            app_precision_name((nmt_precision)st.precision), lines, (long long)st.sentences);
+            "  \"sentences\": %lld,\n", !translator ? "none" : cuda ? "cuda" : "cpu",
+            translator ? app_precision_name((nmt_precision)st.precision) : "none", timing->lines,
+            (long long)st.sentences);
     fprintf(f, "  \"decode_seconds\": %.6f,\n  \"decode_seconds_summed\": %.6f,\n",
-            decode_wall_seconds, st.decode_seconds);
+            timing->decode_wall, st.decode_seconds);
+    write_timing(f, timing);
     write_per_worker(f, each, n_translators);
     free(each);
     fprintf(f, "  \"steps\": %lld,\n  \"row_steps\": %lld,\n", (long long)st.steps,

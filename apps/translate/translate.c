@@ -1,27 +1,31 @@
 /* translate: stdin -> stdout translation with the nmt library.
  *
  * One output line per input line, in order, always: a refused line is
- * reported on stderr with its line number and gives an empty line. The input
- * is read in windows of lines (--maxi-batch; one line at a time when stdin is
- * a terminal, so it answers as you type), each handed whole to
- * nmt_translate_batch, which sorts it by length and batches it (by sentences
- * or by source tokens, --batch-type). The run is a pipeline (pool.h): a
- * reader thread reads the next windows (reader.c) while the translators work
- * and this thread writes the finished windows in input order, so with one
- * translator reading and writing overlap decoding, and with --workers or
- * --devices several translators take windows in parallel; the output is the
- * same either way, and memory is bounded by the windows in flight.
+ * reported on stderr with its line number and gives an empty line. The run
+ * is the library's host pipeline (nmt_pipeline, docs/scale-out.md): it reads
+ * the input in windows of lines (--maxi-batch; one line at a time when stdin
+ * is a terminal, so it answers as you type), tokenizes and formats them on
+ * a pool of host threads, and hands each window whole to a translator,
+ * which sorts it by length and batches it (by sentences or by source
+ * tokens, --batch-type); this thread writes the windows in input order. The
+ * pipeline starts reading while the translators start up (on CUDA, one
+ * thread a device), and with --workers or --devices several translators
+ * take windows in parallel; the output is the same either way, and memory
+ * is bounded by the windows in flight. A translator that fails gives its
+ * windows to the others, and the run ends with a warning naming it. With
+ * --score-target or --target-prefix the pipeline reads that file's line
+ * beside each input line and carries it with its line.
  *
  * Every write is checked: an output that cannot be written (a full disk, a
  * closed pipe reader) ends the run with exit status 5 and says which. */
 #include "nmt.h"
 #include "fields.h"
 #include "options.h"
-#include "pool.h"
-#include "reader.h"
 #include "shard.h"
+#include "translators.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +36,30 @@
 /* The default batch size for a file on CUDA (sentences): within 5% of the
  * sweep's best (4,096) on both models at beam 5 in half its device memory
  * (docs/performance.md, "Defaults"); a device that cannot hold it halves it
- * at create (create_translators). */
-enum { TRANSLATE_CUDA_BATCH = 2048 };
+ * at create (translators.c). */
+enum { TRANSLATE_CUDA_BATCH = 2048, TRANSLATE_MAX_DEFAULT_WINDOW = 65536 };
 
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The lines of one window: --maxi-batch, else one when the input is a
+ * terminal (it answers as you type), else 8 batches of --batch-size
+ * sentences, or with --batch-type tokens one line a token of the budget (8
+ * or more batches at 8 tokens a line or more), at most 65536. */
+static int window_lines(const translate_args *args, int interactive)
+{
+    if (args->maxi_batch > 0)
+        return args->maxi_batch;
+    if (interactive)
+        return 1;
+    const long lines = args->batch_tokens ? (long)args->engine.max_batch_tokens
+                                          : 8L * args->engine.batch_size;
+    return lines < TRANSLATE_MAX_DEFAULT_WINDOW ? (int)lines : TRANSLATE_MAX_DEFAULT_WINDOW;
+}
 
 /* Prints one input line's output: a line, or with --n-best N exactly N rows
  * (a refused line, or one with fewer hypotheses, is padded with rows of score
@@ -44,24 +69,31 @@ enum { TRANSLATE_CUDA_BATCH = 2048 };
 static int print_result(const translate_args *args, FILE *out, long line_number,
                         const nmt_result *r)
 {
+    const char *ignored;
     const int n_best = args->engine.n_best;
     const int ok = r->status == NMT_STATUS_OK && r->n_hypotheses > 0;
+    if (translate_args_target(args, &ignored) == TRANSLATE_TARGET_SCORE) {
+        /* Scoring: LOGPROB<TAB>SCORE and the fields, one line a pair. */
+        const nmt_hypothesis *h = ok ? &r->hypotheses[0] : NULL;
+        const int written = h ? fprintf(out, TRANSLATE_FLOAT "\t" TRANSLATE_FLOAT, h->log_prob,
+                                        h->score)
+                              : fprintf(out, "-inf\t-inf");
+        if (written < 0 || translate_print_fields(args, out, r, h) < 0)
+            return -1;
+        return fputc('\n', out) == EOF ? -1 : 0;
+    }
     if (n_best > 1) {
         const int found = ok ? r->n_hypotheses : 0;
         for (int k = 0; k < n_best; k++) {
             const nmt_hypothesis *h = k < found ? &r->hypotheses[k] : NULL;
             int written;
             if (args->nbest_marian)
-                written = h ? fprintf(out,
-                                      "%ld ||| %s ||| F0= " TRANSLATE_FLOAT " ||| " TRANSLATE_FLOAT,
-                                      line_number - 1, h->text, h->log_prob, h->score)
-                            : fprintf(out, "%ld |||  ||| F0= -inf ||| -inf", line_number - 1);
-            else
-                written = h ? fprintf(out, "%ld\t%d\t" TRANSLATE_FLOAT "\t%s", line_number, k + 1,
-                                      h->score, h->text)
-                            : fprintf(out, "%ld\t%d\t-inf\t", line_number, k + 1);
-            if (written < 0 || translate_print_fields(args, out, r, h) < 0 ||
-                fputc('\n', out) == EOF)
+                written = translate_print_marian_row(args, out, line_number - 1, r, h);
+            else if ((written = h ? fprintf(out, "%ld\t%d\t" TRANSLATE_FLOAT "\t%s", line_number,
+                                            k + 1, h->score, h->text)
+                                  : fprintf(out, "%ld\t%d\t-inf\t", line_number, k + 1)) >= 0)
+                written = translate_print_fields(args, out, r, h);
+            if (written < 0 || fputc('\n', out) == EOF)
                 return -1;
         }
         return 0;
@@ -79,9 +111,21 @@ static int print_result(const translate_args *args, FILE *out, long line_number,
     return fputc('\n', out) == EOF ? -1 : 0;
 }
 
+/* The pipeline's format (nmt_pipeline_format): a window's part, on a pool
+ * thread. */
+static int format_lines(void *self, int64_t first_line, const nmt_result *results, int n,
+                        FILE *out)
+{
+    const translate_args *args = self;
+    for (int i = 0; i < n; i++)
+        if (print_result(args, out, (long)first_line + 1 + i, &results[i]) < 0)
+            return -1;
+    return 0;
+}
+
 static void show_progress(long lines, long long tokens, double started, int final)
 {
-    double elapsed = translate_now_seconds() - started;
+    double elapsed = now_seconds() - started;
     fprintf(stderr, "\rtranslate: %ld lines, %.1f lines/s, %.0f target tokens/s%s", lines,
             elapsed > 0 ? (double)lines / elapsed : 0.0,
             elapsed > 0 ? (double)tokens / elapsed : 0.0, final ? "\n" : "");
@@ -109,111 +153,48 @@ static int write_error(const char *what)
     return EXIT_IO;
 }
 
-/* Writes a translated chunk: one line (or n-best rows) per input line, a
- * refused line reported on stderr. Returns -1 with errno when a write failed
- * (the rest is still reported and cleared). */
-static int write_chunk(const translate_args *args, FILE *out, chunk_slot *slot,
-                       size_t max_bytes, int *bad_lines, long long *target_tokens)
+/* All of bytes to fd; 0, or -1 with errno. */
+static int write_all(int fd, const char *bytes, size_t n)
 {
-    int write_failed = 0; /* the errno of the first failed write */
-    for (int i = 0; i < slot->n; i++) {
-        const long number = slot->first_line + 1 + i;
-        const input_line *line = &slot->lines[i];
-        nmt_result *r = &slot->results[i];
-        if (line->has_nul || line->too_long) {
-            nmt_result_clear(r);
-            r->status = NMT_STATUS_ERROR_INPUT;
-            if (line->too_long)
-                snprintf(r->message, sizeof r->message,
-                         "line too long: %zu bytes, the limit is %zu", line->bytes, max_bytes);
-            else
-                snprintf(r->message, sizeof r->message, "contains a NUL byte");
+    while (n > 0) {
+        const ssize_t wrote = write(fd, bytes, n);
+        if (wrote < 0 && errno == EINTR)
+            continue;
+        if (wrote <= 0) {
+            errno = wrote < 0 ? errno : EIO;
+            return -1;
         }
-        if (r->status != NMT_STATUS_OK) {
-            fprintf(stderr, "translate: line %ld: %s\n", number, r->message);
-            (*bad_lines)++;
-        }
-        if (r->status == NMT_STATUS_OK && r->n_hypotheses > 0)
-            *target_tokens += r->hypotheses[0].n_tokens;
-        if (!write_failed && print_result(args, out, number, r) < 0)
-            write_failed = errno ? errno : EIO;
-        nmt_result_clear(r);
+        bytes += wrote;
+        n -= (size_t)wrote;
     }
-    if (write_failed)
-        errno = write_failed;
-    return write_failed ? -1 : 0;
+    return 0;
 }
 
-/* One translator, or one a worker: --workers N on the CPU, one a device of
- * --devices on CUDA. EXIT_OK, or the exit status with the reason printed. */
-static int create_translators(const translate_args *args, const nmt_model *model,
-                              nmt_translator **out, char (*labels)[48], int *n_out)
+/* A window's refused lines on stderr, in order, and its target tokens. */
+static void report_lines(const nmt_pipeline_window *w, int *bad_lines, long long *target_tokens)
 {
-    nmt_options o = args->engine;
-    int n = 1, devices[64];
-    if (args->n_devices != 0) {
-        if (o.device == NMT_DEVICE_CPU) {
-            fprintf(stderr, "translate: --devices is for CUDA (use --workers on the CPU)\n");
-            return EXIT_USAGE;
-        }
-        o.device = NMT_DEVICE_CUDA;
-        n = args->n_devices > 0 ? args->n_devices : nmt_cuda_available(); /* all: visible */
-        if (n == 0) {
-            fprintf(stderr, "translate: --devices all: no CUDA device is visible\n");
-            return EXIT_USAGE;
-        }
-        n = n < 64 ? n : 64;
-        for (int i = 0; i < n; i++)
-            devices[i] = args->n_devices > 0 ? args->devices[i] : i;
-    } else if (args->workers > 1) {
-        if (o.device == NMT_DEVICE_CUDA) {
-            fprintf(stderr, "translate: --workers is for the CPU (use --devices on CUDA)\n");
-            return EXIT_USAGE;
-        }
-        n = args->workers;
-    }
-    for (int i = 0; i < n; i++) {
-        nmt_options oi = o;
-        if (oi.threads == 0) /* the cores shared by the workers */
-            oi.threads = nmt_cpu_default_threads(n);
-        if (args->n_devices != 0)
-            oi.device_index = devices[i];
-        nmt_error err = {0};
-        nmt_status created;
-        /* A device without memory for the batch: the library halves it (its
-         * stats say the size chosen). */
-        created = nmt_translator_create(model, &oi, &out[i], &err);
-        nmt_stats chosen;
-        if (created == NMT_STATUS_OK && !args->quiet &&
-            nmt_translator_stats(out[i], &chosen, &err) == NMT_STATUS_OK &&
-            chosen.batch_size < oi.batch_size)
-            fprintf(stderr, "translate: note: the device has room for --batch-size %lld of %d\n",
-                    (long long)chosen.batch_size, oi.batch_size);
-        if (created != NMT_STATUS_OK) {
-            /* A bad option, or a device this build or machine does not have: both
-             * are the configuration's fault, not a failed translation. */
-            if (err.status == NMT_STATUS_ERROR_UNSUPPORTED && oi.device == NMT_DEVICE_CUDA)
-                fprintf(stderr, "translate: --device cuda: %s (use --device cpu or auto)\n",
-                        err.message);
-            else
-                fprintf(stderr, "translate: %s%s\n", err.message,
-                        args->n_devices != 0 ? " (--devices)" : "");
-            return err.status == NMT_STATUS_ERROR_ARGUMENT ||
-                           err.status == NMT_STATUS_ERROR_UNSUPPORTED
-                       ? EXIT_USAGE
-                       : EXIT_FAILED;
-        }
-        *n_out = i + 1;
-        if (nmt_translator_device(out[i]) == NMT_DEVICE_CUDA) /* for the failure messages */
-            snprintf(labels[i], sizeof labels[i], "CUDA device %d", oi.device_index);
-        else
-            snprintf(labels[i], sizeof labels[i], "CPU worker %d", i);
-        if (i == 0 && args->workers > 1 && nmt_translator_device(out[0]) == NMT_DEVICE_CUDA) {
-            fprintf(stderr, "translate: --workers is for the CPU (use --devices on CUDA)\n");
-            return EXIT_USAGE;
+    for (int i = 0; i < w->n_lines; i++) {
+        const nmt_result *r = &w->results[i];
+        if (r->status != NMT_STATUS_OK) {
+            fprintf(stderr, "translate: line %lld: %s\n", (long long)w->first_line + 1 + i,
+                    r->message);
+            (*bad_lines)++;
+        } else if (r->n_hypotheses > 0) {
+            *target_tokens += r->hypotheses[0].n_tokens;
         }
     }
-    return EXIT_OK;
+}
+
+/* Every translator that failed while others went on (but `last`, the one
+ * a failed window names). */
+static void warn_failed(nmt_pipeline *pipeline, const translate_translators *t, int last)
+{
+    nmt_error err;
+    for (int i = 0; i < t->n; i++)
+        if (i != last && nmt_pipeline_translator_failed(pipeline, i, &err))
+            fprintf(stderr, "translate: warning: %s failed (%s); its windows went to the "
+                            "other translators\n",
+                    t->labels[i], err.message);
 }
 
 /* --help and --version: the text, then a checked close of stdout. */
@@ -227,18 +208,19 @@ static int print_info(const translate_args *args, const char *program)
     return EXIT_OK;
 }
 
-/* -i: opened before the model loads. A directory opens on Linux and fails
- * only at the first read, so it is refused here by name. 0, or -1 said. */
-static int open_input(const char *path, FILE **in)
+/* -i (and --score-target, --target-prefix): opened before the model
+ * loads. A directory opens on Linux and fails only at the first read, so it
+ * is refused here by name. 0, or -1 said. */
+static int open_input(const char *option, const char *path, FILE **in)
 {
     struct stat st;
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "translate: -i %s: cannot open: %s\n", path, strerror(errno));
+        fprintf(stderr, "translate: %s %s: cannot open: %s\n", option, path, strerror(errno));
         return -1;
     }
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "translate: -i %s: is a directory\n", path);
+        fprintf(stderr, "translate: %s %s: is a directory\n", option, path);
         fclose(f);
         return -1;
     }
@@ -274,11 +256,205 @@ static void pick_rank_device(translate_args *args, const translate_shard *shard)
         args->engine.device_index = shard->local_rank % visible;
 }
 
+static void *probe_cuda(void *unused)
+{
+    (void)unused;
+    nmt_cuda_available();
+    return NULL;
+}
+
+/* One run's state, for run_pipeline and its clean-up. */
+typedef struct translate_run {
+    translate_args *args;
+    FILE *in, *out;
+    FILE *targets; /* --score-target or --target-prefix, or NULL */
+    const char *in_name, *out_name;
+    stats_output stats;
+    nmt_model *model;
+    translate_translators translators;
+    nmt_pipeline *pipeline;
+    translate_timing timing;
+    double process_start;
+} translate_run;
+
+/* The pipeline's options: the window, the pool, the format. */
+static nmt_pipeline_options pipeline_options(translate_args *args, int interactive, int planned)
+{
+    nmt_pipeline_options po;
+    nmt_pipeline_options_init(&po);
+    po.window_lines = window_lines(args, interactive);
+    /* A terminal with one translator: read, translate and write on this
+     * thread, a line at a time. The pipeline's threads would put two
+     * wake-ups (reader -> translator -> writer) on the path of every answer
+     * (docs/performance.md, "Batch-1 latency"). */
+    po.host_threads = interactive && planned <= 1 ? -1 : args->host_threads;
+    po.translators = planned > 0 ? planned : 1;
+    po.dry_run = args->dry_run;
+    po.format = format_lines;
+    po.format_self = args;
+    const char *ignored;
+    const translate_target target = translate_args_target(args, &ignored);
+    po.targets = target == TRANSLATE_TARGET_SCORE    ? NMT_TARGETS_SCORE
+                 : target == TRANSLATE_TARGET_PREFIX ? NMT_TARGETS_PREFIX
+                                                     : NMT_TARGETS_NONE;
+    po.target_name = po.targets == NMT_TARGETS_SCORE ? "--score-target line"
+                                                     : "--target-prefix line";
+    return po;
+}
+
+/* A regular file read to its end before any translator starts, of one
+ * batch or less: no warm-up, which would delay its one batch more than it
+ * speeds it up (docs/performance.md, "Start-up"). Reading such a file takes
+ * microseconds; the wait for it is bounded (20 ms). */
+static void skip_warmup_for_small_file(translate_run *run)
+{
+    translate_args *args = run->args;
+    struct stat st;
+    if (args->dry_run || args->warmup_given || !args->engine.warmup ||
+        args->engine.device == NMT_DEVICE_CPU || fstat(fileno(run->in), &st) != 0 ||
+        !S_ISREG(st.st_mode))
+        return;
+    nmt_pipeline_stats ps;
+    for (int waited_ms = 0;; waited_ms++) {
+        nmt_pipeline_stats_get(run->pipeline, &ps);
+        if (ps.input_ended || ps.lines_read - args->skip_lines > args->engine.batch_size ||
+            waited_ms == 20)
+            break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    if (ps.input_ended && ps.lines_read - args->skip_lines <= args->engine.batch_size)
+        args->engine.warmup = 0;
+}
+
+/* Reads, translates and writes everything; the exit status. */
+static int run_pipeline(translate_run *run)
+{
+    translate_args *args = run->args;
+    nmt_error err = {0};
+    const int interactive = isatty(fileno(run->in));
+    const int planned = translate_translators_planned(args);
+    nmt_pipeline_options po = pipeline_options(args, interactive, planned);
+    const double pipeline_start = now_seconds();
+    if (nmt_pipeline_create(run->model, &args->engine, &po, &run->pipeline, &err) !=
+            NMT_STATUS_OK ||
+        nmt_pipeline_read_fd(run->pipeline, fileno(run->in),
+                             run->targets ? fileno(run->targets) : -1, args->skip_lines,
+                             args->limit_lines, &err) != NMT_STATUS_OK) {
+        fprintf(stderr, "translate: %s\n", err.message);
+        return err.status == NMT_STATUS_ERROR_ARGUMENT ? EXIT_USAGE : EXIT_FAILED;
+    }
+    /* The input is read and tokenized while the translators start up. */
+    skip_warmup_for_small_file(run);
+    run->timing.warmup = !args->dry_run && args->engine.warmup;
+    int code = translate_create_translators(args, run->model, &run->translators);
+    for (int i = 0; code == EXIT_OK && i < run->translators.n; i++)
+        if (nmt_pipeline_add_translator(run->pipeline, run->translators.translators[i], &err) !=
+            NMT_STATUS_OK) {
+            fprintf(stderr, "translate: %s\n", err.message);
+            code = EXIT_FAILED;
+        }
+    if (code != EXIT_OK)
+        return code;
+    run->timing.startup = now_seconds() - run->process_start;
+    if (!args->dry_run && args->engine.device == NMT_DEVICE_AUTO && !args->quiet &&
+        nmt_translator_device(run->translators.translators[0]) == NMT_DEVICE_CPU)
+        fprintf(stderr, "translate: no usable GPU, translating on the CPU\n");
+
+    const int progress = args->quiet ? 0
+                         : args->progress < 0 ? isatty(STDERR_FILENO) && !interactive
+                                              : args->progress;
+    long line_number = args->skip_lines;
+    long long target_tokens = 0; /* of the best hypotheses, for the progress line */
+    int bad_lines = 0;
+    const double started = now_seconds();
+    double shown = 0; /* when the progress line was last written */
+    nmt_pipeline_window *w = NULL;
+    nmt_status status;
+    while ((status = nmt_pipeline_next(run->pipeline, 1, &w, &err)) == NMT_STATUS_OK && w) {
+        if (w->status != NMT_STATUS_OK) {
+            /* Everything before this window is written: the output is a
+             * complete prefix, never a gap. */
+            warn_failed(run->pipeline, &run->translators, w->translator);
+            fprintf(stderr, "translate: lines %lld-%lld failed on %s: %s\n"
+                            "translate: lines %lld and after were not written; resume with "
+                            "--skip-lines %lld\n",
+                    (long long)w->first_line + 1, (long long)w->first_line + w->n_lines,
+                    w->translator >= 0 ? run->translators.labels[w->translator] : "the host",
+                    w->error.message, (long long)w->first_line + 1, (long long)w->first_line);
+            return EXIT_FAILED;
+        }
+        report_lines(w, &bad_lines, &target_tokens);
+        errno = 0;
+        if (write_all(fileno(run->out), w->text, w->text_bytes) != 0)
+            return write_error(run->out_name);
+        if (run->timing.first_output == 0 && w->n_lines > 0)
+            run->timing.first_output = now_seconds() - run->process_start;
+        line_number = (long)(w->first_line + w->n_lines); /* skipped lines count */
+        nmt_pipeline_release(run->pipeline, w);
+        if (progress && now_seconds() - shown >= 0.25) {
+            shown = now_seconds();
+            show_progress(line_number, target_tokens, started, 0);
+        }
+    }
+    nmt_pipeline_stats ps;
+    nmt_pipeline_stats_get(run->pipeline, &ps);
+    line_number = (long)ps.lines_read; /* every window read was written; and the lines skipped */
+    if (status == NMT_STATUS_ERROR_MEMORY) {
+        fprintf(stderr, "translate: %s\n", err.message);
+        return EXIT_FAILED;
+    }
+    if (status != NMT_STATUS_OK) {
+        fprintf(stderr, "translate: error reading %s %s\n", run->in_name, err.message);
+        return EXIT_IO;
+    }
+    warn_failed(run->pipeline, &run->translators, -1);
+    run->timing.pipeline = now_seconds() - pipeline_start;
+    run->timing.pipeline_lines = line_number - args->skip_lines;
+    run->timing.lines = line_number;
+    run->timing.decode_wall = ps.decode_seconds;
+    run->timing.host_threads = (int)ps.host_threads;
+    if (progress)
+        show_progress(line_number, target_tokens, started, 1);
+    if (bad_lines)
+        fprintf(stderr, "translate: %d of %ld lines refused (empty output lines)\n", bad_lines,
+                line_number);
+    return bad_lines ? EXIT_BAD_LINES : EXIT_OK;
+}
+
+/* Opens -i, --score-target or --target-prefix, -o and the --stats file
+ * before the model loads (a bad path fails at once, not after the whole
+ * input is translated); EXIT_OK or the exit status, said. */
+static int open_files(translate_run *run)
+{
+    translate_args *args = run->args;
+    char message[1024];
+    if (args->stats_path[0] &&
+        translate_open_stats(args, &run->stats, message, sizeof message) != EXIT_OK) {
+        fprintf(stderr, "translate: %s\n", message);
+        return EXIT_USAGE;
+    }
+    const char *target_path;
+    const translate_target target = translate_args_target(args, &target_path);
+    if (args->input_path[0] && open_input("-i", args->input_path, &run->in) != 0)
+        return EXIT_USAGE;
+    if (target != TRANSLATE_TARGET_NONE &&
+        open_input(target == TRANSLATE_TARGET_SCORE ? "--score-target" : "--target-prefix",
+                   target_path, &run->targets) != 0)
+        return EXIT_USAGE;
+    if (args->output_path[0] && !(run->out = fopen(args->output_path, "w"))) {
+        fprintf(stderr, "translate: -o %s: cannot open: %s\n", args->output_path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
 int translate_main(int argc, char **argv, const translate_shard *shard)
 {
     translate_args args;
     char message[1024];
     int closed[3];
+    translate_run run = {.args = &args, .in = stdin, .out = stdout,
+                         .process_start = now_seconds()};
     if (app_guard_std_streams(closed) != 0)
         return EXIT_IO; /* no /dev/null: nowhere to say so */
     int code = translate_args_parse(argc, argv, &args, message, sizeof message);
@@ -304,161 +480,64 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
             args.progress = 0;
         pick_rank_device(&args, shard);
     }
-
-    /* The --stats / --timing file is opened now: a bad path fails before
-     * the model is loaded, not after the whole input is translated. */
-    stats_output stats = {NULL, 0};
-    if (args.stats_path[0] &&
-        translate_open_stats(&args, &stats, message, sizeof message) != EXIT_OK) {
-        fprintf(stderr, "translate: %s\n", message);
-        return EXIT_USAGE;
-    }
-
-    /* -i and -o are opened now too, for the same reason. */
-    FILE *in = stdin, *out = stdout;
-    const char *out_name = args.output_path[0] ? args.output_path : "standard output";
-    const char *in_name = args.input_path[0] ? args.input_path : "standard input";
-    if (args.input_path[0] && open_input(args.input_path, &in) != 0) {
-        translate_discard_stats(&args, &stats);
-        return EXIT_USAGE;
-    }
-    if (args.output_path[0] && !(out = fopen(args.output_path, "w"))) {
-        fprintf(stderr, "translate: -o %s: cannot open: %s\n", args.output_path, strerror(errno));
-        translate_discard_stats(&args, &stats);
-        if (in != stdin)
-            fclose(in);
-        return EXIT_USAGE;
-    }
-
+    run.in_name = args.input_path[0] ? args.input_path : "standard input";
+    run.out_name = args.output_path[0] ? args.output_path : "standard output";
+    code = open_files(&run);
+    if (code != EXIT_OK)
+        goto done;
+    /* The CUDA driver starts (its first call) while the model loads. */
+    pthread_t probe;
+    const int probing = args.engine.device != NMT_DEVICE_CPU &&
+                        pthread_create(&probe, NULL, probe_cuda, NULL) == 0;
     nmt_error err = {0};
-    nmt_model *model = NULL;
-    nmt_translator *translators[64] = {NULL};
-    char worker_labels[64][48]; /* "CUDA device N" / "CPU worker N" */
-    int n_translators = 0;
-    chunk_pool *pool = NULL;
-    translate_reader *reader = NULL;
-    if (nmt_model_load(args.model_path, &model, &err) != NMT_STATUS_OK) {
+    const nmt_status loaded = nmt_model_load(args.model_path, &run.model, &err);
+    if (probing)
+        pthread_join(probe, NULL);
+    if (loaded != NMT_STATUS_OK) {
         fprintf(stderr, "translate: cannot load the model: %s\n", err.message);
         code = EXIT_MODEL;
         goto done;
     }
+    run.timing.model_load = now_seconds() - run.process_start;
     /* A file (not a terminal) on CUDA: batches of TRANSLATE_CUDA_BATCH
      * sentences unless --batch-size is given; the library's 32 suits the CPU
      * and interactive use (docs/performance.md, "Defaults"). */
-    if (!args.batch_size_given && !args.batch_tokens && !isatty(fileno(in)) &&
+    if (!args.batch_size_given && !args.batch_tokens && !isatty(fileno(run.in)) &&
         (args.engine.device == NMT_DEVICE_CUDA ||
          (args.engine.device == NMT_DEVICE_AUTO && nmt_cuda_available())))
         args.engine.batch_size = TRANSLATE_CUDA_BATCH;
-    code = create_translators(&args, model, translators, worker_labels, &n_translators);
-    if (code != EXIT_OK)
+    code = run_pipeline(&run);
+    if (code != EXIT_OK && code != EXIT_BAD_LINES)
         goto done;
-    nmt_translator *const translator = translators[0];
-    if (args.engine.device == NMT_DEVICE_AUTO && nmt_translator_device(translator) == NMT_DEVICE_CPU &&
-        !args.quiet)
-        fprintf(stderr, "translate: no usable GPU, translating on the CPU\n");
-
-    const int interactive = isatty(fileno(in));
-    const int progress = args.quiet ? 0
-                         : args.progress < 0 ? isatty(STDERR_FILENO) && !interactive
-                                             : args.progress;
-    const size_t max_bytes = (size_t)args.engine.max_line_bytes;
-    const int window = translate_window_lines(&args, interactive);
-    /* A terminal with one translator: read, translate and write on this
-     * thread, a line at a time. The pipeline's threads would put two
-     * wake-ups (reader -> worker -> writer) on the path of every answer
-     * (docs/performance.md, "Batch-1 latency"). */
-    const int one_thread = interactive && n_translators == 1;
-    if (chunk_pool_create(translators, n_translators, window, one_thread, &pool) != 0 ||
-        translate_reader_start(pool, fileno(in), &args, window, !one_thread, &reader) != 0) {
-        fprintf(stderr, "translate: out of memory\n");
-        code = EXIT_FAILED;
-        goto done;
-    }
-
-    long line_number = args.skip_lines, lines_read = 0;
-    long long target_tokens = 0; /* of the best hypotheses, for the progress line */
-    int bad_lines = 0, read_errno = 0;
-    const double started = translate_now_seconds();
-    double shown = 0; /* when the progress line was last written */
-    for (;;) {
-        if (one_thread)
-            translate_reader_next(reader); /* the next window, read on this thread */
-        chunk_slot *slot = chunk_pool_oldest(pool);
-        if (!slot)
-            break;
-        if (slot->status != NMT_STATUS_OK) {
-            /* Everything before this window is written (and flushed): the
-             * output is a complete prefix, never a gap. */
-            fprintf(stderr, "translate: lines %ld-%ld failed on %s: %s\n"
-                            "translate: lines %ld and after were not written; resume with "
-                            "--skip-lines %ld\n",
-                    slot->first_line + 1, slot->first_line + slot->n,
-                    worker_labels[slot->worker], slot->err.message, slot->first_line + 1,
-                    slot->first_line);
-            code = EXIT_FAILED;
-            goto done;
-        }
-        if (write_chunk(&args, out, slot, max_bytes, &bad_lines, &target_tokens) != 0 ||
-            fflush(out) != 0 || ferror(out)) {
-            code = write_error(out_name);
-            goto done;
-        }
-        line_number = slot->first_line + slot->n; /* skipped lines count, as in messages */
-        chunk_pool_release(pool, slot);
-        if (progress && translate_now_seconds() - shown >= 0.25) {
-            shown = translate_now_seconds();
-            show_progress(line_number, target_tokens, started, 0);
-        }
-    }
-    const int outcome = translate_reader_finish(reader, 0, &lines_read, &read_errno);
-    reader = NULL;
-    line_number = lines_read; /* every window read was written; and the lines skipped */
-    if (outcome == READER_NO_MEMORY) {
-        fprintf(stderr, "translate: out of memory reading line %ld\n", lines_read + 1);
-        code = EXIT_FAILED;
-        goto done;
-    }
-    if (outcome == READER_ERROR) {
-        fprintf(stderr, "translate: error reading %s after line %ld: %s\n", in_name,
-                line_number, strerror(read_errno));
-        code = EXIT_IO;
-        goto done;
-    }
-    if (progress)
-        show_progress(line_number, target_tokens, started, 1);
-    if (bad_lines)
-        fprintf(stderr, "translate: %d of %ld lines refused (empty output lines)\n", bad_lines,
-                line_number);
-    code = bad_lines ? EXIT_BAD_LINES : EXIT_OK;
     {
-        FILE *closing = out;
-        out = NULL;
+        FILE *closing = run.out;
+        run.out = NULL;
         if (close_output(closing) != 0) {
-            code = write_error(out_name);
+            code = write_error(run.out_name);
             goto done;
         }
     }
-    if (stats.file) {
-        int stats_code = translate_write_stats(&args, (const nmt_translator *const *)translators,
-                                               n_translators, line_number,
-                                               chunk_pool_decode_seconds(pool), &stats, message,
-                                               sizeof message);
+    if (run.stats.file) {
+        run.timing.dry_run = args.dry_run;
+        const int stats_code = translate_write_stats(
+            &args, (const nmt_translator *const *)run.translators.translators,
+            run.translators.n, &run.timing, &run.stats, message, sizeof message);
         if (stats_code != EXIT_OK) {
             fprintf(stderr, "translate: %s\n", message);
             code = stats_code;
         }
     }
 done:
-    translate_reader_finish(reader, 1, NULL, NULL); /* a run that gave up: stop reading */
-    translate_discard_stats(&args, &stats); /* a run that did not get to write it */
-    if (out && out != stdout)
-        fclose(out); /* the run failed already; what was written stays */
-    if (in != stdin)
-        fclose(in);
-    chunk_pool_free(pool); /* then the workers: they use the translators */
-    for (int i = 0; i < n_translators; i++)
-        nmt_translator_free(translators[i]);
-    nmt_model_free(model);
+    nmt_pipeline_free(run.pipeline); /* stops reading; then the translators it used */
+    translate_discard_stats(&args, &run.stats); /* a run that did not get to write it */
+    if (run.out && run.out != stdout)
+        fclose(run.out); /* the run failed already; what was written stays */
+    if (run.in && run.in != stdin)
+        fclose(run.in);
+    if (run.targets)
+        fclose(run.targets);
+    translate_free_translators(&run.translators);
+    nmt_model_free(run.model);
     return code;
 }
 

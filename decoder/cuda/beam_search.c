@@ -34,6 +34,8 @@
  * an error) from counting. */
 #include "cuda_search_impl.h"
 
+#include "forced_search.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +50,8 @@ nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
     const nmt_status bad = NMT_STATUS_ERROR_ARGUMENT;
     const int32_t V = self->model.vocab_size;
     /* The beam at most the one the search was sized for. */
-    if (nmt_search_params_check(&config->params, self->config.beam, err) != NMT_STATUS_OK)
+    if (nmt_search_params_check(&config->params, self->config.beam, err) != NMT_STATUS_OK ||
+        nmt_search_params_check_rules(&config->params, config->rules, err) != NMT_STATUS_OK)
         return bad;
     const int32_t ids[3] = {config->pad_id, config->bos_id, config->eos_id};
     for (int i = 0; i < 3; i++)
@@ -66,7 +69,7 @@ nmt_status nmt_cuda_search_check_config(const nmt_cuda_search *self,
     if (self->model.shrunk && config->eos_id > 3)
         return nmt_error_set(err, bad, "cuda search: shrinking needs eos_id < 4 (got %d)",
                              config->eos_id);
-    return NMT_STATUS_OK;
+    return nmt_cuda_search_check_rules(self, config, err);
 }
 
 nmt_status nmt_cuda_search_check_sentences(const nmt_cuda_search *self,
@@ -203,10 +206,16 @@ static nmt_status step_body(void *arg, nmt_error *err)
                                                model->attn_weights, stream, err));
     const nmt_beam_next_rows next_rows = {self->row_tokens, self->row_sentence,
                                           self->row_parent, self->row_live};
+    const nmt_beam_next_rows *rows_out = w->rows_from_beam ? &next_rows : NULL;
+    if (w->rules) { /* sampling's step, or the logit rules' edit of the scores */
+        int done = 0;
+        NMT_TRY(nmt_cuda_search_rules_step(self, w, &scores, rows_out, &done, err));
+        if (done)
+            return NMT_STATUS_OK;
+    }
     NMT_TRY(nmt_cuda_beam_step(w->b, w->n_active, self->act_dev, scores.top_values,
                                scores.top_ids, scores.logits, scores.ld_logits, scores.lse,
-                               scores.attn_argmax, w->rows_from_beam ? &next_rows : NULL, stream,
-                               err));
+                               scores.attn_argmax, rows_out, stream, err));
 cleanup:
     return status;
 }
@@ -216,6 +225,7 @@ typedef struct step_key {
     int32_t n_active, beam, stride, cur, rows_from_beam, carried_in, carry_out;
     nmt_beam_device b; /* sizes, alpha, EOS and the state's pointers */
     const void *src_len, *excluded, *old_pos;
+    nmt_cuda_rules rules; /* zeros: none */
 } step_key;
 
 /* Runs body through the graph cache (eagerly when graphs are off) and counts
@@ -268,8 +278,10 @@ nmt_status nmt_cuda_search_step(nmt_cuda_search *self, const nmt_cuda_step_args 
         key.cur = work.cur;
         key.rows_from_beam = args->rows_from_beam;
         key.carried_in = args->carried_in, key.carry_out = args->carry_out;
-        key.b = *args->b;
+        memcpy(&key.b, args->b, sizeof key.b);
         key.src_len = args->src_len, key.excluded = args->excluded, key.old_pos = args->old_pos;
+        if (args->rules)
+            memcpy(&key.rules, args->rules, sizeof key.rules);
         NMT_TRY(run_cached(self, self->stream, &key, sizeof key, step_body, &work, err));
     }
     self->cur = 1 - work.cur;
@@ -318,14 +330,20 @@ nmt_beam_device nmt_cuda_search_beam(const nmt_cuda_search *self, const nmt_sear
     /* Without attention the step records no weights (its launches, and so
      * its graph key, are those of a search without a weights history). */
     b.hist_weights = config->attention ? self->beam_dev.hist_weights : NULL;
-    b.weights_stride = config->attention ? src_stride : 0;
-    b.beam = config->params.beam_size;
+    b.weights_stride =
+        config->attention || config->params.coverage_penalty != NMT_COVERAGE_NONE ? src_stride
+                                                                                   : 0;
+    b.beam = nmt_search_width(&config->params);
     b.eos_id = config->eos_id;
     b.alpha = config->params.alpha;
     b.hist_len = hist_len;
     b.rules = (int32_t)config->rules;
     b.n_best = config->params.n_best;
     b.max_len = max_len;
+    if (config->forced)
+        b.forced = self->forced_view;
+    else
+        memset(&b.forced, 0, sizeof b.forced);
     return b;
 }
 
@@ -417,15 +435,16 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
     NMT_TRY(nmt_cuda_search_check_sentences(self, batch, err));
     NMT_CUDA_TRY(cudaSetDevice(self->config.device));
     cudaStream_t stream = self->stream;
-    const int32_t n = batch->n_sentences, B = config->params.beam_size;
+    const int32_t n = batch->n_sentences, B = nmt_search_width(&config->params);
     const int32_t stride = nmt_cuda_search_sort(self, batch);
+    NMT_TRY(nmt_cuda_search_upload_forced(self, config, n, &self->forced_view, err));
 
-    /* Max lengths and history size; features to pack. */
+    /* Max lengths (room for forced tokens) and history size; features to pack. */
     int32_t longest = 1;
     int64_t nnz = 0;
     for (int32_t s = 0; s < n; s++) {
         const int32_t first = batch->token_offset[s], len = batch->src_len[s];
-        int32_t max_len = nmt_search_max_length(config, len);
+        int32_t max_len = nmt_forced_max_length(config, s, len);
         longest = max_len > longest ? max_len : longest;
         nnz += batch->row_ptr[first + len] - batch->row_ptr[first];
     }
@@ -448,6 +467,13 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
     }
     NMT_TRY(nmt_cuda_search_ensure_input(self, nnz, err));
     NMT_TRY(nmt_cuda_search_ensure_history(self, hist_len, err));
+    NMT_TRY(nmt_cuda_search_ensure_rules(self, config, hist_len, err));
+    if (nmt_search_sampling(&config->params)) { /* each sentence's key, in sorted order */
+        for (int32_t i = 0; i < n; i++)
+            self->rules_host[i] =
+                batch->line_key ? batch->line_key[self->order[i]] : (uint64_t)self->order[i];
+        NMT_TRY(nmt_cuda_search_upload_keys(self, n, err));
+    }
 
     /* Pack: time-major CSR (row t * n + i, padding rows empty) and the rest. */
     input_layout host = layout_input(self->input_host, n, stride, nnz);
@@ -455,7 +481,7 @@ static nmt_status start_batch(nmt_cuda_search *self, const nmt_source_batch *bat
     nmt_cuda_search_excluded(config, host.excluded);
     for (int32_t i = 0; i < n; i++) {
         host.src_len[i] = batch->src_len[self->order[i]];
-        host.max_len[i] = nmt_search_max_length(config, host.src_len[i]);
+        host.max_len[i] = nmt_forced_max_length(config, self->order[i], host.src_len[i]);
     }
     nmt_cuda_search_pack(self, batch, n, stride, host.row_ptr, host.cols, host.values);
     NMT_CUDA_TRY(cudaMemcpyAsync(self->input_dev, self->input_host, host.bytes,
@@ -475,10 +501,14 @@ cleanup:
 }
 
 nmt_status nmt_cuda_search_encode_only(nmt_cuda_search *self, const nmt_source_batch *batch,
-                                       const nmt_search_config *config, nmt_error *err)
+                                       const nmt_search_config *config,
+                                       nmt_cuda_encoded *encoded, nmt_error *err)
 {
     batch_start start;
-    return start_batch(self, batch, config, &start, err);
+    const nmt_status status = start_batch(self, batch, config, &start, err);
+    if (status == NMT_STATUS_OK && encoded)
+        *encoded = (nmt_cuda_encoded){start.mem_stride, start.dev.src_len};
+    return status;
 }
 
 nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *batch,
@@ -493,7 +523,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
     batch_start start;
     NMT_TRY(start_batch(self, batch, config, &start, err));
     cudaStream_t stream = self->stream;
-    const int32_t n = start.n, B = config->params.beam_size, longest = start.longest;
+    const int32_t n = start.n, B = nmt_search_width(&config->params), longest = start.longest;
     const int32_t hist_len = start.hist_len, mem_stride = start.mem_stride;
     const input_layout dev = start.dev;
     const int timed = self->config.timed;
@@ -501,6 +531,10 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
         NMT_TRY(nmt_cuda_search_ensure_events(self, longest, err));
 
     nmt_beam_device b = nmt_cuda_search_beam(self, config, hist_len, dev.max_len, mem_stride);
+    nmt_cuda_search_beam_rules(self, config, dev.src_len, &b);
+    nmt_cuda_rules rules;
+    NMT_TRY(nmt_cuda_search_rules(self, config, &rules, err));
+    const int use_rules = rules.logit_rules || rules.sampling;
     /* A tag of its own: writes of another batch that land late never count
      * for this one. The host clears the entries itself: beam_init doing so
      * (a kernel writing host memory just before the overlapped launches of
@@ -543,6 +577,7 @@ nmt_status nmt_cuda_search_run(nmt_cuda_search *self, const nmt_source_batch *ba
             .rows_from_beam = 1,
             .carried_in = left,
             .carry_out = carry_out,
+            .rules = use_rules ? &rules : NULL,
         };
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
         left = carry_out;

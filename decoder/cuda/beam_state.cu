@@ -27,9 +27,12 @@ static __device__ void begin_sentence(const nmt_beam_device &b, int32_t s, int32
                                       int32_t bos_id, int32_t start)
 {
     const int64_t e = (int64_t)s * b.beam + k;
-    b.scores[e] = k == 0 ? 0.0f : -INFINITY;
+    b.scores[e] = k == 0 || b.sampling ? 0.0f : -INFINITY;
     b.tokens[e] = bos_id;
     b.parents[e] = 0;
+    for (int32_t half = 0; b.coverage && half < 2; half++)
+        for (int32_t j = 0; j < b.coverage_stride; j++)
+            b.coverage[(((int64_t)s * 2 + half) * b.beam + k) * b.coverage_stride + j] = 0.0f;
     if (k == 0) {
         b.done[s] = 0;
         b.n_finished[s] = 0;

@@ -28,7 +28,9 @@
  * history records the score its hypothesis carries on (hist_score), from
  * which backtracking derives each token's log-probability. The state's
  * bookkeeping outside a step (init, join, the rows of a step, recording the
- * attention weights, backtracking) is beam_state.cu.
+ * attention weights, backtracking) is beam_state.cu. At a sentence's forced
+ * step (a target prefix, an alternative: forced_step.cuh) slot 0 offers its
+ * one candidate instead, as the EOS of v1's last step is offered.
  * The onmt rules (docs/decoding.md, "Search rules") change three things:
  * a candidate ranks by (score + log p) / (t + 1)^alpha in float32 (the
  * lists stay sorted: adding and dividing keep the order, but rounding can
@@ -41,8 +43,10 @@
  * an ulp). */
 #include "beam_rows.cuh"
 #include "beam_step.h"
+#include "forced_step.cuh"
 
 #include "cuda_check.h"
+#include "logit_rules.h"
 #include "search.h"
 #include "search_rules.h"
 #include "device.cuh"
@@ -78,16 +82,6 @@ static __device__ bool candidate_before(const beam_candidate &a, const beam_cand
     return nmt_rule_candidate_before(a.score, a.slot, a.word, b.score, b.slot, b.word);
 }
 
-/* Sentence s takes no more steps after its own step `step`; done_at gets the
- * batch's tag and the search's step number, which the host compares with
- * its tag and the step of the check it reads (beam_step.h). */
-static __device__ void mark_done(const nmt_beam_device &b, int32_t s, int32_t step)
-{
-    b.done[s] = 1;
-    if (b.done_at)
-        b.done_at[s] = (b.tag ? *b.tag << 16 : 0) | ((step + b.start[s]) & 0xFFFF);
-}
-
 /* Slot `slot`'s candidate of log p `value` for `word`, or none when it may
  * not be taken (the block kernel's test, written once for the warp kernel). */
 static __device__ beam_candidate offered(float base, float value, int32_t word, int32_t slot)
@@ -95,6 +89,17 @@ static __device__ beam_candidate offered(float base, float value, int32_t word, 
     beam_candidate c;
     c.score = nmt_rule_rank(base, value, 1.0f);
     c.slot = slot;
+    c.word = word;
+    return word >= 0 && nmt_rule_selectable(c.score) ? c : no_candidate();
+}
+
+/* Slot 0's one candidate at a forced step (forced_step.cuh). */
+static __device__ beam_candidate forced_head(float base, float value, int32_t word,
+                                             float penalty)
+{
+    beam_candidate c;
+    c.score = nmt_rule_rank(base, value, penalty);
+    c.slot = 0;
     c.word = word;
     return word >= 0 && nmt_rule_selectable(c.score) ? c : no_candidate();
 }
@@ -207,16 +212,56 @@ static __device__ void keep_finished(const nmt_beam_device &b, int64_t fin0, int
         (*n)++;
 }
 
+/* Slot `slot` of sentence s's coverage at its step `step` (the half of the
+ * step's parity; beam_step.h), position j. */
+static __device__ float *coverage_at(const nmt_beam_device &b, int32_t s, int32_t step,
+                                     int32_t slot)
+{
+    return b.coverage + (((int64_t)s * 2 + (step & 1)) * b.beam + slot) * b.coverage_stride;
+}
+
+/* The coverage penalty (logit_rules.h) of a hypothesis of slot `slot`
+ * finishing at this step: its coverage with the attention of its row,
+ * row0 + slot, added; one thread, positions in order as the CPU sums. */
+static __device__ float coverage_penalty(const nmt_beam_device &b, int32_t s, int32_t step,
+                                         int64_t row0, int32_t slot)
+{
+    const float *cov = coverage_at(b, s, step, slot);
+    const float *w = b.step_weights + (row0 + slot) * b.weights_stride;
+    float sum = 0.0f;
+    for (int32_t j = 0; j < b.src_len[s]; j++)
+        sum = __fadd_rn(sum, nmt_rule_coverage_term(b.coverage_kind, __fadd_rn(cov[j], w[j])));
+    return __fmul_rn(b.coverage_beta, sum);
+}
+
+/* Every thread, after the split: the coverage each alive slot carries into
+ * the next step, its parent's with the parent row's attention added. */
+static __device__ void carry_coverage(const nmt_beam_device &b, int32_t s, int32_t step,
+                                      int64_t row0, int tid, int threads)
+{
+    const int32_t L = b.src_len[s];
+    for (int32_t e = tid; e < b.beam * L; e += threads) {
+        const int32_t k = e / L, j = e % L;
+        if (!(b.scores[(int64_t)s * b.beam + k] > -INFINITY))
+            continue;
+        const int32_t parent = b.parents[(int64_t)s * b.beam + k];
+        coverage_at(b, s, step + 1, k)[j] =
+            __fadd_rn(coverage_at(b, s, step, parent)[j],
+                      b.step_weights[(row0 + parent) * b.weights_stride + j]);
+    }
+}
+
 /* The onmt split (decoder/beam_search.c's step_onmt) of the n_chosen <= B
  * selected candidates, best first; one thread. A candidate carries its rank
  * times the penalty on (what OpenNMT-py recovers, not the sum); EOS ones
  * finish, the others live on, or at the max-length step finish cut, their
- * last word in history slot c (no slot lives on, so all are free). Done
- * when the best candidate is an EOS and n_best have ended, at the max
- * length, or with no survivor. */
+ * last word in history slot c (no slot lives on, so all are free). A
+ * finished one ranks by its rank less its coverage penalty (b.coverage).
+ * Done when the best candidate is an EOS and n_best have ended, at the max
+ * length, or with no survivor. row0: the sentence's first row. */
 static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t step,
                                   int last_step, float penalty, const beam_candidate *chosen,
-                                  int32_t n_chosen, const int32_t *slot_attn)
+                                  int32_t n_chosen, const int32_t *slot_attn, int64_t row0)
 {
     const int32_t B = b.beam;
     const int64_t fin0 = (int64_t)s * 2 * B;
@@ -227,8 +272,11 @@ static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t s
         const beam_candidate cand = chosen[c];
         const float score = nmt_rule_carried_score(cand.score, penalty);
         const int32_t parent_slot = step > 1 ? cand.slot : -1;
+        const float ranked =
+            b.coverage ? __fsub_rn(cand.score, coverage_penalty(b, s, step, row0, cand.slot))
+                       : cand.score;
         if (cand.word == b.eos_id) {
-            keep_finished(b, fin0, &n_fin, score, cand.score, step, parent_slot);
+            keep_finished(b, fin0, &n_fin, score, ranked, step, parent_slot);
             n_ended++;
         } else if (last_step) {
             if (has_row) {
@@ -237,7 +285,7 @@ static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t s
                 b.hist_parent[hist0 + c] = parent_slot;
                 b.hist_score[hist0 + c] = score;
             }
-            keep_finished(b, fin0, &n_fin, score, cand.score, step + 1, has_row ? c : -1);
+            keep_finished(b, fin0, &n_fin, score, ranked, step + 1, has_row ? c : -1);
             n_ended++;
         } else if (has_row) {
             b.hist_token[hist0 + n_alive] = cand.word;
@@ -260,29 +308,6 @@ static __device__ void split_onmt(const nmt_beam_device &b, int32_t s, int32_t s
     const int best_ended = n_chosen > 0 && chosen[0].word == b.eos_id;
     if (nmt_rule_onmt_done(last_step, n_alive, best_ended, n_ended, b.n_best))
         mark_done(b, s, step);
-}
-
-/* The end of sentence s's block (every thread, after a barrier that makes
- * the split's writes visible; a done sentence's at once, rows false): the
- * next step's rows at position p, as prepare_rows writes them without a
- * compaction, then the block's ticket; the last block to take one moves
- * *b.step on and resets the count. Every block read *b.step before taking
- * its ticket, so none sees the new number. */
-static __device__ void finish_block(const nmt_beam_device &b, const nmt_beam_next_rows &next,
-                                    int32_t p, int32_t s, bool rows, int tid, int threads)
-{
-    if (!next.tokens)
-        return;
-    for (int32_t k = tid; rows && k < b.beam; k += threads)
-        write_step_row(b, (int64_t)p * b.beam + k, s, k, p, next.tokens, next.sentence,
-                       next.parent, next.live);
-    if (tid != 0)
-        return;
-    __threadfence(); /* the block's reads of *b.step are done before its ticket */
-    if (atomicAdd(b.ticket, 1) == (int)gridDim.x - 1) {
-        *b.step += 1;
-        *b.ticket = 0;
-    }
 }
 
 static __global__ void __launch_bounds__(BEAM_THREADS)
@@ -310,6 +335,11 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
     const int eos_only = last_step && !onmt;
     const float penalty = onmt ? nmt_rule_onmt_penalty(step, b.alpha) : 1.0f;
     const int32_t n_select = onmt ? B : K;
+    int32_t forced_word = -1;
+    float forced_value = 0.0f;
+    const int forced = forced_choice(b, s, step, logits + row0 * ld_logits, lse + row0,
+                                     top_values + row0 * K, top_ids + row0 * K, K, &forced_word,
+                                     &forced_value);
     for (int32_t k = tid; k < B; k += BEAM_THREADS) {
         base[k] = b.scores[(int64_t)s * B + k];
         head[k] = 0;
@@ -324,7 +354,10 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
         for (int32_t k = tid; k < B; k += BEAM_THREADS) {
             const int64_t row = row0 + k;
             beam_candidate c = no_candidate();
-            if (eos_only) {
+            if (forced) {
+                if (k == 0 && head[0] == 0)
+                    c = forced_head(base[0], forced_value, forced_word, penalty);
+            } else if (eos_only) {
                 if (head[k] == 0)
                     c = offered(base[k], logits[row * ld_logits + b.eos_id] - lse[row],
                                 b.eos_id, k);
@@ -349,7 +382,7 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
             break; /* uniform: every thread read the same reduce[0] */
         if (tid == 0) {
             chosen[round] = winner;
-            if (onmt)
+            if (onmt && !forced)
                 taken[winner.slot] = winner.word;
             else
                 head[winner.slot]++;
@@ -359,11 +392,13 @@ beam_step_kernel(nmt_beam_device b, const int32_t *act, const float *top_values,
     }
     __syncthreads();
     if (tid == 0 && onmt)
-        split_onmt(b, s, step, last_step, penalty, chosen, n_chosen, attn_argmax + row0);
+        split_onmt(b, s, step, last_step, penalty, chosen, n_chosen, attn_argmax + row0, row0);
     else if (tid == 0)
         split_chosen(b, s, step, last_step, chosen, n_chosen, b.n_finished[s],
                      attn_argmax + row0);
     __syncthreads();
+    if (b.coverage)
+        carry_coverage(b, s, step, row0, tid, BEAM_THREADS);
     finish_block(b, next, p, s, true, tid, BEAM_THREADS);
 }
 
@@ -418,7 +453,15 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
     }
     __pipeline_wait_prior(0);
     __syncwarp(); /* the other lanes' copies are visible from here */
-    if (has_slot && !eos_only)
+    int32_t forced_word = -1;
+    float forced_value = 0.0f;
+    const int forced = forced_choice(b, s, step, logits + row0 * ld_logits, lse + row0, top_value,
+                                     top_word, K, &forced_word, &forced_value);
+    const int single = forced || eos_only; /* a slot offers one candidate at most */
+    if (forced)
+        head = lane == 0 ? forced_head(base, forced_value, forced_word, penalty)
+                         : no_candidate();
+    else if (has_slot && !eos_only)
         head = list_head(top_value + lane * K, top_word + lane * K, K, base, penalty, onmt,
                          lane, &j, &taken);
 
@@ -435,8 +478,8 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
         if (lane == __ffs(__ballot_sync(kFullMask, key == best_key)) - 1) {
             const beam_candidate best = head;
             chosen[round] = best;
-            head = no_candidate(); /* v1's last step offers EOS only, once */
-            if (!eos_only) {
+            head = no_candidate(); /* v1's last step offers EOS only, once; so does a forced one */
+            if (!single) {
                 if (onmt)
                     taken = best.word;
                 else
@@ -449,10 +492,12 @@ beam_step_warp_kernel(nmt_beam_device b, const int32_t *act, const float *top_va
     }
     __syncwarp();
     if (lane == 0 && onmt)
-        split_onmt(b, s, step, last_step, penalty, chosen, n_chosen, slot_attn);
+        split_onmt(b, s, step, last_step, penalty, chosen, n_chosen, slot_attn, row0);
     else if (lane == 0)
         split_chosen(b, s, step, last_step, chosen, n_chosen, n_fin, slot_attn);
     __syncwarp();
+    if (b.coverage)
+        carry_coverage(b, s, step, row0, lane, kWarpSize);
     finish_block(b, next, p, s, true, lane, kWarpSize);
 }
 
@@ -482,6 +527,11 @@ nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const 
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "beam step: rules %d (onmt needs n_ended and n_best %d in [1, %d])",
                              (int)b->rules, b->n_best, b->beam);
+    if (b->coverage && (b->rules != NMT_SEARCH_RULES_ONMT || !b->step_weights || !b->src_len ||
+                        b->weights_stride < 1 || b->coverage_stride < 1))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "beam step: the coverage penalty needs the onmt rules, the step's "
+                             "weights, the source lengths and strides");
     if (b->beam <= WARP_BEAM_MAX) {
         const size_t list_bytes =
             (size_t)b->beam * 2 * b->beam * (sizeof(float) + sizeof(int32_t));

@@ -12,6 +12,7 @@
 #ifndef NMT_BEAM_STEP_H
 #define NMT_BEAM_STEP_H
 
+#include "forced_tokens.h"
 #include "nmt_status.h"
 #include "search_params.h"
 
@@ -71,6 +72,19 @@ typedef struct nmt_beam_device {
                         on (nmt_beam_next_rows) */
     int32_t *tag;    /* [1] or NULL: beam_init's tag, which marks done_at's entries as this
                         batch's (1..32767; a value left by another batch never matches) */
+    nmt_forced_tokens forced; /* by sentence s (offset [n + 1], alternative [n]), device;
+                                 offset NULL: none (forced_tokens.h) */
+    int32_t sampling; /* 1: every slot is a sample of its own (decoder/cuda/sample_step.cu):
+                         all alive at step 1, each continues itself in its slot */
+    /* The coverage penalty (onmt rules; coverage NULL: none), logit_rules.h: */
+    float *coverage;            /* [n, 2, B, coverage_stride]: each slot's attention summed
+                                   over its hypothesis; the half of the sentence's step
+                                   parity is read, the other written */
+    int32_t coverage_stride;
+    int32_t coverage_kind;      /* an nmt_coverage_penalty */
+    float coverage_beta;
+    const float *step_weights;  /* the step's attention weights, [rows, weights_stride] */
+    const int32_t *src_len;     /* [n]: each sentence's source length */
 } nmt_beam_device;
 
 /* The next step's rows, written by the beam step (nmt_cuda_beam_step) for the
@@ -138,8 +152,9 @@ static inline int32_t nmt_done_at_step(int32_t entry, int32_t tag, int32_t launc
     return launched - ((launched - (entry & 0xFFFF)) & 0xFFFF);
 }
 
-/* Step-1 state: slot 0 alive with score 0 and token bos_id, the others dead;
- * nothing done, finished or ended; *step = 0; *tag = tag (when b->tag). */
+/* Step-1 state: slot 0 alive with score 0 and token bos_id, the others dead
+ * (sampling: every slot alive); nothing done, finished or ended, no
+ * coverage; *step = 0; *tag = tag (when b->tag). */
 nmt_status nmt_cuda_beam_init(const nmt_beam_device *b, int32_t n_sentences, int32_t bos_id,
                               int32_t tag, void *stream, nmt_error *err);
 
@@ -169,7 +184,10 @@ nmt_status nmt_cuda_beam_prepare_rows(const nmt_beam_device *b, int32_t n_active
  * top_values (log p) / top_ids [row, 2B], sorted best first; v1: at a
  * sentence's max-length step only EOS counts, with log p = logits[row, eos]
  * - lse[row] (onmt reads neither logits nor lse). attn_argmax[row] is
- * recorded for every token that stays alive (onmt: or is cut). */
+ * recorded for every token that stays alive (onmt: or is cut). At a
+ * sentence's forced step (b->forced) its one candidate is slot 0's forced
+ * word (log p = logits[row, word] - lse[row]: the full softmax) or
+ * alternative (forced_step.cuh). */
 nmt_status nmt_cuda_beam_step(const nmt_beam_device *b, int32_t n_active, const int32_t *act,
                               const float *top_values, const int32_t *top_ids,
                               const float *logits, int32_t ld_logits, const float *lse,

@@ -70,6 +70,17 @@ typedef struct nmt_cuda_step_model {
      * search with config.attention records them (nmt_search_config). */
     const float *attn_weights;
     int32_t carry_rows; /* steps of at most this many rows may carry out / in (0: none) */
+    /* Scoring (nmt_cuda_search_score), or NULL: stash keeps buffer buf's
+     * n_rows rows' output-layer inputs as rows [at, at + n_rows) of the
+     * network's stash (stash_rows rows) and gives *attn_argmax, the rows'
+     * attention argmax (device, as output's); pick scores the stash's first
+     * n_rows rows, log_probs[r] = log p(words[r]) under the full softmax (no
+     * top-K): several steps' output layers in one. */
+    nmt_status (*stash)(void *self, int buf, int32_t n_rows, int32_t at,
+                        const int32_t **attn_argmax, nmt_error *err);
+    nmt_status (*pick)(void *self, int32_t n_rows, const int32_t *words, float *log_probs,
+                       nmt_error *err);
+    int32_t stash_rows;
 } nmt_cuda_step_model;
 
 /* What a search is sized and set up for, once. */
@@ -83,6 +94,8 @@ typedef struct nmt_cuda_search_config {
     int timed;                       /* time each step's output layer (and run the probe) */
     int attention;                   /* keep a weights history (the model must give
                                         attn_weights), so batches may ask for attention */
+    int batch_invariant;             /* the logit rules' and sampling's top-K plans: one at
+                                        every row count */
 } nmt_cuda_search_config;
 
 typedef struct nmt_cuda_search nmt_cuda_search;
@@ -105,6 +118,19 @@ size_t nmt_cuda_search_device_bytes_now(const nmt_cuda_search *search);
 nmt_status nmt_cuda_search_run(nmt_cuda_search *search, const nmt_source_batch *batch,
                                const nmt_search_config *config, nmt_search_result *results,
                                nmt_error *err);
+
+/* Scoring (decoder/cuda/score_search.c): each sentence's config->forced
+ * tokens and an EOS (decoder/forced_search.h, nmt_score_forced: one
+ * hypothesis a sentence, the same numbers up to the devices' rounding),
+ * teacher-forced: the encoder pass, then one step a target position for
+ * the sentences still that long, one row each, at batch width, and the
+ * output layer of as many steps as the model's stash holds at once (the
+ * full softmax's normalizer and the target's logit: no top-K, no beam),
+ * with nothing read back until one copy after the last step. The model
+ * must have stash and pick. */
+nmt_status nmt_cuda_search_score(nmt_cuda_search *search, const nmt_source_batch *batch,
+                                 const nmt_search_config *config, nmt_search_result *results,
+                                 nmt_error *err);
 
 /* Continuous batching (decoder/cuda/stream_search.c): one search that runs
  * until `source` ends and every sentence it gave is delivered. Sentences

@@ -50,6 +50,30 @@ cleanup:
     return status;
 }
 
+void nmt_cuda_staged_free(nmt_cuda_staged *b)
+{
+    cudaFree(b->dev);
+    if (b->host)
+        cudaFreeHost(b->host);
+    b->dev = b->host = NULL;
+    b->bytes = 0;
+}
+
+nmt_status nmt_cuda_staged_ensure(nmt_cuda_staged *b, size_t bytes, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    if (b->dev && bytes <= b->bytes)
+        return NMT_STATUS_OK;
+    nmt_cuda_staged_free(b);
+    NMT_CUDA_TRY(cudaMalloc(&b->dev, bytes));
+    NMT_CUDA_TRY(cudaHostAlloc(&b->host, bytes, cudaHostAllocDefault));
+    b->bytes = bytes;
+    return NMT_STATUS_OK;
+cleanup:
+    nmt_cuda_staged_free(b);
+    return status;
+}
+
 static size_t history_entries(const nmt_cuda_search_config *c, int32_t hist_cap)
 {
     return (size_t)c->max_sentences * (size_t)hist_cap * (size_t)c->beam;
@@ -162,6 +186,9 @@ void nmt_cuda_search_free(nmt_cuda_search *s)
     cudaFreeHost(s->done_host);
     cudaFreeHost(s->done_at_host);
     cudaFreeHost(s->act_pinned);
+    nmt_cuda_staged_free(&s->forced);
+    nmt_cuda_staged_free(&s->score);
+    nmt_cuda_search_free_rules(s);
     nmt_graph_cache_free(s->graphs);
     free(s->key);
     free(s->order);
@@ -293,5 +320,6 @@ size_t nmt_cuda_search_device_bytes_now(const nmt_cuda_search *s)
     const size_t history = s->hist_dev ? history_bytes(&s->config, s->hist_cap) +
                                              s->results_bytes : 0;
     return state_bytes(&s->config) + (s->input_dev ? s->input_bytes : 0) + history +
-           (s->ident_dev ? sizeof(int32_t) * (size_t)s->config.max_sentences : 0);
+           (s->ident_dev ? sizeof(int32_t) * (size_t)s->config.max_sentences : 0) +
+           s->forced.bytes + s->score.bytes + nmt_cuda_search_rules_bytes(s);
 }

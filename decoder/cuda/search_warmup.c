@@ -44,7 +44,7 @@ static nmt_source_batch synthetic_batch(const nmt_cuda_search *self, int32_t n, 
         cols[e] = e % kinds == 0 ? NMT_UNK_ID : self->config.src_rows - 1;
         values[e] = 1.0f;
     }
-    return (nmt_source_batch){n, src_len, token_offset, row_ptr, cols, values};
+    return (nmt_source_batch){n, src_len, token_offset, row_ptr, cols, values, NULL};
 }
 
 /* The synthetic batches' search: the backend's beam, a few steps; with a
@@ -91,7 +91,7 @@ static nmt_status warm_encoder_lengths(nmt_cuda_search *self, int32_t *buf, floa
     for (int32_t len = 1; len <= S && len <= kWarmLengths; len++) {
         const nmt_source_batch batch = synthetic_batch(self, 1, len, buf, values);
         for (int run = 0; run < NMT_GRAPH_CAPTURE_AT; run++) {
-            NMT_TRY(nmt_cuda_search_encode_only(self, &batch, &config, err));
+            NMT_TRY(nmt_cuda_search_encode_only(self, &batch, &config, NULL, err));
             /* The next pass packs its input into the same pinned buffer. */
             NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
         }

@@ -116,6 +116,7 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
     st->n_free = N;
     *hist_len = nmt_cuda_search_hist_len(config, nmt_search_max_length(config, S));
     NMT_TRY(nmt_cuda_search_ensure_history(self, *hist_len, err));
+    NMT_TRY(nmt_cuda_search_ensure_rules(self, config, *hist_len, err));
     if (!self->ident_dev) {
         NMT_CUDA_TRY(cudaMalloc((void **)&self->ident_dev, sizeof(int32_t) * (size_t)N));
         for (int32_t p = 0; p < N; p++)
@@ -131,6 +132,7 @@ static nmt_status stream_begin(nmt_cuda_search *self, const nmt_search_config *c
                               layout_stream(self->input_dev, N, S, self->nnz_cap).slot_max_len,
                               S);
     b->done_at = NULL; /* its checks copy the done flags (the snapshot in the loop) */
+    nmt_cuda_search_beam_rules(self, config, NULL, b);
     NMT_TRY(nmt_cuda_beam_init(b, N, config->bos_id, 0, self->stream, err));
     /* The act_pinned copy above must land before the header is rewritten. */
     NMT_CUDA_TRY(cudaStreamSynchronize(self->stream));
@@ -191,8 +193,8 @@ static nmt_status place_rows(nmt_cuda_search *self, const nmt_beam_device *b,
     nmt_status status = NMT_STATUS_OK;
     const nmt_cuda_step_model *model = &self->model;
     NMT_CUDA_TRY(cudaStreamWaitEvent(self->stream, self->encoded_event, 0));
-    NMT_TRY(model->place(model->self, self->cur, n, slots, positions, config->params.beam_size,
-                         err));
+    NMT_TRY(model->place(model->self, self->cur, n, slots, positions,
+                         nmt_search_width(&config->params), err));
     NMT_TRY(nmt_cuda_beam_join(b, slots, n, config->bos_id, self->stream, err));
 cleanup:
     return status;
@@ -262,6 +264,8 @@ static int32_t take_joiners(nmt_cuda_search *self, const nmt_sentence_stream *sr
         host->join_slot[i] = s;
         host->slot_len[s] = batch->src_len[from];
         host->slot_max_len[s] = nmt_search_max_length(config, batch->src_len[from]);
+        if (self->rules_host) /* sampling's key by slot (copied with the header) */
+            self->rules_host[s] = batch->line_key ? batch->line_key[from] : 0;
         st->wait_slot[st->n_wait++] = s;
     }
     *nnz = nmt_cuda_search_pack(self, batch, k, *stride, host->row_ptr, host->cols,
@@ -273,7 +277,7 @@ static int32_t take_joiners(nmt_cuda_search *self, const nmt_sentence_stream *sr
  * never timed, and no step carries a product over to the next. */
 static nmt_cuda_step_args stream_step(const nmt_beam_device *b, int32_t n_active, int32_t beam,
                                       int32_t stride, const stream_layout *dev,
-                                      const int32_t *old_pos)
+                                      const int32_t *old_pos, const nmt_cuda_rules *rules)
 {
     return (nmt_cuda_step_args){
         .b = b,
@@ -285,6 +289,7 @@ static nmt_cuda_step_args stream_step(const nmt_beam_device *b, int32_t n_active
         .old_pos = old_pos,
         .timed_step = -1,
         .cacheable = 1,
+        .rules = rules,
     };
 }
 
@@ -298,15 +303,24 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cuda stream: NULL argument");
     cudaStream_t stream = self->stream;
     const int32_t N = self->config.max_sentences, S = self->config.max_src;
-    const int32_t B = config->params.beam_size;
+    const int32_t B = nmt_search_width(&config->params);
     NMT_TRY(nmt_cuda_search_check_config(self, config, err));
+    if (config->forced || config->params.return_alternatives)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED, "cuda stream: forced tokens "
+                             "(prefixes, alternatives, scoring) run in batches");
     if (!self->model.encoder_stream || !self->model.place)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                              "cuda stream: the network has no encoder stream");
+    if (config->params.coverage_penalty != NMT_COVERAGE_NONE)
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "cuda stream: the coverage penalty (onmt rules) is batched");
     NMT_CUDA_TRY(cudaSetDevice(self->config.device));
     nmt_beam_device b;
     int32_t hist_len = 1;
     NMT_TRY(stream_begin(self, config, &st, &b, &hist_len, err));
+    nmt_cuda_rules rules;
+    NMT_TRY(nmt_cuda_search_rules(self, config, &rules, err));
+    const nmt_cuda_rules *use_rules = rules.logit_rules || rules.sampling ? &rules : NULL;
     stream_layout host = layout_stream(self->input_host, N, S, self->nnz_cap);
     stream_layout dev = layout_stream(self->input_dev, N, S, self->nnz_cap);
     const size_t header_bytes = sizeof(int32_t) * (2 + 7 * (size_t)N);
@@ -317,7 +331,7 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
     for (;;) {
         if (n_active > 0 && since_check < every) {
             const nmt_cuda_step_args args =
-                stream_step(&b, n_active, B, S, &dev, self->ident_dev);
+                stream_step(&b, n_active, B, S, &dev, self->ident_dev, use_rules);
             NMT_TRY(nmt_cuda_search_step(self, &args, err));
             since_check++;
             continue;
@@ -381,6 +395,8 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
             NMT_CUDA_TRY(cudaStreamWaitEvent(stream, self->encoded_event, 0));
         NMT_CUDA_TRY(cudaMemcpyAsync(dev.excluded, host.excluded, header_bytes,
                                      cudaMemcpyHostToDevice, stream));
+        if (k > 0 && rules.sampling)
+            NMT_TRY(nmt_cuda_search_upload_keys(self, N, err));
         if (st.n_pend > 0) {
             /* Results of the sentences just dropped, before any slot of
              * theirs is reused (stream order). */
@@ -436,7 +452,8 @@ nmt_status nmt_cuda_search_stream(nmt_cuda_search *self, const nmt_search_config
                                      cudaMemcpyDeviceToHost, stream));
         NMT_CUDA_TRY(cudaEventRecord(self->check_event, stream));
         have_snapshot = 1;
-        const nmt_cuda_step_args args = stream_step(&b, n_active, B, S, &dev, old_pos);
+        const nmt_cuda_step_args args =
+            stream_step(&b, n_active, B, S, &dev, old_pos, use_rules);
         NMT_TRY(nmt_cuda_search_step(self, &args, err));
         since_check = 1;
     }

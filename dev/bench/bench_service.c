@@ -7,7 +7,8 @@
  *                 [--queue N] [--lines N]
  *                 (--closed C | --open RATE) [--requests N] [--cancel P]
  *                 [--deadline-ms D] [--seed S] [--warmup N] [--offline-batch N]
- *                 [--reference-batch N] [--precision fp32|bf16|fp16|auto] [--devices 0,0]
+ *                 [--reference-batch N] [--precision fp32|bf16|fp16|auto] [--devices 0,1]
+ *                 [--workers-per-device N]
  *
  * First the offline reference: one translator with the same options
  * translates the lines (nmt_translate_batch, --reference-batch sentences a
@@ -223,7 +224,7 @@ int main(int argc, char **argv)
         {"cancel", 1, 0, 'x'}, {"deadline-ms", 1, 0, 't'}, {"seed", 1, 0, 's'},
         {"continuous", 1, 0, 'C'}, {"join-every", 1, 0, 'J'}, {"warmup", 1, 0, 'W'},
         {"offline-batch", 1, 0, 'O'}, {"reference-batch", 1, 0, 'R'},
-        {"precision", 1, 0, 'P'}, {"devices", 1, 0, 'G'},
+        {"precision", 1, 0, 'P'}, {"devices", 1, 0, 'G'}, {"workers-per-device", 1, 0, 'K'},
         {0, 0, 0, 0}};
     const char *model_path = NULL, *input = NULL;
     nmt_service_options so;
@@ -261,6 +262,7 @@ int main(int argc, char **argv)
         case 'W': warmup = atoll(optarg); break;
         case 'O': offline_batch = atoi(optarg); break;
         case 'R': reference_batch = atoi(optarg); break;
+        case 'K': so.workers_per_device = atoi(optarg); break;
         case 'G': /* a comma list of ordinals; one repeated: several workers on that GPU */
             so.n_devices = 0;
             for (char *p = optarg; *p && so.n_devices < 16; p += *p == ',') {
@@ -360,14 +362,15 @@ int main(int argc, char **argv)
     qsort(b.latency, (size_t)done, sizeof *b.latency, cmp_double);
     const int different = atomic_load(&b.different);
     printf("{\"bench\":\"service\",\"mode\":\"%s\",\"clients\":%d,\"rate\":%.1f,"
-           "\"requests\":%lld,\"lines\":%d,\"beam\":%d,\"batch_size\":%d,\"workers\":%d,"
+           "\"requests\":%lld,\"lines\":%d,\"beam\":%d,\"batch_size\":%d,\"workers\":%d,\"workers_per_device\":%d,"
            "\"max_delay_us\":%d,\"continuous\":%d,\"join_every\":%d,\"warmup\":%lld,\"seconds\":%.3f,\"sents_per_s\":%.1f,"
            "\"offline_batch_size\":%d,\"offline_sents_per_s\":%.1f,\"ratio_to_offline\":%.3f,"
            "\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"batch_fill\":%.2f,"
            "\"lost\":%lld,\"duplicated\":%lld,\"different\":%d,\"cancelled\":%d,\"expired\":%d,"
            "\"failed\":%d,\"rejected\":%d}\n",
            closed > 0 ? "closed" : "open", closed, rate, (long long)b.n_requests, b.n_lines,
-           so.translator.beam_size, so.translator.batch_size, so.cpu_workers, so.max_delay_us, so.continuous, so.join_every,
+           so.translator.beam_size, so.translator.batch_size, so.cpu_workers, so.workers_per_device,
+           so.max_delay_us, so.continuous, so.join_every,
            (long long)warmup, wall, (double)done / wall, timed.batch_size, offline_rate,
            (double)done / wall / offline_rate,
            1e3 * percentile(b.latency, done, 0.5), 1e3 * percentile(b.latency, done, 0.9),

@@ -8,7 +8,7 @@
 #
 # GPUS: the GPU counts, comma-separated (default 1,2,4, those above the GPUs
 # visible left out; 1 is always run: it is the reference). BATCH: the
-# --batch-size (default 1024). The input is Multi30k's training source
+# --batch-size (default: default, translate's own: 2048 for a file on CUDA). The input is Multi30k's training source
 # (SRC, default .carry/data/multi30k/train.de.gz, 29,000 lines) repeated to
 # LINES lines (default 203,000). Every run is beam 5 on CUDA:
 #   cuda xN   translate --devices 0,..,N-1 (N = 1: --devices 0)
@@ -26,7 +26,9 @@
 #   decode    --timing's decode_seconds_summed: the translators' decode
 #             times summed (the GPUs' busy time, not wall time; not under
 #             --mpi, which refuses --timing)
-# Env: PRECISION (--precision, default fp32), MAXI_BATCH (--maxi-batch; default
+# and, from --timing, the start-up (process start to every translator
+# ready) and the first output line (startup_s, first_output_s).
+# Env: PRECISION (--precision, default auto, translate's default), MAXI_BATCH (--maxi-batch; default
 # the engine's, 8 x BATCH), REPEAT, LINES, SRC, WORK (inputs and outputs,
 # default /tmp/nmt-multi-gpu: they are too big for OUT_DIR), MPI=0 (no mpirun
 # runs), BUDGET_S (default 420: runs that would start later are skipped, said
@@ -46,9 +48,9 @@ set -uo pipefail
 usage="usage: dev/bench/multi_gpu.sh BUILD_DIR MODEL OUT_DIR [GPUS] [BATCH]"
 build=${1:?$usage} model=${2:?$usage} out=${3:?$usage}
 gpus_arg=${4:-1,2,4}
-batch=${5:-1024}
+batch=${5:-default}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-precision=${PRECISION:-fp32}
+precision=${PRECISION:-auto}
 repeat=${REPEAT:-3}
 lines=${LINES:-203000}
 src=${SRC:-$root/.carry/data/multi30k/train.de.gz}
@@ -121,20 +123,12 @@ fi
 # The input: SRC repeated to LINES lines.
 in=$work/input.de
 if [ ! -f "$in" ] || [ "$(wc -l < "$in")" -ne "$lines" ]; then
-    python3 - "$src" "$lines" "$in" << 'PY'
-import gzip, itertools, sys
-src, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-opener = gzip.open if src.endswith(".gz") else open
-with opener(src, "rt", encoding="utf-8") as f:
-    base = f.read().splitlines()
-with open(path, "w", encoding="utf-8") as f:
-    for line in itertools.islice(itertools.cycle(base), n):
-        f.write(line + "\n")
-PY
+    python3 "$root/dev/bench/repeat_lines.py" "$src" "$lines" "$in"
 fi
 echo "input: $in, $(wc -l < "$in") lines, $(wc -c < "$in") bytes (from $src)" | tee -a "$log"
 
-opts=(-m "$model" --beam 5 --batch-size "$batch" --progress -i "$in")
+opts=(-m "$model" --beam 5 --progress -i "$in")
+[ "$batch" != default ] && opts+=(--batch-size "$batch")
 if [ "$device" = cuda ]; then
     opts+=(--device cuda --precision "$precision")
 else
@@ -206,9 +200,11 @@ run_one() { # MODE N REP (REP 0: the warm-up)
         tr '\r' '\n' < "$err" | grep -v '^translate: [0-9]* lines, ' | tail -5
     } >> "$log"
     [ "$rep" = 0 ] && return 0
-    local progress identical=null decode=null
+    local progress identical=null decode=null startup=null first=null
     progress=$(progress_of "$err")
-    [ -f "$timing" ] && decode=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["decode_seconds_summed"])' "$timing" 2> /dev/null || echo null)
+    if [ -f "$timing" ]; then
+        read -r decode startup first < <(python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); print(t["decode_seconds_summed"], t["startup_seconds"], t["first_output_seconds"])' "$timing" 2> /dev/null || echo null null null)
+    fi
     if [ "$code" -eq 0 ] && [ -f "$out_file" ]; then
         if [ "$label" = "${device}x1" ] && [ ! -f "$reference" ]; then
             cp "$out_file" "$reference"
@@ -222,9 +218,10 @@ run_one() { # MODE N REP (REP 0: the warm-up)
         echo "$label rep $rep: exit $code, identical to ${device}x1: $identical" | tee -a "$log"
     fi
     python3 - "$jsonl" "$label" "$mode" "$n" "$rep" "$lines" "$t0" "$t1" "$code" "$identical" \
-        "$decode" "${progress:-}" << 'PY'
+        "$decode" "${progress:-}" "$startup" "$first" << 'PY'
 import json, sys
-(path, label, mode, n, rep, lines, t0, t1, code, identical, decode, progress) = sys.argv[1:13]
+(path, label, mode, n, rep, lines, t0, t1, code, identical, decode, progress, startup,
+ first) = sys.argv[1:15]
 n, lines = int(n), int(lines)
 wall = float(t1) - float(t0)
 rec = {"record": "run", "config": label, "mode": mode, "gpus": n, "rep": int(rep),
@@ -240,6 +237,9 @@ if progress:
     else:
         rec["pipeline_lines_per_s"] = p_rate
         rec["pipeline_s"] = round(p_lines / p_rate, 4) if p_rate > 0 else None
+for key, value in (("startup_s", startup), ("first_output_s", first)):
+    if value not in ("null", "None"):
+        rec[key] = float(value)
 if decode != "null":
     rec["decode_s"] = float(decode)
     rec["decode_lines_per_s_per_gpu"] = round(lines / float(decode), 1) if float(decode) > 0 else None
@@ -304,7 +304,8 @@ for c in configs:
          "wall_lines_per_s": med(rs, "wall_lines_per_s"),
          "pipeline_lines_per_s": med(rs, "pipeline_lines_per_s"),
          "pipeline_estimated": rs[0]["mode"] == "mpi",
-         "decode_s": med(rs, "decode_s")}
+         "decode_s": med(rs, "decode_s"), "startup_s": med(rs, "startup_s"),
+         "first_output_s": med(rs, "first_output_s")}
     summary[c] = s
 base = summary.get(f"{device}x1")
 for c, s in summary.items():
@@ -318,7 +319,8 @@ for c, s in summary.items():
             s["wall_vs_in_process"] = round(s["wall_lines_per_s"] / inproc["wall_lines_per_s"], 3)
 when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
 meta = {"record": "meta", "date": when, "commit": commit, "gpu": gpu, "driver": driver,
-        "gpus_visible": int(visible), "lines": int(lines), "beam": 5, "batch_size": int(batch),
+        "gpus_visible": int(visible), "lines": int(lines), "beam": 5,
+        "batch_size": None if batch == "default" else int(batch),
         "precision": precision, "maxi_batch": int(maxi) if maxi else None, "repeat": int(repeat),
         "device": device, "command": command}
 with open(path, "a") as f:
@@ -335,8 +337,10 @@ with open(md_path, "w") as md:
              f"{precision}" + (f", maxi-batch {maxi}" if maxi else "") +
              f"; medians of {repeat} runs. `{command}`\n\n")
     md.write("| run | GPUs | wall s (runs) | lines/s, wall | speed-up, wall | lines/s, pipeline "
-             "| speed-up, pipeline | decode s (sum) | MPI / in-process, wall | output = 1 GPU |\n")
-    md.write("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+             "| speed-up, pipeline | decode s (sum) | start-up s | first line s "
+             "| MPI / in-process, wall | output = 1 GPU |\n")
+    md.write("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+             "| --- |\n")
     for c, s in summary.items():
         name = (f"`--devices` x{s['gpus']}" if s["mode"] == "devices" else f"`mpirun -np {s['gpus']}`")
         runs_s = ", ".join("%.2f" % w for w in s["wall_s_runs"])
@@ -347,11 +351,13 @@ with open(md_path, "w") as md:
         md.write(f"| {name} | {s['gpus']} | {fmt(s['wall_s'], '.2f')} ({runs_s}) | "
                  f"{fmt(s['wall_lines_per_s'])} | {fmt(s['wall_speedup'], '.2f')}x | {pipe} | "
                  f"{fmt(s['pipeline_speedup'], '.2f')}x | {fmt(s['decode_s'], '.2f')} | "
+                 f"{fmt(s['startup_s'], '.2f')} | {fmt(s['first_output_s'], '.2f')} | "
                  f"{fmt(s.get('wall_vs_in_process'), '.3f')} | {ident} |\n")
     md.write("\nwall: the whole process (model load, CUDA start-up, warm-up included); pipeline: "
              "translate --progress's last line, first line read to last written (under mpirun "
              "rank 0's shard rate x ranks, an estimate); decode: --timing's decode_seconds_summed "
-             "over the GPUs (none under --mpi).\n")
+             "over the GPUs; start-up and first line: --timing's startup_seconds and "
+             "first_output_seconds from the process's start (none under --mpi).\n")
 print(open(md_path).read())
 PY
 if python3 -c 'import matplotlib' 2> /dev/null; then

@@ -54,6 +54,18 @@ static nmt_status net_probe(void *net, int buf, int32_t n_rows, int32_t beam,
     return nmt_cuda_output_probe(net, buf, n_rows, beam, rows, excluded, n_excluded, err);
 }
 
+static nmt_status net_stash(void *net, int buf, int32_t n_rows, int32_t at,
+                            const int32_t **attn_argmax, nmt_error *err)
+{
+    return nmt_cuda_output_stash(net, buf, n_rows, at, attn_argmax, err);
+}
+
+static nmt_status net_pick(void *net, int32_t n_rows, const int32_t *words, float *log_probs,
+                           nmt_error *err)
+{
+    return nmt_cuda_output_pick(net, n_rows, words, log_probs, err);
+}
+
 static nmt_status net_place(void *net, int buf, int32_t n, const int32_t *slots,
                            const int32_t *positions, int32_t beam, nmt_error *err)
 {
@@ -75,6 +87,9 @@ static nmt_cuda_step_model cuda_step_model(nmt_cuda_model *net)
         .place = net_place,
         .attn_weights = nmt_cuda_model_attention(net),
         .carry_rows = nmt_cuda_model_carry_rows(net),
+        .stash = net_stash,
+        .pick = net_pick,
+        .stash_rows = nmt_cuda_output_stash_rows(net),
     };
 }
 
@@ -93,17 +108,34 @@ static void track_memory(cuda_backend *self)
     self->peak_used = used;
 }
 
-static nmt_status cuda_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
-                                      const nmt_search_config *config,
-                                      nmt_search_result *results, nmt_error *err)
+/* A batch searched (score 0) or scored (1: the teacher-forced pass,
+ * nmt_cuda_search_score), after the test hook; the memory peak after. */
+static nmt_status cuda_backend_run(nmt_backend *backend, const nmt_source_batch *batch,
+                                   const nmt_search_config *config, nmt_search_result *results,
+                                   int score, nmt_error *err)
 {
     cuda_backend *self = (cuda_backend *)backend;
     nmt_status status = nmt_backend_oom_injected(backend, batch, err);
     if (status != NMT_STATUS_OK)
         return status;
-    status = nmt_cuda_search_run(self->search, batch, config, results, err);
+    status = score ? nmt_cuda_search_score(self->search, batch, config, results, err)
+                   : nmt_cuda_search_run(self->search, batch, config, results, err);
     track_memory(self);
     return status;
+}
+
+static nmt_status cuda_backend_decode(nmt_backend *backend, const nmt_source_batch *batch,
+                                      const nmt_search_config *config,
+                                      nmt_search_result *results, nmt_error *err)
+{
+    return cuda_backend_run(backend, batch, config, results, 0, err);
+}
+
+static nmt_status cuda_backend_score(nmt_backend *backend, const nmt_source_batch *batch,
+                                     const nmt_search_config *config,
+                                     nmt_search_result *results, nmt_error *err)
+{
+    return cuda_backend_run(backend, batch, config, results, 1, err);
 }
 
 static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
@@ -146,9 +178,13 @@ static nmt_status cuda_backend_stream(nmt_backend *backend, const nmt_search_con
     return status;
 }
 
-static const nmt_backend_vtable cuda_backend_vtable = {cuda_backend_decode,
-                                                       cuda_backend_add_stats, cuda_backend_free,
-                                                       cuda_backend_stream};
+static const nmt_backend_vtable cuda_backend_vtable = {
+    .decode = cuda_backend_decode,
+    .add_stats = cuda_backend_add_stats,
+    .free = cuda_backend_free,
+    .stream = cuda_backend_stream,
+    .score = cuda_backend_score,
+};
 
 /* The network's shrunk output layer: the index built here, uploaded, freed. */
 static nmt_status set_shrink(cuda_backend *self, const nmt_model *model,
@@ -180,6 +216,7 @@ static nmt_cuda_search_config search_config(const nmt_model *model, int device_i
         .cuda_graphs = config->cuda_graphs,
         .timed = config->collect_stats >= 2,
         .attention = config->attention,
+        .batch_invariant = config->batch_invariant,
     };
 }
 
@@ -193,9 +230,10 @@ static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_c
         model, config->max_sentences, config->beam, config->max_src,
         nmt_precision_for_model(model, config->precision), shrink, &net, err);
     *bytes = nmt_cuda_ctx_device_bytes() + net +
-             (config->attention ? nmt_cuda_model_attention_bytes(config->max_sentences,
-                                                                 config->beam, config->max_src)
-                                : 0);
+             (config->attention || config->attention_model
+                  ? nmt_cuda_model_attention_bytes(config->max_sentences, config->beam,
+                                                   config->max_src)
+                  : 0);
     return status;
 }
 
@@ -241,7 +279,7 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     NMT_TRY(nmt_cuda_model_set_precision(self->net, precision, err));
     if (config->sparse != NMT_SPARSE_OFF)
         NMT_TRY(nmt_cuda_model_set_sparse(self->net, config->sparse == NMT_SPARSE_ON, err));
-    if (config->attention)
+    if (config->attention || config->attention_model)
         NMT_TRY(nmt_cuda_model_set_attention(self->net, err));
     if (config->shrink) {
         NMT_TRY(set_shrink(self, model, config, err));

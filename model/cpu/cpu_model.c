@@ -169,3 +169,9 @@ const float *nmt_cpu_state_attention(const nmt_cpu_state *state, int32_t *stride
     *stride = state->max_src;
     return state->attn;
 }
+
+const float *nmt_cpu_state_logits(const nmt_cpu_state *state, int32_t *ld)
+{
+    *ld = state->vocab;
+    return state->has_shrink ? NULL : state->logits;
+}

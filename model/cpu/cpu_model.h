@@ -30,6 +30,9 @@ nmt_status nmt_cpu_encode(nmt_cpu_state *state, const nmt_source_batch *batch, n
  * often its top-B words all lie in the row's list (nmt_cpu_state_counters). */
 nmt_status nmt_cpu_state_set_shrink(nmt_cpu_state *state, const nmt_shrink *shrink,
                                     int measure_recall, nmt_error *err);
+/* full 1: every later output layer scores the whole vocabulary, shrink or
+ * not (scoring); 0: the shrink again, when one is set. */
+void nmt_cpu_state_full_softmax(nmt_cpu_state *state, int full);
 
 /* The fast path's product (nmt_cpu_state_set_fast). */
 typedef struct nmt_cpu_fast {
@@ -85,6 +88,11 @@ int32_t nmt_cpu_state_vocab(const nmt_cpu_state *state);
  * sentence's positions at r * *stride (zeros past its length); valid until
  * the next step or reorder. */
 const float *nmt_cpu_state_attention(const nmt_cpu_state *state, int32_t *stride);
+
+/* The full output layer's logits of the last step (row r at r * *ld, before
+ * the log-softmax; valid until the next step), or NULL when shrinking (the
+ * logits are then over candidate lists). */
+const float *nmt_cpu_state_logits(const nmt_cpu_state *state, int32_t *ld);
 
 /* New row i continues old row parent[i], i in [0, n_rows). */
 nmt_status nmt_cpu_decoder_reorder(nmt_cpu_state *state, int32_t n_rows, const int32_t *parent,

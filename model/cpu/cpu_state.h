@@ -73,6 +73,7 @@ struct nmt_cpu_state {
 
     /* Output-layer shrinking (nmt_cpu_state_set_shrink; off while has_shrink is 0). */
     int has_shrink;
+    int full_softmax; /* 1: the whole vocabulary even with a shrink (nmt_cpu_state_full_softmax) */
     nmt_shrink shrink;
     int32_t *lsh_codes;      /* [max_rows, W] */
     int32_t *lsh_hits;       /* [max_rows, V]: zero between steps */

@@ -43,6 +43,11 @@ cleanup:
     return status;
 }
 
+void nmt_cpu_state_full_softmax(nmt_cpu_state *state, int full)
+{
+    state->full_softmax = full;
+}
+
 void nmt_cpu_state_counters(const nmt_cpu_state *state, int64_t *steps, int64_t recall[3])
 {
     *steps = state->steps;
@@ -152,7 +157,7 @@ nmt_status nmt_cpu_output_layer(nmt_cpu_state *state, int32_t n_rows, float *log
         return NMT_STATUS_OK;
     if (!log_probs)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "cpu output layer: NULL log_probs");
-    if (state->has_shrink)
+    if (state->has_shrink && !state->full_softmax)
         return shrunk_log_probs(state, n_rows, feed, log_probs, err);
     nmt_cpu_matmul(state, &state->sp_out, n_rows, V, H, feed, H, model->out_w, H, model->out_b, 0,
                    state->logits, V);

@@ -139,6 +139,18 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int
                                  const nmt_cuda_rows *rows, const int32_t *excluded,
                                  int32_t n_excluded, nmt_cuda_scores *out, nmt_error *err);
 
+/* Scoring's step 5 (output_pick.c), batched over steps: stash copies the
+ * feeds of buffer buf's n_rows rows into rows [at, at + n_rows) of the
+ * model's stash (_stash_rows rows: max_rows) and gives *attn_argmax (may be
+ * NULL), the rows' attention argmax as nmt_cuda_output_layer leaves it;
+ * pick scores the stash's first n_rows rows, log_probs[r] = log p(words[r])
+ * (device) over the full vocabulary, no top-K, whatever the shrinking. */
+int32_t nmt_cuda_output_stash_rows(const nmt_cuda_model *m);
+nmt_status nmt_cuda_output_stash(nmt_cuda_model *m, int buf, int32_t n_rows, int32_t at,
+                                 const int32_t **attn_argmax, nmt_error *err);
+nmt_status nmt_cuda_output_pick(nmt_cuda_model *m, int32_t n_rows, const int32_t *words,
+                                float *log_probs, nmt_error *err);
+
 /* The recall probe (--stats 2 with shrinking; output_probe.c), after
  * nmt_cuda_output_layer on the same rows: scores the full vocabulary too and
  * counts the steps where the full top-beam words are all in the row's list.

@@ -130,6 +130,8 @@ typedef struct nmt_cuda_output_part {
     float *lse;              /* [.] */
     void *topk_workspace;    /* nmt_cuda_softmax_topk's, zeroed at create */
     size_t topk_workspace_bytes;
+    float *stash;            /* [max_rows, H]: scoring's feeds of several steps, whose
+                                output layer runs as one GEMM (output_pick.c) */
 
     int has_shrink;
     nmt_shrink shrink;       /* tables NULL once uploaded */

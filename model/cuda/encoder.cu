@@ -210,9 +210,21 @@ static nmt_lstm_skinny_step fused_step(const nmt_cuda_model *m, const nmt_cuda_e
     const int32_t n = in->n_sentences, half = m->half, H = m->hidden, g = 4 * half;
     const int32_t col = reverse ? half : 0;
     const nmt_lstm_skinny_step st = {
-        e.active, e.n_rec, e.n_rec > 0 ? out + (int64_t)e.t_prev * n * H + col : NULL, H,
-        lstm->w_hh, half, gates_x + (int64_t)e.t * n * g, g, lstm->b_hh, c, c,
-        out + (int64_t)e.t * n * H + col, H, NULL, 0};
+        .n_rows = e.active,
+        .n_dot = e.n_rec,
+        .x = e.n_rec > 0 ? out + (int64_t)e.t_prev * n * H + col : NULL,
+        .ldx = H,
+        .w = lstm->w_hh,
+        .ldw = half,
+        .gates_x = gates_x + (int64_t)e.t * n * g,
+        .ld_x = g,
+        .bias = lstm->b_hh,
+        .c_prev = c,
+        .c_out = c,
+        .h_out = out + (int64_t)e.t * n * H + col,
+        .ld_h = H,
+        .h_out2 = NULL,
+        .ld_h2 = 0};
     return st;
 }
 

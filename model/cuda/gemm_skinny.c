@@ -136,9 +136,11 @@ nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, int32_t rows, int32_t k,
     }
     /* The product's split as the skinny GEMM of 4H outputs has it: the same bits. */
     const skinny_operand o = operand_of(m, w);
-    const nmt_lstm_skinny_form form = {o.type, o.x_round,
-                                       nmt_cuda_linear_skinny_plan(4 * H, NULL).split};
-    const nmt_lstm_skinny_step step = {rows, rows, x, ldx,   o.w,   o.ld,  NULL, 0,
-                                       bias, c,    c, h_out, ld_h, h_out2, ld_h2};
+    const nmt_lstm_skinny_form form = {.w_type = o.type, .x_round = o.x_round,
+                                       .split = nmt_cuda_linear_skinny_plan(4 * H, NULL).split};
+    const nmt_lstm_skinny_step step = {.n_rows = rows, .n_dot = rows, .x = x, .ldx = ldx,
+                                       .w = o.w, .ldw = o.ld, .gates_x = NULL, .ld_x = 0,
+                                       .bias = bias, .c_prev = c, .c_out = c, .h_out = h_out,
+                                       .ld_h = ld_h, .h_out2 = h_out2, .ld_h2 = ld_h2};
     return nmt_cuda_lstm_skinny_steps(m->ctx, H, k, &step, 1, &form, err);
 }

@@ -45,6 +45,7 @@ static void layout_output(nmt_cuda_model *m, nmt_carver *c)
     p->top_ids = (int32_t *)nmt_carve(c, R * K * sizeof(int32_t));
     p->lse = (float *)nmt_carve(c, R * sizeof(float));
     p->topk_workspace = nmt_carve(c, p->topk_workspace_bytes);
+    p->stash = (float *)nmt_carve(c, R * (size_t)m->hidden * sizeof(float));
 }
 
 size_t nmt_cuda_output_part_bytes(nmt_cuda_model *m)

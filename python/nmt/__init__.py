@@ -9,11 +9,17 @@
         future = s.submit("Ein Hund läuft im Park.", beam_size=2)
         print(future.result().text)
 
+    with nmt.Translator("models/multi30k-de-en.bin", device="cpu", workers=2) as t:
+        t.translate_file("in.de", "out.en")                # the library's host pipeline
+        for r in t.translate_iterable(open("in.de")):
+            print(r.text)
+
 The library is found through library=..., $NMT_LIBRARY, the one recorded
 at install (pip install ./python), ctypes.util.find_library("nmt"), then the
 repository's build/libnmt.so (docs/python.md)."""
 
 from ._capi import LibraryNotFoundError, load_library
+from ._pipeline import FileStats
 from ._results import (ArgumentError, Busy, Closed, Error, Hypothesis, Result, ServiceStats,
                        Status, TranslatorStats)
 from ._service import RequestFuture, Service
@@ -21,7 +27,8 @@ from ._translator import Model, Translator
 
 __version__ = "0.1.0"  # NMT_VERSION_STRING of the library it was written for
 
-__all__ = ["ArgumentError", "Busy", "Closed", "Error", "Hypothesis", "LibraryNotFoundError",
+__all__ = ["ArgumentError", "Busy", "Closed", "Error", "FileStats", "Hypothesis",
+           "LibraryNotFoundError",
            "Model", "RequestFuture", "Result", "Service", "ServiceStats", "Status",
            "Translator", "TranslatorStats", "cuda_available", "load_library"]
 

@@ -33,6 +33,7 @@ LSH_SHARE_BATCH, LSH_SHARE_SENTENCE, LSH_SHARE_ROW = 0, 1, 2
 LSH_LISTS_HITS, LSH_LISTS_DIRECT, LSH_LISTS_AUTO = 0, 1, 2
 PRECISION_FP32, PRECISION_TF32X2, PRECISION_BF16, PRECISION_FP16, PRECISION_AUTO = 0, 1, 2, 3, 4
 SPARSE_AUTO, SPARSE_ON, SPARSE_OFF = 0, 1, 2
+PIPELINE_OUTPUT_NONE, PIPELINE_OUTPUT_TEXT, PIPELINE_OUTPUT_SCORES = 0, 1, 2
 
 # The C names of the enum constants above, for the layout test.
 ENUM_CONSTANTS = {
@@ -54,6 +55,9 @@ ENUM_CONSTANTS = {
     "NMT_PRECISION_BF16": PRECISION_BF16, "NMT_PRECISION_FP16": PRECISION_FP16,
     "NMT_PRECISION_AUTO": PRECISION_AUTO,
     "NMT_SPARSE_AUTO": SPARSE_AUTO, "NMT_SPARSE_ON": SPARSE_ON, "NMT_SPARSE_OFF": SPARSE_OFF,
+    "NMT_PIPELINE_OUTPUT_NONE": PIPELINE_OUTPUT_NONE,
+    "NMT_PIPELINE_OUTPUT_TEXT": PIPELINE_OUTPUT_TEXT,
+    "NMT_PIPELINE_OUTPUT_SCORES": PIPELINE_OUTPUT_SCORES,
 }
 
 _enum = ctypes.c_int
@@ -106,7 +110,19 @@ class nmt_options(ctypes.Structure):
         ("batch_invariant", ctypes.c_int),
         ("cpu_kernels", _enum),
         ("threads", ctypes.c_int),
+        ("return_alternatives", ctypes.c_int),
         ("cpu_isa", _enum),
+        ("sampling_topk", ctypes.c_int),
+        ("sampling_topp", ctypes.c_float),
+        ("sampling_temperature", ctypes.c_float),
+        ("seed", ctypes.c_uint64),
+        ("min_length", ctypes.c_int),
+        ("no_repeat_ngram_size", ctypes.c_int),
+        ("repetition_penalty", ctypes.c_float),
+        ("ban_unk", ctypes.c_int),
+        ("suppress", ctypes.c_char_p),  # read at create: the caller keeps it alive until then
+        ("coverage_penalty", _enum),
+        ("coverage_beta", ctypes.c_float),
     ]
 
 
@@ -165,6 +181,7 @@ class nmt_service_options(ctypes.Structure):
         ("max_batch_tokens", ctypes.c_int),
         ("continuous", ctypes.c_int),
         ("join_every", ctypes.c_int),
+        ("workers_per_device", ctypes.c_int),
     ]
 
 
@@ -177,6 +194,21 @@ class nmt_request_options(ctypes.Structure):
         ("max_len_b", ctypes.c_int),
         ("shrink", ctypes.c_int),
         ("deadline_ms", ctypes.c_double),
+        ("target_prefix", ctypes.c_char_p),  # the caller's bytes, copied at submit
+        ("return_alternatives", ctypes.c_int),
+        ("target", ctypes.c_char_p),
+        ("sampling_topk", ctypes.c_int),
+        ("sampling_topp", ctypes.c_float),
+        ("sampling_temperature", ctypes.c_float),
+        ("seed", ctypes.c_int64),
+        ("line_key", ctypes.c_uint64),
+        ("min_length", ctypes.c_int),
+        ("no_repeat_ngram_size", ctypes.c_int),
+        ("repetition_penalty", ctypes.c_float),
+        ("ban_unk", ctypes.c_int),
+        ("suppress", ctypes.c_char_p),  # read at submit
+        ("coverage_penalty", ctypes.c_int),
+        ("coverage_beta", ctypes.c_float),
     ]
 
 
@@ -184,6 +216,45 @@ class nmt_service_stats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int64) for name in (
         "queued", "running", "submitted", "completed", "failed", "cancelled", "expired",
         "rejected", "batches", "batch_sentences", "device_memory_used", "device_memory_total")]
+
+
+class nmt_pipeline_options(ctypes.Structure):
+    _fields_ = [
+        ("window_lines", ctypes.c_int),
+        ("host_threads", ctypes.c_int),
+        ("translators", ctypes.c_int),
+        ("dry_run", ctypes.c_int),
+        ("output", _enum),
+        ("format", ctypes.c_void_p),  # a C function; the binding leaves it NULL
+        ("format_self", ctypes.c_void_p),
+        ("targets", _enum),  # nmt_targets
+        ("target_name", ctypes.c_char_p),
+    ]
+
+
+class nmt_pipeline_window(ctypes.Structure):
+    _fields_ = [
+        ("first_line", ctypes.c_int64),
+        ("n_lines", ctypes.c_int),
+        ("results", ctypes.POINTER(nmt_result)),
+        ("text", ctypes.c_void_p),  # text_bytes bytes, not NUL-terminated
+        ("text_bytes", ctypes.c_size_t),
+        ("translator", ctypes.c_int),
+        ("status", _enum),
+        ("error", nmt_error),
+    ]
+
+
+class nmt_pipeline_stats(ctypes.Structure):
+    _fields_ = [
+        ("lines_read", ctypes.c_int64),
+        ("windows", ctypes.c_int64),
+        ("decode_seconds", ctypes.c_double),
+        ("translators", ctypes.c_int64),
+        ("translators_failed", ctypes.c_int64),
+        ("host_threads", ctypes.c_int64),
+        ("input_ended", ctypes.c_int64),
+    ]
 
 
 def c_integer(ctype, value, what):
@@ -208,6 +279,10 @@ def c_uint(value, what):
     return c_integer(ctypes.c_uint, value, what)
 
 
+def c_uint64(value, what):
+    return c_integer(ctypes.c_uint64, value, what)
+
+
 def c_path(path, what="path"):
     """A file path as the C string the library takes; ValueError for one
     with a NUL byte, which C would cut there (and open another file)."""
@@ -219,7 +294,8 @@ def c_path(path, what="path"):
 
 # Every struct above with its C name, for the layout test.
 STRUCTS = [nmt_error, nmt_shrink_options, nmt_options, nmt_hypothesis, nmt_result, nmt_stats,
-           nmt_service_options, nmt_request_options, nmt_service_stats]
+           nmt_service_options, nmt_request_options, nmt_service_stats, nmt_pipeline_options,
+           nmt_pipeline_window, nmt_pipeline_stats]
 
 # void (*nmt_request_callback)(nmt_request *, const nmt_result *, void *user)
 REQUEST_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(nmt_result),
@@ -242,7 +318,16 @@ _PROTOTYPES = {
     "nmt_translator_device": (_enum, [_vp]),
     "nmt_translate_batch": (_enum, [_vp, _P(ctypes.c_char_p), ctypes.c_int, _P(nmt_result),
                                     _P(nmt_error)]),
+    "nmt_translate_batch_prefix": (_enum, [_vp, _P(ctypes.c_char_p), _P(ctypes.c_char_p),
+                                           ctypes.c_int, _P(nmt_result), _P(nmt_error)]),
+    "nmt_score_batch": (_enum, [_vp, _P(ctypes.c_char_p), _P(ctypes.c_char_p), ctypes.c_int,
+                                _P(nmt_result), _P(nmt_error)]),
     "nmt_result_clear": (None, [_P(nmt_result)]),
+    "nmt_translator_prepare": (_enum, [_vp, _P(ctypes.c_char_p), ctypes.c_int, _P(_vp),
+                                       _P(nmt_error)]),
+    "nmt_prepared_set_line_keys": (_enum, [_vp, _P(ctypes.c_uint64), _P(nmt_error)]),
+    "nmt_translate_prepared": (_enum, [_vp, _vp, _P(nmt_result), _P(nmt_error)]),
+    "nmt_prepared_free": (None, [_vp]),
     "nmt_translator_stats": (_enum, [_vp, _P(nmt_stats), _P(nmt_error)]),
     "nmt_service_options_init": (None, [_P(nmt_service_options)]),
     "nmt_request_options_init": (None, [_P(nmt_request_options)]),
@@ -259,13 +344,29 @@ _PROTOTYPES = {
                                     _P(ctypes.c_int64)]),
     "nmt_service_free": (None, [_vp]),
     "nmt_struct_size": (ctypes.c_size_t, [ctypes.c_char_p]),
+    "nmt_pipeline_options_init": (None, [_P(nmt_pipeline_options)]),
+    "nmt_pipeline_create": (_enum, [_vp, _P(nmt_options), _P(nmt_pipeline_options), _P(_vp),
+                                    _P(nmt_error)]),
+    "nmt_pipeline_free": (None, [_vp]),
+    "nmt_pipeline_add_translator": (_enum, [_vp, _vp, _P(nmt_error)]),
+    "nmt_pipeline_read_fd": (_enum, [_vp, ctypes.c_int, ctypes.c_int, ctypes.c_int64,
+                                     ctypes.c_int64, _P(nmt_error)]),
+    "nmt_pipeline_push": (ctypes.c_int, [_vp, _P(ctypes.c_char_p), ctypes.c_int, ctypes.c_int,
+                                         _P(nmt_error)]),
+    "nmt_pipeline_end": (None, [_vp]),
+    "nmt_pipeline_next": (_enum, [_vp, ctypes.c_int, _P(_P(nmt_pipeline_window)),
+                                  _P(nmt_error)]),
+    "nmt_pipeline_release": (None, [_vp, _P(nmt_pipeline_window)]),
+    "nmt_pipeline_stats_get": (None, [_vp, _P(nmt_pipeline_stats)]),
+    "nmt_pipeline_translator_failed": (ctypes.c_int, [_vp, ctypes.c_int, _P(nmt_error)]),
 }
 
 # The structs whose layout the library reports (nmt_struct_size): checked at
 # load, so that a libnmt of another layout is refused, not misread.
 CHECKED_STRUCTS = ("nmt_options", "nmt_hypothesis", "nmt_result", "nmt_stats", "nmt_error",
                    "nmt_service_options", "nmt_request_options", "nmt_service_stats",
-                   "nmt_shrink_options")
+                   "nmt_shrink_options", "nmt_pipeline_options", "nmt_pipeline_window",
+                   "nmt_pipeline_stats")
 
 
 class LibraryNotFoundError(OSError):

@@ -166,6 +166,15 @@ def line_error(message):
     return Result([], Status.ERROR_INPUT, message)
 
 
+def batch_lines(lines):
+    """The lines of a *_batch call as a list. One str or bytes is refused: it
+    would iterate as characters (or ints), each translated as a line."""
+    if isinstance(lines, (str, bytes, bytearray, memoryview)):
+        raise TypeError("a batch is a list of lines, not one %s: translate(line) or "
+                        "translate_batch([line])" % type(lines).__name__)
+    return list(lines)
+
+
 def encode_line(line):
     """(bytes, None) for the library, or (None, a Result refusing the line)."""
     if isinstance(line, (bytes, bytearray, memoryview)):

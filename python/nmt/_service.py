@@ -19,9 +19,9 @@ import traceback
 import weakref
 
 from . import _capi, _options
-from ._results import (Busy, Closed, ServiceStats, Status, copy_result, copy_struct, encode_line,
-                       error_from, raise_error)
-from ._translator import as_model, fill_options
+from ._results import (Busy, Closed, ServiceStats, Status, batch_lines, copy_result, copy_struct,
+                       encode_line, error_from, line_error, raise_error)
+from ._translator import RULE_OPTIONS, as_model, fill_options, suppress_text
 
 _pending = {}  # key -> _Request, from submit until the callback
 _pending_lock = threading.Lock()
@@ -115,15 +115,16 @@ class Service:
     batch the requests as they arrive, per-request options and deadlines.
 
     Service(model_or_path, device="auto", workers=1, devices=None,
-    batch_size=32, max_delay_us, max_batch_tokens, continuous=False,
-    join_every=4, queue_capacity=4096, beam_size=5, ...)
+    batch_size=256, max_delay_us, max_batch_tokens, continuous=False,
+    join_every=4, workers_per_device=2, queue_capacity=4096, beam_size=5, ...)
     (None: nmt_service_options_init's default): beam_size is the largest
     beam a request may ask for, batch_size the most sentences a batch holds,
     max_delay_us how long a worker waits for a batch to fill,
     max_batch_tokens the source tokens a batch holds at most, continuous
     whether a CUDA worker keeps one search running that requests join and
     leave (continuous batching) rather than batching (the default), join_every
-    the steps between the points where they join and leave; the other
+    the steps between the points where they join and leave,
+    workers_per_device the CUDA workers (translators) on each device; the other
     keywords are Translator's. Raises
     nmt.Error when the model or the workers cannot be made.
 
@@ -132,12 +133,17 @@ class Service:
 
     def __init__(self, model, device="auto", workers=None, devices=None, batch_size=None,
                  max_delay_us=None, queue_capacity=None, max_batch_tokens=None, continuous=None,
-                 join_every=None, library=None, **options):
+                 join_every=None, workers_per_device=None, library=None, **options):
         self.model = as_model(model, library)
         self._lib = self.model._lib
         so = _capi.nmt_service_options()
         self._lib.nmt_service_options_init(ctypes.byref(so))
+        service_batch = so.translator.batch_size  # the service's default, not a translator's
         fill_options(self._lib, so.translator, device, batch_size=batch_size, **options)
+        if batch_size is None:
+            so.translator.batch_size = service_batch
+        if workers_per_device is not None:
+            so.workers_per_device = _capi.c_int(workers_per_device, "workers_per_device")
         if workers is not None:
             so.cpu_workers = _capi.c_int(workers, "workers")
         if queue_capacity is not None:
@@ -191,12 +197,20 @@ class Service:
     # -- requests -----------------------------------------------------------------
 
     def submit(self, line, beam_size=None, n_best=None, alpha=None, max_len_a=None,
-               max_len_b=None, deadline_ms=None, shrink=None):
+               max_len_b=None, deadline_ms=None, shrink=None, target_prefix=None,
+               return_alternatives=None, target=None, line_key=None, suppress=None,
+               coverage_penalty=None, coverage_beta=None, **rules):
         """Queues one line and returns a concurrent.futures.Future of its
         nmt.Result at once. Options (None: the service's): beam_size (up to
         the service's), n_best, alpha, max_len_a, max_len_b, deadline_ms (not
         translated within it: a result with Status.DEADLINE), shrink (False:
-        full softmax; True: the service's shrinking). Raises nmt.Busy when
+        full softmax; True: the service's shrinking), target_prefix (the
+        translation continues it), return_alternatives, target (score this
+        translation instead, as Translator.score_batch), the sampling and
+        logit-rule options of Translator (RULE_OPTIONS, suppress,
+        coverage_penalty, coverage_beta) and line_key (the request's sampling
+        key, default 0; a sampling request with no beam_size of its own takes
+        beam 1). Raises nmt.Busy when
         the queue is full, nmt.Closed after shutdown, nmt.ArgumentError for
         bad options (nothing queued in each case). A line the library cannot
         take (a NUL byte) gives a future already done with its refusal."""
@@ -211,6 +225,26 @@ class Service:
             ro.deadline_ms = float(deadline_ms)
         if shrink is not None:
             ro.shrink = 1 if shrink else 0
+        if return_alternatives is not None:
+            ro.return_alternatives = 1 if return_alternatives else 0
+        for name, value in (("target_prefix", target_prefix), ("target", target)):
+            if value is not None and refused is None:
+                encoded, refused = encode_line(value)
+                if refused is not None:
+                    refused = line_error("%s: %s" % (name, refused.message))
+                setattr(ro, name, encoded)
+        unknown = set(rules) - set(RULE_OPTIONS)
+        if unknown:
+            raise TypeError("unknown option(s): %s" % ", ".join(sorted(unknown)))
+        for name, value in (*rules.items(), ("coverage_penalty", coverage_penalty),
+                            ("coverage_beta", coverage_beta)):
+            if value is not None:
+                c_type = ctypes.c_int64 if name == "seed" else ctypes.c_int
+                setattr(ro, name, _options.value(name, value, c_type))
+        if line_key is not None:
+            ro.line_key = _capi.c_uint64(line_key, "line_key")
+        if suppress is not None:
+            ro.suppress = suppress_text(suppress)  # read at submit
         if refused is not None:
             return _completed(refused)
         req = _Request(self._lib, self)
@@ -248,6 +282,7 @@ class Service:
         as submit's. Raises concurrent.futures.CancelledError when a request
         was cancelled (a shutdown without draining)."""
         futures = []
+        lines = batch_lines(lines)
         try:
             for line in lines:
                 delay = 0.0005

@@ -1,4 +1,4 @@
-"""The model-v1 network in PyTorch (../shared/design/model-v1.md).
+"""The model-v1 network in PyTorch (docs/model-v1.md).
 
 Luong et al. 2015, "Effective Approaches to Attention-based Neural Machine
 Translation": a bidirectional LSTM encoder (H/2 per direction), a stacked

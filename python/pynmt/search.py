@@ -1,7 +1,7 @@
 """Batched beam search with the model-v1 semantics, in PyTorch.
 
 This is the reference the C/CUDA engine is checked against
-(../shared/design/model-v1.md, "Beam search"), written as a fair baseline in
+(docs/model-v1.md, "Beam search"), written as a fair baseline in
 the style of OpenNMT-py's translator: sentences and their hypotheses are rows
 of one batch, every tensor stays on the device, Python loops over time steps
 only, and a sentence that is done is dropped from the batch.

@@ -6,7 +6,9 @@
 # attention field is one JSON document (python3's json) whose source and
 # target token lists match the weights' shape, whose rows sum to 1 and whose
 # largest weight is the --alignment pair's; the token scores are n + 1
-# numbers summing to the hypothesis's log-probability (Marian's F0=); the
+# numbers summing to the hypothesis's log-probability (Marian's F0=); in
+# Marian's n-best rows they come before the scores, the token scores labelled
+# WordScores= as marian-decoder prints them; the
 # text is what translate prints without the fields; --help names both.
 # shellcheck source=tests/common/shell_lib.sh
 source "$(dirname "$0")/../common/shell_lib.sh"
@@ -41,17 +43,25 @@ rows = rows[:-1]
 assert len(rows) == n_in * per_line, "%d rows for %d lines" % (len(rows), n_in)
 bad = 0
 for i, row in enumerate(rows):
-    # The last three fields; no token holds a space, so neither they nor
-    # the JSON document hold " |||" (an empty field is " |||" alone).
+    # The last three fields (in a Marian row, the three before its two
+    # score fields, as marian-decoder places its alignment and word scores);
+    # no token holds a space, so neither they nor the JSON document hold
+    # " |||" (an empty field is " |||" alone).
     parts = row.split(" |||")
+    if mode == "marian":
+        parts, (f0, total) = parts[:-2], parts[-2:]
+        assert f0.startswith(" F0= ") and float(total) == float(total), row
     head, (align, scores, doc) = " |||".join(parts[:-3]), parts[-3:]
     d = json.loads(doc)
     src, tgt, weights = d["src"], d["tgt"], d["weights"]
     pairs = [tuple(map(int, p.split("-"))) for p in align.split()]
+    if mode == "marian":  # Marian's label
+        assert scores.startswith(" WordScores="), row
+        scores = scores[len(" WordScores="):]
     scores = [float(x) for x in scores.split()]
     if mode == "marian":
         fields = head.split(" ||| ")
-        text, log_prob = fields[1], float(fields[2].split()[1])
+        text, log_prob = fields[1], float(f0.split()[1])
     elif mode == "tsv":
         fields = head.split("\t")
         text, log_prob = fields[3], None

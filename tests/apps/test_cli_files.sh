@@ -73,6 +73,28 @@ if not ok:
     print("FAIL: --n-best-format marian", tsv[:3], mar[:3], file=sys.stderr)
 sys.exit(0 if ok else 1)
 PY
+# with --alignment and --token-scores, Marian's order (marian-decoder's
+# OutputPrinter): "ID ||| TEXT ||| ALIGNMENT ||| WordScores= ... ||| F0= LOGPROB ||| SCORE",
+# the alignment and the scores those of the tsv rows
+"$T" -m "$M" "${O[@]}" -n 2 --alignment --token-scores -i "$TMP/in.txt" > "$TMP/tsv2.txt" \
+    2> /dev/null
+"$T" -m "$M" "${O[@]}" -n 2 --n-best-format marian --alignment --token-scores \
+    -i "$TMP/in.txt" > "$TMP/marian2.txt" 2> /dev/null
+python3 - "$TMP/tsv2.txt" "$TMP/marian2.txt" <<'PY' || failures=$((failures + 1))
+import sys
+# an empty tsv field is " |||" alone; Marian's rows always split on " ||| "
+tsv = [l.split(" |||") for l in open(sys.argv[1], encoding="utf-8").read().split("\n")[:-1]]
+mar = [l.split(" ||| ") for l in open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]]
+ok = len(tsv) == len(mar) == 10
+for t, m in zip(tsv, mar):
+    line, rank, score, text = t[0].split("\t")
+    ok = ok and len(m) == 6 and int(m[0]) == int(line) - 1 and m[1] == text
+    ok = ok and m[2] == t[1].strip() and m[3] == ("WordScores=" + t[2]).rstrip()
+    ok = ok and m[4].startswith("F0= ") and m[5] == score
+if not ok:
+    print("FAIL: marian rows with fields", tsv[:2], mar[:2], file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
 "$T" -m "$M" "${O[@]}" --n-best-format moses -i "$TMP/in.txt" > /dev/null 2> "$TMP/err"; code=$?
 [ $code -eq 2 ] || fail "--n-best-format moses: exit $code, expected 2"
 

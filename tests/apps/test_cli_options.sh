@@ -5,7 +5,8 @@
 # gives N rows for every line, refused ones included; --device cuda without a
 # usable GPU is a configuration error (2); --help, the README's option table
 # and its exit statuses agree; --search-rules; --max-memory sizes; every
-# option in --help (translate's and nmt-server's) is an INI key.
+# option in --help (translate's and nmt-server's) is an INI key; long options
+# by their full names only, each with a value given once.
 set -uo pipefail
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
 T=$NMT_TRANSLATE
@@ -171,6 +172,37 @@ if [ -n "${NMT_SERVER:-}" ]; then
     printf '[server]\nbeam = 3\n' > "$TMP/key.ini"
     "$NMT_SERVER" -c "$TMP/key.ini" --help > /dev/null 2> "$TMP/err"; code=$?
     check "[server] beam" 2 "key.ini:2: unknown key 'beam'"
+fi
+
+# 11. only full option names: glibc's getopt takes a unique prefix (--score
+# for --scores), which is refused, naming the option meant; a full name with
+# '=' works. An option with a value given twice is refused (-m names
+# ensembles), as two that set the same thing; a flag may repeat.
+"$T" -m "$M" --device cpu --score < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+check "--score (abbreviated)" 2 "unknown option '--score' (options are not abbreviated: --scores, --score-target?)"
+"$T" -m "$M" --device cpu --n-best-form=marian < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+check "--n-best-form=marian" 2 "unknown option '--n-best-form' (options are not abbreviated"
+"$T" -m "$M" --dev cpu < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+check "--dev (a prefix of three)" 2 "unknown option '--dev' (options are not abbreviated: --device, --device-index, --devices?)"
+"$T" --conf "$TMP/onmt.ini" -m "$M" --device cpu < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+check "--conf (abbreviated -c)" 2 "unknown option '--conf'"
+echo 'ein mann' | "$T" -m "$M" --device=cpu --beam=3 --scores --scores > "$TMP/eq.out" 2> "$TMP/err"
+code=$?; [ $code -eq 0 ] || fail "--device=cpu --beam=3 --scores --scores: exit $code ($(cat "$TMP/err"))"
+"$T" -m "$M" --device cpu --beam 3 -b 4 < /dev/null 2> "$TMP/err"; code=$?
+check "--beam 3 -b 4" 2 "\-\-beam is given twice: give each option once"
+"$T" -m "$M" -m "$M" --device cpu < /dev/null 2> "$TMP/err"; code=$?
+check "-m A -m B" 2 "\-\-model is given twice: several models (an ensemble, -m A -m B) are not supported yet"
+"$T" -m "$M" --device cpu --stats "$TMP/s.json" --timing "$TMP/t.json" < /dev/null 2> "$TMP/err"; code=$?
+check "--stats with --timing" 2 "\-\-stats and \-\-timing set the same thing: give one"
+"$T" -c "$TMP/onmt.ini" -c "$TMP/mem.ini" -m "$M" < /dev/null 2> "$TMP/err"; code=$?
+check "-c twice" 2 "\-\-config is given twice"
+if [ -n "${NMT_SERVER:-}" ]; then
+    "$NMT_SERVER" -m "$M" --por 0 < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+    check "nmt-server --por" 2 "unknown option '--por' (options are not abbreviated: --port?)"
+    "$NMT_SERVER" -m "$M" --port 0 --port 1 < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+    check "nmt-server --port twice" 2 "\-\-port is given twice"
+    "$NMT_SERVER" -m "$M" -m "$M" < /dev/null > /dev/null 2> "$TMP/err"; code=$?
+    check "nmt-server -m twice" 2 "ensemble, -m A -m B) are not supported yet"
 fi
 
 if [ $failures -ne 0 ]; then echo "test_cli_options: $failures failures" >&2; exit 1; fi

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# translate's pipeline (apps/translate/pool.h, reader.c) and its batching
+# translate's pipeline (the library's nmt_pipeline, engine/pipeline*.c) and its batching
 # options: with one translator the next window is read and the last one
 # written while one is translated, and the output is byte for byte the
-# unpipelined one (NMT_TRANSLATE_SLOTS=1: read, translate, write, one window
+# unpipelined one (NMT_TEST_PIPELINE_SLOTS=1: read, translate, write, one window
 # at a time) on a few thousand lines with empty, too long, invalid UTF-8 and
 # NUL lines, whatever the window (--maxi-batch) and with --workers; the
 # refused lines keep their numbers; --batch-type tokens gives the output of
 # sentences (and its INI key, its conflicts); a failed write exits 5; input
 # from a pipe that arrives slowly, in pieces that cut lines, gives every line;
 # the peak memory does not grow with the input's length; the CPU's default
-# batch size is 32.
+# batch size is 32; --host-threads changes nothing in the output; --dry-run
+# gives each line back through the tokenizer and detokenizer, with the same
+# refusals; --timing reports start-up, the first output line and lines/s; a
+# file of one batch or less skips the warm-up.
 # shellcheck source=tests/common/shell_lib.sh
 source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
@@ -45,7 +48,7 @@ for i in range(1, 3001):
 open(sys.argv[1], "wb").write(b"\n".join(lines))
 open(sys.argv[2], "w").write("".join(f"{i}\n" for i in bad))
 PY
-NMT_TRANSLATE_SLOTS=1 "$T" -m "$M" "${O[@]}" -i "$TMP/in.txt" -o "$TMP/serial.txt" \
+NMT_TEST_PIPELINE_SLOTS=1 "$T" -m "$M" "${O[@]}" -i "$TMP/in.txt" -o "$TMP/serial.txt" \
     2> "$TMP/serial.err"
 serial=$?
 [ $serial -eq 1 ] || fail "unpipelined run: exit $serial, expected 1 (refused lines)"
@@ -146,6 +149,61 @@ for want in 32 7; do
     [ $code -eq 0 ] && grep -q "\"batch_size\": $want," "$TMP/st.json" ||
         fail "batch size ${extra[*]:-default}: exit $code, $(grep batch_size "$TMP/st.json")"
 done
+
+# The host pool's size changes nothing.
+for threads in 1 3; do
+    "$T" -m "$M" "${O[@]}" --host-threads $threads --maxi-batch 50 < "$TMP/in.txt" \
+        > "$TMP/h.txt" 2> /dev/null
+    cmp -s "$TMP/serial.txt" "$TMP/h.txt" || fail "--host-threads $threads: other output"
+done
+# --dry-run: each line's tokens back through the detokenizer: the text of
+# these lines (words and marks apart by single spaces) comes back as it was;
+# the refused lines are refused with the same messages; no translator starts.
+"$T" -m "$M" --device cpu --max-line-bytes 80 --dry-run --timing "$TMP/dry.json" \
+    -i "$TMP/in.txt" -o "$TMP/dry.txt" 2> "$TMP/dry.err"; code=$?
+[ $code -eq 1 ] || fail "--dry-run: exit $code ($(head -3 "$TMP/dry.err"))"
+grep "^translate: line" "$TMP/dry.err" | cmp -s - <(grep "^translate: line" "$TMP/serial.err") ||
+    fail "--dry-run: the refusals differ from a translation's"
+python3 - "$TMP/in.txt" "$TMP/dry.txt" "$TMP/bad.txt" "$TMP/dry.json" <<'PY' || fail "--dry-run: see above"
+import json, sys
+src = open(sys.argv[1], "rb").read().split(b"\n")
+out = open(sys.argv[2], "rb").read().split(b"\n")[:-1]
+bad = {int(x) for x in open(sys.argv[3]).read().split()}
+assert len(out) == len(src) == 3000, (len(out), len(src))
+for i, (s, o) in enumerate(zip(src, out), 1):
+    assert o == (b"" if i in bad else s), (i, s, o)
+t = json.load(open(sys.argv[4]))
+assert t["dry_run"] is True and t["device"] == "none" and t["lines"] == 3000, t
+assert t["lines_per_second"] > 0 and t["host_threads"] >= 1, t
+assert 0 < t["startup_seconds"] <= t["first_output_seconds"], t
+PY
+# --timing of a translation: start-up (model load to every translator ready),
+# the first output line after it, lines/s
+"$T" -m "$M" "${O[@]}" --timing "$TMP/t.json" -i "$TMP/head.txt" -o /dev/null 2> /dev/null
+python3 - "$TMP/t.json" <<'PY' || fail "--timing: see above"
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["dry_run"] is False and t["lines"] == 400, t
+assert 0 < t["model_load_seconds"] <= t["startup_seconds"] <= t["first_output_seconds"], t
+assert t["pipeline_seconds"] > 0 and t["lines_per_second"] > 0, t
+PY
+# The warm-up (CUDA's; decided on any device but the CPU): off for a file of
+# one batch or less, read whole before the translator starts; on for a larger
+# one, from a pipe, or when --warmup is given.
+printf 'ein mann\nzwei hund\n' > "$TMP/two.txt"
+warmup_of() { # EXPECTED SOURCE OPTIONS...: the --timing's warmup
+    local want=$1 src=$2
+    shift 2
+    "$T" -m "$M" --device auto --batch-size 32 --max-len-b 2 --timing "$TMP/w.json" "$@" \
+        < "$src" > /dev/null 2>&1
+    grep -q "\"warmup\": $want," "$TMP/w.json" ||
+        fail "warmup $want for $src $*: $(grep warmup "$TMP/w.json")"
+}
+warmup_of false "$TMP/two.txt"
+warmup_of true "$TMP/head.txt"
+warmup_of true "$TMP/two.txt" --warmup on
+warmup_of true <(cat "$TMP/two.txt")
+warmup_of false "$TMP/head.txt" --skip-lines 380
 
 if [ $failures -ne 0 ]; then echo "test_cli_pipeline: $failures failures" >&2; exit 1; fi
 echo "test_cli_pipeline: passed"

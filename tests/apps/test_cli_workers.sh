@@ -34,13 +34,13 @@ done
 [ "$(wc -l < "$TMP/one.txt")" -eq 303 ] || fail "one line out per line in: $(wc -l < "$TMP/one.txt")"
 # A short input (40 lines, under one default window of 8 x 32) is shared
 # among the workers: each translates a part (--timing's worker_sentences;
-# NMT_TRANSLATE_HOLD=1 so that no worker takes two parts before another
+# NMT_TEST_PIPELINE_HOLD=1 so that no worker takes two parts before another
 # wakes), the output is one worker's; decode_seconds is the wall time, and
 # decode_seconds_summed the workers' times summed. With one slot in the ring
-# (NMT_TRANSLATE_SLOTS=1) the parts take turns in it, the same output.
+# (NMT_TEST_PIPELINE_SLOTS=1) the parts take turns in it, the same output.
 head -n 40 "$TMP/in.txt" > "$TMP/short.txt"
 "$T" -m "$M" --device cpu -b 2 --max-len-b 6 -i "$TMP/short.txt" -o "$TMP/short1.txt" 2> /dev/null
-NMT_TRANSLATE_HOLD=1 "$T" -m "$M" --device cpu -b 2 --max-len-b 6 --workers 3 \
+NMT_TEST_PIPELINE_HOLD=1 "$T" -m "$M" --device cpu -b 2 --max-len-b 6 --workers 3 \
     -i "$TMP/short.txt" -o "$TMP/short3.txt" --timing "$TMP/short.json" 2> /dev/null
 cmp -s "$TMP/short1.txt" "$TMP/short3.txt" || fail "--workers 3 on 40 lines: output differs from one worker's"
 python3 - "$TMP/short.json" <<'PY' || fail "--workers 3 on 40 lines: $(cat "$TMP/short.json")"
@@ -51,7 +51,7 @@ assert len(each) == 3 and min(each) > 0 and sum(each) == t["sentences"] == 40, e
 assert abs(sum(t["worker_decode_seconds"]) - t["decode_seconds_summed"]) < 1e-5
 assert t["decode_seconds"] > 0 and t["decode_seconds_summed"] > 0
 PY
-NMT_TRANSLATE_SLOTS=1 "$T" -m "$M" --device cpu -b 2 --max-len-b 6 --workers 3 \
+NMT_TEST_PIPELINE_SLOTS=1 "$T" -m "$M" --device cpu -b 2 --max-len-b 6 --workers 3 \
     -i "$TMP/short.txt" -o "$TMP/short3.txt" 2> /dev/null
 cmp -s "$TMP/short1.txt" "$TMP/short3.txt" ||
     fail "--workers 3 on 40 lines, one slot: output differs from one worker's"
@@ -60,14 +60,29 @@ if [ -w /dev/full ]; then
     [ $code -eq 5 ] && grep -q "error writing /dev/full" "$TMP/err" ||
         fail "--workers 3 -o /dev/full: exit $code"
 fi
-# A worker that fails (injected): exit 4 naming the worker and the first line not
-# written; the output is a complete prefix; --skip-lines resumes it, and both parts
-# together are the whole run's output.
-NMT_TRANSLATE_INJECT_FAILURE=1 "$T" -m "$M" "${O[@]}" --workers 3 -i "$TMP/in.txt" \
+# A worker that fails (injected) at its first window (each worker holds its
+# first until all have one) or mid-run (whichever takes the input's window 5):
+# its window is translated by the others, the output and exit status are one
+# worker's, and a warning names it (windows of 16 lines: many a worker).
+for hook in 1 '*,5'; do
+    NMT_TEST_PIPELINE_HOLD=1 NMT_TEST_TRANSLATOR_FAIL=$hook "$T" -m "$M" "${O[@]}" --workers 3 \
+        --maxi-batch 16 -i "$TMP/in.txt" -o "$TMP/retried.txt" 2> "$TMP/retried.err"; code=$?
+    [ "$hook" = 1 ] && worker=1 || worker='[0-2]'
+    [ $code -eq $one ] || fail "worker $hook failing: exit $code, one worker $one"
+    cmp -s "$TMP/one.txt" "$TMP/retried.txt" ||
+        fail "worker $hook failing: output differs from one worker's"
+    [ "$(grep -c "warning: CPU worker $worker failed (injected failure" "$TMP/retried.err")" = 1 ] ||
+        fail "worker $hook failing: not one warning: $(cat "$TMP/retried.err")"
+    grep -q "not written" "$TMP/retried.err" && fail "worker $hook failing: the run gave up"
+done
+# No worker left (the only one fails at its third window): exit 4 naming it and
+# the first line not written; the output is a complete prefix; --skip-lines
+# resumes it, and both parts together are the whole run's output.
+NMT_TEST_TRANSLATOR_FAIL=0,2 "$T" -m "$M" "${O[@]}" --maxi-batch 16 -i "$TMP/in.txt" \
     -o "$TMP/part1.txt" 2> "$TMP/fail.err"; code=$?
 skip=$(sed -n 's/.*resume with --skip-lines \([0-9]*\).*/\1/p' "$TMP/fail.err")
-if [ $code -ne 4 ] || ! grep -q "failed on CPU worker 1: injected failure" "$TMP/fail.err" ||
-        [ -z "$skip" ]; then
+if [ $code -ne 4 ] || ! grep -q "failed on CPU worker 0: injected failure" "$TMP/fail.err" ||
+        [ "$skip" != 32 ]; then
     fail "injected failure: exit $code, $(cat "$TMP/fail.err")"
 else
     [ "$(wc -l < "$TMP/part1.txt")" -eq "$skip" ] ||

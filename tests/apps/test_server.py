@@ -81,8 +81,8 @@ def good_requests(port, lines, ref):
         order = list(range(len(lines)))
         random.Random(seed).shuffle(order)
         for i in order:
-            code, body = post(port, [{"src": lines[i], "id": i}])
-            if code != 200 or body[0][0]["tgt"] != ref[i] or body[0][0]["id"] != i:
+            code, body = post(port, [{"src": lines[i], "id": 0}])  # -m's model is id 0
+            if code != 200 or body[0][0]["tgt"] != ref[i] or "id" in body[0][0]:
                 errors.append((i, code, body))
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
@@ -95,13 +95,17 @@ def good_requests(port, lines, ref):
     check(code == 200 and [h["tgt"] for h in body[0]] == ref[:8], "an 8-item request")
     code, body = post(port, [{"src": lines[3], "align": True}])
     align = body[0][0].get("align") if code == 200 else None
-    pairs = [p.split("-") for p in align[0].split()] if align and align[0] else []
+    pairs = [tuple(map(int, p.split("-"))) for p in align[0].split()] if align and align[0] else []
+    # OpenNMT-py's order: by source token, then target token; one pair a target token
     check(code == 200 and body[0][0]["tgt"] == ref[3] and isinstance(align, list) and pairs and
-          all(int(t) == k and 0 <= int(s) < 64 for k, (s, t) in enumerate(pairs)),
-          f"align: {code} {body}")
-    code, body = post(port, [{"src": lines[0], "n_best": 2}])
-    check(code == 200 and len(body[0]) == 2 and all(h["n_best"] == 2 for h in body[0]) and
-          body[0][0]["tgt"] == ref[0] and body[0][0]["pred_score"] >= body[0][1]["pred_score"],
+          pairs == sorted(pairs) and sorted(t for _, t in pairs) == list(range(len(pairs))) and
+          all(0 <= s < 64 for s, _ in pairs), f"align: {code} {body}")
+    # n-best: one list a rank (OpenNMT-py's layout), each with one hypothesis an item
+    code, body = post(port, [{"src": lines[0], "n_best": 2}, {"src": lines[1], "n_best": 2}])
+    check(code == 200 and len(body) == 2 and all(len(rank) == 2 for rank in body) and
+          all(h["n_best"] == 2 for rank in body for h in rank) and
+          [h["src"] for h in body[1]] == lines[:2] and body[0][0]["tgt"] == ref[0] and
+          body[0][1]["tgt"] == ref[1] and body[0][0]["pred_score"] >= body[1][0]["pred_score"],
           f"n_best 2: {code} {body}")
 
 

@@ -6,10 +6,12 @@
   with {"src", "tgt", "weights"}: the same tokens and numbers as translate
   --token-scores --attention prints for the line (the same float bits: the
   server's JSON and translate's %.9g both read back as the float),
-  weights rows summing to 1 whose largest is the "align" pair's; n-best
+  weights rows summing to 1 whose largest is the "align" pair's, and
+  "align_score" (OpenNMT-py's "t-w") each row's largest weight; n-best
   items get them for every hypothesis; items that do not ask get neither.
 - A server without --attention answers "token_scores" but refuses
-  "attention": true with a 400 naming --attention; "token_scores": 1 (not a
+  "attention": true with a 400 naming --attention, and gives "align" without
+  "align_score"; "token_scores": 1 (not a
   boolean) is a 400; --token-scores (translate's output option) is refused.
 Skips (77) when nmt-server was not built."""
 import json
@@ -81,8 +83,8 @@ def same_floats(a, b):
 def with_attention(ref):
     proc, port = start(["--attention"])
     try:
-        items = [{"src": s, "id": i, "align": True, "token_scores": True, "attention": True}
-                 for i, s in enumerate(LINES)]
+        items = [{"src": s, "align": True, "token_scores": True, "attention": True}
+                 for s in LINES]
         code, body = post(port, items)
         check(code == 200 and len(body[0]) == len(LINES), f"--attention server: {code} {body}")
         for i, hyp in enumerate(body[0] if code == 200 else []):
@@ -101,11 +103,16 @@ def with_attention(ref):
             for s, t in pairs:
                 check(abs(sum(weights[t]) - 1.0) < 1e-5 and weights[t][s] == max(weights[t]),
                       f"line {i} token {t}: row {weights[t]}, align {s}")
+            # OpenNMT-py 3.1.2's "align_score": "t-w", w the row's largest weight over its sum
+            scores = [p.split("-") for p in hyp.get("align_score", [""])[0].split()]
+            check([int(t) for t, _ in scores] == list(range(len(weights))) and
+                  all(len(w) == 7 and abs(float(w) - max(weights[int(t)]) / sum(weights[int(t)]))
+                      < 1e-5 for t, w in scores), f"line {i}: align_score {hyp.get('align_score')}")
         # n-best: every hypothesis; an item that asks nothing gets nothing.
         code, body = post(port, [{"src": LINES[0], "n_best": 3, "token_scores": True,
                                   "attention": True}])
-        hyps = body[0] if code == 200 else []
-        check(code == 200 and len(hyps) >= 2 and all(h["n_best"] == len(hyps) for h in hyps),
+        hyps = [rank[0] for rank in body] if code == 200 else []  # one list a rank
+        check(code == 200 and len(hyps) == 3 and all(h["n_best"] == 3 for h in hyps),
               f"n-best: {code} {body}")
         for h in hyps:
             n = len(h.get("attention", {}).get("tgt", []))
@@ -122,9 +129,11 @@ def with_attention(ref):
 def without_attention(ref):
     proc, port = start([])
     try:
-        code, body = post(port, [{"src": LINES[0], "token_scores": True}])
+        code, body = post(port, [{"src": LINES[0], "token_scores": True, "align": True}])
         check(code == 200 and same_floats(body[0][0].get("token_scores", []), ref[0][1]),
               f"token_scores without --attention: {code} {body}")
+        check(code == 200 and "align" in body[0][0] and "align_score" not in body[0][0],
+              f"align without the weights: no align_score: {code} {body}")
         code, body = post(port, [{"src": LINES[0], "attention": True}])
         check(code == 400 and "--attention" in body.get("error", ""),
               f"attention without --attention: {code} {body}")

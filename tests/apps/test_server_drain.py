@@ -64,7 +64,7 @@ def main():
         answers = [None] * CLIENTS
 
         def client(k):
-            answers[k] = post(port, [{"src": LINE, "max_len_b": 200, "id": i} for i in range(4)])
+            answers[k] = post(port, [{"src": LINE, "max_len_b": 200} for _ in range(4)])
 
         threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
         for t in threads:

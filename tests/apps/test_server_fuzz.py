@@ -24,7 +24,7 @@ from test_server import MODEL, OPTIONS, SERVER, TRANSLATE, get, post, start_serv
 
 SEED = int(os.environ.get("NMT_TEST_SEED", str(int(time.time()))))
 N = int(os.environ.get("NMT_FUZZ_REQUESTS", "1500"))
-GOOD = [{"src": "ein mann läuft im park ."}, {"src": "zwei hund", "id": 3, "n_best": 2},
+GOOD = [{"src": "ein mann läuft im park ."}, {"src": "zwei hund", "id": 0, "n_best": 2},
         {"src": "rot Ball !", "beam_size": 2, "alpha": 0.5, "align": True}]
 
 

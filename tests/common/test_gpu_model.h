@@ -10,4 +10,16 @@
  * load (the reason printed). */
 int test_gpu_model_open(const char *path, nmt_model **model);
 
+enum { TEST_GPU_LINE_BYTES = 512 };
+
+/* n random lines of 1..max_words German words (seeded: test_util.h),
+ * text[i] and lines[i]. */
+void test_gpu_random_lines(char (*text)[TEST_GPU_LINE_BYTES], const char **lines, int n,
+                           int max_words);
+
+/* Translates n lines with a translator made for o (which must run on
+ * o->device), every call CHECKed: 1 when results holds the n answers. */
+int test_gpu_translate_with(const nmt_model *model, const nmt_options *o,
+                            const char *const *lines, int n, nmt_result *results);
+
 #endif

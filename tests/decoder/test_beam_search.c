@@ -9,7 +9,8 @@
  * enumeration of every sequence. Every result's token scores are checked
  * against the table (they sum to log_prob), and with config.attention
  * (half the random batches) every token's attention row against the row the
- * fake reported when it produced the token. */
+ * fake reported when it produced the token. Forced tokens (prefixes,
+ * alternatives, scoring): forced_cases.h. */
 #include "error.h"
 #include "search.h"
 #include "test_util.h"
@@ -19,113 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PAD = 0, BOS = 1, EOS = 2, UNK = 3 }; /* then words a = 4, b = 5, ... */
-#define MAX_ROWS 256
-#define MAX_LEN 40
-#define MAX_STEPS 48
-#define MAX_SENT 8
-#define MAX_VOCAB 1024
-#define FAKE_SRC 8 /* the fake's attention row: sources of up to 8 tokens */
-
-typedef void (*table_fn)(const void *ctx, int32_t sentence, const int32_t *prefix, int32_t len,
-                         int32_t vocab, float *out);
-
-typedef struct fake_model {
-    table_fn table;
-    const void *ctx;
-    int32_t vocab, n_rows, n_steps, fail_at_step;
-    int feeds_specials; /* onmt rules: PAD and BOS may be generated and fed back */
-    int32_t sentence[MAX_ROWS], len[MAX_ROWS], started[MAX_ROWS], prefix[MAX_ROWS][MAX_LEN];
-    int32_t rows_at[MAX_STEPS][MAX_SENT]; /* rows each sentence had at each step */
-    float weights[MAX_ROWS][FAKE_SRC];    /* the last step's attention rows */
-} fake_model;
-
-static int32_t fake_attn(int32_t sentence, const int32_t *prefix, int32_t len)
-{
-    return 1000 * sentence + 100 * len + (len ? prefix[len - 1] % 100 : 99);
-}
-
-/* A row's attention weight on source position j: names the row's prefix
- * (exact in float), so a hypothesis's rows show which row made each token. */
-static float fake_weight(int32_t sentence, const int32_t *prefix, int32_t len, int32_t j)
-{
-    return (float)(fake_attn(sentence, prefix, len) * FAKE_SRC + j);
-}
-
-static const float *fake_attention(void *self, int32_t *stride)
-{
-    fake_model *m = self;
-    *stride = FAKE_SRC;
-    return &m->weights[0][0];
-}
-
-static nmt_status fake_step(void *self, int32_t n_rows, const int32_t *prev_tokens,
-                            float *log_probs, int32_t *attn_argmax, nmt_error *err)
-{
-    fake_model *m = self;
-    CHECK(n_rows == m->n_rows, "step with %d rows, fake holds %d", n_rows, m->n_rows);
-    if (m->n_steps == m->fail_at_step)
-        return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL, "fake: injected failure");
-    if (m->n_steps >= MAX_STEPS)
-        return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL, "fake: too many steps");
-    memset(m->rows_at[m->n_steps], 0, sizeof m->rows_at[0]);
-    for (int32_t r = 0; r < n_rows; r++) {
-        int32_t tok = prev_tokens[r];
-        if (!m->started[r]) {
-            CHECK(tok == BOS, "row %d starts with %d", r, tok);
-            m->started[r] = 1;
-        } else {
-            CHECK(tok != EOS && (m->feeds_specials || (tok != PAD && tok != BOS)),
-                  "row %d fed token %d", r, tok);
-            if (m->len[r] < MAX_LEN)
-                m->prefix[r][m->len[r]++] = tok;
-        }
-        if (r > 0)
-            CHECK(m->sentence[r] >= m->sentence[r - 1], "rows not grouped by sentence");
-        m->rows_at[m->n_steps][m->sentence[r]]++;
-        m->table(m->ctx, m->sentence[r], m->prefix[r], m->len[r], m->vocab,
-                 log_probs + (size_t)r * (size_t)m->vocab);
-        attn_argmax[r] = fake_attn(m->sentence[r], m->prefix[r], m->len[r]);
-        for (int32_t j = 0; j < FAKE_SRC; j++)
-            m->weights[r][j] = fake_weight(m->sentence[r], m->prefix[r], m->len[r], j);
-    }
-    m->n_steps++;
-    return NMT_STATUS_OK;
-}
-
-static nmt_status fake_reorder(void *self, int32_t n_rows, const int32_t *parent, nmt_error *err)
-{
-    fake_model *m = self;
-    static fake_model old; /* scratch copy (tests are single-threaded) */
-    memcpy(&old, m, sizeof old);
-    for (int32_t r = 0; r < n_rows; r++) {
-        int32_t p = parent[r];
-        CHECK(p >= 0 && p < old.n_rows, "parent %d of %d rows", p, old.n_rows);
-        if (p < 0 || p >= old.n_rows)
-            return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL, "fake: bad parent");
-        m->sentence[r] = old.sentence[p];
-        m->len[r] = old.len[p];
-        m->started[r] = old.started[p];
-        memcpy(m->prefix[r], old.prefix[p], sizeof m->prefix[r]);
-    }
-    m->n_rows = n_rows;
-    return NMT_STATUS_OK;
-}
-
-/* Row i starts as sentence ids[i] (so one sentence can be searched alone). */
-static nmt_step_model fake_init(fake_model *m, table_fn table, const void *ctx, int32_t vocab,
-                                int32_t n, const int32_t *ids)
-{
-    memset(m, 0, sizeof *m);
-    m->table = table;
-    m->ctx = ctx;
-    m->vocab = vocab;
-    m->n_rows = n;
-    m->fail_at_step = -1;
-    for (int32_t i = 0; i < n; i++)
-        m->sentence[i] = ids ? ids[i] : i;
-    return (nmt_step_model){m, vocab, fake_step, fake_reorder, fake_attention};
-}
+#include "fake_model.h"
 
 static nmt_search_config make_config(int32_t beam, int32_t n_best, float alpha, float a, int32_t b)
 {
@@ -490,6 +385,13 @@ static void test_random(fake_model *fake, fake_model *alone_fake, int iterations
     }
 }
 
+
+/* A search config of the v1 fields, the rest zero-initialized (off). */
+#define CONFIG(B, N, ALPHA, A, LEN_B, PAD_, BOS_, EOS_, RULES)                                \
+    {.params = {.beam_size = (B), .n_best = (N), .alpha = (ALPHA), .max_len_a = (A),          \
+                .max_len_b = (LEN_B)},                                                        \
+     .pad_id = (PAD_), .bos_id = (BOS_), .eos_id = (EOS_), .rules = (RULES)}
+
 static void test_invalid(fake_model *fake)
 {
     const rule none[] = {{0}};
@@ -504,23 +406,23 @@ static void test_invalid(fake_model *fake)
         int32_t vocab;
         const int32_t *src_length;
     } cases[] = {
-        {"beam_size", {{0, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"n_best", {{2, 0, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"n_best", {{2, 3, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"vocab_size", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 3, &one},
-        {"src_lengths[0]", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8,
+        {"beam_size", CONFIG(0, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"n_best", CONFIG(2, 0, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"n_best", CONFIG(2, 3, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"vocab_size", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 3, &one},
+        {"src_lengths[0]", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8,
          &zero},
-        {"pad_id", {{2, 1, 1.0f, 2.0f, 10}, -1, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"bos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, 8, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, 9, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"eos_id", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, PAD, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"alpha", {{2, 1, NAN, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"rules", {{2, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, (nmt_search_rules)7, 0}, 8, &one},
-        {"beam_size", {{257, 1, 1.0f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"alpha", {{2, 1, -0.5f, 2.0f, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"max_len_a", {{2, 1, 1.0f, NAN, 10}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"max_len_b", {{2, 1, 1.0f, 2.0f, -1}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
-        {"both 0", {{2, 1, 1.0f, 0.0f, 0}, PAD, BOS, EOS, NMT_SEARCH_RULES_V1, 0}, 8, &one},
+        {"pad_id", CONFIG(2, 1, 1.0f, 2.0f, 10, -1, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"bos_id", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, 8, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"eos_id", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, BOS, 9, NMT_SEARCH_RULES_V1), 8, &one},
+        {"eos_id", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, BOS, PAD, NMT_SEARCH_RULES_V1), 8, &one},
+        {"alpha", CONFIG(2, 1, NAN, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"rules", CONFIG(2, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, (nmt_search_rules)7), 8, &one},
+        {"beam_size", CONFIG(257, 1, 1.0f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"alpha", CONFIG(2, 1, -0.5f, 2.0f, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"max_len_a", CONFIG(2, 1, 1.0f, NAN, 10, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"max_len_b", CONFIG(2, 1, 1.0f, 2.0f, -1, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
+        {"both 0", CONFIG(2, 1, 1.0f, 0.0f, 0, PAD, BOS, EOS, NMT_SEARCH_RULES_V1), 8, &one},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         model.vocab_size = cases[c].vocab;
@@ -560,6 +462,8 @@ static void test_invalid(fake_model *fake)
 }
 
 #include "beam_search_onmt_cases.h"
+#include "forced_cases.h"
+#include "forced_rules_cases.h"
 
 #ifdef NMT_WITH_CUDA
 #include "beam_step.h"
@@ -601,6 +505,8 @@ int main(void)
     test_random(fake, alone_fake, 1000);
     test_onmt_hand_cases(fake);
     test_onmt_random(fake, alone_fake, 1000);
+    test_forced(fake, alone_fake, 600);
+    test_forced_rules(fake);
     free(fake);
     free(alone_fake);
     return test_finish("beam_search");

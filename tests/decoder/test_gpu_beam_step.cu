@@ -27,10 +27,14 @@
  * host clears them). Then prepare_rows, beam_join, record_attention
  * (active, done and out-of-history sentences), and a backtrack of hand-made
  * history (all sentences, and a slot list; tokens, token scores and the
- * attention rows of each token's parent slot) are checked too. Exit 77
- * without a GPU. */
+ * attention rows of each token's parent slot) are checked too. In every
+ * fourth case some sentences have forced tokens (decoder/forced_tokens.h):
+ * at a forced step the twin offers slot 0's forced word alone, its log p
+ * logits - lse (an EOS forced last finishes), or at the first free step
+ * the rank's non-EOS word of slot 0's list. Exit 77 without a GPU. */
 #include "beam_step.h"
 #include "cuda_ctx.h"
+#include "forced_tokens.h"
 #include "search.h"
 #include "../kernels/gpu_test_util.h"
 
@@ -141,12 +145,51 @@ static void twin_split_onmt(host_state &h, size_t p, int32_t s, int32_t step, in
         h.done[s] = 1;
 }
 
+/* A case's forced tokens, by sentence (offset [n + 1], alternative [n]);
+ * empty offset: none. */
+struct host_forced {
+    std::vector<int32_t> offset, ids, alternative;
+};
+
+/* Sentence s's one candidate at a forced step (forced_tokens.h), or 0 when
+ * the step is free: its forced word, or its alternative's entry of slot
+ * 0's list; none when that has no selectable entry. */
+static int twin_forced(const host_forced &f, int32_t s, int32_t step, size_t row0, float base,
+                       float penalty, const std::vector<float> &top_v,
+                       const std::vector<int32_t> &top_i, int32_t K,
+                       const std::vector<float> &logits, int32_t V,
+                       const std::vector<float> &lse, std::vector<cand> &all)
+{
+    if (f.offset.empty())
+        return 0;
+    const int32_t first = f.offset[s], n_forced = f.offset[s + 1] - first;
+    int32_t word = -1;
+    float value = -INFINITY;
+    if (step <= n_forced) {
+        word = f.ids[first + step - 1];
+        value = logits[row0 * V + word] - lse[row0];
+    } else if (f.alternative[s] >= 0 && step == n_forced + 1) {
+        for (int32_t j = 0, k = f.alternative[s]; j < K && top_i[row0 * K + j] >= 0; j++)
+            if (top_i[row0 * K + j] != EOS && k-- == 0) {
+                word = top_i[row0 * K + j];
+                value = top_v[row0 * K + j];
+                break;
+            }
+    } else {
+        return 0;
+    }
+    const float sum = base + value, rank = penalty != 1.0f ? sum / penalty : sum;
+    if (word >= 0 && rank > -INFINITY)
+        all.push_back({rank, 0, word});
+    return 1;
+}
+
 /* The C twin: one step for the active list, straight from the rules. */
 static void twin_step(host_state &h, const std::vector<int32_t> &act,
                       const std::vector<int32_t> &steps, float alpha,
                       const std::vector<float> &top_v, const std::vector<int32_t> &top_i,
                       const std::vector<float> &logits, int32_t V, const std::vector<float> &lse,
-                      const std::vector<int32_t> &attn)
+                      const std::vector<int32_t> &attn, const host_forced &forced)
 {
     const int32_t B = h.B, K = h.K;
     for (size_t p = 0; p < act.size(); p++) {
@@ -156,7 +199,9 @@ static void twin_step(host_state &h, const std::vector<int32_t> &act,
         const int last = step >= h.max_len[s];
         const float penalty = h.onmt ? (float)pow((double)step + 1.0, (double)alpha) : 1.0f;
         std::vector<cand> all;
-        for (int32_t k = 0; k < B; k++) {
+        const int one = twin_forced(forced, s, step, p * B, h.scores[(size_t)s * B], penalty,
+                                    top_v, top_i, K, logits, V, lse, all);
+        for (int32_t k = 0; k < B && !one; k++) {
             const size_t row = p * B + k;
             const float base = h.scores[(size_t)s * B + k];
             if (h.onmt) {
@@ -324,6 +369,35 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
             h.parents[e] = test_rand_int(0, B);
         }
     }
+    /* Every fourth case: forced tokens for about half the sentences, slot 0
+     * alone alive (as a forced search leaves them), the max length past
+     * them. A forced step's word (an EOS last, at times), or a rank at the
+     * first free step. */
+    host_forced forced;
+    if (case_id % 4 == 3) {
+        forced.offset.assign(n + 1, 0);
+        forced.alternative.assign(n, -1);
+        for (int32_t s = 0; s < n; s++) {
+            forced.offset[s + 1] = forced.offset[s];
+            if (test_rand_int(0, 2))
+                continue;
+            const int alternative = test_rand_int(0, 3) == 0;
+            const int32_t step = steps[s], n_forced = alternative ? step - 1
+                                                                  : step + test_rand_int(0, 3);
+            for (int32_t j = 0; j < n_forced; j++) {
+                const int eos = j == n_forced - 1 && j == step - 1 && test_rand_int(0, 4) == 0;
+                forced.ids.push_back(eos ? EOS : test_rand_int(4, V));
+            }
+            forced.offset[s + 1] += n_forced;
+            if (alternative)
+                forced.alternative[s] = test_rand_int(0, B);
+            h.max_len[s] = nmt_rule_forced_max_len(h.max_len[s], n_forced,
+                                                   forced.alternative[s]);
+            for (int32_t k = 1; k < B; k++)
+                h.scores[(size_t)s * B + k] = -INFINITY;
+        }
+    }
+
     /* Active list: a shuffled subset of the sentences. */
     std::vector<int32_t> act;
     for (int32_t s = 0; s < n; s++)
@@ -381,6 +455,8 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
     b.hist_score = upload(h.hist_score);
     b.step = upload(std::vector<int32_t>{G}); /* the step number lives on the device */
     b.start = upload(start);
+    if (!forced.offset.empty())
+        b.forced = {upload(forced.offset), upload(forced.ids), upload(forced.alternative)};
     int32_t *d_act = upload(act), *d_top_i = upload(top_i), *d_attn = upload(attn);
     float *d_top_v = upload(top_v), *d_logits = upload(logits), *d_lse = upload(lse);
 
@@ -402,7 +478,7 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
                                        NULL, &err);
     CHECK(st == NMT_STATUS_OK, "case %d: beam step: %s", case_id, err.message);
     CUDA_OK(cudaDeviceSynchronize());
-    twin_step(h, act, steps, alpha, top_v, top_i, logits, V, lse, attn);
+    twin_step(h, act, steps, alpha, top_v, top_i, logits, V, lse, attn, forced);
     CHECK(download(b.step, 1)[0] == G + (with_next ? 1 : 0) && download(b.ticket, 1)[0] == 0,
           "case %d: the beam step left step %d (from %d) and ticket %d", case_id,
           download(b.step, 1)[0], G, download(b.ticket, 1)[0]);
@@ -489,6 +565,10 @@ static void random_case(int case_id, int32_t B, int32_t n, int force_done, int o
                     b.ticket, d_next, b.done_at, b.tag};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CUDA_OK(cudaFree(ptrs[i]));
+    void *forced_ptrs[] = {(void *)b.forced.offset, (void *)b.forced.ids,
+                           (void *)b.forced.alternative};
+    for (size_t i = 0; i < 3; i++)
+        CUDA_OK(cudaFree(forced_ptrs[i])); /* cudaFree(NULL) is a no-op */
 }
 
 /* beam_join: the listed sentences get the step-1 state with start = the

@@ -321,7 +321,7 @@ static void compare_stream(const nmt_model *model, int batch, int beam, int n_be
         return;
     st = nmt_translate_batch(t, lines, n_lines, expected, &err);
     CHECK(st == NMT_STATUS_OK, "stream's batch: %s", err.message);
-    const nmt_line_stream source = {&s, script_pull, script_deliver, 0};
+    const nmt_line_stream source = {&s, script_pull, script_deliver, 0, NULL};
     if (st == NMT_STATUS_OK) {
         st = nmt_translator_stream(t, NULL, &source, &err);
         CHECK(st == NMT_STATUS_OK, "stream: %s", err.message);

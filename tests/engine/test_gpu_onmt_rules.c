@@ -19,11 +19,6 @@
 
 #define N_LINES 100
 
-static const char *const words[] = {
-    "der", "die", "das", "und", "ist", "ein", "eine", "Haus", "katze", "Hund", "MANN", "frau",
-    "kind", "sieht", "hat", "nicht", "sehr", "gro\xc3\x9f", "klein", "sch\xc3\xb6n", "Heute",
-    "wir", "ich", "du", "sie", "es", "mit", "auf", "gut", "Buch", "liest", "Zebra", "?", "!"};
-
 typedef struct config {
     int batch, beam, n_best;
     float alpha, max_len_a;
@@ -52,23 +47,6 @@ static nmt_options make_options(nmt_device device, const config *c)
     return o;
 }
 
-static int translate_with(const nmt_model *model, const nmt_options *o, const char *const *lines,
-                          nmt_result *results)
-{
-    nmt_translator *t = NULL;
-    nmt_error err = {NMT_STATUS_OK, ""};
-    nmt_status st = nmt_translator_create(model, o, &t, &err);
-    CHECK(st == NMT_STATUS_OK, "translator (device %d, onmt): %s", (int)o->device, err.message);
-    if (st != NMT_STATUS_OK)
-        return 0;
-    CHECK(nmt_translator_device(t) == o->device, "runs on device %d, asked %d",
-          (int)nmt_translator_device(t), (int)o->device);
-    st = nmt_translate_batch(t, lines, N_LINES, results, &err);
-    CHECK(st == NMT_STATUS_OK, "translate (device %d): %s", (int)o->device, err.message);
-    nmt_translator_free(t);
-    return st == NMT_STATUS_OK;
-}
-
 static int same_line(const nmt_result *a, const nmt_result *b)
 {
     if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)
@@ -87,7 +65,8 @@ static void compare(const nmt_model *model, const config *c, const char *const *
     static nmt_result rc[N_LINES], rg[N_LINES];
     const nmt_options cpu = make_options(NMT_DEVICE_CPU, c);
     const nmt_options gpu = make_options(NMT_DEVICE_CUDA, c);
-    if (translate_with(model, &cpu, lines, rc) && translate_with(model, &gpu, lines, rg)) {
+    if (test_gpu_translate_with(model, &cpu, lines, N_LINES, rc) &&
+        test_gpu_translate_with(model, &gpu, lines, N_LINES, rg)) {
         int differing = 0, hyps = 0;
         for (int i = 0; i < N_LINES; i++) {
             hyps += rc[i].n_hypotheses;
@@ -124,14 +103,9 @@ int main(void)
     const int opened = test_gpu_model_open(NMT_TEST_MODEL, &model);
     if (opened != 0)
         return opened;
-    static char text[N_LINES][512];
+    static char text[N_LINES][TEST_GPU_LINE_BYTES];
     const char *lines[N_LINES];
-    const int n_words = (int)(sizeof words / sizeof words[0]);
-    for (int i = 0; i < N_LINES; i++) {
-        const int len = test_rand_int(1, 21);
-        test_random_words(text[i], words, n_words, len);
-        lines[i] = text[i];
-    }
+    test_gpu_random_lines(text, lines, N_LINES, 20);
     /* Device auto with the onmt rules: the GPU now. */
     nmt_options o;
     nmt_options_init(&o);

@@ -158,7 +158,7 @@ static void compare(const nmt_model *model, int batch, int beam, int n_best, int
     static script s;
     memset(&s, 0, sizeof s);
     s.max_burst = max_burst;
-    const nmt_line_stream source = {&s, script_pull, script_deliver, 0};
+    const nmt_line_stream source = {&s, script_pull, script_deliver, 0, NULL};
     st = nmt_translator_stream(t, NULL, &source, &err);
     CHECK(st == NMT_STATUS_OK, "%s: stream: %s", what, err.message);
     CHECK(s.next == n_lines, "%s: the stream took %d of %d lines", what, s.next, n_lines);

@@ -14,6 +14,11 @@
  *  - CUDA only: graphs off, warmup off, check_every 4;
  *  - the service: client threads submit the lines at random times to
  *    several workers (CUDA: every device, continuous batching on and off).
+ * Two kinds force target tokens (docs/decoding.md): target prefixes with
+ * return_alternatives (nmt_translate_batch_prefix; a prefix each line but
+ * every third, in the service target_prefix) and scoring (nmt_score_batch;
+ * in the service target), whose lines' targets include an empty one and
+ * one refused for its length.
  * The lines include an empty one and refused ones (bad UTF-8, too many
  * tokens). Also: nmt_options_init and the service default to
  * NMT_PRECISION_AUTO. Random choices come from test_seed (NMT_TEST_SEED replays).
@@ -44,7 +49,10 @@
 #include <threads.h>
 #include <time.h>
 
-enum { MAX_LINES = 512, LINE_BYTES = 1024, MAX_SRC_TOKENS = 32, N_KINDS = 4, N_CLIENTS = 4 };
+enum { MAX_LINES = 512, LINE_BYTES = 1024, MAX_SRC_TOKENS = 32, N_KINDS = 8, N_CLIENTS = 4 };
+
+/* What a kind's calls do with the lines' targets. */
+enum { CALL_TRANSLATE = 0, CALL_PREFIX = 1, CALL_SCORE = 2 };
 
 static const char *const words[] = {"der", "die", "das", "und", "ist", "ein", "eine", "Haus",
                                     "katze", "hund", "mann", "frau", "kind", "sieht", "nicht",
@@ -70,16 +78,27 @@ static const char *const isa_names[] = {"auto", "generic", "avx2", "avx512"};
 /* nmt_precision's values, in order. */
 static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto", "int8"};
 static nmt_model *model;
+static const char *const target_words[] = {"the", "a", "dog", "house", "cat", "man", "woman",
+                                           "child", "sees", "is", "not", "big", ".", ","};
+
 static char text[MAX_LINES][LINE_BYTES];
 static const char *lines[MAX_LINES];
+static char target_text[MAX_LINES][LINE_BYTES];
+static const char *prefixes[MAX_LINES], *targets[MAX_LINES]; /* CALL_PREFIX's, CALL_SCORE's */
 static int n_lines;
 /* ref[kind][line]: the line translated alone (batch size 1). */
 static nmt_result ref[N_KINDS][MAX_LINES];
 
 /* Search kinds: n-best 3 with attention weights; the defaults (n-best 1, no
  * attention); OpenNMT-py's rules with n-best 2 and another length penalty;
- * LSH shrinking with one candidate list a sentence (a list shared by the
- * batch, NMT_LSH_SHARE_BATCH, depends on the batch by design). */
+ * sampling (4 samples a line, top-K 10, temperature 0.8) with logit rules
+ * and attention weights, every line keyed by its index (line_key); the
+ * onmt rules with the coverage penalty and logit rules; LSH shrinking with
+ * one candidate list a sentence (a list shared by the batch,
+ * NMT_LSH_SHARE_BATCH, depends on the batch by design; CPU only); target
+ * prefixes with 3 alternatives (a line is 3 sentences of a batch) and logit
+ * rules after the prefixes; scoring with attention weights. */
+enum { KIND_SAMPLING = 3, KIND_COVERAGE = 4, KIND_LSH = 5, KIND_PREFIX = 6, KIND_SCORE = 7 };
 static nmt_options kind_options(int kind)
 {
     nmt_options o;
@@ -100,13 +119,66 @@ static nmt_options kind_options(int kind)
         o.n_best = 2;
         o.alpha = 0.6f;
         o.search_rules = NMT_SEARCH_RULES_ONMT;
-    } else if (kind == 3) {
+    } else if (kind == KIND_SAMPLING) {
+        o.beam_size = 1;
+        o.n_best = 4;
+        o.sampling_topk = 10;
+        o.sampling_temperature = 0.8f;
+        o.seed = 7;
+        o.no_repeat_ngram_size = 3;
+        o.repetition_penalty = 1.2f;
+        o.attention_weights = 1;
+    } else if (kind == KIND_COVERAGE) {
+        o.beam_size = 4;
+        o.n_best = 2;
+        o.search_rules = NMT_SEARCH_RULES_ONMT;
+        o.coverage_penalty = NMT_COVERAGE_WU;
+        o.coverage_beta = 0.3f;
+        o.min_length = 2;
+        o.ban_unk = 1;
+    } else if (kind == KIND_LSH) {
         o.shrink.mode = NMT_SHRINK_LSH;
         o.shrink.k = 8, o.shrink.u = 2, o.shrink.w = 16, o.shrink.top = 20;
         o.shrink.threshold = 2;
         o.shrink.share = NMT_LSH_SHARE_SENTENCE;
+    } else if (kind == KIND_PREFIX) {
+        o.beam_size = 3;
+        o.n_best = 3;
+        o.return_alternatives = 1;
+        o.no_repeat_ngram_size = 2; /* the rules see the prefix, not change it */
+        o.repetition_penalty = 1.3f;
+    } else if (kind == KIND_SCORE) {
+        o.attention_weights = 1;
     }
     return o;
+}
+
+static int kind_call(int kind)
+{
+    return kind == KIND_PREFIX ? CALL_PREFIX : kind == KIND_SCORE ? CALL_SCORE : CALL_TRANSLATE;
+}
+
+/* The kinds a device runs: LSH on CUDA is not covered (a batch's lists are
+ * as long as its longest, and the list kernels are picked by rows:
+ * docs/decoding.md). */
+static int kind_runs(int kind)
+{
+    return kind != KIND_LSH || args.device != NMT_DEVICE_CUDA;
+}
+
+/* One call of a kind: lines[idx[0 .. n)] with their targets. */
+static nmt_status call_kind(nmt_translator *t, int kind, const char *const *call_lines,
+                            const int *idx, int n, nmt_result *results, nmt_error *err)
+{
+    const char *call_targets[2 * MAX_LINES];
+    const int call = kind_call(kind);
+    for (int i = 0; i < n; i++)
+        call_targets[i] = call == CALL_PREFIX ? prefixes[idx[i]] : targets[idx[i]];
+    if (call == CALL_PREFIX)
+        return nmt_translate_batch_prefix(t, call_lines, call_targets, n, results, err);
+    if (call == CALL_SCORE)
+        return nmt_score_batch(t, call_lines, call_targets, n, results, err);
+    return nmt_translate_batch(t, call_lines, n, results, err);
 }
 
 /* A batching of the offline translator. */
@@ -153,12 +225,15 @@ static int report(const char *what, int kind, int line, const nmt_result *got)
     return 1;
 }
 
-static int create(const nmt_options *o, const char *oom, nmt_translator **t)
+static int create(const nmt_options *options, const char *oom, nmt_translator **t)
 {
     nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_options o = *options;
+    if (o.return_alternatives && o.batch_size < o.n_best)
+        o.batch_size = o.n_best; /* a line of alternatives is n_best sentences of a batch */
     if (oom)
         setenv("NMT_TEST_DECODE_OOM", oom, 1);
-    const nmt_status st = nmt_translator_create(model, o, t, &err);
+    const nmt_status st = nmt_translator_create(model, &o, t, &err);
     if (oom)
         unsetenv("NMT_TEST_DECODE_OOM");
     CHECK(st == NMT_STATUS_OK, "create: %s", err.message);
@@ -175,14 +250,20 @@ static int translate_call(nmt_translator *t, int prepared, const int *idx, int n
         call_lines[i] = lines[idx[i]];
     nmt_error err = {NMT_STATUS_OK, ""};
     nmt_status st;
-    if (prepared) {
+    if ((prepared && kind_call(kind) == CALL_TRANSLATE) || kind == KIND_SAMPLING) {
+        /* sampling: each line keyed by its index */
         nmt_prepared *p = NULL;
+        uint64_t keys[2 * MAX_LINES];
+        for (int i = 0; i < n; i++)
+            keys[i] = (uint64_t)idx[i];
         st = nmt_translator_prepare(t, call_lines, n, &p, &err);
+        if (st == NMT_STATUS_OK && kind == KIND_SAMPLING)
+            st = nmt_prepared_set_line_keys(p, keys, &err);
         if (st == NMT_STATUS_OK)
             st = nmt_translate_prepared(t, p, results, &err);
         nmt_prepared_free(p);
     } else {
-        st = nmt_translate_batch(t, call_lines, n, results, &err);
+        st = call_kind(t, kind, call_lines, idx, n, results, &err);
     }
     CHECK(st == NMT_STATUS_OK, "%s: %s", what, err.message);
     if (st != NMT_STATUS_OK)
@@ -295,7 +376,14 @@ static int run_client(void *arg)
         const int line = order[k];
         nmt_error err = {NMT_STATUS_OK, ""};
         nmt_status st;
-        while ((st = nmt_service_submit(c->service, lines[line], NULL, NULL, NULL,
+        nmt_request_options ro;
+        nmt_request_options_init(&ro);
+        ro.line_key = (uint64_t)line; /* as nmt_translate_batch keys the reference's */
+        if (kind_call(c->kind) == CALL_PREFIX)
+            ro.target_prefix = prefixes[line];
+        else if (kind_call(c->kind) == CALL_SCORE)
+            ro.target = targets[line];
+        while ((st = nmt_service_submit(c->service, lines[line], &ro, NULL, NULL,
                                         &handles[line], &err)) == NMT_STATUS_BUSY)
             thrd_yield();
         if (st != NMT_STATUS_OK) {
@@ -486,8 +574,17 @@ static int make_lines(void)
     text[n_lines++][0] = '\0';
     strcpy(text[n_lines++], "ein \xff hund");
     test_random_words(text[n_lines++], words, 4, MAX_SRC_TOKENS + 3);
-    for (int i = 0; i < n_lines; i++)
+    for (int i = 0; i < n_lines; i++) {
         lines[i] = text[i];
+        test_random_words(target_text[i], target_words,
+                          (int)(sizeof target_words / sizeof target_words[0]),
+                          test_rand_int(1, 12));
+        prefixes[i] = i % 3 ? target_text[i] : NULL;
+        targets[i] = target_text[i];
+    }
+    target_text[1][0] = '\0'; /* an empty target (prefix: none) */
+    /* A target longer than the longest translation of MAX_SRC_TOKENS tokens. */
+    test_random_words(target_text[2], target_words, 4, 3 * MAX_SRC_TOKENS);
     return 1;
 }
 
@@ -530,15 +627,17 @@ int main(int argc, char **argv)
     printf("test_invariance: %s, precision %s, cpu kernels %s, isa %s, %s, %d lines\n",
            args.device == NMT_DEVICE_CUDA ? "CUDA" : "CPU", precision_names[args.precision],
            kernel_names[args.cpu_kernels], isa_names[args.cpu_isa], args.model_path, n_lines);
-    /* LSH on CUDA is not covered: a batch's lists are as long as its
-     * longest, and the list kernels are picked by rows (docs/decoding.md). */
-    const int n_kinds = args.device == NMT_DEVICE_CUDA ? N_KINDS - 1 : N_KINDS;
-    for (int kind = 0; kind < n_kinds; kind++) {
+    for (int kind = 0; kind < N_KINDS; kind++) {
+        if (!kind_runs(kind))
+            continue;
         const nmt_options o = kind_options(kind);
         nmt_translator *t = NULL;
         if (!create(&o, NULL, &t))
             break;
-        CHECK(nmt_translate_batch(t, lines, n_lines, ref[kind], &err) == NMT_STATUS_OK,
+        int all[MAX_LINES];
+        for (int i = 0; i < n_lines; i++)
+            all[i] = i;
+        CHECK(call_kind(t, kind, lines, all, n_lines, ref[kind], &err) == NMT_STATUS_OK,
               "batch 1: %s", err.message);
         nmt_translator_free(t);
     }
@@ -546,12 +645,16 @@ int main(int argc, char **argv)
         return test_finish("test_invariance");
     check_comparison();
     check_defaults();
-    for (int kind = 0; kind < n_kinds; kind++) {
+    for (int kind = 0; kind < N_KINDS; kind++) {
+        if (!kind_runs(kind))
+            continue;
         for (size_t b = 0; b < sizeof batchings / sizeof batchings[0]; b++)
             if (!batchings[b].cuda_only || args.device == NMT_DEVICE_CUDA)
                 run_batching(&batchings[b], kind);
         run_service(kind, 0, test_rand_int(0, 3000));
-        if (args.device == NMT_DEVICE_CUDA && kind != 2) /* the stream runs v1 rules only */
+        /* The stream runs the v1 rules only. */
+        const nmt_options o = kind_options(kind);
+        if (args.device == NMT_DEVICE_CUDA && o.search_rules == NMT_SEARCH_RULES_V1)
             run_service(kind, 1, 0);
     }
     for (int kind = 0; kind < N_KINDS; kind++)

@@ -1,6 +1,6 @@
 /* test_prepare.c: nmt_translate_batch in two halves (nmt_translator_prepare,
- * nmt_translate_prepared; the file translator's pipeline tokenizes on its
- * reader thread with them), on the CPU backend and the test model:
+ * nmt_translate_prepared; the library's host pipeline prepares windows on
+ * its pool of threads the same way), on the CPU backend and the test model:
  * - prepare then translate_prepared gives every line's answer bit for bit
  *   as nmt_translate_batch does: translations, scores, alignments, and the
  *   refusals (empty, invalid UTF-8, too many bytes, too many tokens) with

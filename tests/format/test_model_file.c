@@ -4,6 +4,8 @@
  *   floats narrow like a double-precision reference (round to nearest even);
  * - files written fp32, fp16, compressed or not, load (from a path and from
  *   memory) with every tensor, hyper-parameter and vocabulary entry as written;
+ *   from a path, an fp32 uncompressed file's weights are its mapping (read
+ *   after the file is unlinked), the other forms' a converted copy;
  * - the shipped test model loads and its description is not empty;
  * - files whose tensors do not match the hyper-parameters (missing, extra,
  *   mis-shaped, duplicated, non-finite) or whose vocabularies are bad are
@@ -99,6 +101,7 @@ static void check_model(const nmt_model *m, const fixture *f, nmt_dtype dtype, c
     CHECK(strlen(nmt_model_describe(m)) > 20, "%s: description", what);
 }
 
+/* Every form loads from memory and from a file, with the same model. */
 static void test_good_files(void)
 {
     for (int variant = 0; variant < 3; variant++) {
@@ -128,10 +131,16 @@ static void test_good_files(void)
             write_all(path, b, len);
             st = nmt_model_load(path, &m, &err);
             CHECK(st == NMT_STATUS_OK, "%s: load: %s", what, err.message);
+            /* fp32 uncompressed: the weights are the file's pages, mapped,
+             * and stay valid once the name is gone (a writer renames a new
+             * file over it); otherwise they were converted into memory. */
+            const int in_place = dtype == NMT_DTYPE_F32 && !compress;
+            CHECK(!m || (in_place ? m->arena_mapped == len : m->arena_mapped == 0),
+                  "%s: arena_mapped %zu, file %zu bytes", what, m ? m->arena_mapped : 0, len);
+            unlink(path);
             if (m)
                 check_model(m, &f, dtype, what);
             nmt_model_free(m);
-            unlink(path);
             free(b);
         }
         fixture_free(&f);

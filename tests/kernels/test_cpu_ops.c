@@ -6,6 +6,7 @@
 #include "linear.h"
 #include "lstm_cell.h"
 #include "nhot.h"
+#include "pick_log_prob.h"
 #include "pointwise.h"
 #include "softmax_topk.h"
 #include "test_util.h"
@@ -283,6 +284,35 @@ static void test_log_softmax(void)
     CHECK(test_close_f32("log_softmax hand", lp, want, 3, 1e-6, 1e-6), "hand case");
 }
 
+/* pick_log_prob: each row's picked entry of the log-softmax, an out-of-range
+ * word NaN; a hand case, and random rows against nmt_cpu_log_softmax. */
+static void test_pick_log_prob(void)
+{
+    const float z[] = {0, (float)log(2.0), (float)log(3.0), 9, 9, 9, 9};
+    const int32_t words[] = {2, 0, 3};
+    float got[3];
+    nmt_cpu_pick_log_prob(3, 3, z, 2, words, got);
+    /* rows [0 log2 log3]... ld 2: rows {0, log2, log3}, {log3, 9, 9}, {9, 9, 9} */
+    const double lse1 = log(3.0 + 2.0 * exp(9.0));
+    CHECK(fabs(got[0] - log(3 / 6.0)) < 1e-6 && fabs(got[1] - (log(3.0) - lse1)) < 1e-5 &&
+              isnan(got[2]),
+          "pick hand case: %g %g %g", got[0], got[1], got[2]);
+    enum { ROWS = 5, V = 333, LD = 340 };
+    float *x = malloc(sizeof(float) * ROWS * LD), *lp = malloc(sizeof(float) * ROWS * V);
+    int32_t picks[ROWS];
+    float out[ROWS];
+    test_fill_uniform(x, (size_t)ROWS * LD, -8, 8);
+    for (int r = 0; r < ROWS; r++)
+        picks[r] = test_rand_int(0, V);
+    nmt_cpu_log_softmax(ROWS, V, x, LD, lp);
+    nmt_cpu_pick_log_prob(ROWS, V, x, LD, picks, out);
+    for (int r = 0; r < ROWS; r++)
+        CHECK(fabs((double)out[r] - lp[r * V + picks[r]]) < 1e-5, "row %d: %g vs %g", r,
+              out[r], lp[r * V + picks[r]]);
+    free(x);
+    free(lp);
+}
+
 static void test_softmax_topk(void)
 {
     /* A known permutation: z[w] = perm[w] / 4; the i-th best id has value V-1-i. */
@@ -399,6 +429,7 @@ int main(void)
     test_attention();
     test_log_softmax();
     test_softmax_topk();
+    test_pick_log_prob();
     test_gather_and_tanh();
     return test_finish("test_cpu_ops");
 }

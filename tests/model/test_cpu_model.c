@@ -121,7 +121,8 @@ static void make_batch(batch_storage *b, const sentence *const *sents, int32_t n
         }
         b->token_offset[i + 1] = token;
     }
-    b->batch = (nmt_source_batch){n, b->src_len, b->token_offset, b->row_ptr, b->cols, b->values};
+    b->batch = (nmt_source_batch){n, b->src_len, b->token_offset, b->row_ptr, b->cols, b->values,
+                                  NULL};
 }
 
 /* ---- the straight-line reference, from model-v1.md, in double ---------- */

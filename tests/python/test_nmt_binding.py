@@ -283,6 +283,15 @@ def test_line_errors():
             raise AssertionError("a number was accepted as a line")
         except TypeError:
             pass
+        # one string is not a batch of its characters (nor bytes one of ints)
+        for one in ("abc", b"abc", bytearray(b"abc")):
+            for call in (t.translate_batch, t.translate_batch_async):
+                try:
+                    call(one)
+                    raise AssertionError("%r was taken as a batch" % (one,))
+                except TypeError as e:
+                    assert "list of lines" in str(e), e
+        assert t.translate_batch(("ein hund",)) == t.translate_batch(["ein hund"])
 
 
 def test_async():
@@ -348,6 +357,11 @@ def test_service_matches_translator():
             th.join()
         assert s.translate_batch(lines, **KINDS[1]) == ref[1]
         assert s.translate(lines[0]) == ref[0][0]
+        try:
+            s.translate_batch("abc")  # refused before anything is submitted
+            raise AssertionError("the service took one str as a batch")
+        except TypeError:
+            pass
         st = s.stats()
     assert not failures, failures
     total = (4 * len(KINDS) + 1) * len(lines) + 1

@@ -2,7 +2,11 @@
  * tests/data/tokenizer_cases.tsv (every column; the format is described in the
  * file's header), and nmt_utf8_valid / nmt_tokenize on invalid UTF-8
  * (overlong, surrogate, past U+10FFFF, truncated, 0xFF) with the offset. The
- * Python tokenizer passes the same vectors (tests/python/test_tokenizer_py.py). */
+ * Python tokenizer passes the same vectors (tests/python/test_tokenizer_py.py).
+ * The tokenizer's fast path (text below U+0300 skips NFC; its properties come
+ * from a table): every pair of code points below U+0300 is NFC as it is, and
+ * random lines of such text tokenize as they do through the normalizing path
+ * (the same line with a U+FEFF, which that path drops). */
 #include "test_util.h"
 #include "tokenizer.h"
 #include "utf8.h"
@@ -10,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 enum { MAX_LINE = 4096, MAX_TOKENS = 64 };
 
@@ -269,10 +274,87 @@ static void check_invalid_utf8(void)
     nmt_tokens_clear(NULL);
 }
 
+/* NFC leaves every string of code points below U+0300 as it is: checked on
+ * every pair (a composition takes two). */
+static void check_nfc_below_0300(void)
+{
+    int bad = 0;
+    for (int32_t a = 1; a < 0x300; a++) {
+        for (int32_t b = 1; b < 0x300; b++) {
+            char pair[8];
+            const int n = nmt_utf8_encode(a, pair);
+            const int m = n + nmt_utf8_encode(b, pair + n);
+            utf8proc_uint8_t *nfc = NULL;
+            const utf8proc_ssize_t len = utf8proc_map((const utf8proc_uint8_t *)pair, m, &nfc,
+                                                      UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+            if (len != m || memcmp(nfc, pair, (size_t)m) != 0)
+                bad++;
+            free(nfc);
+        }
+    }
+    CHECK(bad == 0, "%d pairs below U+0300 change under NFC", bad);
+}
+
+/* 1 when key is text with each code point lowercased by utf8proc itself. */
+static int key_is_lowercase(const char *text, const char *key)
+{
+    char want[1024];
+    size_t n = 0;
+    for (size_t i = 0, len = strlen(text); i < len && n + 4 < sizeof want;) {
+        int32_t cp;
+        i += (size_t)nmt_utf8_decode(text + i, len - i, &cp);
+        n += (size_t)nmt_utf8_encode(utf8proc_tolower(cp), want + n);
+    }
+    want[n] = '\0';
+    return !strcmp(want, key);
+}
+
+/* Random lines below U+0300 (ASCII, Latin letters, controls, no-break
+ * space, U+0130 and U+023A whose lowercase changes length) tokenize as the
+ * same line with a U+FEFF appended, which goes through NFC; each key is
+ * utf8proc's lowercase of its text. */
+static void check_fast_path(void)
+{
+    static const int32_t alphabet[] = {'a', 'Z', 'q', '7', ' ', ' ', '\t', '.', ',', '-', '\'',
+                                       0x01, 0x7F, 0x85, 0xA0, 0xAD, 0xC4, 0xE4, 0xDF, 0xC9,
+                                       0x130, 0x23A, 0x1C5, 0x2B0, 0xD7, 0xBF, 0x2FF};
+    const int n_alphabet = (int)(sizeof alphabet / sizeof alphabet[0]);
+    nmt_error err;
+    int mismatches = 0;
+    for (int round = 0; round < 2000; round++) {
+        char line[256];
+        size_t len = 0;
+        const int n = test_rand_int(0, 40);
+        for (int i = 0; i < n; i++)
+            len += (size_t)nmt_utf8_encode(alphabet[test_rand_int(0, n_alphabet)], line + len);
+        char marked[264];
+        memcpy(marked, line, len);
+        memcpy(marked + len, "\xEF\xBB\xBF", 3);
+        nmt_tokens fast = {0}, slow = {0};
+        const int ok = nmt_tokenize(line, len, &fast, &err) == NMT_STATUS_OK &&
+                       nmt_tokenize(marked, len + 3, &slow, &err) == NMT_STATUS_OK;
+        int same = ok && fast.n == slow.n;
+        for (int t = 0; same && t < fast.n; t++)
+            same = !strcmp(fast.tokens[t].text, slow.tokens[t].text) &&
+                   !strcmp(fast.tokens[t].key, slow.tokens[t].key) &&
+                   fast.tokens[t].case_class == slow.tokens[t].case_class &&
+                   key_is_lowercase(fast.tokens[t].text, fast.tokens[t].key);
+        if (!same && mismatches++ < 3)
+            fprintf(stderr, "fast path: line %d (%zu bytes): other tokens than through NFC, or a key not utf8proc's lowercase\n",
+                    round, len);
+        nmt_tokens_clear(&fast);
+        nmt_tokens_clear(&slow);
+    }
+    CHECK(mismatches == 0, "%d random lines differ between the fast path and NFC", mismatches);
+}
+
 int main(void)
 {
+    test_seed();
     int cases = check_tsv();
     check_invalid_utf8();
+    check_nfc_below_0300();
+    check_fast_path();
     printf("test_tokenizer: %d cases\n", cases);
     return test_finish("test_tokenizer");
 }
