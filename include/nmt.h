@@ -373,7 +373,8 @@ typedef struct nmt_stats {
                                     CPU each one the file stores sparse; on CUDA those run
                                     as SpMM at some row count */
     int64_t precision;           /* the nmt_precision the GEMMs run in (NMT_PRECISION_AUTO
-                                    resolved; NMT_PRECISION_FP32 on the CPU; always filled) */
+                                    resolved; on the CPU NMT_PRECISION_FP32, or INT8 when
+                                    asked; always filled) */
 } nmt_stats;
 
 nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,

@@ -105,10 +105,11 @@ struct nmt_cpu_state {
     int fast_blas;           /* the products on the BLAS's SGEMM */
     nmt_cpu_gemm gemm;       /* else the own product's path and threads (its pool owned) */
     /* With the own product, for a model whose weights are all fp16: fp16
-     * copies of the matrices a decoder step multiplies, which the products
-     * read instead of the fp32 ones (the same bits, half the bytes: a step
-     * of few rows is bound by reading its weights). */
-    nmt_cpu_half_copy half_copies[2 * NMT_MAX_LAYERS + 2];
+     * copies of the matrices a decoder step multiplies (in fp32) and of the
+     * encoder's recurrent ones, which the products read instead of the fp32
+     * ones (the same bits, half the bytes: a step of few rows is bound by
+     * reading its weights). */
+    nmt_cpu_half_copy half_copies[4 * NMT_MAX_LAYERS + 2];
     int32_t n_half_copies;
     /* --precision int8: the decoder step's slices in int8 (kernels/linear_int8.h),
      * and the rows of a product quantized. */

@@ -129,6 +129,12 @@ nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast
             NMT_TRY(add_half_copy(state, model->attn_w_c, (size_t)2 * H * H, err));
             NMT_TRY(add_half_copy(state, model->out_w, (size_t)state->vocab * H, err));
         }
+        /* The encoder's recurrent matrices: a step of a few sentences reads
+         * all of them for a row or a few (2 MB in fp16 for the shipped model). */
+        for (int32_t l = 0; model->weights_fp16 && l < state->enc_layers; l++) {
+            NMT_TRY(add_half_copy(state, model->enc_fwd[l].w_hh, (size_t)4 * half * half, err));
+            NMT_TRY(add_half_copy(state, model->enc_bwd[l].w_hh, (size_t)4 * half * half, err));
+        }
     }
     NMT_ALLOC(state->enc_first, state->max_sentences);
     NMT_ALLOC(state->enc_in, packed * E);

@@ -208,7 +208,7 @@ class TranslatorStats:
     device_memory_bytes: int = 0   # CUDA: the most the backend held at once
     device_memory_used: int = 0    # CUDA: the device's use at that peak (cudaMemGetInfo)
     sparse_matrices: int = 0       # matrices multiplied in CSR form (SpMM)
-    precision: str = "fp32"        # what the GEMMs ran in ("auto" resolved; fp32 on the CPU)
+    precision: str = "fp32"        # what the GEMMs ran in ("auto" resolved; the CPU: fp32, int8)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -223,6 +223,14 @@ def test_translator_matches_cli():
     cli = run_cli(CLI_OPTIONS + ["--scores", "--lsh", "4,2,8,10,2", "--lsh-share", "row"],
                   data[:data.index(BAD)])
     assert [tuple(row.split("\t", 1)) for row in cli] == [rows_of(r, 1)[0] for r in results]
+    # The CPU's kernels, instructions and threads as keywords: the CLI's bits
+    for kw, flags in ((dict(cpu_kernels="reference", threads=1), ["--cpu-kernels", "reference"]),
+                      (dict(cpu_isa="generic", threads=2), ["--cpu-isa", "generic"])):
+        with translator(**kw) as t:
+            results = t.translate_batch(LINES)
+        cli = run_cli(CLI_OPTIONS + ["--scores"] + flags, data[:data.index(BAD)])
+        assert [tuple(row.split("\t", 1)) for row in cli] == \
+            [rows_of(r, 1)[0] for r in results], kw
 
 
 def test_per_call_options_and_n_best():
@@ -477,7 +485,8 @@ def test_errors():
         except nmt.Error as e:
             assert e.status == nmt.Status.ERROR_FORMAT, e
     for bad in (dict(device="tpu"), dict(lsh=(1, 2, 3)), dict(lsh_share="all"),
-                dict(lsh=(8, 3, 500, 20, 2), top_words=10)):
+                dict(lsh=(8, 3, 500, 20, 2), top_words=10), dict(cpu_isa="avx9"),
+                dict(cpu_kernels="gpu"), dict(threads=0)):
         try:
             translator(**bad)
             raise AssertionError("accepted %s" % bad)
