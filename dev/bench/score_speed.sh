@@ -9,9 +9,10 @@
 #    "score_sents_per_s", "ratio", "mean_log_prob"}
 #
 #   dev/bench/score_speed.sh [-m MODEL] [--src FILE] [--ref FILE] [--lines N]
-#   (default: the 200 test lines in tests/data/golden, scored against the beam's output)
 #                            [--batches "64 2048"] [--runs R] [--work DIR]
 #                            [-- TRANSLATE OPTIONS (--device, --precision, ...)]
+# Default input: the 200 test lines in tests/data/golden, scored against the
+# beam's own output.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=models/multi30k-de-en.bin
