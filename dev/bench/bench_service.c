@@ -268,6 +268,11 @@ int main(int argc, char **argv)
             for (char *p = optarg; *p && so.n_devices < 16; p += *p == ',') {
                 char *end;
                 devices[so.n_devices++] = (int)strtol(p, &end, 10);
+                if (end == p || (*end && *end != ',')) { /* not a number: would never advance */
+                    fprintf(stderr, "bench_service: --devices %s: a comma list of ordinals\n",
+                            optarg);
+                    return 2;
+                }
                 p = end;
             }
             so.devices = devices;
