@@ -16,6 +16,47 @@
 #include "lstm_cell.h"
 #include "pointwise.h"
 
+/* gates[r] += p[row_parent[r]] for r < n_rows (4H wide; the sum of two
+ * floats, so the same bits as the product accumulated into gates). */
+static void add_parent_gates(const nmt_cpu_state *state, int32_t n_rows, float *gates)
+{
+    const int64_t G = 4 * (int64_t)state->hidden;
+    for (int32_t r = 0; r < n_rows; r++) {
+        const float *p = state->parent_gates + state->row_parent[r] * G;
+        float *g = gates + r * G;
+        for (int64_t j = 0; j < G; j++)
+            g[j] += p[j];
+    }
+}
+
+/* Layer 0's feed and recurrent products, once a parent when rows share
+ * parents (cpu_state.h), else once a row: gates = (h W_hh^T + b_hh) +
+ * ((feed W_f^T) + gates) either way. */
+static void layer0_shared(nmt_cpu_state *state, int32_t n_rows, const float *feed,
+                          const float *h, float *gates)
+{
+    const nmt_model *model = state->model;
+    const nmt_lstm_weights *lstm = &model->dec[0];
+    const int32_t E = state->emb, H = state->hidden, U = state->n_parents;
+    const nmt_cpu_csr *sp_ih = state->sp_dec_ih[0];
+    if (U < 1 || U >= n_rows) {
+        nmt_cpu_matmul(state, &sp_ih[1], n_rows, 4 * H, H, feed, H, lstm->w_ih + E, E + H, NULL,
+                       1, gates, 4 * H);
+        nmt_cpu_matmul(state, &state->sp_dec_hh[0], n_rows, 4 * H, H, h, H, lstm->w_hh, H,
+                       lstm->b_hh, 1, gates, 4 * H);
+        return;
+    }
+    /* The parents' rows gathered into context, free until the attention. */
+    nmt_cpu_gather_rows(U, H, feed, state->parent_rows, state->context);
+    nmt_cpu_matmul(state, &sp_ih[1], U, 4 * H, H, state->context, H, lstm->w_ih + E, E + H, NULL,
+                   0, state->parent_gates, 4 * H);
+    add_parent_gates(state, n_rows, gates);
+    nmt_cpu_gather_rows(U, H, h, state->parent_rows, state->context);
+    nmt_cpu_matmul(state, &state->sp_dec_hh[0], U, 4 * H, H, state->context, H, lstm->w_hh, H,
+                   lstm->b_hh, 0, state->parent_gates, 4 * H);
+    add_parent_gates(state, n_rows, gates);
+}
+
 nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
                                  const int32_t *prev_tokens, int32_t *attn_argmax,
                                  nmt_error *err)
@@ -47,14 +88,13 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
         if (l == 0) {
             nmt_cpu_matmul(state, &sp_ih[0], n_rows, 4 * H, E, state->tgt_emb, E, lstm->w_ih, E + H,
                            lstm->b_ih, 0, gates, 4 * H);
-            nmt_cpu_matmul(state, &sp_ih[1], n_rows, 4 * H, H, feed, H, lstm->w_ih + E, E + H, NULL, 1,
-                           gates, 4 * H);
+            layer0_shared(state, n_rows, feed, h, gates);
         } else {
             nmt_cpu_matmul(state, &sp_ih[0], n_rows, 4 * H, H, state->dec_h[cur][l - 1], H, lstm->w_ih,
                            H, lstm->b_ih, 0, gates, 4 * H);
+            nmt_cpu_matmul(state, &state->sp_dec_hh[l], n_rows, 4 * H, H, h, H, lstm->w_hh, H,
+                           lstm->b_hh, 1, gates, 4 * H);
         }
-        nmt_cpu_matmul(state, &state->sp_dec_hh[l], n_rows, 4 * H, H, h, H, lstm->w_hh, H, lstm->b_hh,
-                       1, gates, 4 * H);
         if (state->fast)
             nmt_cpu_fast_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
         else
@@ -106,6 +146,21 @@ nmt_status nmt_cpu_decoder_reorder(nmt_cpu_state *state, int32_t n_rows, const i
     nmt_cpu_gather_rows(n_rows, H, state->feed[cur], parent, state->feed[next]);
     for (int32_t i = 0; i < n_rows; i++)
         state->row_sentence[next][i] = state->row_sentence[cur][parent[i]];
+    /* The parents, for the fast path's own product (not the BLAS's: its
+     * rows' bits may depend on their number). */
+    state->n_parents = 0;
+    if (state->fast && !state->fast_blas) {
+        for (int32_t p = 0; p < state->n_rows; p++)
+            state->parent_slot[p] = -1;
+        for (int32_t i = 0; i < n_rows; i++) {
+            int32_t *slot = &state->parent_slot[parent[i]];
+            if (*slot < 0) {
+                *slot = state->n_parents;
+                state->parent_rows[state->n_parents++] = i;
+            }
+            state->row_parent[i] = *slot;
+        }
+    }
     state->cur = next;
     state->n_rows = n_rows;
     return NMT_STATUS_OK;

@@ -108,6 +108,7 @@ nmt_status nmt_cpu_encode(nmt_cpu_state *state, const nmt_source_batch *batch, n
     int32_t H = state->hidden;
     state->n_sentences = 0;
     state->n_rows = 0;
+    state->n_parents = 0;
     for (int32_t s = 0; s < n; s++) {
         state->src_len[s] = batch->src_len[s];
         state->row_sentence[state->cur][s] = s;

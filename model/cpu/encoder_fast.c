@@ -144,6 +144,13 @@ nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast
     NMT_ALLOC(state->enc_h_prev, (size_t)state->max_sentences * half);
     NMT_ALLOC(state->enc_gates_rows, (size_t)state->max_sentences * 4 * half);
     NMT_ALLOC(state->enc_c_rows, (size_t)state->max_sentences * half);
+    if (!fast->blas) {
+        NMT_ALLOC(state->parent_rows, state->max_rows);
+        NMT_ALLOC(state->row_parent, state->max_rows);
+        NMT_ALLOC(state->parent_slot, state->max_rows);
+        NMT_ALLOC(state->parent_gates, (size_t)state->max_rows * 4 * H);
+    }
+    state->n_parents = 0;
     state->fast = 1;
     state->fast_blas = fast->blas != 0;
     return NMT_STATUS_OK;
@@ -180,6 +187,13 @@ void nmt_cpu_state_free_fast(nmt_cpu_state *state)
     state->enc_out[0] = state->enc_out[1] = NULL;
     state->enc_h_prev = state->enc_gates_rows = state->enc_c_rows = NULL;
     state->enc_first = NULL;
+    free(state->parent_rows);
+    free(state->row_parent);
+    free(state->parent_slot);
+    free(state->parent_gates);
+    state->parent_rows = state->row_parent = state->parent_slot = NULL;
+    state->parent_gates = NULL;
+    state->n_parents = 0;
 }
 
 /* One direction of one layer over every sentence: h_t into column `col` of

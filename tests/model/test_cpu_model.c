@@ -1,7 +1,8 @@
 /* test_cpu_model.c: the CPU reference engine on a small random model built in
  * memory (E 6, H 8, 2 + 2 layers, V_tgt 11, word + case features): log-prob
  * rows normalize, a sentence's scores do not depend on its batch (bitwise),
- * reorder moves states, padding gets no attention, refusals, and a
+ * reorder moves states, padding gets no attention, refusals, the fast
+ * path's products shared by rows of one parent give the bits of rows apart, and a
  * straight-line double-precision recomputation of model-v1 written here with
  * plain loops (no kernel calls) matches the engine to 1e-5. */
 #include "backend.h"  /* nmt_cpu_step_model: the search's view of the state */
@@ -434,6 +435,58 @@ static void test_engine(int init_from_encoder)
     free(model.arena);
 }
 
+/* The fast path runs layer 0's feed and recurrent products once a parent
+ * where rows share one (cpu_state.h): rows of a shared reorder give the
+ * bits of the same rows reordered alone (no parent shared), fp32 and int8. */
+static void test_shared_parents(int int8)
+{
+    nmt_model model;
+    build_model(&model, 1);
+    nmt_error err = {0};
+    nmt_cpu_state *shared = NULL, *apart = NULL;
+    const nmt_cpu_fast fast = {.isa = NMT_CPU_ISA_AUTO, .threads = 1, .int8 = int8};
+    CHECK(nmt_cpu_state_create(&model, 3, 3, MAX_S, &shared, &err) == 0 &&
+              nmt_cpu_state_create(&model, 3, 3, MAX_S, &apart, &err) == 0 &&
+              nmt_cpu_state_set_fast(shared, &fast, &err) == 0 &&
+              nmt_cpu_state_set_fast(apart, &fast, &err) == 0,
+          "%s", err.message);
+    sentence s0 = make_sentence(3), s1 = make_sentence(1), s2 = make_sentence(MAX_S);
+    const sentence *three[] = {&s0, &s1, &s2};
+    batch_storage b3;
+    make_batch(&b3, three, 3);
+    const int32_t bos[] = {NMT_BOS_ID, NMT_BOS_ID, NMT_BOS_ID};
+    const int32_t parent[] = {0, 0, 1, 2, 2, 2}, tok[] = {4, 7, 5, 3, 9, 10};
+    float lp[6 * V], lp_apart[3 * V];
+    int32_t am[6], am_apart[3];
+    nmt_step_model sm = nmt_cpu_step_model(shared), sm_apart = nmt_cpu_step_model(apart);
+    CHECK(shared && apart && nmt_cpu_encode(shared, &b3.batch, &err) == 0 &&
+              sm.step(sm.self, 3, bos, lp, am, &err) == 0 &&
+              sm.reorder(sm.self, 6, parent, &err) == 0 &&
+              sm.step(sm.self, 6, tok, lp, am, &err) == 0,
+          "shared: %s", err.message);
+    CHECK(shared && shared->n_parents == 3, "6 rows of 3 parents: %d",
+          shared ? shared->n_parents : -1);
+    /* Each of rows {0, 2, 3} and {1, 2, 5} again, one row a parent. */
+    const int32_t pick[2][3] = {{0, 2, 3}, {1, 2, 5}};
+    for (int p = 0; p < 2 && shared && apart; p++) {
+        const int32_t own[] = {0, 1, 2};
+        const int32_t toks[] = {tok[pick[p][0]], tok[pick[p][1]], tok[pick[p][2]]};
+        CHECK(nmt_cpu_encode(apart, &b3.batch, &err) == 0 &&
+                  sm_apart.step(sm_apart.self, 3, bos, lp_apart, am_apart, &err) == 0 &&
+                  sm_apart.reorder(sm_apart.self, 3, own, &err) == 0 &&
+                  sm_apart.step(sm_apart.self, 3, toks, lp_apart, am_apart, &err) == 0,
+              "apart: %s", err.message);
+        for (int i = 0; i < 3; i++)
+            CHECK(memcmp(lp_apart + i * V, lp + pick[p][i] * V, V * sizeof(float)) == 0 &&
+                      am_apart[i] == am[pick[p][i]],
+                  "int8 %d: row %d of a shared parent differs from its row apart", int8,
+                  pick[p][i]);
+    }
+    nmt_cpu_state_free(shared);
+    nmt_cpu_state_free(apart);
+    free(model.arena);
+}
+
 static void test_create_refusals(void)
 {
     nmt_model model;
@@ -479,6 +532,9 @@ int main(void)
     test_seed();
     test_engine(1);
     test_engine(0);
+    test_shared_parents(0);
+    if (nmt_cpu_int8_supported())
+        test_shared_parents(1);
     test_create_refusals();
     return test_finish("test_cpu_model");
 }
