@@ -58,7 +58,8 @@ typedef enum nmt_precision {
                                  fp32). nmt_stats.precision says which ran */
     NMT_PRECISION_INT8 = 5    /* the CPU's fast kernels only: the decoder step's products
                                  in int8 with per-row scales and exact int32 sums
-                                 (kernels/linear_int8.h; AVX-512 VNNI, refused without);
+                                 (kernels/linear_int8.h; AVX-512 VNNI or AVX2, refused
+                                 without either and on --cpu-isa generic);
                                  CUDA refuses it */
 } nmt_precision;
 

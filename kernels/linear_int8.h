@@ -1,8 +1,10 @@
 /* linear_int8.h: the CPU's int8 product (--precision int8), y[m, n] =
  * x[m, k] . w[n, k]^T (+ bias) (+ y) with both sides in int8 and exact
  * int32 sums, on AVX-512 VNNI (vpdpbusd: 64 multiply-adds an instruction,
- * 4x fp32's), as a register-blocked outer product over packed weights (an
- * integer sum needs no fixed order). Per-row scales (Jacob et al., "Quantization and Training of
+ * 4x fp32's) or on AVX2 (vpmaddubsw and vpmaddwd, never saturating:
+ * kernels/cpu/linear_int8_avx2.c), as a register-blocked outer product over
+ * packed weights (an integer sum needs no fixed order). Both give the same
+ * sums, so the same bits. Per-row scales (Jacob et al., "Quantization and Training of
  * Neural Networks for Efficient Integer-Arithmetic-Only Inference", with
  * symmetric weights):
  *   w: row j as round(w_jp / s_j), s_j = max_p |w_jp| / 127, made once;
@@ -47,8 +49,10 @@ static inline int8_t nmt_int8_weight(const nmt_int8_matrix *w, int32_t j, int32_
     return w->q[panel + (p / 4) * 4 * NMT_INT8_PANEL + (j % NMT_INT8_PANEL) * 4 + p % 4];
 }
 
-/* 1 when this build and CPU run the int8 product (AVX-512 F, BW and VNNI). */
-int nmt_cpu_int8_supported(void);
+/* 1 when this build and CPU run the int8 product on the fp32 path isa
+ * (nmt_cpu_isa; AUTO: the best): avx512 with AVX-512 F, BW and VNNI, else
+ * (avx512 or avx2) with AVX2; never generic. */
+int nmt_cpu_int8_supported(nmt_cpu_isa isa);
 
 /* w [n, k] rows ldw apart in int8; free with nmt_int8_matrix_free. */
 nmt_status nmt_int8_matrix_make(const float *w, int32_t n, int32_t k, int32_t ldw,
@@ -60,8 +64,8 @@ void nmt_int8_matrix_free(nmt_int8_matrix *w);
 void nmt_cpu_quantize_rows(int32_t m, int32_t k, const float *x, int32_t ldx, uint8_t *xq,
                            int32_t ldq, float *scale);
 
-/* y = x . w^T (+ bias) (+ y) from quantized rows; gemm->pool's threads
- * (gemm->isa is not read). */
+/* y = x . w^T (+ bias) (+ y) from quantized rows; gemm->pool's threads, on
+ * gemm->isa's int8 tile (nmt_cpu_int8_supported(gemm->isa) must hold). */
 void nmt_cpu_linear_int8(const nmt_cpu_gemm *gemm, int32_t m, const uint8_t *xq, int32_t ldq,
                          const float *x_scale, const nmt_int8_matrix *w, const float *bias,
                          int accumulate, float *y, int32_t ldy);

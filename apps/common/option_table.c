@@ -284,8 +284,9 @@ const app_option app_translate_options[] = {
              "the same BLEU; docs/performance.md, \"Defaults\").\n"
              "With --batch-invariant on a line's output has the\n"
              "same bits in any batch, and tf32x2 is refused.\n"
-             "The CPU: fp32, or int8 (fast kernels, AVX-512 VNNI:\n"
-             "the decoder's products in int8, per-row scales)"},
+             "The CPU: fp32, or int8 (fast kernels, AVX-512 VNNI\n"
+             "or AVX2: the decoder's products in int8, per-row\n"
+             "scales)"},
     {.name = "sparse", .kind = APP_OPT_CHOICE, ENGINE(sparse),
      .choices = (const app_choice[]){{"auto", NMT_SPARSE_AUTO}, {"on", NMT_SPARSE_ON},
                                      {"off", NMT_SPARSE_OFF}, {NULL, 0}},

@@ -1,6 +1,6 @@
 /* linear_int8.c: kernels/linear_int8.h: the weights' and rows' int8 forms,
  * and the product through linear_fixed.c's loops and threads with the
- * VNNI tile (linear_int8_vnni.c). The roundings are basic operations (round
+ * VNNI tile (linear_int8_vnni.c) or the AVX2 one (linear_int8_avx2.c). The roundings are basic operations (round
  * half to even), so a row's int8 form depends on the row alone. */
 #include "linear_int8.h"
 
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int nmt_cpu_int8_supported(void)
+static int vnni(void)
 {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     return nmt_fixed_int8_built && __builtin_cpu_supports("avx512f") &&
@@ -20,6 +20,37 @@ int nmt_cpu_int8_supported(void)
 #else
     return 0;
 #endif
+}
+
+static int avx2(void)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    return nmt_fixed_int8_avx2_built && __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
+
+/* The tile for the fp32 path isa: NULL where none runs. */
+static nmt_fixed_tile_fn int8_tile(nmt_cpu_isa isa, int *rows, int *cols)
+{
+    isa = isa == NMT_CPU_ISA_AUTO ? nmt_cpu_isa_best() : isa;
+    if (!nmt_cpu_isa_supported(isa) || isa == NMT_CPU_ISA_GENERIC)
+        return NULL;
+    if (isa == NMT_CPU_ISA_AVX512 && vnni()) {
+        *rows = NMT_FIXED_INT8_TILE_ROWS, *cols = NMT_FIXED_INT8_TILE_COLS;
+        return nmt_fixed_tile_int8;
+    }
+    if (!avx2())
+        return NULL;
+    *rows = NMT_FIXED_INT8_AVX2_TILE_ROWS, *cols = NMT_FIXED_INT8_AVX2_TILE_COLS;
+    return nmt_fixed_tile_int8_avx2;
+}
+
+int nmt_cpu_int8_supported(nmt_cpu_isa isa)
+{
+    int rows, cols;
+    return int8_tile(isa, &rows, &cols) != NULL;
 }
 
 static int32_t padded(int32_t k)
@@ -109,6 +140,8 @@ void nmt_cpu_linear_int8(const nmt_cpu_gemm *gemm, int32_t m, const uint8_t *xq,
     const nmt_fixed_job job = {.m = m, .n = w->n, .k = w->ld, .bias = bias,
                                .accumulate = accumulate, .y = y, .ldy = ldy, .xq = xq,
                                .ldq = ldq, .x_scale = x_scale, .w8 = w};
-    nmt_fixed_run(gemm, &job, nmt_fixed_tile_int8, NMT_FIXED_INT8_TILE_ROWS,
-                  NMT_FIXED_INT8_TILE_COLS, 1);
+    int rows = 0, cols = 0;
+    const nmt_fixed_tile_fn tile = int8_tile(gemm->isa, &rows, &cols);
+    if (tile)
+        nmt_fixed_run(gemm, &job, tile, rows, cols, 1);
 }

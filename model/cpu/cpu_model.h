@@ -41,7 +41,7 @@ typedef struct nmt_cpu_fast {
     nmt_cpu_isa isa; /* the own product's instructions (AUTO: the best; supported) */
     int threads;     /* the own product's threads, >= 1 (the BLAS's are the BLAS's) */
     int int8;        /* the decoder step's products in int8 (kernels/linear_int8.h; the
-                        own product only, where nmt_cpu_int8_supported) */
+                        own product only, where nmt_cpu_int8_supported(isa)) */
 } nmt_cpu_fast;
 
 /* From now on runs the production path: every dense product on the chosen

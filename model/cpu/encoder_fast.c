@@ -94,11 +94,14 @@ nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast
                              fast->threads);
     if (!fast->blas)
         NMT_TRY(nmt_cpu_isa_check(fast->isa, err));
-    if (fast->int8 && (fast->blas || !nmt_cpu_int8_supported()))
+    if (fast->int8 && fast->blas)
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
-                             fast->blas ? "precision int8 runs on the fast kernels, not blas"
-                                        : "precision int8: this CPU or build lacks AVX-512 VNNI "
-                                          "(vpdpbusd), which its products need");
+                             "precision int8 runs on the fast kernels, not blas");
+    if (fast->int8 && !nmt_cpu_int8_supported(fast->isa))
+        return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
+                             "precision int8: its products need AVX-512 VNNI or AVX2, %s",
+                             fast->isa == NMT_CPU_ISA_GENERIC ? "and --cpu-isa generic runs neither"
+                                                              : "which this CPU or build lacks");
     const int32_t E = state->emb, H = state->hidden, half = state->half;
     const size_t packed = (size_t)state->max_sentences * state->max_src;
     if (fast->blas) {

@@ -10,8 +10,9 @@
  * count, and at least half the lines end before it. Also: the kernels
  * refuse the same lines, and fast or blas with --sparse on is refused.
  * --precision int8 (fast only: blas and reference refuse it) gives the
- * reference's best text on at least 60% of the lines (a CPU without
- * AVX-512 VNNI refuses it, naming the instructions). A
+ * reference's best text on at least 60% of the lines (a CPU with neither
+ * AVX-512 VNNI nor AVX2 refuses it, naming the instructions), and so does
+ * int8 on the AVX2 path; --cpu-isa generic refuses int8. A
  * run the build or CPU cannot make (no BLAS, an instruction path the CPU
  * lacks) is skipped, saying so. */
 #include "nmt.h"
@@ -172,23 +173,35 @@ int main(void)
         CHECK(st == NMT_STATUS_ERROR_ARGUMENT && strstr(err.message, "int8"),
               "int8 on %s: status %d '%s'", k ? "blas" : "reference", (int)st, err.message);
     }
-    nmt_options o8 = options(NMT_CPU_KERNELS_AUTO, NMT_CPU_ISA_AUTO, 2, NMT_SEARCH_RULES_V1, 32);
-    o8.precision = NMT_PRECISION_INT8;
+    nmt_options generic8 = options(NMT_CPU_KERNELS_FAST, NMT_CPU_ISA_GENERIC, 1,
+                                   NMT_SEARCH_RULES_V1, 32);
+    generic8.precision = NMT_PRECISION_INT8;
     nmt_translator *t8 = NULL;
-    const nmt_status made8 = nmt_translator_create(model, &o8, &t8, &err);
-    if (made8 == NMT_STATUS_ERROR_UNSUPPORTED) {
-        printf("int8: skipped: %s\n", err.message);
-        CHECK(strstr(err.message, "VNNI") != NULL, "the refusal names the instructions: %s",
-              err.message);
-    } else {
+    CHECK(nmt_translator_create(model, &generic8, &t8, &err) == NMT_STATUS_ERROR_UNSUPPORTED &&
+              strstr(err.message, "generic"),
+          "int8 on --cpu-isa generic: '%s'", err.message);
+    nmt_translator_free(t8);
+    t8 = NULL;
+    const nmt_cpu_isa isa8[] = {NMT_CPU_ISA_AUTO, NMT_CPU_ISA_AVX2};
+    const char *const isa8_name[] = {"auto", "avx2"};
+    clear(ref);
+    const nmt_options o_ref = options(NMT_CPU_KERNELS_REFERENCE, NMT_CPU_ISA_AUTO, 0,
+                                      NMT_SEARCH_RULES_V1, 32);
+    CHECK(run(model, &o_ref, ref, &err) == NMT_STATUS_OK, "reference: %s", err.message);
+    for (int v = 0; v < 2; v++) {
+        nmt_options o8 = options(NMT_CPU_KERNELS_AUTO, isa8[v], 2, NMT_SEARCH_RULES_V1, 32);
+        o8.precision = NMT_PRECISION_INT8;
+        const nmt_status made8 = nmt_translator_create(model, &o8, &t8, &err);
+        if (made8 == NMT_STATUS_ERROR_UNSUPPORTED) {
+            printf("int8 (isa %s): skipped: %s\n", isa8_name[v], err.message);
+            CHECK(strstr(err.message, "VNNI") != NULL, "the refusal names the instructions: %s",
+                  err.message);
+            continue;
+        }
         nmt_stats stats;
         CHECK(made8 == NMT_STATUS_OK && nmt_translator_stats(t8, &stats, &err) == NMT_STATUS_OK &&
                   stats.precision == NMT_PRECISION_INT8,
-              "int8 translator: %s", err.message);
-        clear(ref);
-        const nmt_options o_ref = options(NMT_CPU_KERNELS_REFERENCE, NMT_CPU_ISA_AUTO, 0,
-                                          NMT_SEARCH_RULES_V1, 32);
-        CHECK(run(model, &o_ref, ref, &err) == NMT_STATUS_OK, "reference: %s", err.message);
+              "int8 (isa %s) translator: %s", isa8_name[v], err.message);
         CHECK(nmt_translate_batch(t8, lines, N_LINES, got, &err) == NMT_STATUS_OK, "int8: %s",
               err.message);
         int same = 0;
@@ -196,12 +209,14 @@ int main(void)
             same += ref[i].status == got[i].status && ref[i].n_hypotheses > 0 &&
                     got[i].n_hypotheses > 0 &&
                     !strcmp(ref[i].hypotheses[0].text, got[i].hypotheses[0].text);
-        fprintf(stderr, "int8: %d of %d best texts as the reference's\n", same, N_LINES);
-        CHECK(same * 10 >= N_LINES * 6, "int8: only %d of %d best texts as the reference's",
-              same, N_LINES);
+        fprintf(stderr, "int8 (isa %s): %d of %d best texts as the reference's\n", isa8_name[v],
+                same, N_LINES);
+        CHECK(same * 10 >= N_LINES * 6, "int8 (isa %s): only %d of %d best texts as the "
+              "reference's", isa8_name[v], same, N_LINES);
         clear(got);
+        nmt_translator_free(t8);
+        t8 = NULL;
     }
-    nmt_translator_free(t8);
     clear(ref);
     nmt_model_free(model);
     return test_finish("test_cpu_fast_oracle");

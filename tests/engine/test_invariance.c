@@ -33,7 +33,8 @@
  * and --threads pick the kernels (default auto: fast), the fast product's
  * instructions and their threads; blas exits 77 in a build without a BLAS
  * or with one whose rows move with the row count, an isa this CPU lacks
- * exits 77 too, and so does --precision int8 on a CPU without AVX-512 VNNI.
+ * exits 77 too, and so does --precision int8 on a CPU with neither AVX-512
+ * VNNI nor AVX2.
  * --input takes the first N lines
  * of FILE (default N: 60) instead of random ones. dev/gpu-check.sh runs it on
  * CUDA at every precision. */

@@ -7,7 +7,8 @@
  *  - the int8 forms: every weight within half a step of its value, the
  *    padding zero (weights) and 128 (rows);
  *  - against the fp32 oracle: the error's RMS within 1% of the outputs'.
- * Exits 77 on a CPU without AVX-512 VNNI. */
+ * On each tile this CPU runs (--cpu-isa avx512: VNNI, avx2), and the tiles
+ * give each other's bits. Exits 77 on a CPU with neither. */
 #include "linear.h"
 #include "linear_int8.h"
 #include "test_util.h"
@@ -32,7 +33,10 @@ static int next_rows(int m)
     return m < 64 ? m + 1 : (m + 13 < MAX_ROWS ? m + 13 : (m < MAX_ROWS ? MAX_ROWS : m + 1));
 }
 
-static void check_shape(const shape *s, nmt_thread_pool *pool)
+/* The first tile's outputs of every variant, against which the others are held. */
+static float *first_tile[4];
+
+static void check_shape(const shape *s, nmt_cpu_isa isa, nmt_thread_pool *pool)
 {
     const int32_t ldq = (s->k + NMT_INT8_K_ALIGN - 1) / NMT_INT8_K_ALIGN * NMT_INT8_K_ALIGN;
     float *x = malloc(sizeof(float) * MAX_ROWS * s->k), *w = malloc(sizeof(float) * s->n * s->ldw);
@@ -68,7 +72,7 @@ static void check_shape(const shape *s, nmt_thread_pool *pool)
     for (int variant = 0; variant < 4; variant++) {
         const int accumulate = variant & 1;
         const float *b = variant & 2 ? bias : NULL;
-        const nmt_cpu_gemm one = {.pool = NULL}, threads = {.pool = pool};
+        const nmt_cpu_gemm one = {.isa = isa}, threads = {.isa = isa, .pool = pool};
         memcpy(ref, init, sizeof(float) * MAX_ROWS * s->n);
         nmt_cpu_linear_int8(&one, MAX_ROWS, xq, ldq, x_scale, &w8, b, accumulate, ref, s->n);
         int bad = 0;
@@ -86,8 +90,17 @@ static void check_shape(const shape *s, nmt_thread_pool *pool)
                     v = v + init[(size_t)i * s->n + j];
                 bad += memcmp(&v, &ref[(size_t)i * s->n + j], sizeof v) != 0;
             }
-        CHECK(bad == 0, "n %d k %d variant %d: %d outputs differ from the model", s->n, s->k,
-              variant, bad);
+        CHECK(bad == 0, "%s: n %d k %d variant %d: %d outputs differ from the model",
+              nmt_cpu_isa_name(isa), s->n, s->k, variant, bad);
+        if (!first_tile[variant]) {
+            first_tile[variant] = malloc(sizeof(float) * ny);
+            if (first_tile[variant])
+                memcpy(first_tile[variant], ref, sizeof(float) * ny);
+        } else {
+            CHECK(memcmp(first_tile[variant], ref, sizeof(float) * ny) == 0,
+                  "%s: n %d k %d variant %d: other bits than the first tile's",
+                  nmt_cpu_isa_name(isa), s->n, s->k, variant);
+        }
         for (int t = 0; t < 2; t++) {
             int bad_rows = 0;
             for (int m = 1; m <= MAX_ROWS; m = t == 0 ? next_rows(m) : m * 5) {
@@ -96,8 +109,8 @@ static void check_shape(const shape *s, nmt_thread_pool *pool)
                                     got, s->n);
                 bad_rows += memcmp(got, ref, sizeof(float) * (size_t)m * s->n) != 0;
             }
-            CHECK(bad_rows == 0, "n %d k %d variant %d threads %d: %d row counts give other bits",
-                  s->n, s->k, variant, t ? 3 : 1, bad_rows);
+            CHECK(bad_rows == 0, "%s: n %d k %d variant %d threads %d: %d row counts give other bits",
+                  nmt_cpu_isa_name(isa), s->n, s->k, variant, t ? 3 : 1, bad_rows);
         }
         memcpy(oracle, init, sizeof(float) * MAX_ROWS * s->n);
         nmt_cpu_linear(MAX_ROWS, s->n, s->k, x, s->k, w, s->ldw, b, accumulate, oracle, s->n);
@@ -110,22 +123,30 @@ static void check_shape(const shape *s, nmt_thread_pool *pool)
               s->n, s->k, variant, sqrt(err2), sqrt(ref2));
     }
     nmt_int8_matrix_free(&w8);
+    for (int v = 0; v < 4; v++)
+        free(first_tile[v]), first_tile[v] = NULL;
     free(x), free(w), free(bias), free(init), free(ref), free(got), free(oracle), free(x_scale);
     free(xq);
 }
 
 int main(void)
 {
-    if (!nmt_cpu_int8_supported()) {
-        printf("skipped: this CPU lacks AVX-512 VNNI\n");
+    if (!nmt_cpu_int8_supported(NMT_CPU_ISA_AUTO)) {
+        printf("skipped: this CPU lacks AVX-512 VNNI and AVX2\n");
         return NMT_TEST_SKIP;
     }
     test_seed();
     nmt_thread_pool *pool = NULL;
     if (nmt_thread_pool_create(3, &pool, NULL) != NMT_STATUS_OK)
         return 1;
+    const nmt_cpu_isa isas[] = {NMT_CPU_ISA_AVX512, NMT_CPU_ISA_AVX2};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-        check_shape(&shapes[si], pool);
+        for (int i = 0; i < 2; i++)
+            if (nmt_cpu_int8_supported(isas[i]))
+                check_shape(&shapes[si], isas[i], pool);
+            else if (si == 0)
+                printf("%s: skipped (this CPU lacks its int8 instructions)\n",
+                       nmt_cpu_isa_name(isas[i]));
     nmt_thread_pool_free(pool);
     return test_finish("test_cpu_linear_int8");
 }

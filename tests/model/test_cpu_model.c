@@ -533,7 +533,7 @@ int main(void)
     test_engine(1);
     test_engine(0);
     test_shared_parents(0);
-    if (nmt_cpu_int8_supported())
+    if (nmt_cpu_int8_supported(NMT_CPU_ISA_AUTO))
         test_shared_parents(1);
     test_create_refusals();
     return test_finish("test_cpu_model");
