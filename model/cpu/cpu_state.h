@@ -127,14 +127,18 @@ struct nmt_cpu_state {
     float *enc_gates_rows;   /* [max_sentences, 4 * H/2]: w_hh h + b_hh */
     float *enc_c_rows;       /* [max_sentences, H/2]: each sentence's running c */
     /* Rows with one parent hold the same h, c and feed after a reorder, so
-     * layer 0's feed and recurrent products are the same for them: the
-     * fast path runs those once a parent (decoder_step.c; a row's product
-     * has the same bits in any batch). n_parents 0: not known. */
+     * layer 0's feed and recurrent products are the same for them, and rows
+     * of one token the same embedding product: the fast path runs those
+     * once a parent and once a token (decoder_step.c; a row's product has
+     * the same bits in any batch). n_parents 0: not known. */
     int32_t n_parents;
     int32_t *parent_rows;    /* [max_rows]: each parent's first new row */
     int32_t *row_parent;     /* [max_rows]: a row's parent, as its index in parent_rows */
     int32_t *parent_slot;    /* [max_rows]: reorder's scratch */
-    float *parent_gates;     /* [max_rows, 4H]: a product over the parents */
+    int32_t *step_tokens;    /* [max_rows]: a step's distinct tokens */
+    int32_t *row_token;      /* [max_rows]: a row's token, as its index in step_tokens */
+    int32_t *token_slot;     /* [V]: -1 between steps */
+    float *shared_gates;     /* [max_rows, 4H]: a product over the parents or tokens */
 };
 
 void nmt_cpu_state_free_sparse(nmt_cpu_state *state); /* sparse.c */

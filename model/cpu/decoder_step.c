@@ -16,17 +16,57 @@
 #include "lstm_cell.h"
 #include "pointwise.h"
 
-/* gates[r] += p[row_parent[r]] for r < n_rows (4H wide; the sum of two
- * floats, so the same bits as the product accumulated into gates). */
-static void add_parent_gates(const nmt_cpu_state *state, int32_t n_rows, float *gates)
+#include <string.h>
+
+/* gates[r] = shared_gates[slot[r]] (add 0), or += (add 1; the sum of two
+ * floats, so the same bits as the product accumulated into gates), for
+ * r < n_rows, 4H wide. */
+static void take_shared_gates(const nmt_cpu_state *state, int32_t n_rows, const int32_t *slot,
+                              int add, float *gates)
 {
     const int64_t G = 4 * (int64_t)state->hidden;
     for (int32_t r = 0; r < n_rows; r++) {
-        const float *p = state->parent_gates + state->row_parent[r] * G;
+        const float *p = state->shared_gates + slot[r] * G;
         float *g = gates + r * G;
+        if (!add) {
+            memcpy(g, p, sizeof(float) * (size_t)G);
+            continue;
+        }
         for (int64_t j = 0; j < G; j++)
             g[j] += p[j];
     }
+}
+
+/* gates = E_tgt[prev] W_e^T + b_ih, once a distinct token where rows share
+ * one (the fast path's own product), else once a row. */
+static void layer0_embedding(nmt_cpu_state *state, int32_t n_rows, const int32_t *prev_tokens,
+                             float *gates)
+{
+    const nmt_model *model = state->model;
+    const nmt_lstm_weights *lstm = &model->dec[0];
+    const int32_t E = state->emb, H = state->hidden;
+    int32_t U = n_rows;
+    const int32_t *tokens = prev_tokens;
+    if (state->token_slot) {
+        U = 0;
+        for (int32_t r = 0; r < n_rows; r++) {
+            int32_t *slot = &state->token_slot[prev_tokens[r]];
+            if (*slot < 0) {
+                *slot = U;
+                state->step_tokens[U++] = prev_tokens[r];
+            }
+            state->row_token[r] = *slot;
+        }
+        for (int32_t u = 0; u < U; u++)
+            state->token_slot[state->step_tokens[u]] = -1;
+        tokens = U < n_rows ? state->step_tokens : prev_tokens;
+    }
+    nmt_cpu_gather_rows(U, E, model->tgt_embedding, tokens, state->tgt_emb);
+    float *out = U < n_rows ? state->shared_gates : gates;
+    nmt_cpu_matmul(state, &state->sp_dec_ih[0][0], U, 4 * H, E, state->tgt_emb, E, lstm->w_ih,
+                   E + H, lstm->b_ih, 0, out, 4 * H);
+    if (U < n_rows)
+        take_shared_gates(state, n_rows, state->row_token, 0, gates);
 }
 
 /* Layer 0's feed and recurrent products, once a parent when rows share
@@ -49,12 +89,12 @@ static void layer0_shared(nmt_cpu_state *state, int32_t n_rows, const float *fee
     /* The parents' rows gathered into context, free until the attention. */
     nmt_cpu_gather_rows(U, H, feed, state->parent_rows, state->context);
     nmt_cpu_matmul(state, &sp_ih[1], U, 4 * H, H, state->context, H, lstm->w_ih + E, E + H, NULL,
-                   0, state->parent_gates, 4 * H);
-    add_parent_gates(state, n_rows, gates);
+                   0, state->shared_gates, 4 * H);
+    take_shared_gates(state, n_rows, state->row_parent, 1, gates);
     nmt_cpu_gather_rows(U, H, h, state->parent_rows, state->context);
     nmt_cpu_matmul(state, &state->sp_dec_hh[0], U, 4 * H, H, state->context, H, lstm->w_hh, H,
-                   lstm->b_hh, 0, state->parent_gates, 4 * H);
-    add_parent_gates(state, n_rows, gates);
+                   lstm->b_hh, 0, state->shared_gates, 4 * H);
+    take_shared_gates(state, n_rows, state->row_parent, 1, gates);
 }
 
 nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
@@ -62,7 +102,7 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
                                  nmt_error *err)
 {
     const nmt_model *model = state->model;
-    int32_t E = state->emb, H = state->hidden, V = state->vocab, cur = state->cur;
+    int32_t H = state->hidden, V = state->vocab, cur = state->cur;
     if (n_rows < 0 || n_rows > state->n_rows)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cpu step: %d rows but the state holds %d", n_rows, state->n_rows);
@@ -78,7 +118,6 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
                                  V);
 
     /* 1-2. Stacked LSTM; layer 0 reads [E_tgt[prev]; feed]. */
-    nmt_cpu_gather_rows(n_rows, E, model->tgt_embedding, prev_tokens, state->tgt_emb);
     float *feed = state->feed[cur];
     for (int32_t l = 0; l < state->dec_layers; l++) {
         const nmt_lstm_weights *lstm = &model->dec[l];
@@ -86,8 +125,7 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
         float *gates = state->dec_gates;
         const nmt_cpu_csr *sp_ih = state->sp_dec_ih[l];
         if (l == 0) {
-            nmt_cpu_matmul(state, &sp_ih[0], n_rows, 4 * H, E, state->tgt_emb, E, lstm->w_ih, E + H,
-                           lstm->b_ih, 0, gates, 4 * H);
+            layer0_embedding(state, n_rows, prev_tokens, gates);
             layer0_shared(state, n_rows, feed, h, gates);
         } else {
             nmt_cpu_matmul(state, &sp_ih[0], n_rows, 4 * H, H, state->dec_h[cur][l - 1], H, lstm->w_ih,

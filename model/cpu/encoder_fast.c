@@ -151,7 +151,12 @@ nmt_status nmt_cpu_state_set_fast(nmt_cpu_state *state, const nmt_cpu_fast *fast
         NMT_ALLOC(state->parent_rows, state->max_rows);
         NMT_ALLOC(state->row_parent, state->max_rows);
         NMT_ALLOC(state->parent_slot, state->max_rows);
-        NMT_ALLOC(state->parent_gates, (size_t)state->max_rows * 4 * H);
+        NMT_ALLOC(state->step_tokens, state->max_rows);
+        NMT_ALLOC(state->row_token, state->max_rows);
+        NMT_ALLOC(state->token_slot, state->vocab);
+        for (int32_t v = 0; v < state->vocab; v++)
+            state->token_slot[v] = -1;
+        NMT_ALLOC(state->shared_gates, (size_t)state->max_rows * 4 * H);
     }
     state->n_parents = 0;
     state->fast = 1;
@@ -193,9 +198,13 @@ void nmt_cpu_state_free_fast(nmt_cpu_state *state)
     free(state->parent_rows);
     free(state->row_parent);
     free(state->parent_slot);
-    free(state->parent_gates);
+    free(state->step_tokens);
+    free(state->row_token);
+    free(state->token_slot);
+    free(state->shared_gates);
     state->parent_rows = state->row_parent = state->parent_slot = NULL;
-    state->parent_gates = NULL;
+    state->step_tokens = state->row_token = state->token_slot = NULL;
+    state->shared_gates = NULL;
     state->n_parents = 0;
 }
 

@@ -436,8 +436,9 @@ static void test_engine(int init_from_encoder)
 }
 
 /* The fast path runs layer 0's feed and recurrent products once a parent
- * where rows share one (cpu_state.h): rows of a shared reorder give the
- * bits of the same rows reordered alone (no parent shared), fp32 and int8. */
+ * where rows share one, and its embedding product once a token
+ * (cpu_state.h): rows sharing parents and tokens give the bits of the same
+ * rows apart (one row a parent, distinct tokens), fp32 and int8. */
 static void test_shared_parents(int int8)
 {
     nmt_model model;
@@ -455,7 +456,7 @@ static void test_shared_parents(int int8)
     batch_storage b3;
     make_batch(&b3, three, 3);
     const int32_t bos[] = {NMT_BOS_ID, NMT_BOS_ID, NMT_BOS_ID};
-    const int32_t parent[] = {0, 0, 1, 2, 2, 2}, tok[] = {4, 7, 5, 3, 9, 10};
+    const int32_t parent[] = {0, 0, 1, 2, 2, 2}, tok[] = {4, 7, 5, 4, 9, 10};
     float lp[6 * V], lp_apart[3 * V];
     int32_t am[6], am_apart[3];
     nmt_step_model sm = nmt_cpu_step_model(shared), sm_apart = nmt_cpu_step_model(apart);
@@ -466,9 +467,9 @@ static void test_shared_parents(int int8)
           "shared: %s", err.message);
     CHECK(shared && shared->n_parents == 3, "6 rows of 3 parents: %d",
           shared ? shared->n_parents : -1);
-    /* Each of rows {0, 2, 3} and {1, 2, 5} again, one row a parent. */
-    const int32_t pick[2][3] = {{0, 2, 3}, {1, 2, 5}};
-    for (int p = 0; p < 2 && shared && apart; p++) {
+    /* Rows of sentences 0, 1 and 2 again, one row a sentence, no token twice. */
+    const int32_t pick[3][3] = {{0, 2, 4}, {1, 2, 3}, {1, 2, 5}};
+    for (int p = 0; p < 3 && shared && apart; p++) {
         const int32_t own[] = {0, 1, 2};
         const int32_t toks[] = {tok[pick[p][0]], tok[pick[p][1]], tok[pick[p][2]]};
         CHECK(nmt_cpu_encode(apart, &b3.batch, &err) == 0 &&
@@ -479,7 +480,7 @@ static void test_shared_parents(int int8)
         for (int i = 0; i < 3; i++)
             CHECK(memcmp(lp_apart + i * V, lp + pick[p][i] * V, V * sizeof(float)) == 0 &&
                       am_apart[i] == am[pick[p][i]],
-                  "int8 %d: row %d of a shared parent differs from its row apart", int8,
+                  "int8 %d: row %d sharing a parent or token differs from its row apart", int8,
                   pick[p][i]);
     }
     nmt_cpu_state_free(shared);
