@@ -27,6 +27,9 @@ void nmt_cpu_fast_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x
 /* x[i] = tanh(x[i]) for i < n. */
 void nmt_cpu_fast_tanh(int64_t n, float *x);
 
+/* y[i] = y[i] + x[i] for i < n (x and y do not overlap). */
+void nmt_cpu_fast_add(int64_t n, const float *x, float *y);
+
 /* nmt_cpu_attention's (attention.h) in fp32. */
 void nmt_cpu_fast_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
                             const int32_t *row_sentence, const int32_t *src_len, const float *keys,

@@ -171,6 +171,12 @@ CLONES void nmt_cpu_fast_tanh(int64_t n, float *x)
         x[i] = fast_tanhf(x[i]);
 }
 
+CLONES void nmt_cpu_fast_add(int64_t n, const float *restrict x, float *restrict y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = y[i] + x[i];
+}
+
 CLONES void nmt_cpu_fast_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
                             const int32_t *row_sentence, const int32_t *src_len, const float *keys,
                             const float *memory, const float *query, int32_t ld_query,

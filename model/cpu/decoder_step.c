@@ -28,12 +28,10 @@ static void take_shared_gates(const nmt_cpu_state *state, int32_t n_rows, const 
     for (int32_t r = 0; r < n_rows; r++) {
         const float *p = state->shared_gates + slot[r] * G;
         float *g = gates + r * G;
-        if (!add) {
+        if (add)
+            nmt_cpu_fast_add(G, p, g);
+        else
             memcpy(g, p, sizeof(float) * (size_t)G);
-            continue;
-        }
-        for (int64_t j = 0; j < G; j++)
-            g[j] += p[j];
     }
 }
 
