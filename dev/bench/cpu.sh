@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CPU engine's speed, side by side in one run (docs/performance.md, "CPU"):
 # translate --device cpu with the reference kernels, and with the fast kernels
-# (fp32 and --precision int8) and the blas kernels at each thread count, and
+# (fp32, --precision int8, and int8 on the AVX2 path: --cpu-isa avx2) and the
+# blas kernels at each thread count, and
 # OpenNMT-py 3.5.1's translator on the same weights
 # (dev/eval/onmt_speed.py --device cpu; skipped when onmt is not importable),
 # over the first N lines of a source file, beam 5, at each batch size.
@@ -11,7 +12,7 @@
 # run (minutes).
 #
 #   dev/bench/cpu.sh [-m MODEL] [--src FILE] [--lines N] [--batches "1 8 32"]
-#                    [--threads "1 2"] [--rows "reference fast int8 blas onmt"]
+#                    [--threads "1 2"] [--rows "reference fast int8 int8-avx2 blas onmt"]
 #                    [--repeat N] [--work DIR]
 #
 # One thread runs pinned to one core (taskset -c 0 where it exists); more
@@ -54,16 +55,17 @@ pin() {
     if [ "$t" = 1 ] && command -v taskset > /dev/null; then taskset -c 0 "$@"; else "$@"; fi
 }
 
-# decode seconds of one translate run: KERNELS PRECISION THREADS BATCH
+# decode seconds of one translate run: KERNELS PRECISION THREADS BATCH [ISA]
 engine_once() {
     pin "$3" "$translate" -m "$model" --device cpu --beam 5 --cpu-kernels "$1" --precision "$2" \
-        --threads "$3" --batch-size "$4" -i "$work/src.de" -o "$work/out.$1.$2.$3.$4" --quiet \
+        --cpu-isa "${5:-auto}" --threads "$3" --batch-size "$4" -i "$work/src.de" \
+        -o "$work/out.$1.$2.$3.$4.${5:-auto}" --quiet \
         --timing "$work/timing.json" || { echo "failed"; return; }
     python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["decode_seconds"])' \
         "$work/timing.json"
 }
 
-# the median of RUNS runs: RUNS KERNELS PRECISION THREADS BATCH
+# the median of RUNS runs: RUNS KERNELS PRECISION THREADS BATCH [ISA]
 engine() {
     local runs=$1; shift
     for _ in $(seq "$runs"); do engine_once "$@"; done |
@@ -100,10 +102,14 @@ row() { # LABEL THREADS COMMAND...
 ref() { engine 1 reference auto "$@"; }
 fast() { engine "$repeat" fast auto "$@"; }
 int8() { engine "$repeat" fast int8 "$@"; }
+int8_avx2() { engine "$repeat" fast int8 "$@" avx2; }
 blas() { engine "$repeat" blas auto "$@"; }
 want() { case " $rows " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 if want reference; then row "translate --cpu-kernels reference" 1 ref; fi
 if want fast; then for t in $threads; do row "translate --cpu-kernels fast" "$t" fast; done; fi
 if want int8; then for t in $threads; do row "translate --precision int8" "$t" int8; done; fi
+if want int8-avx2; then
+    for t in $threads; do row "translate --precision int8 --cpu-isa avx2" "$t" int8_avx2; done
+fi
 if want blas; then for t in $threads; do row "translate --cpu-kernels blas" "$t" blas; done; fi
 if want onmt; then for t in $threads; do row "OpenNMT-py 3.5.1 (torch $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '-'))" "$t" onmt; done; fi
