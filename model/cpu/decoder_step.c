@@ -136,6 +136,7 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
         else
             nmt_cpu_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
     }
+    state->n_parents = 0; /* each row's state is its own now, until the next reorder */
     const float *top = state->dec_h[cur][state->dec_layers - 1];
 
     /* 3. Attention over each row's own sentence. */

@@ -438,7 +438,8 @@ static void test_engine(int init_from_encoder)
 /* The fast path runs layer 0's feed and recurrent products once a parent
  * where rows share one, and its embedding product once a token
  * (cpu_state.h): rows sharing parents and tokens give the bits of the same
- * rows apart (one row a parent, distinct tokens), fp32 and int8. */
+ * rows apart (one row a parent, distinct tokens), fp32 and int8, and so
+ * does a second step without a reorder (the rows' states then differ). */
 static void test_shared_parents(int int8)
 {
     nmt_model model;
@@ -457,31 +458,41 @@ static void test_shared_parents(int int8)
     make_batch(&b3, three, 3);
     const int32_t bos[] = {NMT_BOS_ID, NMT_BOS_ID, NMT_BOS_ID};
     const int32_t parent[] = {0, 0, 1, 2, 2, 2}, tok[] = {4, 7, 5, 4, 9, 10};
-    float lp[6 * V], lp_apart[3 * V];
-    int32_t am[6], am_apart[3];
+    const int32_t tok2[] = {3, 3, 6, 8, 8, 8};
+    float lp[6 * V], lp_apart[3 * V], lp2[6 * V], lp2_apart[3 * V];
+    int32_t am[6], am_apart[3], am2[6], am2_apart[3];
     nmt_step_model sm = nmt_cpu_step_model(shared), sm_apart = nmt_cpu_step_model(apart);
     CHECK(shared && apart && nmt_cpu_encode(shared, &b3.batch, &err) == 0 &&
               sm.step(sm.self, 3, bos, lp, am, &err) == 0 &&
-              sm.reorder(sm.self, 6, parent, &err) == 0 &&
-              sm.step(sm.self, 6, tok, lp, am, &err) == 0,
+              sm.reorder(sm.self, 6, parent, &err) == 0,
           "shared: %s", err.message);
     CHECK(shared && shared->n_parents == 3, "6 rows of 3 parents: %d",
           shared ? shared->n_parents : -1);
+    CHECK(shared && sm.step(sm.self, 6, tok, lp, am, &err) == 0 &&
+              sm.step(sm.self, 6, tok2, lp2, am2, &err) == 0,
+          "shared steps: %s", err.message);
     /* Rows of sentences 0, 1 and 2 again, one row a sentence, no token twice. */
     const int32_t pick[3][3] = {{0, 2, 4}, {1, 2, 3}, {1, 2, 5}};
     for (int p = 0; p < 3 && shared && apart; p++) {
         const int32_t own[] = {0, 1, 2};
         const int32_t toks[] = {tok[pick[p][0]], tok[pick[p][1]], tok[pick[p][2]]};
+        const int32_t toks2[] = {tok2[pick[p][0]], tok2[pick[p][1]], tok2[pick[p][2]]};
         CHECK(nmt_cpu_encode(apart, &b3.batch, &err) == 0 &&
                   sm_apart.step(sm_apart.self, 3, bos, lp_apart, am_apart, &err) == 0 &&
                   sm_apart.reorder(sm_apart.self, 3, own, &err) == 0 &&
-                  sm_apart.step(sm_apart.self, 3, toks, lp_apart, am_apart, &err) == 0,
+                  sm_apart.step(sm_apart.self, 3, toks, lp_apart, am_apart, &err) == 0 &&
+                  sm_apart.step(sm_apart.self, 3, toks2, lp2_apart, am2_apart, &err) == 0,
               "apart: %s", err.message);
-        for (int i = 0; i < 3; i++)
-            CHECK(memcmp(lp_apart + i * V, lp + pick[p][i] * V, V * sizeof(float)) == 0 &&
-                      am_apart[i] == am[pick[p][i]],
+        for (int i = 0; i < 3; i++) {
+            const int32_t r = pick[p][i];
+            CHECK(memcmp(lp_apart + i * V, lp + r * V, V * sizeof(float)) == 0 &&
+                      am_apart[i] == am[r],
                   "int8 %d: row %d sharing a parent or token differs from its row apart", int8,
-                  pick[p][i]);
+                  r);
+            CHECK(memcmp(lp2_apart + i * V, lp2 + r * V, V * sizeof(float)) == 0 &&
+                      am2_apart[i] == am2[r],
+                  "int8 %d: row %d's next step differs from its row apart", int8, r);
+        }
     }
     nmt_cpu_state_free(shared);
     nmt_cpu_state_free(apart);
