@@ -46,9 +46,9 @@ void nmt_fixed_tile_avx512(const nmt_fixed_job *job, int32_t row, int rows, int3
 void nmt_fixed_tile_int8(const nmt_fixed_job *job, int32_t row, int rows, int32_t col, int cols);
 void nmt_fixed_tile_int8_avx2(const nmt_fixed_job *job, int32_t row, int rows, int32_t col,
                               int cols);
-/* The int8 tiles: VNNI's rows x 4 panels of 16 columns, AVX2's rows x 1 panel. */
+/* The int8 tiles: VNNI's rows x 4 panels of 16 columns, AVX2's rows x 2 panels. */
 enum { NMT_FIXED_INT8_TILE_ROWS = 6, NMT_FIXED_INT8_TILE_COLS = 64 };
-enum { NMT_FIXED_INT8_AVX2_TILE_ROWS = 4, NMT_FIXED_INT8_AVX2_TILE_COLS = 16 };
+enum { NMT_FIXED_INT8_AVX2_TILE_ROWS = 2, NMT_FIXED_INT8_AVX2_TILE_COLS = 32 };
 /* 1 when the file was compiled with its instructions (x86-64 GCC or Clang). */
 extern const int nmt_fixed_avx2_built, nmt_fixed_avx512_built, nmt_fixed_int8_built,
     nmt_fixed_int8_avx2_built;
