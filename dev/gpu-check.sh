@@ -112,23 +112,25 @@ if [[ $build_status == ok ]]; then
     # on CUDA at every precision, on the test model and on the shipped model
     # over 200 lines of test_2016_flickr (NMT_GPU_CHECK_SKIP_INVARIANCE=1: skip).
     if [[ "${NMT_GPU_CHECK_SKIP_INVARIANCE:-0}" != 1 && -x "$build/test_invariance" ]]; then
-        echo "== test_invariance (CUDA; fp32, bf16, fp16; test and shipped model)"
+        echo "== test_invariance (CUDA; fp32, bf16, fp16, fp16 fused; test and shipped model)"
         inv_passed=0
         inv_runs=0
         inv_failed=""
-        for precision in fp32 bf16 fp16; do
+        for variant in fp32 bf16 fp16 fp16-fused; do
+            precision=${variant%-fused}
             for which in test shipped; do
                 inv_args=(--device cuda --precision "$precision")
+                [[ $variant == *-fused ]] && inv_args+=(--fused-output on)
                 [[ $which == shipped ]] && inv_args+=(--model models/multi30k-de-en.bin
                     --input tests/data/golden/test_2016_flickr.200.de --lines 200)
-                log="$out/invariance-$precision-$which.log"
+                log="$out/invariance-$variant-$which.log"
                 rc=0
                 timeout 300 "$build/test_invariance" "${inv_args[@]}" >"$log" 2>&1 || rc=$?
                 inv_runs=$((inv_runs + 1))
                 case $rc in
                     0) inv_passed=$((inv_passed + 1)) ;;
-                    77) inv_failed="$inv_failed $precision/$which:skipped" ;;
-                    *) inv_failed="$inv_failed $precision/$which:rc$rc"
+                    77) inv_failed="$inv_failed $variant/$which:skipped" ;;
+                    *) inv_failed="$inv_failed $variant/$which:rc$rc"
                        grep -E 'check failed|not exercised' "$log" | head -5 || true ;;
                 esac
             done

@@ -193,8 +193,10 @@ static nmt_status step_body(void *arg, nmt_error *err)
                         w->carry_out, err));
     if (w->timed_step >= 0)
         NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * w->timed_step], stream));
-    NMT_TRY(model->output(model->self, next, n_rows, w->beam, &rows, w->excluded, 2, &scores,
-                          err));
+    /* The beam step reads EOS's logit alone; the rules and forced words read every one. */
+    const int32_t logits_word = w->rules || w->b->forced.offset ? NMT_LOGITS_ALL : w->b->eos_id;
+    NMT_TRY(model->output(model->self, next, n_rows, w->beam, &rows, w->excluded, 2, logits_word,
+                          &scores, err));
     if (w->timed_step >= 0) {
         NMT_CUDA_TRY(cudaEventRecord(self->layer_events[2 * w->timed_step + 1], stream));
         if (model->probe)

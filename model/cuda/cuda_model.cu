@@ -171,7 +171,7 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
     nmt_cuda_side_free(&m->dec.side);    /* and the decoder's */
     nmt_device_weights_free(&m->w);
     nmt_cuda_sparse_part_free(m);
-    void *arenas[] = {m->enc.arena,     m->dec.arena,   m->out.arena,
+    void *arenas[] = {m->out.fused_workspace, m->enc.arena, m->dec.arena, m->out.arena,
                       m->probe.arena,   m->tf32x2.arena, m->half16.arena,
                       m->skinny16.arena, m->dec.attn_weights};
     for (size_t i = 0; i < sizeof arenas / sizeof arenas[0]; i++)

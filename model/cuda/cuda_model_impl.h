@@ -132,6 +132,9 @@ typedef struct nmt_cuda_output_part {
     size_t topk_workspace_bytes;
     float *stash;            /* [max_rows, H]: scoring's feeds of several steps, whose
                                 output layer runs as one GEMM (output_pick.c) */
+    void *fused_workspace;   /* nmt_cuda_output_topk's, or NULL: the fused layer is off
+                                (nmt_cuda_model_set_fused_output) */
+    size_t fused_workspace_bytes;
 
     int has_shrink;
     nmt_shrink shrink;       /* tables NULL once uploaded */

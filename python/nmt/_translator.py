@@ -24,7 +24,7 @@ FIELDS = SEARCH_OPTIONS + (
     "batch_size", "max_line_bytes", "max_src_tokens", "unk_replace", "cuda_graphs", "warmup",
     "precision", "check_every", "input_tokens", "output_tokens", "max_batch_tokens",
     "search_rules", "sparse", "attention_weights", "batch_invariant", "coverage_penalty",
-    "coverage_beta", "cpu_kernels", "threads", "cpu_isa")
+    "coverage_beta", "cpu_kernels", "threads", "cpu_isa", "fused_output")
 # The C types of the fields that are not C ints (_options.value checks them first).
 C_TYPES = {"seed": ctypes.c_uint64}
 SHRINK_FIELDS = {"top_words": "top", "lsh_share": "share", "lsh_seed": "seed",

@@ -26,6 +26,7 @@
  * Usage: test_invariance [--device cpu|cuda] [--precision fp32|tf32x2|bf16|fp16|auto|int8]
  *                        [--cpu-kernels auto|fast|blas|reference]
  *                        [--cpu-isa auto|generic|avx2|avx512] [--threads N]
+ *                        [--fused-output on|off]
  *                        [--model PATH] [--input FILE] [--lines N]
  * The default is the CPU and the test model; --device cuda exits 77 without
  * a GPU and defaults to the fp16 test model for a precision other than fp32
@@ -68,8 +69,9 @@ static struct {
     const char *model_path;
     const char *input;
     int n_lines;
+    int fused_output;
 } args = {NMT_DEVICE_CPU, NMT_PRECISION_FP32, NMT_CPU_KERNELS_AUTO, NMT_CPU_ISA_AUTO, 0, NULL,
-          NULL, 60};
+          NULL, 60, 0};
 
 /* nmt_cpu_kernels' and nmt_cpu_isa's values, in order. */
 static const char *const kernel_names[] = {"auto", "blas", "reference", "fast"};
@@ -108,6 +110,7 @@ static nmt_options kind_options(int kind)
     o.cpu_kernels = args.cpu_kernels;
     o.cpu_isa = args.cpu_isa;
     o.threads = args.threads;
+    o.fused_output = args.fused_output;
     o.max_src_tokens = MAX_SRC_TOKENS;
     o.max_len_b = 12;
     o.batch_size = 1;
@@ -544,6 +547,8 @@ static int parse_args(int argc, char **argv)
             args.input = v;
         else if (!strcmp(argv[i], "--lines") && v && atoi(v) >= 4 && atoi(v) <= MAX_LINES - 4)
             args.n_lines = atoi(v);
+        else if (!strcmp(argv[i], "--fused-output") && v && (!strcmp(v, "on") || !strcmp(v, "off")))
+            args.fused_output = !strcmp(v, "on");
         else
             return 0;
         i++;
@@ -593,7 +598,8 @@ int main(int argc, char **argv)
     if (!parse_args(argc, argv)) {
         fprintf(stderr, "usage: test_invariance [--device cpu|cuda] [--precision "
                         "fp32|tf32x2|bf16|fp16|auto|int8] [--cpu-kernels auto|fast|blas|reference] "
-                        "[--cpu-isa auto|generic|avx2|avx512] [--threads N] [--model PATH] [--input FILE] [--lines N]\n");
+                        "[--cpu-isa auto|generic|avx2|avx512] [--threads N] [--model PATH] [--input FILE] [--lines N] "
+                        "[--fused-output on|off]\n");
         return 2;
     }
     if (args.device == NMT_DEVICE_CUDA && nmt_cuda_available() == 0) {
