@@ -150,7 +150,7 @@ static void bench_shape(nmt_cuda_ctx *inv, nmt_cuda_ctx *fast, nmt_half_kind kin
 
 int main(int argc, char **argv)
 {
-    static const char *const known[] = {"--rows", "--vocabs", "--hidden", "--k", "--kind", NULL};
+    static const char *const known[] = {"--rows=", "--vocabs=", "--hidden=", "--k=", "--kind=", NULL};
     bench_options_check(argc, argv, known, "bench_output_topk [--rows R,..] [--vocabs V,..] "
                         "[--hidden H] [--k K] [--kind fp16|bf16]");
     const int default_rows[] = {5, 640, 5120}, default_vocabs[] = {4778, 32000, 50000};
