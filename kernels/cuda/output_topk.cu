@@ -218,64 +218,119 @@ __device__ __forceinline__ void store_z(float *zs, const float (&d)[2][4][4], co
             }
 }
 
-/* One row's chunk folded into its (max, sum) and its list (lane j: entry j;
- * count entries, warp-uniform). cand: the lane's 4 words' z, id -1 where
- * the word is past the vocabulary or excluded; live: past the vocabulary
- * only. */
-__device__ __forceinline__ void fold_row(const float (&z)[4], const int32_t (&cand)[4],
-                                         const bool (&live)[4], int32_t top_k, float &m,
-                                         float &s, float &lv, int32_t &li, int32_t &count)
+/* The warp's kRowsPerWarp rows of a chunk (zr: the first row's z in shared
+ * memory, kLdZ apart; the lane's words lane + 32 q) folded into each row's
+ * (max, sum) and sorted list (lane j: entry j; count entries). The rows go
+ * side by side, so that their shuffles interleave: their chains are
+ * independent. cand: the lane's words, -1 where past the vocabulary or
+ * excluded; live: past the vocabulary only; rows: how many rows are real. */
+__device__ __forceinline__ void fold_rows(const float *zr, const int32_t (&cand)[4],
+                                          const bool (&live)[4], int rows, int32_t top_k,
+                                          float (&m)[kRowsPerWarp], float (&s)[kRowsPerWarp],
+                                          float (&lv)[kRowsPerWarp], int32_t (&li)[kRowsPerWarp],
+                                          int32_t (&count)[kRowsPerWarp])
 {
     const int lane = threadIdx.x % kWarpSize;
-    float cm = -INFINITY;
+    float cm[kRowsPerWarp], cs[kRowsPerWarp];
 #pragma unroll
-    for (int q = 0; q < 4; q++)
-        if (live[q])
-            cm = fmaxf(cm, z[q]);
-    cm = warp_max(cm);
-    float cs = 0.0f;
-    if (cm != -INFINITY) {
+    for (int i = 0; i < kRowsPerWarp; i++) {
+        cm[i] = -INFINITY;
 #pragma unroll
         for (int q = 0; q < 4; q++)
             if (live[q])
-                cs += expf(z[q] - cm);
+                cm[i] = fmaxf(cm[i], zr[i * kLdZ + lane + 32 * q]);
     }
-    cs = warp_sum(cs);
-    fold_max_sum(m, s, cm, cs);
-
-    int32_t id[4] = {cand[0], cand[1], cand[2], cand[3]};
-    for (;;) {
-        /* The list's last entry when it is full: a word must rank before it. */
-        const float tv = __shfl_sync(kFullMask, lv, top_k - 1);
-        const int32_t ti = count == top_k ? __shfl_sync(kFullMask, li, top_k - 1) : -1;
-        float bv = -INFINITY;
-        int32_t bi = -1;
 #pragma unroll
-        for (int q = 0; q < 4; q++)
-            if (ranks_before(z[q], id[q], tv, ti) && ranks_before(z[q], id[q], bv, bi)) {
-                bv = z[q];
-                bi = id[q];
-            }
-        warp_best(bv, bi);
-        if (bi < 0)
-            return;
+    for (int off = kWarpSize / 2; off > 0; off /= 2)
 #pragma unroll
-        for (int q = 0; q < 4; q++)
-            if (id[q] == bi)
-                id[q] = -1;
-        /* Its place: the entries that rank before it; those after move down. */
-        const int pos = __popc(__ballot_sync(kFullMask, lane < count &&
-                                                            ranks_before(lv, li, bv, bi)));
-        const float up_v = __shfl_up_sync(kFullMask, lv, 1);
-        const int32_t up_i = __shfl_up_sync(kFullMask, li, 1);
-        if (lane > pos && lane < top_k) {
-            lv = up_v;
-            li = up_i;
-        } else if (lane == pos) {
-            lv = bv;
-            li = bi;
+        for (int i = 0; i < kRowsPerWarp; i++)
+            cm[i] = fmaxf(cm[i], __shfl_xor_sync(kFullMask, cm[i], off));
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; i++) {
+        cs[i] = 0.0f;
+        if (cm[i] != -INFINITY) {
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                if (live[q])
+                    cs[i] += expf(zr[i * kLdZ + lane + 32 * q] - cm[i]);
         }
-        count = count < top_k ? count + 1 : top_k;
+    }
+#pragma unroll
+    for (int off = kWarpSize / 2; off > 0; off /= 2)
+#pragma unroll
+        for (int i = 0; i < kRowsPerWarp; i++)
+            cs[i] += __shfl_xor_sync(kFullMask, cs[i], off);
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; i++)
+        fold_max_sum(m[i], s[i], cm[i], cs[i]);
+
+    /* Bit 4 i + q: row i may still take the lane's word q. */
+    uint32_t open = 0;
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; i++)
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            if (i < rows && cand[q] >= 0)
+                open |= 1u << (4 * i + q);
+    for (;;) {
+        float bv[kRowsPerWarp];
+        int32_t bi[kRowsPerWarp];
+#pragma unroll
+        for (int i = 0; i < kRowsPerWarp; i++) {
+            /* The list's last entry when it is full: a word must rank before it. */
+            const float tv = __shfl_sync(kFullMask, lv[i], top_k - 1);
+            const int32_t tl = __shfl_sync(kFullMask, li[i], top_k - 1);
+            const int32_t ti = count[i] == top_k ? tl : -1;
+            bv[i] = -INFINITY;
+            bi[i] = -1;
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int32_t id = open >> (4 * i + q) & 1u ? cand[q] : -1;
+                const float z = zr[i * kLdZ + lane + 32 * q];
+                if (ranks_before(z, id, tv, ti) && ranks_before(z, id, bv[i], bi[i])) {
+                    bv[i] = z;
+                    bi[i] = id;
+                }
+            }
+        }
+#pragma unroll
+        for (int off = kWarpSize / 2; off > 0; off /= 2)
+#pragma unroll
+            for (int i = 0; i < kRowsPerWarp; i++) {
+                const float ov = __shfl_xor_sync(kFullMask, bv[i], off);
+                const int32_t oid = __shfl_xor_sync(kFullMask, bi[i], off);
+                if (ranks_before(ov, oid, bv[i], bi[i])) {
+                    bv[i] = ov;
+                    bi[i] = oid;
+                }
+            }
+        bool any = false;
+#pragma unroll
+        for (int i = 0; i < kRowsPerWarp; i++) {
+            if (bi[i] < 0) /* warp-uniform: every lane has the butterfly's result */
+                continue;
+            any = true;
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                if (cand[q] == bi[i])
+                    open &= ~(1u << (4 * i + q));
+            /* Its place: the entries that rank before it; those after move down. */
+            const int pos = __popc(__ballot_sync(kFullMask, lane < count[i] &&
+                                                                ranks_before(lv[i], li[i], bv[i],
+                                                                             bi[i])));
+            const float up_v = __shfl_up_sync(kFullMask, lv[i], 1);
+            const int32_t up_i = __shfl_up_sync(kFullMask, li[i], 1);
+            if (lane > pos && lane < top_k) {
+                lv[i] = up_v;
+                li[i] = up_i;
+            } else if (lane == pos) {
+                lv[i] = bv[i];
+                li[i] = bi[i];
+            }
+            count[i] = count[i] < top_k ? count[i] + 1 : top_k;
+        }
+        if (!any)
+            return;
     }
 }
 
@@ -349,25 +404,15 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(Params p)
                 out = out || excluded[e] == word;
             cand[q] = out ? -1 : word;
         }
-#pragma unroll
-        for (int i = 0; i < kRowsPerWarp; i++) {
-            const int rl = warp * kRowsPerWarp + i;
-            const int32_t r = row0 + rl;
-            if (r >= p.n_rows) /* warp-uniform */
-                continue;
-            float z[4];
-#pragma unroll
-            for (int q = 0; q < 4; q++)
-                z[q] = zs[rl * kLdZ + lane + 32 * q];
+        const int rl0 = warp * kRowsPerWarp;
+        const int rows = (int)min((int32_t)kRowsPerWarp, p.n_rows - (row0 + rl0));
+        if (rows > 0) { /* warp-uniform */
             if (p.keep && p.keep_word >= word0 && p.keep_word < word0 + kChunk &&
-                lane == (p.keep_word - word0) % kWarpSize) {
-                float kz = z[0];
-#pragma unroll
-                for (int q = 1; q < 4; q++) /* no dynamic index: z stays in registers */
-                    kz = q == (p.keep_word - word0) / kWarpSize ? z[q] : kz;
-                p.keep[(int64_t)r * p.ld_keep + p.keep_word] = kz;
-            }
-            fold_row(z, cand, live, p.top_k, m[i], s[i], lv[i], li[i], count[i]);
+                lane == (p.keep_word - word0) % kWarpSize)
+                for (int i = 0; i < rows; i++)
+                    p.keep[(int64_t)(row0 + rl0 + i) * p.ld_keep + p.keep_word] =
+                        zs[(rl0 + i) * kLdZ + (p.keep_word - word0)];
+            fold_rows(zs + rl0 * kLdZ, cand, live, rows, p.top_k, m, s, lv, li, count);
         }
         __syncthreads(); /* zs is the next chunk's stages */
     }
