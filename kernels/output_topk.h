@@ -68,9 +68,20 @@ size_t nmt_cuda_output_topk_workspace_size(int32_t n_rows, int32_t vocab, int32_
  * range; else 0 (the caller runs the unfused layer). */
 int nmt_cuda_output_topk_supports(const nmt_output_topk_args *a);
 
+/* The CUDA kernel's tuning: stages, the k stages of the product's ring in
+ * shared memory (3, 4 or 5; 0: the default, 3, which needs no opt-in to more
+ * than 48 KB). The results do not depend on it. */
+typedef struct nmt_output_topk_policy {
+    int stages;
+} nmt_output_topk_policy;
+
 /* On `stream`; device pointers. Refuses (NMT_STATUS_ERROR_UNSUPPORTED) a call
- * nmt_cuda_output_topk_supports rejects and a workspace that is too small. */
+ * nmt_cuda_output_topk_supports rejects and a workspace that is too small.
+ * _policy: with the tuning named (the benchmark; NULL: the default). */
 nmt_status nmt_cuda_output_topk(const nmt_output_topk_args *a, void *stream, nmt_error *err);
+nmt_status nmt_cuda_output_topk_policy(const nmt_output_topk_args *a,
+                                       const nmt_output_topk_policy *policy, void *stream,
+                                       nmt_error *err);
 
 #ifdef __cplusplus
 }

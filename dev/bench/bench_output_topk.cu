@@ -5,13 +5,14 @@
  *                default, batch invariant)
  *   unfused-best the same on a context without batch invariance, softmax +
  *                top-K AUTO (cuBLASLt's heuristic pick, the fastest variant)
- *   fused        nmt_cuda_to_half + nmt_cuda_output_topk (no logits)
+ *   fused        nmt_cuda_to_half + nmt_cuda_output_topk_policy (no logits),
+ *                once a ring of --stages (the policy's; default 3,4,5)
  * Medians of NMT_BENCH_REPEATS runs (CUDA events); one JSON line a case and
  * a table on stderr, with the ratios unfused / fused. The fused results are
  * checked against the unfused ones (ids equal) before timing.
  *
  *   bench_output_topk [--rows 5,640,5120] [--vocabs 4778,32000,50000]
- *                     [--hidden 512] [--k 10] [--kind fp16|bf16]
+ *                     [--hidden 512] [--k 10] [--kind fp16|bf16] [--stages 3,4,5]
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -39,6 +40,7 @@ typedef struct bench_case {
     void *topk_ws, *fused_ws;
     size_t topk_ws_bytes, fused_ws_bytes;
     nmt_softmax_topk_variant variant;
+    nmt_output_topk_policy policy;
 } bench_case;
 
 static void run_unfused(void *p, int i)
@@ -63,7 +65,7 @@ static void run_fused(void *p, int i)
         .excluded = c->excluded, .n_excluded = 2, .top_values = c->values, .top_ids = c->ids,
         .lse = c->lse, .workspace = c->fused_ws, .workspace_bytes = c->fused_ws_bytes,
     };
-    NMT_OK(nmt_cuda_output_topk(&a, c->stream, &err));
+    NMT_OK(nmt_cuda_output_topk_policy(&a, &c->policy, c->stream, &err));
 }
 
 static int32_t *download_ids(const bench_case *c)
@@ -76,7 +78,7 @@ static int32_t *download_ids(const bench_case *c)
 }
 
 static void bench_shape(nmt_cuda_ctx *inv, nmt_cuda_ctx *fast, nmt_half_kind kind, int32_t rows,
-                        int32_t vocab, int32_t hidden, int32_t k)
+                        int32_t vocab, int32_t hidden, int32_t k, const int *stages, int n_stages)
 {
     bench_case c;
     memset(&c, 0, sizeof c);
@@ -114,30 +116,41 @@ static void bench_shape(nmt_cuda_ctx *inv, nmt_cuda_ctx *fast, nmt_half_kind kin
     c.fused_ws_bytes = nmt_cuda_output_topk_workspace_size(rows, vocab, k);
     CUDA_OK(cudaMalloc(&c.fused_ws, c.fused_ws_bytes));
 
-    /* The same words first. */
+    /* The same words first, at every ring. */
     c.variant = NMT_SOFTMAX_TOPK_AUTO_INVARIANT;
     run_unfused(&c, 0);
     int32_t *want = download_ids(&c);
-    run_fused(&c, 0);
-    int32_t *got = download_ids(&c);
-    const size_t differ = bench_count_diff_i32(got, want, (size_t)rows * k);
+    size_t differ = 0;
+    for (int v = 0; v < n_stages; v++) {
+        c.policy.stages = stages[v];
+        run_fused(&c, 0);
+        int32_t *got = download_ids(&c);
+        differ += bench_count_diff_i32(got, want, (size_t)rows * k);
+        free(got);
+    }
     free(want);
-    free(got);
 
     const double unfused = bench_time_us(run_unfused, &c, c.stream);
-    const double fused = bench_time_us(run_fused, &c, c.stream);
+    double fused[8];
+    for (int v = 0; v < n_stages; v++) {
+        c.policy.stages = stages[v];
+        fused[v] = bench_time_us(run_fused, &c, c.stream);
+    }
     c.ctx = fast, c.stream = (cudaStream_t)nmt_cuda_ctx_stream(fast);
     c.variant = NMT_SOFTMAX_TOPK_AUTO;
     const double best = bench_time_us(run_unfused, &c, c.stream);
     const double flop = 2.0 * rows * (double)vocab * hidden;
-    printf("{\"bench\":\"output_topk\",\"kind\":\"%s\",\"rows\":%d,\"vocab\":%d,\"hidden\":%d,"
-           "\"k\":%d,\"unfused_us\":%.2f,\"unfused_best_us\":%.2f,\"fused_us\":%.2f,"
-           "\"fused_tflops\":%.1f,\"ids_differ\":%zu}\n",
-           kind == NMT_HALF_BF16 ? "bf16" : "fp16", rows, vocab, hidden, k, unfused, best, fused,
-           flop / fused / 1e6, differ);
-    fprintf(stderr, "| %5d | %6d | %4d | %3d | %9.2f | %9.2f | %9.2f | %5.2fx | %5.2fx | %6.1f | %zu |\n",
-            rows, vocab, hidden, k, unfused, best, fused, unfused / fused, best / fused,
-            flop / fused / 1e6, differ);
+    for (int v = 0; v < n_stages; v++) {
+        printf("{\"bench\":\"output_topk\",\"kind\":\"%s\",\"rows\":%d,\"vocab\":%d,"
+               "\"hidden\":%d,\"k\":%d,\"stages\":%d,\"unfused_us\":%.2f,"
+               "\"unfused_best_us\":%.2f,\"fused_us\":%.2f,\"fused_tflops\":%.1f,"
+               "\"ids_differ\":%zu}\n",
+               kind == NMT_HALF_BF16 ? "bf16" : "fp16", rows, vocab, hidden, k, stages[v],
+               unfused, best, fused[v], flop / fused[v] / 1e6, differ);
+        fprintf(stderr, "| %5d | %6d | %4d | %3d | %d | %9.2f | %9.2f | %9.2f | %5.2fx | %5.2fx "
+                "| %6.1f | %zu |\n", rows, vocab, hidden, k, stages[v], unfused, best, fused[v],
+                unfused / fused[v], best / fused[v], flop / fused[v] / 1e6, differ);
+    }
     fflush(stdout);
     void *bufs[] = {c.x, c.x16, c.w, c.bias, c.logits, c.values, c.ids, c.lse, c.excluded,
                     c.topk_ws, c.fused_ws};
@@ -150,15 +163,20 @@ static void bench_shape(nmt_cuda_ctx *inv, nmt_cuda_ctx *fast, nmt_half_kind kin
 
 int main(int argc, char **argv)
 {
-    static const char *const known[] = {"--rows=", "--vocabs=", "--hidden=", "--k=", "--kind=", NULL};
+    static const char *const known[] = {"--rows=", "--vocabs=", "--hidden=", "--k=", "--kind=",
+                                        "--stages=", NULL};
     bench_options_check(argc, argv, known, "bench_output_topk [--rows R,..] [--vocabs V,..] "
-                        "[--hidden H] [--k K] [--kind fp16|bf16]");
+                        "[--hidden H] [--k K] [--kind fp16|bf16] [--stages S,..]");
     const int default_rows[] = {5, 640, 5120}, default_vocabs[] = {4778, 32000, 50000};
     int rows[16], vocabs[16];
     const char *v;
     const int n_rows = parse_ints_text(bench_option(argc, argv, "--rows"), default_rows, 3, rows, 16);
     const int n_vocabs =
         parse_ints_text(bench_option(argc, argv, "--vocabs"), default_vocabs, 3, vocabs, 16);
+    const int default_stages[] = {3, 4, 5};
+    int stages[8];
+    const int n_stages =
+        parse_ints_text(bench_option(argc, argv, "--stages"), default_stages, 3, stages, 8);
     const int hidden = (v = bench_option(argc, argv, "--hidden")) ? atoi(v) : 512;
     const int k = (v = bench_option(argc, argv, "--k")) ? atoi(v) : 10;
     const nmt_half_kind kind =
@@ -169,12 +187,12 @@ int main(int argc, char **argv)
     NMT_OK(nmt_cuda_ctx_create(0, &fast, &err));
     nmt_cuda_ctx_set_batch_invariant(inv, 1);
     nmt_cuda_ctx_set_batch_invariant(fast, 0);
-    fprintf(stderr, "| rows | V | H | K | unfused us | unfused-best us | fused us | x unfused "
-                    "| x best | fused TFLOP/s | ids differ |\n| --- | --- | --- | --- | --- | --- "
-                    "| --- | --- | --- | --- | --- |\n");
+    fprintf(stderr, "| rows | V | H | K | stages | unfused us | unfused-best us | fused us | "
+                    "x unfused | x best | fused TFLOP/s | ids differ |\n| --- | --- | --- | --- "
+                    "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < n_vocabs; i++)
         for (int j = 0; j < n_rows; j++)
-            bench_shape(inv, fast, kind, rows[j], vocabs[i], hidden, k);
+            bench_shape(inv, fast, kind, rows[j], vocabs[i], hidden, k, stages, n_stages);
     nmt_cuda_ctx_free(inv);
     nmt_cuda_ctx_free(fast);
     return 0;

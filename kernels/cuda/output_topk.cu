@@ -4,8 +4,9 @@
  * (at most kMaxParts parts a row, sized from V alone, so that a row's
  * result never depends on the row count). For each chunk of kChunk words of
  * its part it runs the product on tensor cores (W the A operand, x^T the B
- * one; k in stages of kStep through shared memory by cp.async, kStages - 1
- * stages in flight), puts z in shared memory over the dead stages, and folds the chunk
+ * one; k in stages of kStep through shared memory by cp.async, a ring of
+ * STAGES (the policy's) with STAGES - 1 in flight), puts z in shared memory
+ * over the dead stages, and folds the chunk
  * into each row's running (max, sum) and sorted top-K, a warp a row: the
  * list lives in the lanes' registers (lane j holds entry j), and only words
  * that beat its last entry are inserted, best first. merge_kernel: a warp a
@@ -15,6 +16,8 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+
+#include <atomic>
 
 #include "cuda_check.h"
 #include "device.cuh"
@@ -32,7 +35,6 @@ constexpr int kLd = kStep + 8;                        /* halfs a staged row: 80 
                                                          conflicts in the fragment loads */
 constexpr int kLdZ = kChunk + 4;                      /* floats a row of a chunk's z */
 constexpr int kRowsPerWarp = kTileRows / kWarps;      /* rows a warp folds */
-constexpr int kStages = 3;                            /* the k stages' ring */
 constexpr int kPartsPerLane = 2;                      /* parts a lane merges */
 constexpr int kMaxParts = kWarpSize * kPartsPerLane;
 constexpr int kSegs = kStep / 8;                      /* 16-byte segments a staged row */
@@ -41,10 +43,14 @@ struct Stage {
     uint16_t w[kChunk * kLd];
     uint16_t x[kTileRows * kLd];
 };
-constexpr size_t kStageBytes = kStages * sizeof(Stage);
 constexpr size_t kZBytes = sizeof(float) * kTileRows * kLdZ;
-constexpr size_t kSmemBytes = kStageBytes > kZBytes ? kStageBytes : kZBytes;
-static_assert(kSmemBytes <= 48 * 1024, "static shared memory");
+/* Dynamic shared memory of a ring of `stages`: the stages, or z over them. */
+constexpr size_t smem_bytes(int stages)
+{
+    return stages * sizeof(Stage) > kZBytes ? stages * sizeof(Stage) : kZBytes;
+}
+constexpr int kDefaultStages = 3; /* fits the 48 KB a launch gets without opting in */
+static_assert(smem_bytes(kDefaultStages) <= 48 * 1024, "the default ring needs no opt-in");
 static_assert(kChunk * kSegs == 2 * kThreads && kTileRows * kSegs == kThreads,
               "a stage is two W segments and one x segment a thread");
 
@@ -334,11 +340,11 @@ __device__ __forceinline__ void fold_rows(const float *zr, const int32_t (&cand)
     }
 }
 
-template <int BF16>
+template <int BF16, int STAGES>
 __global__ void __launch_bounds__(kThreads) tile_kernel(Params p)
 {
     pdl_enter();
-    __shared__ __align__(16) unsigned char smem[kSmemBytes];
+    extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int32_t excluded[NMT_OUTPUT_TOPK_MAX_EXCLUDED];
     Stage *stage = reinterpret_cast<Stage *>(smem);
     float *zs = reinterpret_cast<float *>(smem);
@@ -370,23 +376,23 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(Params p)
 #pragma unroll
                 for (int h = 0; h < 4; h++)
                     d[mw][nr][h] = 0.0f;
-        /* The ring: stage st + kStages - 1 loads while stage st multiplies; a
+        /* The ring: stage st + STAGES - 1 loads while stage st multiplies; a
          * group is committed every turn (empty past k) so that waiting for
-         * all but kStages - 2 groups means stage st has landed. */
+         * all but STAGES - 2 groups means stage st has landed. */
 #pragma unroll
-        for (int st = 0; st < kStages - 1; st++) {
+        for (int st = 0; st < STAGES - 1; st++) {
             if (st < n_stages)
                 load_stage(stage[st], p, word0, row0, st * kStep);
             cp_async_commit();
         }
         for (int st = 0; st < n_stages; st++) {
-            cp_async_wait<kStages - 2>();
+            cp_async_wait<STAGES - 2>();
             __syncthreads(); /* stage st is in; every warp is done with st - 1's slot */
-            const int next = st + kStages - 1;
+            const int next = st + STAGES - 1;
             if (next < n_stages)
-                load_stage(stage[next % kStages], p, word0, row0, next * kStep);
+                load_stage(stage[next % STAGES], p, word0, row0, next * kStep);
             cp_async_commit();
-            mma_stage<BF16>(d, stage[st % kStages], ww, wr, st * kStep, p.k);
+            mma_stage<BF16>(d, stage[st % STAGES], ww, wr, st * kStep, p.k);
         }
         cp_async_wait<0>();
         __syncthreads(); /* z goes over the stages */
@@ -518,8 +524,54 @@ extern "C" int nmt_cuda_output_topk_supports(const nmt_output_topk_args *a)
            (a->kind == NMT_HALF_BF16 || a->kind == NMT_HALF_FP16);
 }
 
+namespace {
+
+typedef void (*tile_fn)(Params);
+
+/* The tile kernel of a format and a ring, and its shared memory; NULL for a
+ * ring not built. A ring past 48 KB is opted in once per device, on the
+ * first call there (an eager one: the graph cache captures a step only
+ * once it has run eagerly). */
+template <int BF16> tile_fn tile_for(int stages, size_t *smem)
+{
+    switch (stages) {
+    case 3: *smem = smem_bytes(3); return tile_kernel<BF16, 3>;
+    case 4: *smem = smem_bytes(4); return tile_kernel<BF16, 4>;
+    case 5: *smem = smem_bytes(5); return tile_kernel<BF16, 5>;
+    default: return NULL;
+    }
+}
+
+/* slot: the kernel's index among the tile kernels (format x ring). */
+cudaError_t opt_in(tile_fn fn, size_t smem, int slot)
+{
+    if (smem <= 48 * 1024)
+        return cudaSuccess;
+    static std::atomic<unsigned long long> done[2 * 3]; /* a bit a device */
+    int device = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e != cudaSuccess)
+        return e;
+    const unsigned long long bit = device < 64 ? 1ull << device : 0ull; /* 0: every time */
+    if (bit && (done[slot].load() & bit))
+        return cudaSuccess;
+    e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e == cudaSuccess && bit)
+        done[slot].fetch_or(bit);
+    return e;
+}
+
+} // namespace
+
 extern "C" nmt_status nmt_cuda_output_topk(const nmt_output_topk_args *a, void *stream,
                                            nmt_error *err)
+{
+    return nmt_cuda_output_topk_policy(a, NULL, stream, err);
+}
+
+extern "C" nmt_status nmt_cuda_output_topk_policy(const nmt_output_topk_args *a,
+                                                  const nmt_output_topk_policy *policy,
+                                                  void *stream, nmt_error *err)
 {
     if (!nmt_cuda_output_topk_supports(a))
         return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
@@ -547,8 +599,15 @@ extern "C" nmt_status nmt_cuda_output_topk(const nmt_output_topk_args *a, void *
     p.top_values = a->top_values, p.lse = a->lse, p.top_ids = a->top_ids;
     cudaStream_t s = (cudaStream_t)stream;
     const dim3 tiles((unsigned)split.parts, (unsigned)((a->n_rows + kTileRows - 1) / kTileRows));
-    nmt_launch_pdl(a->kind == NMT_HALF_BF16 ? tile_kernel<1> : tile_kernel<0>, tiles,
-                   dim3(kThreads), 0, s, p);
+    const int stages = policy && policy->stages ? policy->stages : kDefaultStages;
+    size_t smem = 0;
+    const tile_fn tile = a->kind == NMT_HALF_BF16 ? tile_for<1>(stages, &smem)
+                                                   : tile_for<0>(stages, &smem);
+    if (!tile)
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
+                             "fused output layer: %d stages (3, 4 or 5)", stages);
+    NMT_CUDA_RETURN(opt_in(tile, smem, (a->kind == NMT_HALF_BF16) * 3 + stages - 3));
+    nmt_launch_pdl(tile, tiles, dim3(kThreads), smem, s, p);
     NMT_LAUNCH_RETURN("output_topk tile_kernel");
     nmt_launch_pdl(merge_kernel, dim3((unsigned)((a->n_rows + kWarps - 1) / kWarps)),
                    dim3(kThreads), 0, s, p);
