@@ -609,8 +609,8 @@ def test_wheel():
         wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
         assert len(wheels) == 1, wheels
         names = zipfile.ZipFile(os.path.join(tmp, wheels[0])).namelist()
-    for name in ("__init__.py", "_capi.py", "_results.py", "_translator.py", "_service.py",
-                 "_library.py"):
+    for name in ("__init__.py", "_capi.py", "_model.py", "_results.py", "_translator.py",
+                 "_service.py", "_library.py"):
         assert "nmt/" + name in names, names
 
 
