@@ -37,6 +37,18 @@ pack() {
     [[ -f "$bench_dir/summary.md" ]] && cp "$bench_dir/summary.md" "$dest/summary.md" || true
 }
 trap pack EXIT
+# Stopped from outside (a `timeout` around the gate): the sanitizer runs go
+# too; left running, they load the GPU and skew whatever the caller measures
+# next. Each run's `timeout` is its own process group, which a signal to the
+# gate's group misses, so each writes its pid (sanitizer-*.pid).
+stop_children() {
+    local f
+    for f in "$out"/sanitizer-*.pid; do
+        [[ -f $f ]] && kill -TERM "$(cat "$f")" 2>/dev/null
+    done
+    exit 143
+}
+trap stop_children TERM INT
 build=build-gpu
 jobs="${NMT_GPU_CHECK_JOBS:-$(nproc)}"
 python="${NMT_PYTHON:-python3}"
@@ -171,7 +183,9 @@ if [[ $build_status == ok ]]; then
                 log="$out/sanitizer-$tool-$(basename "$prog").log"
                 ( rc=0
                   NMT_TEST_SMALL=1 timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 99 \
-                      "$prog" >"$log" 2>&1 || rc=$?
+                      "$prog" >"$log" 2>&1 &
+                  echo $! >"${log%.log}.pid"
+                  wait $! || rc=$?
                   echo "$rc" >"$log.rc" ) &
                 running=$((running + 1))
                 if (( running >= ${NMT_GPU_CHECK_SANITIZER_JOBS:-4} )); then
