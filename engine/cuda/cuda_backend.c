@@ -267,7 +267,7 @@ static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_c
         NMT_TRY(nmt_cuda_model_device_bytes(member, config->max_sentences, config->beam,
                                             config->max_src,
                                             nmt_precision_for_model(member, config->precision),
-                                            shrink, &net, err));
+                                            shrink, config->fused_output, &net, err));
         *bytes += net;
     }
     if (e) {

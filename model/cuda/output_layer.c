@@ -415,22 +415,22 @@ cleanup:
     return status;
 }
 
+size_t nmt_cuda_output_fused_bytes(const nmt_cuda_model *m)
+{
+    return nmt_cuda_output_topk_workspace_size(m->max_rows, m->vocab, 2 * m->beam);
+}
+
 nmt_status nmt_cuda_model_set_fused_output(nmt_cuda_model *m, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_cuda_output_part *p = &m->out;
-    if (p->fused_workspace)
+    if (p->fused_workspace || !m->half16.on) /* fp32: the layer never fuses */
         return NMT_STATUS_OK;
-    const size_t bytes = nmt_cuda_output_topk_workspace_size(m->max_rows, m->vocab, 2 * m->beam);
+    const size_t bytes = nmt_cuda_output_fused_bytes(m);
     NMT_CUDA_TRY(cudaMalloc(&p->fused_workspace, bytes));
     p->fused_workspace_bytes = bytes;
 cleanup:
     return status;
-}
-
-int nmt_cuda_model_fused_output(const nmt_cuda_model *m)
-{
-    return m->out.fused_workspace != NULL;
 }
 
 /* The fused layer's call over the full vocabulary (its 16-bit W_out and the
