@@ -1,5 +1,6 @@
 /* beam_search_impl.h: private to decoder/: the CPU search's state
- * (decoder/beam_search.c), shared with its sampling and logit-rules steps
+ * (decoder/beam_search.c), shared with its candidate selection
+ * (decoder/beam_select.c) and its sampling and logit-rules steps
  * (decoder/beam_sample.c). */
 #ifndef NMT_BEAM_SEARCH_IMPL_H
 #define NMT_BEAM_SEARCH_IMPL_H
@@ -58,6 +59,15 @@ typedef struct search_buffers {
     float *coverage, *next_coverage; /* coverage penalty: [rows, coverage_ld] */
     int32_t coverage_ld;
 } search_buffers;
+
+/* Fills b->best[0..return) with the (up to) k best candidates of sentence i
+ * (index i, state s) at `step`, best first, ranked by (score + log p) /
+ * penalty (v1: penalty 1, PAD and BOS masked; onmt: nothing masked);
+ * only_eos: EOS alone (v1's last step). At a forced step its one candidate,
+ * of slot 0 (decoder/beam_select.c). */
+int32_t nmt_beam_choose_candidates(const search_buffers *b, const sentence_state *s, int32_t i,
+                                   int32_t step, int32_t k, int only_eos, int mask_specials,
+                                   float penalty);
 
 /* Makes cand (with accumulated score `score`) a hypothesis of s in history
  * slot `slot` (the beam's: its rank among the alive; a sample's: its index),

@@ -74,6 +74,8 @@ typedef struct nmt_backend_config {
     int batch_invariant;      /* kernels whose per-row arithmetic is fixed: CUDA's
                                  (nmt_cuda_ctx_set_batch_invariant); the CPU's blas
                                  kernels only where its BLAS is (nmt_cpu_blas_row_invariant) */
+    int fused_output;         /* CUDA, 16-bit: the fused output layer where it runs
+                                 (nmt_cuda_model_set_fused_output) */
     nmt_cpu_kernels cpu_kernels; /* CPU: fast, blas or the reference */
     int threads;              /* CPU, fast and blas: a product's threads (0: the cores) */
     nmt_cpu_isa cpu_isa;      /* CPU, fast: its product's instructions */

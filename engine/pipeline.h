@@ -121,6 +121,9 @@ enum { PIPE_FAIL_ANY = -2 }; /* fail_translator: whichever takes window fail_win
 
 /* The clock the pipeline reads (monotonic seconds). */
 double nmt_pipeline_now(void);
+/* pipeline.c: a pool thread (arg the pipeline): takes the oldest window's
+ * next part, stage after stage, until the pipeline stops. */
+void *nmt_pipe_pool_main(void *arg);
 
 /* pipeline.c, under the lock: hands a filled window on (its texts set,
  * prepared created, parts laid out) or, with n 0, gives it back; then the

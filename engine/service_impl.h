@@ -1,6 +1,7 @@
 /* service_impl.h: private to engine/: the service's state (engine/service.c)
- * and what its two kinds of worker share: the batching worker (service.c)
- * and the continuous-batching one (engine/service_stream.c). */
+ * and what its two kinds of worker share: the batching worker
+ * (engine/service_worker.c) and the continuous-batching one
+ * (engine/service_stream.c). */
 #ifndef NMT_SERVICE_IMPL_H
 #define NMT_SERVICE_IMPL_H
 
@@ -50,6 +51,14 @@ void nmt_service_complete_locked(nmt_service *s, nmt_request *r, nmt_result *res
 void nmt_service_after_complete(nmt_request *r);
 /* *result = only a status and its message. */
 void nmt_service_status_result(nmt_result *result, nmt_status status, const char *message);
+
+/* A worker of s on device (device_index: CUDA's) with its translators
+ * and batch scratch; its release (the thread already joined); its thread's
+ * loop (arg the worker), which returns at shutdown (engine/service_worker.c). */
+nmt_status nmt_service_worker_create(nmt_service *s, service_worker *w, nmt_device device,
+                                     int device_index, nmt_error *err);
+void nmt_service_worker_free(service_worker *w);
+void *nmt_service_worker_main(void *arg);
 
 /* Runs w's continuous batching for the requests with these search options
  * and shrinking (the queue head's when it starts) until the queue's head

@@ -107,6 +107,8 @@ static nmt_status check_options(const nmt_options *o, nmt_error *err)
     REQUIRE(o->cuda_graphs == 0 || o->cuda_graphs == 1, "cuda_graphs %d: must be 0 or 1",
             o->cuda_graphs);
     REQUIRE(o->warmup == 0 || o->warmup == 1, "warmup %d: must be 0 or 1", o->warmup);
+    REQUIRE(o->fused_output == 0 || o->fused_output == 1, "fused_output %d: must be 0 or 1",
+            o->fused_output);
     REQUIRE(o->precision >= NMT_PRECISION_FP32 && o->precision <= NMT_PRECISION_INT8,
             "precision %d: unknown", (int)o->precision);
     REQUIRE(o->check_every >= 1 && o->check_every <= 64, "check_every %d: must be in 1..64",
@@ -293,6 +295,7 @@ nmt_status nmt_translator_create_ensemble(const nmt_model *const *models, const 
         .attention = options->attention_weights,
         .attention_model = options->attention_weights || coverage,
         .batch_invariant = options->batch_invariant != 0,
+        .fused_output = options->fused_output,
         .cpu_kernels = options->cpu_kernels,
         .threads = options->threads,
         .cpu_isa = options->cpu_isa,

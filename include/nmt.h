@@ -190,6 +190,12 @@ typedef struct nmt_options {
     nmt_coverage_penalty coverage_penalty; /* default NMT_COVERAGE_NONE; needs search_rules
                                               onmt (OpenNMT-py's -coverage_penalty) */
     float coverage_beta; /* 0..100, default 0 (OpenNMT-py's -beta) */
+    int fused_output;    /* CUDA, 16-bit: 1 runs the output layer as one fused product,
+                            log-softmax and top-K that never writes the logits
+                            (docs/performance.md, "Fused output layer") where the step
+                            reads no logits (no sampling, logit rule, prefix, ensemble
+                            or shrinking); the same words, lse's last bits differ.
+                            0: the GEMM, then softmax + top-K. Default 0 */
 } nmt_options;
 
 typedef struct nmt_model nmt_model;

@@ -238,6 +238,10 @@ const app_option app_translate_options[] = {
     {.name = "cuda-graphs", .kind = APP_OPT_BOOL, ENGINE(cuda_graphs), .arg = "on|off",
      .help = "CUDA: replay recurring decoder steps and encoder passes\n"
              "as CUDA graphs (default on; off gives the same output)"},
+    {.name = "fused-output", .kind = APP_OPT_BOOL, ENGINE(fused_output), .arg = "on|off",
+     .help = "CUDA, 16-bit: the output layer as one fused product,\n"
+             "log-softmax and top-K that never writes the logits (the\n"
+             "same words; default off; docs/performance.md)"},
     {.name = "batch-invariant", .kind = APP_OPT_BOOL, ENGINE(batch_invariant), .arg = "on|off",
      .help = "a line's output (text, scores, alignment, attention)\n"
              "has the same bits whatever it is batched with (default\n"

@@ -1,8 +1,9 @@
 /* server.h: nmt-server, the HTTP front of nmt_service (docs/server.md):
  * settings (server_options.c), the models it serves (model_config.c reads
  * them, models.c loads and unloads them), the HTTP layer on libmicrohttpd
- * (http.c), the translation endpoint on jansson (translate_api.c), the
- * counters and their Prometheus text (metrics.c) and the web page (page.c). */
+ * (http.c), the translation endpoint on jansson (translate_api.c; an
+ * item's fields: item_fields.c), the counters and their Prometheus text
+ * (metrics.c) and the web page (page.c). */
 #ifndef NMT_SERVER_H
 #define NMT_SERVER_H
 
@@ -161,6 +162,12 @@ void server_score(server *s, const char *body, size_t length, server_response *o
 /* GET /translator/models and GET or POST /translator/unload_model/ID. */
 void server_list_models(server *s, server_response *out);
 void server_unload_model(server *s, const char *id_text, server_response *out);
+/* apps/server/item_fields.c: item i of a request (a JSON object) as its
+ * request options, checked against the table of item fields (score: a
+ * /translator/score item, whose "tgt" is required, and only there known);
+ * 1, or 0 with the message for a bad or (--strict) unknown field. */
+int server_read_item(const server *s, const server_model_spec *spec, json_t *item, size_t i,
+                     int score, nmt_request_options *o, char *msg, size_t size);
 /* apps/server/sequences.c: a "suppress" field's shape (a list of strings and
  * lists of strings), and the list (NULL: none) as the library's text, one
  * sequence a line, tokens separated by spaces (malloc'd; NULL and *failed

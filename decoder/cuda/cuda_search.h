@@ -48,10 +48,14 @@ typedef struct nmt_cuda_step_model {
                        const int32_t *src_len, int32_t src_stride, int carried_in, int carry_out,
                        nmt_error *err);
     /* Step 5 over buffer buf: the 2 * beam best words of every row and
-     * what the beam step reads besides (nmt_cuda_scores). */
+     * what the beam step reads besides (nmt_cuda_scores). logits_word: the
+     * one column of scores->logits the caller reads (the beam step's EOS),
+     * or NMT_LOGITS_ALL (the logit rules, sampling, forced words, an
+     * ensemble's sum); with one column the network may leave the others
+     * unwritten (a fused output layer). */
     nmt_status (*output)(void *self, int buf, int32_t n_rows, int32_t beam,
                          const nmt_cuda_rows *rows, const int32_t *excluded, int32_t n_excluded,
-                         nmt_cuda_scores *scores, nmt_error *err);
+                         int32_t logits_word, nmt_cuda_scores *scores, nmt_error *err);
     /* NULL, or a measurement run after output when the search is timed
      * (collect_stats 2): the recall probe of a shrunk layer. */
     nmt_status (*probe)(void *self, int buf, int32_t n_rows, int32_t beam,

@@ -1,6 +1,7 @@
 /* cuda_search_impl.h: private to decoder/cuda/: the GPU search's state,
  * shared by search_buffers.c (create, buffers, free), beam_search.c (one
- * batch) and search_warmup.c. */
+ * batch), search_step.c (a step and an encoder pass through the graph
+ * cache) and search_warmup.c. */
 #ifndef NMT_CUDA_SEARCH_IMPL_H
 #define NMT_CUDA_SEARCH_IMPL_H
 
@@ -101,8 +102,8 @@ nmt_status nmt_cuda_search_check_sentences(const nmt_cuda_search *s,
  * sort); s->active[t]: how many sentences are longer than t. Returns the
  * longest length. */
 int32_t nmt_cuda_search_sort(nmt_cuda_search *s, const nmt_source_batch *batch);
-/* The encoder pass through the graph cache, on `stream` (the search's, or
- * the model's encoder stream for in->side). */
+/* The encoder pass through the graph cache (search_step.c), on `stream`
+ * (the search's, or the model's encoder stream for in->side). */
 nmt_status nmt_cuda_search_encode(nmt_cuda_search *s, const nmt_cuda_encoder_input *in,
                                   void *stream, nmt_error *err);
 

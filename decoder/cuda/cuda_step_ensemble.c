@@ -95,8 +95,10 @@ static nmt_status ensemble_step(void *self, int buf, int32_t n_rows, const nmt_c
 
 static nmt_status ensemble_output(void *self, int buf, int32_t n_rows, int32_t beam,
                                   const nmt_cuda_rows *rows, const int32_t *excluded,
-                                  int32_t n_excluded, nmt_cuda_scores *out, nmt_error *err)
+                                  int32_t n_excluded, int32_t logits_word, nmt_cuda_scores *out,
+                                  nmt_error *err)
 {
+    (void)logits_word; /* the sum is written whole */
     nmt_status status = NMT_STATUS_OK;
     nmt_cuda_step_ensemble *e = self;
     void *stream = e->members[0].stream;
@@ -109,7 +111,9 @@ static nmt_status ensemble_output(void *self, int buf, int32_t n_rows, int32_t b
     for (int32_t i = 0; i < e->n; i++) {
         const nmt_cuda_step_model *m = &e->members[i];
         nmt_cuda_scores s;
-        NMT_TRY(m->output(m->self, buf, n_rows, beam, rows, excluded, n_excluded, &s, err));
+        /* every member's every logit: the sum reads them all */
+        NMT_TRY(m->output(m->self, buf, n_rows, beam, rows, excluded, n_excluded, NMT_LOGITS_ALL,
+                          &s, err));
         if (i == 0)
             first = s;
         sum.member[i] = (nmt_ensemble_member){

@@ -47,10 +47,11 @@ static nmt_status net_step(void *net, int buf, int32_t n_rows, const nmt_cuda_ro
 
 static nmt_status net_output(void *net, int buf, int32_t n_rows, int32_t beam,
                              const nmt_cuda_rows *rows, const int32_t *excluded,
-                             int32_t n_excluded, nmt_cuda_scores *scores, nmt_error *err)
+                             int32_t n_excluded, int32_t logits_word, nmt_cuda_scores *scores,
+                             nmt_error *err)
 {
-    return nmt_cuda_output_layer(net, buf, n_rows, beam, rows, excluded, n_excluded, scores,
-                                 err);
+    return nmt_cuda_output_layer(net, buf, n_rows, beam, rows, excluded, n_excluded, logits_word,
+                                 scores, err);
 }
 
 static nmt_status net_probe(void *net, int buf, int32_t n_rows, int32_t beam,
@@ -266,7 +267,7 @@ static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_c
         NMT_TRY(nmt_cuda_model_device_bytes(member, config->max_sentences, config->beam,
                                             config->max_src,
                                             nmt_precision_for_model(member, config->precision),
-                                            shrink, &net, err));
+                                            shrink, config->fused_output, &net, err));
         *bytes += net;
     }
     if (e) {
@@ -310,6 +311,8 @@ static nmt_status create_net(const nmt_model *model, nmt_cuda_ctx *ctx,
         NMT_TRY(nmt_cuda_model_set_sparse(*net, config->sparse == NMT_SPARSE_ON, err));
     if (attention)
         NMT_TRY(nmt_cuda_model_set_attention(*net, err));
+    if (config->fused_output)
+        NMT_TRY(nmt_cuda_model_set_fused_output(*net, err));
     return NMT_STATUS_OK;
 cleanup:
     nmt_cuda_model_free(*net);

@@ -26,6 +26,7 @@
 #include "cuda_ctx.h"
 #include "device.cuh"
 #include "linear.h"
+#include "mma_device.cuh"
 
 namespace {
 
@@ -152,22 +153,6 @@ __device__ __forceinline__ uint32_t x_pair(const float *row, int c, int k, bool 
 }
 
 constexpr int kBlocksAhead = 4; /* k16 blocks whose operands a warp loads before their mmas */
-
-template <int BF16>
-__device__ __forceinline__ void mma_k16(float (&d)[4], const uint32_t (&a)[4],
-                                        const uint32_t (&b)[2])
-{
-    if (BF16)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    else
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 /* A warp's 16 outputs x 8 rows. Fragments (PTX ISA, m16n8k16): lane = 4 g + t;
  * A (w) rows g and g + 8, columns 2t, 2t + 1 and 8 more; B (x^T) column g

@@ -96,7 +96,7 @@ static void set_sizes(nmt_cuda_model *m, const nmt_model *model, int32_t max_sen
 nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sentences,
                                        int32_t beam, int32_t max_src,
                                        nmt_precision precision, const nmt_shrink *shrink,
-                                       size_t *bytes, nmt_error *err)
+                                       int fused_output, size_t *bytes, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     NMT_TRY(check_sizes(max_sentences, beam, max_src, err));
@@ -121,7 +121,11 @@ nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sente
                                         precision == NMT_PRECISION_TF32X2
                                     ? nmt_cuda_skinny16_part_bytes(&sizes)
                                     : 0,
-                                nmt_cuda_shrink_part_bytes(&sizes, shrink)};
+                                nmt_cuda_shrink_part_bytes(&sizes, shrink),
+                                fused_output && (precision == NMT_PRECISION_BF16 ||
+                                                 precision == NMT_PRECISION_FP16)
+                                    ? nmt_cuda_output_fused_bytes(&sizes)
+                                    : 0};
         *bytes = 0;
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
             if (parts[i] == SIZE_MAX || parts[i] > SIZE_MAX - *bytes)
@@ -171,7 +175,7 @@ void nmt_cuda_model_free(nmt_cuda_model *m)
     nmt_cuda_side_free(&m->dec.side);    /* and the decoder's */
     nmt_device_weights_free(&m->w);
     nmt_cuda_sparse_part_free(m);
-    void *arenas[] = {m->enc.arena,     m->dec.arena,   m->out.arena,
+    void *arenas[] = {m->out.fused_workspace, m->enc.arena, m->dec.arena, m->out.arena,
                       m->probe.arena,   m->tf32x2.arena, m->half16.arena,
                       m->skinny16.arena, m->dec.attn_weights};
     for (size_t i = 0; i < sizeof arenas / sizeof arenas[0]; i++)

@@ -39,12 +39,13 @@ void nmt_cuda_model_free(nmt_cuda_model *m);
  * nmt_cuda_model_set_precision), the parts' workspaces, the encoder side
  * context's cuBLAS workspace; with shrink (NULL: none), what
  * nmt_cuda_model_set_shrink allocates for it, its LSH index at the first
- * table size (a band whose cuckoo tables grow takes more). The recall probe
- * is not counted. */
+ * table size (a band whose cuckoo tables grow takes more); with
+ * fused_output, the fused layer's workspace (nmt_cuda_model_set_fused_output).
+ * The recall probe is not counted. */
 nmt_status nmt_cuda_model_device_bytes(const nmt_model *model, int32_t max_sentences,
                                        int32_t beam, int32_t max_src,
                                        nmt_precision precision, const nmt_shrink *shrink,
-                                       size_t *bytes, nmt_error *err);
+                                       int fused_output, size_t *bytes, nmt_error *err);
 
 /* The stream every call below launches on (a cudaStream_t). */
 void *nmt_cuda_model_stream(const nmt_cuda_model *m);
@@ -134,10 +135,21 @@ int32_t nmt_cuda_model_carry_rows(const nmt_cuda_model *m);
  * row's candidate list: column j = the list's j-th word, ids 0..3 always
  * columns 0..3), into *out. Rows are sentence by sentence, `beam` each;
  * rows->live says which count for the lists. excluded: [n_excluded] words
- * never generated (PAD, BOS). */
+ * never generated (PAD, BOS). logits_word: the one column of out->logits
+ * the caller reads, or NMT_LOGITS_ALL; with one column and the fused layer
+ * set (below) the others are left unwritten. */
 nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int32_t beam,
                                  const nmt_cuda_rows *rows, const int32_t *excluded,
-                                 int32_t n_excluded, nmt_cuda_scores *out, nmt_error *err);
+                                 int32_t n_excluded, int32_t logits_word, nmt_cuda_scores *out,
+                                 nmt_error *err);
+
+/* Step 5 as one fused product, log-softmax and top-K (kernels/output_topk.h:
+ * the logits are never written) wherever it runs: 16-bit precision (set it
+ * first; at fp32 and tf32x2 this does nothing), the full vocabulary, a
+ * caller that reads one logits column, and a shape the kernel takes;
+ * elsewhere the unfused layer. Allocates the fused layer's workspace. The words and their order are the unfused layer's; lse
+ * sums in another order (last bits). */
+nmt_status nmt_cuda_model_set_fused_output(nmt_cuda_model *m, nmt_error *err);
 
 /* Scoring's step 5 (output_pick.c), batched over steps: stash copies the
  * feeds of buffer buf's n_rows rows into rows [at, at + n_rows) of the

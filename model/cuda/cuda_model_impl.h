@@ -132,6 +132,9 @@ typedef struct nmt_cuda_output_part {
     size_t topk_workspace_bytes;
     float *stash;            /* [max_rows, H]: scoring's feeds of several steps, whose
                                 output layer runs as one GEMM (output_pick.c) */
+    void *fused_workspace;   /* nmt_cuda_output_topk's, or NULL: the fused layer is off
+                                (nmt_cuda_model_set_fused_output) */
+    size_t fused_workspace_bytes;
 
     int has_shrink;
     nmt_shrink shrink;       /* tables NULL once uploaded */
@@ -302,6 +305,7 @@ nmt_status nmt_cuda_decoder_join(nmt_cuda_model *m, nmt_error *err);
 size_t nmt_cuda_encoder_part_bytes(nmt_cuda_model *m);
 size_t nmt_cuda_decoder_part_bytes(nmt_cuda_model *m);
 size_t nmt_cuda_output_part_bytes(nmt_cuda_model *m);
+size_t nmt_cuda_output_fused_bytes(const nmt_cuda_model *m); /* the fused layer's workspace */
 /* nmt_cuda_model_set_shrink's arena and side context for shrink (NULL: 0),
  * the LSH index at its first table size. */
 size_t nmt_cuda_shrink_part_bytes(const nmt_cuda_model *m, const nmt_shrink *shrink);

@@ -3,7 +3,9 @@
  * log-softmax and the 2B best words of every row, over the whole vocabulary
  * or over LSH / TOP candidate lists (shrink/shrink.h, docs/lsh.md).
  *
- * Full:   cuBLAS GEMM (+ bias), fused softmax + top-K.
+ * Full:   cuBLAS GEMM (+ bias), fused softmax + top-K; or, set and where
+ *         it runs, one fused product + softmax + top-K that writes no
+ *         logits (kernels/output_topk.h).
  * TOP:    the same over the first n_always rows of W_out (ids 0..n_always-1).
  * LSH:    WTA codes of the feeds, cuckoo lookup, candidate lists by
  *         stream compaction (one per group: the batch, a sentence or a row;
@@ -24,6 +26,7 @@
 #include "cuda_check.h"
 #include "linear.h"
 #include "lsh.h"
+#include "output_topk.h"
 #include "softmax_topk.h"
 
 #include <stdlib.h>
@@ -412,9 +415,57 @@ cleanup:
     return status;
 }
 
+size_t nmt_cuda_output_fused_bytes(const nmt_cuda_model *m)
+{
+    return nmt_cuda_output_topk_workspace_size(m->max_rows, m->vocab, 2 * m->beam);
+}
+
+nmt_status nmt_cuda_model_set_fused_output(nmt_cuda_model *m, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    nmt_cuda_output_part *p = &m->out;
+    if (p->fused_workspace || !m->half16.on) /* fp32: the layer never fuses */
+        return NMT_STATUS_OK;
+    const size_t bytes = nmt_cuda_output_fused_bytes(m);
+    NMT_CUDA_TRY(cudaMalloc(&p->fused_workspace, bytes));
+    p->fused_workspace_bytes = bytes;
+cleanup:
+    return status;
+}
+
+/* The fused layer's call over the full vocabulary (its 16-bit W_out and the
+ * activations rounded as the unfused GEMM rounds them), or *runs 0 where it
+ * does not run. The logits keep logits_word's column only. */
+static nmt_status fused_layer(nmt_cuda_model *m, const float *feed, int32_t n_rows, int32_t beam,
+                              const int32_t *excluded, int32_t n_excluded, int32_t logits_word,
+                              int *runs, nmt_error *err)
+{
+    nmt_cuda_output_part *p = &m->out;
+    const nmt_cuda_weight *w = &m->gw.out;
+    void *x16 = m->half16.on ? m->half16.scratch[NMT_GEMM_SITE_OUTPUT] : NULL;
+    const nmt_output_topk_args a = {
+        .kind = m->half16.kind, .n_rows = n_rows, .vocab = m->vocab, .k = m->hidden,
+        .x = (const uint16_t *)x16, .ldx = m->hidden, .w = (const uint16_t *)w->w16,
+        .ldw = w->ld16, .bias = m->w.out_b, .top_k = 2 * beam, .excluded = excluded,
+        .n_excluded = n_excluded, .top_values = p->top_values, .top_ids = p->top_ids,
+        .lse = p->lse, .keep = p->logits, .ld_keep = p->ld_logits, .keep_word = logits_word,
+        .workspace = p->fused_workspace, .workspace_bytes = p->fused_workspace_bytes,
+    };
+    *runs = p->fused_workspace && x16 && w->w16 && !p->has_shrink && logits_word >= 0 &&
+            logits_word < m->vocab && nmt_cuda_output_topk_supports(&a);
+    if (!*runs)
+        return NMT_STATUS_OK;
+    const nmt_status status =
+        nmt_cuda_to_half(m->ctx, m->half16.kind, n_rows, m->hidden, feed, m->dec.feed_ld, x16, err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    return nmt_cuda_output_topk(&a, m->stream, err);
+}
+
 nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int32_t beam,
                                  const nmt_cuda_rows *rows, const int32_t *excluded,
-                                 int32_t n_excluded, nmt_cuda_scores *out, nmt_error *err)
+                                 int32_t n_excluded, int32_t logits_word, nmt_cuda_scores *out,
+                                 nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_cuda_output_part *p = &m->out;
@@ -435,7 +486,13 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int
                          : p->shrink.mode == NMT_SHRINK_TOP ? p->shrink.n_always
                                                                    : 0;
     const int32_t ld = cols > 0 ? p->ld_logits : V;
-    if (cols > 0) {
+    int fused = 0;
+    if (cols == V)
+        NMT_TRY(fused_layer(m, feed, n_rows, beam, excluded, n_excluded, logits_word, &fused,
+                            err));
+    if (fused) {
+        /* top-K, lse and logits_word's logits are in place */
+    } else if (cols > 0) {
         NMT_TRY(nmt_cuda_model_gemm(m, NMT_GEMM_SITE_OUTPUT, n_rows, cols, H, feed,
                                     m->dec.feed_ld, &m->gw.out, w->out_b, p->logits, ld, err));
         const nmt_softmax_topk_variant topk = nmt_cuda_ctx_batch_invariant(m->ctx)

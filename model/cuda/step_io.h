@@ -51,6 +51,9 @@ typedef struct nmt_cuda_rows {
     const int32_t *live;     /* [rows]: 1 for a hypothesis alive in a sentence not done */
 } nmt_cuda_rows;
 
+/* The output layer's caller reads every column of the logits (no one word). */
+enum { NMT_LOGITS_ALL = -1 };
+
 /* What the output layer leaves for the search's beam step (buffers owned by
  * the network, the same pointers at every call). */
 typedef struct nmt_cuda_scores {

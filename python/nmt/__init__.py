@@ -23,7 +23,8 @@ from ._pipeline import FileStats
 from ._results import (ArgumentError, Busy, Closed, Error, Hypothesis, Result, ServiceStats,
                        Status, TranslatorStats)
 from ._service import RequestFuture, Service
-from ._translator import Ensemble, Model, Translator
+from ._model import Ensemble, Model
+from ._translator import Translator
 
 __version__ = "0.1.0"  # NMT_VERSION_STRING of the library it was written for
 

@@ -123,6 +123,7 @@ class nmt_options(ctypes.Structure):
         ("suppress", ctypes.c_char_p),  # read at create: the caller keeps it alive until then
         ("coverage_penalty", _enum),
         ("coverage_beta", ctypes.c_float),
+        ("fused_output", ctypes.c_int),
     ]
 
 

@@ -50,6 +50,7 @@ ROWS = {
     "max-line-bytes": {"kind": "int", "lo": 1, "hi": 1073741824},
     "max-src-tokens": {"kind": "int", "lo": 1, "hi": 4096},
     "cuda-graphs": {"kind": "bool"},
+    "fused-output": {"kind": "bool"},
     "batch-invariant": {"kind": "bool"},
     "cpu-kernels": {"kind": "choice", "choices": (
         ("auto", 0), ("fast", 3), ("blas", 1), ("reference", 2),)},

@@ -19,9 +19,10 @@ import traceback
 import weakref
 
 from . import _capi, _options
+from ._model import as_ensemble
 from ._results import (Busy, Closed, ServiceStats, Status, batch_lines, copy_result, copy_struct,
                        encode_line, error_from, line_error, raise_error)
-from ._translator import RULE_OPTIONS, as_ensemble, fill_options, suppress_text
+from ._translator import RULE_OPTIONS, fill_options, suppress_text
 
 _pending = {}  # key -> _Request, from submit until the callback
 _pending_lock = threading.Lock()

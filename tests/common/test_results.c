@@ -7,6 +7,26 @@
 #include <stdio.h>
 #include <string.h>
 
+int test_translate_models(const nmt_model *const *models, const float *weights, int n_models,
+                          const nmt_options *o, const char *const *lines, int n,
+                          nmt_result *results)
+{
+    nmt_translator *t = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_status st = n_models == 1 && !weights
+                        ? nmt_translator_create(models[0], o, &t, &err)
+                        : nmt_translator_create_ensemble(models, weights, n_models, o, &t, &err);
+    CHECK(st == NMT_STATUS_OK, "translator (device %d): %s", (int)o->device, err.message);
+    if (st == NMT_STATUS_OK) {
+        CHECK(nmt_translator_device(t) == o->device, "runs on device %d, asked %d",
+              (int)nmt_translator_device(t), (int)o->device);
+        st = nmt_translate_batch(t, lines, n, results, &err);
+        CHECK(st == NMT_STATUS_OK, "translate (device %d): %s", (int)o->device, err.message);
+    }
+    nmt_translator_free(t);
+    return st == NMT_STATUS_OK;
+}
+
 static int same_alignment(const nmt_hypothesis *x, const nmt_hypothesis *y)
 {
     if (x->n_tokens != y->n_tokens || (x->n_tokens > 0 && (!x->alignment || !y->alignment)))

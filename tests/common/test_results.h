@@ -1,12 +1,21 @@
-/* test_results.h: comparing two runs' nmt_results line by line, for the
- * engine tests that hold one configuration against another (CPU against
- * CUDA, graphs against plain launches, sparse against dense). */
+/* test_results.h: translating lines for a comparison and comparing two
+ * runs' nmt_results line by line, for the engine tests that hold one
+ * configuration against another (CPU against CUDA, graphs against plain
+ * launches, sparse against dense, an ensemble against its models). */
 #ifndef NMT_TEST_RESULTS_H
 #define NMT_TEST_RESULTS_H
 
 #include "nmt.h"
 
 #include <stddef.h>
+
+/* Translates lines[0 .. n) with a translator of models[0 .. n_models) made
+ * for o (one model and no weights: nmt_translator_create; else the
+ * ensemble), which must run on o->device; every call CHECKed: 1 when
+ * results holds the n answers. */
+int test_translate_models(const nmt_model *const *models, const float *weights, int n_models,
+                          const nmt_options *o, const char *const *lines, int n,
+                          nmt_result *results);
 
 /* 1 when both runs gave bit-identical hypotheses (alignments included). */
 int test_identical_line(const nmt_result *a, const nmt_result *b);

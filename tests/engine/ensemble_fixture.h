@@ -1,7 +1,8 @@
 /* ensemble_fixture.h: what the ensemble tests share (test_ensemble.c on the
- * CPU, test_gpu_ensemble.c on CUDA): lines translated by an ensemble, two
- * runs held against each other bit for bit, and a service over the
- * ensemble against the translator. Header-only (static). */
+ * CPU, test_gpu_ensemble.c on CUDA): lines scored by an ensemble (they are
+ * translated by test_translate_models, test_results.h), two runs held
+ * against each other bit for bit, and a service over the ensemble against
+ * the translator. Header-only (static). */
 #ifndef NMT_TEST_ENSEMBLE_FIXTURE_H
 #define NMT_TEST_ENSEMBLE_FIXTURE_H
 
@@ -10,29 +11,6 @@
 #include "test_util.h"
 
 #include <stdio.h>
-
-/* Translates lines[0 .. n_lines) with the ensemble of n models (n 1 and no
- * weights: models[0] through nmt_translator_create) on o->device. 1 on
- * success. */
-static int ensemble_run(const nmt_model *const *models, const float *weights, int n,
-                        const nmt_options *o, const char *const *lines, int n_lines,
-                        nmt_result *results)
-{
-    nmt_translator *t = NULL;
-    nmt_error err = {0};
-    nmt_status st = n == 1 && !weights
-                        ? nmt_translator_create(models[0], o, &t, &err)
-                        : nmt_translator_create_ensemble(models, weights, n, o, &t, &err);
-    CHECK(st == NMT_STATUS_OK, "create (device %d): %s", (int)o->device, err.message);
-    if (st == NMT_STATUS_OK) {
-        CHECK(nmt_translator_device(t) == o->device, "runs on device %d, asked %d",
-              (int)nmt_translator_device(t), (int)o->device);
-        st = nmt_translate_batch(t, lines, n_lines, results, &err);
-        CHECK(st == NMT_STATUS_OK, "translate (device %d): %s", (int)o->device, err.message);
-    }
-    nmt_translator_free(t);
-    return st == NMT_STATUS_OK;
-}
 
 /* Scores targets[i] as line i's translation (nmt_score_batch) with the
  * ensemble. 1 on success. */

@@ -47,8 +47,9 @@ static nmt_options forced_options(nmt_device device, int beam, int n_best, int b
     return o;
 }
 
-/* A translator on o->device (a failed CHECK and NULL otherwise). */
-static nmt_translator *forced_create(const nmt_model *model, const nmt_options *o)
+/* A translator on o->device (a failed CHECK and NULL otherwise); inline:
+ * test_pipeline_targets.c makes its own (pipeline_fixture.h). */
+static inline nmt_translator *forced_create(const nmt_model *model, const nmt_options *o)
 {
     nmt_translator *t = NULL;
     nmt_error err = {0};

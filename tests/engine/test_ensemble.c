@@ -62,14 +62,14 @@ static void check_identities(void)
     nmt_options o = make_options();
     static nmt_result alone_a[N_LINES], alone_b[N_LINES], got[N_LINES];
     const nmt_model *aa[2] = {model_a, model_a}, *ab[2] = {model_a, model_b};
-    if (!ensemble_run(aa, NULL, 1, &o, lines, N_LINES, alone_a) ||
-        !ensemble_run(ab + 1, NULL, 1, &o, lines, N_LINES, alone_b))
+    if (!test_translate_models(aa, NULL, 1, &o, lines, N_LINES, alone_a) ||
+        !test_translate_models(ab + 1, NULL, 1, &o, lines, N_LINES, alone_b))
         return;
-    if (ensemble_run(aa, NULL, 2, &o, lines, N_LINES, got))
+    if (test_translate_models(aa, NULL, 2, &o, lines, N_LINES, got))
         CHECK(ensemble_differences("A + A", got, alone_a, N_LINES) == 0,
               "A with itself is not A alone");
     ensemble_clear(got, N_LINES);
-    if (ensemble_run(ab, (const float[2]){1.0f, 0.0f}, 2, &o, lines, N_LINES, got))
+    if (test_translate_models(ab, (const float[2]){1.0f, 0.0f}, 2, &o, lines, N_LINES, got))
         CHECK(ensemble_differences("A + B at (1, 0)", got, alone_a, N_LINES) == 0,
               "weights (1, 0) are not the first model alone");
     ensemble_clear(got, N_LINES);
@@ -78,8 +78,8 @@ static void check_identities(void)
     nmt_options o_plain = o;
     o_plain.attention_weights = 0;
     ensemble_clear(alone_b, N_LINES);
-    if (ensemble_run(ab + 1, NULL, 1, &o_plain, lines, N_LINES, alone_b) &&
-        ensemble_run(ab, (const float[2]){0.0f, 1.0f}, 2, &o_plain, lines, N_LINES, got)) {
+    if (test_translate_models(ab + 1, NULL, 1, &o_plain, lines, N_LINES, alone_b) &&
+        test_translate_models(ab, (const float[2]){0.0f, 1.0f}, 2, &o_plain, lines, N_LINES, got)) {
         int same = 1;
         for (int i = 0; i < N_LINES; i++) {
             same &= got[i].n_hypotheses == alone_b[i].n_hypotheses;
@@ -143,9 +143,9 @@ static void check_hand_sums(void)
     static nmt_result got[N_LINES], alone_a[N_LINES], alone_b[N_LINES];
     const float weights[2] = {0.3f, 0.9f};
     const nmt_model *ab[2] = {model_a, model_b};
-    if (!ensemble_run(ab, weights, 2, &o, lines, N_LINES, got) ||
-        !ensemble_run(ab, NULL, 1, &o, lines, N_LINES, alone_a) ||
-        !ensemble_run(ab + 1, NULL, 1, &o, lines, N_LINES, alone_b))
+    if (!test_translate_models(ab, weights, 2, &o, lines, N_LINES, got) ||
+        !test_translate_models(ab, NULL, 1, &o, lines, N_LINES, alone_a) ||
+        !test_translate_models(ab + 1, NULL, 1, &o, lines, N_LINES, alone_b))
         return;
     int checked = 0;
     for (int i = 0; i < N_LINES; i++) {
@@ -195,7 +195,7 @@ static void check_hand_sums(void)
     static nmt_result searched[N_LINES], scored[N_LINES];
     const char *targets[N_LINES];
     o.input_tokens = 1;
-    if (ensemble_run(ab, weights, 2, &o, lines, N_LINES, searched)) {
+    if (test_translate_models(ab, weights, 2, &o, lines, N_LINES, searched)) {
         ensemble_best_texts(searched, N_LINES, targets);
         if (ensemble_score(ab, weights, 2, &o, lines, targets, N_LINES, scored)) {
             for (int i = 0; i < N_LINES; i++) {
@@ -318,7 +318,8 @@ static void check_rules(void)
     double *rows = malloc(sizeof(double) * (size_t)(MAX_WORDS + 1) * (size_t)V);
     CHECK(rows != NULL, "out of memory");
     int checked = 0;
-    for (int i = 0; rows && i < N_LINES && ensemble_run(ab, weights, 2, &o, lines + i, 1, &got[i]);
+    for (int i = 0;
+         rows && i < N_LINES && test_translate_models(ab, weights, 2, &o, lines + i, 1, &got[i]);
          i++) {
         for (int h = 0; got[i].status == NMT_STATUS_OK && h < got[i].n_hypotheses; h++) {
             const nmt_hypothesis *hyp = &got[i].hypotheses[h];

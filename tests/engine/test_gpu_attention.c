@@ -78,22 +78,6 @@ static nmt_options make_options(nmt_device device, int batch, int beam, int n_be
     return o;
 }
 
-static int translate_with(const nmt_model *model, const nmt_options *o, nmt_result *results)
-{
-    nmt_translator *t = NULL;
-    nmt_error err = {NMT_STATUS_OK, ""};
-    nmt_status st = nmt_translator_create(model, o, &t, &err);
-    CHECK(st == NMT_STATUS_OK, "translator (device %d): %s", (int)o->device, err.message);
-    if (st == NMT_STATUS_OK) {
-        CHECK(nmt_translator_device(t) == o->device, "runs on device %d, asked %d",
-              (int)nmt_translator_device(t), (int)o->device);
-        st = nmt_translate_batch(t, lines, n_lines, results, &err);
-        CHECK(st == NMT_STATUS_OK, "translate (device %d): %s", (int)o->device, err.message);
-    }
-    nmt_translator_free(t);
-    return st == NMT_STATUS_OK;
-}
-
 static void clear_all(nmt_result *results)
 {
     for (int i = 0; i < n_lines; i++)
@@ -179,7 +163,8 @@ static void compare_cpu(const nmt_model *model, int batch, int beam, int n_best,
              onmt ? "onmt" : "v1");
     const nmt_options oc = make_options(NMT_DEVICE_CPU, batch, beam, n_best, onmt);
     const nmt_options og = make_options(NMT_DEVICE_CUDA, batch, beam, n_best, onmt);
-    if (translate_with(model, &oc, cpu) && translate_with(model, &og, gpu)) {
+    if (test_gpu_translate_with(model, &oc, lines, n_lines, cpu) &&
+        test_gpu_translate_with(model, &og, lines, n_lines, gpu)) {
         check_invariants(label, gpu);
         int differing = 0;
         double worst_scores = 0.0, worst_weights = 0.0;
@@ -241,8 +226,9 @@ static void compare_modes(const nmt_model *model, int batch, int beam, int n_bes
     nmt_options no_weights = o, no_graphs = o;
     no_weights.attention_weights = 0;
     no_graphs.cuda_graphs = 0;
-    if (translate_with(model, &o, on) && translate_with(model, &no_weights, off) &&
-        translate_with(model, &no_graphs, eager)) {
+    if (test_gpu_translate_with(model, &o, lines, n_lines, on) &&
+        test_gpu_translate_with(model, &no_weights, lines, n_lines, off) &&
+        test_gpu_translate_with(model, &no_graphs, lines, n_lines, eager)) {
         int bad_off = 0, bad_eager = 0;
         for (int i = 0; i < n_lines; i++) {
             bad_off += !identical(&on[i], &off[i], 0);

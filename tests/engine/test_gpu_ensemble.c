@@ -90,8 +90,8 @@ static void compare_cpu(const nmt_model *const *models, const float *weights, in
     snprintf(label, sizeof label, "%d models, batch %d beam %d", n, batch, beam);
     const nmt_options oc = make_options(NMT_DEVICE_CPU, batch, beam);
     const nmt_options og = make_options(NMT_DEVICE_CUDA, batch, beam);
-    if (ensemble_run(models, weights, n, &oc, lines, N_LINES, cpu) &&
-        ensemble_run(models, weights, n, &og, lines, N_LINES, gpu)) {
+    if (test_translate_models(models, weights, n, &oc, lines, N_LINES, cpu) &&
+        test_translate_models(models, weights, n, &og, lines, N_LINES, gpu)) {
         const test_near_counts c = test_compare_lines_near_tie(label, cpu, gpu, N_LINES,
                                                                oc.max_len_a, oc.max_len_b);
         CHECK(c.bad == 0 && c.ties <= 2 && c.ties * 50 <= N_LINES,
@@ -112,7 +112,7 @@ static void check_invariance(void)
     const nmt_model *ab[2] = {model_a, model_b};
     const float weights[2] = {0.3f, 0.9f};
     nmt_options o = make_options(NMT_DEVICE_CUDA, 16, 4);
-    if (!ensemble_run(ab, weights, 2, &o, lines, N_LINES, base))
+    if (!test_translate_models(ab, weights, 2, &o, lines, N_LINES, base))
         return;
     const int batches[3] = {1, 7, 16};
     for (int k = 0; k < 3; k++) {
@@ -122,7 +122,7 @@ static void check_invariance(void)
         char what[64];
         snprintf(what, sizeof what, "batch %d, graphs %s", ok.batch_size,
                  ok.cuda_graphs ? "on" : "off");
-        if (ensemble_run(ab, weights, 2, &ok, lines, N_LINES, other))
+        if (test_translate_models(ab, weights, 2, &ok, lines, N_LINES, other))
             CHECK(ensemble_differences(what, other, base, N_LINES) == 0, "%s: other bits", what);
         ensemble_clear(other, N_LINES);
     }
@@ -139,8 +139,8 @@ static void check_self(void)
     static nmt_result alone[N_LINES], twice[N_LINES];
     const nmt_model *aa[2] = {model_a, model_a};
     const nmt_options o = make_options(NMT_DEVICE_CUDA, 16, 4);
-    if (ensemble_run(aa, NULL, 1, &o, lines, N_LINES, alone) &&
-        ensemble_run(aa, NULL, 2, &o, lines, N_LINES, twice)) {
+    if (test_translate_models(aa, NULL, 1, &o, lines, N_LINES, alone) &&
+        test_translate_models(aa, NULL, 2, &o, lines, N_LINES, twice)) {
         int differing = 0;
         for (int i = 0; i < N_LINES; i++)
             differing += !test_same_line(&alone[i], &twice[i]);

@@ -11,6 +11,7 @@
 #include "nmt.h"
 #include "cuda_ctx.h"
 #include "test_gpu_model.h"
+#include "test_results.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -62,50 +63,28 @@ static int same_line(const nmt_result *a, const nmt_result *b)
 
 static void compare(const nmt_model *model, const config *c, const char *const *lines)
 {
-    static nmt_result rc[N_LINES], rg[N_LINES];
     const nmt_options cpu = make_options(NMT_DEVICE_CPU, c);
     const nmt_options gpu = make_options(NMT_DEVICE_CUDA, c);
-    if (test_gpu_translate_with(model, &cpu, lines, N_LINES, rc) &&
-        test_gpu_translate_with(model, &gpu, lines, N_LINES, rg)) {
-        int differing = 0, hyps = 0;
-        for (int i = 0; i < N_LINES; i++) {
-            hyps += rc[i].n_hypotheses;
-            if (same_line(&rc[i], &rg[i]))
-                continue;
-            differing++;
-            fprintf(stderr, "line %d: %s\n", i, lines[i]);
-            for (int d = 0; d < 2; d++) {
-                const nmt_result *r = d ? &rg[i] : &rc[i];
-                fprintf(stderr, "  %s:", d ? "cuda" : "cpu ");
-                for (int h = 0; h < r->n_hypotheses; h++)
-                    fprintf(stderr, " [%.5f / %.5f] %s;", r->hypotheses[h].score,
-                            r->hypotheses[h].log_prob, r->hypotheses[h].text);
-                fprintf(stderr, "\n");
-            }
-        }
-        /* <= 1% of the lines, and at least one line may differ (near-ties). */
-        CHECK(differing <= (N_LINES + 99) / 100, "batch %d beam %d n_best %d alpha %g max "
-              "%gS+%d lsh %d: %d of %d lines differ", c->batch, c->beam, c->n_best, c->alpha,
-              c->max_len_a, c->max_len_b, c->lsh, differing, N_LINES);
-        fprintf(stderr, "onmt batch %d beam %d n_best %d alpha %g max %gS+%d lsh %d: %d of %d "
-                "lines differ (%d hypotheses)\n", c->batch, c->beam, c->n_best, c->alpha,
-                c->max_len_a, c->max_len_b, c->lsh, differing, N_LINES, hyps);
-    }
-    for (int i = 0; i < N_LINES; i++) {
-        nmt_result_clear(&rc[i]);
-        nmt_result_clear(&rg[i]);
-    }
+    int hyps = 0;
+    const int differing = test_gpu_count_differing(model, &cpu, &gpu, lines, N_LINES, same_line,
+                                                   "onmt", &hyps);
+    if (differing < 0)
+        return;
+    /* <= 1% of the lines, and at least one line may differ (near-ties). */
+    CHECK(differing <= (N_LINES + 99) / 100, "batch %d beam %d n_best %d alpha %g max "
+          "%gS+%d lsh %d: %d of %d lines differ", c->batch, c->beam, c->n_best, c->alpha,
+          c->max_len_a, c->max_len_b, c->lsh, differing, N_LINES);
+    fprintf(stderr, "onmt batch %d beam %d n_best %d alpha %g max %gS+%d lsh %d: %d of %d "
+            "lines differ (%d hypotheses)\n", c->batch, c->beam, c->n_best, c->alpha,
+            c->max_len_a, c->max_len_b, c->lsh, differing, N_LINES, hyps);
 }
 
 int main(void)
 {
-    nmt_model *model = NULL;
-    const int opened = test_gpu_model_open(NMT_TEST_MODEL, &model);
+    test_gpu_input in;
+    const int opened = test_gpu_input_open(NMT_TEST_MODEL, N_LINES, 20, &in);
     if (opened != 0)
         return opened;
-    static char text[N_LINES][TEST_GPU_LINE_BYTES];
-    const char *lines[N_LINES];
-    test_gpu_random_lines(text, lines, N_LINES, 20);
     /* Device auto with the onmt rules: the GPU now. */
     nmt_options o;
     nmt_options_init(&o);
@@ -113,7 +92,7 @@ int main(void)
     o.search_rules = NMT_SEARCH_RULES_ONMT;
     nmt_translator *t = NULL;
     nmt_error err = {NMT_STATUS_OK, ""};
-    CHECK(nmt_translator_create(model, &o, &t, &err) == NMT_STATUS_OK &&
+    CHECK(nmt_translator_create(in.model, &o, &t, &err) == NMT_STATUS_OK &&
               nmt_translator_device(t) == NMT_DEVICE_CUDA,
           "device auto with onmt rules: %s", t ? "took the CPU" : err.message);
     nmt_translator_free(t);
@@ -128,7 +107,7 @@ int main(void)
         {7, 5, 1, 1.0f, 1.25f, 5, 1},   /* LSH: PAD and BOS in the lists too */
     };
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
-        compare(model, &configs[i], lines);
-    nmt_model_free(model);
+        compare(in.model, &configs[i], in.lines);
+    test_gpu_input_free(&in);
     return test_finish("test_gpu_onmt_rules");
 }

@@ -26,6 +26,7 @@
  * Usage: test_invariance [--device cpu|cuda] [--precision fp32|tf32x2|bf16|fp16|auto|int8]
  *                        [--cpu-kernels auto|fast|blas|reference]
  *                        [--cpu-isa auto|generic|avx2|avx512] [--threads N]
+ *                        [--fused-output on|off]
  *                        [--model PATH] [--input FILE] [--lines N]
  * The default is the CPU and the test model; --device cuda exits 77 without
  * a GPU and defaults to the fp16 test model for a precision other than fp32
@@ -37,8 +38,10 @@
  * VNNI nor AVX2.
  * --input takes the first N lines
  * of FILE (default N: 60) instead of random ones. dev/gpu-check.sh runs it on
- * CUDA at every precision. */
-#include "nmt.h"
+ * CUDA at every precision. The service's part is invariance_service.c
+ * (invariance.h). */
+#include "invariance.h"
+
 #include "test_results.h"
 #include "test_util.h"
 
@@ -47,13 +50,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <threads.h>
-#include <time.h>
-
-enum { MAX_LINES = 512, LINE_BYTES = 1024, MAX_SRC_TOKENS = 32, N_KINDS = 8, N_CLIENTS = 4 };
-
-/* What a kind's calls do with the lines' targets. */
-enum { CALL_TRANSLATE = 0, CALL_PREFIX = 1, CALL_SCORE = 2 };
 
 static const char *const words[] = {"der", "die", "das", "und", "ist", "ein", "eine", "Haus",
                                     "katze", "hund", "mann", "frau", "kind", "sieht", "nicht",
@@ -69,8 +65,9 @@ static struct {
     const char *model_path;
     const char *input;
     int n_lines;
+    int fused_output;
 } args = {NMT_DEVICE_CPU, NMT_PRECISION_FP32, NMT_CPU_KERNELS_AUTO, NMT_CPU_ISA_AUTO, 0, NULL,
-          NULL, 60};
+          NULL, 60, 0};
 
 /* nmt_cpu_kernels' and nmt_cpu_isa's values, in order. */
 static const char *const kernel_names[] = {"auto", "blas", "reference", "fast"};
@@ -78,15 +75,15 @@ static const char *const isa_names[] = {"auto", "generic", "avx2", "avx512"};
 
 /* nmt_precision's values, in order. */
 static const char *const precision_names[] = {"fp32", "tf32x2", "bf16", "fp16", "auto", "int8"};
-static nmt_model *model;
+nmt_model *model;
 static const char *const target_words[] = {"the", "a", "dog", "house", "cat", "man", "woman",
                                            "child", "sees", "is", "not", "big", ".", ","};
 
 static char text[MAX_LINES][LINE_BYTES];
-static const char *lines[MAX_LINES];
+const char *lines[MAX_LINES];
 static char target_text[MAX_LINES][LINE_BYTES];
-static const char *prefixes[MAX_LINES], *targets[MAX_LINES]; /* CALL_PREFIX's, CALL_SCORE's */
-static int n_lines;
+const char *prefixes[MAX_LINES], *targets[MAX_LINES];
+int n_lines;
 /* ref[kind][line]: the line translated alone (batch size 1). */
 static nmt_result ref[N_KINDS][MAX_LINES];
 
@@ -100,7 +97,7 @@ static nmt_result ref[N_KINDS][MAX_LINES];
  * prefixes with 3 alternatives (a line is 3 sentences of a batch) and logit
  * rules after the prefixes; scoring with attention weights. */
 enum { KIND_SAMPLING = 3, KIND_COVERAGE = 4, KIND_LSH = 5, KIND_PREFIX = 6, KIND_SCORE = 7 };
-static nmt_options kind_options(int kind)
+nmt_options kind_options(int kind)
 {
     nmt_options o;
     nmt_options_init(&o);
@@ -109,6 +106,7 @@ static nmt_options kind_options(int kind)
     o.cpu_kernels = args.cpu_kernels;
     o.cpu_isa = args.cpu_isa;
     o.threads = args.threads;
+    o.fused_output = args.fused_output;
     o.max_src_tokens = MAX_SRC_TOKENS;
     o.max_len_b = 12;
     o.batch_size = 1;
@@ -154,7 +152,7 @@ static nmt_options kind_options(int kind)
     return o;
 }
 
-static int kind_call(int kind)
+int kind_call(int kind)
 {
     return kind == KIND_PREFIX ? CALL_PREFIX : kind == KIND_SCORE ? CALL_SCORE : CALL_TRANSLATE;
 }
@@ -212,11 +210,9 @@ static const batching batchings[] = {
     {.name = "check every 4", .batch_size = 64, .cuda_only = 1, .check_every = 4},
 };
 
-/* Lines printed for the current batching: the first few say enough. */
-static atomic_int printed;
+atomic_int printed;
 
-/* 1 (the first few printed) when got is not ref[kind][line], bit for bit. */
-static int report(const char *what, int kind, int line, const nmt_result *got)
+int report(const char *what, int kind, int line, const nmt_result *got)
 {
     char why[512];
     if (test_bitwise_line(&ref[kind][line], got, why, sizeof why))
@@ -277,8 +273,7 @@ static int translate_call(nmt_translator *t, int prepared, const int *idx, int n
     return differ;
 }
 
-/* order[0 .. n_lines) = the line indices in a random order. */
-static void shuffled_lines(int *order, uint64_t *state)
+void shuffled_lines(int *order, uint64_t *state)
 {
     for (int i = 0; i < n_lines; i++)
         order[i] = i;
@@ -353,101 +348,6 @@ static void run_batching(const batching *b, int kind)
                b->oom ? " (after splits)" : "");
     CHECK(!b->oom || args.device != NMT_DEVICE_CPU || stats.split_batches > 0,
           "%s: the CPU backend did not split", b->name);
-}
-
-/* ---- the service ------------------------------------------------------------ */
-
-typedef struct client {
-    nmt_service *service;
-    int kind;
-    uint64_t seed;
-    int differ, failures;
-} client;
-
-
-/* Submits every line once, in a random order with pauses of 0-2 ms, so
- * that lines join batches at random times; then compares the answers. */
-static int run_client(void *arg)
-{
-    client *c = arg;
-    int order[MAX_LINES];
-    nmt_request *handles[MAX_LINES] = {0};
-    shuffled_lines(order, &c->seed);
-    for (int k = 0; k < n_lines; k++) {
-        const int line = order[k];
-        nmt_error err = {NMT_STATUS_OK, ""};
-        nmt_status st;
-        nmt_request_options ro;
-        nmt_request_options_init(&ro);
-        ro.line_key = (uint64_t)line; /* as nmt_translate_batch keys the reference's */
-        if (kind_call(c->kind) == CALL_PREFIX)
-            ro.target_prefix = prefixes[line];
-        else if (kind_call(c->kind) == CALL_SCORE)
-            ro.target = targets[line];
-        while ((st = nmt_service_submit(c->service, lines[line], &ro, NULL, NULL,
-                                        &handles[line], &err)) == NMT_STATUS_BUSY)
-            thrd_yield();
-        if (st != NMT_STATUS_OK) {
-            fprintf(stderr, "submit line %d: %s\n", line, err.message);
-            c->failures++;
-        }
-        const long pause_us = (long)(test_rand_next(&c->seed) % 2000);
-        if (pause_us < 1000) /* half of them at once */
-            thrd_sleep(&(struct timespec){.tv_nsec = pause_us * 1000}, NULL);
-    }
-    for (int line = 0; line < n_lines; line++) {
-        if (!handles[line])
-            continue;
-        nmt_request_wait(handles[line], -1.0);
-        c->differ += report("service", c->kind, line, nmt_request_result(handles[line]));
-        nmt_request_free(handles[line]);
-    }
-    return 0;
-}
-
-static void run_service(int kind, int continuous, int max_delay_us)
-{
-    nmt_service_options so;
-    nmt_service_options_init(&so);
-    so.translator = kind_options(kind);
-    so.translator.batch_size = 8;
-    so.translator.warmup = 0;
-    so.cpu_workers = 3;
-    so.n_devices = -1; /* CUDA: every visible device */
-    so.continuous = continuous;
-    so.max_delay_us = max_delay_us;
-    nmt_service *service = NULL;
-    nmt_error err = {NMT_STATUS_OK, ""};
-    CHECK(nmt_service_create(model, &so, &service, &err) == NMT_STATUS_OK, "service: %s",
-          err.message);
-    if (!service)
-        return;
-    client clients[N_CLIENTS];
-    thrd_t threads[N_CLIENTS];
-    int started = 0;
-    atomic_store(&printed, 0);
-    for (int i = 0; i < N_CLIENTS; i++) {
-        clients[i] = (client){.service = service, .kind = kind, .seed = test_rand_u64()};
-        if (thrd_create(&threads[i], run_client, &clients[i]) == thrd_success)
-            started++;
-        else
-            break;
-    }
-    CHECK(started == N_CLIENTS, "%d of %d client threads started", started, N_CLIENTS);
-    int differ = 0, failures = 0;
-    for (int i = 0; i < started; i++) {
-        thrd_join(threads[i], NULL);
-        differ += clients[i].differ;
-        failures += clients[i].failures;
-    }
-    nmt_service_stats st;
-    nmt_service_stats_get(service, &st);
-    nmt_service_free(service);
-    CHECK(differ == 0 && failures == 0, "service, kind %d: %d answers differ, %d failures",
-          kind, differ, failures);
-    printf("  service%-17s kind %d: %d of %d answers differ (%lld batches or joins)\n",
-           continuous ? ", continuous" : "", kind, differ, started * n_lines,
-           (long long)st.batches);
 }
 
 /* ---- setup ------------------------------------------------------------------ */
@@ -545,6 +445,8 @@ static int parse_args(int argc, char **argv)
             args.input = v;
         else if (!strcmp(argv[i], "--lines") && v && atoi(v) >= 4 && atoi(v) <= MAX_LINES - 4)
             args.n_lines = atoi(v);
+        else if (!strcmp(argv[i], "--fused-output") && v && (!strcmp(v, "on") || !strcmp(v, "off")))
+            args.fused_output = !strcmp(v, "on");
         else
             return 0;
         i++;
@@ -594,7 +496,8 @@ int main(int argc, char **argv)
     if (!parse_args(argc, argv)) {
         fprintf(stderr, "usage: test_invariance [--device cpu|cuda] [--precision "
                         "fp32|tf32x2|bf16|fp16|auto|int8] [--cpu-kernels auto|fast|blas|reference] "
-                        "[--cpu-isa auto|generic|avx2|avx512] [--threads N] [--model PATH] [--input FILE] [--lines N]\n");
+                        "[--cpu-isa auto|generic|avx2|avx512] [--threads N] [--model PATH] [--input FILE] [--lines N] "
+                        "[--fused-output on|off]\n");
         return 2;
     }
     if (args.device == NMT_DEVICE_CUDA && nmt_cuda_available() == 0) {

@@ -24,6 +24,8 @@
 #include "test_results.h"
 #include "test_util.h"
 
+#include "pipeline_fixture.h"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,10 +175,7 @@ static int run_file(nmt_model *model, const run_config *c, nmt_translator **ts)
         next = w->first_line + w->n_lines;
         nmt_pipeline_release(p, w);
     }
-    CHECK(st == NMT_STATUS_OK && next == end, "%s: ended with status %d at line %lld, want %lld",
-          c->what, (int)st, (long long)next, (long long)end);
-    nmt_pipeline_stats stats;
-    nmt_pipeline_stats_get(p, &stats);
+    const nmt_pipeline_stats stats = pipeline_fixture_end(p, st, next, end, c->what);
     CHECK(stats.lines_read == end && stats.translators_failed == 0,
           "%s: stats: %lld lines read, %lld translators failed", c->what,
           (long long)stats.lines_read, (long long)stats.translators_failed);
@@ -377,19 +376,13 @@ int main(void)
 {
     test_seed();
     make_input();
-    nmt_model *model = NULL;
-    nmt_translator *ts[3] = {NULL};
-    nmt_error err = {0};
     const nmt_options o = cpu_options();
-    if (nmt_model_load(NMT_TEST_MODEL, &model, &err) != NMT_STATUS_OK) {
-        CHECK(0, "model: %s", err.message);
-        return test_finish("test_pipeline");
-    }
-    for (int i = 0; i < 3; i++)
-        if (nmt_translator_create(model, &o, &ts[i], &err) != NMT_STATUS_OK)
-            CHECK(0, "translator %d: %s", i, err.message);
-    if (test_failures)
+    pipeline_fixture f;
+    nmt_error err = {0};
+    if (!pipeline_fixture_open(&f, &o) || test_failures)
         goto done;
+    nmt_model *model = f.model;
+    nmt_translator **ts = f.ts;
     CHECK(nmt_translate_batch(ts[0], lines, N_LINES, ref, &err) == NMT_STATUS_OK, "reference: %s",
           err.message);
     refuse_reference();
@@ -418,9 +411,7 @@ int main(void)
 done:
     for (int i = 0; i < N_LINES; i++)
         nmt_result_clear(&ref[i]);
-    for (int i = 0; i < 3; i++)
-        nmt_translator_free(ts[i]);
-    nmt_model_free(model);
+    pipeline_fixture_free(&f);
     unlink(path);
     return test_finish("test_pipeline");
 }

@@ -21,6 +21,7 @@
 #include "test_util.h"
 
 #include "forced_fixture.h"
+#include "pipeline_fixture.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -150,10 +151,7 @@ static void run_files(nmt_model *model, const run_config *c, nmt_translator **ts
         next = w->first_line + w->n_lines;
         nmt_pipeline_release(p, w);
     }
-    CHECK(st == NMT_STATUS_OK && next == end, "%s: ended with status %d at line %lld, want %lld",
-          c->what, (int)st, (long long)next, (long long)end);
-    nmt_pipeline_stats stats;
-    nmt_pipeline_stats_get(p, &stats);
+    const nmt_pipeline_stats stats = pipeline_fixture_end(p, st, next, end, c->what);
     CHECK(stats.translators_failed == (getenv("NMT_TEST_TRANSLATOR_FAIL") != NULL),
           "%s: %lld translators failed", c->what, (long long)stats.translators_failed);
 done:
@@ -206,18 +204,12 @@ int main(void)
 {
     test_seed();
     make_files();
-    nmt_model *model = NULL;
-    nmt_translator *ts[3] = {NULL};
-    nmt_error err = {0};
     const nmt_options o = options();
-    if (nmt_model_load(NMT_TEST_MODEL, &model, &err) != NMT_STATUS_OK) {
-        CHECK(0, "model: %s", err.message);
-        return test_finish("test_pipeline_targets");
-    }
-    for (int i = 0; i < 3; i++)
-        ts[i] = forced_create(model, &o);
-    if (test_failures)
+    pipeline_fixture f;
+    if (!pipeline_fixture_open(&f, &o) || test_failures)
         goto done;
+    nmt_model *model = f.model;
+    nmt_translator **ts = f.ts;
     make_references(ts[0]);
     static const run_config runs[] = {
         {"score, 1 translator, windows of 7", NMT_TARGETS_SCORE, 1, 0, 7, 0, -1},
@@ -241,9 +233,7 @@ done:
         nmt_result_clear(&scored[i]);
         nmt_result_clear(&prefixed[i]);
     }
-    for (int i = 0; i < 3; i++)
-        nmt_translator_free(ts[i]);
-    nmt_model_free(model);
+    pipeline_fixture_free(&f);
     unlink(src_path);
     unlink(tgt_path);
     return test_finish("test_pipeline_targets");
