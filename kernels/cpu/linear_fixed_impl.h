@@ -53,6 +53,15 @@ enum { NMT_FIXED_INT8_AVX2_TILE_ROWS = 2, NMT_FIXED_INT8_AVX2_TILE_COLS = 32 };
 extern const int nmt_fixed_avx2_built, nmt_fixed_avx512_built, nmt_fixed_int8_built,
     nmt_fixed_int8_avx2_built;
 
+/* Panel c of an int8 tile from column col, cols of its columns used: its
+ * packed weights; a panel past cols repeats the first (its sums are dropped). */
+static inline const int8_t *nmt_int8_tile_panel(const nmt_int8_matrix *w8, int32_t col,
+                                                int cols, int c)
+{
+    const int32_t panel = col / NMT_INT8_PANEL + (c * NMT_INT8_PANEL < cols ? c : 0);
+    return w8->q + (int64_t)panel * w8->ld * NMT_INT8_PANEL;
+}
+
 /* The paths' loops around a tile (linear_fixed.c). */
 void nmt_fixed_run(const nmt_cpu_gemm *gemm, const nmt_fixed_job *job, nmt_fixed_tile_fn tile,
                    int tile_rows, int tile_cols, int weight_bytes);

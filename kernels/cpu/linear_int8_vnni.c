@@ -51,9 +51,8 @@ INLINE void tile(const nmt_fixed_job *job, int32_t row, const int rows, int32_t 
     const nmt_int8_matrix *w8 = job->w8;
     const int8_t *panel[kPanels];
     UNROLL
-    for (int c = 0; c < kPanels; c++) /* a missing panel repeats the first; dropped below */
-        panel[c] = w8->q + (int64_t)(col / NMT_INT8_PANEL + (c * NMT_INT8_PANEL < cols ? c : 0)) *
-                               w8->ld * NMT_INT8_PANEL;
+    for (int c = 0; c < kPanels; c++)
+        panel[c] = nmt_int8_tile_panel(w8, col, cols, c);
     __m512i acc[kRows * kPanels];
     panel_sums(rows, job->xq + (int64_t)row * job->ldq, job->ldq, panel, w8->ld, acc);
     UNROLL
