@@ -6,12 +6,12 @@
  * its part it runs the product on tensor cores (W the A operand, x^T the B
  * one; k in stages of kStep through shared memory by cp.async, a ring of
  * STAGES (the policy's) with STAGES - 1 in flight), puts z in shared memory
- * over the dead stages, and folds the chunk
- * into each row's running (max, sum) and sorted top-K, a warp a row: the
- * list lives in the lanes' registers (lane j holds entry j), and only words
- * that beat its last entry are inserted, best first. merge_kernel: a warp a
- * row merges the parts' (max, sum) by a butterfly and their sorted lists by
- * K rounds of argmax over the lists' heads (lane l: parts l and l + 32), in
+ * over the dead stages, and folds the chunk into each row's online (max,
+ * sum) and sorted top-K with the softmax + top-K kernels' own pieces
+ * (softmax_topk_device.cuh: a lane's (m, d) over its four words of each
+ * chunk, WarpTopK's list of packed keys, scan4), a warp a row. merge_kernel:
+ * a warp a row merges the parts' (m, d) by a butterfly and their sorted
+ * lists by K rounds of the largest head key (lane l: parts l and l + 32), in
  * a fixed order. */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -22,8 +22,8 @@
 #include "cuda_check.h"
 #include "device.cuh"
 #include "mma_device.cuh"
-#include "output_topk_device.cuh"
 #include "output_topk.h"
+#include "softmax_topk_device.cuh"
 
 namespace {
 
@@ -70,17 +70,16 @@ __host__ __device__ inline Split split_of(int32_t vocab)
     return s;
 }
 
-/* The workspace: per part and row, (max, sum), then the sorted list. */
+/* The workspace: per part and row, (m, d), then the sorted list of keys. */
 struct Partials {
-    float2 *ms;     /* [parts, n_rows] */
-    float *values;  /* [parts, n_rows, k] */
-    int32_t *ids;   /* [parts, n_rows, k] */
+    OnlineMD *md;   /* [parts, n_rows] */
+    uint64_t *keys; /* [parts, n_rows, k] */
 };
 
 __host__ __device__ inline size_t partials_bytes(int32_t parts, int32_t n_rows, int32_t k)
 {
     const size_t cells = (size_t)parts * (size_t)n_rows;
-    return cells * sizeof(float2) + 2 * cells * (size_t)k * sizeof(float);
+    return cells * sizeof(OnlineMD) + cells * (size_t)k * sizeof(uint64_t);
 }
 
 __host__ __device__ inline Partials partials_at(void *workspace, int32_t parts, int32_t n_rows,
@@ -88,11 +87,11 @@ __host__ __device__ inline Partials partials_at(void *workspace, int32_t parts, 
 {
     const size_t cells = (size_t)parts * (size_t)n_rows;
     Partials p;
-    p.ms = (float2 *)workspace;
-    p.values = (float *)(p.ms + cells);
-    p.ids = (int32_t *)(p.values + cells * (size_t)k);
+    p.md = (OnlineMD *)workspace;
+    p.keys = (uint64_t *)(p.md + cells);
     return p;
 }
+static_assert(sizeof(OnlineMD) % sizeof(uint64_t) == 0, "the keys stay 8-byte aligned");
 
 struct Params {
     int32_t n_rows, vocab, k, ldx, ldw, top_k, n_excluded, ld_keep, keep_word;
@@ -105,6 +104,20 @@ struct Params {
     float *top_values, *lse;
     int32_t *top_ids;
 };
+
+/* cp.async: 16 bytes from global into shared memory, zero-filled when !valid. */
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid)
+{
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+    const int bytes = valid ? 16 : 0; /* 0: the 16 bytes are zero-filled, nothing is read */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+                 "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
 
 /* Stage k0 .. k0 + kStep of the chunk's W rows and the block's x rows. */
 __device__ __forceinline__ void load_stage(Stage &st, const Params &p, int32_t word0,
@@ -172,125 +185,11 @@ __device__ __forceinline__ void store_z(float *zs, const float (&d)[2][4][4], co
             for (int h = 0; h < 4; h++) {
                 const int wl = ww + 16 * mw + g + (h >> 1) * 8, rl = wr + 8 * nr + 2 * t + (h & 1);
                 const int32_t word = word0 + wl;
-                /* the bias after the chain, as cuBLASLt's epilogue adds it */
-                zs[rl * kLdZ + wl] = word < p.vocab ? d[mw][nr][h] + __ldg(&p.bias[word]) : 0.0f;
+                /* the bias after the chain, as cuBLASLt's epilogue adds it; -inf
+                 * past the vocabulary, which (m, d) then leaves out */
+                zs[rl * kLdZ + wl] =
+                    word < p.vocab ? d[mw][nr][h] + __ldg(&p.bias[word]) : -INFINITY;
             }
-}
-
-/* The warp's kRowsPerWarp rows of a chunk (zr: the first row's z in shared
- * memory, kLdZ apart; the lane's words lane + 32 q) folded into each row's
- * (max, sum) and sorted list (lane j: entry j; count entries). The rows go
- * side by side, so that their shuffles interleave: their chains are
- * independent. cand: the lane's words, -1 where past the vocabulary or
- * excluded; live: past the vocabulary only; rows: how many rows are real. */
-__device__ __forceinline__ void fold_rows(const float *zr, const int32_t (&cand)[4],
-                                          const bool (&live)[4], int rows, int32_t top_k,
-                                          float (&m)[kRowsPerWarp], float (&s)[kRowsPerWarp],
-                                          float (&lv)[kRowsPerWarp], int32_t (&li)[kRowsPerWarp],
-                                          int32_t (&count)[kRowsPerWarp])
-{
-    const int lane = threadIdx.x % kWarpSize;
-    float cm[kRowsPerWarp], cs[kRowsPerWarp];
-#pragma unroll
-    for (int i = 0; i < kRowsPerWarp; i++) {
-        cm[i] = -INFINITY;
-#pragma unroll
-        for (int q = 0; q < 4; q++)
-            if (live[q])
-                cm[i] = fmaxf(cm[i], zr[i * kLdZ + lane + 32 * q]);
-    }
-#pragma unroll
-    for (int off = kWarpSize / 2; off > 0; off /= 2)
-#pragma unroll
-        for (int i = 0; i < kRowsPerWarp; i++)
-            cm[i] = fmaxf(cm[i], __shfl_xor_sync(kFullMask, cm[i], off));
-#pragma unroll
-    for (int i = 0; i < kRowsPerWarp; i++) {
-        cs[i] = 0.0f;
-        if (cm[i] != -INFINITY) {
-#pragma unroll
-            for (int q = 0; q < 4; q++)
-                if (live[q])
-                    cs[i] += expf(zr[i * kLdZ + lane + 32 * q] - cm[i]);
-        }
-    }
-#pragma unroll
-    for (int off = kWarpSize / 2; off > 0; off /= 2)
-#pragma unroll
-        for (int i = 0; i < kRowsPerWarp; i++)
-            cs[i] += __shfl_xor_sync(kFullMask, cs[i], off);
-#pragma unroll
-    for (int i = 0; i < kRowsPerWarp; i++)
-        fold_max_sum(m[i], s[i], cm[i], cs[i]);
-
-    /* Bit 4 i + q: row i may still take the lane's word q. */
-    uint32_t open = 0;
-#pragma unroll
-    for (int i = 0; i < kRowsPerWarp; i++)
-#pragma unroll
-        for (int q = 0; q < 4; q++)
-            if (i < rows && cand[q] >= 0)
-                open |= 1u << (4 * i + q);
-    for (;;) {
-        float bv[kRowsPerWarp];
-        int32_t bi[kRowsPerWarp];
-#pragma unroll
-        for (int i = 0; i < kRowsPerWarp; i++) {
-            /* The list's last entry when it is full: a word must rank before it. */
-            const float tv = __shfl_sync(kFullMask, lv[i], top_k - 1);
-            const int32_t tl = __shfl_sync(kFullMask, li[i], top_k - 1);
-            const int32_t ti = count[i] == top_k ? tl : -1;
-            bv[i] = -INFINITY;
-            bi[i] = -1;
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int32_t id = open >> (4 * i + q) & 1u ? cand[q] : -1;
-                const float z = zr[i * kLdZ + lane + 32 * q];
-                if (ranks_before(z, id, tv, ti) && ranks_before(z, id, bv[i], bi[i])) {
-                    bv[i] = z;
-                    bi[i] = id;
-                }
-            }
-        }
-#pragma unroll
-        for (int off = kWarpSize / 2; off > 0; off /= 2)
-#pragma unroll
-            for (int i = 0; i < kRowsPerWarp; i++) {
-                const float ov = __shfl_xor_sync(kFullMask, bv[i], off);
-                const int32_t oid = __shfl_xor_sync(kFullMask, bi[i], off);
-                if (ranks_before(ov, oid, bv[i], bi[i])) {
-                    bv[i] = ov;
-                    bi[i] = oid;
-                }
-            }
-        bool any = false;
-#pragma unroll
-        for (int i = 0; i < kRowsPerWarp; i++) {
-            if (bi[i] < 0) /* warp-uniform: every lane has the butterfly's result */
-                continue;
-            any = true;
-#pragma unroll
-            for (int q = 0; q < 4; q++)
-                if (cand[q] == bi[i])
-                    open &= ~(1u << (4 * i + q));
-            /* Its place: the entries that rank before it; those after move down. */
-            const int pos = __popc(__ballot_sync(kFullMask, lane < count[i] &&
-                                                                ranks_before(lv[i], li[i], bv[i],
-                                                                             bi[i])));
-            const float up_v = __shfl_up_sync(kFullMask, lv[i], 1);
-            const int32_t up_i = __shfl_up_sync(kFullMask, li[i], 1);
-            if (lane > pos && lane < top_k) {
-                lv[i] = up_v;
-                li[i] = up_i;
-            } else if (lane == pos) {
-                lv[i] = bv[i];
-                li[i] = bi[i];
-            }
-            count[i] = count[i] < top_k ? count[i] + 1 : top_k;
-        }
-        if (!any)
-            return;
-    }
 }
 
 template <int BF16, int STAGES>
@@ -298,7 +197,6 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(Params p)
 {
     pdl_enter();
     extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ int32_t excluded[NMT_OUTPUT_TOPK_MAX_EXCLUDED];
     Stage *stage = reinterpret_cast<Stage *>(smem);
     float *zs = reinterpret_cast<float *>(smem);
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -306,17 +204,12 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(Params p)
     const int32_t row0 = blockIdx.y * kTileRows, part = blockIdx.x;
     const int32_t chunk_begin = part * p.split.chunks_per_part;
     const int32_t chunk_end = min(chunk_begin + p.split.chunks_per_part, p.split.n_chunks);
-    if (threadIdx.x < p.n_excluded)
-        excluded[threadIdx.x] = p.excluded[threadIdx.x];
-    float m[kRowsPerWarp], s[kRowsPerWarp], lv[kRowsPerWarp];
-    int32_t li[kRowsPerWarp], count[kRowsPerWarp];
+    OnlineMD md[kRowsPerWarp]; /* the lane's own, over its words of every chunk */
+    WarpTopK<1> top[kRowsPerWarp];
 #pragma unroll
     for (int i = 0; i < kRowsPerWarp; i++) {
-        m[i] = -INFINITY;
-        s[i] = 0.0f;
-        lv[i] = -INFINITY;
-        li[i] = -1;
-        count[i] = 0;
+        md[i] = OnlineMD{-INFINITY, 0.0f};
+        top[i].init();
     }
     const int n_stages = (p.k + kStep - 1) / kStep;
     for (int32_t chunk = chunk_begin; chunk < chunk_end; chunk++) {
@@ -351,28 +244,21 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(Params p)
         __syncthreads(); /* z goes over the stages */
         store_z(zs, d, p, ww, wr, word0);
         __syncthreads();
-        /* The lane's words of the chunk: lane + 32 q. */
-        int32_t cand[4];
-        bool live[4];
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const int32_t word = word0 + lane + 32 * q;
-            live[q] = word < p.vocab;
-            bool out = !live[q];
-            for (int e = 0; e < p.n_excluded; e++)
-                out = out || excluded[e] == word;
-            cand[q] = out ? -1 : word;
-        }
+        /* The lane's words of the chunk: 4 lane .. 4 lane + 3. */
+        const int32_t id0 = word0 + 4 * lane;
+        const int n_valid = (int)max(0, min(4, p.vocab - id0));
         const int rl0 = warp * kRowsPerWarp;
         const int rows = (int)min((int32_t)kRowsPerWarp, p.n_rows - (row0 + rl0));
-        if (rows > 0) { /* warp-uniform */
-            if (p.keep && p.keep_word >= word0 && p.keep_word < word0 + kChunk &&
-                lane == (p.keep_word - word0) % kWarpSize)
-                for (int i = 0; i < rows; i++)
-                    p.keep[(int64_t)(row0 + rl0 + i) * p.ld_keep + p.keep_word] =
-                        zs[(rl0 + i) * kLdZ + (p.keep_word - word0)];
-            fold_rows(zs + rl0 * kLdZ, cand, live, rows, p.top_k, m, s, lv, li, count);
-        }
+        if (p.keep && p.keep_word >= word0 && p.keep_word < word0 + kChunk && lane == 0)
+            for (int i = 0; i < rows; i++)
+                p.keep[(int64_t)(row0 + rl0 + i) * p.ld_keep + p.keep_word] =
+                    zs[(rl0 + i) * kLdZ + (p.keep_word - word0)];
+#pragma unroll
+        for (int i = 0; i < kRowsPerWarp; i++)
+            if (i < rows) /* warp-uniform */
+                scan4<1, false>(*reinterpret_cast<const float4 *>(&zs[(rl0 + i) * kLdZ + 4 * lane]),
+                                id0, n_valid, md[i], top[i], p.top_k, lane, p.excluded,
+                                p.n_excluded, NULL);
         __syncthreads(); /* zs is the next chunk's stages */
     }
 #pragma unroll
@@ -381,18 +267,17 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(Params p)
         if (r >= p.n_rows)
             continue;
         const size_t cell = (size_t)part * p.n_rows + r;
+        const OnlineMD row_md = warp_md(md[i]);
         if (lane == 0)
-            p.out.ms[cell] = make_float2(m[i], s[i]);
-        if (lane < p.top_k) {
-            p.out.values[cell * p.top_k + lane] = lv[i];
-            p.out.ids[cell * p.top_k + lane] = li[i];
-        }
+            p.out.md[cell] = row_md;
+        if (lane < p.top_k)
+            p.out.keys[cell * p.top_k + lane] = top[i].key[0];
     }
 }
 
-/* A warp a row: the parts' (max, sum) by a butterfly, lse, then top_k rounds
- * of the best head among the parts' sorted lists (lane l: parts l and
- * l + 32, folded in that order). */
+/* A warp a row: the parts' (m, d) by a butterfly, lse, then top_k rounds
+ * of the largest head key among the parts' sorted lists (lane l: parts l
+ * and l + 32, folded in that order). */
 __global__ void __launch_bounds__(kThreads) merge_kernel(Params p)
 {
     pdl_enter();
@@ -401,57 +286,35 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(Params p)
     if (r >= p.n_rows)
         return;
     const int32_t k = p.top_k;
-    size_t cell[kPartsPerLane];
-    bool own[kPartsPerLane];
-    float m = -INFINITY, s = 0.0f;
+    const uint64_t *list[kPartsPerLane]; /* NULL: the lane has no such part */
+    int32_t head[kPartsPerLane];
+    OnlineMD md{-INFINITY, 0.0f};
 #pragma unroll
     for (int q = 0; q < kPartsPerLane; q++) {
         const int32_t part = lane + kWarpSize * q;
-        own[q] = part < p.split.parts;
-        cell[q] = (size_t)(own[q] ? part : 0) * p.n_rows + r;
-        if (own[q]) {
-            const float2 ms = p.out.ms[cell[q]];
-            fold_max_sum(m, s, ms.x, ms.y);
-        }
+        const size_t cell = (size_t)part * p.n_rows + r;
+        list[q] = part < p.split.parts ? p.out.keys + cell * k : NULL;
+        head[q] = 0;
+        if (list[q])
+            md = md_merge(md, p.out.md[cell]);
     }
-#pragma unroll
-    for (int off = kWarpSize / 2; off > 0; off /= 2) {
-        const float om = __shfl_xor_sync(kFullMask, m, off);
-        const float os = __shfl_xor_sync(kFullMask, s, off);
-        fold_max_sum(m, s, om, os);
-    }
-    const float lse = m == -INFINITY ? m : m + logf(s);
+    md = warp_md(md);
+    const float lse = md.m + logf(md.d);
     if (lane == 0)
         p.lse[r] = lse;
-    int32_t head[kPartsPerLane], hi[kPartsPerLane];
-    float hv[kPartsPerLane];
-#pragma unroll
-    for (int q = 0; q < kPartsPerLane; q++) {
-        head[q] = 0;
-        hv[q] = own[q] ? p.out.values[cell[q] * k] : -INFINITY;
-        hi[q] = own[q] ? p.out.ids[cell[q] * k] : -1;
-    }
     for (int32_t t = 0; t < k; t++) {
-        float bv = hv[0];
-        int32_t bi = hi[0];
-#pragma unroll
-        for (int q = 1; q < kPartsPerLane; q++)
-            if (ranks_before(hv[q], hi[q], bv, bi)) {
-                bv = hv[q];
-                bi = hi[q];
-            }
-        warp_best(bv, bi);
-        if (lane == 0) {
-            p.top_values[(int64_t)r * k + t] = bi < 0 ? -INFINITY : bv - lse;
-            p.top_ids[(int64_t)r * k + t] = bi;
-        }
+        uint64_t mine = 0; /* 0: no key (write_slot's -inf / -1) */
 #pragma unroll
         for (int q = 0; q < kPartsPerLane; q++)
-            if (bi >= 0 && bi == hi[q]) {
+            if (list[q] && head[q] < k && list[q][head[q]] > mine)
+                mine = list[q][head[q]];
+        const uint64_t best = warp_max_key(mine);
+        if (lane == 0)
+            write_slot(best, lse, p.top_values + (int64_t)r * k + t, p.top_ids + (int64_t)r * k + t);
+#pragma unroll
+        for (int q = 0; q < kPartsPerLane; q++) /* keys are unique: one list holds it */
+            if (best && list[q] && head[q] < k && list[q][head[q]] == best)
                 head[q]++;
-                hv[q] = head[q] < k ? p.out.values[cell[q] * k + head[q]] : -INFINITY;
-                hi[q] = head[q] < k ? p.out.ids[cell[q] * k + head[q]] : -1;
-            }
     }
 }
 

@@ -21,77 +21,6 @@
 #include "softmax_topk_device.cuh"
 #include "softmax_topk_variants.cuh"
 
-/* ---- warp-wide sorted top-K in registers (SLOTS keys a lane) -------------- */
-
-/* Position p of the list lives in lane p % 32, slot p / 32; descending. */
-template <int SLOTS> struct WarpTopK {
-    uint64_t key[SLOTS];
-    uint64_t thr;      /* the key at position k-1, 0 while the list is short */
-    float thr_value;   /* its logit; floor_value while the list is short */
-    float floor_value; /* no word below it can be in the top K (seed); -inf unseeded */
-
-    __device__ __forceinline__ void init()
-    {
-#pragma unroll
-        for (int s = 0; s < SLOTS; s++)
-            key[s] = 0;
-        thr = 0;
-        thr_value = floor_value = -INFINITY;
-    }
-
-    /* Warp-uniform, before any insert: floor = the k-th largest of the lanes'
-     * lane_max (the max of words each lane will offer). Those k words are
-     * distinct and >= floor, so a word below it never makes the top k; without
-     * a floor the first k (and every word until the k-th key rises) would go
-     * through insert one at a time: a serial chain that small rows, with few
-     * words a warp, cannot hide. */
-    __device__ __forceinline__ void seed(float lane_max, int k, int lane)
-    {
-        if (k > kWarpSize)
-            return;
-        float v = lane_max, kth = -INFINITY;
-        for (int r = 0; r < k; r++) {
-            const float m = warp_max(v);
-            if (!(m > -INFINITY)) { /* fewer than k lanes have words (or NaN): no floor */
-                kth = -INFINITY;
-                break;
-            }
-            kth = m;
-            const uint32_t owners = __ballot_sync(kFullMask, v == m);
-            if (lane == __ffs(owners) - 1)
-                v = -INFINITY;
-        }
-        floor_value = thr_value = kth;
-    }
-
-    /* Warp-uniform: cand > thr. Shift everything below cand's rank down one. */
-    __device__ __forceinline__ void insert(uint64_t cand, int k, int lane)
-    {
-        int pos = 0;
-#pragma unroll
-        for (int s = 0; s < SLOTS; s++)
-            pos += __popc(__ballot_sync(kFullMask, key[s] > cand));
-        uint64_t carry = 0; /* what lane 0 of slot s receives: slot s-1 of lane 31 */
-#pragma unroll
-        for (int s = 0; s < SLOTS; s++) {
-            uint64_t up = __shfl_up_sync(kFullMask, key[s], 1);
-            uint64_t last = __shfl_sync(kFullMask, key[s], kWarpSize - 1);
-            int p = s * kWarpSize + lane;
-            uint64_t from = lane ? up : carry;
-            carry = last;
-            if (p > pos)
-                key[s] = from;
-            else if (p == pos)
-                key[s] = cand;
-        }
-        uint64_t t = key[0];
-        if (SLOTS > 1 && k - 1 >= kWarpSize)
-            t = key[SLOTS - 1];
-        thr = __shfl_sync(kFullMask, t, (k - 1) & (kWarpSize - 1));
-        thr_value = thr ? key_value(thr) : floor_value;
-    }
-};
-
 /* Number of entries > key in a descending list of n (binary search). */
 static __device__ __forceinline__ int count_greater(const uint64_t *list, int n, uint64_t key)
 {
@@ -134,34 +63,6 @@ static __device__ void merge_sorted_lists(const uint64_t *lists, int n_lists, in
             out[rank] = key;
     }
     __syncthreads();
-}
-
-/* Four words starting at id0 (the first n_valid real, the rest -inf). */
-template <int SLOTS, bool CAND>
-static __device__ __forceinline__ void scan4(float4 v, int32_t id0, int n_valid, OnlineMD &md,
-                                             WarpTopK<SLOTS> &top, int k, int lane,
-                                             const int32_t *excluded, int n_excluded,
-                                             const int32_t *words)
-{
-    const float mx = md_add4(md, v);
-    /* Rarely taken after the first few loads: nothing beats the warp's K-th. */
-    if (!__any_sync(kFullMask, n_valid > 0 && mx >= top.thr_value))
-        return;
-    float xs[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-        bool cand = e < n_valid && xs[e] >= top.thr_value &&
-                    !is_excluded_at<CAND>(id0 + e, words, excluded, n_excluded);
-        uint32_t mask = __ballot_sync(kFullMask, cand);
-        uint64_t my_key = cand ? make_key(xs[e], id0 + e) : 0;
-        while (mask) {
-            int src = __ffs(mask) - 1;
-            mask &= mask - 1;
-            uint64_t c = __shfl_sync(kFullMask, my_key, src);
-            if (c > top.thr)
-                top.insert(c, k, lane);
-        }
-    }
 }
 
 /* ---- the kernel --------------------------------------------------------- */
