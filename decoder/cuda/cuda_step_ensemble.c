@@ -1,8 +1,5 @@
 /* cuda_step_ensemble.c: several GPU step models as one
- * (cuda_step_ensemble.h). Members on streams of their own run side by side:
- * each call forks them from the first's stream and joins them back before
- * anything reads what they wrote (events; inside a graph capture, branches).
- * Its buffers are one device allocation carved at
+ * (cuda_step_ensemble.h). Its buffers are one device allocation carved at
  * create: the score block [max_rows, ld], the 2B best of each row (values,
  * ids), the top-K's log-sum-exp (not read), the zeros the beam step reads
  * as each row's log-sum-exp, the top-K's workspace, and scoring's picks
@@ -30,44 +27,7 @@ struct nmt_cuda_step_ensemble {
     int32_t stash_rows; /* scoring's rows at once: the members' least (0: no scoring) */
     void *workspace;
     size_t workspace_bytes;
-    cudaEvent_t fork, joined[NMT_MAX_ENSEMBLE_MODELS]; /* joined[i]: member i >= 1 is done */
 };
-
-static int own_stream(const nmt_cuda_step_ensemble *e, int32_t i)
-{
-    return i > 0 && e->members[i].stream != e->members[0].stream;
-}
-
-/* Members on their own streams start after everything before on the first's. */
-static nmt_status fork_members(nmt_cuda_step_ensemble *e, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    cudaStream_t first = (cudaStream_t)e->members[0].stream;
-    int any = 0;
-    for (int32_t i = 1; i < e->n; i++)
-        any |= own_stream(e, i);
-    if (!any)
-        return NMT_STATUS_OK;
-    NMT_CUDA_TRY(cudaEventRecord(e->fork, first));
-    for (int32_t i = 1; i < e->n; i++)
-        if (own_stream(e, i))
-            NMT_CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)e->members[i].stream, e->fork, 0));
-cleanup:
-    return status;
-}
-
-/* The first's stream goes on after every member's work. */
-static nmt_status join_members(nmt_cuda_step_ensemble *e, nmt_error *err)
-{
-    nmt_status status = NMT_STATUS_OK;
-    for (int32_t i = 1; i < e->n; i++)
-        if (own_stream(e, i)) {
-            NMT_CUDA_TRY(cudaEventRecord(e->joined[i], (cudaStream_t)e->members[i].stream));
-            NMT_CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)e->members[0].stream, e->joined[i], 0));
-        }
-cleanup:
-    return status;
-}
 
 /* Score rows start on 128-byte boundaries, as the output layer's logits. */
 enum { kScoresAlign = 32 };
@@ -108,33 +68,29 @@ size_t nmt_cuda_step_ensemble_device_bytes(const nmt_cuda_step_ensemble_config *
 static nmt_status ensemble_encode(void *self, int buf, const nmt_cuda_encoder_input *in,
                                   nmt_error *err)
 {
-    nmt_status status = NMT_STATUS_OK;
     nmt_cuda_step_ensemble *e = self;
-    NMT_TRY(fork_members(e, err));
     for (int32_t i = 0; i < e->n; i++) {
         const nmt_cuda_step_model *m = &e->members[i];
-        NMT_TRY(m->encode(m->self, buf, in, err));
+        const nmt_status status = m->encode(m->self, buf, in, err);
+        if (status != NMT_STATUS_OK)
+            return status;
     }
-    NMT_TRY(join_members(e, err));
-cleanup:
-    return status;
+    return NMT_STATUS_OK;
 }
 
 static nmt_status ensemble_step(void *self, int buf, int32_t n_rows, const nmt_cuda_rows *rows,
                                 const int32_t *src_len, int32_t src_stride, int carried_in,
                                 int carry_out, nmt_error *err)
 {
-    nmt_status status = NMT_STATUS_OK;
     nmt_cuda_step_ensemble *e = self;
-    NMT_TRY(fork_members(e, err));
     for (int32_t i = 0; i < e->n; i++) {
         const nmt_cuda_step_model *m = &e->members[i];
-        NMT_TRY(m->step(m->self, buf, n_rows, rows, src_len, src_stride, carried_in, carry_out,
-                        err));
+        const nmt_status status = m->step(m->self, buf, n_rows, rows, src_len, src_stride,
+                                          carried_in, carry_out, err);
+        if (status != NMT_STATUS_OK)
+            return status;
     }
-    NMT_TRY(join_members(e, err));
-cleanup:
-    return status;
+    return NMT_STATUS_OK;
 }
 
 static nmt_status ensemble_output(void *self, int buf, int32_t n_rows, int32_t beam,
@@ -152,7 +108,6 @@ static nmt_status ensemble_output(void *self, int buf, int32_t n_rows, int32_t b
                              e->config.max_rows, beam, e->config.beam);
     nmt_ensemble_members sum = {.n = e->n};
     nmt_cuda_scores first = {0};
-    NMT_TRY(fork_members(e, err));
     for (int32_t i = 0; i < e->n; i++) {
         const nmt_cuda_step_model *m = &e->members[i];
         nmt_cuda_scores s;
@@ -168,7 +123,6 @@ static nmt_status ensemble_output(void *self, int buf, int32_t n_rows, int32_t b
             .weight = e->weights[i],
         };
     }
-    NMT_TRY(join_members(e, err));
     NMT_TRY(nmt_cuda_ensemble_log_probs(n_rows, e->vocab, &sum, e->scores, e->ld, stream, err));
     const nmt_softmax_topk_variant topk = e->config.batch_invariant
                                               ? NMT_SOFTMAX_TOPK_AUTO_INVARIANT
@@ -195,19 +149,17 @@ cleanup:
 static nmt_status ensemble_stash(void *self, int buf, int32_t n_rows, int32_t at,
                                  const int32_t **attn_argmax, nmt_error *err)
 {
-    nmt_status status = NMT_STATUS_OK;
     nmt_cuda_step_ensemble *e = self;
-    NMT_TRY(fork_members(e, err));
     for (int32_t i = 0; i < e->n; i++) {
         const nmt_cuda_step_model *m = &e->members[i];
         const int32_t *argmax = NULL;
-        NMT_TRY(m->stash(m->self, buf, n_rows, at, &argmax, err));
+        const nmt_status status = m->stash(m->self, buf, n_rows, at, &argmax, err);
+        if (status != NMT_STATUS_OK)
+            return status;
         if (i == 0)
             *attn_argmax = argmax;
     }
-    NMT_TRY(join_members(e, err));
-cleanup:
-    return status;
+    return NMT_STATUS_OK;
 }
 
 /* Scoring: each member's log p of the rows' words, then their weighted sum
@@ -219,19 +171,16 @@ static nmt_status ensemble_pick(void *self, int32_t n_rows, const int32_t *words
     if (n_rows < 0 || n_rows > e->stash_rows)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda ensemble pick: %d rows (max %d)", n_rows, e->stash_rows);
-    nmt_status status = NMT_STATUS_OK;
     nmt_ensemble_members sum = {.n = e->n};
-    NMT_TRY(fork_members(e, err));
     for (int32_t i = 0; i < e->n; i++) {
         const nmt_cuda_step_model *m = &e->members[i];
         float *picked = e->picks + (size_t)i * e->config.max_rows;
-        NMT_TRY(m->pick(m->self, n_rows, words, picked, err));
+        const nmt_status status = m->pick(m->self, n_rows, words, picked, err);
+        if (status != NMT_STATUS_OK)
+            return status;
         sum.member[i] = (nmt_ensemble_member){.logits = picked, .ld = 1, .weight = e->weights[i]};
     }
-    NMT_TRY(join_members(e, err));
-    NMT_TRY(nmt_cuda_ensemble_log_probs(n_rows, 1, &sum, log_probs, 1, e->members[0].stream, err));
-cleanup:
-    return status;
+    return nmt_cuda_ensemble_log_probs(n_rows, 1, &sum, log_probs, 1, e->members[0].stream, err);
 }
 
 static nmt_status check_members(const nmt_cuda_step_model *members, int32_t n, nmt_error *err)
@@ -245,9 +194,9 @@ static nmt_status check_members(const nmt_cuda_step_model *members, int32_t n, n
             return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                                  "cuda ensemble: model %d scores %d words, model 1 %d", i + 1,
                                  m->vocab_size, members[0].vocab_size);
-        if (!m->stream)
+        if (m->stream != members[0].stream)
             return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
-                                 "cuda ensemble: model %d has no stream", i + 1);
+                                 "cuda ensemble: model %d runs on another stream", i + 1);
         if (m->shrunk)
             return nmt_error_set(err, NMT_STATUS_ERROR_UNSUPPORTED,
                                  "cuda ensemble: model %d has a shrunk output layer (an ensemble "
@@ -287,9 +236,6 @@ nmt_status nmt_cuda_step_ensemble_create(const nmt_cuda_step_model *members, con
     }
     const arena_layout l = layout(config, n, e->ld, e->workspace_bytes);
     NMT_CUDA_TRY(cudaSetDevice(config->device));
-    NMT_CUDA_TRY(cudaEventCreateWithFlags(&e->fork, cudaEventDisableTiming));
-    for (int32_t i = 1; i < n; i++)
-        NMT_CUDA_TRY(cudaEventCreateWithFlags(&e->joined[i], cudaEventDisableTiming));
     NMT_CUDA_TRY(cudaMalloc(&e->arena, l.total));
     char *base = (char *)e->arena;
     e->scores = (float *)(base + l.scores);
@@ -320,11 +266,6 @@ void nmt_cuda_step_ensemble_free(nmt_cuda_step_ensemble *e)
         return;
     if (e->arena)
         cudaFree(e->arena);
-    if (e->fork)
-        cudaEventDestroy(e->fork);
-    for (int32_t i = 1; i < NMT_MAX_ENSEMBLE_MODELS; i++)
-        if (e->joined[i])
-            cudaEventDestroy(e->joined[i]);
     free(e);
 }
 

@@ -1,9 +1,7 @@
 /* cuda_step_ensemble.h: several GPU step models as one (the twin of
  * decoder/step_ensemble.h, the same scores), so the GPU search decodes an
- * ensemble unchanged and keeps one launch chain a step. Members may run on
- * streams of their own (forked from the first's and joined back within each
- * call, so the first's stream orders everything the search sees): encode
- * and step run every member; output runs every member's
+ * ensemble unchanged and keeps one launch chain a step. On the members'
+ * one stream: encode and step run every member; output runs every member's
  * output layer (logits and their log-sum-exp), sums the members' weighted
  * log-softmaxes into one score block (kernels/ensemble.h, member order),
  * ranks it with the softmax + top-K kernel (for the ids: its order is by
@@ -35,7 +33,7 @@ typedef struct nmt_cuda_step_ensemble_config {
 } nmt_cuda_step_ensemble_config;
 
 /* members[0 .. n): full output layers (not shrunk) of one vocabulary size
- * on one device, each outliving the ensemble; weights as
+ * on one stream, each outliving the ensemble; weights as
  * nmt_ensemble_check_weights (decoder/step_ensemble.h). */
 nmt_status nmt_cuda_step_ensemble_create(const nmt_cuda_step_model *members, const float *weights,
                                          int32_t n, const nmt_cuda_step_ensemble_config *config,

@@ -4,11 +4,9 @@
  * step interface (decoder/cuda/cuda_search.h) and hands each batch to that
  * search, which keeps the whole beam search on the device. The engine sees
  * neither the network's state nor a kernel. An ensemble has a network a
- * member, each on a context (a stream) of its own so that their launch
- * chains run side by side, and the search drives them through
- * decoder/cuda/cuda_step_ensemble.h. */
+ * member, all on one context (one stream), and the search drives them
+ * through decoder/cuda/cuda_step_ensemble.h. */
 #include "backend.h"
-#include "clock.h"
 #include "cuda_ctx.h"
 #include "cuda_model.h"
 #include "cuda_search.h"
@@ -24,14 +22,12 @@ typedef struct cuda_backend {
     nmt_cuda_model *net;         /* the model's, or the ensemble's first member's */
     int32_t n_members;           /* 1, or an ensemble's; members[0] is net */
     nmt_cuda_model *members[NMT_MAX_ENSEMBLE_MODELS];
-    nmt_cuda_ctx *member_ctx[NMT_MAX_ENSEMBLE_MODELS]; /* [0] unused: net is on ctx */
     nmt_cuda_step_ensemble *ensemble;
     nmt_cuda_search *search;
     int device;
     size_t fixed_bytes;          /* the contexts and the network (measured at create) */
     int64_t peak_bytes;          /* the most allocated at once: fixed + the search's */
     int64_t peak_used;           /* cudaMemGetInfo's bytes in use when the peak was reached */
-    double context_seconds, upload_seconds, warmup_seconds; /* create's phases (nmt_stats) */
 } cuda_backend;
 
 /* The step interface (cuda_search.h) over the CUDA network. */
@@ -160,9 +156,6 @@ static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
     stats->device_memory_bytes = self->peak_bytes;
     stats->device_memory_used = self->peak_used;
     stats->sparse_matrices = nmt_cuda_model_sparse_count(self->net);
-    stats->startup_context_seconds = self->context_seconds;
-    stats->startup_upload_seconds = self->upload_seconds;
-    stats->startup_warmup_seconds = self->warmup_seconds;
     int64_t recall[3];
     nmt_error ignored;
     if (nmt_cuda_output_probe_counts(self->net, recall, 0, &ignored) == NMT_STATUS_OK) {
@@ -181,8 +174,6 @@ static void cuda_backend_free(nmt_backend *backend)
     nmt_cuda_step_ensemble_free(self->ensemble);
     for (int32_t i = 1; i < self->n_members; i++)
         nmt_cuda_model_free(self->members[i]);
-    for (int32_t i = 1; i < NMT_MAX_ENSEMBLE_MODELS; i++)
-        nmt_cuda_ctx_free(self->member_ctx[i]);
     nmt_cuda_model_free(self->net);
     nmt_cuda_ctx_free(self->ctx);
     free(self);
@@ -265,7 +256,7 @@ static nmt_status fixed_device_bytes(const nmt_model *model, const nmt_backend_c
 {
     nmt_status status = NMT_STATUS_OK;
     const nmt_ensemble *e = config->ensemble;
-    *bytes = nmt_cuda_ctx_device_bytes() * (size_t)(e ? e->n : 1) +
+    *bytes = nmt_cuda_ctx_device_bytes() +
              (config->attention || config->attention_model
                   ? nmt_cuda_model_attention_bytes(config->max_sentences, config->beam,
                                                    config->max_src)
@@ -329,22 +320,16 @@ cleanup:
     return status;
 }
 
-/* An ensemble's other members' networks, each on a context of its own (a
- * stream the step wrapper forks to and joins back: a member's launches wait
- * for no other's), and the step wrapper over all; the first keeps the
- * attention. */
+/* An ensemble's other members' networks, on the first's context (one
+ * stream), and the step wrapper over all; the first keeps the attention. */
 static nmt_status create_ensemble(cuda_backend *self, const nmt_ensemble *e, int device_index,
                                   const nmt_backend_config *config, nmt_error *err)
 {
     nmt_status status = NMT_STATUS_OK;
     nmt_cuda_step_model steps[NMT_MAX_ENSEMBLE_MODELS];
-    for (; self->n_members < e->n; self->n_members++) {
-        const int32_t i = self->n_members;
-        NMT_TRY(nmt_cuda_ctx_create(device_index, &self->member_ctx[i], err));
-        nmt_cuda_ctx_set_batch_invariant(self->member_ctx[i], config->batch_invariant);
-        NMT_TRY(create_net(e->models[i], self->member_ctx[i], config, 0, &self->members[i],
-                           err));
-    }
+    for (; self->n_members < e->n; self->n_members++)
+        NMT_TRY(create_net(e->models[self->n_members], self->ctx, config, 0,
+                           &self->members[self->n_members], err));
     for (int32_t i = 0; i < e->n; i++)
         steps[i] = cuda_step_model(self->members[i]);
     const nmt_cuda_step_ensemble_config ec = ensemble_config(device_index, config);
@@ -379,11 +364,8 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     nmt_backend_read_oom_hook(&self->base);
     self->device = device_index;
     NMT_TRY(fixed_device_bytes(model, config, NULL, &self->fixed_bytes, err));
-    double phase = nmt_clock_seconds();
     NMT_TRY(nmt_cuda_ctx_create(device_index, &self->ctx, err));
     nmt_cuda_ctx_set_batch_invariant(self->ctx, config->batch_invariant); /* before the side contexts */
-    self->context_seconds = nmt_clock_seconds() - phase;
-    phase = nmt_clock_seconds();
     NMT_TRY(create_net(model, self->ctx, config, config->attention || config->attention_model,
                        &self->net, err));
     self->members[0] = self->net;
@@ -400,13 +382,10 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     const nmt_cuda_step_model step = e ? nmt_cuda_step_ensemble_model(self->ensemble)
                                        : cuda_step_model(self->net);
     NMT_TRY(nmt_cuda_search_create(&step, &search, &self->search, err));
-    self->upload_seconds = nmt_clock_seconds() - phase;
     if (config->warmup) {
         int64_t ignored[3];
-        phase = nmt_clock_seconds();
         NMT_TRY(nmt_cuda_search_warm_up(self->search, err));
         NMT_TRY(nmt_cuda_output_probe_counts(self->net, ignored, 1, err)); /* reset */
-        self->warmup_seconds = nmt_clock_seconds() - phase;
     }
     track_memory(self);
     *backend = &self->base;
