@@ -40,11 +40,6 @@ int nmt_cuda_ctx_batch_invariant(const nmt_cuda_ctx *ctx);
 nmt_status nmt_cuda_ctx_activate(const nmt_cuda_ctx *ctx, nmt_error *err);
 /* Number of visible CUDA devices; 0 (not an error) when there is no driver/GPU. */
 int nmt_cuda_device_count(void);
-/* Creates the CUDA runtime's context on `device` now (the slowest part of a
- * first context's creation), so that a context made there later, on any
- * thread, finds it. 1 when it did, 0 otherwise (no such device or no CUDA;
- * the error is cleared). */
-int nmt_cuda_device_start(int device);
 /* Streaming multiprocessors of CUDA device `device` (-1: the current one),
  * which launchers size their grids by; 0 when the runtime cannot tell (no
  * driver, a bad ordinal). */

@@ -74,11 +74,6 @@ int nmt_cuda_available(void)
     return nmt_cuda_device_count();
 }
 
-int nmt_cuda_start(int device_index)
-{
-    return nmt_cuda_device_start(device_index);
-}
-
 #define REQUIRE(cond, ...)                                                    \
     if (!(cond))                                                              \
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, __VA_ARGS__)

@@ -255,12 +255,6 @@ const char *nmt_model_describe(const nmt_model *model);
  * CUDA or no GPU is visible (so it also reads as "is CUDA available"). */
 int nmt_cuda_available(void);
 
-/* Starts CUDA on a device ahead of the translators made there (the runtime's
- * context: most of a first translator's start-up), e.g. on a thread while
- * the model loads. 1 when it did, 0 when there is no such device or no
- * CUDA. Optional: a translator starts its device itself. */
-int nmt_cuda_start(int device_index);
-
 /* The threads each of `workers` CPU translators of one process gets
  * when nmt_options.threads is 0: the machine's cores divided among them, at
  * least 1 (CTranslate2's inter_threads x intra_threads). */

@@ -256,28 +256,12 @@ static void pick_rank_device(translate_args *args, const translate_shard *shard)
         args->engine.device_index = shard->local_rank % visible;
 }
 
-/* What probe_cuda starts, and how long that took. */
-typedef struct cuda_probe {
-    const translate_args *args;
-    double seconds;
-} cuda_probe;
-
-/* Starts the CUDA driver and the context of every device the run will use. */
-static void *probe_cuda(void *arg)
+/* Starts the CUDA driver; *seconds: how long that took. */
+static void *probe_cuda(void *seconds)
 {
-    cuda_probe *probe = arg;
-    const translate_args *args = probe->args;
     const double started = now_seconds();
-    const int visible = nmt_cuda_available();
-    if (args->n_devices > 0)
-        for (int i = 0; i < args->n_devices; i++)
-            nmt_cuda_start(args->devices[i]);
-    else if (args->n_devices < 0)
-        for (int d = 0; d < visible; d++)
-            nmt_cuda_start(d);
-    else
-        nmt_cuda_start(args->engine.device_index);
-    probe->seconds = now_seconds() - started;
+    nmt_cuda_available();
+    *(double *)seconds = now_seconds() - started;
     return NULL;
 }
 
@@ -503,17 +487,14 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     code = open_files(&run);
     if (code != EXIT_OK)
         goto done;
-    /* CUDA starts (the driver, each device's context) while the model loads. */
+    /* The CUDA driver starts (its first call) while the model loads. */
     pthread_t probe;
-    cuda_probe started_cuda = {.args = &args};
-    const int probing = args.engine.device != NMT_DEVICE_CPU && !args.dry_run &&
-                        pthread_create(&probe, NULL, probe_cuda, &started_cuda) == 0;
+    const int probing = args.engine.device != NMT_DEVICE_CPU &&
+                        pthread_create(&probe, NULL, probe_cuda, &run.timing.driver_start) == 0;
     const int loaded = app_models_load(&args, &run.models, message, sizeof message);
     run.timing.model_read = now_seconds() - run.process_start;
-    if (probing) {
+    if (probing)
         pthread_join(probe, NULL);
-        run.timing.driver_start = started_cuda.seconds;
-    }
     if (loaded != EXIT_OK) {
         fprintf(stderr, "translate: cannot load the model: %s\n", message);
         code = EXIT_MODEL;

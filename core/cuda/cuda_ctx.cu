@@ -34,16 +34,6 @@ extern "C" int nmt_cuda_device_count(void)
     return count;
 }
 
-extern "C" int nmt_cuda_device_start(int device)
-{
-    if (device < 0 || device >= nmt_cuda_device_count() || cudaSetDevice(device) != cudaSuccess ||
-        cudaFree(0) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return 1;
-}
-
 extern "C" int nmt_cuda_sm_count(int device)
 {
     int sms = 0;

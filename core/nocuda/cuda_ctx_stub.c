@@ -7,12 +7,6 @@ int nmt_cuda_device_count(void)
     return 0;
 }
 
-int nmt_cuda_device_start(int device)
-{
-    (void)device;
-    return 0;
-}
-
 void nmt_cuda_memory_info(int device, long long *used, long long *total)
 {
     (void)device;
