@@ -236,8 +236,8 @@ class Translator:
         call (another translator, made once and cached). line_keys: sampling
         keys, one a line (default: the lines' indices; a line's samples depend
         on the seed and its key only; with target_prefix each sample continues
-        its line's prefix). Raises nmt.Error when the whole batch failed (device error, out of
-        memory)."""
+        its line's prefix). Raises nmt.Error when the whole batch failed
+        (device error, out of memory)."""
         lines = batch_lines(lines)
         targets = None
         if target_prefix is not None:
