@@ -16,6 +16,7 @@
 
 #include "pipeline.h"
 
+#include "clock.h"
 #include "error.h"
 
 #include <errno.h>
@@ -23,9 +24,7 @@
 
 double nmt_pipeline_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return nmt_clock_seconds();
 }
 
 /* ---- stages ----------------------------------------------------------------- */

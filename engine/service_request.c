@@ -4,6 +4,7 @@
 
 #include "service_request.h"
 
+#include "clock.h"
 #include "error.h"
 
 #include <math.h>
@@ -112,9 +113,7 @@ int nmt_request_same_search(const nmt_request *a, const nmt_request *b)
 
 double nmt_request_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return nmt_clock_seconds();
 }
 
 struct timespec nmt_request_timespec(double seconds)

@@ -8,6 +8,7 @@
 #include "translator.h"
 
 #include "backend.h"
+#include "clock.h"
 #include "error.h"
 #include "forced_search.h"
 #include "model.h"
@@ -356,13 +357,6 @@ nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *sta
     return NMT_STATUS_OK;
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void set_line_error(nmt_result *result, nmt_status status, const char *message)
 {
     result->status = status;
@@ -435,7 +429,7 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
     const int32_t per_line = nmt_translator_sentences_per_line(&search, &call);
     const int32_t batch = t->options.batch_size / per_line;
     const int32_t max_tokens = t->options.max_batch_tokens;
-    const double started = seconds_now();
+    const double started = nmt_clock_seconds();
     nmt_finisher *finisher = NULL;
     for (int32_t first = 0, count = 0; first < p->n_valid; first += count) {
         /* batch_size sentences at most, and max_batch_tokens source tokens
@@ -465,7 +459,7 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
     }
     if (t->options.collect_stats) {
         t->stats.sentences += n_lines;
-        t->stats.decode_seconds += seconds_now() - started;
+        t->stats.decode_seconds += nmt_clock_seconds() - started;
     }
 cleanup:
     if (finisher) { /* its batch is done before the lines are failed */

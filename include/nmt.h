@@ -391,6 +391,13 @@ typedef struct nmt_stats {
     int64_t precision;           /* the nmt_precision the GEMMs run in (NMT_PRECISION_AUTO
                                     resolved; on the CPU NMT_PRECISION_FP32, or INT8 when
                                     asked; always filled) */
+    /* Where the translator's creation went (CUDA; 0 on the CPU): the
+     * context (stream, cuBLAS handles and workspace; the first on a device
+     * also starts the CUDA runtime), the networks (weights uploaded and
+     * converted, workspaces), and the warm-up (0 when skipped). */
+    double startup_context_seconds;
+    double startup_upload_seconds;
+    double startup_warmup_seconds;
 } nmt_stats;
 
 nmt_status nmt_translator_stats(const nmt_translator *translator, nmt_stats *stats,

@@ -246,6 +246,7 @@ void translate_discard_stats(const translate_args *args, stats_output *out);
  * written, and its lines; the wall time while any translator decoded. */
 typedef struct translate_timing {
     double model_load, startup, first_output, pipeline, decode_wall;
+    double model_read, driver_start; /* model_load's two threads: the file, the CUDA driver */
     long lines, pipeline_lines;
     int host_threads, dry_run;
     int warmup; /* the translators were made to warm up (CUDA) */

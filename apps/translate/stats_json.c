@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,8 @@ static void write_timing(FILE *f, const translate_timing *t)
 {
     fprintf(f, "  \"model_load_seconds\": %.6f,\n  \"startup_seconds\": %.6f,\n",
             t->model_load, t->startup);
+    fprintf(f, "  \"model_read_seconds\": %.6f,\n  \"driver_start_seconds\": %.6f,\n",
+            t->model_read, t->driver_start);
     if (t->first_output > 0)
         fprintf(f, "  \"first_output_seconds\": %.6f,\n", t->first_output);
     else
@@ -127,6 +130,10 @@ int translate_write_stats(const translate_args *args, const nmt_translator *cons
         st.device_memory_used = one.device_memory_used > st.device_memory_used
                                     ? one.device_memory_used
                                     : st.device_memory_used;
+        /* the translators start side by side: the slowest of each phase */
+        st.startup_context_seconds = fmax(st.startup_context_seconds, one.startup_context_seconds);
+        st.startup_upload_seconds = fmax(st.startup_upload_seconds, one.startup_upload_seconds);
+        st.startup_warmup_seconds = fmax(st.startup_warmup_seconds, one.startup_warmup_seconds);
     }
     FILE *f = out->file;
     out->file = NULL;
@@ -151,6 +158,9 @@ int translate_write_stats(const translate_args *args, const nmt_translator *cons
     fprintf(f, "  \"decode_seconds\": %.6f,\n  \"decode_seconds_summed\": %.6f,\n",
             timing->decode_wall, st.decode_seconds);
     write_timing(f, timing);
+    fprintf(f, "  \"startup_context_seconds\": %.6f,\n  \"startup_upload_seconds\": %.6f,\n"
+            "  \"startup_warmup_seconds\": %.6f,\n", st.startup_context_seconds,
+            st.startup_upload_seconds, st.startup_warmup_seconds);
     write_per_worker(f, each, n_translators);
     free(each);
     fprintf(f, "  \"steps\": %lld,\n  \"row_steps\": %lld,\n", (long long)st.steps,

@@ -256,10 +256,12 @@ static void pick_rank_device(translate_args *args, const translate_shard *shard)
         args->engine.device_index = shard->local_rank % visible;
 }
 
-static void *probe_cuda(void *unused)
+/* Starts the CUDA driver; *seconds: how long that took. */
+static void *probe_cuda(void *seconds)
 {
-    (void)unused;
+    const double started = now_seconds();
     nmt_cuda_available();
+    *(double *)seconds = now_seconds() - started;
     return NULL;
 }
 
@@ -488,8 +490,9 @@ int translate_main(int argc, char **argv, const translate_shard *shard)
     /* The CUDA driver starts (its first call) while the model loads. */
     pthread_t probe;
     const int probing = args.engine.device != NMT_DEVICE_CPU &&
-                        pthread_create(&probe, NULL, probe_cuda, NULL) == 0;
+                        pthread_create(&probe, NULL, probe_cuda, &run.timing.driver_start) == 0;
     const int loaded = app_models_load(&args, &run.models, message, sizeof message);
+    run.timing.model_read = now_seconds() - run.process_start;
     if (probing)
         pthread_join(probe, NULL);
     if (loaded != EXIT_OK) {

@@ -7,6 +7,7 @@
  * member, all on one context (one stream), and the search drives them
  * through decoder/cuda/cuda_step_ensemble.h. */
 #include "backend.h"
+#include "clock.h"
 #include "cuda_ctx.h"
 #include "cuda_model.h"
 #include "cuda_search.h"
@@ -28,6 +29,7 @@ typedef struct cuda_backend {
     size_t fixed_bytes;          /* the contexts and the network (measured at create) */
     int64_t peak_bytes;          /* the most allocated at once: fixed + the search's */
     int64_t peak_used;           /* cudaMemGetInfo's bytes in use when the peak was reached */
+    double context_seconds, upload_seconds, warmup_seconds; /* create's phases (nmt_stats) */
 } cuda_backend;
 
 /* The step interface (cuda_search.h) over the CUDA network. */
@@ -156,6 +158,9 @@ static void cuda_backend_add_stats(const nmt_backend *backend, nmt_stats *stats)
     stats->device_memory_bytes = self->peak_bytes;
     stats->device_memory_used = self->peak_used;
     stats->sparse_matrices = nmt_cuda_model_sparse_count(self->net);
+    stats->startup_context_seconds = self->context_seconds;
+    stats->startup_upload_seconds = self->upload_seconds;
+    stats->startup_warmup_seconds = self->warmup_seconds;
     int64_t recall[3];
     nmt_error ignored;
     if (nmt_cuda_output_probe_counts(self->net, recall, 0, &ignored) == NMT_STATUS_OK) {
@@ -364,8 +369,11 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     nmt_backend_read_oom_hook(&self->base);
     self->device = device_index;
     NMT_TRY(fixed_device_bytes(model, config, NULL, &self->fixed_bytes, err));
+    double phase = nmt_clock_seconds();
     NMT_TRY(nmt_cuda_ctx_create(device_index, &self->ctx, err));
     nmt_cuda_ctx_set_batch_invariant(self->ctx, config->batch_invariant); /* before the side contexts */
+    self->context_seconds = nmt_clock_seconds() - phase;
+    phase = nmt_clock_seconds();
     NMT_TRY(create_net(model, self->ctx, config, config->attention || config->attention_model,
                        &self->net, err));
     self->members[0] = self->net;
@@ -382,10 +390,13 @@ nmt_status nmt_cuda_backend_create(const nmt_model *model, int device_index,
     const nmt_cuda_step_model step = e ? nmt_cuda_step_ensemble_model(self->ensemble)
                                        : cuda_step_model(self->net);
     NMT_TRY(nmt_cuda_search_create(&step, &search, &self->search, err));
+    self->upload_seconds = nmt_clock_seconds() - phase;
     if (config->warmup) {
         int64_t ignored[3];
+        phase = nmt_clock_seconds();
         NMT_TRY(nmt_cuda_search_warm_up(self->search, err));
         NMT_TRY(nmt_cuda_output_probe_counts(self->net, ignored, 1, err)); /* reset */
+        self->warmup_seconds = nmt_clock_seconds() - phase;
     }
     track_memory(self);
     *backend = &self->base;

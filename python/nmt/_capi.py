@@ -168,6 +168,9 @@ class nmt_stats(ctypes.Structure):
         ("device_memory_used", ctypes.c_int64),
         ("sparse_matrices", ctypes.c_int64),
         ("precision", ctypes.c_int64),
+        ("startup_context_seconds", ctypes.c_double),
+        ("startup_upload_seconds", ctypes.c_double),
+        ("startup_warmup_seconds", ctypes.c_double),
     ]
 
 

@@ -209,6 +209,9 @@ class TranslatorStats:
     device_memory_used: int = 0    # CUDA: the device's use at that peak (cudaMemGetInfo)
     sparse_matrices: int = 0       # matrices multiplied in CSR form (SpMM)
     precision: str = "fp32"        # what the GEMMs ran in ("auto" resolved; the CPU: fp32, int8)
+    startup_context_seconds: float = 0.0  # CUDA: creation's phases (0 on the CPU):
+    startup_upload_seconds: float = 0.0   # the context, the networks,
+    startup_warmup_seconds: float = 0.0   # the warm-up (0 when skipped)
 
 
 @dataclasses.dataclass(frozen=True)
