@@ -2,15 +2,18 @@
  * (beam_search_impl.h), over the rules of logit_rules.h as
  * logit_rules_cpu.h applies them. A sampling sentence keeps one row a live
  * sample; each continues itself in the history slot of its sample index
- * and draws from its own random stream (seed, line, sample, step). */
+ * and draws from its own random stream (seed, line, sample, step), except
+ * at the sentence's forced steps (nmt_rule_sample_forced), where it takes
+ * the forced word. */
 #include "beam_search_impl.h"
 
 #include "forced_tokens.h"
 #include "search_rules.h"
 
 /* One sampling step of sentence i: every sample (at step 1 all of them
- * from the BOS row) draws its word (at the max-length step: EOS) and
- * finishes with EOS or lives on in its own slot. */
+ * from the BOS row) takes its word (a forced word, with the model's log p;
+ * at the max-length step EOS; else its draw) and finishes with EOS or
+ * lives on in its own slot. */
 void nmt_beam_step_sample(const search_buffers *b, int32_t i, sentence_state *s, int32_t step,
                           int32_t first_next_row, int32_t *n_alive_out)
 {
@@ -20,12 +23,14 @@ void nmt_beam_step_sample(const search_buffers *b, int32_t i, sentence_state *s,
     finished_hyp *fin = b->finished + (size_t)i * (size_t)(2 * b->beam);
     int32_t n_alive = 0;
     const int32_t samples = step == 1 ? b->beam : s->n_alive;
+    const int32_t forced = nmt_rule_sample_forced(config->forced, i, step);
     for (int32_t q = 0; q < samples; q++) {
         const int32_t hyp = step == 1 ? 0 : q, row = s->first_row + hyp;
         const int32_t slot = step == 1 ? q : b->row_slot[row];
         const float *lp = b->log_probs + (size_t)row * (size_t)b->vocab;
-        const int32_t word = last_step ? config->eos_id
-                                       : nmt_cpu_rules_sample(b->rules, lp, line_key, slot, step);
+        const int32_t word = forced >= 0 ? forced
+                             : last_step ? config->eos_id
+                                         : nmt_cpu_rules_sample(b->rules, lp, line_key, slot, step);
         if (word < 0)
             continue; /* nothing it may draw: the sample ends without a hypothesis */
         const candidate cand = {nmt_rule_rank(b->row_scores[row], lp[word], 1.0f), hyp, word};

@@ -11,10 +11,9 @@
 
 nmt_status nmt_forced_params_check(const nmt_search_params *p, int for_score, nmt_error *err)
 {
-    const char *what = for_score ? "scoring" : "target prefixes";
-    if (nmt_search_sampling(p))
-        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: not with sampling "
-                             "(sampling_topk)", what);
+    if (for_score && nmt_search_sampling(p))
+        return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "scoring: not with sampling "
+                             "(sampling_topk)");
     if (for_score && (nmt_search_has_logit_rules(p) || p->coverage_penalty != NMT_COVERAGE_NONE))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "scoring: not with the logit rules "
                              "or the coverage penalty (a score is the model's log-probability "
@@ -35,6 +34,9 @@ nmt_status nmt_forced_tokens_check(const nmt_search_config *config, int32_t n, i
         return nmt_error_set(err, bad, "forced tokens: NULL offsets or ids");
     if (for_score && f->alternative)
         return nmt_error_set(err, bad, "scoring: alternatives are a search's");
+    if (f->alternative && nmt_search_sampling(&config->params))
+        return nmt_error_set(err, bad, "forced tokens: alternatives rank a beam's words: not "
+                             "with sampling (sampling_topk)");
     if (n > 0 && f->offset[0] != 0)
         return nmt_error_set(err, bad, "forced tokens: offset[0] = %d, not 0", f->offset[0]);
     for (int32_t i = 0; i < n; i++) {

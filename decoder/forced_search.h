@@ -15,15 +15,15 @@ extern "C" {
 /* Refuses forced tokens a search cannot take, naming the sentence and
  * token: offsets that do not start at 0 or decrease, ids outside [0, vocab)
  * or PAD or BOS, an EOS anywhere but last (nowhere with for_score), an
- * alternative outside [-1, beam) (any with for_score), and the params
- * nmt_forced_params_check refuses. */
+ * alternative outside [-1, beam) (any with for_score or sampling), and the
+ * params nmt_forced_params_check refuses. */
 nmt_status nmt_forced_tokens_check(const nmt_search_config *config, int32_t n_sentences,
                                    int32_t vocab, int for_score, nmt_error *err);
 
-/* Refuses search params forced tokens cannot go with, naming them:
- * sampling (its rows draw their words), and for scoring (for_score) also
- * the logit rules and the coverage penalty (a score is the model's
- * log-probability of the target). */
+/* Refuses search params forced tokens cannot go with, naming them: for
+ * scoring (for_score) sampling, the logit rules and the coverage penalty (a
+ * score is the model's log-probability of the target). A prefix goes with
+ * all of them (a sampling sentence's samples each take it). */
 nmt_status nmt_forced_params_check(const nmt_search_params *params, int for_score,
                                    nmt_error *err);
 

@@ -11,7 +11,8 @@
  * is free, except that a sentence with an alternative rank k takes, at its
  * first free step, only slot 0's k-th best word that is not EOS (CTranslate2's
  * return_alternatives: the engine gives a line n_best such sentences, one a
- * rank). Plain C. */
+ * rank). A sampling sentence's samples all take its forced words, drawing
+ * nothing at those steps (nmt_rule_sample_forced). Plain C. */
 #ifndef NMT_FORCED_TOKENS_H
 #define NMT_FORCED_TOKENS_H
 
@@ -46,6 +47,19 @@ NMT_HOST_DEVICE static inline int nmt_rule_forced_step(const nmt_forced_tokens *
                                                       int32_t step)
 {
     return f && f->offset && step >= 1 && step <= f->offset[i + 1] - f->offset[i];
+}
+
+/* The word every sample of sampling sentence i takes at its step `step`
+ * without a draw: its forced word, or -1 when the step draws. A skipped draw
+ * uses up no random number: the draw of step t is keyed by t whether or not
+ * earlier steps were forced (logit_rules.h, nmt_rule_sample_uniform). */
+NMT_HOST_DEVICE static inline int32_t nmt_rule_sample_forced(const nmt_forced_tokens *f,
+                                                            int32_t i, int32_t step)
+{
+    if (!f || !f->offset)
+        return -1;
+    const int32_t first = f->offset[i];
+    return nmt_rule_forced_word(f->ids + first, f->offset[i + 1] - first, step);
 }
 
 /* The rank the sentence takes at this step (its first free one), or -1. */

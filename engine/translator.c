@@ -420,6 +420,7 @@ static nmt_status run_prepared(nmt_translator *t, nmt_prepared *p,
     memset(p->results, 0, sizeof *p->results * (size_t)n_lines);
     nmt_search_config search;
     NMT_TRY(nmt_translator_search_config(t, overrides, &search, err));
+    NMT_TRY(nmt_translator_prefixes_usable(t, p->targets && !p->score, err));
     if (p->targets)
         NMT_TRY(nmt_forced_params_check(&search.params, p->score, err));
     const nmt_call_lines call = {.tokens = p->tokens, .targets = p->targets, .score = p->score,
@@ -486,9 +487,8 @@ nmt_status nmt_translator_run(nmt_translator *t, const nmt_run_args *args,
         n_lines < 0 || (args->score && !args->targets && n_lines > 0))
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT, "%s: bad arguments",
                              args && args->score ? "score_batch" : "translate_batch");
-    status = nmt_translator_prefixes_usable(t, args->targets && !args->score, err);
-    if (status == NMT_STATUS_OK)
-        status = nmt_translator_prepare_call(t, args->lines, args->targets, n_lines, args->score, &p, err);
+    status = nmt_translator_prepare_call(t, args->lines, args->targets, n_lines, args->score, &p,
+                                         err);
     if (status == NMT_STATUS_OK && args->line_keys)
         status = nmt_prepared_set_line_keys(p, args->line_keys, err);
     if (status == NMT_STATUS_OK) {

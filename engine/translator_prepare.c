@@ -224,3 +224,10 @@ nmt_status nmt_translator_prepare(const nmt_translator *t, const char *const *li
 {
     return nmt_translator_prepare_call(t, lines, NULL, n_lines, 0, prepared, err);
 }
+
+nmt_status nmt_translator_prepare_prefix(const nmt_translator *t, const char *const *lines,
+                                         const char *const *target_prefixes, int n_lines,
+                                         nmt_prepared **prepared, nmt_error *err)
+{
+    return nmt_translator_prepare_call(t, lines, target_prefixes, n_lines, 0, prepared, err);
+}

@@ -161,9 +161,10 @@ typedef struct nmt_options {
 
     /* Random sampling and the logit rules (docs/decoding.md), CTranslate2's
      * options of the same names; none works with shrink. Sampling takes no
-     * target prefix or return_alternatives; nmt_score_batch none of them
-     * (nor the coverage penalty). A prefix's tokens are taken as the model
-     * scores them: the logit rules shape the words after them. */
+     * return_alternatives; nmt_score_batch none of them (nor the coverage
+     * penalty). A prefix's tokens are taken as the model scores them (each
+     * sample takes them, drawing after them): the logit rules shape the
+     * words after them. */
     int sampling_topk;   /* 1 (default): the beam search; 0: sample from the whole
                             vocabulary; K in 2..512: sample from the K likeliest words.
                             Sampling takes beam_size 1 and draws n_best samples a line
@@ -342,6 +343,15 @@ nmt_status nmt_translator_prepare(const nmt_translator *translator, const char *
 nmt_status nmt_translate_prepared(nmt_translator *translator, nmt_prepared *prepared,
                                   nmt_result *results, nmt_error *err);
 void nmt_prepared_free(nmt_prepared *prepared); /* NULL: nothing */
+/* nmt_translator_prepare for nmt_translate_batch_prefix: line i's
+ * translation continues target_prefixes[i] (NULL or "": none; NULL array:
+ * none at all), checked and limited as there; nmt_translate_prepared
+ * decodes them as nmt_translate_batch_prefix would. With
+ * nmt_prepared_set_line_keys, a prefixed line samples alike in any call. */
+nmt_status nmt_translator_prepare_prefix(const nmt_translator *translator,
+                                         const char *const *lines,
+                                         const char *const *target_prefixes, int n_lines,
+                                         nmt_prepared **prepared, nmt_error *err);
 /* Sampling: line i of the prepared call draws from the random streams keyed
  * by the seed and keys[i] (copied; one per line) instead of its index i, so
  * a line keeps its samples in any call (translate keys a line by its number

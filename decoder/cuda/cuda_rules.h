@@ -59,7 +59,9 @@ nmt_status nmt_cuda_logit_rules(const nmt_beam_device *b, const nmt_cuda_rules *
 /* Sampling: each live row's word and log-probability (r->sample_word,
  * r->sample_log_prob) from its logits: the top-K into r's lists and the
  * pick of logit_rules.h, or every word (NMT_SAMPLING_ALL) in word order;
- * EOS at the sentence's max-length step. excluded: PAD and BOS. */
+ * at a sentence's forced step its forced word (b->forced,
+ * nmt_rule_sample_forced), at its max-length step EOS, either with its log p
+ * from the logits. excluded: PAD and BOS. */
 nmt_status nmt_cuda_sample_draw(const nmt_beam_device *b, const nmt_cuda_rules *r,
                                 int32_t n_active, const int32_t *act, const float *logits,
                                 int32_t ld, int32_t vocab, const int32_t *excluded,

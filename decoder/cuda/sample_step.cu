@@ -10,7 +10,9 @@
  * Draw, the whole vocabulary: a block a row: lse, the best drawable
  * log-probability and the weights' sum by block reductions, then the
  * inverse CDF in word order by a block scan over chunks of the row.
- * At a sentence's max-length step every sample draws EOS (model-v1).
+ * At a sentence's forced step (a target prefix) every sample takes the
+ * forced word with its model log p, drawing nothing (nmt_rule_sample_forced);
+ * at its max-length step every sample draws EOS (model-v1).
  * Split: a block a sentence; one thread walks the slots in order (the
  * finished list's order, as the CPU's): an EOS finishes the sample, another
  * word continues it in its own slot. */
@@ -19,6 +21,7 @@
 
 #include "cuda_check.h"
 #include "device.cuh"
+#include "forced_tokens.h"
 #include "logit_rules.h"
 #include "search_params.h"
 #include "softmax_topk.h"
@@ -64,9 +67,11 @@ static __global__ void __launch_bounds__(kPickThreads)
     if (!row_draws(b, s, k))
         return;
     const int32_t step = *b.step - b.start[s];
-    if (step >= b.max_len[s]) {
-        r.sample_word[row] = r.eos_id;
-        r.sample_log_prob[row] = __fsub_rn(logits[(int64_t)row * ld + r.eos_id], r.lse[row]);
+    const int32_t forced = nmt_rule_sample_forced(&b.forced, s, step);
+    if (forced >= 0 || step >= b.max_len[s]) { /* a forced word, or EOS */
+        const int32_t w = forced >= 0 ? forced : r.eos_id;
+        r.sample_word[row] = w;
+        r.sample_log_prob[row] = __fsub_rn(logits[(int64_t)row * ld + w], r.lse[row]);
         return;
     }
     const float *values = r.top_values + (int64_t)row * r.topk;
@@ -133,10 +138,12 @@ static __global__ void __launch_bounds__(kAllThreads)
         shared_d = (double)m + log(sum);
     __syncthreads();
     const double lse = shared_d;
-    if (step >= b.max_len[s]) {
+    const int32_t forced = nmt_rule_sample_forced(&b.forced, s, step);
+    if (forced >= 0 || step >= b.max_len[s]) { /* a forced word, or EOS; uniform */
         if (tid == 0) {
-            r.sample_word[row] = r.eos_id;
-            r.sample_log_prob[row] = log_prob_of(z, r.eos_id, lse);
+            const int32_t w = forced >= 0 ? forced : r.eos_id;
+            r.sample_word[row] = w;
+            r.sample_log_prob[row] = log_prob_of(z, w, lse);
         }
         return;
     }

@@ -331,6 +331,8 @@ _PROTOTYPES = {
     "nmt_result_clear": (None, [_P(nmt_result)]),
     "nmt_translator_prepare": (_enum, [_vp, _P(ctypes.c_char_p), ctypes.c_int, _P(_vp),
                                        _P(nmt_error)]),
+    "nmt_translator_prepare_prefix": (_enum, [_vp, _P(ctypes.c_char_p), _P(ctypes.c_char_p),
+                                              ctypes.c_int, _P(_vp), _P(nmt_error)]),
     "nmt_prepared_set_line_keys": (_enum, [_vp, _P(ctypes.c_uint64), _P(nmt_error)]),
     "nmt_translate_prepared": (_enum, [_vp, _vp, _P(nmt_result), _P(nmt_error)]),
     "nmt_prepared_free": (None, [_vp]),

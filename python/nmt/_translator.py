@@ -235,9 +235,9 @@ class Translator:
         return_alternatives, the sampling and logit-rule options) for this
         call (another translator, made once and cached). line_keys: sampling
         keys, one a line (default: the lines' indices; a line's samples depend
-        on the seed and its key only; sampling takes no target_prefix).
-        Raises nmt.Error when the whole batch failed (device error, out of
-        memory)."""
+        on the seed and its key only; with target_prefix each sample continues
+        its line's prefix). Raises nmt.Error when the whole batch failed
+        (device error, out of memory)."""
         lines = batch_lines(lines)
         targets = None
         if target_prefix is not None:
@@ -246,8 +246,6 @@ class Translator:
                 raise ValueError("target_prefix: %d prefixes for %d lines" % (
                     len(targets), len(lines)))
         if line_keys is not None:
-            if targets is not None:
-                raise ValueError("line_keys are sampling's, which takes no target_prefix")
             line_keys = [_capi.c_uint64(k, "line_keys") for k in line_keys]
             if len(line_keys) != len(lines):
                 raise ValueError("line_keys: %d keys for %d lines" % (len(line_keys),
@@ -291,11 +289,12 @@ class Translator:
             if score:
                 status = self._lib.nmt_score_batch(ptr, c_lines, c_targets, n, c_results,
                                                    ctypes.byref(err))
+            elif line_keys is not None:
+                status = self._translate_keyed(ptr, c_lines, c_targets, n, line_keys,
+                                               c_results, err)
             elif c_targets is not None:
                 status = self._lib.nmt_translate_batch_prefix(ptr, c_lines, c_targets, n,
                                                               c_results, ctypes.byref(err))
-            elif line_keys is not None:
-                status = self._translate_keyed(ptr, c_lines, n, line_keys, c_results, err)
             else:
                 status = self._lib.nmt_translate_batch(ptr, c_lines, n, c_results,
                                                        ctypes.byref(err))
@@ -310,12 +309,16 @@ class Translator:
                 self._lib.nmt_result_clear(ctypes.byref(c_results[i]))
         return results
 
-    def _translate_keyed(self, ptr, c_lines, n, line_keys, c_results, err):
-        """nmt_translate_batch with the lines' sampling keys: prepare, keys,
-        translate_prepared."""
+    def _translate_keyed(self, ptr, c_lines, c_targets, n, line_keys, c_results, err):
+        """nmt_translate_batch (with c_targets: _prefix) with the lines'
+        sampling keys: prepare, keys, translate_prepared."""
         prepared = ctypes.c_void_p()
-        status = self._lib.nmt_translator_prepare(ptr, c_lines, n, ctypes.byref(prepared),
-                                                  ctypes.byref(err))
+        if c_targets is not None:
+            status = self._lib.nmt_translator_prepare_prefix(
+                ptr, c_lines, c_targets, n, ctypes.byref(prepared), ctypes.byref(err))
+        else:
+            status = self._lib.nmt_translator_prepare(ptr, c_lines, n, ctypes.byref(prepared),
+                                                      ctypes.byref(err))
         if status != _capi.STATUS_OK:
             return status
         try:

@@ -10,10 +10,13 @@
 #   with --search-rules onmt;
 # - refused with a message and exit 2 (usage) or at create: a sampling beam,
 #   top-p without a top-K, the coverage penalty with the v1 rules, an unknown
-#   suppressed token, sampling with --lsh, sampling with a --target-prefix
-#   or --return-alternatives, --score-target with a logit rule;
+#   suppressed token, sampling with --lsh, sampling with
+#   --return-alternatives or --score-target, --score-target with a logit
+#   rule;
 # - --target-prefix with the rules: every row starts with its prefix and
-#   the rules hold after it.
+#   the rules hold after it;
+# - --target-prefix with sampling: every sample starts with its line's
+#   prefix (an empty one: none), the same at --batch-size 1 and 7.
 # shellcheck source=tests/common/shell_lib.sh
 source "$(dirname "$0")/../common/shell_lib.sh"
 : "${NMT_TRANSLATE:?}" "${NMT_TEST_MODEL:?}"
@@ -104,7 +107,7 @@ refused shrink --sampling-topk 10 --lsh 8,2,16,20,2
 # With target files (docs/decoding.md, "Target prefixes" and "Scoring").
 printf 'the\n' > "$TMP/prefix1.txt"
 yes the | head -n "$n_in" > "$TMP/prefix.txt"
-refused "not with sampling" --sampling-topk 10 --target-prefix "$TMP/prefix1.txt"
+refused "scoring: not with sampling" --sampling-topk 10 --score-target "$TMP/prefix.txt"
 refused return_alternatives --sampling-topk 10 --n-best 2 --return-alternatives
 refused "scoring: not with the logit rules" --score-target "$TMP/prefix1.txt" \
     --repetition-penalty 1.5
@@ -128,4 +131,33 @@ for row in open(sys.argv[1], encoding="utf-8"):
     assert len(grams) == len(set(grams)), row
 PY
     fail "a row misses its prefix or breaks --ban-unk or the 2-grams"
+
+# Samples of prefixes: each continues its line's prefix (docs/decoding.md,
+# "Target prefixes"), whatever the batch.
+for ((i = 1; i <= n_in; i++)); do
+    case $((i % 3)) in 0) echo "the" ;; 1) echo "a dog" ;; 2) echo "" ;; esac
+done > "$TMP/prefixes.txt"
+for batch in 1 7; do
+    "$T" -m "$M" "${O[@]}" "${S[@]}" --output-format tokens -i "$TMP/in.txt" \
+        --target-prefix "$TMP/prefixes.txt" --batch-size "$batch" -o "$TMP/sp$batch.txt" ||
+        fail "samples of prefixes, batch $batch"
+done
+[ "$(wc -l < "$TMP/sp1.txt")" -eq $((3 * n_in)) ] || fail "samples of prefixes: not 3 rows a line"
+cmp -s "$TMP/sp1.txt" "$TMP/sp7.txt" || fail "samples of prefixes: batch 1 and batch 7 differ"
+python3 - "$TMP/sp1.txt" "$TMP/in.txt" "$TMP/prefixes.txt" <<'PY' ||
+import sys
+sources = open(sys.argv[2], encoding="utf-8").read().split("\n")
+prefixes = open(sys.argv[3], encoding="utf-8").read().split("\n")
+started = 0
+for row in open(sys.argv[1], encoding="utf-8"):
+    fields = row.rstrip("\n").split("\t")
+    line = int(fields[0]) - 1
+    if not sources[line].strip():
+        continue
+    want = prefixes[line].split()
+    assert fields[3].split()[:len(want)] == want, row
+    started += len(want) > 0
+assert started > 0
+PY
+    fail "a sample misses its line's prefix"
 exit $((failures > 0))

@@ -12,8 +12,10 @@ test_server_attention.py's).
   "min_length" hold; "coverage_penalty" runs on an onmt server.
 - A 400 naming the field for a bad value: "sampling_topk": 600,
   "coverage_penalty": "gnmt", "suppress": "x" (not a list), an unknown
-  suppressed token, "sampling_topk" with "beam_size": 3 or a
-  "target_prefix".
+  suppressed token, "sampling_topk" with "beam_size": 3 or
+  "return_alternatives".
+- "sampling_topk" with "target_prefix": every sample starts with its
+  item's prefix; keyed items keep their samples in another order.
 Skips (77) when nmt-server was not built."""
 import os
 import subprocess
@@ -88,9 +90,24 @@ def rules(port):
               f"{field} {value!r}: {code} {body}")
     code, body = post(port, [{"src": LINES[0], "sampling_topk": 10, "beam_size": 3}])
     check(code == 400 and "beam" in body.get("error", ""), f"a sampling beam: {code} {body}")
-    code, body = post(port, [{"src": LINES[0], "sampling_topk": 10, "target_prefix": "the"}])
-    check(code == 400 and "sampling" in body.get("error", ""),
-          f"a prefix with sampling: {code} {body}")
+    code, body = post(port, [{"src": LINES[0], "sampling_topk": 10, "n_best": 2,
+                              "target_prefix": "the", "return_alternatives": True}])
+    check(code == 400 and "return_alternatives" in body.get("error", ""),
+          f"alternatives with sampling: {code} {body}")
+
+
+def prefixed_samples(port):
+    """Every sample continues its item's "target_prefix", keyed as any item."""
+    base = [{"src": s, "sampling_topk": 10, "n_best": 3, "seed": 4, "sample_key": i,
+             "target_prefix": "the" if i % 2 else "a dog"} for i, s in enumerate(LINES)]
+    code, body = post(port, base)
+    first = answers(body) if code == 200 else []
+    check(code == 200 and len(first) == len(LINES) and
+          all(len(item) == 3 and all(t.startswith(base[i]["target_prefix"]) for t, _ in item)
+              for i, item in enumerate(first)), f"samples of prefixes: {code} {body}")
+    code, body = post(port, base[::-1])
+    check(code == 200 and answers(body) == first[::-1],
+          f"samples of prefixes in another order: {code}")
 
 
 def main():
@@ -101,6 +118,7 @@ def main():
     try:
         sampling(port)
         rules(port)
+        prefixed_samples(port)
     finally:
         proc.kill()
         proc.wait()

@@ -3,8 +3,8 @@
  * nmt_forced_params_check), included once by test_beam_search.c after
  * forced_cases.h. A prefix is taken as the model scores it, whatever the
  * rules say of its words; the free steps after it follow the rules, which
- * see the prefix as part of the hypothesis. Sampling takes no forced
- * tokens, and scoring no rule. */
+ * see the prefix as part of the hypothesis. Scoring takes no rule
+ * (sampling with prefixes: forced_sample_cases.h). */
 #ifndef FORCED_RULES_CASES_H
 #define FORCED_RULES_CASES_H
 
@@ -101,20 +101,13 @@ static void test_forced_rules(fake_model *fake)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         check_forced_rules_case(fake, &cases[c]);
 
-    /* Sampling takes no forced tokens; scoring no logit rule or coverage penalty. */
+    /* Scoring takes no logit rule or coverage penalty. */
     const int32_t offset[2] = {0, 1}, ids[1] = {a}, one = 1;
     const nmt_forced_tokens f = {offset, ids, NULL};
-    nmt_search_config cfg = make_config(1, 2, 0.0f, 0.0f, 12);
-    cfg.forced = &f;
-    cfg.params.sampling_topk = 3;
-    cfg.params.sampling_topp = 1.0f;
-    cfg.params.sampling_temperature = 1.0f;
+    nmt_search_config cfg;
     nmt_search_result res = {0};
     nmt_error err = {0};
-    nmt_step_model model = fake_init(fake, rules_logits, NULL, 8, 1, NULL);
-    CHECK(nmt_beam_search(&model, 1, &one, &cfg, &res, &err) == NMT_STATUS_ERROR_ARGUMENT &&
-              strstr(err.message, "sampling") && res.n_hypotheses == 0,
-          "a prefix with sampling: \"%s\"", err.message);
+    nmt_step_model model;
     const char *what[3] = {"repetition_penalty", "ban_unk", "coverage_penalty"};
     for (int k = 0; k < 3; k++) {
         cfg = make_config(1, 1, 0.0f, 0.0f, 12);

@@ -10,7 +10,8 @@
  * against the table (they sum to log_prob), and with config.attention
  * (half the random batches) every token's attention row against the row the
  * fake reported when it produced the token. Forced tokens (prefixes,
- * alternatives, scoring): forced_cases.h. */
+ * alternatives, scoring): forced_cases.h; with the logit rules and
+ * sampling: forced_rules_cases.h, forced_sample_cases.h. */
 #include "error.h"
 #include "search.h"
 #include "test_util.h"
@@ -464,6 +465,7 @@ static void test_invalid(fake_model *fake)
 #include "beam_search_onmt_cases.h"
 #include "forced_cases.h"
 #include "forced_rules_cases.h"
+#include "forced_sample_cases.h"
 
 #ifdef NMT_WITH_CUDA
 #include "beam_step.h"
@@ -507,6 +509,7 @@ int main(void)
     test_onmt_random(fake, alone_fake, 1000);
     test_forced(fake, alone_fake, 600);
     test_forced_rules(fake);
+    test_forced_sampling(fake);
     free(fake);
     free(alone_fake);
     return test_finish("beam_search");

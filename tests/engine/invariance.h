@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-enum { MAX_LINES = 512, LINE_BYTES = 1024, MAX_SRC_TOKENS = 32, N_KINDS = 8 };
+enum { MAX_LINES = 512, LINE_BYTES = 1024, MAX_SRC_TOKENS = 32, N_KINDS = 9 };
 
 /* What a kind's calls do with the lines' targets. */
 enum { CALL_TRANSLATE = 0, CALL_PREFIX = 1, CALL_SCORE = 2 };

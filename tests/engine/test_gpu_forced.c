@@ -12,7 +12,10 @@
  *   (the beam step's warp kernel) and 40 (its block kernel): the CPU's
  *   texts on all but near-tie lines (test_compare_lines_near_tie), every
  *   GPU hypothesis starting with its prefix; and so with the logit rules
- *   (and the onmt rules' coverage penalty) after the prefixes.
+ *   (and the onmt rules' coverage penalty) after the prefixes;
+ * - samples of prefixes (top-K 10, the whole vocabulary, under the logit
+ *   rules): the CPU's samples on all but 1 line in 20, every GPU sample
+ *   starting with its prefix, the same bits at batch 1 and 32.
  * Exit 77 without a GPU. dev/gpu-check.sh runs it with the gpu label. */
 #include "forced_fixture.h"
 #include "nmt.h"
@@ -187,6 +190,79 @@ done:
     nmt_translator_free(gpu);
 }
 
+/* Samples of prefixes on both devices (decoder/cuda/sample_step.cu's
+ * forced words): a sample draws from the same uniform on both, so a line
+ * differs only where two words' running weights straddle it within the
+ * devices' rounding (test_gpu_sampling.c): at most 1 line in 20 differs
+ * (test_same_line); every GPU sample starts with its prefix; the GPU gives
+ * a line the same bits at batch 1 as at 32. */
+static void test_sampled_prefixes(int topk, int n_best, int logit_rules)
+{
+    nmt_options co = options(NMT_DEVICE_CPU, 1, n_best, 32);
+    co.sampling_topk = topk;
+    co.sampling_temperature = 0.8f;
+    co.seed = 2026;
+    if (logit_rules) {
+        co.no_repeat_ngram_size = 2;
+        co.repetition_penalty = 1.3f;
+        co.ban_unk = 1;
+        co.min_length = 3;
+    }
+    nmt_options go = co, one = co;
+    go.device = one.device = NMT_DEVICE_CUDA;
+    one.batch_size = 1;
+    nmt_translator *cpu = create(&co), *gpu = create(&go), *gpu1 = create(&one);
+    static const char *const prefixes_text[] = {"the", "a dog", "the house is", "katze"};
+    const char *prefixes[N_LINES];
+    static nmt_result rc[N_LINES], rg[N_LINES], r1[N_LINES];
+    nmt_error err = {0};
+    for (int i = 0; i < N_LINES; i++)
+        prefixes[i] = i % 5 ? prefixes_text[i % 4] : NULL;
+    if (!cpu || !gpu || !gpu1)
+        goto done;
+    CHECK(nmt_translate_batch_prefix(cpu, lines, prefixes, N_LINES, rc, &err) == NMT_STATUS_OK &&
+              nmt_translate_batch_prefix(gpu, lines, prefixes, N_LINES, rg, &err) ==
+                  NMT_STATUS_OK &&
+              nmt_translate_batch_prefix(gpu1, lines, prefixes, N_LINES, r1, &err) ==
+                  NMT_STATUS_OK,
+          "sampled prefixes: %s", err.message);
+    char label[96];
+    snprintf(label, sizeof label, "samples of prefixes, top-K %d, %d a line%s", topk, n_best,
+             logit_rules ? ", logit rules" : "");
+    int differ = 0, starts = 0, moved = 0;
+    char why[256];
+    for (int i = 0; i < N_LINES; i++) {
+        if (!test_same_line(&rc[i], &rg[i]) && differ++ < 3)
+            fprintf(stderr, "%s: line %d: cpu \"%s\", gpu \"%s\"\n", label, i,
+                    rc[i].n_hypotheses ? rc[i].hypotheses[0].text : "",
+                    rg[i].n_hypotheses ? rg[i].hypotheses[0].text : "");
+        if (!test_bitwise_line(&rg[i], &r1[i], why, sizeof why) && moved++ < 3)
+            fprintf(stderr, "%s: line %d at batch 1: %s\n", label, i, why);
+        CHECK(rg[i].status != NMT_STATUS_OK || rg[i].n_hypotheses == n_best,
+              "%s: line %d has %d samples", label, i, rg[i].n_hypotheses);
+        for (int h = 0; prefixes[i] && h < rg[i].n_hypotheses; h++) {
+            const int ok = !strncmp(rg[i].hypotheses[h].text, prefixes[i], strlen(prefixes[i]));
+            starts += ok;
+            CHECK(ok, "%s: line %d sample %d \"%s\" does not start with \"%s\"", label, i, h,
+                  rg[i].hypotheses[h].text, prefixes[i]);
+        }
+    }
+    CHECK(differ <= N_LINES / 20, "%s: %d of %d lines differ between the devices", label,
+          differ, N_LINES);
+    CHECK(moved == 0, "%s: %d lines differ at batch 1 from batch 32", label, moved);
+    printf("  %s: %d lines differ between the devices, %d samples start with their prefix\n",
+           label, differ, starts);
+done:
+    for (int i = 0; i < N_LINES; i++) {
+        nmt_result_clear(&rc[i]);
+        nmt_result_clear(&rg[i]);
+        nmt_result_clear(&r1[i]);
+    }
+    nmt_translator_free(cpu);
+    nmt_translator_free(gpu);
+    nmt_translator_free(gpu1);
+}
+
 int main(void)
 {
     const int opened = test_gpu_model_open(NMT_TEST_MODEL, &model);
@@ -203,6 +279,9 @@ int main(void)
     test_prefixes(4, 2, 0, NMT_SEARCH_RULES_V1, 1);
     test_prefixes(40, 3, 1, NMT_SEARCH_RULES_V1, 1);
     test_prefixes(4, 3, 1, NMT_SEARCH_RULES_ONMT, 1);
+    test_sampled_prefixes(10, 3, 0);
+    test_sampled_prefixes(0, 2, 0);
+    test_sampled_prefixes(10, 4, 1);
     nmt_model_free(model);
     return test_finish("test_gpu_forced");
 }

@@ -14,11 +14,13 @@
  *  - CUDA only: graphs off, warmup off, check_every 4;
  *  - the service: client threads submit the lines at random times to
  *    several workers (CUDA: every device, continuous batching on and off).
- * Two kinds force target tokens (docs/decoding.md): target prefixes with
- * return_alternatives (nmt_translate_batch_prefix; a prefix each line but
- * every third, in the service target_prefix) and scoring (nmt_score_batch;
- * in the service target), whose lines' targets include an empty one and
- * one refused for its length.
+ * Three kinds force target tokens (docs/decoding.md): target prefixes with
+ * return_alternatives and samples of target prefixes
+ * (nmt_translate_batch_prefix, or nmt_translator_prepare_prefix with the
+ * lines' keys; a prefix each line but every third, in the service
+ * target_prefix) and scoring (nmt_score_batch; in the service target),
+ * whose lines' targets include an empty one and one refused for its
+ * length.
  * The lines include an empty one and refused ones (bad UTF-8, too many
  * tokens). Also: nmt_options_init and the service default to
  * NMT_PRECISION_AUTO. Random choices come from test_seed (NMT_TEST_SEED replays).
@@ -95,8 +97,11 @@ static nmt_result ref[N_KINDS][MAX_LINES];
  * one candidate list a sentence (a list shared by the batch,
  * NMT_LSH_SHARE_BATCH, depends on the batch by design; CPU only); target
  * prefixes with 3 alternatives (a line is 3 sentences of a batch) and logit
- * rules after the prefixes; scoring with attention weights. */
-enum { KIND_SAMPLING = 3, KIND_COVERAGE = 4, KIND_LSH = 5, KIND_PREFIX = 6, KIND_SCORE = 7 };
+ * rules after the prefixes; scoring with attention weights; samples of
+ * target prefixes (3 a line, top-K 10, min_length and no repeated 2-grams
+ * after the prefixes), every line keyed by its index. */
+enum { KIND_SAMPLING = 3, KIND_COVERAGE = 4, KIND_LSH = 5, KIND_PREFIX = 6, KIND_SCORE = 7,
+       KIND_SAMPLED_PREFIX = 8 };
 nmt_options kind_options(int kind)
 {
     nmt_options o;
@@ -148,13 +153,23 @@ nmt_options kind_options(int kind)
         o.repetition_penalty = 1.3f;
     } else if (kind == KIND_SCORE) {
         o.attention_weights = 1;
+    } else if (kind == KIND_SAMPLED_PREFIX) {
+        o.beam_size = 1;
+        o.n_best = 3;
+        o.sampling_topk = 10;
+        o.seed = 11;
+        o.min_length = 4;
+        o.no_repeat_ngram_size = 2;
+        o.attention_weights = 1;
     }
     return o;
 }
 
 int kind_call(int kind)
 {
-    return kind == KIND_PREFIX ? CALL_PREFIX : kind == KIND_SCORE ? CALL_SCORE : CALL_TRANSLATE;
+    return kind == KIND_PREFIX || kind == KIND_SAMPLED_PREFIX ? CALL_PREFIX
+           : kind == KIND_SCORE                                ? CALL_SCORE
+                                                               : CALL_TRANSLATE;
 }
 
 /* The kinds a device runs: LSH on CUDA is not covered (a batch's lists are
@@ -241,20 +256,25 @@ static int create(const nmt_options *options, const char *oom, nmt_translator **
 static int translate_call(nmt_translator *t, int prepared, const int *idx, int n, int kind,
                           const char *what)
 {
-    const char *call_lines[2 * MAX_LINES];
+    const char *call_lines[2 * MAX_LINES], *call_prefixes[2 * MAX_LINES];
     nmt_result results[2 * MAX_LINES];
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         call_lines[i] = lines[idx[i]];
+        call_prefixes[i] = prefixes[idx[i]];
+    }
     nmt_error err = {NMT_STATUS_OK, ""};
     nmt_status st;
-    if ((prepared && kind_call(kind) == CALL_TRANSLATE) || kind == KIND_SAMPLING) {
+    const int keyed = kind == KIND_SAMPLING || kind == KIND_SAMPLED_PREFIX;
+    if ((prepared && kind_call(kind) != CALL_SCORE) || keyed) {
         /* sampling: each line keyed by its index */
         nmt_prepared *p = NULL;
         uint64_t keys[2 * MAX_LINES];
         for (int i = 0; i < n; i++)
             keys[i] = (uint64_t)idx[i];
-        st = nmt_translator_prepare(t, call_lines, n, &p, &err);
-        if (st == NMT_STATUS_OK && kind == KIND_SAMPLING)
+        st = kind_call(kind) == CALL_PREFIX
+                 ? nmt_translator_prepare_prefix(t, call_lines, call_prefixes, n, &p, &err)
+                 : nmt_translator_prepare(t, call_lines, n, &p, &err);
+        if (st == NMT_STATUS_OK && keyed)
             st = nmt_prepared_set_line_keys(p, keys, &err);
         if (st == NMT_STATUS_OK)
             st = nmt_translate_prepared(t, p, results, &err);

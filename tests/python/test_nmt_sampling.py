@@ -11,8 +11,12 @@ package (nmt.Translator, nmt.Service) on the CPU with the test model.
 - suppress (a list of token lists) and ban_unk hold; coverage_penalty "wu"
   with search_rules "onmt" runs; nmt.ArgumentError for what the rules
   refuse (a sampling beam, the coverage penalty under v1, an unknown
-  suppressed token, top-p without a top-K), a prefix with sampling and
-  scoring with a logit rule; a prefix with the rules keeps its words.
+  suppressed token, top-p without a top-K), scoring with sampling or a
+  logit rule, alternatives with sampling; a prefix with the rules keeps its
+  words;
+- target_prefix with sampling: every sample starts with its line's prefix,
+  a line without one samples as without prefixes, line_keys and the
+  service's line_key key prefixed lines as plain ones.
 Skips (77) when libnmt or the test model is not built."""
 
 import os
@@ -91,15 +95,35 @@ def main():
             check(False, "%r was not refused" % options)
         except nmt.ArgumentError:
             pass
-    # With targets: sampling takes no prefix, scoring no logit rule; a
-    # prefix's words are taken, the rules hold after them.
+    # With targets: every sample continues its prefix, keyed as without one
+    # (line_keys, the service's line_key); scoring takes no sampling or
+    # logit rule, sampling no alternatives; a prefix's words are taken, the
+    # rules hold after them.
+    prefixes = ["the", None, "a dog", "the", "the"]
+    sampled = t.translate_batch(LINES, target_prefix=prefixes)
+    for i, r in enumerate(sampled):
+        check(len(r) == 3 and all(h.text.startswith(prefixes[i] or "") for h in r),
+              "line %d: not 3 samples starting with %r: %r" % (i, prefixes[i],
+                                                                [h.text for h in r]))
+    check(texts(sampled[1]) == texts(base[1]), "a line without a prefix sampled otherwise")
+    keyed = t.translate_batch([LINES[i] for i in order],
+                              target_prefix=[prefixes[i] for i in order], line_keys=order)
+    for k, i in enumerate(order):
+        check(texts(keyed[k]) == texts(sampled[i]), "prefixed line %d keyed %d: other samples"
+              % (k, i))
+    service = nmt.Service(MODEL, device="cpu", max_len_b=10, library=LIBRARY, **SAMPLING)
+    futures = [service.submit(LINES[i], line_key=i, target_prefix=prefixes[i]) for i in order]
+    for k, f in enumerate(futures):
+        check(texts(f.result()) == texts(sampled[order[k]]),
+              "service, prefixed line %d: other samples" % order[k])
+    service.close()
     for what, call in (
-            ("a prefix with sampling",
-             lambda: t.translate_batch(LINES[:2], target_prefix=["the", None])),
+            ("scoring with sampling", lambda: t.score_batch(LINES[:2], ["the", "a"])),
+            ("alternatives with sampling",
+             lambda: t.translate_batch(LINES[:1], target_prefix=["the"],
+                                       return_alternatives=True)),
             ("scoring with a logit rule",
-             lambda: plain.score_batch(LINES[:2], ["the", "a"], repetition_penalty=1.5)),
-            ("line_keys with a prefix",
-             lambda: t.translate_batch(LINES[:1], target_prefix=["the"], line_keys=[1]))):
+             lambda: plain.score_batch(LINES[:2], ["the", "a"], repetition_penalty=1.5))):
         try:
             call()
             check(False, "%s was not refused" % what)
