@@ -22,6 +22,7 @@
 # NMT_BENCH_REDUCE_LOG2 (26), NMT_BENCH_LSH_* (bench_lsh.cu's header; ~60 s),
 # NMT_GPU_CHECK_SKIP_BENCH=1, NMT_GPU_CHECK_SKIP_SANITIZER=1, NMT_GPU_CHECK_SKIP_CTEST=1,
 # NMT_GPU_CHECK_LOAD_RUNS (6), NMT_GPU_CHECK_SKIP_INVARIANCE=1,
+# NMT_GPU_CHECK_INVARIANCE_JOBS (1: the invariance runs one at a time),
 # NMT_GPU_CHECK_SANITIZER_JOBS (4 at a time), NMT_GPU_CHECK_SANITIZE (programs),
 # NMT_GPU_CHECK_JOBS (build parallelism), NMT_PYTHON (python with torch).
 set -euo pipefail
@@ -46,6 +47,7 @@ stop_children() {
     for f in "$out"/sanitizer-*.pid; do
         [[ -f $f ]] && kill -TERM "$(cat "$f")" 2>/dev/null
     done
+    pkill -TERM -f "$build/test_invariance" 2>/dev/null # runs side by side
     exit 143
 }
 trap stop_children TERM INT
@@ -128,6 +130,8 @@ if [[ $build_status == ok ]]; then
         inv_passed=0
         inv_runs=0
         inv_failed=""
+        inv_jobs="${NMT_GPU_CHECK_INVARIANCE_JOBS:-1}"
+        inv_names=()
         for variant in fp32 bf16 fp16 fp16-fused; do
             precision=${variant%-fused}
             for which in test shipped; do
@@ -136,16 +140,25 @@ if [[ $build_status == ok ]]; then
                 [[ $which == shipped ]] && inv_args+=(--model models/multi30k-de-en.bin
                     --input tests/data/golden/test_2016_flickr.200.de --lines 200)
                 log="$out/invariance-$variant-$which.log"
-                rc=0
-                timeout 300 "$build/test_invariance" "${inv_args[@]}" >"$log" 2>&1 || rc=$?
-                inv_runs=$((inv_runs + 1))
-                case $rc in
-                    0) inv_passed=$((inv_passed + 1)) ;;
-                    77) inv_failed="$inv_failed $variant/$which:skipped" ;;
-                    *) inv_failed="$inv_failed $variant/$which:rc$rc"
-                       grep -E 'check failed|not exercised' "$log" | head -5 || true ;;
-                esac
+                # Each run's exit status into its own file: the runs may go
+                # side by side (NMT_GPU_CHECK_INVARIANCE_JOBS at a time).
+                ( rc=0; timeout 300 "$build/test_invariance" "${inv_args[@]}" >"$log" 2>&1 || rc=$?
+                  echo "$rc" >"$log.rc" ) &
+                inv_names+=("$variant/$which")
+                while (( $(jobs -rp | wc -l) >= inv_jobs )); do wait -n || true; done
             done
+        done
+        wait
+        for name in "${inv_names[@]}"; do
+            log="$out/invariance-${name%/*}-${name#*/}.log"
+            rc=$(cat "$log.rc" 2>/dev/null || echo lost)
+            inv_runs=$((inv_runs + 1))
+            case $rc in
+                0) inv_passed=$((inv_passed + 1)) ;;
+                77) inv_failed="$inv_failed $name:skipped" ;;
+                *) inv_failed="$inv_failed $name:rc$rc"
+                   grep -E 'check failed|not exercised' "$log" | head -5 || true ;;
+            esac
         done
         invariance_summary="passed $inv_passed of $inv_runs${inv_failed:+ (not:$inv_failed)}"
         echo "   invariance: $invariance_summary ($(elapsed)s)"
