@@ -55,6 +55,9 @@ template <typename T> static T *upload(const std::vector<T> &v)
     CUDA_OK(cudaMalloc(&d, sizeof(T) * (v.size() ? v.size() : 1)));
     if (v.size())
         CUDA_OK(cudaMemcpy(d, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice));
+    /* a pageable copy may be in flight when cudaMemcpy returns; the kernels
+     * under test run on a non-blocking stream that would not wait for it */
+    CUDA_OK(cudaDeviceSynchronize());
     return d;
 }
 

@@ -33,16 +33,22 @@ static void gpu_test_require_device(const char *name)
 }
 
 /* A device copy of host data. */
+/* host's bytes into device buffer d, finished before it returns: a pageable
+ * copy may still be in flight when cudaMemcpy returns, and the code under
+ * test runs on a non-blocking stream that does not wait for the legacy
+ * stream (a kernel read poison past such a copy once, under load). */
+static void dev_fill(void *d, const void *host, size_t bytes)
+{
+    if (bytes)
+        CUDA_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaDeviceSynchronize());
+}
+
 static void *dev_upload(const void *host, size_t bytes)
 {
     void *d = NULL;
     CUDA_OK(cudaMalloc(&d, bytes ? bytes : 1));
-    if (bytes)
-        CUDA_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
-    /* A pageable copy may still be in flight when cudaMemcpy returns, and the
-     * code under test runs on a non-blocking stream that does not wait for
-     * the legacy stream: finish here. */
-    CUDA_OK(cudaDeviceSynchronize());
+    dev_fill(d, host, bytes);
     return d;
 }
 

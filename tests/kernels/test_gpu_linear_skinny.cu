@@ -216,11 +216,11 @@ static void test_lstm(int n_rows, int n_dot, int hidden, int k, int pad)
     float *d_gx = (float *)dev_upload(gx, ngx * sizeof(float));
     float *d_b = (float *)dev_upload(bias, (size_t)g4 * sizeof(float));
     float *d_c = (float *)dev_output(nc * sizeof(float), POISON_F32); /* updated in place */
-    CUDA_OK(cudaMemcpy(d_c, c0, nc * sizeof(float), cudaMemcpyHostToDevice));
+    dev_fill(d_c, c0, nc * sizeof(float));
     float *d_h = (float *)dev_output(nh * sizeof(float), POISON_F32);
     float *d_h2 = (float *)dev_output(nh * sizeof(float), POISON_F32);
     float *d_c2 = (float *)dev_output(nc * sizeof(float), POISON_F32);
-    CUDA_OK(cudaMemcpy(d_c2, c0, nc * sizeof(float), cudaMemcpyHostToDevice));
+    dev_fill(d_c2, c0, nc * sizeof(float));
     float *d_h3 = (float *)dev_output(nh * sizeof(float), POISON_F32);
     float *d_gh = (float *)dev_output((size_t)n_rows * g4 * sizeof(float), 0);
     nmt_error err = {};
@@ -368,7 +368,7 @@ static void test_lstm_layer(nmt_skinny_x x_round, nmt_weight_type w_type, int sp
 static float *dev_c(const float *c0, size_t n)
 {
     float *d = (float *)dev_output(n * sizeof(float), POISON_F32);
-    CUDA_OK(cudaMemcpy(d, c0, n * sizeof(float), cudaMemcpyHostToDevice));
+    dev_fill(d, c0, n * sizeof(float));
     return d;
 }
 

@@ -43,7 +43,7 @@ static int check_candidates(const char *what, int rows, int rpg, int vocab, cons
     nmt_cpu_lsh_candidates(rows, vocab, h, threshold, n_always, cpu_lists);
 
     int32_t *d_hits = (int32_t *)dev_output(n_hits * sizeof(int32_t), POISON_I32);
-    CUDA_OK(cudaMemcpy(d_hits, hits, n_hits * sizeof(int32_t), cudaMemcpyHostToDevice));
+    dev_fill(d_hits, hits, n_hits * sizeof(int32_t));
     int32_t *d_cand = (int32_t *)dev_output(n_cand * sizeof(int32_t), POISON_I32);
     int32_t *d_count = (int32_t *)dev_output(groups * sizeof(int32_t), POISON_I32);
     size_t ws_bytes = nmt_cuda_lsh_candidates_workspace_size(groups, vocab);
@@ -200,7 +200,7 @@ static void run_shape(const shape *s)
     ok &= compare_i32("codes", got_codes, codes, n_codes);
     CHECK(ok, "codes: %s", what);
     /* Later steps start from the CPU codes so that one failure does not cascade. */
-    CUDA_OK(cudaMemcpy(d_codes, codes, n_codes * sizeof(int32_t), cudaMemcpyHostToDevice));
+    dev_fill(d_codes, codes, n_codes * sizeof(int32_t));
 
     /* 2. hits: WARP from zero, NAIVE on a random base (+=). */
     const size_t n_hits = (size_t)rows * vocab;
@@ -214,7 +214,7 @@ static void run_shape(const shape *s)
         if (v == 0)
             CUDA_OK(cudaMemset(d_hits, 0, n_hits * sizeof(int32_t)));
         else
-            CUDA_OK(cudaMemcpy(d_hits, base, n_hits * sizeof(int32_t), cudaMemcpyHostToDevice));
+            dev_fill(d_hits, base, n_hits * sizeof(int32_t));
         CUDA_OK(cudaDeviceSynchronize()); /* the code under test runs on a non-blocking stream */
         st = nmt_cuda_lsh_hits(rows, d_codes, d_live, &dt.t, lookups[v], d_hits, NULL, &err);
         CHECK(st == NMT_STATUS_OK, "hits status %d: %s", (int)st, err.message);

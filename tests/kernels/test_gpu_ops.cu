@@ -82,7 +82,7 @@ static void test_linear(int m, int n, int k, int pad, int with_bias, int accumul
     float *d_w = (float *)dev_upload(w, nw * sizeof(float));
     float *d_b = (float *)dev_upload(bias, n * sizeof(float));
     float *d_y = (float *)dev_output(ny * sizeof(float), POISON_F32);
-    CUDA_OK(cudaMemcpy(d_y, want, ny * sizeof(float), cudaMemcpyHostToDevice));
+    dev_fill(d_y, want, ny * sizeof(float));
     nmt_cpu_linear(m, n, k, x, ldx, w, ldw, with_bias ? bias : NULL, accumulate, want, ldy);
     nmt_error err = {};
     nmt_status st = nmt_cuda_linear(ctx, m, n, k, d_x, ldx > 0 ? ldx : 1, d_w, ldw > 0 ? ldw : 1,
@@ -186,10 +186,10 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
     float *d_b = (float *)dev_upload(b, 4 * hidden * sizeof(float));
     float *d_c = (float *)dev_output(nc * sizeof(float), POISON_F32);
     float *d_h = (float *)dev_output(nh * sizeof(float), POISON_F32);
-    CUDA_OK(cudaMemcpy(d_h, want_h, nh * sizeof(float), cudaMemcpyHostToDevice));
+    dev_fill(d_h, want_h, nh * sizeof(float));
     float *d_cprev = alias ? d_c : (float *)dev_upload(c_prev, nc * sizeof(float));
     if (alias)
-        CUDA_OK(cudaMemcpy(d_c, c_prev, nc * sizeof(float), cudaMemcpyHostToDevice));
+        dev_fill(d_c, c_prev, nc * sizeof(float));
     /* second: a copy of h at a wider stride (ld_h2), poisoned around it. */
     const int ld_h2 = hidden + 5;
     const size_t nh2 = (size_t)rows * ld_h2;
@@ -454,7 +454,7 @@ static void test_tanh_rows(int rows, int width, int pad)
     float *x = (float *)host_alloc(n * sizeof(float)), *got = (float *)host_alloc(n * sizeof(float));
     test_fill_uniform(x, n, -6.0f, 6.0f);
     float *d_x = (float *)dev_output(n * sizeof(float), POISON_F32);
-    CUDA_OK(cudaMemcpy(d_x, x, n * sizeof(float), cudaMemcpyHostToDevice));
+    dev_fill(d_x, x, n * sizeof(float));
     nmt_cpu_tanh_rows(rows, width, x, ld); /* x becomes the expected result */
     nmt_error err = {};
     nmt_status st = nmt_cuda_tanh_rows(rows, width, d_x, ld, stream, &err);

@@ -263,8 +263,7 @@ static void run_call(const char *label, const nmt_cuda_spmm_matrix *dw, const ho
     const size_t ny = (size_t)o->m * o->ldy;
     ensure_workspace(nmt_cuda_spmm_workspace_size(dw, o->m, config));
     float *d_y = (float *)dev_output(ny * sizeof(float), POISON_F32);
-    CUDA_OK(cudaMemcpy(d_y, o->y0, ny * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaDeviceSynchronize()); /* the non-blocking stream does not wait for it */
+    dev_fill(d_y, o->y0, ny * sizeof(float));
     const nmt_spmm_config plan = nmt_cuda_spmm_plan(dw, o->m, config);
     char what[256];
     if (plan.variant == NMT_SPMM_ROW)
