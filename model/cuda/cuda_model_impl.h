@@ -112,6 +112,7 @@ typedef struct nmt_cuda_decoder_part {
                                     allocation, freed with the arenas) */
     /* Layer 0 carried over the beam step (decoder_step.cu, "carried"): */
     float *word_gates;           /* [V, 4H]: E_tgt[w] . W_ih0[:, :E]^T of every target word */
+    int word_gates_made;         /* word_gates holds them (not under batch invariance) */
     float *proj;                 /* [., 4H]: [feed; h_0] . [W_feed W_hh]^T of the last step's
                                     rows, made beside its output layer */
     nmt_cuda_side side;          /* owned: the stream proj is made on */

@@ -85,10 +85,15 @@ nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err)
     nmt_cuda_decoder_part *d = &m->dec;
     const nmt_device_weights *w = &m->w;
     NMT_TRY(nmt_cuda_arena_carve(&d->arena, layout_decoder, m, err));
-    /* Every word's embedding product: layer 0's weights' first E columns. */
-    NMT_TRY(nmt_cuda_linear(m->ctx, m->vocab, 4 * m->hidden, m->emb, w->tgt_embedding, m->emb,
-                            w->dec_w[0], w->dec_ld[0], NULL, 0, d->word_gates, 4 * m->hidden,
-                            err));
+    /* Every word's embedding product: layer 0's weights' first E columns.
+     * Only a carried step reads it, and a batch-invariant context carries
+     * none: there it is not made (a cuBLAS call at start-up, its first). */
+    if (!nmt_cuda_ctx_batch_invariant(m->ctx)) {
+        NMT_TRY(nmt_cuda_linear(m->ctx, m->vocab, 4 * m->hidden, m->emb, w->tgt_embedding,
+                                m->emb, w->dec_w[0], w->dec_ld[0], NULL, 0, d->word_gates,
+                                4 * m->hidden, err));
+        d->word_gates_made = 1;
+    }
     NMT_TRY(nmt_cuda_side_create(m, &d->side, err));
 cleanup:
     return status;
@@ -114,7 +119,7 @@ int32_t nmt_cuda_model_carry_rows(const nmt_cuda_model *m)
     const nmt_cuda_weight r = recurrent_weight(m);
     /* Batch-invariant: the carried gates add two sums, where the plain step's
      * GEMM sums the row once over [emb; feed; h_0]. */
-    if (!m->dec.side.ctx || nmt_cuda_ctx_batch_invariant(m->ctx))
+    if (!m->dec.side.ctx || !m->dec.word_gates_made || nmt_cuda_ctx_batch_invariant(m->ctx))
         return 0;
     for (int32_t rows = 1; rows <= NMT_SKINNY_MAX_ROWS && rows <= m->max_rows; rows++)
         if (!nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H,
