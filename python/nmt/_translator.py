@@ -434,9 +434,10 @@ class Translator:
         line per input line, in order, "SCORE\tTEXT" with with_scores, an
         empty line for a refused one. read_batch_size: lines sorted and
         batched together (0: 8 x batch_size); host_threads: the pipeline's
-        pool that tokenizes and formats (0: the cores); skip_lines, limit_lines: the part of the input
-        to translate; dry_run: no translation, each line's tokens back
-        through the detokenizer. Returns nmt.FileStats. A translator that
+        pool that tokenizes and formats (0: the cores); skip_lines,
+        limit_lines: the part of the input to translate; dry_run: no
+        translation, each line's tokens back through the detokenizer.
+        Returns nmt.FileStats. A translator that
         fails gives its windows to the others (a RuntimeWarning names it);
         when none is left, raises nmt.Error naming the lines not written and
         the skip_lines that resumes."""
