@@ -171,7 +171,9 @@ const app_option app_translate_options[] = {
     {.name = "batch-size", .kind = APP_OPT_INT, ENGINE(batch_size), .lo = 1, .hi = 1 << 24,
      APP_GIVEN(translate_args, batch_size_given), .arg = "N",
      .help = "sentences decoded together at most (default: 2048 for a\n"
-             "file on CUDA, halved until it fits the device, else 32)"},
+             "file on CUDA, halved until it fits the device, else 32; a\n"
+             "file of fewer lines, not on the CPU: their count rounded up\n"
+             "to a power of two)"},
     {.name = "max-batch-tokens", .kind = APP_OPT_INT, ENGINE(max_batch_tokens), .lo = 0,
      .hi = 1 << 24, .arg = "N",
      .help = "and source tokens at most (0: no limit, the default); with\n"

@@ -150,6 +150,28 @@ for want in 32 7; do
         fail "batch size ${extra[*]:-default}: exit $code, $(grep batch_size "$TMP/st.json")"
 done
 
+# A regular file of one batch or less, read before the translators start,
+# under --device auto (CUDA where there is a GPU, else the CPU): the batch
+# size becomes its line count rounded up to a power of two (2 lines: 2; 3:
+# 4), with the same output; from a pipe the default stays.
+printf 'ein mann\nzwei hund\ndrei katzen\n' > "$TMP/three.txt"
+for input in two three; do
+    want=2
+    [ "$input" = three ] && want=4
+    "$T" -m "$M" --device auto --max-len-b 2 --stats "$TMP/st.json" \
+        < "$TMP/$input.txt" > "$TMP/fit.txt" 2> "$TMP/err"
+    code=$?
+    [ $code -eq 0 ] && grep -q "\"batch_size\": $want," "$TMP/st.json" ||
+        fail "a $input-line file: exit $code, $(grep batch_size "$TMP/st.json")"
+    "$T" -m "$M" --device auto --max-len-b 2 --batch-size 64 < "$TMP/$input.txt" \
+        > "$TMP/fit64.txt" 2> /dev/null
+    cmp -s "$TMP/fit.txt" "$TMP/fit64.txt" || fail "a $input-line file: other output at batch 64"
+done
+cat "$TMP/three.txt" | "$T" -m "$M" --device auto --max-len-b 2 --batch-size 16 \
+    --stats "$TMP/st.json" > /dev/null 2> "$TMP/err"
+grep -q '"batch_size": 16,' "$TMP/st.json" ||
+    fail "three lines from a pipe: $(grep batch_size "$TMP/st.json")"
+
 # The host pool's size changes nothing.
 for threads in 1 3; do
     "$T" -m "$M" "${O[@]}" --host-threads $threads --maxi-batch 50 < "$TMP/in.txt" \
