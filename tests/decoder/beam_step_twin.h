@@ -68,6 +68,28 @@ static void twin_keep(host_state &h, int32_t s, float log_prob, float score, int
         h.n_finished[s] = n + 1;
 }
 
+/* History entry e (sentence, step, slot) of a hypothesis that lives on. */
+static void twin_record(host_state &h, size_t e, int32_t word, int32_t attn, int32_t parent,
+                        float score)
+{
+    h.hist_token[e] = word;
+    h.hist_attn[e] = attn;
+    h.hist_parent[e] = parent;
+    h.hist_score[e] = score;
+}
+
+/* Sentence s's beam after the step: its B slots' scores, tokens, parents. */
+static void twin_store_beam(host_state &h, int32_t s, const std::vector<float> &scores,
+                            const std::vector<int32_t> &tokens,
+                            const std::vector<int32_t> &parents)
+{
+    for (int32_t k = 0; k < h.B; k++) {
+        h.scores[(size_t)s * h.B + k] = scores[k];
+        h.tokens[(size_t)s * h.B + k] = tokens[k];
+        h.parents[(size_t)s * h.B + k] = parents[k];
+    }
+}
+
 /* The onmt split of sentence s's sorted candidates `all` (ranks). */
 static void twin_split_onmt(host_state &h, size_t p, int32_t s, int32_t step, int last,
                             float penalty, const std::vector<cand> &all,
@@ -87,28 +109,18 @@ static void twin_split_onmt(host_state &h, size_t p, int32_t s, int32_t step, in
             twin_keep(h, s, score, x.score, step, parent_slot);
             h.n_ended[s]++;
         } else if (last) {
-            h.hist_token[e + c] = x.word;
-            h.hist_attn[e + c] = attn[p * B + x.slot];
-            h.hist_parent[e + c] = parent_slot;
-            h.hist_score[e + c] = score;
+            twin_record(h, e + c, x.word, attn[p * B + x.slot], parent_slot, score);
             twin_keep(h, s, score, x.score, step + 1, c);
             h.n_ended[s]++;
         } else {
-            h.hist_token[e + n_alive] = x.word;
-            h.hist_attn[e + n_alive] = attn[p * B + x.slot];
-            h.hist_parent[e + n_alive] = parent_slot;
-            h.hist_score[e + n_alive] = score;
+            twin_record(h, e + n_alive, x.word, attn[p * B + x.slot], parent_slot, score);
             new_scores[n_alive] = score;
             new_tokens[n_alive] = x.word;
             new_parents[n_alive] = x.slot;
             n_alive++;
         }
     }
-    for (int32_t k = 0; k < B; k++) {
-        h.scores[(size_t)s * B + k] = new_scores[k];
-        h.tokens[(size_t)s * B + k] = new_tokens[k];
-        h.parents[(size_t)s * B + k] = new_parents[k];
-    }
+    twin_store_beam(h, s, new_scores, new_tokens, new_parents);
     if (last || n_alive == 0 || (n_sel > 0 && all[0].word == EOS && h.n_ended[s] >= h.n_best))
         h.done[s] = 1;
 }
@@ -218,22 +230,15 @@ static void twin_step(host_state &h, const std::vector<int32_t> &act,
                 h.fin_length[f] = step;
                 h.fin_parent[f] = parent_slot;
             } else if (n_alive < B) {
-                size_t e = ((size_t)s * h.hist_len + (step - 1)) * B + n_alive;
-                h.hist_token[e] = x.word;
-                h.hist_attn[e] = attn[p * B + x.slot];
-                h.hist_parent[e] = parent_slot;
-                h.hist_score[e] = x.score;
+                const size_t e = ((size_t)s * h.hist_len + (step - 1)) * B + n_alive;
+                twin_record(h, e, x.word, attn[p * B + x.slot], parent_slot, x.score);
                 new_scores[n_alive] = x.score;
                 new_tokens[n_alive] = x.word;
                 new_parents[n_alive] = x.slot;
                 n_alive++;
             }
         }
-        for (int32_t k = 0; k < B; k++) {
-            h.scores[(size_t)s * B + k] = new_scores[k];
-            h.tokens[(size_t)s * B + k] = new_tokens[k];
-            h.parents[(size_t)s * B + k] = new_parents[k];
-        }
+        twin_store_beam(h, s, new_scores, new_tokens, new_parents);
         if (h.n_finished[s] >= B || last || n_alive == 0)
             h.done[s] = 1;
     }
