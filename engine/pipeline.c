@@ -22,11 +22,6 @@
 #include <errno.h>
 #include <time.h>
 
-double nmt_pipeline_now(void)
-{
-    return nmt_clock_seconds();
-}
-
 /* ---- stages ----------------------------------------------------------------- */
 
 /* Starts a stage of parts on w (under the lock). */
@@ -239,14 +234,14 @@ static void *translator_main(void *arg)
         t->windows++;
         hold_first_window(p, t);
         if (p->decoding++ == 0)
-            p->decoding_since = nmt_pipeline_now();
+            p->decoding_since = nmt_clock_seconds();
         const int fail = injected_failure(p, t, w);
         pthread_mutex_unlock(&p->lock);
         nmt_error err = {0};
         const nmt_status status = decode_window(t, w, fail, &err);
         pthread_mutex_lock(&p->lock);
         if (--p->decoding == 0)
-            p->decode_seconds += nmt_pipeline_now() - p->decoding_since;
+            p->decode_seconds += nmt_clock_seconds() - p->decoding_since;
         if (status != NMT_STATUS_OK) {
             translator_failed(p, t, w, &err);
             break;
@@ -380,10 +375,10 @@ static void run_inline(nmt_pipeline *p, pipe_window *w)
             const int fail = injected_failure(p, t, w);
             pthread_mutex_unlock(&p->lock);
             nmt_error err = {0};
-            const double started = nmt_pipeline_now();
+            const double started = nmt_clock_seconds();
             const nmt_status status = decode_window(t, w, fail, &err);
             pthread_mutex_lock(&p->lock);
-            p->decode_seconds += nmt_pipeline_now() - started;
+            p->decode_seconds += nmt_clock_seconds() - started;
             if (status != NMT_STATUS_OK)
                 translator_failed(p, t, w, &err);
             else {

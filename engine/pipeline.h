@@ -119,8 +119,6 @@ struct nmt_pipeline {
 
 enum { PIPE_FAIL_ANY = -2 }; /* fail_translator: whichever takes window fail_window */
 
-/* The clock the pipeline reads (monotonic seconds). */
-double nmt_pipeline_now(void);
 /* pipeline.c: a pool thread (arg the pipeline): takes the oldest window's
  * next part, stage after stage, until the pipeline stops. */
 void *nmt_pipe_pool_main(void *arg);

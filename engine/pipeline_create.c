@@ -6,6 +6,7 @@
 
 #include "pipeline.h"
 
+#include "clock.h"
 #include "error.h"
 
 #include <stdio.h>
@@ -172,7 +173,7 @@ void nmt_pipeline_stats_get(nmt_pipeline *p, nmt_pipeline_stats *s)
     s->lines_read = p->lines_read;
     s->windows = p->submitted;
     s->decode_seconds = p->decode_seconds +
-                        (p->decoding > 0 ? nmt_pipeline_now() - p->decoding_since : 0.0);
+                        (p->decoding > 0 ? nmt_clock_seconds() - p->decoding_since : 0.0);
     s->translators = p->n_translators;
     s->translators_failed = p->n_failed;
     s->host_threads = p->n_threads;

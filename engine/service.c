@@ -20,6 +20,7 @@
 
 #include "service_impl.h"
 
+#include "clock.h"
 #include "cuda_ctx.h"
 #include "error.h"
 #include "forced_search.h"
@@ -298,7 +299,7 @@ cleanup:
 
 int nmt_request_wait(nmt_request *r, double timeout_ms)
 {
-    const struct timespec until = nmt_request_timespec(nmt_request_now() + 1e-3 * timeout_ms);
+    const struct timespec until = nmt_request_timespec(nmt_clock_seconds() + 1e-3 * timeout_ms);
     pthread_mutex_lock(&r->lock);
     while (r->state != NMT_REQUEST_DONE) {
         if (timeout_ms < 0.0)

@@ -26,7 +26,7 @@ nmt_status nmt_request_create(const char *line, nmt_request_callback callback, v
     r->refs = refs;
     r->callback = callback;
     r->user = user;
-    r->submitted = nmt_request_now();
+    r->submitted = nmt_clock_seconds();
     *request = r;
     return NMT_STATUS_OK;
 cleanup:
@@ -109,11 +109,6 @@ int nmt_request_same_search(const nmt_request *a, const nmt_request *b)
 {
     return a->shrink == b->shrink && nmt_search_params_equal(&a->search, &b->search) &&
            a->score == b->score;
-}
-
-double nmt_request_now(void)
-{
-    return nmt_clock_seconds();
 }
 
 struct timespec nmt_request_timespec(double seconds)

@@ -41,7 +41,7 @@ struct nmt_request {
     int score;                    /* 1: score target instead of translating */
     int tokens;                   /* source tokens, counted only under max_batch_tokens
                                      (0 for a line the tokenizer refuses) */
-    double submitted, deadline;   /* nmt_request_now() seconds; deadline 0: none */
+    double submitted, deadline;   /* nmt_clock_seconds() seconds; deadline 0: none */
     nmt_request_callback callback;
     void *user;
     nmt_request *prev, *next;     /* the queue's links (service mutex) */
@@ -72,9 +72,8 @@ int nmt_request_same_search(const nmt_request *a, const nmt_request *b);
  * options and shrinking: a stream's (service_stream.c). */
 int nmt_request_has_search(const nmt_request *r, const nmt_search_params *search, int shrink);
 
-/* Monotonic seconds, and the CLOCK_MONOTONIC time point of one (for
- * condition variables created with that clock). */
-double nmt_request_now(void);
+/* The CLOCK_MONOTONIC time point of nmt_clock_seconds() value `seconds`
+ * (for condition variables created with that clock). */
 struct timespec nmt_request_timespec(double seconds);
 /* A condition variable on CLOCK_MONOTONIC. */
 void nmt_request_cond_init(pthread_cond_t *cond);

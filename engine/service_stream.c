@@ -16,6 +16,7 @@
  * worker. */
 #include "service_impl.h"
 
+#include "clock.h"
 #include "error.h"
 
 #include <string.h>
@@ -38,7 +39,7 @@ static int source_pull(void *self, int room, int wait, const char **lines, void 
     nmt_request **expired = w->batch; /* scratch, batch_size long */
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        const double now = nmt_request_now();
+        const double now = nmt_clock_seconds();
         while (n < room && n_expired < s->options.translator.batch_size && s->queue.head &&
                !(s->closing && !s->drain) && nmt_request_has_search(s->queue.head, &src->search, src->shrink)) {
             nmt_request *r = s->queue.head;
@@ -86,7 +87,7 @@ static void source_deliver(void *self, void *tag, nmt_result *result)
     stream_source *src = (stream_source *)self;
     nmt_service *s = src->w->service;
     nmt_request *r = (nmt_request *)tag;
-    if (r->deadline > 0.0 && nmt_request_now() > r->deadline) {
+    if (r->deadline > 0.0 && nmt_clock_seconds() > r->deadline) {
         nmt_result_clear(result);
         nmt_service_status_result(result, NMT_STATUS_DEADLINE,
                                   "the translation ended after the deadline");

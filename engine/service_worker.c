@@ -7,6 +7,7 @@
 
 #include "service_impl.h"
 
+#include "clock.h"
 #include "error.h"
 #include "translator.h"
 
@@ -24,7 +25,7 @@ static int take_batch_locked(service_worker *w)
         if (s->queue.count > 0 && !(s->closing && !s->drain)) {
             nmt_request *first = s->queue.head;
             const double due = first->submitted + 1e-6 * s->options.max_delay_us;
-            if (s->queue.count < cap && !s->closing && nmt_request_now() < due) {
+            if (s->queue.count < cap && !s->closing && nmt_clock_seconds() < due) {
                 struct timespec until = nmt_request_timespec(due);
                 pthread_cond_timedwait(&s->work, &s->lock, &until);
                 continue;
@@ -64,7 +65,7 @@ static void run_batch(service_worker *w, int n)
 {
     const nmt_request *first = w->batch[0];
     nmt_translator *t = first->shrink ? w->shrunk : w->full;
-    const double now = nmt_request_now();
+    const double now = nmt_clock_seconds();
     int m = 0, targets = 0; /* targets: a request of the batch has one */
     for (int i = 0; i < n; i++) {
         nmt_request *r = w->batch[i];
@@ -84,7 +85,7 @@ static void run_batch(service_worker *w, int n)
                                .n_lines = m, .score = first->score,
                                .overrides = &first->search, .line_keys = w->line_keys};
     const nmt_status status = m > 0 ? nmt_translator_run(t, &args, out, &err) : NMT_STATUS_OK;
-    const double end = nmt_request_now();
+    const double end = nmt_clock_seconds();
     for (int i = 0, k = 0; i < n; i++) {
         nmt_request *r = w->batch[i];
         if (r->deadline > 0.0 && now > r->deadline)
