@@ -115,6 +115,12 @@ int test_bitwise_line(const nmt_result *a, const nmt_result *b, char *why, size_
     return 1;
 }
 
+void test_clear_results(nmt_result *results, int n)
+{
+    for (int i = 0; i < n; i++)
+        nmt_result_clear(&results[i]);
+}
+
 int test_same_line(const nmt_result *a, const nmt_result *b)
 {
     if (a->status != b->status || a->n_hypotheses != b->n_hypotheses)

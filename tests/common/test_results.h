@@ -17,6 +17,9 @@ int test_translate_models(const nmt_model *const *models, const float *weights, 
                           const nmt_options *o, const char *const *lines, int n,
                           nmt_result *results);
 
+/* nmt_result_clear on results[0 .. n). */
+void test_clear_results(nmt_result *results, int n);
+
 /* 1 when both runs gave bit-identical hypotheses (alignments included). */
 int test_identical_line(const nmt_result *a, const nmt_result *b);
 /* 1 when a and b are the same bits: status (and a refused line's message),

@@ -50,12 +50,6 @@ static nmt_translator *create(const nmt_options *o)
     return forced_create(model, o);
 }
 
-static void clear_all(nmt_result *r, int n)
-{
-    for (int i = 0; i < n; i++)
-        nmt_result_clear(&r[i]);
-}
-
 static int same_bits(const float *a, const float *b, size_t n)
 {
     return n == 0 || !memcmp(a, b, sizeof(float) * n);
@@ -143,8 +137,8 @@ static void test_score_matches_search(nmt_search_rules rules)
         }
     printf("  scoring, %s rules: %d hypotheses scored (%d bit for bit)\n",
            rules == NMT_SEARCH_RULES_V1 ? "v1" : "onmt", k, exact);
-    clear_all(found, N_LINES);
-    clear_all(scored, n);
+    test_clear_results(found, N_LINES);
+    test_clear_results(scored, n);
     nmt_translator_free(t);
 }
 
@@ -199,9 +193,9 @@ static void test_prefix(void)
     }
     CHECK(with == N_LINES - N_LINES / 4, "%d lines with a prefix", with);
     printf("  prefixes: %d lines with one, %d without\n", with, N_LINES - with);
-    clear_all(plain, N_LINES);
-    clear_all(got, N_LINES);
-    clear_all(scored, N_LINES);
+    test_clear_results(plain, N_LINES);
+    test_clear_results(got, N_LINES);
+    test_clear_results(scored, N_LINES);
     nmt_translator_free(t);
 }
 
@@ -259,12 +253,12 @@ static void test_alternatives(nmt_search_rules rules)
                   a->text, b ? b->text : "(none)");
             checked++;
         }
-        clear_all(each, m);
+        test_clear_results(each, m);
     }
     printf("  alternatives, %s rules: %d checked against their prefixes\n",
            rules == NMT_SEARCH_RULES_V1 ? "v1" : "onmt", checked);
     CHECK(checked >= N_LINES, "only %d alternatives checked", checked);
-    clear_all(got, N_LINES);
+    test_clear_results(got, N_LINES);
 done:
     nmt_translator_free(alt);
     nmt_translator_free(one);
@@ -299,7 +293,7 @@ static void test_refusals(void)
                   "%s line %d: status %d \"%s\"", score ? "score" : "prefix", i, r[i].status,
                   r[i].message);
         }
-        clear_all(r, N);
+        test_clear_results(r, N);
     }
     nmt_translator_free(t);
     /* A shrinking translator refuses prefixes (the whole call), and scores
@@ -313,7 +307,7 @@ static void test_refusals(void)
         CHECK(st == NMT_STATUS_ERROR_ARGUMENT && strstr(err.message, "full softmax") &&
                   r[0].status == st && r[N - 1].status == st,
               "prefix on a shrinking translator: %d \"%s\"", st, err.message);
-        clear_all(r, N);
+        test_clear_results(r, N);
         nmt_result f[1];
         CHECK(nmt_score_batch(t, srcs + 6, tgts + 6, 1, r, &err) == NMT_STATUS_OK &&
                   nmt_score_batch(full, srcs + 6, tgts + 6, 1, f, &err) == NMT_STATUS_OK,
@@ -321,8 +315,8 @@ static void test_refusals(void)
         char diff[256];
         CHECK(test_bitwise_line(&r[0], &f[0], diff, sizeof diff),
               "scoring on a shrinking translator: %s", diff);
-        clear_all(r, 1);
-        clear_all(f, 1);
+        test_clear_results(r, 1);
+        test_clear_results(f, 1);
     }
     nmt_translator_free(t);
     nmt_translator_free(full);
@@ -407,7 +401,7 @@ static void test_service(void)
               NMT_STATUS_ERROR_ARGUMENT,
           "a target and a prefix accepted");
     for (int kind = 0; kind < 3; kind++)
-        clear_all(want[kind], N_LINES);
+        test_clear_results(want[kind], N_LINES);
 done:
     nmt_translator_free(t);
     nmt_translator_free(alt);

@@ -78,12 +78,6 @@ static nmt_options make_options(nmt_device device, int batch, int beam, int n_be
     return o;
 }
 
-static void clear_all(nmt_result *results)
-{
-    for (int i = 0; i < n_lines; i++)
-        nmt_result_clear(&results[i]);
-}
-
 /* What every hypothesis must satisfy on its own. */
 static void check_invariants(const char *label, const nmt_result *results)
 {
@@ -191,8 +185,8 @@ static void compare_cpu(const nmt_model *model, int batch, int beam, int n_best,
         printf("%s: %d of %d lines differ; agreeing lines: token scores within %.2g, weights "
                "within %.2g\n", label, differing, n_lines, worst_scores, worst_weights);
     }
-    clear_all(cpu);
-    clear_all(gpu);
+    test_clear_results(cpu, n_lines);
+    test_clear_results(gpu, n_lines);
 }
 
 /* 1 when both are the same bit for bit; with_weights: the weights too. */
@@ -242,9 +236,9 @@ static void compare_modes(const nmt_model *model, int batch, int beam, int n_bes
         CHECK(bad_eager == 0, "batch %d beam %d: %d lines change with graphs off", batch, beam,
               bad_eager);
     }
-    clear_all(on);
-    clear_all(off);
-    clear_all(eager);
+    test_clear_results(on, n_lines);
+    test_clear_results(off, n_lines);
+    test_clear_results(eager, n_lines);
 }
 
 /* Continuous batching: the lines in random bursts (test_gpu_stream's script). */

@@ -34,12 +34,6 @@ static nmt_options base(nmt_precision precision, int batch, int fused)
     return o;
 }
 
-static void clear_all(nmt_result *r, int n)
-{
-    for (int i = 0; i < n; i++)
-        nmt_result_clear(&r[i]);
-}
-
 /* Fused against unfused at one precision. */
 static void compare_unfused(const nmt_model *model, nmt_precision precision,
                             const char *const *lines)
@@ -64,8 +58,8 @@ static void compare_unfused(const nmt_model *model, nmt_precision precision,
         CHECK(moved > 0, "%s: every score has the unfused bits (the fused layer never ran?)",
               label);
     }
-    clear_all(a, N_LINES);
-    clear_all(b, N_LINES);
+    test_clear_results(a, N_LINES);
+    test_clear_results(b, N_LINES);
 }
 
 /* Every line's bits at batch 1, 8 and 37 (graphs off at 8), fused. */
@@ -88,9 +82,9 @@ static void check_invariance(const nmt_model *model, const char *const *lines)
                 fprintf(stderr, "  fused batch %d line %d: %s\n", batches[k], i, why);
         CHECK(differ == 0, "fused: %d of %d lines change bits at batch %d", differ, N_LINES,
               batches[k]);
-        clear_all(other, N_LINES);
+        test_clear_results(other, N_LINES);
     }
-    clear_all(ref, N_LINES);
+    test_clear_results(ref, N_LINES);
 }
 
 /* Sampling and a logit rule read every logit: the setting changes nothing. */
@@ -114,8 +108,8 @@ static void check_fallback(const nmt_model *model, const char *const *lines)
             CHECK(differ == 0, "%s with fused_output: %d lines differ from without",
                   rule == 0 ? "sampling" : "no_repeat_ngram_size", differ);
         }
-        clear_all(a, N_LINES);
-        clear_all(b, N_LINES);
+        test_clear_results(a, N_LINES);
+        test_clear_results(b, N_LINES);
     }
 }
 

@@ -86,12 +86,6 @@ static nmt_options make_options(nmt_device device, const config *c)
     return o;
 }
 
-static void clear_all(nmt_result *r)
-{
-    for (int i = 0; i < N_LINES; i++)
-        nmt_result_clear(&r[i]);
-}
-
 static void compare(const nmt_model *model, const config *c, const char *const *lines)
 {
     const nmt_options cpu = make_options(NMT_DEVICE_CPU, c);
@@ -124,9 +118,9 @@ static void gpu_invariance(const nmt_model *model, const config *c, const char *
                 fprintf(stderr, "%s, batch %d, line %d: %s\n", c->name, sizes[k], i, why);
         CHECK(differ == 0, "%s: %d lines differ at batch %d from batch 1", c->name, differ,
               sizes[k]);
-        clear_all(other);
+        test_clear_results(other, N_LINES);
     }
-    clear_all(one);
+    test_clear_results(one, N_LINES);
 }
 
 int main(void)
