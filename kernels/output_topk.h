@@ -11,9 +11,11 @@
  * CUDA: z is one mma.sync m16n8k16 chain over k from 0 plus the bias after
  * (the bits of nmt_cuda_linear_half's batch-invariant GEMM), so the words and
  * their order are those of the unfused layer; lse sums in another fixed
- * order (last bits). Tiles of words keep a running (max, sum) and top-K per
- * row; a second kernel merges the word tiles' partial results in a fixed
- * order. Nothing depends on the other rows or on the row count: batch
+ * order (last bits). Blocks of rows x parts of the vocabulary keep the
+ * logits in registers and fold them into a running (max, sum) and top-K per
+ * row; a second kernel merges the parts in a fixed order. The parts depend
+ * on V alone and the fold's order on nothing else, so a row's result does
+ * not depend on the other rows or on the row count: batch
  * invariant. */
 #ifndef NMT_KERNELS_OUTPUT_TOPK_H
 #define NMT_KERNELS_OUTPUT_TOPK_H
@@ -69,10 +71,12 @@ size_t nmt_cuda_output_topk_workspace_size(int32_t n_rows, int32_t vocab, int32_
 int nmt_cuda_output_topk_supports(const nmt_output_topk_args *a);
 
 /* The CUDA kernel's tuning: stages, the k stages of the product's ring in
- * shared memory (3, 4 or 5; 0: the default, 3, which needs no opt-in to more
- * than 48 KB). The results do not depend on it. */
+ * shared memory (3, 4 or 5; 0: the default, 3); row_tile, the rows a block
+ * (32, 64 or 128; 0: the largest that still gives every SM two blocks). The
+ * results do not depend on either. */
 typedef struct nmt_output_topk_policy {
     int stages;
+    int row_tile;
 } nmt_output_topk_policy;
 
 /* On `stream`; device pointers. Refuses (NMT_STATUS_ERROR_UNSUPPORTED) a call

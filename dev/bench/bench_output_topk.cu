@@ -6,13 +6,15 @@
  *   unfused-best the same on a context without batch invariance, softmax +
  *                top-K AUTO (cuBLASLt's heuristic pick, the fastest variant)
  *   fused        nmt_cuda_to_half + nmt_cuda_output_topk_policy (no logits),
- *                once a ring of --stages (the policy's; default 3,4,5)
+ *                once a policy of each --stages (default 3,4,5) x --row-tiles
+ *                (default 0: the kernel's own pick by the row count)
  * Medians of NMT_BENCH_REPEATS runs (CUDA events); one JSON line a case and
  * a table on stderr, with the ratios unfused / fused. The fused results are
  * checked against the unfused ones (ids equal) before timing.
  *
  *   bench_output_topk [--rows 5,640,5120] [--vocabs 4778,32000,50000]
  *                     [--hidden 512] [--k 10] [--kind fp16|bf16] [--stages 3,4,5]
+ *                     [--row-tiles 0,32,64,128]
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -78,7 +80,8 @@ static int32_t *download_ids(const bench_case *c)
 }
 
 static void bench_shape(nmt_cuda_ctx *inv, nmt_cuda_ctx *fast, nmt_half_kind kind, int32_t rows,
-                        int32_t vocab, int32_t hidden, int32_t k, const int *stages, int n_stages)
+                        int32_t vocab, int32_t hidden, int32_t k,
+                        const nmt_output_topk_policy *policies, int n_policies)
 {
     bench_case c;
     memset(&c, 0, sizeof c);
@@ -121,8 +124,8 @@ static void bench_shape(nmt_cuda_ctx *inv, nmt_cuda_ctx *fast, nmt_half_kind kin
     run_unfused(&c, 0);
     int32_t *want = download_ids(&c);
     size_t differ = 0;
-    for (int v = 0; v < n_stages; v++) {
-        c.policy.stages = stages[v];
+    for (int v = 0; v < n_policies; v++) {
+        c.policy = policies[v];
         run_fused(&c, 0);
         int32_t *got = download_ids(&c);
         differ += bench_count_diff_i32(got, want, (size_t)rows * k);
@@ -131,24 +134,26 @@ static void bench_shape(nmt_cuda_ctx *inv, nmt_cuda_ctx *fast, nmt_half_kind kin
     free(want);
 
     const double unfused = bench_time_us(run_unfused, &c, c.stream);
-    double fused[8];
-    for (int v = 0; v < n_stages; v++) {
-        c.policy.stages = stages[v];
+    double fused[32];
+    for (int v = 0; v < n_policies; v++) {
+        c.policy = policies[v];
         fused[v] = bench_time_us(run_fused, &c, c.stream);
     }
     c.ctx = fast, c.stream = (cudaStream_t)nmt_cuda_ctx_stream(fast);
     c.variant = NMT_SOFTMAX_TOPK_AUTO;
     const double best = bench_time_us(run_unfused, &c, c.stream);
     const double flop = 2.0 * rows * (double)vocab * hidden;
-    for (int v = 0; v < n_stages; v++) {
+    for (int v = 0; v < n_policies; v++) {
         printf("{\"bench\":\"output_topk\",\"kind\":\"%s\",\"rows\":%d,\"vocab\":%d,"
-               "\"hidden\":%d,\"k\":%d,\"stages\":%d,\"unfused_us\":%.2f,"
+               "\"hidden\":%d,\"k\":%d,\"stages\":%d,\"row_tile\":%d,\"unfused_us\":%.2f,"
                "\"unfused_best_us\":%.2f,\"fused_us\":%.2f,\"fused_tflops\":%.1f,"
                "\"ids_differ\":%zu}\n",
-               kind == NMT_HALF_BF16 ? "bf16" : "fp16", rows, vocab, hidden, k, stages[v],
+               kind == NMT_HALF_BF16 ? "bf16" : "fp16", rows, vocab, hidden, k, policies[v].stages,
+               policies[v].row_tile,
                unfused, best, fused[v], flop / fused[v] / 1e6, differ);
-        fprintf(stderr, "| %5d | %6d | %4d | %3d | %d | %9.2f | %9.2f | %9.2f | %5.2fx | %5.2fx "
-                "| %6.1f | %zu |\n", rows, vocab, hidden, k, stages[v], unfused, best, fused[v],
+        fprintf(stderr, "| %5d | %6d | %4d | %3d | %d | %3d | %9.2f | %9.2f | %9.2f | %5.2fx | %5.2fx "
+                "| %6.1f | %zu |\n", rows, vocab, hidden, k, policies[v].stages,
+                policies[v].row_tile, unfused, best, fused[v],
                 unfused / fused[v], best / fused[v], flop / fused[v] / 1e6, differ);
     }
     fflush(stdout);
@@ -164,9 +169,10 @@ static void bench_shape(nmt_cuda_ctx *inv, nmt_cuda_ctx *fast, nmt_half_kind kin
 int main(int argc, char **argv)
 {
     static const char *const known[] = {"--rows=", "--vocabs=", "--hidden=", "--k=", "--kind=",
-                                        "--stages=", NULL};
+                                        "--stages=", "--row-tiles=", NULL};
     bench_options_check(argc, argv, known, "bench_output_topk [--rows R,..] [--vocabs V,..] "
-                        "[--hidden H] [--k K] [--kind fp16|bf16] [--stages S,..]");
+                        "[--hidden H] [--k K] [--kind fp16|bf16] [--stages S,..] "
+                        "[--row-tiles T,..]");
     const int default_rows[] = {5, 640, 5120}, default_vocabs[] = {4778, 32000, 50000};
     int rows[16], vocabs[16];
     const char *v;
@@ -177,6 +183,16 @@ int main(int argc, char **argv)
     int stages[8];
     const int n_stages =
         parse_ints_text(bench_option(argc, argv, "--stages"), default_stages, 3, stages, 8);
+    const int default_tiles[] = {0};
+    int tiles[4];
+    const int n_tiles =
+        parse_ints_text(bench_option(argc, argv, "--row-tiles"), default_tiles, 1, tiles, 4);
+    nmt_output_topk_policy policies[32];
+    int n_policies = 0;
+    for (int a = 0; a < n_stages; a++)
+        for (int b = 0; b < n_tiles; b++)
+            policies[n_policies++] = (nmt_output_topk_policy){.stages = stages[a],
+                                                              .row_tile = tiles[b]};
     const int hidden = (v = bench_option(argc, argv, "--hidden")) ? atoi(v) : 512;
     const int k = (v = bench_option(argc, argv, "--k")) ? atoi(v) : 10;
     const nmt_half_kind kind =
@@ -187,12 +203,12 @@ int main(int argc, char **argv)
     NMT_OK(nmt_cuda_ctx_create(0, &fast, &err));
     nmt_cuda_ctx_set_batch_invariant(inv, 1);
     nmt_cuda_ctx_set_batch_invariant(fast, 0);
-    fprintf(stderr, "| rows | V | H | K | stages | unfused us | unfused-best us | fused us | "
+    fprintf(stderr, "| rows | V | H | K | stages | row tile | unfused us | unfused-best us | fused us | "
                     "x unfused | x best | fused TFLOP/s | ids differ |\n| --- | --- | --- | --- "
-                    "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+                    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < n_vocabs; i++)
         for (int j = 0; j < n_rows; j++)
-            bench_shape(inv, fast, kind, rows[j], vocabs[i], hidden, k, stages, n_stages);
+            bench_shape(inv, fast, kind, rows[j], vocabs[i], hidden, k, policies, n_policies);
     nmt_cuda_ctx_free(inv);
     nmt_cuda_ctx_free(fast);
     return 0;

@@ -11,8 +11,8 @@
  *    logit bit for bit (the same mma chain; cuBLASLt's own pick for an odd
  *    V such as 30,001 may end rows in other bits, so it is not the judge);
  *  - itself on fewer rows: each row alone and a slice of the batch give the
- *    bits they have in the whole batch; and with every ring of its policy
- *    (3, 4, 5 stages): the same bits.
+ *    bits they have in the whole batch; and with every ring and row tile
+ *    of its policy (3, 4, 5 stages; 32, 64, 128 rows): the same bits.
  * Outputs NaN-poisoned, with guards. */
 #include <math.h>
 #include <stdint.h>
@@ -54,7 +54,7 @@ typedef struct outputs {
 static void run_fused(const shape *s, const uint16_t *d_x, int32_t ldx, const uint16_t *d_w,
                       const float *d_bias, const int32_t *d_excluded, int32_t r0, int32_t n,
                       void *ws, size_t ws_bytes, outputs *host, const char *what,
-                      int stages)
+                      nmt_output_topk_policy policy)
 {
     const int32_t K = s->top_k;
     float *d_values = (float *)dev_output((size_t)n * K * sizeof(float), POISON_F32);
@@ -70,7 +70,6 @@ static void run_fused(const shape *s, const uint16_t *d_x, int32_t ldx, const ui
         .workspace = ws, .workspace_bytes = ws_bytes,
     };
     nmt_error err = {};
-    const nmt_output_topk_policy policy = {.stages = stages};
     const nmt_status st = nmt_cuda_output_topk_policy(&a, &policy, stream, &err);
     CHECK(st == NMT_STATUS_OK, "%s: status %d: %s", what, (int)st, err.message);
     dev_download(host->values, d_values, (size_t)n * K * sizeof(float), POISON_F32, what);
@@ -152,7 +151,8 @@ static void test_shape(const shape *s)
                    (float *)host_alloc((size_t)R * sizeof(float)),
                    (float *)host_alloc((size_t)R * V * sizeof(float)),
                    (int32_t *)host_alloc((size_t)R * K * sizeof(int32_t))};
-    run_fused(s, d_x, ldx, d_w, d_bias, d_excluded, 0, R, ws, ws_bytes, &got, what, 0);
+    run_fused(s, d_x, ldx, d_w, d_bias, d_excluded, 0, R, ws, ws_bytes, &got, what,
+              (nmt_output_topk_policy){0});
 
     /* Against the oracle. */
     int bad = 0;
@@ -238,7 +238,7 @@ static void test_shape(const shape *s)
     const int32_t ns[3] = {1, 1, R - (R > 3 ? R / 3 : 0)};
     for (int c = 0; c < 3; c++) {
         run_fused(s, d_x, ldx, d_w, d_bias, d_excluded, r0s[c], ns[c], ws, ws_bytes, &part, what,
-                  0);
+                  (nmt_output_topk_policy){0});
         for (int32_t r = 0; r < ns[c]; r++) {
             const size_t a = (size_t)r * K, b = (size_t)(r0s[c] + r) * K;
             moved += memcmp(part.values + a, got.values + b, (size_t)K * sizeof(float)) != 0 ||
@@ -247,13 +247,16 @@ static void test_shape(const shape *s)
         }
     }
     CHECK(moved == 0, "%s: %d rows changed bits with the rows around them", what, moved);
-    for (int stages = 3; stages <= 5; stages++) { /* the policy's rings: the same bits */
-        run_fused(s, d_x, ldx, d_w, d_bias, d_excluded, 0, R, ws, ws_bytes, &part, what, stages);
-        CHECK(!memcmp(part.values, got.values, (size_t)R * K * sizeof(float)) &&
-                  !memcmp(part.ids, got.ids, (size_t)R * K * sizeof(int32_t)) &&
-                  !memcmp(part.lse, got.lse, (size_t)R * sizeof(float)),
-              "%s: %d stages give other bits", what, stages);
-    }
+    for (int stages = 3; stages <= 5; stages++) /* the policy's choices: the same bits */
+        for (int row_tile = 32; row_tile <= 128; row_tile *= 2) {
+            const nmt_output_topk_policy policy = {.stages = stages, .row_tile = row_tile};
+            run_fused(s, d_x, ldx, d_w, d_bias, d_excluded, 0, R, ws, ws_bytes, &part, what,
+                      policy);
+            CHECK(!memcmp(part.values, got.values, (size_t)R * K * sizeof(float)) &&
+                      !memcmp(part.ids, got.ids, (size_t)R * K * sizeof(int32_t)) &&
+                      !memcmp(part.lse, got.lse, (size_t)R * sizeof(float)),
+                  "%s: %d stages, row tile %d give other bits", what, stages, row_tile);
+        }
 
     CUDA_OK(cudaFree(d_x));
     CUDA_OK(cudaFree(d_w));
@@ -326,6 +329,9 @@ int main(void)
     a.lse = (float *)d, a.workspace = d, a.workspace_bytes = 1 << 20;
     CHECK(nmt_cuda_output_topk_policy(&a, &two, stream, &err) == NMT_STATUS_ERROR_ARGUMENT,
           "a ring of 2 stages accepted");
+    const nmt_output_topk_policy odd_tile = {.row_tile = 48};
+    CHECK(nmt_cuda_output_topk_policy(&a, &odd_tile, stream, &err) == NMT_STATUS_ERROR_ARGUMENT,
+          "a row tile of 48 accepted");
     a.workspace_bytes = 8;
     CHECK(nmt_cuda_output_topk(&a, stream, &err) == NMT_STATUS_ERROR_ARGUMENT,
           "a small workspace accepted");
