@@ -35,6 +35,12 @@ static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, 
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
                  "r"(bytes));
 }
+/* The same to a shared-window address, src_bytes 16 or 0 (0: nothing read). */
+static __device__ __forceinline__ void cp_async16_to(unsigned dst, const void *gmem, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+                 "r"(src_bytes));
+}
 static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> static __device__ __forceinline__ void cp_async_wait()
 {

@@ -52,28 +52,83 @@ template <int NR> __device__ inline Fold fold_at(unsigned char *smem, int stages
     return f;
 }
 
-/* Stage k0 .. k0 + kStep of the chunk's W rows and the block's x rows. */
-template <int NR>
-__device__ __forceinline__ void load_stage(uint16_t *st, const Params &p, int32_t word0,
-                                           int32_t row0, int32_t k0)
-{
-    constexpr int R = Tile<NR>::rows;
-    const int tid = threadIdx.x;
-    uint16_t *xs = st + kChunk * kLd;
+/* The ring's loads of one thread: W rows r and r + 64 of the chunk, x rows r
+ * and r + 64 of the block (those below R), 16 bytes at column c of each
+ * stage, r = tid / 4, c = 8 (tid % 4). The sources advance by a stage; rows
+ * past V or n_rows read nothing (zero-filled) from row 0, so each pointer
+ * stays inside its matrix. A stage's loads cost a few adds. */
+template <int NR, int STAGES> struct StageLoader {
+    static constexpr int kXSegs = (Tile<NR>::rows * kSegs + kThreads - 1) / kThreads;
+    const uint16_t *w[2], *x[kXSegs]; /* the next stage's sources */
+    uint32_t dst;                     /* the thread's first segment in the next stage's slot */
+    int32_t k0, word0;                /* the next stage's k and chunk */
+    uint32_t ok;                      /* bit u: W row r + 64 u exists; bit 2 + v: x row */
+    int slot;                         /* of the ring's STAGES */
+
+    __device__ __forceinline__ int row() const { return threadIdx.x / kSegs; }
+    __device__ __forceinline__ int col() const { return (threadIdx.x % kSegs) * 8; }
+
+    __device__ __forceinline__ void point_w(const Params &p)
+    {
 #pragma unroll
-    for (int u = 0; u < 2; u++) {
-        const int seg = tid + u * kThreads, r = seg / kSegs, c = (seg % kSegs) * 8;
-        const int32_t word = word0 + r;
-        const bool ok = word < p.vocab && k0 + c < p.k;
-        cp_async16(&st[r * kLd + c], ok ? p.w + (int64_t)word * p.ldw + k0 + c : p.w, ok);
+        for (int u = 0; u < 2; u++) {
+            const int32_t word = word0 + row() + 64 * u;
+            const bool in = word < p.vocab;
+            ok = (ok & ~(1u << u)) | (uint32_t)in << u;
+            w[u] = in ? p.w + (int64_t)word * p.ldw + col() : p.w;
+        }
     }
+
+    __device__ __forceinline__ void init(const Params &p, unsigned char *smem, int32_t row0,
+                                         int32_t chunk_word0)
+    {
+        ok = 0;
 #pragma unroll
-    for (int seg = tid; seg < R * kSegs; seg += kThreads) {
-        const int r = seg / kSegs, c = (seg % kSegs) * 8;
-        const bool ok = row0 + r < p.n_rows && k0 + c < p.k;
-        cp_async16(&xs[r * kLd + c], ok ? p.x + (int64_t)(row0 + r) * p.ldx + k0 + c : p.x, ok);
+        for (int v = 0; v < kXSegs; v++) {
+            const int32_t r = row0 + row() + 64 * v;
+            const bool in = row() + 64 * v < Tile<NR>::rows && r < p.n_rows;
+            ok |= (uint32_t)in << (2 + v);
+            x[v] = in ? p.x + (int64_t)r * p.ldx + col() : p.x;
+        }
+        k0 = 0, word0 = chunk_word0, slot = 0;
+        dst = (unsigned)__cvta_generic_to_shared(smem) + sizeof(uint16_t) * (row() * kLd + col());
+        point_w(p);
     }
-}
+
+    /* The next stage into its slot (cp.async, zero-filled past V, n_rows, k);
+     * then the one after it. n_kb: stages a chunk. */
+    __device__ __forceinline__ void load_next(const Params &p, int n_kb)
+    {
+        const int kbytes = k0 + col() < p.k ? 16 : 0;
+        const uint32_t d = dst + slot * (uint32_t)Tile<NR>::stage_bytes;
+        constexpr uint32_t kRow64 = sizeof(uint16_t) * 64 * kLd;
+        constexpr uint32_t kXOff = sizeof(uint16_t) * kChunk * kLd;
+#pragma unroll
+        for (int u = 0; u < 2; u++)
+            cp_async16_to(d + u * kRow64, w[u], (ok >> u) & 1 ? kbytes : 0);
+#pragma unroll
+        for (int v = 0; v < kXSegs; v++)
+            if (row() + 64 * v < Tile<NR>::rows)
+                cp_async16_to(d + kXOff + v * kRow64, x[v], (ok >> (2 + v)) & 1 ? kbytes : 0);
+        slot = slot + 1 == STAGES ? 0 : slot + 1;
+        k0 += kStep;
+#pragma unroll
+        for (int u = 0; u < 2; u++)
+            w[u] += kStep;
+#pragma unroll
+        for (int v = 0; v < kXSegs; v++)
+            x[v] += kStep;
+        if (k0 >= p.k) { /* the next chunk */
+            k0 = 0;
+            word0 += kChunk;
+#pragma unroll
+            for (int v = 0; v < kXSegs; v++)
+                x[v] -= n_kb * kStep;
+            point_w(p);
+        }
+    }
+};
+static_assert(kThreads / kSegs == 64 && kChunk == 128, "a thread loads W rows r and r + 64");
 
 /* The warp's 64 words x 8 NR rows over one stage's k16 blocks, in order. */
 template <int BF16, int NR>
@@ -113,19 +168,23 @@ __global__ void __launch_bounds__(kThreads, 2) tile_kernel(Params p)
     constexpr int R = Tile<NR>::rows;
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *ring = reinterpret_cast<uint16_t *>(smem);
-    const Fold f = fold_at<NR>(smem, STAGES, p.top_k);
     const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
     const int wm = warp & 1, wn = warp >> 1; /* the warp's 64 words and 8 NR rows */
     const int32_t row0 = blockIdx.y * R, part = blockIdx.x;
     const int32_t chunk_begin = part * p.split.chunks_per_part;
     const int32_t chunk_end = min(chunk_begin + p.split.chunks_per_part, p.split.n_chunks);
-    for (int i = tid; i < R; i += kThreads)
-        f.thr[i] = 0, f.cnt[i] = 0;
-    for (int i = tid; i < R * p.top_k; i += kThreads)
-        f.list[i] = 0;
+    /* The fold's pointers are remade where used (fold_at is arithmetic on
+     * smem): kept live across the product they would cost registers it needs. */
+    {
+        const Fold f = fold_at<NR>(smem, STAGES, p.top_k);
+        for (int i = tid; i < R; i += kThreads)
+            f.thr[i] = 0, f.cnt[i] = 0;
+        for (int i = tid; i < R * p.top_k; i += kThreads)
+            f.list[i] = 0;
 #pragma unroll
-    for (int r = 0; r < 2 * NR; r++) /* the thread's own, over its words of every chunk */
-        f.md[r * kThreads + tid] = OnlineMD{-INFINITY, 0.0f};
+        for (int r = 0; r < 2 * NR; r++) /* the thread's own, over its words of every chunk */
+            f.md[r * kThreads + tid] = OnlineMD{-INFINITY, 0.0f};
+    }
     float acc[4][NR][4];
 #pragma unroll
     for (int mw = 0; mw < 4; mw++)
@@ -139,27 +198,26 @@ __global__ void __launch_bounds__(kThreads, 2) tile_kernel(Params p)
      * that waiting for all but STAGES - 2 groups means stage s has landed. */
     const int n_kb = (p.k + kStep - 1) / kStep;
     const int total = (chunk_end - chunk_begin) * n_kb;
+    StageLoader<NR, STAGES> loader;
+    loader.init(p, smem, row0, chunk_begin * kChunk);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < total)
-            load_stage<NR>(ring + s * Tile<NR>::stage_halfs, p, (chunk_begin + s / n_kb) * kChunk,
-                           row0, (s % n_kb) * kStep);
+            loader.load_next(p, n_kb);
         cp_async_commit();
     }
-    int kb = 0;
+    int kb = 0, slot = 0;
     int32_t chunk = chunk_begin;
     for (int s = 0; s < total; s++) {
         cp_async_wait<STAGES - 2>();
         __syncthreads(); /* stage s is in; every warp is done with s - 1's slot */
-        const int next = s + STAGES - 1;
-        if (next < total)
-            load_stage<NR>(ring + (next % STAGES) * Tile<NR>::stage_halfs, p,
-                           (chunk_begin + next / n_kb) * kChunk, row0, (next % n_kb) * kStep);
+        if (s + STAGES - 1 < total)
+            loader.load_next(p, n_kb);
         cp_async_commit();
-        mma_stage<BF16, NR>(acc, ring + (s % STAGES) * Tile<NR>::stage_halfs, wm, wn, kb * kStep,
-                            p.k);
+        mma_stage<BF16, NR>(acc, ring + slot * Tile<NR>::stage_halfs, wm, wn, kb * kStep, p.k);
+        slot = slot + 1 == STAGES ? 0 : slot + 1;
         if (++kb == n_kb) {
-            fold_chunk<NR>(acc, p, f, chunk * kChunk, row0, chunk == chunk_begin, wm, wn);
+            fold_chunk<NR>(acc, p, fold_at<NR>(smem, STAGES, p.top_k), chunk * kChunk, row0, chunk == chunk_begin, wm, wn);
 #pragma unroll
             for (int mw = 0; mw < 4; mw++)
 #pragma unroll
@@ -174,6 +232,7 @@ __global__ void __launch_bounds__(kThreads, 2) tile_kernel(Params p)
     cp_async_wait<0>();
     /* The part's (m, d) a row: the 8 lanes of a word warp (g), then the two
      * word warps in order, through the (now free) candidate buffer. */
+    const Fold f = fold_at<NR>(smem, STAGES, p.top_k);
     OnlineMD *md_s = reinterpret_cast<OnlineMD *>(f.buf);
 #pragma unroll
     for (int r = 0; r < 2 * NR; r++) {

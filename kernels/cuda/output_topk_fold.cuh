@@ -6,7 +6,7 @@
  * beats its row's threshold through a shared candidate buffer into the row's
  * sorted list (one thread a row), in rounds until every word went through;
  * the first chunk of a part seeds the threshold with the K-th largest of the
- * row's 16 holders' best keys (K distinct words are at least that large). */
+ * row's 16 holders' best logits (K distinct words are at least that large). */
 #ifndef NMT_KERNELS_CUDA_OUTPUT_TOPK_FOLD_CUH
 #define NMT_KERNELS_CUDA_OUTPUT_TOPK_FOLD_CUH
 
@@ -31,7 +31,7 @@ constexpr int kHolders = 16;                   /* threads holding a row's words 
 constexpr int kCand = 16;                      /* candidate slots a row, a round */
 constexpr int kPartsPerLane = 2;               /* parts a lane merges */
 constexpr int kMaxParts = kWarpSize * kPartsPerLane;
-constexpr int kTargetParts = 32;               /* parts a vocabulary is cut into at most */
+constexpr int kTargetParts = 16;               /* parts a vocabulary is cut into at most */
 constexpr int kDefaultStages = 3;              /* two blocks an SM at the largest row tile */
 static_assert(kChunk * kSegs == 2 * kThreads, "a stage's W is two segments a thread");
 static_assert(kCand >= kHolders && kCand >= 2, "the buffer also holds the seeds and (m, d)");
@@ -127,41 +127,93 @@ __device__ __forceinline__ void insert_candidates(uint64_t *list, int32_t top_k,
         *thr = list[top_k - 1];
 }
 
-/* The K-th largest of a row's kHolders seeds (0: fewer than K non-zero). */
-__device__ __forceinline__ uint64_t kth_seed(const uint64_t *seeds, int32_t top_k)
+/* The K-th largest of a row's kHolders seeds (NaN: none; -inf counts), or
+ * NaN when fewer than K are there. */
+__device__ __forceinline__ float kth_seed(const float *seeds, int32_t top_k)
 {
-    uint64_t s[kHolders];
+    float s[kHolders];
 #pragma unroll
     for (int a = 0; a < kHolders; a++)
         s[a] = seeds[a];
-    uint64_t kth = 0;
+    float kth = NAN;
 #pragma unroll
     for (int a = 0; a < kHolders; a++) {
-        int rank = 0;
+        int above = 0, at_least = 0;
 #pragma unroll
-        for (int b = 0; b < kHolders; b++)
-            rank += s[b] > s[a];
-        if (s[a] && rank == top_k - 1)
+        for (int b = 0; b < kHolders; b++) {
+            above += s[b] > s[a];
+            at_least += s[b] >= s[a];
+        }
+        if (above < top_k && at_least >= top_k) /* false for NaN */
             kth = s[a];
     }
     return kth;
 }
 
+/* A thread's row (nr, j) in the block, and item i's logit and word. */
+template <int NR> __device__ __forceinline__ int row_of(int wn, int t, int nr, int j)
+{
+    return wn * 8 * NR + 8 * nr + 2 * t + j;
+}
+
+/* Offers the thread's items of row (nr, j) that beat the row's threshold
+ * (a float compare first, the key only at or above its value) to the
+ * candidate buffer; an item that finds it full stays in pend. only: the
+ * items to look at (a round after the first: pend's). */
+template <int NR>
+__device__ __forceinline__ void offer_row(float (&acc)[4][NR][4], int nr, int j, const Fold &f,
+                                          int rl, int32_t wbase, uint32_t only, uint64_t &pend)
+{
+    const uint64_t thr = f.thr[rl];
+    const float thr_value = thr ? key_value(thr) : -INFINITY;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const float z = acc[i >> 1][nr][2 * (i & 1) + j];
+        if (!((only >> i) & 1) || !(z >= thr_value)) /* NaN: not a word of the list */
+            continue;
+        const uint64_t key = make_key(z, wbase + 8 * i);
+        if (key <= thr)
+            continue;
+        const int slot = atomicAdd(&f.cnt[rl], 1);
+        if (slot < kCand)
+            f.buf[rl * kCand + slot] = key;
+        else
+            pend |= 1ull << ((2 * nr + j) * 8 + i);
+    }
+}
+
 /* Folds a chunk's logits (the accumulators, bias not yet added) into the
  * thread's (m, d) and the block's lists. Block-wide: every thread calls it. */
 template <int NR>
-__device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p,
-                           const Fold &f, int32_t word0, int32_t row0, bool first, int wm, int wn)
+__device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p, const Fold &f, int32_t word0,
+                           int32_t row0, bool first, int wm, int wn)
 {
     constexpr int R = 32 * NR;
     const int tid = threadIdx.x, lane = tid % kWarpSize, g = lane >> 2, t = lane & 3;
-    const int32_t wbase = word0 + wm * 64 + g;
-    uint32_t in = 0, excl = 0; /* bit i: word i is in the vocabulary; is excluded */
+    const int32_t wbase = word0 + wm * 64 + g; /* item i's word: wbase + 8 i */
+    /* A clean chunk (the common one): every word in the vocabulary and none
+     * excluded, every row real; block-uniform, and no per-word selects. */
+    bool excluded_here = false;
+    for (int e = 0; e < p.n_excluded; e++) {
+        const int32_t d = __ldg(&p.excluded[e]) - word0;
+        excluded_here |= d >= 0 && d < kChunk;
+    }
+    const bool clean = !excluded_here && word0 + kChunk <= p.vocab && row0 + R <= p.n_rows;
+    uint32_t listed = 0xffu; /* bit i: word i is in the vocabulary and not excluded */
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         const int32_t word = wbase + 8 * i;
-        in |= (uint32_t)(word < p.vocab) << i;
         /* the bias after the chain, as cuBLASLt's epilogue adds it */
+        if (clean) {
+            const float b = __ldg(&p.bias[word]);
+#pragma unroll
+            for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+                for (int j = 0; j < 2; j++)
+                    acc[i >> 1][nr][2 * (i & 1) + j] += b;
+            continue;
+        }
+        listed &= ~((uint32_t)(word >= p.vocab) << i);
         const float b = word < p.vocab ? __ldg(&p.bias[word]) : 0.0f;
 #pragma unroll
         for (int nr = 0; nr < NR; nr++)
@@ -171,19 +223,19 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p,
                 z = word < p.vocab ? z + b : -INFINITY;
             }
     }
-    for (int e = 0; e < p.n_excluded; e++) {
-        const int32_t d = __ldg(&p.excluded[e]) - wbase;
-        if (d >= 0 && d < 64 && (d & 7) == 0)
-            excl |= 1u << (d >> 3);
-    }
+    if (!clean)
+        for (int e = 0; e < p.n_excluded; e++) {
+            const int32_t d = __ldg(&p.excluded[e]) - wbase;
+            if (d >= 0 && d < 64 && (d & 7) == 0)
+                listed &= ~(1u << (d >> 3));
+        }
     const bool keep_here = p.keep && p.keep_word >= wbase && p.keep_word < wbase + 64 &&
                            ((p.keep_word - wbase) & 7) == 0;
-    uint64_t pend = 0;
 #pragma unroll
     for (int nr = 0; nr < NR; nr++)
 #pragma unroll
         for (int j = 0; j < 2; j++) {
-            const int rl = wn * 8 * NR + 8 * nr + 2 * t + j;
+            const int rl = row_of<NR>(wn, t, nr, j);
             const bool valid = row0 + rl < p.n_rows;
             float mx = -INFINITY;
 #pragma unroll
@@ -207,59 +259,43 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p,
                 m.d += s;
             }
             f.md[(2 * nr + j) * kThreads + tid] = m;
-            if (valid)
-                pend |= (uint64_t)(in & ~excl & 0xffu) << item_bit(nr, j, 0);
+            /* From here on z only ranks: NaN for what no list may hold. */
+            if (!clean)
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    if (!valid || !((listed >> i) & 1))
+                        acc[i >> 1][nr][2 * (i & 1) + j] = NAN;
         }
+    float *seeds = reinterpret_cast<float *>(f.buf); /* kHolders a row */
     if (first && p.top_k <= kHolders) {
-        /* each holder's best key a row: the seeds */
 #pragma unroll
         for (int nr = 0; nr < NR; nr++)
 #pragma unroll
             for (int j = 0; j < 2; j++) {
-                uint64_t best = 0;
+                float best = NAN; /* fmaxf keeps the number of a NaN pair */
 #pragma unroll
                 for (int i = 0; i < 8; i++)
-                    if ((pend >> item_bit(nr, j, i)) & 1) {
-                        const uint64_t key = make_key(acc[i >> 1][nr][2 * (i & 1) + j], wbase + 8 * i);
-                        best = key > best ? key : best;
-                    }
-                const int rl = wn * 8 * NR + 8 * nr + 2 * t + j;
-                f.buf[rl * kHolders + wm * 8 + g] = best;
+                    best = fmaxf(best, acc[i >> 1][nr][2 * (i & 1) + j]);
+                seeds[row_of<NR>(wn, t, nr, j) * kHolders + wm * 8 + g] = best;
             }
         __syncthreads();
         if (tid < R) {
-            const uint64_t kth = kth_seed(f.buf + tid * kHolders, p.top_k);
-            if (kth && kth - 1 > f.thr[tid])
-                f.thr[tid] = kth - 1; /* the K-th itself must still go in */
+            const float kth = kth_seed(seeds + tid * kHolders, p.top_k);
+            /* K distinct words are >= kth: no word below it makes the list;
+             * every id of kth's value still passes the key compare. */
+            const uint64_t floor_key = make_key(kth, 0x7fffffff) - 1;
+            if (kth == kth && floor_key > f.thr[tid])
+                f.thr[tid] = floor_key;
         }
         __syncthreads();
     }
+    uint64_t pend = 0;
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            offer_row<NR>(acc, nr, j, f, row_of<NR>(wn, t, nr, j), wbase, 0xffu, pend);
     for (;;) {
-#pragma unroll
-        for (int nr = 0; nr < NR; nr++)
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-                const int rl = wn * 8 * NR + 8 * nr + 2 * t + j;
-                if (!((pend >> item_bit(nr, j, 0)) & 0xffu))
-                    continue;
-                const uint64_t thr = f.thr[rl];
-#pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    const uint64_t bit = 1ull << item_bit(nr, j, i);
-                    if (!(pend & bit))
-                        continue;
-                    const uint64_t key = make_key(acc[i >> 1][nr][2 * (i & 1) + j], wbase + 8 * i);
-                    if (key <= thr) {
-                        pend &= ~bit;
-                        continue;
-                    }
-                    const int slot = atomicAdd(&f.cnt[rl], 1);
-                    if (slot < kCand) {
-                        f.buf[rl * kCand + slot] = key;
-                        pend &= ~bit;
-                    }
-                }
-            }
         __syncthreads();
         if (tid < R) {
             const int n = min(f.cnt[tid], kCand);
@@ -270,6 +306,16 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p,
         }
         if (!__syncthreads_or(pend != 0)) /* also: the lists are in for every thread */
             break;
+        const uint64_t again = pend; /* rare: a row had more than kCand candidates */
+        pend = 0;
+#pragma unroll
+        for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const uint32_t only = (uint32_t)(again >> ((2 * nr + j) * 8)) & 0xffu;
+                if (only)
+                    offer_row<NR>(acc, nr, j, f, row_of<NR>(wn, t, nr, j), wbase, only, pend);
+            }
     }
 }
 
