@@ -31,7 +31,7 @@ constexpr int kHolders = 16;                   /* threads holding a row's words 
 constexpr int kCand = 16;                      /* candidate slots a row, a round */
 constexpr int kPartsPerLane = 2;               /* parts a lane merges */
 constexpr int kMaxParts = kWarpSize * kPartsPerLane;
-constexpr int kTargetParts = 16;               /* parts a vocabulary is cut into at most */
+constexpr int kTargetParts = 32;               /* parts a vocabulary is cut into at most */
 constexpr int kDefaultStages = 3;              /* two blocks an SM at the largest row tile */
 static_assert(kChunk * kSegs == 2 * kThreads, "a stage's W is two segments a thread");
 static_assert(kCand >= kHolders && kCand >= 2, "the buffer also holds the seeds and (m, d)");

@@ -1,5 +1,5 @@
 /* test_gpu_output_topk.cu: the fused output layer (kernels/output_topk.h)
- * on random shapes (V below, at and past the 128-word chunk and the 16
+ * on random shapes (V below, at and past the 128-word chunk and the 32
  * parts, k not a multiple of the 32-wide stage, K past V, excluded words),
  * ties (repeated W rows: equal logits, lower id first), -inf biases and rows
  * whose every logit is -inf, fp16 and bf16, against
