@@ -7,7 +7,8 @@
  * h_out2 (may be NULL; rows ld_h2 apart) gets a second copy of h: the CUDA
  * decoder keeps h both as the layer's recurrent input and as the next
  * layer's (or the attention's) input, each beside what it is multiplied
- * with, so every layer is one GEMM. */
+ * with, so every layer is one GEMM. h16 (NULL: none; half.h) gets h
+ * rounded to 16 bits, for a 16-bit GEMM that reads it next. */
 #ifndef NMT_KERNELS_LSTM_CELL_H
 #define NMT_KERNELS_LSTM_CELL_H
 
@@ -22,12 +23,13 @@ extern "C" {
 void nmt_cpu_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int32_t ld_x,
                        const float *gates_h, const float *bias, const float *c_prev,
                        float *c_out, float *h_out, int32_t ld_h, float *h_out2,
-                       int32_t ld_h2);
+                       int32_t ld_h2, const nmt_half_out *h16);
 
 nmt_status nmt_cuda_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int32_t ld_x,
                               const float *gates_h, const float *bias, const float *c_prev,
                               float *c_out, float *h_out, int32_t ld_h, float *h_out2,
-                              int32_t ld_h2, void *stream, nmt_error *err);
+                              int32_t ld_h2, const nmt_half_out *h16, void *stream,
+                              nmt_error *err);
 
 /* The recurrent product and the step above in one launch, for 1 <= n_rows
  * <= NMT_SKINNY_MAX_ROWS rows (lstm_skinny.cu): gates_h[r] = x[r] . w^T

@@ -15,7 +15,7 @@ static double sigmoid(double x)
 void nmt_cpu_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int32_t ld_x,
                        const float *gates_h, const float *bias, const float *c_prev,
                        float *c_out, float *h_out, int32_t ld_h, float *h_out2,
-                       int32_t ld_h2)
+                       int32_t ld_h2, const nmt_half_out *h16)
 {
     for (int32_t r = 0; r < n_rows; r++) {
         const float *gx = gates_x + (int64_t)r * ld_x;
@@ -39,6 +39,7 @@ void nmt_cpu_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int
             h_out[(int64_t)r * ld_h + j] = h;
             if (h_out2)
                 h_out2[(int64_t)r * ld_h2 + j] = h;
+            nmt_half_out_put(h16, r, j, h);
         }
     }
 }
@@ -50,7 +51,7 @@ void nmt_cpu_lstm_cell_gathered(const nmt_lstm_gathered *g)
         const int64_t tok = g->token[r], par = g->parent[r];
         float *h = g->h_out[0] + (int64_t)r * g->ld_h[0]; /* the others copy it */
         nmt_cpu_lstm_cell(1, H, g->table + tok * 4 * H, 4 * H, g->proj + par * 4 * H, g->bias,
-                          g->c_prev + par * H, g->c_out + (int64_t)r * H, h, H, NULL, 0);
+                          g->c_prev + par * H, g->c_out + (int64_t)r * H, h, H, NULL, 0, NULL);
         for (int i = 1; i < NMT_LSTM_GATHERED_OUTS; i++)
             if (g->h_out[i])
                 memcpy(g->h_out[i] + (int64_t)r * g->ld_h[i], h, sizeof(float) * (size_t)H);

@@ -4,14 +4,15 @@
  * for n_rows rows. gates_x rows are ld_x floats apart, gates_h rows 4*hidden,
  * c rows hidden, h rows ld_h. One thread per (row, unit): it reads its four
  * gates, c_prev, and writes c and h once; c_prev may alias c_out (each element
- * is read before the same thread writes it). The pointwise math is
- * lstm_device.cuh's. */
+ * is read before the same thread writes it); h16, when given, gets h
+ * rounded to 16 bits. The pointwise math is lstm_device.cuh's. */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 
 #include "cuda_check.h"
 #include "device.cuh"
+#include "half_device.cuh"
 #include "lstm_cell.h"
 #include "lstm_device.cuh"
 
@@ -22,7 +23,7 @@ static __global__ void __launch_bounds__(kThreads)
                      int32_t ld_x, const float *__restrict__ gates_h,
                      const float *__restrict__ bias, const float *c_prev, float *c_out,
                      float *__restrict__ h_out, int32_t ld_h, float *__restrict__ h_out2,
-                     int32_t ld_h2)
+                     int32_t ld_h2, nmt_half_out h16)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     const int32_t j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -46,7 +47,8 @@ static __global__ void __launch_bounds__(kThreads)
             for (int g = 0; g < 4; g++)
                 a[g] += __ldg(&gh[g * hidden + j]);
         }
-        lstm_finish(a, r, j, hidden, c_prev, c_out, h_out, ld_h, h_out2, ld_h2);
+        const float h = lstm_finish(a, r, j, hidden, c_prev, c_out, h_out, ld_h, h_out2, ld_h2);
+        half_out_put(h16, r, j, h);
     }
 }
 
@@ -54,17 +56,19 @@ extern "C" nmt_status nmt_cuda_lstm_cell(int32_t n_rows, int32_t hidden, const f
                                          int32_t ld_x, const float *gates_h, const float *bias,
                                          const float *c_prev, float *c_out, float *h_out,
                                          int32_t ld_h, float *h_out2, int32_t ld_h2,
-                                         void *stream, nmt_error *err)
+                                         const nmt_half_out *h16, void *stream, nmt_error *err)
 {
     NMT_ARG_CHECK(n_rows >= 0 && hidden >= 0);
     NMT_ARG_CHECK(ld_x >= 4 * hidden && ld_h >= hidden && (!h_out2 || ld_h2 >= hidden));
+    NMT_ARG_CHECK(half_out_ok(h16, hidden));
     NMT_ARG_CHECK(n_rows == 0 || hidden == 0 || (gates_x && c_prev && c_out && h_out));
     if (n_rows == 0 || hidden == 0)
         return NMT_STATUS_OK;
     unsigned rows = (unsigned)(n_rows < 65535 ? n_rows : 65535);
     dim3 grid((unsigned)((hidden + kThreads - 1) / kThreads), rows);
     nmt_launch_pdl(lstm_cell_kernel, grid, kThreads, 0, (cudaStream_t)stream, n_rows, hidden,
-                   gates_x, ld_x, gates_h, bias, c_prev, c_out, h_out, ld_h, h_out2, ld_h2);
+                   gates_x, ld_x, gates_h, bias, c_prev, c_out, h_out, ld_h, h_out2, ld_h2,
+                   half_out_of(h16));
     NMT_LAUNCH_RETURN("lstm_cell_kernel");
     return NMT_STATUS_OK;
 }

@@ -34,7 +34,8 @@ static void run_direction(nmt_cpu_state *state, const nmt_lstm_weights *lstm, co
         nmt_cpu_linear(1, 4 * half, half, h_prev, half, lstm->w_hh, half, lstm->b_hh, 0,
                        state->enc_gates_h, 4 * half);
         nmt_cpu_lstm_cell(1, half, gates_x + (int64_t)t * 4 * half, 4 * half, state->enc_gates_h,
-                          NULL, state->enc_c, state->enc_c, out + (int64_t)t * H + col, H, NULL, 0);
+                          NULL, state->enc_c, state->enc_c, out + (int64_t)t * H + col, H, NULL, 0,
+                          NULL);
     }
 }
 

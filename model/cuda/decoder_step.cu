@@ -271,8 +271,8 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
                                           d->h_last[l], H, h_next, ld_next, err));
     }
     NMT_TRY(nmt_cuda_attention(n_rows, H, src_stride, rows->sentence, src_len, m->enc.keys,
-                               m->enc.memory, h_top, 2 * H, d->attn_in, 2 * H, d->attn_weights,
-                               d->attn_argmax, stream, err));
+                               m->enc.memory, h_top, 2 * H, d->attn_in, 2 * H, NULL,
+                               d->attn_weights, d->attn_argmax, stream, err));
     NMT_TRY(nmt_cuda_model_gemm_tanh(m, NMT_GEMM_SITE_DECODER, n_rows, H, 2 * H, d->attn_in,
                                      2 * H, &m->gw.attn_c, d->feed[cur], d->feed_ld, err));
     if (carry_out)

@@ -260,7 +260,8 @@ static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
                                          stream));
         NMT_TRY(nmt_cuda_lstm_cell(e.active, half, m->enc.gates_x + (int64_t)e.t * n * g, g,
                                    m->enc.gates_h, lstm->b_hh, c, c,
-                                   out + (int64_t)e.t * n * H + col, H, NULL, 0, stream, err));
+                                   out + (int64_t)e.t * n * H + col, H, NULL, 0, NULL, stream,
+                                   err));
     }
 cleanup:
     return status;

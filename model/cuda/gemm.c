@@ -236,7 +236,7 @@ nmt_status nmt_cuda_model_gemm_tanh(nmt_cuda_model *m, nmt_gemm_site site, int32
         nmt_cuda_model_gemm_on(m, m->ctx, site, rows, n, k, x, ldx, w, NULL, y, ldy, err);
     if (status != NMT_STATUS_OK)
         return status;
-    return nmt_cuda_tanh_rows(rows, n, y, ldy, m->stream, err);
+    return nmt_cuda_tanh_rows(rows, n, y, ldy, NULL, m->stream, err);
 }
 
 nmt_status nmt_cuda_model_gemm(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows, int32_t n,

@@ -132,7 +132,7 @@ nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, int32_t rows, int32_t k,
         if (status != NMT_STATUS_OK)
             return status;
         return nmt_cuda_lstm_cell(rows, H, m->dec.gates, 4 * H, NULL, bias, c, c, h_out, ld_h,
-                                  h_out2, ld_h2, m->stream, err);
+                                  h_out2, ld_h2, NULL, m->stream, err);
     }
     /* The product's split as the skinny GEMM of 4H outputs has it: the same bits. */
     const skinny_operand o = operand_of(m, w);
