@@ -342,11 +342,15 @@ nmt_status nmt_cuda_model_gemm_skinny(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int3
                                       const nmt_cuda_weight *w, const float *bias, int tanh_out,
                                       float *y, int32_t ldy, nmt_error *err);
 /* A decoder layer's step, gates = x . w^T ([4H, k]), then the cell with
- * bias, c updated in place, h into h_out and h_out2 (and h2_16, h_out2's
+ * bias, the new c into c, h into h_out and h_out2 (and h2_16, h_out2's
  * shadow, where given): one launch of the skinny LSTM kernel where its GEMM
- * would run the skinny kernel (the same weights, rounding and split: the
- * same bits), else the GEMM into m->dec.gates (from x16, x's shadow, where
- * given) and the cell. x must not overlap c or the h outputs. */
+ * would run the skinny kernel (nmt_cuda_model_lstm_layer_fused: the same
+ * weights, rounding and split: the same bits), else the GEMM into
+ * m->dec.gates (from x16, x's shadow, where given) and the cell, which
+ * reads row r's old c at row c_rows[r] of c_prev (the parents' rows, where
+ * they lie: the step's gather leaves c out). c_rows NULL: c holds the old c
+ * and is updated in place (c_prev unused); the fused launch takes only
+ * that. x must not overlap c or the h outputs. */
 typedef struct nmt_cuda_layer_step {
     int32_t rows, k;
     const float *x;
@@ -354,6 +358,8 @@ typedef struct nmt_cuda_layer_step {
     const void *x16;              /* NULL: none (gemm.c, "Shadows") */
     const nmt_cuda_weight *w;
     const float *bias;
+    const float *c_prev;          /* with c_rows: the old c, rows hidden apart */
+    const int32_t *c_rows;        /* [rows]; NULL: c in place */
     float *c;
     float *h_out;
     int32_t ld_h;
@@ -363,6 +369,11 @@ typedef struct nmt_cuda_layer_step {
 } nmt_cuda_layer_step;
 nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, const nmt_cuda_layer_step *s,
                                      nmt_error *err);
+/* 1 when the layer's step of `rows` rows over w ([4H, k]) is one fused
+ * launch of GEMM and cell (which reads c in place), 0 when it is the GEMM
+ * and then the cell kernel (which can read the old c by c_rows). */
+int nmt_cuda_model_lstm_layer_fused(const nmt_cuda_model *m, int32_t rows, int32_t k,
+                                    const nmt_cuda_weight *w);
 
 /* The table of GEMM weights from the uploaded fp32 weights (at create). */
 void nmt_cuda_gemm_weights_init(nmt_cuda_model *m);

@@ -6,8 +6,9 @@
  * search says which buffer is live, the step reads it and writes the other.
  * Per step, for n rows (every row of every active sentence, B per sentence):
  *   inputs: one gather launch builds the new live rows from the old ones by
- *     back-pointer (feed, the layers' h_last, c) and writes E_tgt[prev
- *     token] beside them, so layer 0's GEMM input [emb; feed; h_0] is one row
+ *     back-pointer (feed, the layers' h_last, c where the cell does not read
+ *     it by parent: below) and writes E_tgt[prev token] beside them, so
+ *     layer 0's GEMM input [emb; feed; h_0] is one row
  *   layer l: gates = [W_ih W_hh] [input; h_l]     one GEMM (fused weights)
  *     lstm_cell adds b_ih + b_hh, updates c, writes h into h_last[l] and
  *     into the next layer's input (the top layer's into attn_in); up to
@@ -21,6 +22,10 @@
  * cuBLAS's split-K reduction where it picks one), down from 6 + 4 per layer
  * + 4 with separate tensors: at a few rows the launches, not the bytes, are
  * the cost. Nothing here allocates or synchronizes.
+ *
+ * c is not gathered where a layer's cell is a launch of its own (many rows,
+ * or batch invariance): the cell reads each row's old c at its parent's row
+ * of the live buffer (c_by_parent), a whole [rows, H] copy fewer a layer.
  *
  * At 16 bits each GEMM's input also has a 16-bit shadow (gemm.c,
  * "Shadows"; step_shadows below): the gather, the cells, the attention and
@@ -202,9 +207,18 @@ static nmt_half_out shadow_at(const nmt_cuda_model *m, uint16_t *shadow, int32_t
     return (nmt_half_out){shadow ? shadow + col : NULL, ld, m->half16.kind};
 }
 
-/* New row r <- row rows->parent[r] of buffer cur (feed and c) and of
- * h_last, and the target embedding of rows->tokens[r], into buffer next;
- * the layers' input rows also into their shadows. */
+/* 1 when layer l's cell reads each row's old c at its parent's row of the
+ * live buffer (the GEMM and the cell kernel), 0 when the step gathers it
+ * first (the fused few-row launch reads c in place). */
+static int c_by_parent(const nmt_cuda_model *m, int32_t n_rows, int32_t l)
+{
+    return !nmt_cuda_model_lstm_layer_fused(m, n_rows, m->w.dec_ld[l], &m->gw.dec[l]);
+}
+
+/* New row r <- row rows->parent[r] of buffer cur (feed, and c where the
+ * cell does not read it by parent) and of h_last, and the target embedding
+ * of rows->tokens[r], into buffer next; the layers' input rows also into
+ * their shadows. */
 static nmt_status gather_step_inputs(nmt_cuda_model *m, int cur, int32_t n_rows,
                                      const nmt_cuda_rows *rows, const step_shadows *sh,
                                      nmt_error *err)
@@ -228,9 +242,10 @@ static nmt_status gather_step_inputs(nmt_cuda_model *m, int cur, int32_t n_rows,
             .dst16 = shadow_at(m, sh->x16[l], (int32_t)(d->h[next][l] - d->x[next][l]),
                                d->x_ld[l])};
     for (int32_t l = 0; l < L; l++)
-        seg[n++] = (nmt_gather_segment){.src = d->c[cur][l], .index = rows->parent,
-                                        .dst = d->c[next][l], .width = H, .ld_src = H,
-                                        .ld_dst = H};
+        if (!c_by_parent(m, n_rows, l))
+            seg[n++] = (nmt_gather_segment){.src = d->c[cur][l], .index = rows->parent,
+                                            .dst = d->c[next][l], .width = H, .ld_src = H,
+                                            .ld_dst = H};
     return nmt_cuda_gather_segments(n_rows, n, seg, m->stream, err);
 }
 
@@ -256,7 +271,9 @@ static nmt_status carried_layer0(nmt_cuda_model *m, int buf, int32_t n_rows,
     for (int32_t l = 1; l < L; l++) {
         g.copies[g.n_copies++] = (nmt_lstm_gathered_copy){d->h_last[l], H, d->h[next][l],
                                                           d->x_ld[l]};
-        g.copies[g.n_copies++] = (nmt_lstm_gathered_copy){d->c[buf][l], H, d->c[next][l], H};
+        if (!c_by_parent(m, n_rows, l))
+            g.copies[g.n_copies++] = (nmt_lstm_gathered_copy){d->c[buf][l], H, d->c[next][l],
+                                                              H};
     }
     return nmt_cuda_lstm_cell_gathered(&g, m->stream, err);
 }
@@ -326,7 +343,8 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
                                        : shadow_at(m, sh.x16[l + 1], 0, d->x_ld[l + 1]);
         const nmt_cuda_layer_step step = {
             .rows = n_rows, .k = w->dec_ld[l], .x = d->x[cur][l], .ldx = d->x_ld[l],
-            .x16 = sh.x16[l], .w = &m->gw.dec[l], .bias = w->dec_bias[l], .c = d->c[cur][l],
+            .x16 = sh.x16[l], .w = &m->gw.dec[l], .bias = w->dec_bias[l], .c_prev = d->c[buf][l],
+            .c_rows = c_by_parent(m, n_rows, l) ? rows->parent : NULL, .c = d->c[cur][l],
             .h_out = d->h_last[l], .ld_h = H, .h_out2 = top ? h_top : d->x[cur][l + 1],
             .ld_h2 = top ? 2 * H : d->x_ld[l + 1], .h2_16 = &h2_16};
         NMT_TRY(nmt_cuda_model_lstm_layer(m, &step, err));

@@ -258,10 +258,11 @@ static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
             NMT_CUDA_TRY(cudaMemsetAsync(m->enc.gates_h + (int64_t)e.n_rec * g, 0,
                                          sizeof(float) * (size_t)(e.active - e.n_rec) * g,
                                          stream));
-        NMT_TRY(nmt_cuda_lstm_cell(e.active, half, m->enc.gates_x + (int64_t)e.t * n * g, g,
-                                   m->enc.gates_h, lstm->b_hh, c, c,
-                                   out + (int64_t)e.t * n * H + col, H, NULL, 0, NULL, stream,
-                                   err));
+        const nmt_lstm_cell_args cell = {
+            .n_rows = e.active, .hidden = half, .gates_x = m->enc.gates_x + (int64_t)e.t * n * g,
+            .ld_x = g, .gates_h = m->enc.gates_h, .bias = lstm->b_hh, .c_prev = c, .c_out = c,
+            .h_out = out + (int64_t)e.t * n * H + col, .ld_h = H};
+        NMT_TRY(nmt_cuda_lstm_cell(&cell, stream, err));
     }
 cleanup:
     return status;

@@ -119,27 +119,39 @@ nmt_status nmt_cuda_model_gemm_skinny(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int3
                                   tanh_out, y, ldy, NULL, err);
 }
 
+int nmt_cuda_model_lstm_layer_fused(const nmt_cuda_model *m, int32_t rows, int32_t k,
+                                    const nmt_cuda_weight *w)
+{
+    /* Batch-invariant: the GEMM (the chain at a few rows), then the cell. */
+    return nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * m->hidden, k,
+                                      w) &&
+           !nmt_cuda_ctx_batch_invariant(m->ctx);
+}
+
 nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, const nmt_cuda_layer_step *s,
                                      nmt_error *err)
 {
     const int32_t H = m->hidden;
-    if (!nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, s->rows, 4 * H, s->k,
-                                    s->w) ||
-        nmt_cuda_ctx_batch_invariant(m->ctx)) { /* the GEMM (the chain at a few rows), the cell */
+    if (!nmt_cuda_model_lstm_layer_fused(m, s->rows, s->k, s->w)) {
         const nmt_status status =
             nmt_cuda_model_gemm(m, NMT_GEMM_SITE_DECODER, s->rows, 4 * H, s->k, s->x, s->ldx,
                                 s->x16, s->w, NULL, m->dec.gates, 4 * H, err);
         if (status != NMT_STATUS_OK)
             return status;
-        return nmt_cuda_lstm_cell(s->rows, H, m->dec.gates, 4 * H, NULL, s->bias, s->c, s->c,
-                                  s->h_out, s->ld_h, s->h_out2, s->ld_h2, s->h2_16, m->stream,
-                                  err);
+        const nmt_lstm_cell_args cell = {
+            .n_rows = s->rows, .hidden = H, .gates_x = m->dec.gates, .ld_x = 4 * H,
+            .bias = s->bias, .c_prev = s->c_rows ? s->c_prev : s->c, .c_rows = s->c_rows,
+            .c_out = s->c, .h_out = s->h_out, .ld_h = s->ld_h, .h_out2 = s->h_out2,
+            .ld_h2 = s->ld_h2, .h16 = s->h2_16};
+        return nmt_cuda_lstm_cell(&cell, m->stream, err);
     }
     /* Few rows: the next GEMM runs the skinny kernel too (or SpMM), which
-     * reads fp32, so the rule asks no shadow of this kernel. */
-    if (s->h2_16 && s->h2_16->dst)
+     * reads fp32, so the rule asks no shadow of this kernel; and the step
+     * gathers this layer's c (the fused kernel reads it in place). */
+    if ((s->h2_16 && s->h2_16->dst) || s->c_rows)
         return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
-                             "cuda lstm layer: a shadow asked of the few-row kernel");
+                             "cuda lstm layer: a shadow or c by parent asked of the few-row "
+                             "kernel");
     /* The product's split as the skinny GEMM of 4H outputs has it: the same bits. */
     const skinny_operand o = operand_of(m, s->w);
     const nmt_lstm_skinny_form form = {.w_type = o.type, .x_round = o.x_round,

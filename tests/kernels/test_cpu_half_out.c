@@ -134,10 +134,11 @@ static void test_lstm_copy(nmt_half_kind kind, const char *name)
     }
     uint16_t *copy = poisoned_copy(kRows, kLd16);
     const nmt_half_out h16 = {.dst = copy, .ld = kLd16, .kind = kind};
-    nmt_cpu_lstm_cell(kRows, kHidden, gx, 4 * kHidden, gh, bias, c_prev, c[0], h[0], kLdH, h2[0],
-                      kLdH2, NULL);
-    nmt_cpu_lstm_cell(kRows, kHidden, gx, 4 * kHidden, gh, bias, c_prev, c[1], h[1], kLdH, h2[1],
-                      kLdH2, &h16);
+    for (int i = 0; i < 2; i++) /* without the copy, then with it */
+        nmt_cpu_lstm_cell(&(nmt_lstm_cell_args){
+            .n_rows = kRows, .hidden = kHidden, .gates_x = gx, .ld_x = 4 * kHidden,
+            .gates_h = gh, .bias = bias, .c_prev = c_prev, .c_out = c[i], .h_out = h[i],
+            .ld_h = kLdH, .h_out2 = h2[i], .ld_h2 = kLdH2, .h16 = i ? &h16 : NULL});
     char what[64];
     snprintf(what, sizeof what, "lstm cell %s", name);
     CHECK(memcmp(c[0], c[1], sizeof(float) * nc) == 0 &&

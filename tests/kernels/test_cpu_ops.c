@@ -168,7 +168,10 @@ static void test_lstm_cell(void)
     float h[6], h2[10];
     test_poison_f32(h, 6);
     test_poison_f32(h2, 10);
-    nmt_cpu_lstm_cell(2, 2, gx, 10, gh, bias, c, c, h, 3, h2 + 1, 5, NULL);
+    nmt_cpu_lstm_cell(&(nmt_lstm_cell_args){.n_rows = 2, .hidden = 2, .gates_x = gx, .ld_x = 10,
+                                            .gates_h = gh, .bias = bias, .c_prev = c, .c_out = c,
+                                            .h_out = h, .ld_h = 3, .h_out2 = h2 + 1,
+                                            .ld_h2 = 5});
     float want_c[] = {2.25f, 1.0f, 0.5f, -3.0f};
     float want_h[] = {0.5f * tanhf(2.25f), tanhf(1.0f), 0.5f * tanhf(0.5f), 0.0f};
     CHECK(test_close_f32("lstm c", c, want_c, 4, 1e-6, 1e-6), "lstm c");
@@ -181,6 +184,25 @@ static void test_lstm_cell(void)
     for (int i = 0; i < 10; i++)
         if (i != 1 && i != 2 && i != 6 && i != 7)
             CHECK(isnan(h2[i]), "lstm h_out2 wrote element %d outside its rows", i);
+
+    /* c_prev by row (c_rows, the beam's parents): the bits of the cell over
+     * those rows gathered first. */
+    enum { kRows = 4, kH = 5, kTable = 6 };
+    float g[kRows * 4 * kH], table[kTable * kH], gathered[kRows * kH];
+    float c_a[kRows * kH], c_b[kRows * kH], h_a[kRows * kH], h_b[kRows * kH];
+    int32_t rows[kRows] = {5, 0, 5, 2};
+    test_fill_uniform(g, sizeof g / sizeof g[0], -3.0f, 3.0f);
+    test_fill_uniform(table, sizeof table / sizeof table[0], -2.0f, 2.0f);
+    nmt_cpu_gather_rows(kRows, kH, table, rows, gathered);
+    nmt_lstm_cell_args by_row = {.n_rows = kRows, .hidden = kH, .gates_x = g, .ld_x = 4 * kH,
+                                 .c_prev = table, .c_rows = rows, .c_out = c_a, .h_out = h_a,
+                                 .ld_h = kH};
+    nmt_cpu_lstm_cell(&by_row);
+    nmt_lstm_cell_args copied = by_row;
+    copied.c_prev = gathered, copied.c_rows = NULL, copied.c_out = c_b, copied.h_out = h_b;
+    nmt_cpu_lstm_cell(&copied);
+    CHECK(memcmp(c_a, c_b, sizeof c_a) == 0 && memcmp(h_a, h_b, sizeof h_a) == 0,
+          "lstm c_rows: not the bits of the cell over the gathered rows");
 }
 
 static void test_attention(void)

@@ -164,21 +164,29 @@ static void test_linear_tf32x2(int m, int n, int k, int pad, int with_bias)
     free(split_got);
 }
 
-/* kind16 (nmt_half_kind, or -1: none): h's 16-bit copy too, rows hidden + 3 apart. */
-static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, int alias,
+/* c_mode: c_prev its own buffer (0), aliased with c_out (1), or read by
+ * row index (2: c_rows, parents among rows + 3 rows, checked also against
+ * the cell over a gathered copy, bit for bit). kind16 (nmt_half_kind, or
+ * -1: none): h's 16-bit copy too, rows hidden + 3 apart. */
+static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, int c_mode,
                       int second, int kind16)
 {
+    const int alias = c_mode == 1, by_row = c_mode == 2, c_rows_n = by_row ? rows + 3 : rows;
     int ld_x = 4 * hidden + pad, ld_h = hidden + pad;
     size_t ngx = (size_t)rows * ld_x, ngh = (size_t)rows * 4 * hidden, nc = (size_t)rows * hidden,
-           nh = (size_t)rows * ld_h;
+           nh = (size_t)rows * ld_h, ncp = (size_t)c_rows_n * hidden;
     float *gx = (float *)host_alloc(ngx * sizeof(float));
     float *gh = (float *)host_alloc(ngh * sizeof(float));
     float *b = (float *)host_alloc(4 * hidden * sizeof(float));
-    float *c_prev = (float *)host_alloc(nc * sizeof(float));
+    float *c_prev = (float *)host_alloc(ncp * sizeof(float));
+    int32_t *c_rows = (int32_t *)host_alloc(rows * sizeof(int32_t));
     test_fill_uniform(gx, ngx, -3.0f, 3.0f);
     test_fill_uniform(gh, ngh, -3.0f, 3.0f);
     test_fill_uniform(b, 4 * hidden, -1.0f, 1.0f);
-    test_fill_uniform(c_prev, nc, -2.0f, 2.0f);
+    test_fill_uniform(c_prev, ncp, -2.0f, 2.0f);
+    for (int r = 0; r < rows; r++)
+        c_rows[r] = test_rand_int(0, c_rows_n);
+    int32_t *d_c_rows = by_row ? (int32_t *)dev_upload(c_rows, rows * sizeof(int32_t)) : NULL;
     float *want_c = (float *)host_alloc(nc * sizeof(float));
     float *want_h = (float *)host_alloc(nh * sizeof(float));
     float *got_c = (float *)host_alloc(nc * sizeof(float));
@@ -191,7 +199,7 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
     float *d_c = (float *)dev_output(nc * sizeof(float), POISON_F32);
     float *d_h = (float *)dev_output(nh * sizeof(float), POISON_F32);
     dev_fill(d_h, want_h, nh * sizeof(float));
-    float *d_cprev = alias ? d_c : (float *)dev_upload(c_prev, nc * sizeof(float));
+    float *d_cprev = alias ? d_c : (float *)dev_upload(c_prev, ncp * sizeof(float));
     if (alias)
         dev_fill(d_c, c_prev, nc * sizeof(float));
     /* second: a copy of h at a wider stride (ld_h2), poisoned around it. */
@@ -199,17 +207,22 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
     const size_t nh2 = (size_t)rows * ld_h2;
     float *d_h2 = second ? (float *)dev_output(nh2 * sizeof(float), POISON_F32) : NULL;
     nmt_half_out h16 = dev_half_out(kind16, rows, hidden + 3);
-    nmt_cpu_lstm_cell(rows, hidden, gx, ld_x, with_h ? gh : NULL, with_bias ? b : NULL, c_prev,
-                      want_c, want_h, ld_h, NULL, 0, NULL);
+    const nmt_lstm_cell_args want = {
+        .n_rows = rows, .hidden = hidden, .gates_x = gx, .ld_x = ld_x,
+        .gates_h = with_h ? gh : NULL, .bias = with_bias ? b : NULL, .c_prev = c_prev,
+        .c_rows = by_row ? c_rows : NULL, .c_out = want_c, .h_out = want_h, .ld_h = ld_h};
+    nmt_cpu_lstm_cell(&want);
+    nmt_lstm_cell_args a = want;
+    a.gates_x = d_gx, a.gates_h = with_h ? d_gh : NULL, a.bias = with_bias ? d_b : NULL;
+    a.c_prev = d_cprev, a.c_rows = d_c_rows, a.c_out = d_c, a.h_out = d_h;
+    a.h_out2 = d_h2, a.ld_h2 = ld_h2, a.h16 = &h16;
     nmt_error err = {};
-    nmt_status st = nmt_cuda_lstm_cell(rows, hidden, d_gx, ld_x, with_h ? d_gh : NULL,
-                                       with_bias ? d_b : NULL, d_cprev, d_c, d_h, ld_h, d_h2,
-                                       ld_h2, &h16, stream, &err);
+    nmt_status st = nmt_cuda_lstm_cell(&a, stream, &err);
     CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
     char what[128];
     snprintf(what, sizeof what,
-             "lstm_cell rows %d hidden %d pad %d gates_h %d bias %d alias %d second %d "
-             "16-bit %d", rows, hidden, pad, with_h, with_bias, alias, second, kind16);
+             "lstm_cell rows %d hidden %d pad %d gates_h %d bias %d c_mode %d second %d "
+             "16-bit %d", rows, hidden, pad, with_h, with_bias, c_mode, second, kind16);
     if (second) {
         /* h_out2 equals the GPU's own h exactly; the gaps keep their poison. */
         float *got_h2 = (float *)host_alloc(nh2 * sizeof(float));
@@ -234,11 +247,27 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
     int ok = test_close_f32("c", got_c, want_c, nc, 1e-6, 1e-5);
     ok &= test_close_f32("h", got_h, want_h, nh, 1e-6, 1e-5);
     ok &= dev_half_out_check(what, &h16, rows, hidden, got_h, ld_h);
+    if (by_row) { /* the same cell over the parents' c gathered first: the same bits */
+        float *gathered = (float *)host_alloc(nc * sizeof(float));
+        nmt_cpu_gather_rows(rows, hidden, c_prev, c_rows, gathered);
+        dev_fill(d_c, gathered, nc * sizeof(float));
+        a.c_prev = a.c_out = d_c, a.c_rows = NULL, a.h16 = NULL;
+        CHECK(nmt_cuda_lstm_cell(&a, stream, &err) == NMT_STATUS_OK, "%s", err.message);
+        float *c2 = (float *)host_alloc(nc * sizeof(float));
+        float *h2 = (float *)host_alloc(nh * sizeof(float));
+        dev_download(c2, d_c, nc * sizeof(float), POISON_F32, what);
+        dev_download(h2, d_h, nh * sizeof(float), POISON_F32, what);
+        ok &= memcmp(c2, got_c, nc * sizeof(float)) == 0 &&
+              memcmp(h2, got_h, nh * sizeof(float)) == 0;
+        free(gathered); free(c2); free(h2);
+        cudaFree(d_c_rows);
+    }
     report_check(ok, what);
     cudaFree(d_gx); cudaFree(d_gh); cudaFree(d_b); cudaFree(d_c); cudaFree(d_h);
     if (!alias)
         cudaFree(d_cprev);
-    free(gx); free(gh); free(b); free(c_prev); free(want_c); free(want_h); free(got_c); free(got_h);
+    free(gx); free(gh); free(b); free(c_prev); free(c_rows); free(want_c); free(want_h);
+    free(got_c); free(got_h);
 }
 
 /* One variant's outputs, downloaded. */
@@ -521,6 +550,9 @@ int main(void)
     test_lstm(333, 256, 0, 1, 1, 0, 1, NMT_HALF_FP16);
     test_lstm(5, 1000, 1, 0, 0, 1, 0, -1);
     test_lstm(5120, 512, 0, 0, 1, 1, 1, NMT_HALF_FP16); /* the decoder's rows at batch 1,024 */
+    test_lstm(1, 3, 0, 1, 1, 2, 0, -1);                 /* c_prev by row (the beam's parents) */
+    test_lstm(333, 256, 2, 0, 1, 2, 1, NMT_HALF_BF16);
+    test_lstm(5120, 512, 0, 0, 1, 2, 1, NMT_HALF_FP16);
 
     test_attention(1, 1, 1, 1, 1, 0, -1);
     test_attention(3, 7, 33, 7, 1, 5, NMT_HALF_FP16);
