@@ -470,9 +470,8 @@ static nmt_status fused_layer(nmt_cuda_model *m, const float *feed, const uint16
 {
     nmt_cuda_output_part *p = &m->out;
     const nmt_cuda_weight *w = &m->gw.out;
-    const void *x16 = feed16                ? (const void *)feed16
-                      : m->half16.on ? m->half16.scratch[NMT_GEMM_SITE_OUTPUT]
-                                     : NULL;
+    void *scratch = m->half16.on ? m->half16.scratch[NMT_GEMM_SITE_OUTPUT] : NULL;
+    const void *x16 = feed16 ? (const void *)feed16 : scratch;
     const nmt_output_topk_args a = {
         .kind = m->half16.kind, .n_rows = n_rows, .vocab = m->vocab, .k = m->hidden,
         .x = (const uint16_t *)x16, .ldx = m->hidden, .w = (const uint16_t *)w->w16,
@@ -487,7 +486,7 @@ static nmt_status fused_layer(nmt_cuda_model *m, const float *feed, const uint16
         return NMT_STATUS_OK;
     if (!feed16) {
         const nmt_status status = nmt_cuda_to_half(m->ctx, m->half16.kind, n_rows, m->hidden,
-                                                   feed, m->dec.feed_ld, (void *)x16, err);
+                                                   feed, m->dec.feed_ld, scratch, err);
         if (status != NMT_STATUS_OK)
             return status;
     }

@@ -154,7 +154,7 @@ static void test_lstm_copy(nmt_half_kind kind, const char *name)
 
 static void test_attention_copy(nmt_half_kind kind, const char *name)
 {
-    enum { kSent = 3, kRows = 7, kHidden = 19, kMaxSrc = 6, kLd = 2 * kHidden, kLd16 = 2 * kHidden };
+    enum { kSent = 3, kRows = 7, kHidden = 19, kMaxSrc = 6, kLd = 2 * kHidden, kLd16 = kLd };
     int32_t len[kSent] = {kMaxSrc, 0, 3}, sent[kRows];
     for (int r = 0; r < kRows; r++)
         sent[r] = test_rand_int(0, kSent);
