@@ -1,7 +1,8 @@
 /* half.h: IEEE binary16 (fp16) and bfloat16 <-> binary32, on the host: the
  * model file's fp16 tensors (format/) and the CPU twins of the 16-bit GEMMs
  * (kernels/linear.h), which must round exactly as the GPU's
- * __float2half_rn / __float2bfloat16_rn do (nearest, ties to even). */
+ * __float2half_rn / __float2bfloat16_rn do (nearest, ties to even); the two
+ * formats by name, and a kernel's optional 16-bit output (nmt_half_out). */
 #ifndef NMT_CORE_HALF_H
 #define NMT_CORE_HALF_H
 
@@ -89,6 +90,42 @@ static inline uint16_t nmt_f32_to_bf16(float f)
         return (uint16_t)((x >> 16) | 0x40u);
     x += 0x7FFFu + ((x >> 16) & 1u);
     return (uint16_t)(x >> 16);
+}
+
+/* The 16-bit formats of the tensor-core GEMMs (kernels/linear.h). */
+typedef enum nmt_half_kind {
+    NMT_HALF_BF16 = 0, /* 8 exponent bits, 7 mantissa bits: fp32's range */
+    NMT_HALF_FP16 = 1  /* 5 exponent bits, 10 mantissa bits: to 65504 */
+} nmt_half_kind;
+
+/* x rounded to `kind` (nearest, ties to even): the bits the GPU's GEMMs
+ * multiply, and those its kernels store (kernels/cuda/half_device.cuh). */
+static inline uint16_t nmt_half_bits(nmt_half_kind kind, float x)
+{
+    return kind == NMT_HALF_BF16 ? nmt_f32_to_bf16(x) : nmt_f32_to_f16(x);
+}
+
+static inline float nmt_half_widen(nmt_half_kind kind, uint16_t h)
+{
+    return kind == NMT_HALF_BF16 ? nmt_bf16_to_f32(h) : nmt_f16_to_f32(h);
+}
+
+/* A kernel's optional 16-bit copy of an fp32 output, written by the kernel
+ * that computes the values, so that a 16-bit GEMM reading them next needs
+ * no rounding pass of its own (model/cuda/gemm.c, "Shadows"): element
+ * (r, j) of the output goes to dst[r * ld + j] as nmt_half_bits(kind, v).
+ * Kernels take it by pointer; NULL, or dst NULL: none. */
+typedef struct nmt_half_out {
+    uint16_t *dst;
+    int32_t ld;
+    nmt_half_kind kind;
+} nmt_half_out;
+
+/* The CPU twins' store of one element into o (nothing when there is none). */
+static inline void nmt_half_out_put(const nmt_half_out *o, int64_t r, int64_t j, float v)
+{
+    if (o && o->dst)
+        o->dst[r * o->ld + j] = nmt_half_bits(o->kind, v);
 }
 
 #ifdef __cplusplus

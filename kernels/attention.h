@@ -9,7 +9,9 @@
  * weights[r, j] (may be NULL) gets a for j < S and 0 beyond; argmax[r] the
  * smallest j with the largest a_j. query and context rows are ld_query and
  * ld_context floats apart (>= hidden): the CUDA decoder reads h_top and
- * writes the context inside its [context; h_top] row buffer.
+ * writes the context inside its [context; h_top] row buffer. context16
+ * (NULL: none; half.h) gets the context rounded to 16 bits, for the 16-bit
+ * GEMM of W_c that reads it next.
  *
  * CUDA variants (nmt_cuda_attention picks; _with runs one by name):
  *   BLOCK a block of 256 threads a row, the context split over H into
@@ -22,6 +24,7 @@
 #ifndef NMT_KERNELS_ATTENTION_H
 #define NMT_KERNELS_ATTENTION_H
 
+#include "half.h"
 #include "nmt_status.h"
 #include <stdint.h>
 
@@ -32,7 +35,7 @@ extern "C" {
 void nmt_cpu_attention(int32_t n_rows, int32_t hidden, int32_t max_src, const int32_t *row_sentence,
                        const int32_t *src_len, const float *keys, const float *memory,
                        const float *query, int32_t ld_query, float *context, int32_t ld_context,
-                       float *weights, int32_t *argmax);
+                       const nmt_half_out *context16, float *weights, int32_t *argmax);
 
 typedef enum nmt_attention_variant {
     NMT_ATTENTION_AUTO = 0,
@@ -44,12 +47,14 @@ nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
                               const int32_t *row_sentence, const int32_t *src_len,
                               const float *keys, const float *memory, const float *query,
                               int32_t ld_query, float *context, int32_t ld_context,
-                              float *weights, int32_t *argmax, void *stream, nmt_error *err);
+                              const nmt_half_out *context16, float *weights, int32_t *argmax,
+                              void *stream, nmt_error *err);
 nmt_status nmt_cuda_attention_with(nmt_attention_variant variant, int32_t n_rows, int32_t hidden,
                                    int32_t max_src, const int32_t *row_sentence,
                                    const int32_t *src_len, const float *keys,
                                    const float *memory, const float *query, int32_t ld_query,
-                                   float *context, int32_t ld_context, float *weights,
+                                   float *context, int32_t ld_context,
+                                   const nmt_half_out *context16, float *weights,
                                    int32_t *argmax, void *stream, nmt_error *err);
 
 #ifdef __cplusplus

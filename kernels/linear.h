@@ -6,6 +6,7 @@
 #ifndef NMT_KERNELS_LINEAR_H
 #define NMT_KERNELS_LINEAR_H
 
+#include "half.h" /* nmt_half_kind, nmt_half_out */
 #include "nmt_status.h"
 #include <stddef.h>
 #include <stdint.h>
@@ -38,12 +39,6 @@ nmt_status nmt_cuda_linear_tf32x2(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32
                                   const float *bias, float *y, int32_t ldy, float *split,
                                   nmt_error *err);
 
-/* The 16-bit formats of the tensor-core GEMMs. */
-typedef enum nmt_half_kind {
-    NMT_HALF_BF16 = 0, /* 8 exponent bits, 7 mantissa bits: fp32's range */
-    NMT_HALF_FP16 = 1  /* 5 exponent bits, 10 mantissa bits: to 65504 */
-} nmt_half_kind;
-
 /* The same product on 16-bit tensor cores with fp32 sums: x rounded to
  * `kind` into x16 (scratch [m, k], rows k apart), w16 [n, k] already in
  * `kind` (rows ldw16 apart), y = x16 . w16^T (+ bias) in fp32. No
@@ -53,6 +48,15 @@ nmt_status nmt_cuda_linear_half(nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m
                                 int32_t k, const float *x, int32_t ldx, const void *w16,
                                 int32_t ldw16, const float *bias, float *y, int32_t ldy,
                                 void *x16, nmt_error *err);
+/* The same product with x16 already holding x rounded to `kind` ([m, k]
+ * dense, as the kernels that produced x wrote it through nmt_half_out): no
+ * rounding pass, the same bits. x is still read where the batch-invariant
+ * chain runs instead of cuBLASLt (it rounds x itself: the same values). */
+nmt_status nmt_cuda_linear_half_rounded(nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m,
+                                        int32_t n, int32_t k, const float *x, int32_t ldx,
+                                        const void *x16, const void *w16, int32_t ldw16,
+                                        const float *bias, float *y, int32_t ldy,
+                                        nmt_error *err);
 
 /* dst[i, p] = src[i * ld + p] rounded to `kind` (nearest, ties to even),
  * dst [m, k] dense; on ctx's stream. */

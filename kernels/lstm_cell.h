@@ -1,13 +1,18 @@
 /* lstm_cell.h: the LSTM pointwise step, gate order i, f, g, o (PyTorch).
  * gates = gates_x[r] + gates_h[r] + bias   (each [4*hidden]; gates_h, bias may be NULL)
  * c = sigmoid(f) * c_prev + sigmoid(i) * tanh(g);  h = sigmoid(o) * tanh(c)
- * gates_x rows are ld_x floats apart (the encoder's all-steps GEMM output);
- * c_prev may alias c_out. h_out rows are ld_h floats apart, so h can be
- * written straight into a wider buffer (e.g. one direction of [fwd; bwd]).
- * h_out2 (may be NULL; rows ld_h2 apart) gets a second copy of h: the CUDA
- * decoder keeps h both as the layer's recurrent input and as the next
- * layer's (or the attention's) input, each beside what it is multiplied
- * with, so every layer is one GEMM. */
+ * gates_x rows are ld_x floats apart (the encoder's all-steps GEMM output).
+ * Row r's c_prev is row r of c_prev, which may alias c_out, or with c_rows
+ * row c_rows[r] (then c_prev must not overlap c_out): the CUDA decoder's
+ * cell reads each row's parent's c where it lies, by the beam's
+ * back-pointers, instead of a gathered copy. h_out rows are ld_h floats
+ * apart, so h can be written straight into a wider buffer (e.g. one
+ * direction of [fwd; bwd]). h_out2 (may be NULL; rows ld_h2 apart) gets a
+ * second copy of h: the CUDA decoder keeps h both as the layer's recurrent
+ * input and as the next layer's (or the attention's) input, each beside
+ * what it is multiplied with, so every layer is one GEMM. h16 (NULL: none;
+ * half.h) gets h rounded to 16 bits, for a 16-bit GEMM that reads it
+ * next. */
 #ifndef NMT_KERNELS_LSTM_CELL_H
 #define NMT_KERNELS_LSTM_CELL_H
 
@@ -19,15 +24,24 @@
 extern "C" {
 #endif
 
-void nmt_cpu_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int32_t ld_x,
-                       const float *gates_h, const float *bias, const float *c_prev,
-                       float *c_out, float *h_out, int32_t ld_h, float *h_out2,
-                       int32_t ld_h2);
+typedef struct nmt_lstm_cell_args {
+    int32_t n_rows, hidden;
+    const float *gates_x;    /* rows ld_x floats apart */
+    int32_t ld_x;
+    const float *gates_h;    /* rows 4 * hidden apart; NULL: none */
+    const float *bias;       /* [4 * hidden]; NULL: none */
+    const float *c_prev;     /* rows hidden apart */
+    const int32_t *c_rows;   /* [n_rows]: row r's c_prev row; NULL: r */
+    float *c_out;            /* rows hidden apart */
+    float *h_out;
+    int32_t ld_h;
+    float *h_out2;           /* NULL: none */
+    int32_t ld_h2;
+    const nmt_half_out *h16; /* NULL: none */
+} nmt_lstm_cell_args;
 
-nmt_status nmt_cuda_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int32_t ld_x,
-                              const float *gates_h, const float *bias, const float *c_prev,
-                              float *c_out, float *h_out, int32_t ld_h, float *h_out2,
-                              int32_t ld_h2, void *stream, nmt_error *err);
+void nmt_cpu_lstm_cell(const nmt_lstm_cell_args *a);
+nmt_status nmt_cuda_lstm_cell(const nmt_lstm_cell_args *a, void *stream, nmt_error *err);
 
 /* The recurrent product and the step above in one launch, for 1 <= n_rows
  * <= NMT_SKINNY_MAX_ROWS rows (lstm_skinny.cu): gates_h[r] = x[r] . w^T

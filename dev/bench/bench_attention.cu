@@ -34,7 +34,8 @@ static void run(void *p, int i)
     (void)i;
     if (nmt_cuda_attention_with(a->variant, a->rows, a->hidden, a->src, a->row_sentence,
                                 a->src_len, a->keys, a->memory, a->query, a->hidden, a->context,
-                                a->hidden, NULL, a->argmax, a->stream, &err) != NMT_STATUS_OK) {
+                                a->hidden, NULL, NULL, a->argmax, a->stream,
+                                &err) != NMT_STATUS_OK) {
         fprintf(stderr, "attention: %s\n", err.message);
         exit(1);
     }

@@ -132,7 +132,7 @@ static void run_gemm(run *r, const gemm *g, int copy)
     }
     }
     if (g->tanh_out)
-        NMT_OK(nmt_cuda_tanh_rows(m, g->n, g->y, g->n, nmt_cuda_ctx_stream(r->ctx), &err));
+        NMT_OK(nmt_cuda_tanh_rows(m, g->n, g->y, g->n, NULL, nmt_cuda_ctx_stream(r->ctx), &err));
 }
 
 static void run_all(void *arg, int iteration)

@@ -9,7 +9,7 @@
 void nmt_cpu_attention(int32_t n_rows, int32_t hidden, int32_t max_src, const int32_t *row_sentence,
                        const int32_t *src_len, const float *keys, const float *memory,
                        const float *query, int32_t ld_query, float *context, int32_t ld_context,
-                       float *weights, int32_t *argmax)
+                       const nmt_half_out *context16, float *weights, int32_t *argmax)
 {
     /* The probabilities of one row, kept in double for the context sum
      * (a VLA: max_src is a few hundred, the oracle allocates nothing). */
@@ -48,6 +48,7 @@ void nmt_cpu_attention(int32_t n_rows, int32_t hidden, int32_t max_src, const in
             for (int32_t j = 0; j < len; j++)
                 sum += prob[j] * (double)sent_memory[(int64_t)j * hidden + d];
             context[(int64_t)r * ld_context + d] = (float)sum;
+            nmt_half_out_put(context16, r, d, (float)sum);
         }
         if (weights) {
             for (int32_t j = 0; j < max_src; j++)

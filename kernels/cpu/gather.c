@@ -15,8 +15,11 @@ void nmt_cpu_gather_segments(int32_t n_rows, int32_t n_segments,
 {
     for (int32_t g = 0; g < n_segments; g++) {
         const nmt_gather_segment *s = &segments[g];
-        for (int32_t i = 0; i < n_rows; i++)
-            memcpy(s->dst + (int64_t)i * s->ld_dst, s->src + (int64_t)s->index[i] * s->ld_src,
-                   (size_t)s->width * sizeof(float));
+        for (int32_t i = 0; i < n_rows; i++) {
+            const float *row = s->src + (int64_t)s->index[i] * s->ld_src;
+            memcpy(s->dst + (int64_t)i * s->ld_dst, row, (size_t)s->width * sizeof(float));
+            for (int32_t j = 0; s->dst16.dst && j < s->width; j++)
+                nmt_half_out_put(&s->dst16, i, j, row[j]);
+        }
     }
 }

@@ -63,8 +63,7 @@ int nmt_tf32_exact(const float *values, size_t n)
 
 float nmt_half_round(nmt_half_kind kind, float x)
 {
-    return kind == NMT_HALF_BF16 ? nmt_bf16_to_f32(nmt_f32_to_bf16(x))
-                                 : nmt_f16_to_f32(nmt_f32_to_f16(x));
+    return nmt_half_widen(kind, nmt_half_bits(kind, x));
 }
 
 int nmt_fp16_exact(const float *values, size_t n)

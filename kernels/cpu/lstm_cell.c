@@ -12,14 +12,13 @@ static double sigmoid(double x)
     return 1.0 / (1.0 + exp(-x));
 }
 
-void nmt_cpu_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int32_t ld_x,
-                       const float *gates_h, const float *bias, const float *c_prev,
-                       float *c_out, float *h_out, int32_t ld_h, float *h_out2,
-                       int32_t ld_h2)
+void nmt_cpu_lstm_cell(const nmt_lstm_cell_args *a)
 {
-    for (int32_t r = 0; r < n_rows; r++) {
-        const float *gx = gates_x + (int64_t)r * ld_x;
-        const float *gh = gates_h ? gates_h + (int64_t)r * 4 * hidden : NULL;
+    const int32_t hidden = a->hidden;
+    for (int32_t r = 0; r < a->n_rows; r++) {
+        const float *gx = a->gates_x + (int64_t)r * a->ld_x;
+        const float *gh = a->gates_h ? a->gates_h + (int64_t)r * 4 * hidden : NULL;
+        const float *cp = a->c_prev + (int64_t)(a->c_rows ? a->c_rows[r] : r) * hidden;
         for (int32_t j = 0; j < hidden; j++) {
             double gate[4];
             for (int q = 0; q < 4; q++) {
@@ -27,18 +26,19 @@ void nmt_cpu_lstm_cell(int32_t n_rows, int32_t hidden, const float *gates_x, int
                 gate[q] = (double)gx[idx];
                 if (gh)
                     gate[q] += (double)gh[idx];
-                if (bias)
-                    gate[q] += (double)bias[idx];
+                if (a->bias)
+                    gate[q] += (double)a->bias[idx];
             }
             /* Read c_prev before writing c_out: they may alias. */
-            double c_old = (double)c_prev[(int64_t)r * hidden + j];
+            double c_old = (double)cp[j];
             double c_new = sigmoid(gate[1]) * c_old + sigmoid(gate[0]) * tanh(gate[2]);
             float c_rounded = (float)c_new;
-            c_out[(int64_t)r * hidden + j] = c_rounded;
+            a->c_out[(int64_t)r * hidden + j] = c_rounded;
             const float h = (float)(sigmoid(gate[3]) * tanh((double)c_rounded));
-            h_out[(int64_t)r * ld_h + j] = h;
-            if (h_out2)
-                h_out2[(int64_t)r * ld_h2 + j] = h;
+            a->h_out[(int64_t)r * a->ld_h + j] = h;
+            if (a->h_out2)
+                a->h_out2[(int64_t)r * a->ld_h2 + j] = h;
+            nmt_half_out_put(a->h16, r, j, h);
         }
     }
 }
@@ -49,8 +49,11 @@ void nmt_cpu_lstm_cell_gathered(const nmt_lstm_gathered *g)
     for (int32_t r = 0; r < g->n_rows; r++) {
         const int64_t tok = g->token[r], par = g->parent[r];
         float *h = g->h_out[0] + (int64_t)r * g->ld_h[0]; /* the others copy it */
-        nmt_cpu_lstm_cell(1, H, g->table + tok * 4 * H, 4 * H, g->proj + par * 4 * H, g->bias,
-                          g->c_prev + par * H, g->c_out + (int64_t)r * H, h, H, NULL, 0);
+        const nmt_lstm_cell_args cell = {
+            .n_rows = 1, .hidden = H, .gates_x = g->table + tok * 4 * H, .ld_x = 4 * H,
+            .gates_h = g->proj + par * 4 * H, .bias = g->bias, .c_prev = g->c_prev + par * H,
+            .c_out = g->c_out + (int64_t)r * H, .h_out = h, .ld_h = H};
+        nmt_cpu_lstm_cell(&cell);
         for (int i = 1; i < NMT_LSTM_GATHERED_OUTS; i++)
             if (g->h_out[i])
                 memcpy(g->h_out[i] + (int64_t)r * g->ld_h[i], h, sizeof(float) * (size_t)H);

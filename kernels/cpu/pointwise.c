@@ -9,8 +9,13 @@ void nmt_cpu_tanh_inplace(int64_t n, float *x)
         x[i] = (float)tanh((double)x[i]);
 }
 
-void nmt_cpu_tanh_rows(int32_t n_rows, int32_t width, float *x, int32_t ld)
+void nmt_cpu_tanh_rows(int32_t n_rows, int32_t width, float *x, int32_t ld,
+                       const nmt_half_out *x16)
 {
-    for (int32_t r = 0; r < n_rows; r++)
-        nmt_cpu_tanh_inplace(width, x + (int64_t)r * ld);
+    for (int32_t r = 0; r < n_rows; r++) {
+        float *row = x + (int64_t)r * ld;
+        nmt_cpu_tanh_inplace(width, row);
+        for (int32_t j = 0; x16 && j < width; j++)
+            nmt_half_out_put(x16, r, j, row[j]);
+    }
 }

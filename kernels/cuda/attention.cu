@@ -32,7 +32,7 @@
  *    columns; a thread sums its column over positions g, g + G, ... and the
  *    G groups are added in shared memory in a fixed order.
  *  - the last warp of slice 0 writes weights and argmax (a redux) while the
- *    others store the context. */
+ *    others store the context (and its 16-bit copy, when asked for). */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -51,7 +51,7 @@ static __global__ void __launch_bounds__(kThreads, 2)
                      const int32_t *__restrict__ row_sentence, const int32_t *__restrict__ src_len,
                      const float *__restrict__ keys, const float *__restrict__ memory,
                      const float *__restrict__ query, int32_t ld_query,
-                     float *__restrict__ context, int32_t ld_context,
+                     float *__restrict__ context, int32_t ld_context, nmt_half_out context16,
                      float *__restrict__ weights, int32_t *__restrict__ argmax)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
@@ -111,10 +111,13 @@ static __global__ void __launch_bounds__(kThreads, 2)
                 acc = Lane<V>::axpy(j < in.len ? s_exp[j] : 0.0f, rows[u], acc);
             }
         }
-        if (grouped)
+        if (grouped) {
             s_group_sums[tid] = acc;
-        else
-            ctx_row[c] = Lane<V>::scale(acc, inv_d);
+        } else {
+            const Vec v = Lane<V>::scale(acc, inv_d);
+            ctx_row[c] = v;
+            put_context16(context16, row, col0 + c, v);
+        }
     }
     if (grouped) { /* block-uniform */
         __syncthreads();
@@ -122,7 +125,9 @@ static __global__ void __launch_bounds__(kThreads, 2)
             Vec sum = s_group_sums[tid];
             for (int32_t g = 1; g < groups; g++)
                 sum = Lane<V>::add(sum, s_group_sums[(g << group_shift) + tid]);
-            ctx_row[tid] = Lane<V>::scale(sum, inv_d);
+            const Vec v = Lane<V>::scale(sum, inv_d);
+            ctx_row[tid] = v;
+            put_context16(context16, row, col0 + tid, v);
         }
     }
 
@@ -136,8 +141,8 @@ static nmt_status launch(int32_t n_rows, int32_t slices, int32_t slice_vec, int3
                          size_t smem, cudaStream_t stream, int32_t hidden, int32_t max_src,
                          const int32_t *row_sentence, const int32_t *src_len, const float *keys,
                          const float *memory, const float *query, int32_t ld_query,
-                         float *context, int32_t ld_context, float *weights, int32_t *argmax,
-                         nmt_error *err)
+                         float *context, int32_t ld_context, nmt_half_out context16,
+                         float *weights, int32_t *argmax, nmt_error *err)
 {
     if (smem > 48 * 1024)
         NMT_CUDA_RETURN(cudaFuncSetAttribute(attention_kernel<V>,
@@ -146,7 +151,7 @@ static nmt_status launch(int32_t n_rows, int32_t slices, int32_t slice_vec, int3
     dim3 grid((unsigned)n_rows, (unsigned)slices);
     nmt_launch_pdl(attention_kernel<V>, grid, kThreads, smem, stream, hidden, max_src, slice_vec,
                    group_shift, row_sentence, src_len, keys, memory, query, ld_query, context,
-                   ld_context, weights, argmax);
+                   ld_context, context16, weights, argmax);
     NMT_LAUNCH_RETURN("attention_kernel");
     return NMT_STATUS_OK;
 }
@@ -157,13 +162,14 @@ extern "C" nmt_status nmt_cuda_attention_with(nmt_attention_variant variant, int
                                               const int32_t *src_len, const float *keys,
                                               const float *memory, const float *query,
                                               int32_t ld_query, float *context,
-                                              int32_t ld_context, float *weights,
-                                              int32_t *argmax, void *stream, nmt_error *err)
+                                              int32_t ld_context, const nmt_half_out *context16,
+                                              float *weights, int32_t *argmax, void *stream,
+                                              nmt_error *err)
 {
     NMT_ARG_CHECK(variant == NMT_ATTENTION_AUTO || variant == NMT_ATTENTION_BLOCK ||
                   variant == NMT_ATTENTION_WARP);
     NMT_ARG_CHECK(n_rows >= 0 && hidden >= 0 && max_src >= 0);
-    NMT_ARG_CHECK(ld_query >= hidden && ld_context >= hidden);
+    NMT_ARG_CHECK(ld_query >= hidden && ld_context >= hidden && half_out_ok(context16, hidden));
     NMT_ARG_CHECK(n_rows == 0 || (row_sentence && src_len && query && context &&
                                   (max_src == 0 || hidden == 0 || (keys && memory))));
     if (n_rows == 0)
@@ -214,7 +220,8 @@ extern "C" nmt_status nmt_cuda_attention_with(nmt_attention_variant variant, int
     if (variant == NMT_ATTENTION_WARP || (variant == NMT_ATTENTION_AUTO && warp_fits)) {
         const nmt_status status = nmt_attention_warp(
             n_rows, hidden, max_src, row_sentence, src_len, keys, memory, query, ld_query, context,
-            ld_context, weights, argmax, smem_optin, (cudaStream_t)stream, err);
+            ld_context, half_out_of(context16), weights, argmax, smem_optin,
+            (cudaStream_t)stream, err);
         if (variant == NMT_ATTENTION_WARP || status != NMT_STATUS_ERROR_UNSUPPORTED)
             return status;
         /* AUTO: a max_src past the warp variant's shared memory runs the block one. */
@@ -222,20 +229,21 @@ extern "C" nmt_status nmt_cuda_attention_with(nmt_attention_variant variant, int
     if (vec4)
         return launch<4>(n_rows, slices, slice_vec, group_shift, smem, (cudaStream_t)stream,
                          hidden, max_src, row_sentence, src_len, keys, memory, query, ld_query,
-                         context, ld_context, weights, argmax, err);
+                         context, ld_context, half_out_of(context16), weights, argmax, err);
     return launch<1>(n_rows, slices, slice_vec, group_shift, smem, (cudaStream_t)stream, hidden,
                      max_src, row_sentence, src_len, keys, memory, query, ld_query, context,
-                     ld_context, weights, argmax, err);
+                     ld_context, half_out_of(context16), weights, argmax, err);
 }
 
 extern "C" nmt_status nmt_cuda_attention(int32_t n_rows, int32_t hidden, int32_t max_src,
                                          const int32_t *row_sentence, const int32_t *src_len,
                                          const float *keys, const float *memory,
                                          const float *query, int32_t ld_query, float *context,
-                                         int32_t ld_context, float *weights, int32_t *argmax,
-                                         void *stream, nmt_error *err)
+                                         int32_t ld_context, const nmt_half_out *context16,
+                                         float *weights, int32_t *argmax, void *stream,
+                                         nmt_error *err)
 {
     return nmt_cuda_attention_with(NMT_ATTENTION_AUTO, n_rows, hidden, max_src, row_sentence,
                                    src_len, keys, memory, query, ld_query, context, ld_context,
-                                   weights, argmax, stream, err);
+                                   context16, weights, argmax, stream, err);
 }

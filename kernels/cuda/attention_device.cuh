@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "device.cuh"
+#include "half_device.cuh"
 #include "nmt_status.h"
 
 static constexpr int kThreads = 256;
@@ -56,6 +57,19 @@ template <> struct Lane<1> {
     static __device__ __forceinline__ float add(float a, float b) { return a + b; }
     static __device__ __forceinline__ float scale(float a, float s) { return a * s; }
 };
+
+/* The context's 16-bit copy (nmt_half_out) of row's lane c, as the kernel
+ * stores the fp32 lane: the same values, column 4c (float4) or c. */
+static __device__ __forceinline__ void put_context16(const nmt_half_out &o, int32_t row,
+                                                     int32_t c, float4 v)
+{
+    half_out_put4(o, row, 4 * (int64_t)c, v);
+}
+static __device__ __forceinline__ void put_context16(const nmt_half_out &o, int32_t row,
+                                                     int32_t c, float v)
+{
+    half_out_put(o, row, c, v);
+}
 
 /* What a row reads of its sentence: the source length clamped to [0,
  * max_src], the row's query and the sentence's keys and memory, in lanes of
@@ -231,7 +245,7 @@ nmt_status nmt_attention_warp(int32_t n_rows, int32_t hidden, int32_t max_src,
                               const int32_t *row_sentence, const int32_t *src_len,
                               const float *keys, const float *memory, const float *query,
                               int32_t ld_query, float *context, int32_t ld_context,
-                              float *weights, int32_t *argmax, int smem_optin,
-                              cudaStream_t stream, nmt_error *err);
+                              nmt_half_out context16, float *weights, int32_t *argmax,
+                              int smem_optin, cudaStream_t stream, nmt_error *err);
 
 #endif /* NMT_ATTENTION_DEVICE_CUH */

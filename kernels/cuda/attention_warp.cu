@@ -42,7 +42,8 @@ static __global__ void __launch_bounds__(kWarpBlockThreads, 2)
                           const int32_t *__restrict__ src_len, const float *__restrict__ keys,
                           const float *__restrict__ memory, const float *__restrict__ query,
                           int32_t ld_query, float *__restrict__ context, int32_t ld_context,
-                          float *__restrict__ weights, int32_t *__restrict__ argmax)
+                          nmt_half_out context16, float *__restrict__ weights,
+                          int32_t *__restrict__ argmax)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
     using L = Lane<4>;
@@ -115,7 +116,9 @@ static __global__ void __launch_bounds__(kWarpBlockThreads, 2)
 #pragma unroll
             for (int g = 1; g < kGroups; g++)
                 sum = L::add(sum, acc[t][g]);
-            ctx_row[c] = L::scale(sum, inv_d);
+            const float4 v = L::scale(sum, inv_d);
+            ctx_row[c] = v;
+            put_context16(context16, row, c, v);
         }
     }
     write_weights(s_exp, inv_d, in.len, max_src, row, lane, weights, argmax);
@@ -123,14 +126,14 @@ static __global__ void __launch_bounds__(kWarpBlockThreads, 2)
 
 typedef void (*WarpKernel)(int32_t, int32_t, int32_t, const int32_t *, const int32_t *,
                            const float *, const float *, const float *, int32_t, float *,
-                           int32_t, float *, int32_t *);
+                           int32_t, nmt_half_out, float *, int32_t *);
 
 nmt_status nmt_attention_warp(int32_t n_rows, int32_t hidden, int32_t max_src,
                               const int32_t *row_sentence, const int32_t *src_len,
                               const float *keys, const float *memory, const float *query,
                               int32_t ld_query, float *context, int32_t ld_context,
-                              float *weights, int32_t *argmax, int smem_optin,
-                              cudaStream_t stream, nmt_error *err)
+                              nmt_half_out context16, float *weights, int32_t *argmax,
+                              int smem_optin, cudaStream_t stream, nmt_error *err)
 {
     const int32_t n_vec = hidden / 4;
     const size_t smem = (size_t)kWarpRows * 2 * max_src * sizeof(float);
@@ -161,7 +164,7 @@ nmt_status nmt_attention_warp(int32_t n_rows, int32_t hidden, int32_t max_src,
     const unsigned blocks = (unsigned)((n_rows + kWarpRows - 1) / kWarpRows);
     nmt_launch_pdl(kernel, blocks, kWarpBlockThreads, smem, stream, n_rows, hidden, max_src,
                    row_sentence, src_len, keys, memory, query, ld_query, context, ld_context,
-                   weights, argmax);
+                   context16, weights, argmax);
     NMT_LAUNCH_RETURN("attention_warp_kernel");
     return NMT_STATUS_OK;
 }

@@ -6,7 +6,8 @@
  * aligned. The indices are trusted (produced on the device by the search).
  *
  * gather_segments: grid.x rows, grid.y segments; the segment table travels
- * by value in the kernel's parameters. A thread copies a few columns with its
+ * by value in the kernel's parameters; a segment's 16-bit copy (dst16) is
+ * stored beside each fp32 value. A thread copies a few columns with its
  * loads issued before its stores, so a row segment is one memory round trip;
  * at decoder sizes (a few rows, ~3k floats a row) the launch, not the
  * bandwidth, is the cost, which is why the segments share one launch. */
@@ -16,6 +17,7 @@
 #include "cuda_check.h"
 #include "device.cuh"
 #include "gather.h"
+#include "half_device.cuh"
 
 static constexpr int kMaxThreads = 256;
 
@@ -59,8 +61,10 @@ static __global__ void __launch_bounds__(kMaxThreads)
 #pragma unroll
             for (int u = 0; u < kSegmentUnroll; u++) {
                 int32_t c = c0 + u * blockDim.x;
-                if (c < s.width)
+                if (c < s.width) {
                     dst[c] = v[u];
+                    half_out_put(s.dst16, row, c, v[u]);
+                }
             }
         }
     }
@@ -108,6 +112,7 @@ extern "C" nmt_status nmt_cuda_gather_segments(int32_t n_rows, int32_t n_segment
         const nmt_gather_segment *s = &segments[g];
         NMT_ARG_CHECK(s->width >= 0 && s->ld_src >= s->width && s->ld_dst >= s->width);
         NMT_ARG_CHECK(s->width == 0 || (s->src && s->index && s->dst));
+        NMT_ARG_CHECK(half_out_ok(&s->dst16, s->width));
         table.seg[g] = *s;
         widest = s->width > widest ? s->width : widest;
     }

@@ -14,7 +14,8 @@
  * output (CUBLAS_COMPUTE_32F), one cuBLASLt call with a cached plan, bias or
  * not (cublasGemmEx only where cuBLASLt has no algorithm); the activations
  * are rounded into a scratch by the same kernel that rounds the weights once
- * at create. */
+ * at create, or, with nmt_cuda_linear_half_rounded, were rounded by the
+ * kernels that computed them (nmt_half_out). */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -24,6 +25,7 @@
 #include "cuda_check.h"
 #include "cuda_ctx.h"
 #include "device.cuh"
+#include "half_device.cuh"
 #include "linear.h"
 #include "linear_lt.h"
 
@@ -63,33 +65,6 @@ static __global__ void __launch_bounds__(kSplitThreads)
 }
 
 static constexpr int kHalfThreads = 256;
-
-static __device__ __forceinline__ void store_half(__nv_bfloat16 *p, float v)
-{
-    *p = __float2bfloat16_rn(v);
-}
-static __device__ __forceinline__ void store_half(__half *p, float v)
-{
-    *p = __float2half_rn(v);
-}
-
-/* Four values rounded as store_half rounds each (nearest even), 8 bytes. */
-static __device__ __forceinline__ void store_half4(__nv_bfloat16 *p, float4 v)
-{
-    const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<const uint32_t *>(&a);
-    u.y = *reinterpret_cast<const uint32_t *>(&b);
-    *reinterpret_cast<uint2 *>(p) = u;
-}
-static __device__ __forceinline__ void store_half4(__half *p, float4 v)
-{
-    const __half2 a = __floats2half2_rn(v.x, v.y), b = __floats2half2_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<const uint32_t *>(&a);
-    u.y = *reinterpret_cast<const uint32_t *>(&b);
-    *reinterpret_cast<uint2 *>(p) = u;
-}
 
 /* dst[i, p] = T(src[i * ld + p]), dst rows k apart; grid.y over rows. */
 template <typename T>
@@ -245,26 +220,48 @@ extern "C" nmt_status nmt_cuda_to_half(nmt_cuda_ctx *ctx, nmt_half_kind kind, in
     return to_half(kind, m, k, src, ld, dst, (cudaStream_t)nmt_cuda_ctx_stream(ctx), err);
 }
 
+/* The 16-bit product's arguments, checked before anything runs. */
+static bool half_args_ok(const nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m, int32_t n,
+                         int32_t k, const float *x, int32_t ldx, const void *x16,
+                         const void *w16, int32_t ldw16, const float *y, int32_t ldy)
+{
+    return ctx && m >= 0 && n >= 0 && k >= 1 && ldx >= k && ldw16 >= k &&
+           ldy >= (n > 1 ? n : 1) && (kind == NMT_HALF_BF16 || kind == NMT_HALF_FP16) &&
+           (m == 0 || n == 0 || (x && w16 && y && x16));
+}
+
 extern "C" nmt_status nmt_cuda_linear_half(nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m,
                                            int32_t n, int32_t k, const float *x, int32_t ldx,
                                            const void *w16, int32_t ldw16, const float *bias,
                                            float *y, int32_t ldy, void *x16, nmt_error *err)
 {
-    NMT_ARG_CHECK(ctx && m >= 0 && n >= 0 && k >= 1 && ldx >= k && ldw16 >= k &&
-                  ldy >= (n > 1 ? n : 1) && (kind == NMT_HALF_BF16 || kind == NMT_HALF_FP16));
-    NMT_ARG_CHECK(m == 0 || n == 0 || (x && w16 && y && x16));
+    NMT_ARG_CHECK(half_args_ok(ctx, kind, m, n, k, x, ldx, x16, w16, ldw16, y, ldy));
+    if (m == 0 || n == 0)
+        return NMT_STATUS_OK;
+    const nmt_status status =
+        to_half(kind, m, k, x, ldx, x16, (cudaStream_t)nmt_cuda_ctx_stream(ctx), err);
+    if (status != NMT_STATUS_OK)
+        return status;
+    return nmt_cuda_linear_half_rounded(ctx, kind, m, n, k, x, ldx, x16, w16, ldw16, bias, y,
+                                        ldy, err);
+}
+
+extern "C" nmt_status nmt_cuda_linear_half_rounded(nmt_cuda_ctx *ctx, nmt_half_kind kind,
+                                                   int32_t m, int32_t n, int32_t k,
+                                                   const float *x, int32_t ldx, const void *x16,
+                                                   const void *w16, int32_t ldw16,
+                                                   const float *bias, float *y, int32_t ldy,
+                                                   nmt_error *err)
+{
+    NMT_ARG_CHECK(half_args_ok(ctx, kind, m, n, k, x, ldx, x16, w16, ldw16, y, ldy));
     if (m == 0 || n == 0)
         return NMT_STATUS_OK;
     cudaStream_t stream = (cudaStream_t)nmt_cuda_ctx_stream(ctx);
     cublasHandle_t handle = (cublasHandle_t)nmt_cuda_ctx_cublas(ctx);
     const nmt_skinny_x x_round = kind == NMT_HALF_BF16 ? NMT_SKINNY_X_BF16 : NMT_SKINNY_X_FP16;
     const nmt_weight_type w_type = kind == NMT_HALF_BF16 ? NMT_WEIGHT_BF16 : NMT_WEIGHT_FP16;
-    const nmt_status status = to_half(kind, m, k, x, ldx, x16, stream, err);
-    if (status != NMT_STATUS_OK)
-        return status;
     /* Batch-invariant with k not in whole k16 blocks: cuBLASLt's algorithms
-     * end such a k in orders of their own (bf16, test_gpu_invariance). The
-     * scratch still holds the rounded x, as the header promises. */
+     * end such a k in orders of their own (bf16, test_gpu_invariance). */
     if (nmt_cuda_ctx_batch_invariant(ctx) && k % 16 != 0)
         return nmt_cuda_linear_chain(ctx, m, n, k, x, ldx, x_round, w16, w_type, ldw16, bias, 0,
                                      y, ldy, err);

@@ -88,7 +88,7 @@ static __global__ void __launch_bounds__(kThreads)
                 a[g] += __ldg(&st.bias[g * hidden + j]);
         }
     }
-    lstm_finish(a, r, j, hidden, st.c_prev, st.c_out, st.h_out, st.ld_h, st.h_out2, st.ld_h2);
+    lstm_finish(a, r, r, j, hidden, st.c_prev, st.c_out, st.h_out, st.ld_h, st.h_out2, st.ld_h2);
 }
 
 /* NMT_STATUS_OK when st is a step the kernel takes; *vec: its vector path. */

@@ -134,7 +134,9 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
         if (state->fast)
             nmt_cpu_fast_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
         else
-            nmt_cpu_lstm_cell(n_rows, H, gates, 4 * H, NULL, NULL, c, c, h, H, NULL, 0);
+            nmt_cpu_lstm_cell(&(nmt_lstm_cell_args){.n_rows = n_rows, .hidden = H,
+                                                    .gates_x = gates, .ld_x = 4 * H, .c_prev = c,
+                                                    .c_out = c, .h_out = h, .ld_h = H});
     }
     state->n_parents = 0; /* each row's state is its own now, until the next reorder */
     const float *top = state->dec_h[cur][state->dec_layers - 1];
@@ -146,8 +148,8 @@ nmt_status nmt_cpu_decoder_step(nmt_cpu_state *state, int32_t n_rows,
                                state->context, H, state->attn, attn_argmax);
     else
         nmt_cpu_attention(n_rows, H, state->max_src, state->row_sentence[cur], state->src_len,
-                          state->keys, state->memory, top, H, state->context, H, state->attn,
-                          attn_argmax);
+                          state->keys, state->memory, top, H, state->context, H, NULL,
+                          state->attn, attn_argmax);
 
     /* 4. f_t = tanh(W_c [c_t; h_t]), kept as the next step's input feed. */
     nmt_cpu_matmul(state, &state->sp_attn_c[0], n_rows, H, H, state->context, H, model->attn_w_c,

@@ -33,8 +33,10 @@ static void run_direction(nmt_cpu_state *state, const nmt_lstm_weights *lstm, co
         const float *h_prev = step == 0 ? state->zeros : out + (int64_t)t_prev * H + col;
         nmt_cpu_linear(1, 4 * half, half, h_prev, half, lstm->w_hh, half, lstm->b_hh, 0,
                        state->enc_gates_h, 4 * half);
-        nmt_cpu_lstm_cell(1, half, gates_x + (int64_t)t * 4 * half, 4 * half, state->enc_gates_h,
-                          NULL, state->enc_c, state->enc_c, out + (int64_t)t * H + col, H, NULL, 0);
+        nmt_cpu_lstm_cell(&(nmt_lstm_cell_args){
+            .n_rows = 1, .hidden = half, .gates_x = gates_x + (int64_t)t * 4 * half,
+            .ld_x = 4 * half, .gates_h = state->enc_gates_h, .c_prev = state->enc_c,
+            .c_out = state->enc_c, .h_out = out + (int64_t)t * H + col, .ld_h = H});
     }
 }
 

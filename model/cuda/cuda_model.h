@@ -68,6 +68,13 @@ int32_t nmt_cuda_model_vocab(const nmt_cuda_model *m);
 nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_precision precision,
                                         nmt_error *err);
 
+/* The decoder step's 16-bit shadows (model/cuda/gemm.c, "Shadows"), on
+ * unless turned off here: off, every 16-bit GEMM rounds its input in a pass
+ * of its own, with the same results bit for bit (the CUDA backend turns
+ * them off under NMT_TEST_NO_SHADOWS=1: a test, and A/B timing in one
+ * build). */
+void nmt_cuda_model_set_shadows(nmt_cuda_model *m, int on);
+
 /* Multiplies the matrices the model file stores sparse as SpMM
  * (gemm_sparse.c; kernels/spmm.h): the decoder layers, W_c and the full
  * output layer, at every row count with `always` (--sparse on), else only
@@ -137,7 +144,10 @@ int32_t nmt_cuda_model_carry_rows(const nmt_cuda_model *m);
  * rows->live says which count for the lists. excluded: [n_excluded] words
  * never generated (PAD, BOS). logits_word: the one column of out->logits
  * the caller reads, or NMT_LOGITS_ALL; with one column and the fused layer
- * set (below) the others are left unwritten. */
+ * set (below) the others are left unwritten. At 16 bits, right after the
+ * nmt_cuda_decoder_step that wrote buffer buf's n_rows feeds, it reads their
+ * 16-bit shadow (model/cuda/gemm.c, "Shadows"); otherwise it rounds the
+ * feeds itself. */
 nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int32_t beam,
                                  const nmt_cuda_rows *rows, const int32_t *excluded,
                                  int32_t n_excluded, int32_t logits_word, nmt_cuda_scores *out,

@@ -117,6 +117,10 @@ typedef struct nmt_cuda_decoder_part {
                                     rows, made beside its output layer */
     nmt_cuda_side side;          /* owned: the stream proj is made on */
     int proj_pending;            /* proj launched; the output layer joins it */
+    /* The feed's shadow the last step wrote (nmt_cuda_model_feed16): its
+     * buffer (-1: none) and rows, which the output layer checks first. */
+    int feed16_buf;
+    int32_t feed16_rows;
 } nmt_cuda_decoder_part;
 
 /* Output layer: logits and top-K [max_rows, .], and with shrinking the
@@ -247,12 +251,18 @@ typedef struct nmt_cuda_tf32x2_part {
 enum { NMT_TF32X2_MIN_ROWS = 64 };
 
 /* bf16 / fp16 GEMMs (gemm.c): the weights' 16-bit copies (nmt_cuda_weight.w16)
- * and the activation scratch of each site, [rows, k] 16-bit values. */
+ * and the activation scratch of each site, [rows, k] 16-bit values; and the
+ * decoder step's shadows (gemm.c, "Shadows"), [max_rows, k] each, the
+ * inputs of its 16-bit GEMMs as the kernels that produce them round them. */
 typedef struct nmt_cuda_half_part {
     int on;
     nmt_half_kind kind;
     void *arena;
     void *scratch[NMT_GEMM_SITES];
+    uint16_t *x16[NMT_MAX_LAYERS]; /* layer l's [input; h_l] (decoder part's x) */
+    uint16_t *attn_in16;           /* [context; h_top] */
+    uint16_t *feed16;              /* the feed, rows H apart (the output layer's input) */
+    int shadows_off;               /* nmt_cuda_model_set_shadows(m, 0) */
 } nmt_cuda_half_part;
 
 /* fp16 copies of the decoder-side weights at fp32 and tf32x2 (in
@@ -332,14 +342,38 @@ nmt_status nmt_cuda_model_gemm_skinny(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int3
                                       const nmt_cuda_weight *w, const float *bias, int tanh_out,
                                       float *y, int32_t ldy, nmt_error *err);
 /* A decoder layer's step, gates = x . w^T ([4H, k]), then the cell with
- * bias, c updated in place, h into h_out and h_out2: one launch of the
- * skinny LSTM kernel where its GEMM would run the skinny kernel (the same
+ * bias, the new c into c, h into h_out and h_out2 (and h2_16, h_out2's
+ * shadow, where given): one launch of the skinny LSTM kernel where its GEMM
+ * would run the skinny kernel (nmt_cuda_model_lstm_layer_fused: the same
  * weights, rounding and split: the same bits), else the GEMM into
- * m->dec.gates and the cell. x must not overlap c or the h outputs. */
-nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, int32_t rows, int32_t k, const float *x,
-                                     int32_t ldx, const nmt_cuda_weight *w, const float *bias,
-                                     float *c, float *h_out, int32_t ld_h, float *h_out2,
-                                     int32_t ld_h2, nmt_error *err);
+ * m->dec.gates (from x16, x's shadow, where given) and the cell, which
+ * reads row r's old c at row c_rows[r] of c_prev (the parents' rows, where
+ * they lie: the step's gather leaves c out). c_rows NULL: c holds the old c
+ * and is updated in place (c_prev unused); the fused launch takes only
+ * that. x must not overlap c or the h outputs. */
+typedef struct nmt_cuda_layer_step {
+    int32_t rows, k;
+    const float *x;
+    int32_t ldx;
+    const void *x16;              /* NULL: none (gemm.c, "Shadows") */
+    const nmt_cuda_weight *w;
+    const float *bias;
+    const float *c_prev;          /* with c_rows: the old c, rows hidden apart */
+    const int32_t *c_rows;        /* [rows]; NULL: c in place */
+    float *c;
+    float *h_out;
+    int32_t ld_h;
+    float *h_out2;
+    int32_t ld_h2;
+    const nmt_half_out *h2_16;    /* NULL: none */
+} nmt_cuda_layer_step;
+nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, const nmt_cuda_layer_step *s,
+                                     nmt_error *err);
+/* 1 when the layer's step of `rows` rows over w ([4H, k]) is one fused
+ * launch of GEMM and cell (which reads c in place), 0 when it is the GEMM
+ * and then the cell kernel (which can read the old c by c_rows). */
+int nmt_cuda_model_lstm_layer_fused(const nmt_cuda_model *m, int32_t rows, int32_t k,
+                                    const nmt_cuda_weight *w);
 
 /* The table of GEMM weights from the uploaded fp32 weights (at create). */
 void nmt_cuda_gemm_weights_init(nmt_cuda_model *m);
@@ -358,21 +392,36 @@ void nmt_cuda_sparse_part_free(nmt_cuda_model *m);
  * skinny kernel on the precision's weights (kernels/linear.h); else by the
  * model's precision: 16-bit when on (every matrix of the table has a 16-bit
  * form), split TF32 when on and w has the doubled form and rows >=
- * NMT_TF32X2_MIN_ROWS, else fp32 sgemm; _on: on another context's stream
- * and cuBLAS handle (the site's scratch must not be in use on another
- * stream at the time); _tanh: y = tanh(x . w^T), no bias, the tanh fused
- * where the skinny kernel runs. */
+ * NMT_TF32X2_MIN_ROWS, else fp32 sgemm. x16 (NULL: none): x's shadow,
+ * rounded by the kernels that wrote x ([rows, k] dense), which the 16-bit
+ * GEMM reads instead of rounding x into the site's scratch; give it only
+ * where nmt_cuda_model_gemm_reads_x16 says (elsewhere it is not read).
+ * _on: on another context's stream and cuBLAS handle (the site's scratch
+ * must not be in use on another stream at the time); _tanh: y = tanh(x .
+ * w^T), no bias, the tanh fused where the skinny kernel runs, and y16 (NULL:
+ * none; [rows, n] dense) gets the tanh's results rounded: y's shadow. */
 nmt_status nmt_cuda_model_gemm(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows, int32_t n,
-                               int32_t k, const float *x, int32_t ldx, const nmt_cuda_weight *w,
-                               const float *bias, float *y, int32_t ldy, nmt_error *err);
+                               int32_t k, const float *x, int32_t ldx, const void *x16,
+                               const nmt_cuda_weight *w, const float *bias, float *y,
+                               int32_t ldy, nmt_error *err);
 nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm_site site,
                                   int32_t rows, int32_t n, int32_t k, const float *x,
-                                  int32_t ldx, const nmt_cuda_weight *w, const float *bias,
-                                  float *y, int32_t ldy, nmt_error *err);
+                                  int32_t ldx, const void *x16, const nmt_cuda_weight *w,
+                                  const float *bias, float *y, int32_t ldy, nmt_error *err);
 nmt_status nmt_cuda_model_gemm_tanh(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows,
                                     int32_t n, int32_t k, const float *x, int32_t ldx,
-                                    const nmt_cuda_weight *w, float *y, int32_t ldy,
-                                    nmt_error *err);
+                                    const void *x16, const nmt_cuda_weight *w, float *y,
+                                    int32_t ldy, void *y16, nmt_error *err);
+/* The shadows' rule (gemm.c, "Shadows"): 1 when the GEMM of (site, rows, n,
+ * k, w) on the model's context runs on the 16-bit tensor cores, so its
+ * input's producers write the shadow it then reads. */
+int nmt_cuda_model_gemm_reads_x16(const nmt_cuda_model *m, nmt_gemm_site site, int32_t rows,
+                                  int32_t n, int32_t k, const nmt_cuda_weight *w);
+/* The feed's shadow (half16.feed16) when the step of `rows` rows writes it
+ * and the output layer reads it (output_layer.c): 16 bits, W_c's tanh a
+ * pass of its own, a dense output layer whose GEMM reads shadows or the
+ * fused layer set; else NULL. */
+uint16_t *nmt_cuda_model_feed16(const nmt_cuda_model *m, int32_t rows);
 
 /* Bump allocator over a part's arena: pass 1 (base NULL) only measures. */
 typedef struct nmt_carver {

@@ -6,8 +6,9 @@
  * search says which buffer is live, the step reads it and writes the other.
  * Per step, for n rows (every row of every active sentence, B per sentence):
  *   inputs: one gather launch builds the new live rows from the old ones by
- *     back-pointer (feed, the layers' h_last, c) and writes E_tgt[prev
- *     token] beside them, so layer 0's GEMM input [emb; feed; h_0] is one row
+ *     back-pointer (feed, the layers' h_last, c where the cell does not read
+ *     it by parent: below) and writes E_tgt[prev token] beside them, so
+ *     layer 0's GEMM input [emb; feed; h_0] is one row
  *   layer l: gates = [W_ih W_hh] [input; h_l]     one GEMM (fused weights)
  *     lstm_cell adds b_ih + b_hh, updates c, writes h into h_last[l] and
  *     into the next layer's input (the top layer's into attn_in); up to
@@ -21,6 +22,16 @@
  * cuBLAS's split-K reduction where it picks one), down from 6 + 4 per layer
  * + 4 with separate tensors: at a few rows the launches, not the bytes, are
  * the cost. Nothing here allocates or synchronizes.
+ *
+ * c is not gathered where a layer's cell is a launch of its own (many rows,
+ * or batch invariance): the cell reads each row's old c at its parent's row
+ * of the live buffer (c_by_parent), a whole [rows, H] copy fewer a layer.
+ *
+ * At 16 bits each GEMM's input also has a 16-bit shadow (gemm.c,
+ * "Shadows"; step_shadows below): the gather, the cells, the attention and
+ * the tanh store each value they write into a GEMM's input rounded beside
+ * the fp32 one, so the GEMMs (and the output layer's) run no rounding pass
+ * of their own: at 5,120 rows and two layers, four passes fewer a step.
  *
  * Carried (a few rows, the search says when): layer 0's gates are
  * E_tgt[y] W_e^T + [f; h_0] [W_f W_hh]^T + b. The first term depends on the
@@ -85,6 +96,7 @@ nmt_status nmt_cuda_decoder_part_create(nmt_cuda_model *m, nmt_error *err)
     nmt_cuda_decoder_part *d = &m->dec;
     const nmt_device_weights *w = &m->w;
     NMT_TRY(nmt_cuda_arena_carve(&d->arena, layout_decoder, m, err));
+    d->feed16_buf = -1;
     /* Every word's embedding product: layer 0's weights' first E columns.
      * Only a carried step reads it, and a batch-invariant context carries
      * none: there it is not made (a cuBLAS call at start-up, its first). */
@@ -163,25 +175,77 @@ const float *nmt_cuda_model_attention(const nmt_cuda_model *m)
     return m->dec.attn_weights;
 }
 
-/* New row r <- row rows->parent[r] of buffer cur (feed and c) and of
- * h_last, and the target embedding of rows->tokens[r], into buffer next. */
+/* The shadows a step writes, each where the GEMM reading it runs at 16
+ * bits (gemm.c, "Shadows"), else NULL: x16[l], layer l's input row;
+ * attn_in16, W_c's; feed16, the output layer's. */
+typedef struct step_shadows {
+    uint16_t *x16[NMT_MAX_LAYERS];
+    uint16_t *attn_in16;
+    uint16_t *feed16;
+} step_shadows;
+
+static step_shadows shadows_of(const nmt_cuda_model *m, int32_t n_rows)
+{
+    const int32_t H = m->hidden;
+    step_shadows s;
+    memset(&s, 0, sizeof s);
+    for (int32_t l = 0; l < m->dec_layers; l++)
+        if (nmt_cuda_model_gemm_reads_x16(m, NMT_GEMM_SITE_DECODER, n_rows, 4 * H,
+                                          m->w.dec_ld[l], &m->gw.dec[l]))
+            s.x16[l] = m->half16.x16[l];
+    if (nmt_cuda_model_gemm_reads_x16(m, NMT_GEMM_SITE_DECODER, n_rows, H, 2 * H, &m->gw.attn_c))
+        s.attn_in16 = m->half16.attn_in16;
+    s.feed16 = nmt_cuda_model_feed16(m, n_rows);
+    return s;
+}
+
+/* Columns [col, ...) of a shadow whose rows are ld values apart (none
+ * where the shadow is NULL). */
+static nmt_half_out shadow_at(const nmt_cuda_model *m, uint16_t *shadow, int32_t col,
+                              int32_t ld)
+{
+    return (nmt_half_out){shadow ? shadow + col : NULL, ld, m->half16.kind};
+}
+
+/* 1 when layer l's cell reads each row's old c at its parent's row of the
+ * live buffer (the GEMM and the cell kernel), 0 when the step gathers it
+ * first (the fused few-row launch reads c in place). */
+static int c_by_parent(const nmt_cuda_model *m, int32_t n_rows, int32_t l)
+{
+    return !nmt_cuda_model_lstm_layer_fused(m, n_rows, m->w.dec_ld[l], &m->gw.dec[l]);
+}
+
+/* New row r <- row rows->parent[r] of buffer cur (feed, and c where the
+ * cell does not read it by parent) and of h_last, and the target embedding
+ * of rows->tokens[r], into buffer next; the layers' input rows also into
+ * their shadows. */
 static nmt_status gather_step_inputs(nmt_cuda_model *m, int cur, int32_t n_rows,
-                                     const nmt_cuda_rows *rows, nmt_error *err)
+                                     const nmt_cuda_rows *rows, const step_shadows *sh,
+                                     nmt_error *err)
 {
     const int32_t E = m->emb, H = m->hidden, L = m->dec_layers;
     const int next = 1 - cur;
     const nmt_cuda_decoder_part *d = &m->dec;
+    const int32_t ld0 = d->x_ld[0];
     nmt_gather_segment seg[NMT_GATHER_MAX_SEGMENTS];
     int n = 0;
-    seg[n++] = (nmt_gather_segment){m->w.tgt_embedding, rows->tokens, d->x[next][0], E, E,
-                                    d->x_ld[0]};
-    seg[n++] = (nmt_gather_segment){d->feed[cur], rows->parent, d->feed[next], H, d->x_ld[0],
-                                    d->x_ld[0]};
+    seg[n++] = (nmt_gather_segment){.src = m->w.tgt_embedding, .index = rows->tokens,
+                                    .dst = d->x[next][0], .width = E, .ld_src = E,
+                                    .ld_dst = ld0, .dst16 = shadow_at(m, sh->x16[0], 0, ld0)};
+    seg[n++] = (nmt_gather_segment){.src = d->feed[cur], .index = rows->parent,
+                                    .dst = d->feed[next], .width = H, .ld_src = ld0,
+                                    .ld_dst = ld0, .dst16 = shadow_at(m, sh->x16[0], E, ld0)};
+    for (int32_t l = 0; l < L; l++) /* h_l sits after layer l's input: E + H or H */
+        seg[n++] = (nmt_gather_segment){
+            .src = d->h_last[l], .index = rows->parent, .dst = d->h[next][l], .width = H,
+            .ld_src = H, .ld_dst = d->x_ld[l],
+            .dst16 = shadow_at(m, sh->x16[l], (int32_t)(d->h[next][l] - d->x[next][l]),
+                               d->x_ld[l])};
     for (int32_t l = 0; l < L; l++)
-        seg[n++] = (nmt_gather_segment){d->h_last[l], rows->parent, d->h[next][l], H, H,
-                                        d->x_ld[l]};
-    for (int32_t l = 0; l < L; l++)
-        seg[n++] = (nmt_gather_segment){d->c[cur][l], rows->parent, d->c[next][l], H, H, H};
+        if (!c_by_parent(m, n_rows, l))
+            seg[n++] = (nmt_gather_segment){.src = d->c[cur][l], .index = rows->parent,
+                                            .dst = d->c[next][l], .width = H, .ld_src = H,
+                                            .ld_dst = H};
     return nmt_cuda_gather_segments(n_rows, n, seg, m->stream, err);
 }
 
@@ -207,7 +271,9 @@ static nmt_status carried_layer0(nmt_cuda_model *m, int buf, int32_t n_rows,
     for (int32_t l = 1; l < L; l++) {
         g.copies[g.n_copies++] = (nmt_lstm_gathered_copy){d->h_last[l], H, d->h[next][l],
                                                           d->x_ld[l]};
-        g.copies[g.n_copies++] = (nmt_lstm_gathered_copy){d->c[buf][l], H, d->c[next][l], H};
+        if (!c_by_parent(m, n_rows, l))
+            g.copies[g.n_copies++] = (nmt_lstm_gathered_copy){d->c[buf][l], H, d->c[next][l],
+                                                              H};
     }
     return nmt_cuda_lstm_cell_gathered(&g, m->stream, err);
 }
@@ -258,23 +324,39 @@ nmt_status nmt_cuda_decoder_step(nmt_cuda_model *m, int buf, int32_t n_rows,
 
     const int cur = 1 - buf;       /* the rows gathered into */
     float *h_top = d->attn_in + H; /* the top layer's second copy of h */
+    step_shadows sh = shadows_of(m, n_rows);
+    if (carried_in) {
+        /* The carried cell writes no shadow: the GEMMs its rows feed round
+         * their own (at the rows it runs they are the few-row kernel's). */
+        memset(sh.x16, 0, sizeof sh.x16);
+        if (L == 1)
+            sh.attn_in16 = NULL;
+    }
+    const nmt_half_out context16 = shadow_at(m, sh.attn_in16, 0, 2 * H);
     if (carried_in)
         NMT_TRY(carried_layer0(m, buf, n_rows, rows, err));
     else
-        NMT_TRY(gather_step_inputs(m, buf, n_rows, rows, err));
+        NMT_TRY(gather_step_inputs(m, buf, n_rows, rows, &sh, err));
     for (int32_t l = carried_in ? 1 : 0; l < L; l++) {
-        const int32_t ld = d->x_ld[l];
-        float *h_next = l + 1 < L ? d->x[cur][l + 1] : h_top;
-        const int32_t ld_next = l + 1 < L ? d->x_ld[l + 1] : 2 * H;
-        NMT_TRY(nmt_cuda_model_lstm_layer(m, n_rows, w->dec_ld[l], d->x[cur][l], ld,
-                                          &m->gw.dec[l], w->dec_bias[l], d->c[cur][l],
-                                          d->h_last[l], H, h_next, ld_next, err));
+        const int top = l + 1 == L;
+        const nmt_half_out h2_16 = top ? shadow_at(m, sh.attn_in16, H, 2 * H)
+                                       : shadow_at(m, sh.x16[l + 1], 0, d->x_ld[l + 1]);
+        const nmt_cuda_layer_step step = {
+            .rows = n_rows, .k = w->dec_ld[l], .x = d->x[cur][l], .ldx = d->x_ld[l],
+            .x16 = sh.x16[l], .w = &m->gw.dec[l], .bias = w->dec_bias[l], .c_prev = d->c[buf][l],
+            .c_rows = c_by_parent(m, n_rows, l) ? rows->parent : NULL, .c = d->c[cur][l],
+            .h_out = d->h_last[l], .ld_h = H, .h_out2 = top ? h_top : d->x[cur][l + 1],
+            .ld_h2 = top ? 2 * H : d->x_ld[l + 1], .h2_16 = &h2_16};
+        NMT_TRY(nmt_cuda_model_lstm_layer(m, &step, err));
     }
     NMT_TRY(nmt_cuda_attention(n_rows, H, src_stride, rows->sentence, src_len, m->enc.keys,
-                               m->enc.memory, h_top, 2 * H, d->attn_in, 2 * H, d->attn_weights,
-                               d->attn_argmax, stream, err));
+                               m->enc.memory, h_top, 2 * H, d->attn_in, 2 * H, &context16,
+                               d->attn_weights, d->attn_argmax, stream, err));
     NMT_TRY(nmt_cuda_model_gemm_tanh(m, NMT_GEMM_SITE_DECODER, n_rows, H, 2 * H, d->attn_in,
-                                     2 * H, &m->gw.attn_c, d->feed[cur], d->feed_ld, err));
+                                     2 * H, sh.attn_in16, &m->gw.attn_c, d->feed[cur],
+                                     d->feed_ld, sh.feed16, err));
+    d->feed16_buf = sh.feed16 ? cur : -1;
+    d->feed16_rows = n_rows;
     if (carry_out)
         NMT_TRY(leave_product(m, cur, n_rows, carried_in, err));
 cleanup:

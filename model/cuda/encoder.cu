@@ -240,7 +240,7 @@ static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
     const int32_t n = in->n_sentences, stride = in->src_stride, half = m->half, H = m->hidden;
     const int32_t g = 4 * half, col = reverse ? half : 0;
     NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, stride * n, g, in_dim, x,
-                                   in_dim, w_ih, lstm->b_ih, m->enc.gates_x, g, err));
+                                   in_dim, NULL, w_ih, lstm->b_ih, m->enc.gates_x, g, err));
     NMT_CUDA_TRY(cudaMemsetAsync(c, 0, sizeof(float) * (size_t)n * half, stream));
     for (int32_t step = 0; step < stride; step++) {
         const enc_time e = time_of(in, reverse, step);
@@ -258,9 +258,11 @@ static nmt_status run_direction(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
             NMT_CUDA_TRY(cudaMemsetAsync(m->enc.gates_h + (int64_t)e.n_rec * g, 0,
                                          sizeof(float) * (size_t)(e.active - e.n_rec) * g,
                                          stream));
-        NMT_TRY(nmt_cuda_lstm_cell(e.active, half, m->enc.gates_x + (int64_t)e.t * n * g, g,
-                                   m->enc.gates_h, lstm->b_hh, c, c,
-                                   out + (int64_t)e.t * n * H + col, H, NULL, 0, stream, err));
+        const nmt_lstm_cell_args cell = {
+            .n_rows = e.active, .hidden = half, .gates_x = m->enc.gates_x + (int64_t)e.t * n * g,
+            .ld_x = g, .gates_h = m->enc.gates_h, .bias = lstm->b_hh, .c_prev = c, .c_out = c,
+            .h_out = out + (int64_t)e.t * n * H + col, .ld_h = H};
+        NMT_TRY(nmt_cuda_lstm_cell(&cell, stream, err));
     }
 cleanup:
     return status;
@@ -284,8 +286,8 @@ static nmt_status run_layer_paired(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
     float *gates_x[2] = {m->enc.gates_x, m->enc.gates_x_pair};
     for (int d = 0; d < 2; d++) {
         NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, stride * n, g, in_dim, x,
-                                       in_dim, &m->gw.enc_ih[d][l], lstm[d]->b_ih, gates_x[d], g,
-                                       err));
+                                       in_dim, NULL, &m->gw.enc_ih[d][l], lstm[d]->b_ih,
+                                       gates_x[d], g, err));
         if (!uniform)
             NMT_CUDA_TRY(cudaMemsetAsync(m->enc.c[d], 0, sizeof(float) * (size_t)n * half,
                                          stream));
@@ -385,15 +387,15 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         NMT_LAUNCH_TRY("to_sentence_major");
         /* keys[i, j] = W_a m_j; zero rows of memory give zero keys (no bias). */
         NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, (int32_t)bank_rows, H, H,
-                                       m->enc.memory, H, &m->gw.attn_a, NULL, m->enc.keys, H,
-                                       err));
+                                       m->enc.memory, H, NULL, &m->gw.attn_a, NULL, m->enc.keys,
+                                       H, err));
     } else {
         /* Joining sentences go to their slots of the running search's bank:
          * the keys are computed time-major (the same rows, so the same
          * products) into the free ping-pong buffer, then both are scattered. */
         float *keys_tm = m->enc.out[m->enc_layers % 2];
         NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, (int32_t)rows, H, H, top,
-                                       H, &m->gw.attn_a, NULL, keys_tm, H, err));
+                                       H, NULL, &m->gw.attn_a, NULL, keys_tm, H, err));
         to_sentence_major<<<grid_for(rows * H), THREADS, 0, stream>>>(
             n, stride, H, in->src_len, top, in->slot, mem_stride, m->enc.memory);
         NMT_LAUNCH_TRY("to_sentence_major");

@@ -10,8 +10,21 @@
  * and bias past the vocabulary), where cuBLASLt has its fast Hopper
  * kernels. The encoder's recurrent GEMMs stay fp32: a few rows a step
  * against an H/2-wide matrix that lives in L2, where rounding the
- * activations would cost a launch per step and save no bandwidth. Host
- * code. */
+ * activations would cost a launch per step and save no bandwidth.
+ *
+ * Shadows (bf16 / fp16): the decoder step's 16-bit GEMMs read inputs that
+ * the step's own kernels wrote, and those kernels also store each value
+ * rounded (nmt_half_out) into a shadow laid out as the GEMM's scratch
+ * (x16[l]: layer l's [input; h]; attn_in16: [context; h_top]; feed16: the
+ * feed), so the GEMM skips its rounding pass; the fp32 values stay for
+ * every other reader. One rule decides where: a producer writes the shadow
+ * of a GEMM's input when that GEMM runs on the 16-bit tensor cores
+ * (nmt_cuda_model_gemm_reads_x16: not as SpMM, not on the few-row kernel,
+ * which read fp32 and round in registers); the feed's also needs the tanh
+ * pass (not the few-row W_c's fused tanh) and a dense output layer
+ * (nmt_cuda_model_feed16). Elsewhere the site rounds as before. The
+ * rounding is elementwise and the shadow has the scratch's layout, so the
+ * GEMM's operands, plan and bits are the same either way. Host code. */
 #include "cuda_model_impl.h"
 
 #include "align.h"
@@ -86,7 +99,9 @@ int32_t nmt_cuda_decoder_weights_inexact(const nmt_cuda_model *m,
 }
 
 /* The 16-bit arena: the weights (rows cols apart), then each site's
- * activation scratch, sized for the widest GEMM input of that site. */
+ * activation scratch, sized for the widest GEMM input of that site, then
+ * the decoder step's shadows (below), each laid out as a scratch: [rows, k]
+ * dense. */
 static void layout_half(nmt_cuda_model *m, nmt_carver *c)
 {
     const size_t h = 2; /* bytes of a bf16 or fp16 value */
@@ -120,6 +135,13 @@ static void layout_half(nmt_cuda_model *m, nmt_carver *c)
         if (c->base)
             m->half16.scratch[s] = p;
     }
+    nmt_cuda_half_part *p = &m->half16;
+    for (int32_t l = 0; l < m->dec_layers; l++) {
+        const size_t k = (size_t)m->model->dec[l].input_size + m->model->dec[l].hidden_size;
+        p->x16[l] = (uint16_t *)nmt_carve(c, R * k * h);
+    }
+    p->attn_in16 = (uint16_t *)nmt_carve(c, R * 2 * H * h);
+    p->feed16 = (uint16_t *)nmt_carve(c, R * H * h);
 }
 
 size_t nmt_cuda_half_part_bytes(nmt_cuda_model *m)
@@ -178,6 +200,31 @@ nmt_status nmt_cuda_model_set_half(nmt_cuda_model *m, nmt_half_kind kind, nmt_er
     return NMT_STATUS_OK;
 }
 
+/* How a GEMM runs: the dispatch of nmt_cuda_model_gemm_on, and so also
+ * whether it reads a shadow (nmt_cuda_model_gemm_reads_x16). rows: the
+ * bucketed rows. */
+typedef enum gemm_path {
+    GEMM_SPARSE,
+    GEMM_SKINNY,
+    GEMM_HALF,
+    GEMM_TF32X2,
+    GEMM_F32
+} gemm_path;
+
+static gemm_path path_of(const nmt_cuda_model *m, const nmt_cuda_ctx *ctx, nmt_gemm_site site,
+                         int32_t rows, int32_t n, int32_t k, const nmt_cuda_weight *w)
+{
+    if (nmt_cuda_model_gemm_sparse(m, ctx, site, rows, n, k, w))
+        return GEMM_SPARSE;
+    if (nmt_cuda_model_skinny_runs(m, ctx, site, rows, n, k, w))
+        return GEMM_SKINNY;
+    if (m->half16.on && w->w16)
+        return GEMM_HALF;
+    if (m->tf32x2.on && w->w2 && rows >= NMT_TF32X2_MIN_ROWS)
+        return GEMM_TF32X2;
+    return GEMM_F32;
+}
+
 /* The rows a decoder-side GEMM computes: `rows` rounded up to a bucket (a
  * multiple of 16 up to 256 rows, of 64 above; never past max_rows). Beyond
  * batch 1 nearly every step has another row count, as sentences finish, and
@@ -195,19 +242,36 @@ static int32_t bucket_rows(const nmt_cuda_model *m, int32_t rows)
     return up < m->max_rows ? (int32_t)up : m->max_rows;
 }
 
+static int32_t gemm_rows(const nmt_cuda_model *m, nmt_gemm_site site, int32_t rows)
+{
+    return site != NMT_GEMM_SITE_ENCODER && rows <= m->max_rows ? bucket_rows(m, rows) : rows;
+}
+
+int nmt_cuda_model_gemm_reads_x16(const nmt_cuda_model *m, nmt_gemm_site site, int32_t rows,
+                                  int32_t n, int32_t k, const nmt_cuda_weight *w)
+{
+    return !m->half16.shadows_off &&
+           path_of(m, m->ctx, site, gemm_rows(m, site, rows), n, k, w) == GEMM_HALF;
+}
+
+void nmt_cuda_model_set_shadows(nmt_cuda_model *m, int on)
+{
+    m->half16.shadows_off = !on;
+}
+
 nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm_site site,
                                   int32_t rows, int32_t n, int32_t k, const float *x,
-                                  int32_t ldx, const nmt_cuda_weight *w, const float *bias,
-                                  float *y, int32_t ldy, nmt_error *err)
+                                  int32_t ldx, const void *x16, const nmt_cuda_weight *w,
+                                  const float *bias, float *y, int32_t ldy, nmt_error *err)
 {
-    if (site != NMT_GEMM_SITE_ENCODER && rows <= m->max_rows)
-        rows = bucket_rows(m, rows);
-    if (nmt_cuda_model_gemm_sparse(m, ctx, site, rows, n, k, w))
+    rows = gemm_rows(m, site, rows);
+    switch (path_of(m, ctx, site, rows, n, k, w)) {
+    case GEMM_SPARSE:
         return nmt_cuda_spmm(rows, n, k, x, ldx, w->sparse, bias, 0, y, ldy, m->sparse.workspace,
                              m->sparse.workspace_bytes, m->stream, err);
-    if (nmt_cuda_model_skinny_runs(m, ctx, site, rows, n, k, w))
+    case GEMM_SKINNY:
         return nmt_cuda_model_gemm_skinny(m, ctx, rows, n, k, x, ldx, w, bias, 0, y, ldy, err);
-    if (m->half16.on && w->w16) {
+    case GEMM_HALF: {
         /* W_out's width (all its words, or TOP's first n) rounded up, where
          * the padded outputs fit y's rows: the main stream's output layer
          * only (the side stream's prefix GEMM of the LSH lists shares its
@@ -215,35 +279,48 @@ nmt_status nmt_cuda_model_gemm_on(nmt_cuda_model *m, nmt_cuda_ctx *ctx, nmt_gemm
         const int32_t n_pad = (int32_t)nmt_align_up((size_t)n, NMT_CUDA_OUT_ROWS_ALIGN);
         const int pad = site == NMT_GEMM_SITE_OUTPUT && n_pad > n && n_pad <= w->rows16 &&
                         n_pad <= ldy && bias && bias == w->bias16_of;
+        if (x16) /* rounded by its producers: the scratch's values, no pass */
+            return nmt_cuda_linear_half_rounded(ctx, m->half16.kind, rows, pad ? n_pad : n, k, x,
+                                                ldx, x16, w->w16, w->ld16,
+                                                pad ? w->bias16 : bias, y, ldy, err);
         return nmt_cuda_linear_half(ctx, m->half16.kind, rows, pad ? n_pad : n, k, x, ldx,
                                     w->w16, w->ld16, pad ? w->bias16 : bias, y, ldy,
                                     m->half16.scratch[site], err);
     }
-    if (m->tf32x2.on && w->w2 && rows >= NMT_TF32X2_MIN_ROWS)
+    case GEMM_TF32X2:
         return nmt_cuda_linear_tf32x2(ctx, rows, n, k, x, ldx, w->w2, 2 * k, bias, y, ldy,
                                       m->tf32x2.split, err);
+    case GEMM_F32: break;
+    }
     return nmt_cuda_linear(ctx, rows, n, k, x, ldx, w->f32, w->ld, bias, 0, y, ldy, err);
 }
 
 nmt_status nmt_cuda_model_gemm_tanh(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows,
                                     int32_t n, int32_t k, const float *x, int32_t ldx,
-                                    const nmt_cuda_weight *w, float *y, int32_t ldy,
-                                    nmt_error *err)
+                                    const void *x16, const nmt_cuda_weight *w, float *y,
+                                    int32_t ldy, void *y16, nmt_error *err)
 {
-    if (nmt_cuda_model_skinny_runs(m, m->ctx, site, rows, n, k, w))
+    if (nmt_cuda_model_skinny_runs(m, m->ctx, site, rows, n, k, w)) {
+        if (y16) /* the fused tanh writes no shadow: nmt_cuda_model_feed16 asks none of it */
+            return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
+                                 "cuda gemm tanh: a shadow asked of the few-row kernel");
         return nmt_cuda_model_gemm_skinny(m, m->ctx, rows, n, k, x, ldx, w, NULL, 1, y, ldy, err);
+    }
     const nmt_status status =
-        nmt_cuda_model_gemm_on(m, m->ctx, site, rows, n, k, x, ldx, w, NULL, y, ldy, err);
+        nmt_cuda_model_gemm_on(m, m->ctx, site, rows, n, k, x, ldx, x16, w, NULL, y, ldy, err);
     if (status != NMT_STATUS_OK)
         return status;
-    return nmt_cuda_tanh_rows(rows, n, y, ldy, m->stream, err);
+    const nmt_half_out out16 = {(uint16_t *)y16, n, m->half16.kind};
+    return nmt_cuda_tanh_rows(rows, n, y, ldy, y16 ? &out16 : NULL, m->stream, err);
 }
 
 nmt_status nmt_cuda_model_gemm(nmt_cuda_model *m, nmt_gemm_site site, int32_t rows, int32_t n,
-                               int32_t k, const float *x, int32_t ldx, const nmt_cuda_weight *w,
-                               const float *bias, float *y, int32_t ldy, nmt_error *err)
+                               int32_t k, const float *x, int32_t ldx, const void *x16,
+                               const nmt_cuda_weight *w, const float *bias, float *y,
+                               int32_t ldy, nmt_error *err)
 {
-    return nmt_cuda_model_gemm_on(m, m->ctx, site, rows, n, k, x, ldx, w, bias, y, ldy, err);
+    return nmt_cuda_model_gemm_on(m, m->ctx, site, rows, n, k, x, ldx, x16, w, bias, y, ldy,
+                                  err);
 }
 
 nmt_status nmt_cuda_model_set_precision(nmt_cuda_model *m, nmt_precision precision,

@@ -119,28 +119,47 @@ nmt_status nmt_cuda_model_gemm_skinny(nmt_cuda_model *m, nmt_cuda_ctx *ctx, int3
                                   tanh_out, y, ldy, NULL, err);
 }
 
-nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, int32_t rows, int32_t k, const float *x,
-                                     int32_t ldx, const nmt_cuda_weight *w, const float *bias,
-                                     float *c, float *h_out, int32_t ld_h, float *h_out2,
-                                     int32_t ld_h2, nmt_error *err)
+int nmt_cuda_model_lstm_layer_fused(const nmt_cuda_model *m, int32_t rows, int32_t k,
+                                    const nmt_cuda_weight *w)
+{
+    /* Batch-invariant: the GEMM (the chain at a few rows), then the cell. */
+    return nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * m->hidden, k,
+                                      w) &&
+           !nmt_cuda_ctx_batch_invariant(m->ctx);
+}
+
+nmt_status nmt_cuda_model_lstm_layer(nmt_cuda_model *m, const nmt_cuda_layer_step *s,
+                                     nmt_error *err)
 {
     const int32_t H = m->hidden;
-    if (!nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, 4 * H, k, w) ||
-        nmt_cuda_ctx_batch_invariant(m->ctx)) { /* the GEMM (the chain at a few rows), the cell */
-        const nmt_status status = nmt_cuda_model_gemm(m, NMT_GEMM_SITE_DECODER, rows, 4 * H, k,
-                                                      x, ldx, w, NULL, m->dec.gates, 4 * H, err);
+    if (!nmt_cuda_model_lstm_layer_fused(m, s->rows, s->k, s->w)) {
+        const nmt_status status =
+            nmt_cuda_model_gemm(m, NMT_GEMM_SITE_DECODER, s->rows, 4 * H, s->k, s->x, s->ldx,
+                                s->x16, s->w, NULL, m->dec.gates, 4 * H, err);
         if (status != NMT_STATUS_OK)
             return status;
-        return nmt_cuda_lstm_cell(rows, H, m->dec.gates, 4 * H, NULL, bias, c, c, h_out, ld_h,
-                                  h_out2, ld_h2, m->stream, err);
+        const nmt_lstm_cell_args cell = {
+            .n_rows = s->rows, .hidden = H, .gates_x = m->dec.gates, .ld_x = 4 * H,
+            .bias = s->bias, .c_prev = s->c_rows ? s->c_prev : s->c, .c_rows = s->c_rows,
+            .c_out = s->c, .h_out = s->h_out, .ld_h = s->ld_h, .h_out2 = s->h_out2,
+            .ld_h2 = s->ld_h2, .h16 = s->h2_16};
+        return nmt_cuda_lstm_cell(&cell, m->stream, err);
     }
+    /* Few rows: the next GEMM runs the skinny kernel too (or SpMM), which
+     * reads fp32, so the rule asks no shadow of this kernel; and the step
+     * gathers this layer's c (the fused kernel reads it in place). */
+    if ((s->h2_16 && s->h2_16->dst) || s->c_rows)
+        return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
+                             "cuda lstm layer: a shadow or c by parent asked of the few-row "
+                             "kernel");
     /* The product's split as the skinny GEMM of 4H outputs has it: the same bits. */
-    const skinny_operand o = operand_of(m, w);
+    const skinny_operand o = operand_of(m, s->w);
     const nmt_lstm_skinny_form form = {.w_type = o.type, .x_round = o.x_round,
                                        .split = nmt_cuda_linear_skinny_plan(4 * H, NULL).split};
-    const nmt_lstm_skinny_step step = {.n_rows = rows, .n_dot = rows, .x = x, .ldx = ldx,
-                                       .w = o.w, .ldw = o.ld, .gates_x = NULL, .ld_x = 0,
-                                       .bias = bias, .c_prev = c, .c_out = c, .h_out = h_out,
-                                       .ld_h = ld_h, .h_out2 = h_out2, .ld_h2 = ld_h2};
-    return nmt_cuda_lstm_skinny_steps(m->ctx, H, k, &step, 1, &form, err);
+    const nmt_lstm_skinny_step step = {.n_rows = s->rows, .n_dot = s->rows, .x = s->x,
+                                       .ldx = s->ldx, .w = o.w, .ldw = o.ld, .gates_x = NULL,
+                                       .ld_x = 0, .bias = s->bias, .c_prev = s->c, .c_out = s->c,
+                                       .h_out = s->h_out, .ld_h = s->ld_h, .h_out2 = s->h_out2,
+                                       .ld_h2 = s->ld_h2};
+    return nmt_cuda_lstm_skinny_steps(m->ctx, H, s->k, &step, 1, &form, err);
 }

@@ -371,7 +371,8 @@ static nmt_status shrunk_layer(nmt_cuda_model *m, const float *feed, int32_t n_r
          * SMs and delay the builder's last blocks). */
         NMT_TRY(nmt_cuda_side_fork(m, &p->side, err));
         NMT_TRY(nmt_cuda_model_gemm_on(m, p->side.ctx, NMT_GEMM_SITE_OUTPUT_SIDE, n_rows, dense,
-                                       H, feed, ld, &m->gw.out, w->out_b, p->logits, V, err));
+                                       H, feed, ld, NULL, &m->gw.out, w->out_b, p->logits, V,
+                                       err));
         NMT_TRY(nmt_cuda_side_done(&p->side, err));
     }
     const int direct = s->lists == NMT_LSH_LISTS_DIRECT ||
@@ -433,16 +434,44 @@ cleanup:
     return status;
 }
 
+/* The words a dense layer scores: every word, TOP's first n_always (the
+ * specials, then the most frequent words: a smaller dense layer with no
+ * list to build or map, as in the paper's baseline; the same result as the
+ * CPU's candidates path with no hits), or 0 for LSH's lists. */
+static int32_t dense_cols(const nmt_cuda_model *m)
+{
+    const nmt_cuda_output_part *p = &m->out;
+    if (!p->has_shrink)
+        return m->vocab;
+    return p->shrink.mode == NMT_SHRINK_TOP ? p->shrink.n_always : 0;
+}
+
+uint16_t *nmt_cuda_model_feed16(const nmt_cuda_model *m, int32_t rows)
+{
+    const int32_t H = m->hidden, cols = dense_cols(m);
+    if (!m->half16.on || m->half16.shadows_off || cols == 0 ||
+        nmt_cuda_model_skinny_runs(m, m->ctx, NMT_GEMM_SITE_DECODER, rows, H, 2 * H,
+                                   &m->gw.attn_c))
+        return NULL;
+    const int fused = m->out.fused_workspace && cols == m->vocab;
+    return fused || nmt_cuda_model_gemm_reads_x16(m, NMT_GEMM_SITE_OUTPUT, rows, cols, H,
+                                                  &m->gw.out)
+               ? m->half16.feed16
+               : NULL;
+}
+
 /* The fused layer's call over the full vocabulary (its 16-bit W_out and the
- * activations rounded as the unfused GEMM rounds them), or *runs 0 where it
- * does not run. The logits keep logits_word's column only. */
-static nmt_status fused_layer(nmt_cuda_model *m, const float *feed, int32_t n_rows, int32_t beam,
-                              const int32_t *excluded, int32_t n_excluded, int32_t logits_word,
-                              int *runs, nmt_error *err)
+ * activations rounded as the unfused GEMM rounds them: feed16, the step's
+ * shadow, else rounded here), or *runs 0 where it does not run. The logits
+ * keep logits_word's column only. */
+static nmt_status fused_layer(nmt_cuda_model *m, const float *feed, const uint16_t *feed16,
+                              int32_t n_rows, int32_t beam, const int32_t *excluded,
+                              int32_t n_excluded, int32_t logits_word, int *runs, nmt_error *err)
 {
     nmt_cuda_output_part *p = &m->out;
     const nmt_cuda_weight *w = &m->gw.out;
-    void *x16 = m->half16.on ? m->half16.scratch[NMT_GEMM_SITE_OUTPUT] : NULL;
+    void *scratch = m->half16.on ? m->half16.scratch[NMT_GEMM_SITE_OUTPUT] : NULL;
+    const void *x16 = feed16 ? (const void *)feed16 : scratch;
     const nmt_output_topk_args a = {
         .kind = m->half16.kind, .n_rows = n_rows, .vocab = m->vocab, .k = m->hidden,
         .x = (const uint16_t *)x16, .ldx = m->hidden, .w = (const uint16_t *)w->w16,
@@ -455,10 +484,12 @@ static nmt_status fused_layer(nmt_cuda_model *m, const float *feed, int32_t n_ro
             logits_word < m->vocab && nmt_cuda_output_topk_supports(&a);
     if (!*runs)
         return NMT_STATUS_OK;
-    const nmt_status status =
-        nmt_cuda_to_half(m->ctx, m->half16.kind, n_rows, m->hidden, feed, m->dec.feed_ld, x16, err);
-    if (status != NMT_STATUS_OK)
-        return status;
+    if (!feed16) {
+        const nmt_status status = nmt_cuda_to_half(m->ctx, m->half16.kind, n_rows, m->hidden,
+                                                   feed, m->dec.feed_ld, scratch, err);
+        if (status != NMT_STATUS_OK)
+            return status;
+    }
     return nmt_cuda_output_topk(&a, m->stream, err);
 }
 
@@ -478,23 +509,22 @@ nmt_status nmt_cuda_output_layer(nmt_cuda_model *m, int buf, int32_t n_rows, int
                              n_rows, m->max_rows, beam, m->beam, buf);
     const float *feed = m->dec.feed[buf];
     const nmt_device_weights *w = &m->w;
-    /* Full: every word. TOP: ids [0, n_always), the first rows of W_out (the
-     * specials, then the most frequent words), a smaller dense layer with no
-     * list to build or map, as in the paper's baseline; the same result as
-     * the CPU's candidates path with no hits. */
-    const int32_t cols = !p->has_shrink ? V
-                         : p->shrink.mode == NMT_SHRINK_TOP ? p->shrink.n_always
-                                                                   : 0;
+    const int32_t cols = dense_cols(m); /* full: V; TOP: n_always; LSH: 0 */
     const int32_t ld = cols > 0 ? p->ld_logits : V;
+    /* The feed's shadow, where the step before wrote it for these rows. */
+    const uint16_t *feed16 = m->dec.feed16_buf == buf && m->dec.feed16_rows == n_rows
+                                 ? nmt_cuda_model_feed16(m, n_rows)
+                                 : NULL;
     int fused = 0;
     if (cols == V)
-        NMT_TRY(fused_layer(m, feed, n_rows, beam, excluded, n_excluded, logits_word, &fused,
-                            err));
+        NMT_TRY(fused_layer(m, feed, feed16, n_rows, beam, excluded, n_excluded, logits_word,
+                            &fused, err));
     if (fused) {
         /* top-K, lse and logits_word's logits are in place */
     } else if (cols > 0) {
         NMT_TRY(nmt_cuda_model_gemm(m, NMT_GEMM_SITE_OUTPUT, n_rows, cols, H, feed,
-                                    m->dec.feed_ld, &m->gw.out, w->out_b, p->logits, ld, err));
+                                    m->dec.feed_ld, feed16, &m->gw.out, w->out_b, p->logits, ld,
+                                    err));
         const nmt_softmax_topk_variant topk = nmt_cuda_ctx_batch_invariant(m->ctx)
                                                   ? NMT_SOFTMAX_TOPK_AUTO_INVARIANT
                                                   : NMT_SOFTMAX_TOPK_AUTO;

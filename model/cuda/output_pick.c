@@ -45,8 +45,8 @@ nmt_status nmt_cuda_output_pick(nmt_cuda_model *m, int32_t n_rows, const int32_t
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "cuda output pick: %d rows (max %d)", n_rows, m->max_rows);
     NMT_TRY(nmt_cuda_model_gemm(m, NMT_GEMM_SITE_OUTPUT, n_rows, m->vocab, m->hidden, p->stash,
-                                m->hidden, &m->gw.out, m->w.out_b, p->logits, p->ld_logits,
-                                err));
+                                m->hidden, NULL, &m->gw.out, m->w.out_b, p->logits,
+                                p->ld_logits, err));
     NMT_TRY(nmt_cuda_pick_log_prob(n_rows, m->vocab, p->logits, p->ld_logits, words, log_probs,
                                    m->stream, err));
     NMT_TRY(nmt_cuda_decoder_join(m, err));

@@ -1,7 +1,8 @@
 /* gpu_test_util.h: small helpers shared by the GPU kernel tests (header only,
  * static): the no-GPU skip, device buffers poisoned before the call with a
- * guard region after the output that must stay untouched, copies back, and
- * the ok/FAIL line of a check.
+ * guard region after the output that must stay untouched, copies back, a
+ * kernel's poisoned 16-bit copy and its check, and the ok/FAIL line of a
+ * check.
  * CUDA_OK, the check, is tests/common/cuda_ok.h (the benches use it too). */
 #ifndef NMT_GPU_TEST_UTIL_H
 #define NMT_GPU_TEST_UTIL_H
@@ -13,6 +14,8 @@
 
 #include "cuda_ctx.h"
 #include "cuda_ok.h" /* CUDA_OK */
+#include "half.h"
+#include "test_half_out.h"
 /* test_util.c is compiled as C; its header has no extern "C" guards. */
 extern "C" {
 #include "test_util.h"
@@ -106,6 +109,35 @@ static nmt_cuda_ctx *gpu_test_start(const char *name)
         exit(1);
     }
     return ctx;
+}
+
+/* A kernel's 16-bit copy of its output (half.h) on the device: rows x ld16
+ * values, poisoned (TEST_HALF_POISON) with a guard after them; kind < 0:
+ * none (dst NULL). */
+static nmt_half_out dev_half_out(int kind, int32_t rows, int32_t ld16)
+{
+    nmt_half_out o = {NULL, ld16, kind == NMT_HALF_BF16 ? NMT_HALF_BF16 : NMT_HALF_FP16};
+    if (kind >= 0)
+        o.dst = (uint16_t *)dev_output((size_t)rows * ld16 * sizeof(uint16_t), 0xFF);
+    return o;
+}
+
+/* Downloads o (when it has a dst), checks its guard and test_half_copy_ok
+ * against values, the kernel's own fp32 output on the host (rows ld
+ * apart), and frees it; 1 when right or when there is no copy. */
+static int dev_half_out_check(const char *what, nmt_half_out *o, int32_t rows, int32_t width,
+                              const float *values, int32_t ld)
+{
+    if (!o->dst)
+        return 1;
+    const size_t n = (size_t)rows * o->ld;
+    uint16_t *copy = (uint16_t *)host_alloc(n * sizeof(uint16_t));
+    int ok = dev_download(copy, o->dst, n * sizeof(uint16_t), 0xFF, what);
+    ok &= test_half_copy_ok(what, o->kind, rows, width, values, ld, copy, o->ld);
+    CUDA_OK(cudaFree(o->dst));
+    o->dst = NULL;
+    free(copy);
+    return ok;
 }
 
 /* Counts a failure when !ok, and prints "ok" or "FAIL" beside what was checked. */

@@ -168,7 +168,10 @@ static void test_lstm_cell(void)
     float h[6], h2[10];
     test_poison_f32(h, 6);
     test_poison_f32(h2, 10);
-    nmt_cpu_lstm_cell(2, 2, gx, 10, gh, bias, c, c, h, 3, h2 + 1, 5);
+    nmt_cpu_lstm_cell(&(nmt_lstm_cell_args){.n_rows = 2, .hidden = 2, .gates_x = gx, .ld_x = 10,
+                                            .gates_h = gh, .bias = bias, .c_prev = c, .c_out = c,
+                                            .h_out = h, .ld_h = 3, .h_out2 = h2 + 1,
+                                            .ld_h2 = 5});
     float want_c[] = {2.25f, 1.0f, 0.5f, -3.0f};
     float want_h[] = {0.5f * tanhf(2.25f), tanhf(1.0f), 0.5f * tanhf(0.5f), 0.0f};
     CHECK(test_close_f32("lstm c", c, want_c, 4, 1e-6, 1e-6), "lstm c");
@@ -181,6 +184,25 @@ static void test_lstm_cell(void)
     for (int i = 0; i < 10; i++)
         if (i != 1 && i != 2 && i != 6 && i != 7)
             CHECK(isnan(h2[i]), "lstm h_out2 wrote element %d outside its rows", i);
+
+    /* c_prev by row (c_rows, the beam's parents): the bits of the cell over
+     * those rows gathered first. */
+    enum { kRows = 4, kH = 5, kTable = 6 };
+    float g[kRows * 4 * kH], table[kTable * kH], gathered[kRows * kH];
+    float c_a[kRows * kH], c_b[kRows * kH], h_a[kRows * kH], h_b[kRows * kH];
+    int32_t rows[kRows] = {5, 0, 5, 2};
+    test_fill_uniform(g, sizeof g / sizeof g[0], -3.0f, 3.0f);
+    test_fill_uniform(table, sizeof table / sizeof table[0], -2.0f, 2.0f);
+    nmt_cpu_gather_rows(kRows, kH, table, rows, gathered);
+    nmt_lstm_cell_args by_row = {.n_rows = kRows, .hidden = kH, .gates_x = g, .ld_x = 4 * kH,
+                                 .c_prev = table, .c_rows = rows, .c_out = c_a, .h_out = h_a,
+                                 .ld_h = kH};
+    nmt_cpu_lstm_cell(&by_row);
+    nmt_lstm_cell_args copied = by_row;
+    copied.c_prev = gathered, copied.c_rows = NULL, copied.c_out = c_b, copied.h_out = h_b;
+    nmt_cpu_lstm_cell(&copied);
+    CHECK(memcmp(c_a, c_b, sizeof c_a) == 0 && memcmp(h_a, h_b, sizeof h_a) == 0,
+          "lstm c_rows: not the bits of the cell over the gathered rows");
 }
 
 static void test_attention(void)
@@ -209,7 +231,7 @@ static void test_attention(void)
     test_poison_f32(weights, 3 * MS);
     test_poison_i32(argmax, 3);
     nmt_cpu_attention(3, HD, MS, row_sentence, src_len, keys, memory, query, HD, context, HD,
-                      weights, argmax);
+                      NULL, weights, argmax);
     float want_context[] = {0.2f + 2.0f, 0.6f + 2.0f, 1.5f, -2.5f, 11.0f / 3, 11.0f / 3};
     float want_weights[] = {0.2f, 0.6f, 0.2f, 0, 1, 0, 0, 0, 1.0f / 3, 1.0f / 3, 1.0f / 3, 0};
     CHECK(test_close_f32("attention context", context, want_context, 6, 1e-6, 1e-6), "context");
@@ -220,7 +242,7 @@ static void test_attention(void)
     /* weights may be NULL */
     float context2[6];
     nmt_cpu_attention(3, HD, MS, row_sentence, src_len, keys, memory, query, HD, context2, HD, NULL,
-                      argmax);
+                      NULL, argmax);
     CHECK(memcmp(context, context2, sizeof context) == 0, "NULL weights changes the context");
 
     /* Random rows: weights sum to one, context = sum a_j m_j (recomputed here). */
@@ -231,7 +253,7 @@ static void test_attention(void)
     test_fill_uniform(rm, 2 * RS * RH, -1, 1);
     test_fill_uniform(rq, RROWS * RH, -1, 1);
     int32_t rlen[] = {RS, 4}, rsent[] = {0, 1, 1, 0, 1};
-    nmt_cpu_attention(RROWS, RH, RS, rsent, rlen, rk, rm, rq, RH, rc, RH, rw, argmax);
+    nmt_cpu_attention(RROWS, RH, RS, rsent, rlen, rk, rm, rq, RH, rc, RH, NULL, rw, argmax);
     for (int r = 0; r < RROWS; r++) {
         double sum = 0;
         for (int j = 0; j < RS; j++)
@@ -399,7 +421,7 @@ static void test_gather_and_tanh(void)
     CHECK(t[0] == 0 && t[1] == tanhf(0.5f) && t[2] == -1 && t[3] == 1, "tanh in place");
     /* tanh over strided rows: 2 rows of width 2, ld 3; the gaps stay. */
     float tr[] = {0.5f, -0.5f, 7, 40, -40, 9};
-    nmt_cpu_tanh_rows(2, 2, tr, 3);
+    nmt_cpu_tanh_rows(2, 2, tr, 3, NULL);
     CHECK(tr[0] == tanhf(0.5f) && tr[1] == tanhf(-0.5f) && tr[2] == 7 && tr[3] == 1 &&
               tr[4] == -1 && tr[5] == 9, "tanh rows");
 
@@ -409,7 +431,9 @@ static void test_gather_and_tanh(void)
     int32_t ia[] = {1, 0}, ib[] = {2, 2};
     float out[10];
     test_poison_f32(out, 10);
-    nmt_gather_segment segs[2] = {{a, ia, out, 3, 3, 5}, {b, ib, out + 3, 1, 1, 5}};
+    nmt_gather_segment segs[2] = {
+        {.src = a, .index = ia, .dst = out, .width = 3, .ld_src = 3, .ld_dst = 5},
+        {.src = b, .index = ib, .dst = out + 3, .width = 1, .ld_src = 1, .ld_dst = 5}};
     nmt_cpu_gather_segments(2, 2, segs);
     float want_seg[] = {4, 5, 6, 300, 0, 1, 2, 3, 300, 0};
     for (int i = 0; i < 10; i++)

@@ -235,7 +235,7 @@ static void check_attention(int hidden, int max_src)
     nmt_error err = {};
     const auto run = [&](int m, int i) {
         CHECK(nmt_cuda_attention(m, hidden, max_src, d_rows, d_len, keys, memory, query, hidden,
-                                 ctx_out[i], hidden, weights[i], argmax[i], NULL,
+                                 ctx_out[i], hidden, NULL, weights[i], argmax[i], NULL,
                                  &err) == NMT_STATUS_OK,
               "attention: %s", err.message);
         CUDA_OK(cudaDeviceSynchronize());

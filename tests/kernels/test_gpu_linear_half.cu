@@ -13,7 +13,10 @@
  *   shows; the scratch holds the rounded activations exactly. Shapes: 1x1x1,
  *   odd sizes, padded leading dimensions (padding columns of y keep their
  *   poison), the decoder's 5 and 320 rows, a wide output layer, and one
- *   shape at 9-13 rows (cuBLASLt plans shared by a row class). */
+ *   shape at 9-13 rows (cuBLASLt plans shared by a row class).
+ * - nmt_cuda_linear_half_rounded on that scratch (the activations as their
+ *   producers round them, nmt_half_out): the same bits as
+ *   nmt_cuda_linear_half, padding columns still poisoned. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,8 +164,21 @@ static void test_linear_half(nmt_half_kind kind, int m, int n, int k, int pad, i
                         want[(size_t)i * ldy + j], mag);
         }
     report_check(ok && bad == 0, what);
+
+    /* The same product from the rounded activations: the same bits. */
+    float *d_y2 = (float *)dev_output(ny * sizeof(float), POISON_F32);
+    float *got2 = (float *)host_alloc(ny * sizeof(float));
+    CHECK(nmt_cuda_linear_half_rounded(ctx, kind, m, n, k, d_x, ldx, d_x16, d_w16, ldw,
+                                       with_bias ? d_b : NULL, d_y2, ldy, &err) == NMT_STATUS_OK,
+          "linear_half_rounded: %s", err.message);
+    snprintf(what, sizeof what, "linear_half_rounded %s m %d n %d k %d pad %d bias %d",
+             kind_name[kind], m, n, k, pad, with_bias);
+    ok = dev_download(got2, d_y2, ny * sizeof(float), POISON_F32, what);
+    report_check(ok && memcmp(got, got2, ny * sizeof(float)) == 0, what);
     cudaFree(d_x); cudaFree(d_w); cudaFree(d_b); cudaFree(d_w16); cudaFree(d_x16); cudaFree(d_y);
-    free(x); free(w); free(bias); free(x_r); free(w_r); free(want); free(got); free(x16);
+    cudaFree(d_y2);
+    free(x); free(w); free(bias); free(x_r); free(w_r); free(want); free(got); free(got2);
+    free(x16);
 }
 
 int main(void)
@@ -195,6 +211,10 @@ int main(void)
     CHECK(nmt_cuda_linear_half(ctx, NMT_HALF_BF16, 2, 2, 0, NULL, 1, NULL, 1, NULL, NULL, 2,
                                NULL, &err) == NMT_STATUS_ERROR_ARGUMENT,
           "k = 0 not refused");
+    CHECK(nmt_cuda_linear_half_rounded(ctx, NMT_HALF_FP16, 2, 2, 2, (const float *)&err, 2, NULL,
+                                       (const void *)&err, 2, NULL, (float *)&err, 2,
+                                       &err) == NMT_STATUS_ERROR_ARGUMENT,
+          "linear_half_rounded without x16 not refused");
     CHECK(nmt_cuda_to_half(ctx, (nmt_half_kind)7, 1, 1, NULL, 1, NULL, &err) ==
               NMT_STATUS_ERROR_ARGUMENT,
           "an unknown kind not refused");

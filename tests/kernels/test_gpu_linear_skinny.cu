@@ -209,7 +209,10 @@ static void test_lstm(int n_rows, int n_dot, int hidden, int k, int pad)
     test_fill_uniform(c0, nc, -1.0f, 1.0f);
     memset(gh, 0, (size_t)n_rows * g4 * sizeof(float));
     nmt_cpu_linear(n_dot, g4, k, x, ldx, w, k, NULL, 0, gh, g4);
-    nmt_cpu_lstm_cell(n_rows, hidden, gx, ld_x, gh, bias, c0, c_want, h_want, ld_h, NULL, 0);
+    const nmt_lstm_cell_args want = {.n_rows = n_rows, .hidden = hidden, .gates_x = gx,
+                                     .ld_x = ld_x, .gates_h = gh, .bias = bias, .c_prev = c0,
+                                     .c_out = c_want, .h_out = h_want, .ld_h = ld_h};
+    nmt_cpu_lstm_cell(&want);
 
     float *d_x = (float *)dev_upload(x, nx * sizeof(float));
     float *d_w = (float *)dev_upload(w, nw * sizeof(float));
@@ -239,8 +242,10 @@ static void test_lstm(int n_rows, int n_dot, int hidden, int k, int pad)
                                      NMT_WEIGHT_F32, k, NULL, 0, d_gh, g4, &unsplit,
                                      &err) == NMT_STATUS_OK,
               "%s: skinny: %s", what, err.message);
-    CHECK(nmt_cuda_lstm_cell(n_rows, hidden, d_gx, ld_x, d_gh, d_b, d_c2, d_c2, d_h3, ld_h, NULL,
-                             0, nmt_cuda_ctx_stream(ctx), &err) == NMT_STATUS_OK,
+    const nmt_lstm_cell_args cell = {.n_rows = n_rows, .hidden = hidden, .gates_x = d_gx,
+                                     .ld_x = ld_x, .gates_h = d_gh, .bias = d_b, .c_prev = d_c2,
+                                     .c_out = d_c2, .h_out = d_h3, .ld_h = ld_h};
+    CHECK(nmt_cuda_lstm_cell(&cell, nmt_cuda_ctx_stream(ctx), &err) == NMT_STATUS_OK,
           "%s: cell: %s", what, err.message);
     int ok = dev_download(got[0], d_c, nc * sizeof(float), POISON_F32, what) &&
              dev_download(got[1], d_h, nh * sizeof(float), POISON_F32, what) &&
@@ -308,7 +313,10 @@ static void test_lstm_layer(nmt_skinny_x x_round, nmt_weight_type w_type, int sp
     void *w_base = NULL;
     const void *d_w = upload_weights(w_type, w, nw, misalign, w_r, &w_base);
     nmt_cpu_linear(n_rows, g4, k, x_r, ldx, w_r, ldw, NULL, 0, gates, g4);
-    nmt_cpu_lstm_cell(n_rows, hidden, gates, g4, NULL, bias, c0, c_want, h_want, ld_h, NULL, 0);
+    const nmt_lstm_cell_args want = {.n_rows = n_rows, .hidden = hidden, .gates_x = gates,
+                                     .ld_x = g4, .bias = bias, .c_prev = c0, .c_out = c_want,
+                                     .h_out = h_want, .ld_h = ld_h};
+    nmt_cpu_lstm_cell(&want);
 
     float *d_x = (float *)dev_upload(x, nx * sizeof(float));
     float *d_b = (float *)dev_upload(bias, (size_t)g4 * sizeof(float));
@@ -331,8 +339,10 @@ static void test_lstm_layer(nmt_skinny_x x_round, nmt_weight_type w_type, int sp
     CHECK(nmt_cuda_linear_skinny(ctx, n_rows, g4, k, d_x, ldx, x_round, d_w, w_type, ldw, NULL,
                                  0, d_g, g4, &policy, &err) == NMT_STATUS_OK,
           "%s: skinny: %s", what, err.message);
-    CHECK(nmt_cuda_lstm_cell(n_rows, hidden, d_g, g4, NULL, d_b, d_c2, d_c2, d_h3, ld_h, NULL, 0,
-                             nmt_cuda_ctx_stream(ctx), &err) == NMT_STATUS_OK,
+    const nmt_lstm_cell_args cell = {.n_rows = n_rows, .hidden = hidden, .gates_x = d_g,
+                                     .ld_x = g4, .bias = d_b, .c_prev = d_c2, .c_out = d_c2,
+                                     .h_out = d_h3, .ld_h = ld_h};
+    CHECK(nmt_cuda_lstm_cell(&cell, nmt_cuda_ctx_stream(ctx), &err) == NMT_STATUS_OK,
           "%s: cell: %s", what, err.message);
     int ok = dev_download(got_c, d_c, nc * sizeof(float), POISON_F32, what) &&
              dev_download(got_c2, d_c2, nc * sizeof(float), POISON_F32, what) &&

@@ -3,7 +3,10 @@
  * leading dimensions must keep their contents, bias, accumulate, k = 0),
  * lstm_cell (aliased c, padded ld_x/ld_h, optional gates_h and bias),
  * attention (every variant; ragged and empty sentences; key and memory rows
- * past the length are NaN so any read of them shows), gather_rows. All on the context's
+ * past the length are NaN so any read of them shows), gather_rows and
+ * gather_segments, tanh_rows; the 16-bit copies of lstm_cell, attention,
+ * gather_segments and tanh_rows (half.h): nmt_half_bits of the kernel's own
+ * fp32 output, bit for bit, the gaps poisoned. All on the context's
  * stream. Outputs are NaN-poisoned with guard regions after them. */
 #include <math.h>
 #include <string.h>
@@ -161,20 +164,29 @@ static void test_linear_tf32x2(int m, int n, int k, int pad, int with_bias)
     free(split_got);
 }
 
-static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, int alias,
-                      int second)
+/* c_mode: c_prev its own buffer (0), aliased with c_out (1), or read by
+ * row index (2: c_rows, parents among rows + 3 rows, checked also against
+ * the cell over a gathered copy, bit for bit). kind16 (nmt_half_kind, or
+ * -1: none): h's 16-bit copy too, rows hidden + 3 apart. */
+static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, int c_mode,
+                      int second, int kind16)
 {
+    const int alias = c_mode == 1, by_row = c_mode == 2, c_rows_n = by_row ? rows + 3 : rows;
     int ld_x = 4 * hidden + pad, ld_h = hidden + pad;
     size_t ngx = (size_t)rows * ld_x, ngh = (size_t)rows * 4 * hidden, nc = (size_t)rows * hidden,
-           nh = (size_t)rows * ld_h;
+           nh = (size_t)rows * ld_h, ncp = (size_t)c_rows_n * hidden;
     float *gx = (float *)host_alloc(ngx * sizeof(float));
     float *gh = (float *)host_alloc(ngh * sizeof(float));
     float *b = (float *)host_alloc(4 * hidden * sizeof(float));
-    float *c_prev = (float *)host_alloc(nc * sizeof(float));
+    float *c_prev = (float *)host_alloc(ncp * sizeof(float));
+    int32_t *c_rows = (int32_t *)host_alloc(rows * sizeof(int32_t));
     test_fill_uniform(gx, ngx, -3.0f, 3.0f);
     test_fill_uniform(gh, ngh, -3.0f, 3.0f);
     test_fill_uniform(b, 4 * hidden, -1.0f, 1.0f);
-    test_fill_uniform(c_prev, nc, -2.0f, 2.0f);
+    test_fill_uniform(c_prev, ncp, -2.0f, 2.0f);
+    for (int r = 0; r < rows; r++)
+        c_rows[r] = test_rand_int(0, c_rows_n);
+    int32_t *d_c_rows = by_row ? (int32_t *)dev_upload(c_rows, rows * sizeof(int32_t)) : NULL;
     float *want_c = (float *)host_alloc(nc * sizeof(float));
     float *want_h = (float *)host_alloc(nh * sizeof(float));
     float *got_c = (float *)host_alloc(nc * sizeof(float));
@@ -187,24 +199,30 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
     float *d_c = (float *)dev_output(nc * sizeof(float), POISON_F32);
     float *d_h = (float *)dev_output(nh * sizeof(float), POISON_F32);
     dev_fill(d_h, want_h, nh * sizeof(float));
-    float *d_cprev = alias ? d_c : (float *)dev_upload(c_prev, nc * sizeof(float));
+    float *d_cprev = alias ? d_c : (float *)dev_upload(c_prev, ncp * sizeof(float));
     if (alias)
         dev_fill(d_c, c_prev, nc * sizeof(float));
     /* second: a copy of h at a wider stride (ld_h2), poisoned around it. */
     const int ld_h2 = hidden + 5;
     const size_t nh2 = (size_t)rows * ld_h2;
     float *d_h2 = second ? (float *)dev_output(nh2 * sizeof(float), POISON_F32) : NULL;
-    nmt_cpu_lstm_cell(rows, hidden, gx, ld_x, with_h ? gh : NULL, with_bias ? b : NULL, c_prev,
-                      want_c, want_h, ld_h, NULL, 0);
+    nmt_half_out h16 = dev_half_out(kind16, rows, hidden + 3);
+    const nmt_lstm_cell_args want = {
+        .n_rows = rows, .hidden = hidden, .gates_x = gx, .ld_x = ld_x,
+        .gates_h = with_h ? gh : NULL, .bias = with_bias ? b : NULL, .c_prev = c_prev,
+        .c_rows = by_row ? c_rows : NULL, .c_out = want_c, .h_out = want_h, .ld_h = ld_h};
+    nmt_cpu_lstm_cell(&want);
+    nmt_lstm_cell_args a = want;
+    a.gates_x = d_gx, a.gates_h = with_h ? d_gh : NULL, a.bias = with_bias ? d_b : NULL;
+    a.c_prev = d_cprev, a.c_rows = d_c_rows, a.c_out = d_c, a.h_out = d_h;
+    a.h_out2 = d_h2, a.ld_h2 = ld_h2, a.h16 = &h16;
     nmt_error err = {};
-    nmt_status st = nmt_cuda_lstm_cell(rows, hidden, d_gx, ld_x, with_h ? d_gh : NULL,
-                                       with_bias ? d_b : NULL, d_cprev, d_c, d_h, ld_h, d_h2,
-                                       ld_h2, stream, &err);
+    nmt_status st = nmt_cuda_lstm_cell(&a, stream, &err);
     CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
     char what[128];
     snprintf(what, sizeof what,
-             "lstm_cell rows %d hidden %d pad %d gates_h %d bias %d alias %d second %d", rows,
-             hidden, pad, with_h, with_bias, alias, second);
+             "lstm_cell rows %d hidden %d pad %d gates_h %d bias %d c_mode %d second %d "
+             "16-bit %d", rows, hidden, pad, with_h, with_bias, c_mode, second, kind16);
     if (second) {
         /* h_out2 equals the GPU's own h exactly; the gaps keep their poison. */
         float *got_h2 = (float *)host_alloc(nh2 * sizeof(float));
@@ -228,11 +246,28 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
     dev_download(got_h, d_h, nh * sizeof(float), POISON_F32, what);
     int ok = test_close_f32("c", got_c, want_c, nc, 1e-6, 1e-5);
     ok &= test_close_f32("h", got_h, want_h, nh, 1e-6, 1e-5);
+    ok &= dev_half_out_check(what, &h16, rows, hidden, got_h, ld_h);
+    if (by_row) { /* the same cell over the parents' c gathered first: the same bits */
+        float *gathered = (float *)host_alloc(nc * sizeof(float));
+        nmt_cpu_gather_rows(rows, hidden, c_prev, c_rows, gathered);
+        dev_fill(d_c, gathered, nc * sizeof(float));
+        a.c_prev = a.c_out = d_c, a.c_rows = NULL, a.h16 = NULL;
+        CHECK(nmt_cuda_lstm_cell(&a, stream, &err) == NMT_STATUS_OK, "%s", err.message);
+        float *c2 = (float *)host_alloc(nc * sizeof(float));
+        float *h2 = (float *)host_alloc(nh * sizeof(float));
+        dev_download(c2, d_c, nc * sizeof(float), POISON_F32, what);
+        dev_download(h2, d_h, nh * sizeof(float), POISON_F32, what);
+        ok &= memcmp(c2, got_c, nc * sizeof(float)) == 0 &&
+              memcmp(h2, got_h, nh * sizeof(float)) == 0;
+        free(gathered); free(c2); free(h2);
+        cudaFree(d_c_rows);
+    }
     report_check(ok, what);
     cudaFree(d_gx); cudaFree(d_gh); cudaFree(d_b); cudaFree(d_c); cudaFree(d_h);
     if (!alias)
         cudaFree(d_cprev);
-    free(gx); free(gh); free(b); free(c_prev); free(want_c); free(want_h); free(got_c); free(got_h);
+    free(gx); free(gh); free(b); free(c_prev); free(c_rows); free(want_c); free(want_h);
+    free(got_c); free(got_h);
 }
 
 /* One variant's outputs, downloaded. */
@@ -245,9 +280,13 @@ typedef struct attention_out {
 /* pad > 0: query and context rows hidden + pad floats apart; the query's
  * gaps are NaN (never read) and the context's must keep their poison. Every
  * variant (AUTO, BLOCK, WARP where it runs) against the CPU; where the rows
- * fill the SMs (the block variant's one slice) WARP must give BLOCK's bits. */
+ * fill the SMs (the block variant's one slice) WARP must give BLOCK's bits.
+ * kind16 (nmt_half_kind, or -1: none): the context's 16-bit copy too,
+ * checked against each variant's own context; its rows ld apart at fp16
+ * (8-byte stores), ld + 2 at bf16 (every other row's float4 lanes are
+ * stored one value at a time). */
 static void test_attention(int n_sent, int rows, int hidden, int max_src, int with_weights,
-                           int pad)
+                           int pad, int kind16)
 {
     const int ld = hidden + pad;
     int32_t *sent = (int32_t *)host_alloc(rows * sizeof(int32_t));
@@ -277,8 +316,8 @@ static void test_attention(int n_sent, int rows, int hidden, int max_src, int wi
     float *want_w = (float *)host_alloc(nwt * sizeof(float));
     int32_t *want_a = (int32_t *)host_alloc(rows * sizeof(int32_t));
     memset(want_ctx, 0xFF, nq * sizeof(float)); /* the gaps: poison, as on the device */
-    nmt_cpu_attention(rows, hidden, max_src, sent, len, keys, mem, query, ld, want_ctx, ld, want_w,
-                      want_a);
+    nmt_cpu_attention(rows, hidden, max_src, sent, len, keys, mem, query, ld, want_ctx, ld, NULL,
+                      want_w, want_a);
     for (int r = 0; r < rows; r++) /* compacted for the comparison */
         memcpy(cmp + (size_t)r * hidden, want_ctx + (size_t)r * ld, hidden * sizeof(float));
     int32_t *d_sent = (int32_t *)dev_upload(sent, rows * sizeof(int32_t));
@@ -299,17 +338,18 @@ static void test_attention(int n_sent, int rows, int hidden, int max_src, int wi
         float *d_ctx = (float *)dev_output(nq * sizeof(float), POISON_F32);
         float *d_w = (float *)dev_output(nwt * sizeof(float), POISON_F32);
         int32_t *d_a = (int32_t *)dev_output(rows * sizeof(int32_t), POISON_I32);
+        nmt_half_out c16 = dev_half_out(kind16, rows, kind16 == NMT_HALF_FP16 ? ld : ld + 2);
         nmt_error err = {};
         nmt_status st = nmt_cuda_attention_with(variants[v], rows, hidden, max_src, d_sent, d_len,
-                                                d_keys, d_mem, d_query, ld, d_ctx, ld,
+                                                d_keys, d_mem, d_query, ld, d_ctx, ld, &c16,
                                                 with_weights ? d_w : NULL, d_a, stream, &err);
         /* The warp variant's shapes (attention.h): hidden % 4 == 0 in [68, 1024]. */
         const int warp_runs = hidden % 4 == 0 && hidden >= 68 && hidden <= 1024 && ld % 4 == 0;
         o->ran = st == NMT_STATUS_OK;
         char what[160];
         snprintf(what, sizeof what,
-                 "attention %s sentences %d rows %d hidden %d max_src %d weights %d pad %d",
-                 names[v], n_sent, rows, hidden, max_src, with_weights, pad);
+                 "attention %s sentences %d rows %d hidden %d max_src %d weights %d pad %d "
+                 "16-bit %d", names[v], n_sent, rows, hidden, max_src, with_weights, pad, kind16);
         if (variants[v] == NMT_ATTENTION_WARP && !warp_runs) {
             CHECK(st == NMT_STATUS_ERROR_UNSUPPORTED, "%s: status %d, not refused", what, (int)st);
         } else {
@@ -318,7 +358,7 @@ static void test_attention(int n_sent, int rows, int hidden, int max_src, int wi
         if (o->ran) {
             dev_download(o->ctx, d_ctx, nq * sizeof(float), POISON_F32, what);
             dev_download(o->a, d_a, rows * sizeof(int32_t), POISON_I32, what);
-            int ok = 1;
+            int ok = dev_half_out_check(what, &c16, rows, hidden, o->ctx, ld);
             for (size_t i = 0; i < nq; i++) {
                 uint32_t bits;
                 memcpy(&bits, &o->ctx[i], 4);
@@ -351,6 +391,8 @@ static void test_attention(int n_sent, int rows, int hidden, int max_src, int wi
             report_check(ok, what);
         }
         cudaFree(d_ctx); cudaFree(d_w); cudaFree(d_a);
+        if (c16.dst) /* a refused call's */
+            cudaFree(c16.dst);
     }
     int device = 0;
     CUDA_OK(cudaGetDevice(&device));
@@ -396,8 +438,10 @@ static void test_gather(int rows, int dim, int src_rows)
 }
 
 /* Up to n_seg segments of random widths between random row buffers, the
- * destinations interleaved in one poisoned buffer (gaps must survive). */
-static void test_gather_segments(int rows, int n_seg, int max_width)
+ * destinations interleaved in one poisoned buffer (gaps must survive);
+ * kind16 (nmt_half_kind, or -1: none): every other segment also writes a
+ * 16-bit copy of its own, rows width + 2 apart. */
+static void test_gather_segments(int rows, int n_seg, int max_width, int kind16)
 {
     enum { kSrcRows = 37 };
     nmt_gather_segment seg[NMT_GATHER_MAX_SEGMENTS], dseg[NMT_GATHER_MAX_SEGMENTS];
@@ -417,8 +461,11 @@ static void test_gather_segments(int rows, int n_seg, int max_width)
         d_index[g] = (int32_t *)dev_upload(index[g], rows * sizeof(int32_t));
         col[g] = ld_dst;
         ld_dst += width + 1; /* one poisoned column after each segment */
-        seg[g] = (nmt_gather_segment){src[g], index[g], NULL, width, ld_src, 0};
-        dseg[g] = (nmt_gather_segment){d_src[g], d_index[g], NULL, width, ld_src, 0};
+        seg[g] = (nmt_gather_segment){.src = src[g], .index = index[g], .width = width,
+                                      .ld_src = ld_src};
+        dseg[g] = (nmt_gather_segment){.src = d_src[g], .index = d_index[g], .width = width,
+                                       .ld_src = ld_src};
+        dseg[g].dst16 = dev_half_out(g % 2 == 0 ? kind16 : -1, rows, width + 2);
     }
     const size_t nd = (size_t)rows * ld_dst;
     float *want = (float *)host_alloc(nd * sizeof(float)), *got = (float *)host_alloc(nd * sizeof(float));
@@ -434,11 +481,14 @@ static void test_gather_segments(int rows, int n_seg, int max_width)
     nmt_status st = nmt_cuda_gather_segments(rows, n_seg, dseg, stream, &err);
     CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
     char what[96];
-    snprintf(what, sizeof what, "gather segments rows %d segments %d width <= %d", rows, n_seg,
-             max_width);
+    snprintf(what, sizeof what, "gather segments rows %d segments %d width <= %d 16-bit %d", rows,
+             n_seg, max_width, kind16);
     dev_download(got, d_dst, nd * sizeof(float), POISON_F32, what);
     /* Bitwise: copies are exact and the poisoned gaps compare as bits. */
-    report_check(memcmp(got, want, nd * sizeof(float)) == 0, what);
+    int ok = memcmp(got, want, nd * sizeof(float)) == 0;
+    for (int g = 0; g < n_seg; g++)
+        ok &= dev_half_out_check(what, &dseg[g].dst16, rows, dseg[g].width, got + col[g], ld_dst);
+    report_check(ok, what);
     for (int g = 0; g < n_seg; g++) {
         cudaFree(d_src[g]); cudaFree(d_index[g]);
         free(src[g]); free(index[g]);
@@ -447,7 +497,8 @@ static void test_gather_segments(int rows, int n_seg, int max_width)
     free(want); free(got);
 }
 
-static void test_tanh_rows(int rows, int width, int pad)
+/* kind16 (nmt_half_kind, or -1: none): the 16-bit copy too, rows width + 1 apart. */
+static void test_tanh_rows(int rows, int width, int pad, int kind16)
 {
     const int ld = width + pad;
     const size_t n = (size_t)rows * ld;
@@ -455,14 +506,16 @@ static void test_tanh_rows(int rows, int width, int pad)
     test_fill_uniform(x, n, -6.0f, 6.0f);
     float *d_x = (float *)dev_output(n * sizeof(float), POISON_F32);
     dev_fill(d_x, x, n * sizeof(float));
-    nmt_cpu_tanh_rows(rows, width, x, ld); /* x becomes the expected result */
+    nmt_cpu_tanh_rows(rows, width, x, ld, NULL); /* x becomes the expected result */
+    nmt_half_out x16 = dev_half_out(kind16, rows, width + 1);
     nmt_error err = {};
-    nmt_status st = nmt_cuda_tanh_rows(rows, width, d_x, ld, stream, &err);
+    nmt_status st = nmt_cuda_tanh_rows(rows, width, d_x, ld, &x16, stream, &err);
     CHECK(st == NMT_STATUS_OK, "status %d: %s", (int)st, err.message);
     char what[96];
-    snprintf(what, sizeof what, "tanh rows %d width %d pad %d", rows, width, pad);
+    snprintf(what, sizeof what, "tanh rows %d width %d pad %d 16-bit %d", rows, width, pad, kind16);
     dev_download(got, d_x, n * sizeof(float), POISON_F32, what);
-    report_check(test_close_f32(what, got, x, n, 1e-6, 1e-6), what);
+    const int ok = test_close_f32(what, got, x, n, 1e-6, 1e-6);
+    report_check(ok && dev_half_out_check(what, &x16, rows, width, got, ld), what);
     cudaFree(d_x);
     free(x); free(got);
 }
@@ -491,45 +544,52 @@ int main(void)
     test_linear_tf32x2(64, 300, 257, 1, 1);
     test_linear_tf32x2(320, 2048, 1280, 0, 0);
 
-    test_lstm(1, 1, 0, 1, 1, 0, 0);
-    test_lstm(7, 33, 3, 1, 1, 1, 1);
-    test_lstm(333, 256, 0, 1, 1, 0, 1);
-    test_lstm(5, 1000, 1, 0, 0, 1, 0);
+    /* The last argument: the 16-bit copy (0 bf16, 1 fp16, -1 none). */
+    test_lstm(1, 1, 0, 1, 1, 0, 0, NMT_HALF_FP16);
+    test_lstm(7, 33, 3, 1, 1, 1, 1, NMT_HALF_BF16);
+    test_lstm(333, 256, 0, 1, 1, 0, 1, NMT_HALF_FP16);
+    test_lstm(5, 1000, 1, 0, 0, 1, 0, -1);
+    test_lstm(5120, 512, 0, 0, 1, 1, 1, NMT_HALF_FP16); /* the decoder's rows at batch 1,024 */
+    test_lstm(1, 3, 0, 1, 1, 2, 0, -1);                 /* c_prev by row (the beam's parents) */
+    test_lstm(333, 256, 2, 0, 1, 2, 1, NMT_HALF_BF16);
+    test_lstm(5120, 512, 0, 0, 1, 2, 1, NMT_HALF_FP16);
 
-    test_attention(1, 1, 1, 1, 1, 0);
-    test_attention(3, 7, 33, 7, 1, 5);
-    test_attention(4, 20, 256, 50, 1, 0);
-    test_attention(10, 333, 500, 100, 0, 0);
-    test_attention(8, 64, 1024, 333, 1, 0);
-    test_attention(1, 5, 512, 13, 1, 0);   /* a beam: 4 slices of H, 8 position groups */
-    test_attention(1, 5, 512, 13, 1, 512); /* the decoder's [context; h_top] rows */
-    test_attention(6, 2, 333, 40, 1, 0);   /* scalar lanes, 2 slices */
-    test_attention(8, 200, 1024, 40, 1, 4); /* 1 slice wider than half the block: G = 1 */
-    test_attention(5, 150, 333, 30, 1, 0); /* G = 1, scalar, 2 columns a thread */
+    test_attention(1, 1, 1, 1, 1, 0, -1);
+    test_attention(3, 7, 33, 7, 1, 5, NMT_HALF_FP16);
+    test_attention(4, 20, 256, 50, 1, 0, NMT_HALF_BF16);
+    test_attention(10, 333, 500, 100, 0, 0, -1);
+    test_attention(8, 64, 1024, 333, 1, 0, NMT_HALF_FP16);
+    test_attention(1, 5, 512, 13, 1, 0, NMT_HALF_BF16); /* a beam: 4 slices of H, 8 groups */
+    test_attention(1, 5, 512, 13, 1, 512, NMT_HALF_FP16); /* the decoder's [context; h_top] */
+    test_attention(6, 2, 333, 40, 1, 0, NMT_HALF_FP16); /* scalar lanes, 2 slices */
+    test_attention(8, 200, 1024, 40, 1, 4, NMT_HALF_BF16); /* 1 slice past half the block: G = 1 */
+    test_attention(5, 150, 333, 30, 1, 0, -1); /* G = 1, scalar, 2 columns a thread */
     /* Rows past the SMs (one slice): warp = block bits, every group count. */
-    test_attention(300, 1500, 512, 60, 1, 0);   /* batch 300, beam 5: G = 2, 4 float4 a lane */
-    test_attention(40, 640, 512, 13, 0, 512);   /* the decoder's rows, no weights */
-    test_attention(9, 400, 256, 33, 1, 4);      /* G = 4 */
-    test_attention(7, 300, 128, 20, 1, 0);      /* G = 8 */
-    test_attention(6, 200, 68, 9, 1, 0);        /* 17 float4: the warp's smallest */
-    test_attention(5, 260, 1000, 70, 1, 0);     /* G = 1, 8 float4 a lane, the last partial */
-    test_attention(4, 133, 1024, 3, 1, 0);      /* the warp's widest, positions < 8 */
-    test_attention(3, 140, 1028, 10, 1, 0);     /* past the warp's widest: refused */
-    test_attention(2, 140, 512, 2000, 0, 0);    /* many positions (64 KB of shared memory) */
+    test_attention(300, 1500, 512, 60, 1, 0, NMT_HALF_FP16); /* batch 300, beam 5: G = 2 */
+    test_attention(40, 640, 512, 13, 0, 512, NMT_HALF_FP16); /* the decoder's rows, no weights */
+    test_attention(9, 400, 256, 33, 1, 4, -1);               /* G = 4 */
+    test_attention(7, 300, 128, 20, 1, 0, NMT_HALF_BF16);    /* G = 8 */
+    test_attention(6, 200, 68, 9, 1, 0, NMT_HALF_BF16);      /* 17 float4: the warp's smallest */
+    test_attention(5, 260, 1000, 70, 1, 0, NMT_HALF_FP16);   /* G = 1, 8 float4 a lane */
+    test_attention(4, 133, 1024, 3, 1, 0, NMT_HALF_BF16);    /* the warp's widest, < 8 positions */
+    test_attention(3, 140, 1028, 10, 1, 0, NMT_HALF_FP16);   /* past the warp's widest: refused */
+    test_attention(2, 140, 512, 2000, 0, 0, -1);             /* 64 KB of shared memory */
 
     test_gather(1, 1, 1);
     test_gather(7, 33, 5);
     test_gather(333, 1024, 400);
     test_gather(5, 7, 9);
 
-    test_gather_segments(1, 1, 1);
-    test_gather_segments(5, 5, 1024);
-    test_gather_segments(7, NMT_GATHER_MAX_SEGMENTS, 33);
-    test_gather_segments(333, 3, 700);
+    test_gather_segments(1, 1, 1, NMT_HALF_FP16);
+    test_gather_segments(5, 5, 1024, -1);
+    test_gather_segments(7, NMT_GATHER_MAX_SEGMENTS, 33, NMT_HALF_BF16);
+    test_gather_segments(333, 3, 700, NMT_HALF_FP16);
+    test_gather_segments(5120, 6, 512, NMT_HALF_BF16); /* the decoder's rows at batch 1,024 */
 
-    test_tanh_rows(1, 1, 0);
-    test_tanh_rows(5, 512, 768);
-    test_tanh_rows(333, 257, 3);
+    test_tanh_rows(1, 1, 0, NMT_HALF_BF16);
+    test_tanh_rows(5, 512, 768, -1);
+    test_tanh_rows(333, 257, 3, NMT_HALF_FP16);
+    test_tanh_rows(5120, 512, 1024, NMT_HALF_FP16); /* the feed in the decoder's layer-0 rows */
 
     nmt_cuda_ctx_free(ctx);
     return test_finish("test_gpu_ops");
