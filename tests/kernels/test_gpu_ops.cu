@@ -251,7 +251,7 @@ static void test_lstm(int rows, int hidden, int pad, int with_h, int with_bias, 
         float *gathered = (float *)host_alloc(nc * sizeof(float));
         nmt_cpu_gather_rows(rows, hidden, c_prev, c_rows, gathered);
         dev_fill(d_c, gathered, nc * sizeof(float));
-        a.c_prev = a.c_out = d_c, a.c_rows = NULL, a.h16 = NULL;
+        a.c_prev = a.c_out = d_c, a.c_rows = NULL, a.h16 = NULL, a.h_out2 = NULL; /* freed */
         CHECK(nmt_cuda_lstm_cell(&a, stream, &err) == NMT_STATUS_OK, "%s", err.message);
         float *c2 = (float *)host_alloc(nc * sizeof(float));
         float *h2 = (float *)host_alloc(nh * sizeof(float));
