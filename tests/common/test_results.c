@@ -185,9 +185,12 @@ static double prefix_sum(const nmt_hypothesis *h, int through)
     return sum;
 }
 
-int test_compare_near_tie(const char *what, int line, const nmt_result *a, const nmt_result *b,
+/* test_compare_near_tie with an optional judge: 2 when a text differs away
+ * from a near tie and the judge finds it the search's. */
+static int compare_judged(const char *what, int line, const nmt_result *a, const nmt_result *b,
                           double tie, double final_tie, double score_tol,
-                          double score_tol_token, double *max_diff)
+                          double score_tol_token, double *max_diff, test_search_judge judge,
+                          void *ctx)
 {
     CHECK(a->status == b->status, "%s line %d: status %d vs %d", what, line, (int)a->status,
           (int)b->status);
@@ -204,10 +207,17 @@ int test_compare_near_tie(const char *what, int line, const nmt_result *a, const
             fprintf(stderr, "%s line %d hyp %d: a near tie? token %d, log-probs through it "
                     "%.2e apart, scores %.6f vs %.6f\n  a: %s\n  b: %s\n", what, line, h, t, at,
                     x->score, y->score, x->text, y->text);
-            const int near = at <= tie || d <= final_tie;
-            CHECK(near, "%s line %d hyp %d: texts differ at token %d, not at a near tie (%.2e "
-                  "apart there, scores %.2e)", what, line, h, t, at, d);
-            return near ? 1 : -1;
+            if (at <= tie || d <= final_tie)
+                return 1;
+            if (judge && judge(ctx, line, x->text, y->text)) {
+                fprintf(stderr, "%s line %d hyp %d: both engines score both texts alike: the "
+                        "searches kept other hypotheses\n", what, line, h);
+                return 2;
+            }
+            CHECK(0, "%s line %d hyp %d: texts differ at token %d, not at a near tie (%.2e "
+                  "apart there, scores %.2e)%s", what, line, h, t, at, d,
+                  judge ? ", and the engines score them differently" : "");
+            return -1;
         }
         *max_diff = d > *max_diff ? d : *max_diff;
         const double bound = score_tol + score_tol_token * (x->n_tokens + 1);
@@ -219,9 +229,17 @@ int test_compare_near_tie(const char *what, int line, const nmt_result *a, const
     return 0;
 }
 
-test_near_counts test_compare_lines_near_tie(const char *label, const nmt_result *a,
-                                             const nmt_result *b, int n, float max_len_a,
-                                             int max_len_b)
+int test_compare_near_tie(const char *what, int line, const nmt_result *a, const nmt_result *b,
+                          double tie, double final_tie, double score_tol,
+                          double score_tol_token, double *max_diff)
+{
+    return compare_judged(what, line, a, b, tie, final_tie, score_tol, score_tol_token,
+                          max_diff, NULL, NULL);
+}
+
+test_near_counts test_compare_lines_judged(const char *label, const nmt_result *a,
+                                           const nmt_result *b, int n, float max_len_a,
+                                           int max_len_b, test_search_judge judge, void *ctx)
 {
     test_near_counts c = {0};
     for (int i = 0; i < n; i++) {
@@ -233,10 +251,18 @@ test_near_counts test_compare_lines_near_tie(const char *label, const nmt_result
                   (int)b[i].status, a[i].n_hypotheses, b[i].n_hypotheses);
             continue;
         }
-        const int r = test_compare_near_tie(label, i, &a[i], &b[i], 1e-3, 1e-3, 1e-3, 0.0,
-                                            &c.max_diff);
+        const int r = compare_judged(label, i, &a[i], &b[i], 1e-3, 1e-3, 1e-3, 0.0, &c.max_diff,
+                                     judge, ctx);
         c.ties += r == 1;
+        c.searched += r == 2;
         c.bad += r < 0;
     }
     return c;
+}
+
+test_near_counts test_compare_lines_near_tie(const char *label, const nmt_result *a,
+                                             const nmt_result *b, int n, float max_len_a,
+                                             int max_len_b)
+{
+    return test_compare_lines_judged(label, a, b, n, max_len_a, max_len_b, NULL, NULL);
 }

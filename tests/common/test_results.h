@@ -63,16 +63,28 @@ int test_compare_near_tie(const char *what, int line, const nmt_result *a, const
                           double tie, double final_tie, double score_tol,
                           double score_tol_token, double *max_diff);
 
+/* A second opinion on texts that part away from a near tie: 1 when both
+ * runs' engines give each of the two texts the same score (they agree on
+ * the model's arithmetic, so the beams only kept other hypotheses at some
+ * earlier near tie), else 0. ctx: the caller's; line: the line's index. */
+typedef int (*test_search_judge)(void *ctx, int line, const char *text_a, const char *text_b);
+
 /* test_compare_near_tie (ties, final ties and scores within 1e-3) over n
  * lines of two runs; a line either run takes to the maximum length
  * (test_at_max_length) is not compared but must have the same status and
- * hypothesis count (a CHECK naming label). */
+ * hypothesis count (a CHECK naming label). With a judge (NULL: none), a
+ * text that differs away from a near tie is a search difference when the
+ * judge says so, and fails only when it does not. */
 typedef struct test_near_counts {
     int ties, bad, looping; /* near ties, other differences, lines at the maximum length */
+    int searched;           /* differences the judge found to be the search's */
     double max_diff;        /* the largest score difference of equal texts */
 } test_near_counts;
 test_near_counts test_compare_lines_near_tie(const char *label, const nmt_result *a,
                                              const nmt_result *b, int n, float max_len_a,
                                              int max_len_b);
+test_near_counts test_compare_lines_judged(const char *label, const nmt_result *a,
+                                           const nmt_result *b, int n, float max_len_a,
+                                           int max_len_b, test_search_judge judge, void *ctx);
 
 #endif
