@@ -95,7 +95,7 @@ static void bench_shape(nmt_cuda_ctx *inv, nmt_cuda_ctx *fast, nmt_half_kind kin
         hx[i] = nmt_half_round(kind, 2.0f * rand() / RAND_MAX - 1.0f);
     for (size_t i = 0; i < nw; i++) {
         const float v = 0.5f * rand() / RAND_MAX - 0.25f;
-        hw[i] = kind == NMT_HALF_BF16 ? nmt_f32_to_bf16(v) : nmt_f32_to_f16(v);
+        hw[i] = nmt_half_bits(kind, v);
     }
     for (int32_t j = 0; j < vocab; j++)
         hb[j] = 4.0f * rand() / RAND_MAX - 2.0f;

@@ -4,11 +4,6 @@
 #include "half.h"
 #include "softmax_topk.h"
 
-static float widen(nmt_half_kind kind, uint16_t v)
-{
-    return kind == NMT_HALF_BF16 ? nmt_bf16_to_f32(v) : nmt_f16_to_f32(v);
-}
-
 void nmt_cpu_output_topk(const nmt_output_topk_args *a, float *z_row)
 {
     for (int32_t r = 0; r < a->n_rows; r++) {
@@ -17,7 +12,8 @@ void nmt_cpu_output_topk(const nmt_output_topk_args *a, float *z_row)
             const uint16_t *w = a->w + (int64_t)j * a->ldw;
             double sum = 0.0;
             for (int32_t p = 0; p < a->k; p++)
-                sum += (double)widen(a->kind, x[p]) * (double)widen(a->kind, w[p]);
+                sum += (double)nmt_half_widen(a->kind, x[p]) *
+                       (double)nmt_half_widen(a->kind, w[p]);
             z_row[j] = (float)sum + a->bias[j];
         }
         if (a->keep)

@@ -18,6 +18,7 @@
 #include <atomic>
 
 #include "cuda_check.h"
+#include "cuda_ctx.h"
 #include "device.cuh"
 #include "mma_device.cuh"
 #include "output_topk.h"
@@ -161,6 +162,18 @@ __device__ __forceinline__ void mma_stage(float (&acc)[4][NR][4], const uint16_t
     }
 }
 
+/* The accumulators of a chunk's product, cleared for the next chunk. */
+template <int NR> __device__ __forceinline__ void zero_chunk(float (&acc)[4][NR][4])
+{
+#pragma unroll
+    for (int mw = 0; mw < 4; mw++)
+#pragma unroll
+        for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+            for (int h = 0; h < 4; h++)
+                acc[mw][nr][h] = 0.0f;
+}
+
 template <int BF16, int STAGES, int NR>
 __global__ void __launch_bounds__(kThreads, 2) tile_kernel(Params p)
 {
@@ -186,13 +199,7 @@ __global__ void __launch_bounds__(kThreads, 2) tile_kernel(Params p)
             f.md[r * kThreads + tid] = OnlineMD{-INFINITY, 0.0f};
     }
     float acc[4][NR][4];
-#pragma unroll
-    for (int mw = 0; mw < 4; mw++)
-#pragma unroll
-        for (int nr = 0; nr < NR; nr++)
-#pragma unroll
-            for (int h = 0; h < 4; h++)
-                acc[mw][nr][h] = 0.0f;
+    zero_chunk(acc);
     /* The ring over (chunk, k stage) in order: stage s + STAGES - 1 loads while
      * s multiplies; a group is committed every turn (empty past the end) so
      * that waiting for all but STAGES - 2 groups means stage s has landed. */
@@ -217,14 +224,9 @@ __global__ void __launch_bounds__(kThreads, 2) tile_kernel(Params p)
         mma_stage<BF16, NR>(acc, ring + slot * Tile<NR>::stage_halfs, wm, wn, kb * kStep, p.k);
         slot = slot + 1 == STAGES ? 0 : slot + 1;
         if (++kb == n_kb) {
-            fold_chunk<NR>(acc, p, fold_at<NR>(smem, STAGES, p.top_k), chunk * kChunk, row0, chunk == chunk_begin, wm, wn);
-#pragma unroll
-            for (int mw = 0; mw < 4; mw++)
-#pragma unroll
-                for (int nr = 0; nr < NR; nr++)
-#pragma unroll
-                    for (int h = 0; h < 4; h++)
-                        acc[mw][nr][h] = 0.0f;
+            fold_chunk<NR>(acc, p, fold_at<NR>(smem, STAGES, p.top_k), chunk * kChunk, row0,
+                           chunk == chunk_begin, wm, wn);
+            zero_chunk(acc);
             kb = 0;
             chunk++;
         }
@@ -244,7 +246,7 @@ __global__ void __launch_bounds__(kThreads, 2) tile_kernel(Params p)
             v = md_merge(v, o);
         }
         if (lane < 4)
-            md_s[2 * (wn * 8 * NR + 8 * (r >> 1) + 2 * lane + (r & 1)) + wm] = v;
+            md_s[2 * row_of<NR>(wn, lane, r >> 1, r & 1) + wm] = v;
     }
     __syncthreads();
     if (tid < R && row0 + tid < p.n_rows) {
@@ -289,7 +291,8 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(Params p)
                 mine = list[q][head[q]];
         const uint64_t best = warp_max_key(mine);
         if (lane == 0)
-            write_slot(best, lse, p.top_values + (int64_t)r * k + t, p.top_ids + (int64_t)r * k + t);
+            write_slot(best, lse, p.top_values + (int64_t)r * k + t,
+                       p.top_ids + (int64_t)r * k + t);
 #pragma unroll
         for (int q = 0; q < kPartsPerLane; q++) /* keys are unique: one list holds it */
             if (best && list[q] && head[q] < k && list[q][head[q]] == best)
@@ -366,24 +369,15 @@ cudaError_t opt_in(tile_fn fn, size_t smem_max, int slot)
     return e;
 }
 
-/* The row tile a call runs with: the largest whose grid still gives every
- * SM two blocks (few rows: more, smaller blocks). The bits do not depend on
- * it, so it may follow the row count. */
-cudaError_t pick_nr(int32_t n_rows, int32_t parts, int *nr)
+/* The row tile a call runs with: the largest whose grid still gives each of
+ * the device's sms SMs two blocks (few rows: more, smaller blocks). The bits
+ * do not depend on it, so it may follow the row count. */
+int pick_nr(int32_t n_rows, int32_t parts, int sms)
 {
-    int device = 0, sms = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (e != cudaSuccess)
-        return e;
-    *nr = 1;
     for (int c = 4; c > 1; c /= 2)
-        if ((int64_t)((n_rows + 32 * c - 1) / (32 * c)) * parts >= 2LL * sms) {
-            *nr = c;
-            break;
-        }
-    return cudaSuccess;
+        if ((int64_t)((n_rows + 32 * c - 1) / (32 * c)) * parts >= 2LL * sms)
+            return c;
+    return 1;
 }
 
 } // namespace
@@ -420,8 +414,13 @@ extern "C" nmt_status nmt_cuda_output_topk_policy(const nmt_output_topk_args *a,
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "fused output layer: a row tile of %d (0, 32, 64 or 128)", row_tile);
     int nr = row_tile / 32;
-    if (!nr)
-        NMT_CUDA_RETURN(pick_nr(a->n_rows, split.parts, &nr));
+    if (!nr) {
+        const int sms = nmt_cuda_sm_count(-1);
+        if (sms < 1)
+            return nmt_error_set(err, NMT_STATUS_ERROR_CUDA,
+                                 "fused output layer: the device's SM count cannot be read");
+        nr = pick_nr(a->n_rows, split.parts, sms);
+    }
     Params p; /* C++17: no designated initializers */
     p.n_rows = a->n_rows, p.vocab = a->vocab, p.k = a->k, p.ldx = a->ldx, p.ldw = a->ldw;
     p.top_k = a->top_k, p.n_excluded = a->n_excluded;
@@ -435,7 +434,8 @@ extern "C" nmt_status nmt_cuda_output_topk_policy(const nmt_output_topk_args *a,
     const dim3 tiles((unsigned)split.parts, (unsigned)((a->n_rows + rows - 1) / rows));
     size_t smem_max = 0;
     const int bf16 = a->kind == NMT_HALF_BF16;
-    const tile_fn tile = bf16 ? tile_for<1>(stages, nr, &smem_max) : tile_for<0>(stages, nr, &smem_max);
+    const tile_fn tile =
+        bf16 ? tile_for<1>(stages, nr, &smem_max) : tile_for<0>(stages, nr, &smem_max);
     if (!tile)
         return nmt_error_set(err, NMT_STATUS_ERROR_ARGUMENT,
                              "fused output layer: %d stages (3, 4 or 5)", stages);

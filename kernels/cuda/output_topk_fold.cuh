@@ -104,9 +104,21 @@ __host__ __device__ inline size_t fold_bytes(int rows, int32_t top_k)
     return md + (size_t)rows * (sizeof(uint64_t) * (1 + (size_t)top_k + kCand) + sizeof(int32_t));
 }
 
-/* A thread's items of a chunk: row (nr, j) = local row wn 8 NR + 8 nr + 2 t + j;
- * word i = 2 mw + h = word0 + 64 wm + g + 8 i; acc[mw][nr][2 h + j]. */
+/* A thread's items of a chunk: row (nr, j) = local row wn 8 NR + 8 nr + 2 t + j
+ * (row_of); word i = 2 mw + h = word0 + 64 wm + g + 8 i; its logit
+ * acc[mw][nr][2 h + j] (item); bit item_bit of the pending mask. */
 __device__ __forceinline__ int item_bit(int nr, int j, int i) { return (2 * nr + j) * 8 + i; }
+
+template <int NR> __device__ __forceinline__ int row_of(int wn, int t, int nr, int j)
+{
+    return wn * 8 * NR + 8 * nr + 2 * t + j;
+}
+
+template <int NR>
+__device__ __forceinline__ float &item(float (&acc)[4][NR][4], int nr, int j, int i)
+{
+    return acc[i >> 1][nr][2 * (i & 1) + j];
+}
 
 /* The sorted insert of one row's candidates (one thread a row). */
 __device__ __forceinline__ void insert_candidates(uint64_t *list, int32_t top_k,
@@ -150,12 +162,6 @@ __device__ __forceinline__ float kth_seed(const float *seeds, int32_t top_k)
     return kth;
 }
 
-/* A thread's row (nr, j) in the block, and item i's logit and word. */
-template <int NR> __device__ __forceinline__ int row_of(int wn, int t, int nr, int j)
-{
-    return wn * 8 * NR + 8 * nr + 2 * t + j;
-}
-
 /* Offers the thread's items of row (nr, j) that beat the row's threshold
  * (a float compare first, the key only at or above its value) to the
  * candidate buffer; an item that finds it full stays in pend. only: the
@@ -168,7 +174,7 @@ __device__ __forceinline__ void offer_row(float (&acc)[4][NR][4], int nr, int j,
     const float thr_value = thr ? key_value(thr) : -INFINITY;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-        const float z = acc[i >> 1][nr][2 * (i & 1) + j];
+        const float z = item(acc, nr, j, i);
         if (!((only >> i) & 1) || !(z >= thr_value)) /* NaN: not a word of the list */
             continue;
         const uint64_t key = make_key(z, wbase + 8 * i);
@@ -178,7 +184,7 @@ __device__ __forceinline__ void offer_row(float (&acc)[4][NR][4], int nr, int j,
         if (slot < kCand)
             f.buf[rl * kCand + slot] = key;
         else
-            pend |= 1ull << ((2 * nr + j) * 8 + i);
+            pend |= 1ull << item_bit(nr, j, i);
     }
 }
 
@@ -194,12 +200,14 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p, const Fold &
     /* A clean chunk (the common one): every word in the vocabulary and none
      * excluded, every row real; block-uniform, and no per-word selects. */
     bool excluded_here = false;
+    uint32_t listed = 0xffu; /* bit i: word i is in the vocabulary and not excluded */
     for (int e = 0; e < p.n_excluded; e++) {
-        const int32_t d = __ldg(&p.excluded[e]) - word0;
-        excluded_here |= d >= 0 && d < kChunk;
+        const int32_t word = __ldg(&p.excluded[e]), d = word - wbase;
+        excluded_here |= word >= word0 && word < word0 + kChunk;
+        if (d >= 0 && d < 64 && (d & 7) == 0)
+            listed &= ~(1u << (d >> 3));
     }
     const bool clean = !excluded_here && word0 + kChunk <= p.vocab && row0 + R <= p.n_rows;
-    uint32_t listed = 0xffu; /* bit i: word i is in the vocabulary and not excluded */
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         const int32_t word = wbase + 8 * i;
@@ -210,7 +218,7 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p, const Fold &
             for (int nr = 0; nr < NR; nr++)
 #pragma unroll
                 for (int j = 0; j < 2; j++)
-                    acc[i >> 1][nr][2 * (i & 1) + j] += b;
+                    item(acc, nr, j, i) += b;
             continue;
         }
         listed &= ~((uint32_t)(word >= p.vocab) << i);
@@ -219,16 +227,10 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p, const Fold &
         for (int nr = 0; nr < NR; nr++)
 #pragma unroll
             for (int j = 0; j < 2; j++) {
-                float &z = acc[i >> 1][nr][2 * (i & 1) + j];
+                float &z = item(acc, nr, j, i);
                 z = word < p.vocab ? z + b : -INFINITY;
             }
     }
-    if (!clean)
-        for (int e = 0; e < p.n_excluded; e++) {
-            const int32_t d = __ldg(&p.excluded[e]) - wbase;
-            if (d >= 0 && d < 64 && (d & 7) == 0)
-                listed &= ~(1u << (d >> 3));
-        }
     const bool keep_here = p.keep && p.keep_word >= wbase && p.keep_word < wbase + 64 &&
                            ((p.keep_word - wbase) & 7) == 0;
 #pragma unroll
@@ -240,7 +242,7 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p, const Fold &
             float mx = -INFINITY;
 #pragma unroll
             for (int i = 0; i < 8; i++) {
-                const float z = acc[i >> 1][nr][2 * (i & 1) + j];
+                const float z = item(acc, nr, j, i);
                 mx = fmaxf(mx, z);
                 if (keep_here && valid && wbase + 8 * i == p.keep_word)
                     p.keep[(int64_t)(row0 + rl) * p.ld_keep + p.keep_word] = z;
@@ -255,7 +257,7 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p, const Fold &
                 float s = 0.0f;
 #pragma unroll
                 for (int i = 0; i < 8; i++)
-                    s += exp_from(acc[i >> 1][nr][2 * (i & 1) + j], ml);
+                    s += exp_from(item(acc, nr, j, i), ml);
                 m.d += s;
             }
             f.md[(2 * nr + j) * kThreads + tid] = m;
@@ -264,7 +266,7 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p, const Fold &
 #pragma unroll
                 for (int i = 0; i < 8; i++)
                     if (!valid || !((listed >> i) & 1))
-                        acc[i >> 1][nr][2 * (i & 1) + j] = NAN;
+                        item(acc, nr, j, i) = NAN;
         }
     float *seeds = reinterpret_cast<float *>(f.buf); /* kHolders a row */
     if (first && p.top_k <= kHolders) {
@@ -275,7 +277,7 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p, const Fold &
                 float best = NAN; /* fmaxf keeps the number of a NaN pair */
 #pragma unroll
                 for (int i = 0; i < 8; i++)
-                    best = fmaxf(best, acc[i >> 1][nr][2 * (i & 1) + j]);
+                    best = fmaxf(best, item(acc, nr, j, i));
                 seeds[row_of<NR>(wn, t, nr, j) * kHolders + wm * 8 + g] = best;
             }
         __syncthreads();
@@ -312,7 +314,7 @@ __device__ void fold_chunk(float (&acc)[4][NR][4], const Params &p, const Fold &
         for (int nr = 0; nr < NR; nr++)
 #pragma unroll
             for (int j = 0; j < 2; j++) {
-                const uint32_t only = (uint32_t)(again >> ((2 * nr + j) * 8)) & 0xffu;
+                const uint32_t only = (uint32_t)(again >> item_bit(nr, j, 0)) & 0xffu;
                 if (only)
                     offer_row<NR>(acc, nr, j, f, row_of<NR>(wn, t, nr, j), wbase, only, pend);
             }

@@ -31,11 +31,6 @@
 static nmt_cuda_ctx *ctx;
 static const char *const kind_name[] = {"bf16", "fp16"};
 
-static uint16_t host_bits(nmt_half_kind kind, float x)
-{
-    return kind == NMT_HALF_BF16 ? nmt_f32_to_bf16(x) : nmt_f32_to_f16(x);
-}
-
 static float from_bits(uint32_t u)
 {
     float f;
@@ -91,7 +86,7 @@ static void test_to_half(nmt_half_kind kind, int m, int k, int pad)
     for (int i = 0; i < m; i++)
         for (int p = 0; p < k; p++) {
             const float v = src[(size_t)i * ld + p];
-            const uint16_t want = host_bits(kind, v), have = got[(size_t)i * k + p];
+            const uint16_t want = nmt_half_bits(kind, v), have = got[(size_t)i * k + p];
             const int same = want == have || (is_nan_bits(kind, want) && is_nan_bits(kind, have));
             if (!same && bad++ < 3)
                 fprintf(stderr, "  %s [%d, %d]: %a -> 0x%04x, want 0x%04x\n", what, i, p, v,
@@ -144,7 +139,7 @@ static void test_linear_half(nmt_half_kind kind, int m, int n, int k, int pad, i
     int bad = 0;
     for (int i = 0; i < m; i++)
         for (int p = 0; p < k; p++)
-            if (x16[(size_t)i * k + p] != host_bits(kind, x[(size_t)i * ldx + p]) && bad++ < 3)
+            if (x16[(size_t)i * k + p] != nmt_half_bits(kind, x[(size_t)i * ldx + p]) && bad++ < 3)
                 fprintf(stderr, "  %s: scratch [%d, %d] is not the rounded activation\n", what,
                         i, p);
     for (int i = 0; i < m; i++)

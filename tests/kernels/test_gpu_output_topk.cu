@@ -36,14 +36,6 @@ typedef struct shape {
     int neg_inf; /* 1: some biases -inf; 2: all of them */
 } shape;
 
-static uint16_t to16(nmt_half_kind kind, float v)
-{
-    return kind == NMT_HALF_BF16 ? nmt_f32_to_bf16(v) : nmt_f32_to_f16(v);
-}
-static float from16(nmt_half_kind kind, uint16_t v)
-{
-    return kind == NMT_HALF_BF16 ? nmt_bf16_to_f32(v) : nmt_f16_to_f32(v);
-}
 
 typedef struct outputs {
     float *values, *lse, *keep;
@@ -100,14 +92,14 @@ static void test_shape(const shape *s)
     float *xf = (float *)host_alloc((size_t)R * ldx * sizeof(float));
     float *bias = (float *)host_alloc((size_t)V * sizeof(float));
     for (size_t i = 0; i < (size_t)R * ldx; i++) {
-        x[i] = to16(s->kind, test_rand_uniform(-1.0f, 1.0f));
-        xf[i] = from16(s->kind, x[i]); /* what linear_half rounds back to x */
+        x[i] = nmt_half_bits(s->kind, test_rand_uniform(-1.0f, 1.0f));
+        xf[i] = nmt_half_widen(s->kind, x[i]); /* what linear_half rounds back to x */
     }
     for (int32_t j = 0; j < V; j++) {
         for (int32_t p = 0; p < ldx; p++)
             w[(size_t)j * ldx + p] = s->ties && j % 5 == 4
                                          ? w[(size_t)(j - 1) * ldx + p]
-                                         : to16(s->kind, test_rand_uniform(-0.25f, 0.25f));
+                                         : nmt_half_bits(s->kind, test_rand_uniform(-0.25f, 0.25f));
         bias[j] = s->ties && j % 5 == 4 ? bias[j - 1] : test_rand_uniform(-2.0f, 2.0f);
         if (s->neg_inf == 2 || (s->neg_inf == 1 && j % 7 == 1))
             bias[j] = -INFINITY;
