@@ -133,6 +133,34 @@ typedef struct nmt_lstm_gathered {
 void nmt_cpu_lstm_cell_gathered(const nmt_lstm_gathered *g);
 nmt_status nmt_cuda_lstm_cell_gathered(const nmt_lstm_gathered *g, void *stream, nmt_error *err);
 
+/* A bidirectional layer's whole recurrence for a batch of 1..NMT_SKINNY_MAX_ROWS
+ * sentences (lstm_recurrence.cu), both directions in one launch: for each
+ * time step, gates_h[r] = h_prev[r] . w_hh^T summed as one fp32 chain over
+ * k from 0 (fmaf, the batch-invariant GEMM's arithmetic: linear_chain.cu),
+ * then nmt_cuda_lstm_cell's step with gates_x and b_hh. The same bits as
+ * the encoder's per-step pair (nmt_cuda_linear_chain into gates_h, zero
+ * gates_h for rows with no predecessor, the cell on a cleared c), so a
+ * batch-invariant encoder may run it at a few sentences. Sentences sorted
+ * longest first: at time t the rows [0, active(t)) with active(t) the
+ * count of src_len > t; forward rows past a sentence's end are not touched,
+ * backward rows start at their own last token from a zero state.
+ * gates_x[d]: [stride * n, 4 * half], rows t * n + i (w_ih x + b_ih); out:
+ * [stride * n, 2 * half], direction d's h at columns d * half, rows never
+ * active left as they were; c_final[d]: [n, half], each sentence's last c. */
+typedef struct nmt_lstm_recurrence {
+    int32_t n, stride, half;
+    const int32_t *src_len; /* [n], nonincreasing, each in 1..stride */
+    const float *gates_x[2], *w_hh[2], *b_hh[2];
+    float *out;
+    float *c_final[2];
+} nmt_lstm_recurrence;
+void nmt_cpu_lstm_recurrence(const nmt_lstm_recurrence *a);
+/* Whether the CUDA kernel takes a on the current device (a cluster of 8
+ * blocks a direction holding w_hh in shared memory: half a multiple of 8
+ * up to 256, w_hh 16-byte aligned, compute capability 9.0). */
+int nmt_cuda_lstm_recurrence_fits(const nmt_lstm_recurrence *a);
+nmt_status nmt_cuda_lstm_recurrence(const nmt_lstm_recurrence *a, void *stream, nmt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -62,3 +62,48 @@ void nmt_cpu_lstm_cell_gathered(const nmt_lstm_gathered *g)
                    g->copies[i].src + par * g->copies[i].ld_src, sizeof(float) * (size_t)H);
     }
 }
+
+/* Sentences (sorted longest first) still running at time t. */
+static int32_t recurrence_active(const nmt_lstm_recurrence *a, int32_t t)
+{
+    int32_t n = 0;
+    if (t >= 0 && t < a->stride)
+        while (n < a->n && a->src_len[n] > t)
+            n++;
+    return n;
+}
+
+void nmt_cpu_lstm_recurrence(const nmt_lstm_recurrence *a)
+{
+    const int32_t n = a->n, half = a->half, H = 2 * half;
+    for (int d = 0; d < 2; d++) {
+        float *c = a->c_final[d];
+        memset(c, 0, sizeof(float) * (size_t)n * (size_t)half);
+        for (int32_t s = 0; s < a->stride; s++) {
+            const int32_t t = d ? a->stride - 1 - s : s, t_prev = d ? t + 1 : t - 1;
+            const int32_t active = recurrence_active(a, t), prev = recurrence_active(a, t_prev);
+            const int32_t n_rec = active < prev ? active : prev;
+            for (int32_t r = 0; r < active; r++)
+                for (int32_t j = 0; j < half; j++) {
+                    /* unit j alone: the cell's hidden 1 over its four gates */
+                    float gx[4], gh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, bias[4];
+                    for (int q = 0; q < 4; q++) {
+                        const int64_t row = (int64_t)q * half + j;
+                        gx[q] = a->gates_x[d][((int64_t)t * n + r) * 4 * half + row];
+                        bias[q] = a->b_hh[d][row];
+                        if (r < n_rec) /* the batch-invariant GEMM's chain (linear.h) */
+                            nmt_cpu_linear_chain(
+                                1, 1, half, a->out + ((int64_t)t_prev * n + r) * H + d * half,
+                                half, NMT_SKINNY_X_F32, a->w_hh[d] + row * half, half, NULL, 0,
+                                &gh[q], 1);
+                    }
+                    float *cj = c + (int64_t)r * half + j;
+                    const nmt_lstm_cell_args cell = {
+                        .n_rows = 1, .hidden = 1, .gates_x = gx, .ld_x = 4, .gates_h = gh,
+                        .bias = bias, .c_prev = cj, .c_out = cj,
+                        .h_out = a->out + ((int64_t)t * n + r) * H + d * half + j, .ld_h = 1};
+                    nmt_cpu_lstm_cell(&cell);
+                }
+        }
+    }
+}

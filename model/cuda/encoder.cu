@@ -4,13 +4,18 @@
  * N-hot embedding of every token of the batch in one launch, straight into
  * the time-major layout (row t * n + i; the host built the CSR in that order,
  * padding rows empty). Then for each layer and direction: one GEMM over all
- * time steps for w_ih x + b_ih, and per time step one recurrent GEMM over
- * the sentences still active at that step followed by the LSTM cell (one
- * fused launch, nmt_cuda_lstm_skinny_steps, where up to NMT_SKINNY_MAX_ROWS
- * sentences are active; for a batch of at most that many, the batch-1
- * encoder, one launch a time step carries both directions). The
- * sentences are sorted longest first, so the active ones at step t are the
- * prefix [0, active[t]).
+ * time steps for w_ih x + b_ih, and the recurrence. Batch-invariant, a batch
+ * of at most NMT_SKINNY_MAX_ROWS sentences (batch 1) runs a layer's whole
+ * recurrence, both directions, in one launch (nmt_cuda_lstm_recurrence: the
+ * chain's sums) where it fits the device; otherwise per time step one
+ * recurrent GEMM over the sentences still active at that step followed by
+ * the LSTM cell. Without batch invariance, where up to NMT_SKINNY_MAX_ROWS
+ * sentences are active, the two are one fused launch
+ * (nmt_cuda_lstm_skinny_steps, its k split over warps), and a batch of at
+ * most that many runs both directions in one launch a time step: faster
+ * than the one-launch recurrence, whose sums are chains. The sentences are
+ * sorted longest first, so the active ones at step t are the prefix
+ * [0, active[t]).
  * - Forward: rows past a sentence's end are no longer touched, so its c and
  *   h (at t = len - 1) stay final; padding never enters.
  * - Backward: runs t = stride - 1 .. 0; sentence i starts at its own last
@@ -306,6 +311,49 @@ cleanup:
     return status;
 }
 
+/* Layer l's recurrence as nmt_cuda_lstm_recurrence takes it (out and the
+ * input GEMMs' outputs as run_layer_recurrent fills them). */
+static nmt_lstm_recurrence recurrence_of(const nmt_cuda_model *m, const nmt_cuda_encoder_input *in,
+                                        int32_t l, float *out)
+{
+    const nmt_lstm_weights *lstm[2] = {&m->w.enc_fwd[l], &m->w.enc_bwd[l]};
+    nmt_lstm_recurrence rec = {.n = in->n_sentences, .stride = in->src_stride,
+                               .half = m->half, .src_len = in->src_len, .out = out};
+    for (int d = 0; d < 2; d++) {
+        rec.gates_x[d] = d ? m->enc.gates_x_pair : m->enc.gates_x;
+        rec.w_hh[d] = lstm[d]->w_hh;
+        rec.b_hh[d] = lstm[d]->b_hh;
+        rec.c_final[d] = m->enc.c[d];
+    }
+    return rec;
+}
+
+static int recurrence_fits(const nmt_cuda_model *m, const nmt_cuda_encoder_input *in, int32_t l)
+{
+    const nmt_lstm_recurrence rec = recurrence_of(m, in, l, NULL);
+    return nmt_cuda_lstm_recurrence_fits(&rec);
+}
+
+/* Both directions of layer l for a batch of up to NMT_SKINNY_MAX_ROWS
+ * sentences in one launch after their input GEMMs (nmt_cuda_lstm_recurrence:
+ * the chain's sums, so the bits of run_direction's invariant steps). */
+static nmt_status run_layer_recurrent(nmt_cuda_model *m, nmt_cuda_ctx *ctx,
+                                      const nmt_cuda_encoder_input *in, int32_t l,
+                                      const float *x, int32_t in_dim, float *out, nmt_error *err)
+{
+    nmt_status status = NMT_STATUS_OK;
+    const int32_t g = 4 * m->half;
+    const nmt_lstm_recurrence rec = recurrence_of(m, in, l, out);
+    for (int d = 0; d < 2; d++)
+        NMT_TRY(nmt_cuda_model_gemm_on(m, ctx, NMT_GEMM_SITE_ENCODER, rec.stride * rec.n, g,
+                                       in_dim, x, in_dim, NULL, &m->gw.enc_ih[d][l],
+                                       d ? m->w.enc_bwd[l].b_ih : m->w.enc_fwd[l].b_ih,
+                                       (float *)rec.gates_x[d], g, err));
+    NMT_TRY(nmt_cuda_lstm_recurrence(&rec, nmt_cuda_ctx_stream(ctx), err));
+cleanup:
+    return status;
+}
+
 nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_input *in,
                            nmt_error *err)
 {
@@ -355,7 +403,9 @@ nmt_status nmt_cuda_encode(nmt_cuda_model *m, int buf, const nmt_cuda_encoder_in
         /* Padding rows are never written by a direction: keep them finite. */
         if (!uniform)
             NMT_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(float) * rows * H, stream));
-        if (n <= NMT_SKINNY_MAX_ROWS && !nmt_cuda_ctx_batch_invariant(ctx)) {
+        if (nmt_cuda_ctx_batch_invariant(ctx) && recurrence_fits(m, in, l)) {
+            NMT_TRY(run_layer_recurrent(m, ctx, in, l, x, in_dim, out, err));
+        } else if (n <= NMT_SKINNY_MAX_ROWS && !nmt_cuda_ctx_batch_invariant(ctx)) {
             NMT_TRY(run_layer_paired(m, ctx, in, l, x, in_dim, out, uniform, err));
         } else {
             NMT_TRY(run_direction(m, ctx, in, &m->w.enc_fwd[l], &m->gw.enc_ih[0][l], x, in_dim,
