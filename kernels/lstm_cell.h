@@ -147,12 +147,18 @@ nmt_status nmt_cuda_lstm_cell_gathered(const nmt_lstm_gathered *g, void *stream,
  * gates_x[d]: [stride * n, 4 * half], rows t * n + i (w_ih x + b_ih); out:
  * [stride * n, 2 * half], direction d's h at columns d * half, rows never
  * active left as they were; c_final[d]: [n, half], each sentence's last c. */
+typedef enum nmt_recurrence_handoff {
+    NMT_RECURRENCE_HANDOFF_DEFAULT, /* the library's: ASYNC */
+    NMT_RECURRENCE_HANDOFF_BARRIER, /* one cluster barrier a step */
+    NMT_RECURRENCE_HANDOFF_ASYNC    /* remote stores counted on mbarriers */
+} nmt_recurrence_handoff;
 typedef struct nmt_lstm_recurrence {
     int32_t n, stride, half;
     const int32_t *src_len; /* [n], nonincreasing, each in 1..stride */
     const float *gates_x[2], *w_hh[2], *b_hh[2];
     float *out;
     float *c_final[2];
+    nmt_recurrence_handoff handoff; /* CUDA: how a step's h reaches every block */
 } nmt_lstm_recurrence;
 void nmt_cpu_lstm_recurrence(const nmt_lstm_recurrence *a);
 /* Whether the CUDA kernel takes a on the current device (a cluster of 8

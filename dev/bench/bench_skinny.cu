@@ -25,7 +25,9 @@
  * half_fp16 (nmt_cuda_linear_half, fp16 tensor cores, tanh a pass),
  * skinny_f32 (fp32 weights), skinny_w16 (fp32 activations, an fp16 copy of
  * fp16-exact weights), skinny_bf16, skinny_fp16 (activations rounded as the
- * tensor cores'). Output: JSON lines on stdout, a table on stderr. */
+ * tensor cores'), chain_fp16 (nmt_cuda_linear_chain: the batch-invariant
+ * GEMM's order, the bits of half_fp16 under batch invariance, tanh fused).
+ * Output: JSON lines on stdout, a table on stderr. */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -39,10 +41,18 @@
 #include "linear.h"
 #include "pointwise.h"
 
-typedef enum { CUBLAS, HALF_FP16, SKINNY_F32, SKINNY_W16, SKINNY_BF16, SKINNY_FP16 } variant;
-static const char *const kNames[] = {"cublas",     "half_fp16",   "skinny_f32",
-                                     "skinny_w16", "skinny_bf16", "skinny_fp16"};
-enum { N_VARIANTS = 6, MAX_GEMMS = 4 };
+typedef enum {
+    CUBLAS,
+    HALF_FP16,
+    SKINNY_F32,
+    SKINNY_W16,
+    SKINNY_BF16,
+    SKINNY_FP16,
+    CHAIN_FP16
+} variant;
+static const char *const kNames[] = {"cublas",      "half_fp16",   "skinny_f32", "skinny_w16",
+                                     "skinny_bf16", "skinny_fp16", "chain_fp16"};
+enum { N_VARIANTS = 7, MAX_GEMMS = 4 };
 
 typedef struct gemm {
     int n, k, bias, tanh_out;
@@ -117,6 +127,11 @@ static void run_gemm(run *r, const gemm *g, int copy)
         NMT_OK(nmt_cuda_linear_half(r->ctx, NMT_HALF_FP16, m, g->n, g->k, g->x, g->k, w16[1],
                                     g->k, b, g->y, g->n, r->x16, &err));
         break;
+    case CHAIN_FP16: /* x rounded in registers, tanh fused: one launch a GEMM */
+        NMT_OK(nmt_cuda_linear_chain(r->ctx, m, g->n, g->k, g->x, g->k, NMT_SKINNY_X_FP16,
+                                     w16[1], NMT_WEIGHT_FP16, g->k, b, g->tanh_out, g->y, g->n,
+                                     &err));
+        return;
     default: {
         static const nmt_skinny_x xr[] = {NMT_SKINNY_X_F32, NMT_SKINNY_X_F32, NMT_SKINNY_X_BF16,
                                           NMT_SKINNY_X_FP16};
@@ -156,7 +171,8 @@ static double check(run *r)
                                         : NULL;
         CUDA_OK(cudaMemcpy(y, g->y, ny * sizeof(float), cudaMemcpyDeviceToHost));
         const nmt_half_kind kind = r->v == SKINNY_BF16 ? NMT_HALF_BF16 : NMT_HALF_FP16;
-        const int rounded = r->v == SKINNY_BF16 || r->v == SKINNY_FP16 || r->v == HALF_FP16;
+        const int rounded = r->v == SKINNY_BF16 || r->v == SKINNY_FP16 || r->v == HALF_FP16 ||
+                            r->v == CHAIN_FP16;
         for (size_t p = 0; p < (size_t)r->rows * g->k; p++)
             xr[p] = rounded ? nmt_half_round(kind, g->host_x[p]) : g->host_x[p];
         if (wr)
@@ -251,7 +267,7 @@ int main(int argc, char **argv)
                         v = i;
                 if (slash)
                     *slash = '/';
-                if (v < 0 || (slash && v < SKINNY_F32)) {
+                if (v < 0 || (slash && (v < SKINNY_F32 || v == CHAIN_FP16))) {
                     fprintf(stderr, "unknown variant %s\n%s", name, kUsage);
                     return 2;
                 }

@@ -69,6 +69,45 @@ __device__ __forceinline__ void cluster_wait()
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
+/* The asynchronous handoff (Hopper): a remote 4-byte store that counts its
+ * bytes down on the receiving block's mbarrier, which completes a phase
+ * once its one arrival (the receiver's expect_tx) and all the bytes it
+ * expects are in. */
+__device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mbar_init(uint64_t *bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    asm volatile("{\n.reg .pred done;\n"
+                 "wait_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait_%=;\n}" ::"r"(smem_u32(bar)),
+                 "r"(parity)
+                 : "memory");
+}
+/* v into block rank's copy of *dst, counted on its copy of *bar. */
+__device__ __forceinline__ void store_remote(float *dst, uint64_t *bar, int rank, float v)
+{
+    uint32_t rdst, rbar;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rdst) : "r"(smem_u32(dst)), "r"(rank));
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(smem_u32(bar)), "r"(rank));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                     rdst),
+                 "r"(__float_as_uint(v)), "r"(rbar)
+                 : "memory");
+}
+
 /* Sentences (sorted longest first) running at time t. */
 __device__ inline int active_at(const int *len, int n, int stride, int t)
 {
@@ -120,6 +159,12 @@ __device__ __forceinline__ void gate_chains(const float *w, const float *h, int 
     }
 }
 
+/* ASYNC: the handoff by remote stores on mbarriers (no cluster barrier a
+ * step; a block's own barrier keeps its gate sums from being overwritten
+ * early); else by the cluster barrier. A block sends h of step s + 1 into a
+ * peer's buffer only after the peer's h of step s reached it, so the peer
+ * has read that buffer's step s - 1 h: double buffering needs no more. */
+template <bool ASYNC>
 __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads)
     lstm_recurrence_kernel(const nmt_lstm_recurrence a)
 {
@@ -165,6 +210,12 @@ __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads)
     }
     if (tid < n)
         s_len[tid] = a.src_len[tid];
+    __shared__ alignas(8) uint64_t s_bar[2]; /* ASYNC: h of steps 2i + 2 and 2i + 1 */
+    if (ASYNC && tid == 0) {
+        mbar_init(&s_bar[0]);
+        mbar_init(&s_bar[1]);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
     __syncthreads();
     cluster.sync(); /* every block resident before any writes into its h */
 
@@ -198,6 +249,13 @@ __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads)
         const int n_rec = min(active, active_at(s_len, n, a.stride, t_prev));
         const float *h = s_h + (s & 1) * half * kRows;
         float *h_next = s_h + ((s + 1) & 1) * half * kRows;
+        const bool send = !ASYNC || s + 1 < a.stride; /* ASYNC: nothing past the last */
+        if (ASYNC) {
+            if (s > 0) /* h of step s: the (s - 1) / 2-th use of its buffer's barrier */
+                mbar_wait(&s_bar[s & 1], ((s - 1) >> 1) & 1);
+            if (tid == 0 && send)
+                mbar_expect(&s_bar[(s + 1) & 1], (uint32_t)(active * half * sizeof(float)));
+        }
         const int rows = min(kRowsThread, n_rec - r0);
         if (lr < G && rows > 0) {
             float acc[kRowsThread] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -223,18 +281,28 @@ __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads)
                 v[q] += cr < n_rec ? s_g[cr * G + q * U + cu] : 0.0f;
             }
             hv = lstm_pointwise(v, c, &c);
-            for (int b = 0; b < kCtas; b++)
-                cluster.map_shared_rank(h_next, b)[cj * kRows + cr] = hv;
+            for (int b = 0; b < kCtas && send; b++) {
+                if (ASYNC)
+                    store_remote(&h_next[cj * kRows + cr], &s_bar[(s + 1) & 1], b, hv);
+                else
+                    cluster.map_shared_rank(h_next, b)[cj * kRows + cr] = hv;
+            }
         }
         /* The barrier hands h_next over and frees h; the global store and the
          * next step's loads go between its arrive and its wait, so its
          * release does not wait for them. */
-        cluster_arrive();
+        if (!ASYNC)
+            cluster_arrive();
         if (cr < active)
             a.out[((int64_t)t * n + cr) * H + d * half + cj] = hv;
         load_gx(s + 1);
-        cluster_wait();
+        if (ASYNC)
+            __syncthreads(); /* the cells have read the gate sums */
+        else
+            cluster_wait();
     }
+    if (ASYNC)
+        cluster.sync(); /* no block leaves while a peer may still store into it */
     if (cr < n)
         (d ? a.c_final[1] : a.c_final[0])[(int64_t)cr * half + cj] = c;
 #endif
@@ -265,7 +333,9 @@ extern "C" int nmt_cuda_lstm_recurrence_fits(const nmt_lstm_recurrence *a)
 extern "C" nmt_status nmt_cuda_lstm_recurrence(const nmt_lstm_recurrence *a, void *stream,
                                                nmt_error *err)
 {
-    NMT_ARG_CHECK(a && a->n >= 1 && a->stride >= 1 && a->src_len && a->out);
+    NMT_ARG_CHECK(a && a->n >= 1 && a->stride >= 1 && a->src_len && a->out &&
+                  a->handoff >= NMT_RECURRENCE_HANDOFF_DEFAULT &&
+                  a->handoff <= NMT_RECURRENCE_HANDOFF_ASYNC);
     for (int d = 0; d < 2; d++)
         NMT_ARG_CHECK(a->gates_x[d] && a->w_hh[d] && a->b_hh[d] && a->c_final[d]);
     if (!nmt_cuda_lstm_recurrence_fits(a))
@@ -275,10 +345,12 @@ extern "C" nmt_status nmt_cuda_lstm_recurrence(const nmt_lstm_recurrence *a, voi
                              "16-byte aligned; sm_90)",
                              a->n, a->half, kRows, kCtas, kGateRows / 4 * kCtas);
     const size_t smem = (size_t)smem_of(a->half).total * sizeof(float);
-    NMT_CUDA_RETURN(cudaFuncSetAttribute(lstm_recurrence_kernel,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    nmt_launch_pdl(lstm_recurrence_kernel, dim3(2 * kCtas), dim3(kThreads), smem,
-                   (cudaStream_t)stream, *a);
+    const bool async = a->handoff != NMT_RECURRENCE_HANDOFF_BARRIER;
+    void (*kernel)(nmt_lstm_recurrence) =
+        async ? lstm_recurrence_kernel<true> : lstm_recurrence_kernel<false>;
+    NMT_CUDA_RETURN(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem));
+    nmt_launch_pdl(kernel, dim3(2 * kCtas), dim3(kThreads), smem, (cudaStream_t)stream, *a);
     NMT_LAUNCH_RETURN("lstm_recurrence_kernel");
     return NMT_STATUS_OK;
 }

@@ -1,5 +1,6 @@
 /* test_gpu_lstm_recurrence.cu: nmt_cuda_lstm_recurrence (a bidirectional
  * layer's recurrence in one launch, kernels/cuda/lstm_recurrence.cu)
+ * with each handoff (a cluster barrier a step; remote stores on mbarriers)
  * against two oracles on fresh random inputs:
  * - its C twin (nmt_cpu_lstm_recurrence), within 1e-4: the twin's cell is
  *   computed in double;
@@ -136,32 +137,43 @@ static void test_recurrence(int n, int stride, int half, const int32_t *len_in)
     float *gates_h = (float *)dev_output((size_t)n * g * sizeof(float), POISON_F32);
 
     nmt_cpu_lstm_recurrence(&want);
-    nmt_error err = {};
-    const nmt_status st = nmt_cuda_lstm_recurrence(&dev, stream, &err);
     run_pairs(&pair, 0, gates_h);
     run_pairs(&pair, 1, gates_h);
-
-    char what[160];
-    snprintf(what, sizeof what, "lstm_recurrence n %d stride %d half %d lengths %d..%d", n,
-             stride, half, (int)len[n - 1], (int)len[0]);
-    CHECK(st == NMT_STATUS_OK, "%s: status %d: %s", what, (int)st, err.message);
     float *got = (float *)host_alloc(n_out * sizeof(float));
     float *got_pair = (float *)host_alloc(n_out * sizeof(float));
-    int ok = dev_download(got, dev.out, n_out * sizeof(float), POISON_F32, what) &&
-             dev_download(got_pair, pair.out, n_out * sizeof(float), POISON_F32, what);
-    ok &= same("h against the twin", want.out, got, n_out, 1e-4f);
-    ok &= same("h against the per-step pair", got_pair, got, n_out, 0.0f);
+    float *c = (float *)host_alloc(n_c * sizeof(float));
+    float *c_pair = (float *)host_alloc(n_c * sizeof(float));
+    char what[192];
+    dev_download(got_pair, pair.out, n_out * sizeof(float), POISON_F32, "pair"); /* counts */
+    for (int handoff = NMT_RECURRENCE_HANDOFF_BARRIER; handoff <= NMT_RECURRENCE_HANDOFF_ASYNC;
+         handoff++) {
+        snprintf(what, sizeof what, "lstm_recurrence %s n %d stride %d half %d lengths %d..%d",
+                 handoff == NMT_RECURRENCE_HANDOFF_ASYNC ? "async" : "barrier", n, stride, half,
+                 (int)len[n - 1], (int)len[0]);
+        CUDA_OK(cudaMemset(dev.out, POISON_F32, n_out * sizeof(float)));
+        for (int d = 0; d < 2; d++)
+            CUDA_OK(cudaMemset(dev.c_final[d], POISON_F32, n_c * sizeof(float)));
+        CUDA_OK(cudaDeviceSynchronize());
+        dev.handoff = (nmt_recurrence_handoff)handoff;
+        nmt_error err = {};
+        const nmt_status st = nmt_cuda_lstm_recurrence(&dev, stream, &err);
+        CHECK(st == NMT_STATUS_OK, "%s: status %d: %s", what, (int)st, err.message);
+        int run_ok = st == NMT_STATUS_OK &&
+                     dev_download(got, dev.out, n_out * sizeof(float), POISON_F32, what);
+        run_ok &= same("h against the twin", want.out, got, n_out, 1e-4f);
+        run_ok &= same("h against the per-step pair", got_pair, got, n_out, 0.0f);
+        for (int d = 0; d < 2; d++) {
+            run_ok &= dev_download(c, dev.c_final[d], n_c * sizeof(float), POISON_F32, what) &&
+                      dev_download(c_pair, pair.c_final[d], n_c * sizeof(float), POISON_F32,
+                                   what);
+            run_ok &= same(d ? "backward c against the twin" : "forward c against the twin",
+                           want.c_final[d], c, n_c, 1e-4f);
+            run_ok &= same(d ? "backward c against the pair" : "forward c against the pair",
+                           c_pair, c, n_c, 0.0f);
+        }
+        report_check(run_ok, what);
+    }
     for (int d = 0; d < 2; d++) {
-        float *c = (float *)host_alloc(n_c * sizeof(float));
-        float *c_pair = (float *)host_alloc(n_c * sizeof(float));
-        ok &= dev_download(c, dev.c_final[d], n_c * sizeof(float), POISON_F32, what) &&
-              dev_download(c_pair, pair.c_final[d], n_c * sizeof(float), POISON_F32, what);
-        ok &= same(d ? "backward c against the twin" : "forward c against the twin",
-                   want.c_final[d], c, n_c, 1e-4f);
-        ok &= same(d ? "backward c against the pair" : "forward c against the pair", c_pair, c,
-                   n_c, 0.0f);
-        free(c);
-        free(c_pair);
         cudaFree((void *)dev.gates_x[d]);
         cudaFree((void *)dev.w_hh[d]);
         cudaFree((void *)dev.b_hh[d]);
@@ -171,7 +183,8 @@ static void test_recurrence(int n, int stride, int half, const int32_t *len_in)
         for (int i = 0; i < 3; i++)
             free(host_in[i][d]);
     }
-    report_check(ok, what);
+    free(c);
+    free(c_pair);
     cudaFree((void *)dev.src_len);
     cudaFree(dev.out);
     cudaFree(pair.out);
