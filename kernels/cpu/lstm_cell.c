@@ -63,14 +63,13 @@ void nmt_cpu_lstm_cell_gathered(const nmt_lstm_gathered *g)
     }
 }
 
-/* Sentences (sorted longest first) still running at time t. */
-static int32_t recurrence_active(const nmt_lstm_recurrence *a, int32_t t)
+int32_t nmt_lstm_recurrence_active(const int32_t *len, int32_t n, int32_t stride, int32_t t)
 {
-    int32_t n = 0;
-    if (t >= 0 && t < a->stride)
-        while (n < a->n && a->src_len[n] > t)
-            n++;
-    return n;
+    int32_t count = 0;
+    if (t >= 0 && t < stride)
+        while (count < n && len[count] > t)
+            count++;
+    return count;
 }
 
 void nmt_cpu_lstm_recurrence(const nmt_lstm_recurrence *a)
@@ -81,7 +80,8 @@ void nmt_cpu_lstm_recurrence(const nmt_lstm_recurrence *a)
         memset(c, 0, sizeof(float) * (size_t)n * (size_t)half);
         for (int32_t s = 0; s < a->stride; s++) {
             const int32_t t = d ? a->stride - 1 - s : s, t_prev = d ? t + 1 : t - 1;
-            const int32_t active = recurrence_active(a, t), prev = recurrence_active(a, t_prev);
+            const int32_t active = nmt_lstm_recurrence_active(a->src_len, n, a->stride, t);
+            const int32_t prev = nmt_lstm_recurrence_active(a->src_len, n, a->stride, t_prev);
             const int32_t n_rec = active < prev ? active : prev;
             for (int32_t r = 0; r < active; r++)
                 for (int32_t j = 0; j < half; j++) {

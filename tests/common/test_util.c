@@ -104,3 +104,13 @@ void test_random_words(char *dst, const char *const *words, int n_words, int len
         strcat(dst, words[test_rand_int(0, n_words)]);
     }
 }
+
+void *test_alloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    return p;
+}

@@ -23,6 +23,9 @@ void test_fill_uniform(float *x, size_t n, float lo, float hi);
  * spaces (the engine tests' random lines; dst must have room for them). */
 void test_random_words(char *dst, const char *const *words, int n_words, int len);
 
+/* malloc that exits the test (status 1, said) when memory runs out. */
+void *test_alloc(size_t bytes);
+
 /* Fills with a NaN payload so unwritten outputs are caught. */
 void test_poison_f32(float *x, size_t n);
 void test_poison_i32(int32_t *x, size_t n);

@@ -15,25 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-static int active_at(const int32_t *len, int n, int stride, int t)
-{
-    int c = 0;
-    if (t >= 0 && t < stride)
-        while (c < n && len[c] > t)
-            c++;
-    return c;
-}
-
 /* The per-step composition of direction d into out and c. */
 static void run_steps(const nmt_lstm_recurrence *a, int d, float *out, float *c, float *gates_h)
 {
@@ -41,8 +22,8 @@ static void run_steps(const nmt_lstm_recurrence *a, int d, float *out, float *c,
     memset(c, 0, sizeof(float) * (size_t)n * half);
     for (int s = 0; s < a->stride; s++) {
         const int t = d ? a->stride - 1 - s : s, t_prev = d ? t + 1 : t - 1;
-        const int active = active_at(a->src_len, n, a->stride, t);
-        const int prev = active_at(a->src_len, n, a->stride, t_prev);
+        const int active = nmt_lstm_recurrence_active(a->src_len, n, a->stride, t);
+        const int prev = nmt_lstm_recurrence_active(a->src_len, n, a->stride, t_prev);
         const int n_rec = active < prev ? active : prev;
         if (n_rec > 0)
             nmt_cpu_linear_chain(n_rec, g, half, out + (int64_t)t_prev * n * H + d * half, H,
@@ -63,19 +44,20 @@ static void test_recurrence(int n, int stride, int half, const int32_t *len)
     nmt_lstm_recurrence a = {.n = n, .stride = stride, .half = half, .src_len = len};
     float *in[2][3];
     for (int d = 0; d < 2; d++) {
-        in[d][0] = (float *)xmalloc(rows * g * sizeof(float));
-        in[d][1] = (float *)xmalloc((size_t)g * half * sizeof(float));
-        in[d][2] = (float *)xmalloc((size_t)g * sizeof(float));
+        in[d][0] = (float *)test_alloc(rows * g * sizeof(float));
+        in[d][1] = (float *)test_alloc((size_t)g * half * sizeof(float));
+        in[d][2] = (float *)test_alloc((size_t)g * sizeof(float));
         test_fill_uniform(in[d][0], rows * g, -2.0f, 2.0f);
         test_fill_uniform(in[d][1], (size_t)g * half, -0.3f, 0.3f);
         test_fill_uniform(in[d][2], (size_t)g, -1.0f, 1.0f);
         a.gates_x[d] = in[d][0], a.w_hh[d] = in[d][1], a.b_hh[d] = in[d][2];
-        a.c_final[d] = (float *)xmalloc(n_c * sizeof(float));
+        a.c_final[d] = (float *)test_alloc(n_c * sizeof(float));
         test_poison_f32(a.c_final[d], n_c);
     }
-    a.out = (float *)xmalloc(n_out * sizeof(float));
-    float *want = (float *)xmalloc(n_out * sizeof(float)), *c_want = xmalloc(n_c * sizeof(float));
-    float *gates_h = (float *)xmalloc((size_t)n * g * sizeof(float));
+    a.out = (float *)test_alloc(n_out * sizeof(float));
+    float *want = (float *)test_alloc(n_out * sizeof(float));
+    float *c_want = (float *)test_alloc(n_c * sizeof(float));
+    float *gates_h = (float *)test_alloc((size_t)n * g * sizeof(float));
     test_poison_f32(a.out, n_out);
     test_poison_f32(want, n_out);
 

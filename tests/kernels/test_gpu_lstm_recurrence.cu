@@ -34,16 +34,6 @@ static float *random_floats(size_t n, float lo, float hi)
     return v;
 }
 
-/* Sentences running at t (lengths sorted longest first). */
-static int active_at(const int32_t *len, int n, int stride, int t)
-{
-    int c = 0;
-    if (t >= 0 && t < stride)
-        while (c < n && len[c] > t)
-            c++;
-    return c;
-}
-
 /* The encoder's batch-invariant steps of direction d on the device. */
 static void run_pairs(const nmt_lstm_recurrence *dev, int d, float *gates_h)
 {
@@ -55,8 +45,8 @@ static void run_pairs(const nmt_lstm_recurrence *dev, int d, float *gates_h)
     nmt_error err = {};
     for (int s = 0; s < dev->stride; s++) {
         const int t = d ? dev->stride - 1 - s : s, t_prev = d ? t + 1 : t - 1;
-        const int active = active_at(len, n, dev->stride, t);
-        const int prev = active_at(len, n, dev->stride, t_prev);
+        const int active = nmt_lstm_recurrence_active(len, n, dev->stride, t);
+        const int prev = nmt_lstm_recurrence_active(len, n, dev->stride, t_prev);
         const int n_rec = active < prev ? active : prev;
         if (active == 0)
             continue;
