@@ -120,6 +120,19 @@ nmt_status nmt_cuda_linear_chain(nmt_cuda_ctx *ctx, int32_t m, int32_t n, int32_
                                  const void *w, nmt_weight_type w_type, int32_t ldw,
                                  const float *bias, int tanh_out, float *y, int32_t ldy,
                                  nmt_error *err);
+/* nmt_cuda_linear_chain's 16-bit product, the same bits, on activations
+ * already rounded (x16, [m, k] rows ldx16 apart, as nmt_half_out writes
+ * them) with the weights streamed through shared memory stages ahead
+ * (linear_chain_stream.cu): for a few rows, where the chain kernel waits
+ * on each load. _fits: x16 and w16 16-byte aligned with rows a multiple of
+ * 8 values apart, and x's staging within the device's shared memory;
+ * otherwise the product says NMT_STATUS_ERROR_UNSUPPORTED. */
+int nmt_cuda_linear_chain_stream_fits(int32_t k, const void *x16, int32_t ldx16,
+                                      const void *w16, int32_t ldw16);
+nmt_status nmt_cuda_linear_chain_stream(nmt_cuda_ctx *ctx, nmt_half_kind kind, int32_t m,
+                                        int32_t n, int32_t k, const void *x16, int32_t ldx16,
+                                        const void *w16, int32_t ldw16, const float *bias,
+                                        int tanh_out, float *y, int32_t ldy, nmt_error *err);
 void nmt_cpu_linear_chain(int32_t m, int32_t n, int32_t k, const float *x, int32_t ldx,
                           nmt_skinny_x x_round, const float *w, int32_t ldw, const float *bias,
                           int tanh_out, float *y, int32_t ldy);

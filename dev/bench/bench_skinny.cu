@@ -26,7 +26,9 @@
  * skinny_f32 (fp32 weights), skinny_w16 (fp32 activations, an fp16 copy of
  * fp16-exact weights), skinny_bf16, skinny_fp16 (activations rounded as the
  * tensor cores'), chain_fp16 (nmt_cuda_linear_chain: the batch-invariant
- * GEMM's order, the bits of half_fp16 under batch invariance, tanh fused).
+ * GEMM's order, the bits of half_fp16 under batch invariance, tanh fused),
+ * chain_stream_fp16 (nmt_cuda_linear_chain_stream: the same bits, x given
+ * rounded, the weights streamed through shared memory).
  * Output: JSON lines on stdout, a table on stderr. */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -48,17 +50,20 @@ typedef enum {
     SKINNY_W16,
     SKINNY_BF16,
     SKINNY_FP16,
-    CHAIN_FP16
+    CHAIN_FP16,
+    CHAIN_STREAM_FP16
 } variant;
-static const char *const kNames[] = {"cublas",      "half_fp16",   "skinny_f32", "skinny_w16",
-                                     "skinny_bf16", "skinny_fp16", "chain_fp16"};
-enum { N_VARIANTS = 7, MAX_GEMMS = 4 };
+static const char *const kNames[] = {"cublas",      "half_fp16",   "skinny_f32",
+                                     "skinny_w16",  "skinny_bf16", "skinny_fp16",
+                                     "chain_fp16",  "chain_stream_fp16"};
+enum { N_VARIANTS = 8, MAX_GEMMS = 4 };
 
 typedef struct gemm {
     int n, k, bias, tanh_out;
     float *w;          /* fp32, fp16-exact */
     uint16_t *w16[2];  /* bf16, fp16 */
     float *bias_d, *x, *y;
+    uint16_t *x16;     /* x rounded to fp16, as a step's producers write it */
     float *host_w, *host_b, *host_x;
 } gemm;
 
@@ -109,6 +114,15 @@ static void make_gemm(gemm *g, int n, int k, int bias, int tanh_out, int max_row
                        cudaMemcpyHostToDevice));
     CUDA_OK(cudaMalloc(&g->y, (size_t)max_rows * n * sizeof(float)));
     free(h16);
+    uint16_t *x16 = (uint16_t *)malloc((size_t)max_rows * k * sizeof(uint16_t));
+    if (!x16)
+        exit(1);
+    for (size_t i = 0; i < (size_t)max_rows * k; i++)
+        x16[i] = nmt_f32_to_f16(g->host_x[i]);
+    CUDA_OK(cudaMalloc(&g->x16, (size_t)max_rows * k * sizeof(uint16_t)));
+    CUDA_OK(cudaMemcpy(g->x16, x16, (size_t)max_rows * k * sizeof(uint16_t),
+                       cudaMemcpyHostToDevice));
+    free(x16);
 }
 
 static void run_gemm(run *r, const gemm *g, int copy)
@@ -131,6 +145,10 @@ static void run_gemm(run *r, const gemm *g, int copy)
         NMT_OK(nmt_cuda_linear_chain(r->ctx, m, g->n, g->k, g->x, g->k, NMT_SKINNY_X_FP16,
                                      w16[1], NMT_WEIGHT_FP16, g->k, b, g->tanh_out, g->y, g->n,
                                      &err));
+        return;
+    case CHAIN_STREAM_FP16: /* x as its producers round it, weights streamed */
+        NMT_OK(nmt_cuda_linear_chain_stream(r->ctx, NMT_HALF_FP16, m, g->n, g->k, g->x16, g->k,
+                                            w16[1], g->k, b, g->tanh_out, g->y, g->n, &err));
         return;
     default: {
         static const nmt_skinny_x xr[] = {NMT_SKINNY_X_F32, NMT_SKINNY_X_F32, NMT_SKINNY_X_BF16,
@@ -172,7 +190,7 @@ static double check(run *r)
         CUDA_OK(cudaMemcpy(y, g->y, ny * sizeof(float), cudaMemcpyDeviceToHost));
         const nmt_half_kind kind = r->v == SKINNY_BF16 ? NMT_HALF_BF16 : NMT_HALF_FP16;
         const int rounded = r->v == SKINNY_BF16 || r->v == SKINNY_FP16 || r->v == HALF_FP16 ||
-                            r->v == CHAIN_FP16;
+                            r->v == CHAIN_FP16 || r->v == CHAIN_STREAM_FP16;
         for (size_t p = 0; p < (size_t)r->rows * g->k; p++)
             xr[p] = rounded ? nmt_half_round(kind, g->host_x[p]) : g->host_x[p];
         if (wr)
@@ -267,7 +285,7 @@ int main(int argc, char **argv)
                         v = i;
                 if (slash)
                     *slash = '/';
-                if (v < 0 || (slash && (v < SKINNY_F32 || v == CHAIN_FP16))) {
+                if (v < 0 || (slash && (v < SKINNY_F32 || v >= CHAIN_FP16))) {
                     fprintf(stderr, "unknown variant %s\n%s", name, kUsage);
                     return 2;
                 }

@@ -43,11 +43,6 @@ template <> __device__ __forceinline__ float widen<__nv_bfloat16>(__nv_bfloat16 
     return __bfloat162float(v);
 }
 
-__device__ __forceinline__ float finish(float acc, const float *bias, int j, int tanh_out)
-{
-    const float v = bias ? acc + __ldg(&bias[j]) : acc;
-    return tanh_out ? tanhf(v) : v;
-}
 
 /* fp32: a block computes kTileOut outputs x kRows rows, two rows a thread;
  * the block stages kChunk columns of w and x in shared memory at a time
@@ -115,9 +110,9 @@ __global__ void __launch_bounds__(kThreads)
     }
     const int j = j0 + o;
     if (j < n && r0 + ra < m)
-        y[(int64_t)(r0 + ra) * ldy + j] = finish(acc_a, bias, j, tanh_out);
+        y[(int64_t)(r0 + ra) * ldy + j] = chain_finish(acc_a, bias, j, tanh_out);
     if (j < n && r0 + rb < m)
-        y[(int64_t)(r0 + rb) * ldy + j] = finish(acc_b, bias, j, tanh_out);
+        y[(int64_t)(r0 + rb) * ldy + j] = chain_finish(acc_b, bias, j, tanh_out);
 }
 
 template <int BF16> __device__ __forceinline__ uint32_t pack_pair(float a, float b);
@@ -198,7 +193,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int h = 0; h < 4; h++) {
         const int j = j0 + g + (h >> 1) * 8, row = r0 + 2 * t + (h & 1);
         if (j < n && row < m)
-            y[(int64_t)row * ldy + j] = finish(d[h], bias, j, tanh_out);
+            y[(int64_t)row * ldy + j] = chain_finish(d[h], bias, j, tanh_out);
     }
 }
 

@@ -9,6 +9,7 @@
 #ifndef NMT_KERNELS_CUDA_MMA_DEVICE_CUH
 #define NMT_KERNELS_CUDA_MMA_DEVICE_CUH
 
+#include <math.h>
 #include <stdint.h>
 
 template <int BF16>
@@ -64,6 +65,15 @@ static __device__ __forceinline__ void ldmatrix_x2(uint32_t &r0, uint32_t &r1, c
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
                  : "=r"(r0), "=r"(r1)
                  : "r"(a));
+}
+
+/* A batch-invariant product's output from its chain's sum: the bias added
+ * after the chain, as cuBLASLt's epilogue adds it, then tanh if asked. */
+static __device__ __forceinline__ float chain_finish(float acc, const float *bias, int j,
+                                                     int tanh_out)
+{
+    const float v = bias ? acc + __ldg(&bias[j]) : acc;
+    return tanh_out ? tanhf(v) : v;
 }
 
 #endif /* NMT_KERNELS_CUDA_MMA_DEVICE_CUH */
