@@ -162,8 +162,23 @@ typedef struct nmt_lstm_recurrence {
 } nmt_lstm_recurrence;
 void nmt_cpu_lstm_recurrence(const nmt_lstm_recurrence *a);
 /* The sentences running at time t: the prefix of len (sorted longest
- * first) longer than t; 0 outside [0, stride). */
-int32_t nmt_lstm_recurrence_active(const int32_t *len, int32_t n, int32_t stride, int32_t t);
+ * first) longer than t; 0 outside [0, stride). The twin's, the kernel's
+ * and the tests' one rule. */
+#ifdef __CUDACC__
+#define NMT_LSTM_HOST_DEVICE __host__ __device__
+#else
+#define NMT_LSTM_HOST_DEVICE
+#endif
+static inline NMT_LSTM_HOST_DEVICE int32_t nmt_lstm_recurrence_active(const int32_t *len,
+                                                                     int32_t n, int32_t stride,
+                                                                     int32_t t)
+{
+    int32_t count = 0;
+    if (t >= 0 && t < stride)
+        while (count < n && len[count] > t)
+            count++;
+    return count;
+}
 /* Whether the CUDA kernel takes a on the current device (a cluster of 8
  * blocks a direction holding w_hh in shared memory: half a multiple of 8
  * up to 256, w_hh 16-byte aligned, compute capability 9.0). */

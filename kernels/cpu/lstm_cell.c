@@ -63,15 +63,6 @@ void nmt_cpu_lstm_cell_gathered(const nmt_lstm_gathered *g)
     }
 }
 
-int32_t nmt_lstm_recurrence_active(const int32_t *len, int32_t n, int32_t stride, int32_t t)
-{
-    int32_t count = 0;
-    if (t >= 0 && t < stride)
-        while (count < n && len[count] > t)
-            count++;
-    return count;
-}
-
 void nmt_cpu_lstm_recurrence(const nmt_lstm_recurrence *a)
 {
     const int32_t n = a->n, half = a->half, H = 2 * half;

@@ -108,16 +108,6 @@ __device__ __forceinline__ void store_remote(float *dst, uint64_t *bar, int rank
                  : "memory");
 }
 
-/* Sentences (sorted longest first) running at time t. */
-__device__ inline int active_at(const int *len, int n, int stride, int t)
-{
-    int count = 0;
-    if (t >= 0 && t < stride)
-        for (int i = 0; i < n; i++)
-            count += len[i] > t;
-    return count;
-}
-
 /* R of a thread's four rows, each one chain over k: acc[i] += h[p][r0 + i] w[p],
  * the operands of the next kChunk terms loaded while these are summed (the
  * chain's latency, not the loads', sets the pace). half % kChunk == 0. */
@@ -229,7 +219,7 @@ __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads)
     const auto time_of = [&](int s) { return d ? a.stride - 1 - s : s; };
     const auto load_gx = [&](int s) {
         const int t = time_of(s);
-        if (s < a.stride && cr < active_at(s_len, n, a.stride, t)) {
+        if (s < a.stride && cr < nmt_lstm_recurrence_active(s_len, n, a.stride, t)) {
             const float *row = gates_x + ((int64_t)t * n + cr) * 4 * half;
 #pragma unroll
             for (int q = 0; q < 4; q++)
@@ -245,8 +235,8 @@ __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads)
     const int lr = tid % kGateRows, r0 = tid / kGateRows * kRowsThread;
     for (int s = 0; s < a.stride; s++) {
         const int t = time_of(s), t_prev = d ? t + 1 : t - 1;
-        const int active = active_at(s_len, n, a.stride, t);
-        const int n_rec = min(active, active_at(s_len, n, a.stride, t_prev));
+        const int active = nmt_lstm_recurrence_active(s_len, n, a.stride, t);
+        const int n_rec = min(active, nmt_lstm_recurrence_active(s_len, n, a.stride, t_prev));
         const float *h = s_h + (s & 1) * half * kRows;
         float *h_next = s_h + ((s + 1) & 1) * half * kRows;
         const bool send = !ASYNC || s + 1 < a.stride; /* ASYNC: nothing past the last */
