@@ -152,7 +152,7 @@ static void emit(const char *impl, int rows, int vocab, int k, double us, double
 static const nmt_softmax_topk_variant kVariants[] = {
     NMT_SOFTMAX_TOPK_AUTO,  NMT_SOFTMAX_TOPK_ROW,    NMT_SOFTMAX_TOPK_FUSED,
     NMT_SOFTMAX_TOPK_SPLIT, NMT_SOFTMAX_TOPK_ATOMIC, NMT_SOFTMAX_TOPK_SORT,
-    NMT_SOFTMAX_TOPK_WARP};
+    NMT_SOFTMAX_TOPK_WARP,  NMT_SOFTMAX_TOPK_AUTO_INVARIANT};
 enum { N_VARIANTS = sizeof kVariants / sizeof kVariants[0] };
 static const int32_t k_excluded[2] = {0, 1}; /* as the sweep: two excluded ids */
 static int g_failures;

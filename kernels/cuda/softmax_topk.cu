@@ -146,21 +146,31 @@ static int auto_splits(int32_t n_rows, int32_t vocab, int sms)
  * kRowCandKeys. ~V / row_words_per_thread threads (half that per thread up to
  * a row an SM). With `occupancy`, also 0 for more rows than row_threads_per_sm
  * threads an SM (AUTO's limit). */
+/* Does the row kernel at t threads hold its candidates (k' = k_thr threads x
+ * their words, a head or tail word included) for rows of `words`? */
+static bool row_candidates_fit(int64_t k_thr, int32_t words, int64_t t)
+{
+    const int64_t words_a_thread = 4 * ((words / 4 + t - 1) / t) + 1;
+    return k_thr <= kRegisterK && k_thr * words_a_thread <= kRowCandKeys;
+}
+
+/* AUTO's occupancy limit of the row kernel: rows x t threads within
+ * row_threads_per_sm an SM. */
+static bool row_occupancy_fits(int32_t n_rows, int64_t t, int sms)
+{
+    return (int64_t)n_rows * t <= (int64_t)sms * kPolicy.row_threads_per_sm;
+}
+
 static int row_plan_threads(int32_t n_rows, int32_t vocab, int k_run, int n_excluded, int sms,
                             bool occupancy)
 {
-    const int64_t k_thr = (int64_t)k_run + n_excluded; /* the kernel's k' */
-    if (k_thr > kRegisterK)
-        return 0;
     const int per_thread = n_rows <= sms ? kPolicy.row_words_per_thread / 2
                                          : kPolicy.row_words_per_thread;
     int64_t t = ((int64_t)vocab + per_thread - 1) / per_thread;
     t = (t + kWarpSize - 1) / kWarpSize * kWarpSize; /* vocab >= 1: at least a warp */
     t = t > kRowMaxThreads ? kRowMaxThreads : t;
-    const int64_t words_a_thread = 4 * ((vocab / 4 + t - 1) / t) + 1; /* + a head/tail word */
-    if (k_thr * words_a_thread > kRowCandKeys)
-        return 0;
-    if (occupancy && (int64_t)n_rows * t > (int64_t)sms * kPolicy.row_threads_per_sm)
+    if (!row_candidates_fit((int64_t)k_run + n_excluded, vocab, t) ||
+        (occupancy && !row_occupancy_fits(n_rows, t, sms)))
         return 0;
     return (int)t;
 }
@@ -171,14 +181,9 @@ static int row_plan_threads(int32_t n_rows, int32_t vocab, int k_run, int n_excl
  * occupancy limit (most blocks read a short list). */
 static int row_plan_threads_lists(int32_t max_count, int k_run, int n_excluded)
 {
-    const int64_t k_thr = (int64_t)k_run + n_excluded;
-    if (k_thr > kRegisterK)
-        return 0;
-    for (int t = kPolicy.row_list_min_threads; t <= kRowMaxThreads; t += kWarpSize) {
-        const int64_t words_a_thread = 4 * ((max_count / 4 + t - 1) / t) + 1;
-        if (k_thr * words_a_thread <= kRowCandKeys)
+    for (int t = kPolicy.row_list_min_threads; t <= kRowMaxThreads; t += kWarpSize)
+        if (row_candidates_fit((int64_t)k_run + n_excluded, max_count, t))
             return t;
-    }
     return 0;
 }
 
@@ -188,14 +193,17 @@ struct Plan {
     int k_sel;       /* the K words found among at most V (the rest is the tail) */
     int k_run;       /* the register variants' K: k_sel, at least 1 (k = 0 still yields lse) */
     int row_threads; /* row */
+    bool row_warp_md; /* row: the warp kernel's (m, d) (batch invariance) */
     FusedPlan fused; /* fused and split */
 };
 
 /* AUTO: sort above atomic_max_k (full vocabulary), atomic above kRegisterK,
  * else row where it applies, else warp for many rows, else fused or split.
  * invariant: a row's lse must not change with the rows beside it, so one
- * kernel at every row count: warp (a row a warp, the fastest at many rows),
- * or over candidate lists fused with one slice (its warps from V alone). */
+ * (m, d) at every row count, the warp kernel's: the row kernel computing it
+ * as the warp kernel does (WARP_MD, kStagedRowThreads threads) while AUTO's
+ * occupancy limit holds, else warp (a row a warp, the fastest at many
+ * rows); over candidate lists fused with one slice (its warps from V alone). */
 static Plan auto_plan(int32_t n_rows, int32_t vocab, int32_t k, int32_t n_excluded, bool cand,
                       bool invariant = false)
 {
@@ -210,8 +218,13 @@ static Plan auto_plan(int32_t n_rows, int32_t vocab, int32_t k, int32_t n_exclud
         return p;
     }
     p.k_run = p.k_sel > 0 ? p.k_sel : 1;
-    if (invariant && !cand) {
-        p.variant = NMT_SOFTMAX_TOPK_WARP;
+    if (invariant && !cand) { /* two kernels, the warp kernel's (m, d): the same bits */
+        const int sms = multiprocessor_count();
+        p.row_warp_md = row_candidates_fit((int64_t)p.k_run + n_excluded, vocab,
+                                           kStagedRowThreads) &&
+                        row_occupancy_fits(n_rows, kStagedRowThreads, sms);
+        p.variant = p.row_warp_md ? NMT_SOFTMAX_TOPK_ROW : NMT_SOFTMAX_TOPK_WARP;
+        p.row_threads = p.row_warp_md ? kStagedRowThreads : 0;
         return p;
     }
     if (invariant) {
@@ -322,7 +335,7 @@ static nmt_status run_plan(const Plan &p, const SoftmaxTopkCall &c, bool cand, v
     case NMT_SOFTMAX_TOPK_ATOMIC:
         return nmt_softmax_topk_atomic(c, cand, p.k_sel, stream, err);
     case NMT_SOFTMAX_TOPK_ROW:
-        return nmt_softmax_topk_row(c, cand, p.k_run, p.row_threads, stream, err);
+        return nmt_softmax_topk_row(c, cand, p.k_run, p.row_threads, p.row_warp_md, stream, err);
     case NMT_SOFTMAX_TOPK_WARP:
         return nmt_softmax_topk_warp(c, cand, p.k_run, stream, err);
     default: { /* fused, split */

@@ -150,6 +150,10 @@ static __device__ __forceinline__ float exp_from(float x, float m_log2e)
     return exp2_ftz(fmaf(x, kLog2e, -m_log2e));
 }
 
+/* Rounded products and sum (no FMA contraction): the merge is symmetric, so
+ * every lane of a butterfly ends with the same bits, and an (m, d) chain
+ * gives the same bits in every kernel that inlines it (batch invariance:
+ * the row and warp kernels). */
 static __device__ __forceinline__ OnlineMD md_merge(OnlineMD a, OnlineMD b)
 {
     float m = fmaxf(a.m, b.m);
@@ -157,7 +161,8 @@ static __device__ __forceinline__ OnlineMD md_merge(OnlineMD a, OnlineMD b)
         return OnlineMD{m, 0.0f};
     /* e^(-inf) is 0, so an empty side contributes nothing. */
     const float ml = m * kLog2e;
-    return OnlineMD{m, a.d * exp_from(a.m, ml) + b.d * exp_from(b.m, ml)};
+    return OnlineMD{m, __fadd_rn(__fmul_rn(a.d, exp_from(a.m, ml)),
+                                 __fmul_rn(b.d, exp_from(b.m, ml)))};
 }
 
 static __device__ __forceinline__ OnlineMD warp_md(OnlineMD v)
@@ -170,17 +175,19 @@ static __device__ __forceinline__ OnlineMD warp_md(OnlineMD v)
     return v;
 }
 
-/* Adds four words to (m, d) (-inf for the missing ones); returns their max. */
+/* Adds four words to (m, d) (-inf for the missing ones); returns their max.
+ * Rounded product and sum, as md_merge. */
 static __device__ __forceinline__ float md_add4(OnlineMD &md, float4 v)
 {
     const float mx = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
     if (mx > md.m) {
-        md.d *= exp_from(md.m, mx * kLog2e);
+        md.d = __fmul_rn(md.d, exp_from(md.m, mx * kLog2e));
         md.m = mx;
     }
     if (md.m != -INFINITY) {
         const float ml = md.m * kLog2e;
-        md.d += (exp_from(v.x, ml) + exp_from(v.y, ml)) + (exp_from(v.z, ml) + exp_from(v.w, ml));
+        md.d = __fadd_rn(md.d, (exp_from(v.x, ml) + exp_from(v.y, ml)) +
+                                   (exp_from(v.z, ml) + exp_from(v.w, ml)));
     }
     return mx;
 }

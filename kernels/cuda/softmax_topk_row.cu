@@ -5,7 +5,10 @@
  * buffer: each thread keeps only its best word, the K-th best of those bounds
  * the top K, and the few words above it are ranked by counting in shared
  * memory (algorithm at row_topk_kernel). (m, d) as Milakov & Gimelshein,
- * keys as Argueta & Chiang (softmax_topk_device.cuh). */
+ * keys as Argueta & Chiang (softmax_topk_device.cuh). With WARP_MD (batch
+ * invariance, few rows) the row's (m, d) is the warp kernel's, bit for bit:
+ * the block stages the row in shared memory and warp 0 runs the warp
+ * kernel's chains over it (row_md_staged). */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -42,6 +45,54 @@ static __device__ __forceinline__ void visit_row_words(const float *p, const Row
         float4 v = neg4;
         v.x = p[j];
         f(v, j, 1);
+    }
+}
+
+/* visit_row_words for T = kStagedRowThreads threads, the row staged through
+ * `stage` (kStagedFloat4s float4s) a slice at a time: the same words a
+ * thread, and after each slice warp 0 adds it to (m, d) as the warp
+ * kernel does (lane l: float4s l, l + 32, ... in order; then the head and
+ * tail words, lane l < their count word l), so md in warp 0 is the warp
+ * kernel's per lane. Block-wide (syncs); `stage` free again on return. */
+static constexpr int kStagedFloat4s = kRowCandKeys * (int)sizeof(uint64_t) / (int)sizeof(float4);
+static_assert(kStagedFloat4s % kStagedRowThreads == 0, "a slice is whole rounds of the block");
+template <typename F>
+static __device__ __forceinline__ void visit_row_words_staged(const float *p, const RowSplit &rs,
+                                                              float4 *stage, OnlineMD &md, F f)
+{
+    constexpr int kPerThread = kStagedFloat4s / kStagedRowThreads;
+    const int t = threadIdx.x, lane = t & (kWarpSize - 1);
+    const float4 *p4 = reinterpret_cast<const float4 *>(p + rs.a0);
+    const float4 neg4 = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+    for (int s0 = 0; s0 < rs.n4; s0 += kStagedFloat4s) {
+        float4 v[kPerThread];
+#pragma unroll
+        for (int u = 0; u < kPerThread; u++) {
+            const int i = s0 + t + u * kStagedRowThreads;
+            v[u] = i < rs.n4 ? __ldg(p4 + i) : neg4;
+        }
+#pragma unroll
+        for (int u = 0; u < kPerThread; u++) {
+            const int i = s0 + t + u * kStagedRowThreads;
+            stage[t + u * kStagedRowThreads] = v[u];
+            if (i < rs.n4)
+                f(v[u], rs.a0 + 4 * i, 4);
+        }
+        __syncthreads();
+        if (t < kWarpSize) {
+            const int n = min(kStagedFloat4s, rs.n4 - s0);
+            for (int i = lane; i < n; i += kWarpSize)
+                md_add4(md, stage[i]);
+        }
+        __syncthreads();
+    }
+    const int n_extra = rs.a0 + (rs.n - rs.a1);
+    if (t < n_extra) {
+        const int32_t j = t < rs.a0 ? t : rs.a1 + (t - rs.a0);
+        float4 v = neg4;
+        v.x = p[j];
+        f(v, j, 1);
+        md_add4(md, v); /* t < n_extra <= 6: warp 0's lanes */
     }
 }
 
@@ -106,7 +157,7 @@ static __device__ __forceinline__ void rank_keys(const uint64_t *s_keys, int n, 
  *     launcher (fewer than k' bests, T < k': every word, fewer still);
  *  4. rank the candidates by counting; rank r < K goes to slot r.
  * k' = 1 stops after 2: tau is the answer. */
-template <bool CAND>
+template <bool CAND, bool WARP_MD>
 static __global__ void __launch_bounds__(kRowMaxThreads)
     row_topk_kernel(int32_t vocab, const float *__restrict__ logits, int64_t ld, int k,
                     int k_out, const int32_t *__restrict__ excluded, int n_excluded,
@@ -114,7 +165,8 @@ static __global__ void __launch_bounds__(kRowMaxThreads)
                     float *__restrict__ lse_out, nmt_cand_lists lists)
 {
     pdl_enter(); /* device.cuh: launched by nmt_launch_pdl */
-    __shared__ uint64_t s_keys[kRowCandKeys]; /* 2: the bests >= t0; 3-4: candidates */
+    /* 1 (WARP_MD): the staged row; 2: the bests >= t0; 3-4: candidates */
+    __shared__ __align__(16) uint64_t s_keys[kRowCandKeys];
     __shared__ uint64_t s_warp_qth[kRowMaxThreads / kWarpSize];
     __shared__ OnlineMD s_md[kRowMaxThreads / kWarpSize];
     __shared__ int s_n_best, s_n_cand;
@@ -136,8 +188,8 @@ static __global__ void __launch_bounds__(kRowMaxThreads)
     OnlineMD md{-INFINITY, 0.0f};
     float best_x = -INFINITY;
     int32_t best_j = INT32_MAX;
-    visit_row_words(p, rs, [&](float4 v, int32_t j0, int n_valid) {
-        const float mx = md_add4(md, v);
+    const auto best_of = [&](float4 v, int32_t j0, int n_valid) {
+        const float mx = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
         const float sum = v.x + v.y + v.z + v.w;
         if (sum == sum) { /* no NaN word: branch-free, ties to the lower id */
             const bool hi = fmaxf(v.z, v.w) > fmaxf(v.x, v.y);
@@ -155,11 +207,19 @@ static __global__ void __launch_bounds__(kRowMaxThreads)
                 best_x = xs[e];
                 best_j = j0 + e;
             }
-    });
+    };
+    if (WARP_MD) {
+        visit_row_words_staged(p, rs, reinterpret_cast<float4 *>(s_keys), md, best_of);
+    } else {
+        visit_row_words(p, rs, [&](float4 v, int32_t j0, int n_valid) {
+            md_add4(md, v);
+            best_of(v, j0, n_valid);
+        });
+    }
     const uint64_t best = best_j != INT32_MAX ? make_key(best_x, best_j) : 0;
 
     /* 2. t0 from each warp's q-th best, then tau by rank among the bests >= t0. */
-    md = warp_md(md);
+    md = warp_md(md); /* WARP_MD: the row's in warp 0 */
     if (lane == 0)
         s_md[warp] = md;
     const int q = (k_thr + n_warps - 1) / n_warps;
@@ -178,8 +238,9 @@ static __global__ void __launch_bounds__(kRowMaxThreads)
         s_warp_qth[warp] = qth;
     __syncthreads();
     if (warp == 0) { /* the warps' (m, d) merged by a shuffle tree */
-        OnlineMD t = lane < n_warps ? s_md[lane] : OnlineMD{-INFINITY, 0.0f};
-        t = warp_md(t);
+        OnlineMD t = md;
+        if (!WARP_MD)
+            t = warp_md(lane < n_warps ? s_md[lane] : OnlineMD{-INFINITY, 0.0f});
         if (lane == 0)
             s_lse = t.m + logf(t.d);
     }
@@ -247,16 +308,19 @@ static __global__ void __launch_bounds__(kRowMaxThreads)
 /* ---- launch --------------------------------------------------------------- */
 
 nmt_status nmt_softmax_topk_row(const SoftmaxTopkCall &c, bool cand, int k_run, int threads,
-                                cudaStream_t stream, nmt_error *err)
+                                bool warp_md, cudaStream_t stream, nmt_error *err)
 {
-    if (cand)
-        nmt_launch_pdl(row_topk_kernel<true>, c.n_rows, threads, 0, stream, c.vocab, c.logits,
-                       c.ld, k_run, c.k, c.excluded, c.n_excluded, c.top_values, c.top_ids, c.lse,
-                       c.lists);
-    else
-        nmt_launch_pdl(row_topk_kernel<false>, c.n_rows, threads, 0, stream, c.vocab, c.logits,
-                       c.ld, k_run, c.k, c.excluded, c.n_excluded, c.top_values, c.top_ids, c.lse,
-                       c.lists);
+    void (*kernel)(int32_t, const float *, int64_t, int, int, const int32_t *, int, float *,
+                   int32_t *, float *, nmt_cand_lists) =
+        cand ? row_topk_kernel<true, false>
+             : (warp_md ? row_topk_kernel<false, true> : row_topk_kernel<false, false>);
+    if (warp_md && (cand || threads != kStagedRowThreads))
+        return nmt_error_set(err, NMT_STATUS_ERROR_INTERNAL,
+                             "row_topk_kernel: the warp kernel's (m, d) takes %d threads and "
+                             "no candidate lists (got %d threads%s)",
+                             kStagedRowThreads, threads, cand ? ", lists" : "");
+    nmt_launch_pdl(kernel, c.n_rows, threads, 0, stream, c.vocab, c.logits, c.ld, k_run, c.k,
+                   c.excluded, c.n_excluded, c.top_values, c.top_ids, c.lse, c.lists);
     NMT_LAUNCH_RETURN("row_topk_kernel");
     return NMT_STATUS_OK;
 }

@@ -42,9 +42,12 @@ struct SortPlan {
 };
 
 /* Row: one block of `threads` per row; k_run = the K it selects (>= 1,
- * k_run + n_excluded <= kRegisterK, the plan's candidate bound met). */
+ * k_run + n_excluded <= kRegisterK, the plan's candidate bound met).
+ * warp_md: the warp kernel's (m, d), bit for bit (kStagedRowThreads
+ * threads, no candidate lists). */
+static constexpr int kStagedRowThreads = 256;
 nmt_status nmt_softmax_topk_row(const SoftmaxTopkCall &c, bool cand, int k_run, int threads,
-                                cudaStream_t stream, nmt_error *err);
+                                bool warp_md, cudaStream_t stream, nmt_error *err);
 
 /* Fused (plan.splits == 1) and split: k_run in [1, kRegisterK]; with splits
  * the partials (part_md [n_rows * splits], part_keys [n_rows * splits *

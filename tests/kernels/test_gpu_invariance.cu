@@ -7,7 +7,9 @@
  *    nmt_cuda_linear; bf16 / fp16: nmt_cuda_linear_half), and at up to
  *    NMT_SKINNY_MAX_ROWS rows the chain kernel the few-row steps run, over
  *    fp32 weights and their fp16 copy;
- *  - softmax + top-K, NMT_SOFTMAX_TOPK_AUTO_INVARIANT (values, ids, lse);
+ *  - softmax + top-K, NMT_SOFTMAX_TOPK_AUTO_INVARIANT (values, ids, lse),
+ *    whose kernel changes with the rows (row, then warp), rows aligned and
+ *    not;
  *  - attention (context, weights, argmax), whose slices a row change with
  *    the rows.
  * Inputs are fresh random numbers, outputs poisoned before each call. */
@@ -159,9 +161,11 @@ static void check_gemm(nmt_cuda_ctx *ctx, const gemm_shape *s, int type)
         CUDA_OK(cudaFree(bias));
 }
 
-static void check_softmax(int vocab, int k)
+/* ld: the rows' stride; one not a multiple of 4 starts rows off 16 bytes
+ * (the kernels' head and tail words). */
+static void check_softmax(int vocab, int k, int ld)
 {
-    const int M = g_max_rows, ld = (vocab + 31) / 32 * 32;
+    const int M = g_max_rows;
     float *logits = (float *)random_device((size_t)M * ld, 8.0f, 0);
     const size_t ws_bytes = nmt_cuda_softmax_topk_workspace_size(M, vocab, k);
     void *ws = NULL;
@@ -186,20 +190,22 @@ static void check_softmax(int vocab, int k)
         CUDA_OK(cudaDeviceSynchronize());
     };
     run(M, 0);
-    unsigned long long bad = 0;
+    unsigned long long bad_values = 0, bad_ids = 0, bad_lse = 0;
     int counts = 0;
     for (int m = 1; m <= M; m = next_rows(m)) {
         CUDA_OK(cudaMemset(vals[1], POISON_F32, (size_t)m * k * sizeof(float)));
         CUDA_OK(cudaMemset(lse[1], POISON_F32, (size_t)m * sizeof(float)));
         run(m, 1);
-        bad += differing(m, k, vals[1], k, vals[0], k) + differing(m, k, ids[1], k, ids[0], k) +
-               differing(m, 1, lse[1], 1, lse[0], 1);
+        bad_values += differing(m, k, vals[1], k, vals[0], k);
+        bad_ids += differing(m, k, ids[1], k, ids[0], k);
+        bad_lse += differing(m, 1, lse[1], 1, lse[0], 1);
         counts++;
     }
-    CHECK(bad == 0, "softmax_topk V %d K %d: %llu values, ids or lse differ over %d row counts",
-          vocab, k, bad, counts);
+    CHECK(bad_values + bad_ids + bad_lse == 0,
+          "softmax_topk V %d K %d: %llu values, %llu ids, %llu lse differ over %d row counts",
+          vocab, k, bad_values, bad_ids, bad_lse, counts);
     fprintf(stderr, "  softmax_topk V %d K %d: %d row counts to %d, %llu differ\n", vocab, k,
-            counts, M, bad);
+            counts, M, bad_values + bad_ids + bad_lse);
     for (int i = 0; i < 2; i++) {
         CUDA_OK(cudaFree(vals[i]));
         CUDA_OK(cudaFree(ids[i]));
@@ -293,9 +299,13 @@ int main(void)
     for (int type = 0; type < 3; type++)
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
             check_gemm(ctx, &shapes[i], type);
-    check_softmax(4778, 10);
-    check_softmax(30001, 64);
-    check_softmax(777, 100);
+    /* Few rows run the row kernel, many the warp kernel (one (m, d) tree);
+     * K + excluded ids over 64 the warp kernel alone, K over 64 atomic. */
+    check_softmax(4778, 10, 4800);
+    check_softmax(4779, 10, 4779);
+    check_softmax(30001, 10, 30001);
+    check_softmax(30001, 64, 30016);
+    check_softmax(777, 100, 800);
     check_attention(512, 40);
     check_attention(1000, 17);
     CUDA_OK(cudaFree(g_bad));

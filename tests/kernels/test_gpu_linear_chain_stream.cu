@@ -73,7 +73,7 @@ static void test_shape(nmt_half_kind kind, int m, int n, int k, int with_bias, i
     int ok = dev_download(got, dy, ny * sizeof(float), POISON_F32, what) &&
              dev_download(ref, dref, ny * sizeof(float), POISON_F32, what);
     test_poison_f32(twin, ny);
-    nmt_cpu_linear_chain(m, n, k, x, k, xr, w, ldw, b, tanh_out, twin, ldy);
+    nmt_cpu_linear_chain(m, n, k, x, k, xr, w, ldw, with_bias ? bias : NULL, tanh_out, twin, ldy);
     size_t bits = 0, far = 0;
     for (int r = 0; r < m; r++)
         for (int j = 0; j < ldy; j++) {

@@ -1,7 +1,8 @@
 /* test_gpu_softmax_topk.cu: nmt_cuda_softmax_topk against nmt_cpu_softmax_topk
  * over a shape table that reaches every variant the launcher can pick: row
  * (few rows, 1..32 warps), fused (1..8 warps, one and two slots a lane),
- * warp (a row a warp: from 8 rows an SM),
+ * warp (a row a warp: from 8 rows an SM), auto-invariant (the row kernel
+ * with the warp kernel's (m, d) for few rows, else warp),
  * split (rows << SMs, K x V past the row kernel's bound), atomic
  * (64 < K <= 512), sort (K > 512); K > V, V = 1, odd and padded ld,
  * excluded ids, quantized logits (exact ties), k = 0 and lse = NULL. Each
@@ -72,7 +73,7 @@ static const shape shapes[] = {
 static const nmt_softmax_topk_variant kVariants[] = {
     NMT_SOFTMAX_TOPK_AUTO,  NMT_SOFTMAX_TOPK_ROW,    NMT_SOFTMAX_TOPK_FUSED,
     NMT_SOFTMAX_TOPK_SPLIT, NMT_SOFTMAX_TOPK_ATOMIC, NMT_SOFTMAX_TOPK_SORT,
-    NMT_SOFTMAX_TOPK_WARP};
+    NMT_SOFTMAX_TOPK_WARP,  NMT_SOFTMAX_TOPK_AUTO_INVARIANT};
 enum { N_VARIANTS = sizeof kVariants / sizeof kVariants[0] };
 
 static void *g_workspace;
