@@ -266,3 +266,84 @@ test_near_counts test_compare_lines_near_tie(const char *label, const nmt_result
 {
     return test_compare_lines_judged(label, a, b, n, max_len_a, max_len_b, NULL, NULL);
 }
+
+/* The source's tokens as the translator of options o splits it, joined by
+ * spaces into buf (the scoring below takes them as they are, as it does the
+ * targets, whose joiner tokens raw text would split again); 0 on failure. */
+static int source_tokens(const nmt_model *model, const nmt_options *o, const char *source,
+                         char *buf, size_t size)
+{
+    nmt_options to = *o;
+    to.attention_weights = 1; /* the result then lists the source's tokens */
+    to.beam_size = 1;
+    to.n_best = 1;
+    to.batch_size = 1;
+    nmt_translator *t = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_result r;
+    memset(&r, 0, sizeof r);
+    int ok = nmt_translator_create(model, &to, &t, &err) == NMT_STATUS_OK &&
+             nmt_translate_batch(t, &source, 1, &r, &err) == NMT_STATUS_OK &&
+             r.status == NMT_STATUS_OK && r.src_tokens;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; ok && i < r.n_src; i++) {
+        const int n = snprintf(buf + used, size - used, "%s%s", i ? " " : "", r.src_tokens[i]);
+        ok = n >= 0 && (size_t)n < size - used;
+        used += ok ? (size_t)n : 0;
+    }
+    nmt_result_clear(&r);
+    if (t)
+        nmt_translator_free(t);
+    return ok;
+}
+
+/* The scores of texts x and y (token strings) of a source under options o;
+ * 0 when either cannot be scored or comes back as another text (said). */
+static int score_pair(const nmt_model *model, const nmt_options *o, const char *source,
+                      const char *x, const char *y, double scores[2])
+{
+    char tokens[4096];
+    nmt_options so = *o;
+    so.n_best = 1;
+    so.batch_size = 2;
+    so.input_tokens = 1;
+    nmt_translator *t = NULL;
+    nmt_error err = {NMT_STATUS_OK, ""};
+    nmt_result r[2];
+    memset(r, 0, sizeof r);
+    const char *sources[2] = {tokens, tokens}, *targets[2] = {x, y};
+    int ok = source_tokens(model, o, source, tokens, sizeof tokens) &&
+             nmt_translator_create(model, &so, &t, &err) == NMT_STATUS_OK &&
+             nmt_score_batch(t, sources, targets, 2, r, &err) == NMT_STATUS_OK;
+    for (int i = 0; ok && i < 2; i++) {
+        ok = r[i].status == NMT_STATUS_OK && r[i].n_hypotheses == 1 &&
+             strcmp(r[i].hypotheses[0].text, targets[i]) == 0;
+        scores[i] = ok ? r[i].hypotheses[0].score : 0.0;
+    }
+    if (!ok)
+        fprintf(stderr, "  cross-scoring on device %d failed: %s\n", (int)o->device,
+                err.message[0] ? err.message : "a text not scored as itself");
+    nmt_result_clear(&r[0]);
+    nmt_result_clear(&r[1]);
+    if (t)
+        nmt_translator_free(t);
+    return ok;
+}
+
+/* See test_results.h. */
+int test_judge_by_scores(void *ctx, int line, const char *x, const char *y)
+{
+    const test_score_judge *j = (const test_score_judge *)ctx;
+    double sa[2], sb[2];
+    if (!score_pair(j->model, j->a, j->lines[line], x, y, sa) ||
+        !score_pair(j->model, j->b, j->lines[line], x, y, sb))
+        return 0;
+    fprintf(stderr, "  cross-scored: a's text %.6f (a) %.6f (b), b's text %.6f (a) %.6f (b)\n",
+            sa[0], sb[0], sa[1], sb[1]);
+    const double apart = fmax(fabs(sa[0] - sb[0]), fabs(sa[1] - sb[1]));
+    const double margin_a = sa[1] - sa[0], margin_b = sb[1] - sb[0];
+    const int same_rank = (margin_a > 0) == (margin_b > 0) &&
+                          fmin(fabs(margin_a), fabs(margin_b)) > apart;
+    return apart <= 1e-3 || same_rank;
+}

@@ -87,4 +87,23 @@ test_near_counts test_compare_lines_judged(const char *label, const nmt_result *
                                            const nmt_result *b, int n, float max_len_a,
                                            int max_len_b, test_search_judge judge, void *ctx);
 
+/* A test_search_judge by cross-scoring: the engines of options a (the
+ * reference run's) and b (the compared run's) each score both texts of
+ * source lines[line] (nmt_score_batch, teacher forced). The difference is
+ * the search's (the beams kept other hypotheses at some earlier near tie; a
+ * loop of one word does that without a near tie where the texts part) when
+ * the engines agree on each text within 1e-3, or when both rank the two
+ * texts alike by more than they disagree on either: one engine's search
+ * missed the text its own scoring prefers. A loop's scores drift ~1e-3
+ * apart between engines (and between an engine's search and its scoring)
+ * on the same words, so agreement alone is too strict there; a
+ * disagreement as large as the margin is not the search's. ctx: a
+ * test_score_judge; the scores are printed. */
+typedef struct test_score_judge {
+    const nmt_model *model;
+    const nmt_options *a, *b;
+    const char *const *lines;
+} test_score_judge;
+int test_judge_by_scores(void *ctx, int line, const char *text_a, const char *text_b);
+
 #endif

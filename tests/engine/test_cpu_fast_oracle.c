@@ -4,8 +4,10 @@
  * beam 5, n-best 2, under the v1 rules at batch 32 on 1 thread and 2
  * threads, and under OpenNMT-py's rules at batch 7. fp32 sums in another
  * order than the oracle's double ones: the same texts and scores within
- * 1e-3, but where a text differs at a near tie, on at most 2% of the lines
- * (test_compare_near_tie); a line that runs to the maximum length (a loop,
+ * 1e-3, but where a text differs at a near tie or where both engines'
+ * scores of both texts show the difference to be the search's
+ * (test_judge_by_scores), on at most 2% of the lines
+ * (test_compare_lines_judged); a line that runs to the maximum length (a loop,
  * where rounding differences grow) is held to its status and hypothesis
  * count, and at least half the lines end before it. Also: the kernels
  * refuse the same lines, and fast or blas with --sparse on is refused.
@@ -71,16 +73,19 @@ static void clear(nmt_result *r)
         nmt_result_clear(&r[i]);
 }
 
-static void compare(const char *label, const nmt_options *o)
+/* got (options o) against ref (options o_ref, the reference kernels). */
+static void compare(const nmt_model *model, const char *label, const nmt_options *o_ref,
+                    const nmt_options *o)
 {
-    const test_near_counts n =
-        test_compare_lines_near_tie(label, ref, got, N_LINES, o->max_len_a, o->max_len_b);
-    const int ties = n.ties, bad = n.bad, looping = n.looping;
-    const double max_diff = n.max_diff;
-    fprintf(stderr, "%s: %d near ties, %d other differences in %d lines (%d at the maximum "
-            "length), max score diff %.2g\n", label, ties, bad, N_LINES, looping, max_diff);
-    CHECK(ties <= 2 * ((N_LINES + 99) / 100), "%s: %d of %d lines differ at near ties", label,
-          ties, N_LINES);
+    test_score_judge judge = {.model = model, .a = o_ref, .b = o, .lines = lines};
+    const test_near_counts n = test_compare_lines_judged(
+        label, ref, got, N_LINES, o->max_len_a, o->max_len_b, test_judge_by_scores, &judge);
+    const int ties = n.ties + n.searched, looping = n.looping;
+    fprintf(stderr, "%s: %d near ties, %d search differences, %d other differences in %d lines "
+            "(%d at the maximum length), max score diff %.2g\n", label, n.ties, n.searched,
+            n.bad, N_LINES, looping, n.max_diff);
+    CHECK(ties <= 2 * ((N_LINES + 99) / 100), "%s: %d of %d lines differ at near ties or in "
+          "the search", label, ties, N_LINES);
     CHECK(2 * looping <= N_LINES, "%s: %d of %d lines ran to the maximum length", label, looping,
           N_LINES);
 }
@@ -143,16 +148,16 @@ int main(void)
             continue;
         }
         CHECK(made == NMT_STATUS_OK, "%s: %s", runs[r].label, err.message);
+        const nmt_options o_ref = options(NMT_CPU_KERNELS_REFERENCE, NMT_CPU_ISA_AUTO, 0,
+                                          runs[r].rules, runs[r].batch);
         if (!have_ref || runs[r].rules != runs[r - 1].rules ||
             runs[r].batch != runs[r - 1].batch) {
-            const nmt_options o_ref = options(NMT_CPU_KERNELS_REFERENCE, NMT_CPU_ISA_AUTO, 0,
-                                              runs[r].rules, runs[r].batch);
             clear(ref);
             CHECK(run(model, &o_ref, ref, &err) == NMT_STATUS_OK, "reference: %s", err.message);
             have_ref = 1;
         }
         CHECK(run(model, &o, got, &err) == NMT_STATUS_OK, "%s: %s", runs[r].label, err.message);
-        compare(runs[r].label, &o);
+        compare(model, runs[r].label, &o_ref, &o);
         clear(got);
         compared++;
     }

@@ -10,7 +10,7 @@
  *   the expansion) and sparse auto: the same texts and scores (within 1e-3)
  *   but where a text differs at a near tie (another summation order) or
  *   where the engines' scores of both texts show the difference to be the
- *   search's (judge_by_scores), on at most 2% of the lines
+ *   search's (test_judge_by_scores), on at most 2% of the lines
  *   (test_compare_lines_judged); a line that runs to the
  *   maximum length (a loop of a few words, where the pruned model amplifies
  *   rounding: one such line's scores drifted 0.04 apart on the same words)
@@ -99,102 +99,6 @@ static void clear(nmt_result *r)
         nmt_result_clear(&r[i]);
 }
 
-/* The source's tokens as the translator of options o splits it, joined by
- * spaces into buf (the scoring below takes them as they are, as it does the
- * targets, whose joiner tokens raw text would split again); 0 on failure. */
-static int source_tokens(const nmt_model *model, const nmt_options *o, const char *source,
-                         char *buf, size_t size)
-{
-    nmt_options to = *o;
-    to.attention_weights = 1; /* the result then lists the source's tokens */
-    to.beam_size = 1;
-    to.n_best = 1;
-    to.batch_size = 1;
-    nmt_translator *t = NULL;
-    nmt_error err = {NMT_STATUS_OK, ""};
-    nmt_result r;
-    memset(&r, 0, sizeof r);
-    int ok = nmt_translator_create(model, &to, &t, &err) == NMT_STATUS_OK &&
-             nmt_translate_batch(t, &source, 1, &r, &err) == NMT_STATUS_OK &&
-             r.status == NMT_STATUS_OK && r.src_tokens;
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; ok && i < r.n_src; i++) {
-        const int n = snprintf(buf + used, size - used, "%s%s", i ? " " : "", r.src_tokens[i]);
-        ok = n >= 0 && (size_t)n < size - used;
-        used += ok ? (size_t)n : 0;
-    }
-    nmt_result_clear(&r);
-    if (t)
-        nmt_translator_free(t);
-    return ok;
-}
-
-/* The scores of texts x and y (token strings) of a source under options o;
- * 0 when either cannot be scored or comes back as another text (said). */
-static int score_pair(const nmt_model *model, const nmt_options *o, const char *source,
-                      const char *x, const char *y, double scores[2])
-{
-    char tokens[4096];
-    nmt_options so = *o;
-    so.n_best = 1;
-    so.batch_size = 2;
-    so.input_tokens = 1;
-    nmt_translator *t = NULL;
-    nmt_error err = {NMT_STATUS_OK, ""};
-    nmt_result r[2];
-    memset(r, 0, sizeof r);
-    const char *sources[2] = {tokens, tokens}, *targets[2] = {x, y};
-    int ok = source_tokens(model, o, source, tokens, sizeof tokens) &&
-             nmt_translator_create(model, &so, &t, &err) == NMT_STATUS_OK &&
-             nmt_score_batch(t, sources, targets, 2, r, &err) == NMT_STATUS_OK;
-    for (int i = 0; ok && i < 2; i++) {
-        ok = r[i].status == NMT_STATUS_OK && r[i].n_hypotheses == 1 &&
-             strcmp(r[i].hypotheses[0].text, targets[i]) == 0;
-        scores[i] = ok ? r[i].hypotheses[0].score : 0.0;
-    }
-    if (!ok)
-        fprintf(stderr, "  cross-scoring on device %d failed: %s\n", (int)o->device,
-                err.message[0] ? err.message : "a text not scored as itself");
-    nmt_result_clear(&r[0]);
-    nmt_result_clear(&r[1]);
-    if (t)
-        nmt_translator_free(t);
-    return ok;
-}
-
-/* check_near's judge of texts that part away from a near tie: the reference's
- * and the run's engines score both texts (nmt_score_batch, teacher forced).
- * The difference is the search's (the beams kept other hypotheses at some
- * earlier near tie; a pruned model's loops of one word do that without a
- * near tie where the texts part) when the engines agree on each text within
- * 1e-3, or when both rank the two texts alike by more than they disagree on
- * either: one engine's search missed the text its own scoring prefers. A
- * loop's scores drift ~1e-3 apart between engines (and between one engine's
- * search and its scoring) on the same words, so agreement alone is too
- * strict there; a disagreement as large as the margin is not the search's. */
-typedef struct score_judge {
-    const nmt_model *model;
-    const nmt_options *a, *b;
-    const char *const *lines;
-} score_judge;
-
-static int judge_by_scores(void *ctx, int line, const char *x, const char *y)
-{
-    const score_judge *j = (const score_judge *)ctx;
-    double sa[2], sb[2];
-    if (!score_pair(j->model, j->a, j->lines[line], x, y, sa) ||
-        !score_pair(j->model, j->b, j->lines[line], x, y, sb))
-        return 0;
-    fprintf(stderr, "  cross-scored: a's text %.6f (a) %.6f (b), b's text %.6f (a) %.6f (b)\n",
-            sa[0], sb[0], sa[1], sb[1]);
-    const double apart = fmax(fabs(sa[0] - sb[0]), fabs(sa[1] - sb[1]));
-    const double margin_a = sa[1] - sa[0], margin_b = sb[1] - sb[0];
-    const int same_rank = (margin_a > 0) == (margin_b > 0) &&
-                          fmin(fabs(margin_a), fabs(margin_b)) > apart;
-    return apart <= 1e-3 || same_rank;
-}
-
 /* Runs b against the reference a (run with options ao): equal but for near
  * ties and differences the engines' scores show to be the search's, on at
  * most 2% of the lines. Returns the stats' sparse matrices (-1 on failure). */
@@ -204,9 +108,9 @@ static int64_t check_near(const nmt_model *model, const nmt_result *a, const nmt
     static nmt_result rb[N_LINES];
     int64_t sparse = -1;
     if (run(model, b, lines, rb, &sparse)) {
-        score_judge judge = {.model = model, .a = ao, .b = b, .lines = lines};
+        test_score_judge judge = {.model = model, .a = ao, .b = b, .lines = lines};
         const test_near_counts n = test_compare_lines_judged(
-            label, a, rb, n_lines, b->max_len_a, b->max_len_b, judge_by_scores, &judge);
+            label, a, rb, n_lines, b->max_len_a, b->max_len_b, test_judge_by_scores, &judge);
         const int ties = n.ties + n.searched, bad = n.bad, looping = n.looping;
         const double max_diff = n.max_diff;
         fprintf(stderr, "%s: %d near ties, %d search differences, %d other differences in %d "
