@@ -141,11 +141,6 @@ static int auto_splits(int32_t n_rows, int32_t vocab, int sms)
     return 1;
 }
 
-/* Row kernel: threads a block, or 0 where it cannot run: k' = K + n_excluded
- * above kRegisterK, or a candidate bound (k' threads x their words) over
- * kRowCandKeys. ~V / row_words_per_thread threads (half that per thread up to
- * a row an SM). With `occupancy`, also 0 for more rows than row_threads_per_sm
- * threads an SM (AUTO's limit). */
 /* Does the row kernel at t threads hold its candidates (k' = k_thr threads x
  * their words, a head or tail word included) for rows of `words`? */
 static bool row_candidates_fit(int64_t k_thr, int32_t words, int64_t t)
@@ -161,6 +156,11 @@ static bool row_occupancy_fits(int32_t n_rows, int64_t t, int sms)
     return (int64_t)n_rows * t <= (int64_t)sms * kPolicy.row_threads_per_sm;
 }
 
+/* Row kernel: threads a block, or 0 where it cannot run: k' = K + n_excluded
+ * above kRegisterK, or a candidate bound (k' threads x their words) over
+ * kRowCandKeys. ~V / row_words_per_thread threads (half that per thread up to
+ * a row an SM). With `occupancy`, also 0 for more rows than row_threads_per_sm
+ * threads an SM (AUTO's limit). */
 static int row_plan_threads(int32_t n_rows, int32_t vocab, int k_run, int n_excluded, int sms,
                             bool occupancy)
 {

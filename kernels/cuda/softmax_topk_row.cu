@@ -8,7 +8,7 @@
  * keys as Argueta & Chiang (softmax_topk_device.cuh). With WARP_MD (batch
  * invariance, few rows) the row's (m, d) is the warp kernel's, bit for bit:
  * the block stages the row in shared memory and warp 0 runs the warp
- * kernel's chains over it (row_md_staged). */
+ * kernel's chains over it (visit_row_words_staged). */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
