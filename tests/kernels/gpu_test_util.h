@@ -1,5 +1,6 @@
 /* gpu_test_util.h: small helpers shared by the GPU kernel tests (header only,
- * static): the no-GPU skip, device buffers poisoned before the call with a
+ * static): the no-GPU skip, host buffers (random ones too), device buffers
+ * poisoned before the call with a
  * guard region after the output that must stay untouched, copies back, a
  * kernel's poisoned 16-bit copy and its check, and the ok/FAIL line of a
  * check.
@@ -86,14 +87,18 @@ static int dev_download(void *host, const void *d, size_t bytes, int poison, con
     return 1;
 }
 
+/* test_alloc (test_util.h): exits the test when memory runs out. */
 static void *host_alloc(size_t bytes)
 {
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "out of host memory (%zu bytes)\n", bytes);
-        exit(1);
-    }
-    return p;
+    return test_alloc(bytes);
+}
+
+/* n host floats drawn uniformly from [lo, hi) (test_fill_uniform). */
+static float *host_uniform(size_t n, float lo, float hi)
+{
+    float *v = (float *)test_alloc(n * sizeof(float));
+    test_fill_uniform(v, n, lo, hi);
+    return v;
 }
 
 /* The prelude of a kernel test's main: skips without a GPU, seeds the

@@ -20,13 +20,6 @@
 
 static void *stream;
 
-static float *random_floats(size_t n, float lo, float hi)
-{
-    float *v = (float *)host_alloc(n * sizeof(float));
-    test_fill_uniform(v, n, lo, hi);
-    return v;
-}
-
 /* An output of rows x ld floats, poisoned in both copies: the twin writes
  * into want, the kernel into the device copy; the gaps must stay NaN. */
 typedef struct out_rows {
@@ -74,14 +67,14 @@ static void test_gathered(int rows, int hidden, int vocab, int parents, int n_ou
         token[r] = test_rand_int(0, vocab);
         parent[r] = test_rand_int(0, parents);
     }
-    float *table = random_floats((size_t)vocab * G, -2.0f, 2.0f);
-    float *proj = random_floats((size_t)parents * G, -2.0f, 2.0f);
-    float *bias = random_floats((size_t)G, -1.0f, 1.0f);
-    float *c_prev = random_floats((size_t)parents * hidden, -2.0f, 2.0f);
+    float *table = host_uniform((size_t)vocab * G, -2.0f, 2.0f);
+    float *proj = host_uniform((size_t)parents * G, -2.0f, 2.0f);
+    float *bias = host_uniform((size_t)G, -1.0f, 1.0f);
+    float *c_prev = host_uniform((size_t)parents * hidden, -2.0f, 2.0f);
     float *src[NMT_LSTM_GATHERED_COPIES];
     int ld_src = hidden + 1;
     for (int i = 0; i < n_copies; i++)
-        src[i] = random_floats((size_t)parents * ld_src, -5.0f, 5.0f);
+        src[i] = host_uniform((size_t)parents * ld_src, -5.0f, 5.0f);
 
     nmt_lstm_gathered want, dev;
     memset(&want, 0, sizeof want);

@@ -28,13 +28,6 @@
 static nmt_cuda_ctx *ctx;
 static void *stream;
 
-static float *random_floats(size_t n, float lo, float hi)
-{
-    float *v = (float *)host_alloc(n * sizeof(float));
-    test_fill_uniform(v, n, lo, hi);
-    return v;
-}
-
 /* The encoder's batch-invariant steps of direction d on the device. */
 static void run_pairs(const nmt_lstm_recurrence *dev, int d, float *gates_h)
 {
@@ -107,9 +100,9 @@ static void test_recurrence(int n, int stride, int half, const int32_t *len_in)
     dev.src_len = (int32_t *)dev_upload(len, sizeof(int32_t) * (size_t)n);
     float *host_in[3][2];
     for (int d = 0; d < 2; d++) {
-        host_in[0][d] = random_floats(rows * g, -2.0f, 2.0f);
-        host_in[1][d] = random_floats((size_t)g * half, -0.3f, 0.3f);
-        host_in[2][d] = random_floats((size_t)g, -1.0f, 1.0f);
+        host_in[0][d] = host_uniform(rows * g, -2.0f, 2.0f);
+        host_in[1][d] = host_uniform((size_t)g * half, -0.3f, 0.3f);
+        host_in[2][d] = host_uniform((size_t)g, -1.0f, 1.0f);
         want.gates_x[d] = host_in[0][d], want.w_hh[d] = host_in[1][d], want.b_hh[d] = host_in[2][d];
         dev.gates_x[d] = (float *)dev_upload(host_in[0][d], rows * g * sizeof(float));
         dev.w_hh[d] = (float *)dev_upload(host_in[1][d], (size_t)g * half * sizeof(float));
