@@ -43,7 +43,6 @@ template <> __device__ __forceinline__ float widen<__nv_bfloat16>(__nv_bfloat16 
     return __bfloat162float(v);
 }
 
-
 /* fp32: a block computes kTileOut outputs x kRows rows, two rows a thread;
  * the block stages kChunk columns of w and x in shared memory at a time
  * (loaded for the next chunk while this one is summed), so the loads in

@@ -10,9 +10,11 @@
  * (block b: units [b U, (b + 1) U) of each gate, U = half / 8) and runs the
  * steps back to back: each block sums its gate rows for the running rows,
  * runs the cell on its units, and stores the new h into every block's
- * shared memory (distributed shared memory); one cluster barrier a step
- * hands the h over. h lives in shared memory as [unit][row], so a thread's
- * w value serves four rows through one 16-byte read.
+ * shared memory (distributed shared memory): by asynchronous remote stores
+ * counted on each receiver's mbarrier (the default), or plain stores and
+ * one cluster barrier a step (NMT_RECURRENCE_HANDOFF_BARRIER). h lives in
+ * shared memory as [unit][row], so a thread's w value serves four rows
+ * through one 16-byte read.
  *
  * Arithmetic: each gate sum is one fmaf chain over k from 0 (the
  * batch-invariant GEMM's, linear_chain.cu), then (gates_x + b_hh) + gates_h

@@ -28,15 +28,8 @@ static __device__ __forceinline__ void mma_k16(float (&d)[4], const uint32_t (&a
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* cp.async: 16 bytes from global into shared memory, zero-filled when !valid. */
-static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid)
-{
-    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
-    const int bytes = valid ? 16 : 0; /* 0: the 16 bytes are zero-filled, nothing is read */
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
-                 "r"(bytes));
-}
-/* The same to a shared-window address, src_bytes 16 or 0 (0: nothing read). */
+/* cp.async: 16 bytes from global into shared memory at a shared-window
+ * address; src_bytes < 16 zero-fills the rest (0: nothing is read). */
 static __device__ __forceinline__ void cp_async16_to(unsigned dst, const void *gmem, int src_bytes)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
