@@ -63,10 +63,11 @@ int test_compare_near_tie(const char *what, int line, const nmt_result *a, const
                           double tie, double final_tie, double score_tol,
                           double score_tol_token, double *max_diff);
 
-/* A second opinion on texts that part away from a near tie: 1 when both
- * runs' engines give each of the two texts the same score (they agree on
- * the model's arithmetic, so the beams only kept other hypotheses at some
- * earlier near tie), else 0. ctx: the caller's; line: the line's index. */
+/* A second opinion on texts that part away from a near tie: 1 when the
+ * difference is the search's, not the arithmetic's (the beams only kept
+ * other hypotheses at some earlier near tie; test_judge_by_scores below
+ * decides it by cross-scoring), else 0. ctx: the caller's; line: the
+ * line's index. */
 typedef int (*test_search_judge)(void *ctx, int line, const char *text_a, const char *text_b);
 
 /* test_compare_near_tie (ties, final ties and scores within 1e-3) over n
