@@ -20,20 +20,10 @@
 static const nmt_half_kind kinds[2] = {NMT_HALF_BF16, NMT_HALF_FP16};
 static const char *const kind_names[2] = {"bf16", "fp16"};
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
 /* A poisoned copy of rows x ld16 values. */
 static uint16_t *poisoned_copy(int32_t rows, int32_t ld16)
 {
-    uint16_t *p = (uint16_t *)xmalloc((size_t)rows * ld16 * sizeof(uint16_t));
+    uint16_t *p = (uint16_t *)test_alloc((size_t)rows * ld16 * sizeof(uint16_t));
     for (size_t i = 0; i < (size_t)rows * ld16; i++)
         p[i] = TEST_HALF_POISON;
     return p;
@@ -71,14 +61,14 @@ static void test_gather_copy(nmt_half_kind kind, const char *name)
     const int32_t width[3] = {7, 11, 16}, col[3] = {0, 8, 20};
     float *src[3];
     int32_t index[3][kRows];
-    float *plain = (float *)xmalloc(sizeof(float) * kRows * kLd);
-    float *with = (float *)xmalloc(sizeof(float) * kRows * kLd);
+    float *plain = (float *)test_alloc(sizeof(float) * kRows * kLd);
+    float *with = (float *)test_alloc(sizeof(float) * kRows * kLd);
     uint16_t *copy = poisoned_copy(kRows, kLd16);
     test_poison_f32(plain, (size_t)kRows * kLd);
     test_poison_f32(with, (size_t)kRows * kLd);
     nmt_gather_segment a[3], b[3];
     for (int g = 0; g < 3; g++) {
-        src[g] = (float *)xmalloc(sizeof(float) * kSrcRows * width[g]);
+        src[g] = (float *)test_alloc(sizeof(float) * kSrcRows * width[g]);
         test_fill_uniform(src[g], (size_t)kSrcRows * width[g], -3.0f, 3.0f);
         for (int r = 0; r < kRows; r++)
             index[g][r] = test_rand_int(0, kSrcRows);
@@ -117,18 +107,18 @@ static void test_lstm_copy(nmt_half_kind kind, const char *name)
 {
     enum { kRows = 6, kHidden = 21, kLdH = 25, kLdH2 = 30, kLd16 = 24 };
     const size_t ng = (size_t)kRows * 4 * kHidden, nc = (size_t)kRows * kHidden;
-    float *gx = (float *)xmalloc(sizeof(float) * ng), *gh = (float *)xmalloc(sizeof(float) * ng);
-    float *bias = (float *)xmalloc(sizeof(float) * 4 * kHidden);
-    float *c_prev = (float *)xmalloc(sizeof(float) * nc);
+    float *gx = (float *)test_alloc(sizeof(float) * ng), *gh = (float *)test_alloc(sizeof(float) * ng);
+    float *bias = (float *)test_alloc(sizeof(float) * 4 * kHidden);
+    float *c_prev = (float *)test_alloc(sizeof(float) * nc);
     test_fill_uniform(gx, ng, -3.0f, 3.0f);
     test_fill_uniform(gh, ng, -3.0f, 3.0f);
     test_fill_uniform(bias, 4 * kHidden, -1.0f, 1.0f);
     test_fill_uniform(c_prev, nc, -2.0f, 2.0f);
     float *c[2], *h[2], *h2[2];
     for (int i = 0; i < 2; i++) {
-        c[i] = (float *)xmalloc(sizeof(float) * nc);
-        h[i] = (float *)xmalloc(sizeof(float) * kRows * kLdH);
-        h2[i] = (float *)xmalloc(sizeof(float) * kRows * kLdH2);
+        c[i] = (float *)test_alloc(sizeof(float) * nc);
+        h[i] = (float *)test_alloc(sizeof(float) * kRows * kLdH);
+        h2[i] = (float *)test_alloc(sizeof(float) * kRows * kLdH2);
         test_poison_f32(h[i], (size_t)kRows * kLdH);
         test_poison_f32(h2[i], (size_t)kRows * kLdH2);
     }
@@ -159,7 +149,7 @@ static void test_attention_copy(nmt_half_kind kind, const char *name)
     for (int r = 0; r < kRows; r++)
         sent[r] = test_rand_int(0, kSent);
     const size_t nk = (size_t)kSent * kMaxSrc * kHidden;
-    float *keys = (float *)xmalloc(sizeof(float) * nk), *mem = (float *)xmalloc(sizeof(float) * nk);
+    float *keys = (float *)test_alloc(sizeof(float) * nk), *mem = (float *)test_alloc(sizeof(float) * nk);
     float query[kRows * kHidden];
     test_fill_uniform(keys, nk, -0.5f, 0.5f);
     test_fill_uniform(mem, nk, -1.0f, 1.0f);
